@@ -1,0 +1,134 @@
+"""The `gpuledger` command: a thin layer over the library.
+
+Imports are lazy: `validate`, `schema`, `estimate`, `plan` and `sql` never import Prefect or
+SkyPilot. Each sub-command lives in `gpuledger/commands/<name>.py` as `run(args) -> int`.
+A `UserError` becomes one message on stderr and its exit code; anything else is a bug and keeps
+its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from gpuledger import __version__
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse exits 2 on bad usage; say what to do
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n(see `{self.prog} --help`)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="gpuledger", description="Plan, launch, measure and account for GPU experiments.")
+    p.add_argument("--version", action="version", version=f"gpuledger {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    s = sub.add_parser("validate", help="check experiment specs; one line per problem")
+    s.add_argument("specs", nargs="+", metavar="SPEC")
+
+    sub.add_parser("schema", help="print the JSON Schema of the spec language")
+
+    s = sub.add_parser("estimate", help="memory, compute and time one training/inference setup needs")
+    s.add_argument("model", metavar="MODEL", help="registry name or path to an HF config.json")
+    s.add_argument("--method", default="lora", choices=["full", "lora", "qlora", "grpo", "ppo", "inference"])
+    s.add_argument("--precision", default="bf16",
+                   choices=["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed", "fp8", "int8", "int4", "nf4"])
+    s.add_argument("--optimizer", default="adamw",
+                   choices=["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"])
+    s.add_argument("--batch", type=_positive_int, default=1, help="micro-batch per GPU")
+    s.add_argument("--seq", type=_positive_int, default=2048, help="sequence length (tokens)")
+    s.add_argument("--grad-ckpt", action=argparse.BooleanOptionalAction, default=True)
+    s.add_argument("--flash-attn", action=argparse.BooleanOptionalAction, default=True)
+    s.add_argument("--lora-r", type=_positive_int, default=16)
+    s.add_argument("--lora-targets", default="q,v", help="comma list (q,k,v,o,gate,up,down) or all-linear")
+    s.add_argument("--gpus", type=_positive_int, default=1)
+    s.add_argument("--sharding", default="none", choices=["none", "ddp", "zero1", "zero2", "zero3", "fsdp"])
+    s.add_argument("--prompt-len", type=_positive_int, default=None)
+    s.add_argument("--completion-len", type=_positive_int, default=None)
+    s.add_argument("--group-size", type=_positive_int, default=None)
+    s.add_argument("--device", default="gpu", choices=["gpu", "cpu"],
+                   help="cpu: estimate resident memory of a CPU run (the local demo)")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("plan", help="choose GPUs, spot/on-demand and schedule; exit 3 over budget")
+    s.add_argument("spec", metavar="SPEC")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("sweep", help="plan, launch, measure and report a sweep")
+    s.add_argument("spec", metavar="SPEC")
+    s.add_argument("--launcher", choices=["local", "skypilot"], default=None)
+    s.add_argument("--max-parallel", type=_positive_int, default=None)
+    s.add_argument("--dry-run", action="store_true")
+    s.add_argument("--force", action="store_true", help="launch even when the budget guard refuses")
+
+    s = sub.add_parser("render-task", help="print the SkyPilot task YAML that would be launched")
+    s.add_argument("spec", metavar="SPEC")
+    s.add_argument("--trial", type=int, default=0, metavar="N", help="trial index (0-based)")
+
+    s = sub.add_parser("capacity", help="GPUs and $/month to serve a traffic level within an SLO")
+    s.add_argument("spec", metavar="SPEC")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("report", help="write a sweep ROI or weekly cost report")
+    rsub = s.add_subparsers(dest="report_kind", metavar="KIND", parser_class=_Parser)
+    rsub.required = True
+    r = rsub.add_parser("sweep", help="ROI report of the latest sweep of NAME")
+    r.add_argument("name", metavar="NAME")
+    r.add_argument("--sweep-id", default=None)
+    r.add_argument("--out", default=None, metavar="DIR")
+    r = rsub.add_parser("weekly", help="weekly cost report")
+    r.add_argument("--week", default=None, metavar="YYYY-Www")
+    r.add_argument("--out", default=None, metavar="DIR")
+    r = rsub.add_parser("capacity", help="capacity report of a capacity spec")
+    r.add_argument("spec", metavar="SPEC")
+    r.add_argument("--out", default=None, metavar="DIR")
+
+    s = sub.add_parser("sql", help="run SQL against the warehouse (read-only unless --write)")
+    s.add_argument("query", metavar="QUERY")
+    s.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    s.add_argument("--write", action="store_true", help="allow statements that change the warehouse")
+
+    s = sub.add_parser("ingest", help="ingest result records from a landing folder")
+    s.add_argument("landing", nargs="?", default=None, metavar="DIR")
+
+    s = sub.add_parser("export", help="export every warehouse table")
+    s.add_argument("--parquet", required=True, metavar="DIR")
+
+    sub.add_parser("serve", help="local Prefect server + worker + the deployments of prefect.yaml")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    name = args.command.replace("-", "_")
+    from gpuledger.errors import UserError
+
+    try:
+        module = importlib.import_module(f"gpuledger.commands.{name}")
+        return int(module.run(args) or 0)
+    except UserError as err:
+        print(f"gpuledger {args.command}: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print(f"gpuledger {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `gpuledger sql ... | head`
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

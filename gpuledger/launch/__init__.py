@@ -1,0 +1,21 @@
+"""Launchers: where trials run. `local` (default, subprocesses) or `skypilot` (managed jobs)."""
+
+from __future__ import annotations
+
+from gpuledger.launch.base import Launcher, LaunchRequest, TrialStatus
+
+
+def get_launcher(name: str, **options) -> Launcher:
+    """Returns the launcher called `name`; SkyPilot is imported only when asked for."""
+    if name == "local":
+        from gpuledger.launch.local import LocalLauncher
+
+        return LocalLauncher(**options)
+    if name == "skypilot":
+        from gpuledger.launch.skypilot import SkyPilotLauncher
+
+        return SkyPilotLauncher(**options)
+    raise ValueError(f"unknown launcher {name!r}: use local or skypilot")
+
+
+__all__ = ["Launcher", "LaunchRequest", "TrialStatus", "get_launcher"]

@@ -1,0 +1,62 @@
+"""The `Launcher` protocol (shared/DESIGN.md): submit, poll, cancel, collect.
+
+A launcher turns a `LaunchRequest` (one trial, already planned) into a running job and, at the end,
+into result records (`gpuledger.record`), one per attempt. It never writes to the warehouse: the
+flow ingests what `collect` returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+#: What `poll` answers. Terminal: succeeded, failed, cancelled.
+TrialStatus = Literal["pending", "running", "recovering", "succeeded", "failed", "cancelled"]
+TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """Everything a launcher needs to run one trial. Plain values; built by the flow from the plan."""
+
+    sweep_id: str
+    sweep_name: str
+    trial_id: str
+    params: dict[str, Any]
+    run: str  # the rendered shell command (values already shlex-quoted)
+    setup: str | None = None  # rendered set-up command, run once before `run`
+    workdir: Path = Path(".")  # what the command runs in (local) / is synced (skypilot)
+    env: dict[str, str] = field(default_factory=dict)
+    timeout_s: float | None = None
+    # placement chosen by the planner (None for local)
+    accelerator: str | None = None
+    gpus: int = 0
+    cloud: str | None = None
+    region: str | None = None
+    instance_type: str | None = None
+    spot: bool = False
+    usd_per_hour: float = 0.0  # price of the chosen offer (local: the local hourly rate)
+    on_demand_usd_per_hour: float | None = None
+    price_source: str = "local"  # local | catalog | invoice
+    price_description: str = ""
+
+
+@runtime_checkable
+class Launcher(Protocol):
+    name: str
+
+    def submit(self, request: LaunchRequest) -> Any:
+        """Starts the trial; returns an opaque handle."""
+
+    def poll(self, handle: Any) -> TrialStatus:
+        """Returns the current status; never blocks for long."""
+
+    def cancel(self, handle: Any) -> None:
+        """Stops the trial (idempotent)."""
+
+    def collect(self, handle: Any) -> list[dict[str, Any]]:
+        """Returns the result records (dicts of `gpuledger.record.ResultRecord`), one per attempt.
+
+        Call after `poll` returned a terminal status.
+        """

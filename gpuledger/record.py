@@ -1,0 +1,91 @@
+"""The result record: what one attempt of one trial really did, measured where it ran.
+
+One JSON document per attempt, written by `gpuledger.agent` inside the job (the measured part) and
+completed by the launcher (placement and billing), then ingested by the warehouse. Versioned by
+`schema`; a reader rejects a version it does not know with a clear message.
+
+This module is deliberately light (stdlib + pydantic) because it also runs inside cloud jobs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
+
+SCHEMA = "gpuledger.result/1"
+RESULT_LINE_PREFIX = "GPULEDGER_RESULT "
+METRIC_LINE_PREFIX = "GPULEDGER_METRIC "
+
+#: Terminal states of an attempt (the warehouse's `runs.status`). `skipped-budget` is never an
+#: attempt's record: the flow writes it for trials it did not launch.
+Status = Literal["succeeded", "failed", "oom", "preempted", "cancelled"]
+STATUSES = ("succeeded", "failed", "oom", "preempted", "cancelled", "skipped-budget")
+
+
+class MetricPoint(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1)
+    value: float
+    step: int | None = None
+    t_s: NonNegativeFloat | None = None  # seconds since the attempt started
+
+
+class BillingLine(BaseModel):
+    """One line item of what the attempt cost. `source` says where the price came from."""
+
+    model_config = ConfigDict(extra="forbid")
+    source: Literal["local", "catalog", "invoice"]
+    description: str  # e.g. "aws p5.48xlarge us-east-1 spot, catalog 2026-05-20"
+    usd_per_hour: NonNegativeFloat
+    hours: NonNegativeFloat
+    cost_usd: NonNegativeFloat
+    spot: bool = False
+    on_demand_usd_per_hour: NonNegativeFloat | None = None  # for realised spot savings
+
+
+class ResultRecord(BaseModel):
+    """The record of one attempt. Units are in the field names (`_s`, `_gib`, `_usd`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["gpuledger.result/1"] = Field(SCHEMA, alias="schema")
+    run_id: str = Field(min_length=1, max_length=200)  # unique per attempt
+    sweep_id: str | None = None
+    trial_id: str = Field(min_length=1)
+    attempt: int = Field(1, ge=1)
+    launcher: Literal["local", "skypilot"]
+    cloud: str | None = None  # None for local
+    region: str | None = None
+    instance_type: str | None = None
+    accelerator: str | None = None  # None for a CPU-only local run
+    gpus: NonNegativeInt = 0
+    spot: bool = False
+    started_at: datetime
+    ended_at: datetime
+    wall_s: NonNegativeFloat
+    exit_code: int | None = None
+    status: Status
+    reason: str | None = None  # why it is not `succeeded`: "exit code 1", "timeout after 30 s", ...
+    peak_gpu_mem_gib: NonNegativeFloat | None = None  # max over the job's GPUs, NVML used (device level)
+    peak_gpu_util_pct: NonNegativeFloat | None = None
+    peak_rss_gib: NonNegativeFloat | None = None  # whole process tree, psutil RSS
+    preemptions: NonNegativeInt = 0
+    recoveries: NonNegativeInt = 0
+    hostname: str | None = None
+    command: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    metrics: list[MetricPoint] = Field(default_factory=list)  # time series
+    final_metrics: dict[str, float] = Field(default_factory=dict)  # last value of each metric
+    billing: list[BillingLine] = Field(default_factory=list)
+    stderr_tail: str | None = None  # last lines of stderr when it failed
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(line.cost_usd for line in self.billing)
+
+
+def parse_record(data: dict[str, Any]) -> ResultRecord:
+    """Returns the validated record; raises pydantic.ValidationError naming each bad field."""
+    return ResultRecord.model_validate(data)
