@@ -1,0 +1,163 @@
+"""The agent with real subprocesses: metrics, pass-through, exit codes, statuses, signals, timeout."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from gpuledger import track
+from gpuledger.record import RESULT_LINE_PREFIX, parse_record
+
+REPO = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+def _agent(tmp_path: Path, code: str, *args: str, env: dict | None = None, timeout: float = 60):
+    """Runs the agent around `python -c code`; returns (completed process, record dict)."""
+    result = tmp_path / "result.json"
+    cmd = [PY, "-m", "gpuledger.agent", "--result", str(result), "--trial-id", "t1", "--run-id", "t1-a1-x",
+           *args, "--", PY, "-c", textwrap.dedent(code)]
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    proc = subprocess.run(cmd, capture_output=True, timeout=timeout, env=full_env, cwd=tmp_path)
+    record = json.loads(result.read_text())
+    parse_record(record)  # valid for the shared contract
+    return proc, record
+
+
+def _result_line(stdout: bytes) -> dict:
+    lines = [ln for ln in stdout.decode().splitlines() if ln.startswith(RESULT_LINE_PREFIX)]
+    assert len(lines) == 1
+    return json.loads(lines[0][len(RESULT_LINE_PREFIX):])
+
+
+def test_success_metrics_passthrough_and_result_line(tmp_path):
+    proc, record = _agent(tmp_path, """
+        import sys, time
+        from gpuledger import track
+        print("hello out")
+        print("hello err", file=sys.stderr)
+        buf = bytearray(150 * 1024 * 1024)          # ~150 MB resident for a while
+        for step in range(3):
+            track.log(step=step, train_loss=3.0 - step)   # -> $GPULEDGER_METRICS
+            time.sleep(0.2)
+        print('GPULEDGER_METRIC {"name": "eval_loss", "value": 1.25, "step": 2}')
+        time.sleep(0.3)
+        print("no newline at the end", end="")
+        """, "--params", '{"lora_r": 4}', "--sweep-id", "sw")
+    assert proc.returncode == 0
+    out = proc.stdout.decode()
+    assert "hello out\n" in out and "hello err" in proc.stderr.decode()
+    assert 'GPULEDGER_METRIC {"name": "eval_loss"' in out  # passed through unchanged
+    assert _result_line(proc.stdout) == record
+    assert record["status"] == "succeeded" and record["exit_code"] == 0 and record["reason"] is None
+    assert record["trial_id"] == "t1" and record["run_id"] == "t1-a1-x" and record["sweep_id"] == "sw"
+    assert record["params"] == {"lora_r": 4}
+    assert record["stderr_tail"] is None  # only kept when it failed
+    assert 0.14 < record["peak_rss_gib"] < 2
+    assert record["peak_gpu_mem_gib"] is None or record["peak_gpu_mem_gib"] >= 0
+    names = [m["name"] for m in record["metrics"]]
+    assert names.count("train_loss") == 3 and names.count("eval_loss") == 1
+    assert record["final_metrics"] == {"train_loss": 1.0, "eval_loss": 1.25}
+    assert all(m["t_s"] is not None and m["t_s"] >= 0 for m in record["metrics"])
+    assert record["wall_s"] > 0.9
+
+
+def test_crash_keeps_exit_code_and_stderr_tail(tmp_path):
+    proc, record = _agent(tmp_path, """
+        import sys
+        for i in range(200):
+            print(f"line {i}", file=sys.stderr)
+        raise SystemExit(3)
+        """)
+    assert proc.returncode == 3
+    assert record["status"] == "failed" and record["exit_code"] == 3 and record["reason"] == "exit code 3"
+    tail = record["stderr_tail"]
+    assert "line 199" in tail and "line 100" not in tail and tail.count("\n") <= 50
+
+
+def test_memory_error_is_oom(tmp_path):
+    proc, record = _agent(tmp_path, "raise MemoryError('boom')")
+    assert proc.returncode == 1
+    assert record["status"] == "oom" and "MemoryError" in record["stderr_tail"]
+
+
+def test_killed_by_signal(tmp_path):
+    proc, record = _agent(tmp_path, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    assert proc.returncode == 128 + 9
+    assert record["exit_code"] == -9
+    assert record["status"] in ("failed", "oom")
+    if record["status"] == "failed":
+        assert record["reason"] == "killed by signal SIGKILL"
+
+
+def test_timeout_kills_the_group(tmp_path):
+    t0 = time.monotonic()
+    proc, record = _agent(tmp_path, "import subprocess; subprocess.run(['sleep', '1000'])",
+                          "--timeout-s", "1", "--kill-grace-s", "1")
+    assert time.monotonic() - t0 < 15
+    assert record["status"] == "failed" and record["reason"] == "timeout after 1 s"
+    assert proc.returncode != 0
+
+
+def test_placement_from_env(tmp_path):
+    _, record = _agent(tmp_path, "pass", env={"GPULEDGER_LAUNCHER": "skypilot", "GPULEDGER_CLOUD": "aws",
+                                              "GPULEDGER_REGION": "us-east-1", "GPULEDGER_ACCELERATOR": "H100",
+                                              "GPULEDGER_GPUS": "8", "GPULEDGER_SPOT": "1",
+                                              "GPULEDGER_ATTEMPT": "2"})
+    assert (record["launcher"], record["cloud"], record["region"]) == ("skypilot", "aws", "us-east-1")
+    assert (record["accelerator"], record["gpus"], record["spot"], record["attempt"]) == ("H100", 8, True, 2)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signals_are_forwarded_to_the_child_group(tmp_path, sig):
+    marker = tmp_path / "got"
+    result = tmp_path / "result.json"
+    child = textwrap.dedent(f"""
+        import signal, sys, time, pathlib
+        def handler(num, frame):
+            pathlib.Path({str(marker)!r}).write_text(str(num))
+            sys.exit(7)
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
+        print("ready", flush=True)
+        time.sleep(1000)
+        """)
+    agent = subprocess.Popen([PY, "-m", "gpuledger.agent", "--result", str(result), "--trial-id", "t",
+                              "--", PY, "-c", child], stdout=subprocess.PIPE, cwd=tmp_path,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert agent.stdout.readline() == b"ready\n"
+    agent.send_signal(sig)
+    out, _ = agent.communicate(timeout=20)
+    assert marker.read_text() == str(int(sig))
+    assert agent.returncode == 7
+    record = json.loads(result.read_text())
+    assert record["status"] == "cancelled" and record["exit_code"] == 7
+    assert record["reason"] == f"cancelled by {signal.Signals(sig).name}"
+    assert _result_line(out) == record
+
+
+def test_track_log_prints_lines_without_agent(capsys, monkeypatch):
+    monkeypatch.delenv("GPULEDGER_METRICS", raising=False)
+    track.log(step=5, eval_loss=1.5, bad=float("nan"))
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(ln.removeprefix("GPULEDGER_METRIC "))["name"] for ln in lines] == ["eval_loss", "bad"]
+    first = json.loads(lines[0].removeprefix("GPULEDGER_METRIC "))
+    assert first["value"] == 1.5 and first["step"] == 5
+    assert json.loads(lines[1].removeprefix("GPULEDGER_METRIC "))["value"] is None
+
+
+def test_track_log_appends_to_file(tmp_path, monkeypatch):
+    path = tmp_path / "m.jsonl"
+    monkeypatch.setenv("GPULEDGER_METRICS", str(path))
+    track.log(step=1, a=1)
+    track.log(b=2.5)
+    rows = [json.loads(ln) for ln in path.read_text().splitlines()]
+    assert [(r["name"], r["value"], r["step"]) for r in rows] == [("a", 1.0, 1), ("b", 2.5, None)]
