@@ -407,6 +407,13 @@ def _dotted(path: tuple) -> str:
     return text
 
 
+def _num_text(value: Any) -> str:
+    """Returns 0 for 0.0 and 1e-05 for 1e-5: numbers as a person would write them."""
+    if isinstance(value, float) and not isinstance(value, bool):
+        return f"{value:g}"
+    return repr(value)
+
+
 _BOUNDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
 
 
@@ -429,7 +436,7 @@ def _friendly(err: dict[str, Any]) -> str:
         return f"must be letters, digits, '_', '.', '@' or '-' (got {value!r})"
     if kind in _BOUNDS:
         bound = next(iter(err.get("ctx", {}).values()), "?")
-        return f"must be {_BOUNDS[kind]} {bound} (got {value!r})"
+        return f"must be {_BOUNDS[kind]} {_num_text(bound)} (got {_num_text(value)})"
     if kind == "too_short" and isinstance(value, list | dict):
         return "must not be empty"
     if kind in ("value_error", "assertion_error"):
@@ -440,16 +447,39 @@ def _friendly(err: dict[str, Any]) -> str:
     return text
 
 
+def _data_path(loc: tuple, data: Any) -> tuple:
+    """Returns the part of a pydantic error location that indexes the data: union member tags
+    (`constrained-int`, `literal['auto']`, ...) are dropped; the last element (a missing or unknown
+    key) is kept."""
+    path, cur = [], data
+    for i, part in enumerate(loc):
+        if isinstance(cur, dict) and part in cur or isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+            path.append(part)
+            cur = cur[part]
+        elif i == len(loc) - 1 and isinstance(cur, dict):
+            path.append(part)
+    return tuple(path)
+
+
 def _problems_from_validation(
-    exc: ValidationError, positions: dict[tuple, tuple[int, int]], filename: str, kind: str
+    exc: ValidationError, positions: dict[tuple, tuple[int, int]], filename: str, kind: str, data: Any
 ) -> list[Problem]:
-    problems = []
+    errors = []
     for err in exc.errors():
         loc = tuple(err["loc"])
-        # discriminated union: loc starts with the tag; drop it and pydantic's type-adapter markers
-        if loc and loc[0] == kind:
+        if loc and loc[0] == kind:  # discriminated union: the tag comes first
             loc = loc[1:]
-        data_loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in {"function-after", "int", "str", "float", "bool", "list[union[str,int,float,bool]]", "RandomRange"})))
+        errors.append((_data_path(loc, data), err))
+    # where one value failed every member of a union, a literal's "must be one of auto" is noise
+    by_path: dict[tuple, list[str]] = {}
+    for path, err in errors:
+        by_path.setdefault(path, []).append(err["type"])
+    errors = [
+        (path, err) for path, err in errors
+        if not (err["type"] == "literal_error" and any(t != "literal_error" for t in by_path[path]))
+    ]
+    problems = []
+    for data_loc, err in errors:
         if err["type"] == "extra_forbidden":
             pos = positions.get((*data_loc, "__key__")) or positions.get(data_loc, (1, 1))
         elif err["type"] == "missing":
@@ -550,7 +580,7 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
             if params and key not in params:
                 close = difflib.get_close_matches(str(key), list(params), n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
-                out.append((("search", "exclude", i, key), f"{key!r} is not a search parameter{hint}"))
+                out.append((("search", "exclude", i, key, "__key__"), f"{key!r} is not a search parameter{hint}"))
     allowed = set(params) | KNOWN_FIELDS
     task = mapping(data.get("task"))
     for part in ("setup", "run"):
@@ -564,7 +594,7 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
             continue
         for name in names:
             if name not in allowed:
-                close = difflib.get_close_matches(name, sorted(allowed), n=1)
+                close = difflib.get_close_matches(name, sorted(allowed), n=1, cutoff=0.5)
                 hint = f"; did you mean {{{close[0]}}}?" if close else ""
                 out.append((("task", part), f"unknown placeholder {{{name}}}: not a search parameter or known field{hint}"))
     resources = mapping(data.get("resources"))
@@ -593,16 +623,20 @@ def parse_spec(text: str, filename: str = "<spec>") -> SweepSpec | CapacitySpec:
         msg = "required field is missing (sweep or capacity)" if kind is None else f"must be one of sweep, capacity (got {kind!r})"
         raise SpecError(problems + [Problem(filename, line, col, "kind", msg)])
     def located(path: tuple) -> tuple[int, int]:
+        if path and path[-1] == "__key__":  # a problem about a key itself
+            if path in positions:
+                return positions[path]
+            path = path[:-1]
         key = path
         while key and key not in positions:
             key = key[:-1]
         return positions.get(key, (1, 1))
 
-    semantic = [Problem(filename, *located(path), _dotted(path), msg) for path, msg in _semantic_problems(data)]
+    semantic = [Problem(filename, *located(path), _dotted(tuple(p for p in path if p != "__key__")), msg) for path, msg in _semantic_problems(data)]
     try:
         spec = _SPEC_ADAPTER.validate_python(data)
     except ValidationError as exc:
-        problems += _problems_from_validation(exc, positions, filename, kind)
+        problems += _problems_from_validation(exc, positions, filename, kind, data)
         problems += [p for p in semantic if (p.path, p.message) not in {(q.path, q.message) for q in problems}]
         raise SpecError(sorted(problems, key=lambda p: (p.line, p.col))) from None
     spec._positions = positions

@@ -1,0 +1,54 @@
+# gpuledger: `make demo` and `make test` work on a fresh machine (they run `make setup` first).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+VENV := .venv
+BIN := $(VENV)/bin
+# uv from PATH, else the copy `make setup` installs with pip (run as a module)
+UV = $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export DO_NOT_TRACK := 1
+
+.PHONY: help setup demo test lint serve bench clean
+
+help:
+	@echo "make demo    set up, run the demo LoRA sweep locally, write its ROI report"
+	@echo "make test    set up, run the test suite (and ruff)"
+	@echo "make serve   local Prefect server + worker + deployments (Ctrl-C stops)"
+	@echo "make bench   run the benchmarks (ratios measured side by side)"
+
+# Idempotent: installs uv if missing, then the locked environment into .venv.
+setup: $(BIN)/gpuledger
+$(BIN)/gpuledger: pyproject.toml uv.lock
+	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
+	$(UV) sync --frozen
+	@touch $@
+
+demo: setup
+	$(BIN)/gpuledger validate specs/*.yaml
+	$(BIN)/gpuledger plan specs/lora-grid.yaml
+	$(BIN)/gpuledger sweep specs/lora-grid.yaml
+	@echo
+	@echo "Warehouse: $${GPULEDGER_WAREHOUSE:-warehouse/ledger.duckdb}"
+	@echo "Reports:   reports/sweeps/lora-grid/"
+	@echo "Try:"
+	@echo "  $(BIN)/gpuledger sql \"select sweep_name, best_trial_id, best_metric, time_to_recipe_s, cost_to_recipe_usd from v_sweep_roi\""
+	@echo "  $(BIN)/gpuledger sql \"select trial_id, params, status, metric_value, peak_rss_gib, wall_s from v_trial_results order by metric_value\""
+	@echo "  $(BIN)/gpuledger sql \"select * from v_weekly_spend\" --format csv"
+
+test: setup lint
+	$(BIN)/pytest
+
+lint: setup
+	$(BIN)/ruff check .
+
+serve: setup
+	$(BIN)/gpuledger serve
+
+bench: setup
+	$(BIN)/python benchmarks/estimator_accuracy.py
+	$(BIN)/python benchmarks/plan_scale.py
+	$(BIN)/python benchmarks/ingest.py
+	$(BIN)/python benchmarks/flow_overhead.py
+
+clean:
+	rm -rf reports/sweeps reports/weekly reports/capacity warehouse/*.duckdb warehouse/landing .pytest_cache
