@@ -1,0 +1,275 @@
+"""The model registry: HF `config.json` facts stored as data, loaded with HF's defaults applied.
+
+Every `configs/<org>__<name>.json` is one model (`<name>.json` for models without an org, like
+`gpt2`); its registry name is the file name with `__` turned back into `/`. The fields are the
+model's own `config.json` on the Hugging Face Hub (only the architecture facts are kept).
+Missing keys get the defaults of the family's `transformers` configuration class
+(`configuration_<family>.py`, transformers 4.4x-5.x), so a hand-written config.json with only
+the fields that differ from the defaults loads the way `AutoConfig` would load it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuledger.errors import UserError
+
+CONFIG_DIR = Path(__file__).parent / "configs"
+
+# Defaults of each family's transformers config class (the keyword defaults of
+# `<Family>Config.__init__`), for the keys that change the architecture.
+HF_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gpt2": {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12,
+             "n_inner": None, "tie_word_embeddings": True},
+    "opt": {"vocab_size": 50272, "hidden_size": 768, "num_hidden_layers": 12, "ffn_dim": 3072,
+            "max_position_embeddings": 2048, "do_layer_norm_before": True, "_remove_final_layer_norm": False,
+            "word_embed_proj_dim": None, "num_attention_heads": 12, "enable_bias": True,
+            "layer_norm_elementwise_affine": True, "tie_word_embeddings": True},
+    "llama": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "num_key_value_heads": None, "max_position_embeddings": 2048,
+              "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False, "head_dim": None},
+    "mistral": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": None,
+                "max_position_embeddings": 4096 * 32, "tie_word_embeddings": False},
+    "mixtral": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": None,
+                "max_position_embeddings": 4096 * 32, "tie_word_embeddings": False,
+                "num_local_experts": 8, "num_experts_per_tok": 2},
+    "qwen2": {"vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "num_key_value_heads": 32, "max_position_embeddings": 32768,
+              "tie_word_embeddings": False},
+    "qwen3": {"vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "num_key_value_heads": 32, "head_dim": 128, "attention_bias": False,
+              "max_position_embeddings": 32768, "tie_word_embeddings": False},
+    "gemma": {"vocab_size": 256000, "hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28,
+              "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256,
+              "max_position_embeddings": 8192, "tie_word_embeddings": True, "attention_bias": False},
+    "gemma2": {"vocab_size": 256000, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+               "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+               "max_position_embeddings": 8192, "tie_word_embeddings": True, "attention_bias": False},
+    "phi": {"vocab_size": 51200, "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24,
+            "num_attention_heads": 32, "num_key_value_heads": None, "max_position_embeddings": 2048,
+            "partial_rotary_factor": 0.5, "qk_layernorm": False, "tie_word_embeddings": False},
+    "phi3": {"vocab_size": 32064, "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+             "num_attention_heads": 32, "num_key_value_heads": None, "max_position_embeddings": 4096,
+             "tie_word_embeddings": False},
+    "gpt_neox": {"vocab_size": 50432, "hidden_size": 6144, "num_hidden_layers": 44, "num_attention_heads": 64,
+                 "intermediate_size": 24576, "max_position_embeddings": 2048, "rotary_pct": 0.25,
+                 "tie_word_embeddings": False, "use_parallel_residual": True, "attention_bias": True},
+    "falcon": {"vocab_size": 65024, "hidden_size": 4544, "num_hidden_layers": 32, "num_attention_heads": 71,
+               "num_kv_heads": None, "multi_query": True, "new_decoder_architecture": False,
+               "parallel_attn": True, "bias": False, "alibi": False, "ffn_hidden_size": None,
+               "num_ln_in_parallel_attn": None, "max_position_embeddings": 2048, "tie_word_embeddings": True},
+}
+
+# Older config.json files spell some keys differently; transformers maps them (attribute_map).
+_KEY_ALIASES = {
+    "falcon": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads", "n_head_kv": "num_kv_heads"},
+    "gpt2": {"hidden_size": "n_embd", "num_hidden_layers": "n_layer", "num_attention_heads": "n_head",
+             "max_position_embeddings": "n_positions"},
+}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The architecture facts of one model, normalised across families (HF defaults applied).
+
+    `raw` holds every config.json key (with defaults); `get(key)` reads family-specific ones.
+    """
+
+    name: str
+    model_type: str
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    max_position_embeddings: int | None
+    num_experts: int = 1  # MoE: experts per layer (mixtral num_local_experts)
+    experts_per_token: int = 1  # MoE: experts each token is routed to
+    source: str = ""  # registry file or user path
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Returns a config.json field (HF default applied), or `default` when absent."""
+        value = self.raw.get(key, default)
+        return default if value is None else value
+
+    @property
+    def gated_mlp(self) -> bool:
+        """True for SwiGLU/GeGLU MLPs (gate, up, down); False for two-matrix MLPs."""
+        return self.model_type in {"llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "phi3"} or (
+            self.model_type not in HF_DEFAULTS and self.raw.get("hidden_act", "silu") in ("silu", "swiglu")
+        )
+
+
+def _registry_name(path: Path) -> str:
+    return path.stem.replace("__", "/")
+
+
+@functools.cache
+def _registry() -> dict[str, Path]:
+    """Returns registry name -> config file, for every JSON in the configs folder."""
+    table: dict[str, Path] = {}
+    for path in sorted(CONFIG_DIR.glob("*.json")):
+        table[_registry_name(path)] = path
+    return table
+
+
+def registry_names() -> list[str]:
+    """Returns every registered model name (`org/name`, or `name` for org-less models), sorted."""
+    return sorted(_registry(), key=str.lower)
+
+
+def _resolve(name: str) -> Path | None:
+    table = _registry()
+    key = name.strip().lower().removeprefix("hf://").removeprefix("https://huggingface.co/").strip("/")
+    by_lower = {n.lower(): p for n, p in table.items()}
+    if key in by_lower:
+        return by_lower[key]
+    # without the org prefix, where that is unique (`llama-2-7b-hf`, `opt-350m`)
+    short = [p for n, p in table.items() if n.lower().rsplit("/", 1)[-1] == key]
+    if len(short) == 1:
+        return short[0]
+    return None
+
+
+def _int(value: Any, key: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value or value < 0:
+        raise UserError(f"{where}: {key} must be a non-negative whole number (got {value!r})")
+    return int(value)
+
+
+def _normalise(raw: dict[str, Any], name: str, where: str) -> ModelConfig:
+    model_type = str(raw.get("model_type") or "").strip()
+    if not model_type:
+        raise UserError(f"{where}: no 'model_type' key; an HF config.json names its family (e.g. \"llama\")")
+    cfg = dict(HF_DEFAULTS.get(model_type, {}))
+    for old, new in _KEY_ALIASES.get(model_type, {}).items():
+        if old in raw and new not in raw:
+            raw = {**raw, new: raw[old]}
+    cfg.update({k: v for k, v in raw.items() if v is not None or k not in cfg})
+    cfg["model_type"] = model_type
+
+    def need(*keys: str) -> int:
+        for key in keys:
+            if cfg.get(key) is not None:
+                return _int(cfg[key], key, where)
+        raise UserError(f"{where}: missing {keys[0]!r} (model_type {model_type!r} has no default for it)")
+
+    if model_type == "gpt2":
+        d, layers, heads = need("n_embd", "hidden_size"), need("n_layer"), need("n_head")
+        inter = _int(cfg["n_inner"], "n_inner", where) if cfg.get("n_inner") else 4 * d
+        kv, max_pos = heads, cfg.get("n_positions")
+    else:
+        d = need("hidden_size", "n_embd", "d_model")
+        layers = need("num_hidden_layers", "n_layer", "num_layers")
+        heads = need("num_attention_heads", "n_head", "num_heads")
+        if model_type == "opt":
+            inter = need("ffn_dim")
+        elif model_type == "falcon":
+            inter = _int(cfg["ffn_hidden_size"], "ffn_hidden_size", where) if cfg.get("ffn_hidden_size") else 4 * d
+        else:
+            inter = _int(cfg["intermediate_size"], "intermediate_size", where) if cfg.get(
+                "intermediate_size") else (_int(cfg["ffn_dim"], "ffn_dim", where) if cfg.get("ffn_dim") else 4 * d)
+        if model_type == "falcon":
+            if cfg.get("new_decoder_architecture"):
+                kv = _int(cfg["num_kv_heads"], "num_kv_heads", where) if cfg.get("num_kv_heads") else heads
+            else:
+                kv = 1 if cfg.get("multi_query") else heads
+        elif model_type in ("gpt2", "opt", "gpt_neox"):
+            kv = heads
+        else:
+            kv = cfg.get("num_key_value_heads")
+            kv = _int(kv, "num_key_value_heads", where) if kv else heads
+        max_pos = cfg.get("max_position_embeddings")
+    if heads == 0 or d == 0 or layers == 0:
+        raise UserError(f"{where}: hidden size, layers and heads must be positive")
+    hd = cfg.get("head_dim")
+    head_dim = _int(hd, "head_dim", where) if hd else d // heads
+    vocab = need("vocab_size")
+    experts = int(cfg.get("num_local_experts") or cfg.get("num_experts") or 1)
+    per_tok = int(cfg.get("num_experts_per_tok") or 1) if experts > 1 else 1
+    return ModelConfig(
+        name=name,
+        model_type=model_type,
+        hidden_size=d,
+        intermediate_size=inter,
+        num_layers=layers,
+        num_heads=heads,
+        num_kv_heads=kv,
+        head_dim=head_dim,
+        vocab_size=vocab,
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", True)),
+        max_position_embeddings=int(max_pos) if isinstance(max_pos, (int, float)) else None,
+        num_experts=experts,
+        experts_per_token=per_tok,
+        source=where,
+        raw=cfg,
+    )
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise UserError(f"cannot read model config {str(path)!r}: {err.strerror or err}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise UserError(
+            f"{path}:{err.lineno}:{err.colno}: not valid JSON ({err.msg}); an HF config.json is one JSON object"
+        ) from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a JSON object (an HF config.json), got {type(data).__name__}")
+    return data
+
+
+@functools.cache
+def _load_cached(name_or_path: str) -> ModelConfig:
+    path = _resolve(name_or_path)
+    if path is not None:
+        data = _read_json(path)
+        name = _registry_name(path)
+        return _normalise(data, name, f"registry model {name}")
+    candidate = Path(name_or_path).expanduser()
+    if candidate.is_dir() and (candidate / "config.json").is_file():
+        candidate = candidate / "config.json"
+    looks_like_path = candidate.suffix == ".json" or "\\" in name_or_path or name_or_path.startswith((".", "/", "~"))
+    if candidate.is_file():
+        data = _read_json(candidate)
+        name = str(data.get("_name_or_path") or candidate.parent.name or candidate.stem)
+        return _normalise(data, name, str(candidate))
+    if looks_like_path:
+        raise UserError(f"model config file {name_or_path!r} does not exist; give a registry name or a path to an HF config.json")
+    names = registry_names()
+    lowered = {n.lower(): n for n in names}
+    lowered.update({n.lower().rsplit("/", 1)[-1]: n for n in names})
+    close = difflib.get_close_matches(name_or_path.strip().lower(), list(lowered), n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(dict.fromkeys(lowered[c] for c in close))}?" if close else ""
+    raise UserError(
+        f"unknown model {name_or_path!r}{hint} (registry: {len(names)} models, e.g. "
+        f"{', '.join(names[:4])}; or give a path to an HF config.json)"
+    )
+
+
+def load_config(name_or_path: str | Path) -> ModelConfig:
+    """Returns the `ModelConfig` of a registry name or of an HF `config.json` path (or its folder).
+
+    Raises `UserError` for an unknown name (with the closest names), an unreadable file or bad JSON.
+    Cached: the planner calls it once per trial.
+    """
+    if isinstance(name_or_path, ModelConfig):
+        return name_or_path
+    text = str(name_or_path).strip()
+    if not text:
+        raise UserError("empty model name; give a registry name (see `gpuledger estimate --help`) or a config.json path")
+    return _load_cached(text)
