@@ -1,0 +1,96 @@
+"""`gpuledger capacity SPEC [--json]`: GPUs and $/month to serve a traffic level within an SLO.
+
+`--json` prints the plan of `gpuledger.capacity.plan_capacity` as one JSON object; the human form is
+a table of the options, the best one, and why the others fail.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from gpuledger.errors import UserError
+
+
+def _money(x: float | None) -> str:
+    return "-" if x is None else f"${x:,.2f}"
+
+
+def _num(x, fmt: str = "{:,.0f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def render(result: dict, file=None) -> None:
+    """Prints the human form of a capacity plan (rich table + best + reasons)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=file or sys.stdout, width=160)
+    s = result["spec"]
+    console.print(
+        f"[bold]{s['name']}[/bold]: {s['model']} at {s['precision']} — {s['qps']:g} req/s × "
+        f"{s['prompt_tokens']:,} prompt + {s['output_tokens']:,} output tokens, p95 TTFT {s['p95_ttft_ms']:g} ms, "
+        f"p95 TPOT {s['p95_tpot_ms']:g} ms, headroom {s['headroom']:.0%} → "
+        f"{s['demand_output_tokens_per_s']:,.0f} output tokens/s to serve"
+    )
+    table = Table(show_lines=False)
+    for col, justify in [("accelerator", "left"), ("ok", "center"), ("GPUs", "right"), ("TP", "right"),
+                         ("batch", "right"), ("tok/s/GPU", "right"), ("src", "left"), ("TTFT ms", "right"),
+                         ("TPOT ms", "right"), ("$/GPU-h", "right"), ("$/hour", "right"), ("$/day", "right"),
+                         ("$/month", "right"), ("spot $/month", "right"), ("instance", "left")]:
+        table.add_column(col, justify=justify, no_wrap=col in ("accelerator", "instance"))
+    best = result.get("best")
+    for o in result["options"]:
+        is_best = best is not None and o["accelerator"] == best["accelerator"]
+        table.add_row(
+            ("★ " if is_best else "") + o["accelerator"],
+            "yes" if o["feasible"] else "no",
+            _num(o["gpus"]),
+            _num(o["gpus_per_replica"]),
+            _num(o["max_batch"]),
+            _num(o["tokens_per_s_per_gpu"], "{:,.1f}"),
+            o["throughput_source"][:4],
+            _num(o["ttft_ms"], "{:,.0f}"),
+            _num(o["tpot_ms"], "{:,.1f}"),
+            _money(o["price_per_gpu_hour_on_demand"]),
+            _money(o["usd_per_hour_on_demand"]),
+            _money(o["usd_per_day_on_demand"]),
+            _money(o["usd_per_month_on_demand"]),
+            _money(o["usd_per_month_spot"]),
+            f"{o['cloud']} {o['instance_type']}" if o["cloud"] else "-",
+        )
+    console.print(table)
+    if best:
+        console.print(
+            f"[bold green]best:[/bold green] {best['gpus']} × {best['accelerator']} "
+            f"({best['replicas']} replica(s) of {best['gpus_per_replica']}) on {best['cloud']} {best['instance_type']}: "
+            f"{_money(best['usd_per_hour_on_demand'])}/hour, {_money(best['usd_per_day_on_demand'])}/day, "
+            f"{_money(best['usd_per_month_on_demand'])}/month on demand"
+            + (f" ({_money(best['usd_per_month_spot'])}/month on spot)" if best["usd_per_month_spot"] else "")
+        )
+    else:
+        console.print("[bold red]no feasible option[/bold red]")
+    console.print("[bold]why[/bold]:")
+    for o in result["options"]:
+        mark = "ok " if o["feasible"] else "NO "
+        console.print(f"  {mark}{o['accelerator']}: {o['reason']}", highlight=False, markup=False)
+        if o["price_source"]:
+            console.print(f"      price: {o['price_source']}", highlight=False, markup=False)
+
+
+def run(args) -> int:
+    from gpuledger.capacity import plan_capacity
+    from gpuledger.spec import load_spec
+
+    spec = load_spec(args.spec)
+    if spec.kind != "capacity":
+        raise UserError(
+            f"{args.spec} is a `kind: {spec.kind}` spec; `gpuledger capacity` needs `kind: capacity` "
+            f"(traffic, slo, resources). For a sweep use `gpuledger plan {args.spec}`."
+        )
+    result = plan_capacity(spec)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        render(result)
+    return 0
