@@ -1,0 +1,75 @@
+"""Flow `cost-report`: the weekly cost report (deployment `cost-report/weekly`, Mondays 08:00 UTC).
+
+    cost_report(week=None)   # week "YYYY-Www"; default: the last complete ISO week (UTC)
+
+Writes the report with `gpuledger.report.write_weekly_report` (HTML, markdown, CSV under
+`reports/`) and publishes its markdown as the artifact `cost-report-weekly` with a link to the HTML.
+Reads the warehouse only (read-only connection).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import flows  # noqa: F401  (telemetry off before Prefect is imported)
+
+# isort: split
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_link_artifact, create_markdown_artifact
+
+from gpuledger.errors import UserError
+
+WEEK_PATTERN = re.compile(r"^(\d{4})-W(\d{2})$")
+
+
+def last_complete_week(now: datetime | None = None) -> str:
+    """Returns the ISO week ("YYYY-Www") before the one `now` (default: now, UTC) falls in."""
+    now = now or datetime.now(UTC)
+    year, week, _ = (now.date() - timedelta(days=7)).isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def check_week(week: str) -> str:
+    """Returns `week` if it is a valid ISO week "YYYY-Www"; raises UserError otherwise."""
+    m = WEEK_PATTERN.match(week or "")
+    if not m:
+        raise UserError(f"week must look like 2026-W05 (ISO year and week), got {week!r}")
+    try:
+        datetime.fromisocalendar(int(m.group(1)), int(m.group(2)), 1)
+    except ValueError:
+        raise UserError(f"{week!r} is not a week of ISO year {m.group(1)}") from None
+    return week
+
+
+@flow(name="cost-report", persist_result=False, log_prints=True)
+def cost_report(week: str | None = None) -> dict[str, Any]:
+    """Writes the weekly cost report of `week` (default: last complete ISO week); returns its files."""
+    from gpuledger.report import write_weekly_report
+    from gpuledger.warehouse import Warehouse
+
+    log = get_run_logger()
+    week = check_week(week) if week else last_complete_week()
+    with Warehouse.open(read_only=True) as wh:
+        files = write_weekly_report(wh, week=week)
+    html = getattr(files, "html", None)
+    md = getattr(files, "markdown", None)
+    markdown = Path(md).read_text(encoding="utf-8") if md and Path(md).exists() else f"# Weekly cost {week}\n"
+    if html:
+        uri = Path(html).resolve().as_uri()
+        markdown += f"\n\n---\nFull report (HTML, charts): [{Path(html).resolve()}]({uri})\n"
+        with contextlib.suppress(Exception):
+            create_link_artifact(key="cost-report-weekly-html", link=uri, link_text=f"Weekly cost {week} (HTML)")
+    create_markdown_artifact(key="cost-report-weekly", markdown=markdown, description=f"Weekly cost report {week}")
+    log.info("Weekly cost report %s: %s", week, html or md)
+    return {"week": week, "html": str(html) if html else None, "markdown": str(md) if md else None,
+            "csv": str(getattr(files, "csv", None)) if getattr(files, "csv", None) else None}
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(cost_report(sys.argv[1] if len(sys.argv) > 1 else None))

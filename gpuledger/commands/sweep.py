@@ -1,0 +1,116 @@
+"""`gpuledger sweep SPEC [--launcher local|skypilot] [--max-parallel N] [--dry-run] [--force]`.
+
+Runs the Prefect flow `sweep` (flows/sweep.py) in this process. The flow talks to the configured
+Prefect server when one answers (`gpuledger serve`, or PREFECT_API_URL), else to a temporary server
+started for this run (Prefect's ephemeral mode). Progress: a rich progress bar on a terminal, one
+line per finished trial otherwise. Exit 0 when every launched trial succeeded (also after a budget
+stop), 1 when some failed, 3 when the budget guard refuses (before anything is launched).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from gpuledger.errors import UserError
+
+
+def _import_flow():
+    try:
+        from flows.sweep import progress_listener, sweep
+    except ModuleNotFoundError as err:
+        if err.name not in ("flows", "flows.sweep"):
+            raise
+        from gpuledger.serve import project_root
+
+        sys.path.insert(0, str(project_root()))
+        from flows.sweep import progress_listener, sweep
+    return sweep, progress_listener
+
+
+class _Lines:
+    """Plain progress lines (not a terminal: logs, CI, tests)."""
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event["kind"]
+        if kind == "planned":
+            print(f"gpuledger sweep: {event['sweep_id']}: {event['todo']} to run, {event['done_before']} done "
+                  f"before, of {event['total']} (at most {event['max_parallel']} at once)", flush=True)
+        elif kind == "result":
+            print(f"gpuledger sweep: trial {event['trial_id']} {event['status']} ingested "
+                  f"({event['done']}/{event['total']}, spent ${event['spent_usd']:.4f})", flush=True)
+        elif kind == "skipped-budget":
+            print(f"gpuledger sweep: budget stop: {len(event['trial_ids'])} trial(s) skipped", flush=True)
+
+
+class _Bar:
+    """A rich progress bar of finished trials, with the spend so far."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[spent]}"), TimeElapsedColumn(), transient=False)
+        self.task = None
+
+    def __enter__(self) -> _Bar:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event["kind"]
+        if kind == "planned":
+            self.task = self.progress.add_task(event["sweep_id"], total=event["total"],
+                                               completed=event["done_before"], spent="$0.0000")
+        elif kind == "result" and self.task is not None:
+            self.progress.update(self.task, completed=event["done"], spent=f"${event['spent_usd']:.4f}")
+        elif kind == "skipped-budget" and self.task is not None:
+            self.progress.update(self.task, description="budget stop")
+
+
+def run(args) -> int:
+    from gpuledger.spec import load_spec
+
+    spec_path = Path(args.spec)
+    spec = load_spec(spec_path)  # fast, located errors before any server starts
+    if spec.kind != "sweep":
+        raise UserError(f"{args.spec} is a `kind: {spec.kind}` spec; `gpuledger sweep` runs sweeps "
+                        f"(try `gpuledger capacity {args.spec}`)")
+    from gpuledger.serve import prefect_api
+
+    def say(msg: str) -> None:
+        print(f"gpuledger sweep: {msg}", file=sys.stderr, flush=True)
+
+    with prefect_api(say=say):
+        flow, progress_listener = _import_flow()
+        params = dict(spec=str(spec_path), launcher=args.launcher, max_parallel=args.max_parallel,
+                      dry_run=bool(args.dry_run), force=bool(args.force))
+        if sys.stdout.isatty() and not args.dry_run:
+            with _Bar() as bar, progress_listener(bar):
+                summary = flow(**params)
+        else:
+            with progress_listener(_Lines()):
+                summary = flow(**params)
+    return _report(summary)
+
+
+def _report(s: dict[str, Any]) -> int:
+    if s.get("dry_run"):
+        print(f"gpuledger sweep: dry run of {s['sweep_id']}: {s['trials']} trials planned, nothing launched")
+        return 0
+    print(f"gpuledger sweep: {s['sweep_id']} {s['status']}: {s['launched']} launched, {s['succeeded']} succeeded, "
+          f"{s['failed'] + s['launcher_errors']} failed, {s['skipped_budget']} skipped (budget), "
+          f"{s['skipped_done']} done before; spent ${s['spent_usd']:.4f} of ${s['budget_usd']:.2f}")
+    for line in s.get("failures", [])[:20]:
+        print(f"  failed: {line}")
+    if s.get("forced"):
+        print("  forced past the budget guard (recorded in the warehouse)")
+    if s.get("report_html"):
+        print(f"Report:    {s['report_html']}")
+    if s.get("warehouse"):
+        print(f"Warehouse: {s['warehouse']}")
+    return 1 if (s["failed"] or s["launcher_errors"]) else 0
