@@ -1,0 +1,709 @@
+"""SkyPilot managed jobs: one `sky.jobs.launch` per trial, measured per attempt, billed at catalog prices.
+
+The only launcher module that imports `sky` (lazily: importing this module does not). Three parts:
+
+1. The task. `task_config(request)` returns the SkyPilot task as a plain YAML-shaped dict (pure, no
+   `sky` import); `build_task(request)` parses it with SkyPilot's own `sky.Task.from_yaml_config`,
+   which validates accelerator names, instance types and regions against SkyPilot's catalog.
+   - resources: `accelerators: {ACC: N}`, `use_spot`, and the planned `infra: cloud/region` and
+     `instance_type`. With `alternatives` (or `region_failover=True` for spot) the resources become
+     an `ordered` list: the planned placement first, then the fallbacks.
+   - spot: `job_recovery: {strategy: EAGER_NEXT_REGION | FAILOVER, max_restarts_on_errors: N}`.
+     EAGER_NEXT_REGION when the task leaves SkyPilot a region to move to (fallbacks), FAILOVER
+     (same region first) when the plan pinned one region.
+   - envs: each param as `GPULEDGER_PARAM_<NAME>` (upper case), `GPULEDGER_PARAMS` (JSON), the ids
+     (`GPULEDGER_TRIAL_ID`, `GPULEDGER_SWEEP_ID`, `GPULEDGER_SWEEP_NAME`), the planned placement
+     (`GPULEDGER_LAUNCHER=skypilot`, `_CLOUD`, `_REGION`, `_INSTANCE_TYPE`, `_ACCELERATOR`, `_GPUS`,
+     `_SPOT`) which the agent copies into its record, and the spec's own `task.env`.
+   - workdir: `request.workdir` (the repository) is synced to the job, so `python -m gpuledger.agent`
+     resolves to the synced package; the set-up therefore only installs the agent's own
+     dependencies (`AGENT_SETUP`: psutil, pydantic, nvidia-ml-py) before the spec's set-up. When
+     the workdir is not a gpuledger checkout, pass `agent_setup="python3 -m pip install gpuledger"`.
+   - run: `python3 -m gpuledger.agent --result /tmp/gpuledger-result.json -- bash -c '<run>'`; the
+     agent prints one `GPULEDGER_RESULT {json}` line at exit, which ends up in the job's logs.
+
+2. The SDK boundary: `SkySDK`, four methods (`launch`, `queue`, `tail_logs`, `cancel`) over
+   `sky.jobs.launch` + `sky.stream_and_get`, `sky.jobs.queue_v2` + `sky.get`, `sky.jobs.tail_logs`
+   (follow=False, captured) and `sky.jobs.cancel` + `sky.get`. Tests substitute a fake here.
+
+3. `SkyPilotLauncher` (the `Launcher` protocol). `poll` maps `ManagedJobStatus` to the protocol's
+   statuses and tracks attempts: an attempt opens when the job is seen RUNNING and closes as
+   *preempted* when it is next seen RECOVERING (or at the terminal status). `collect` parses the
+   `GPULEDGER_RESULT` lines of `tail_logs`, pairs them with attempts by time, synthesizes a record
+   for an attempt without one (preempted; or failed with the job's failure reason), and bills each
+   attempt: its duration x the catalog price of the resources actually used (cloud/region/instance
+   from the queue's record, else the plan; spot or on-demand), with `on_demand_usd_per_hour` so
+   the warehouse can show realised savings.
+
+   Per-attempt counters (summed over a trial's attempts by the warehouse): `preemptions` = 1 for an
+   attempt that ended in a preemption, `recoveries` = 1 for an attempt that is a recovery (attempt
+   >= 2). If SkyPilot's `recovery_count` exceeds the recoveries seen between polls (a preemption
+   and recovery happened entirely between two polls), the surplus is added to the last attempt's
+   counters; its billed window already covers that time.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shlex
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from gpuledger.launch.base import LaunchRequest, TrialStatus
+from gpuledger.record import RESULT_LINE_PREFIX, SCHEMA
+
+#: Where the agent writes its record inside the job (the record also goes to the logs).
+RESULT_PATH = "/tmp/gpuledger-result.json"
+PARAM_ENV_PREFIX = "GPULEDGER_PARAM_"
+#: Installs what the in-job agent needs; the agent itself comes with the synced workdir.
+AGENT_SETUP = "python3 -m pip install --quiet 'psutil>=5.9' 'pydantic>=2,<3' 'nvidia-ml-py>=12'"
+#: Spot: restart on the trial's own errors this often (besides preemption recoveries, unlimited).
+DEFAULT_MAX_RESTARTS_ON_ERRORS = 1
+
+#: ManagedJobStatus (sky/jobs/state.py, 0.14.1) -> the Launcher protocol's status.
+STATUS_MAP: dict[str, TrialStatus] = {
+    "PENDING": "pending",
+    "SUBMITTED": "pending",  # DEPRECATED_SUBMITTED, still parsed from old databases
+    "STARTING": "pending",
+    "RUNNING": "running",
+    "WINDING_DOWN": "running",
+    "RECOVERING": "recovering",
+    "CANCELLING": "running",  # still being torn down; becomes CANCELLED
+    "SUCCEEDED": "succeeded",
+    "CANCELLED": "cancelled",
+    "FAILED": "failed",
+    "FAILED_SETUP": "failed",
+    "FAILED_PRECHECKS": "failed",
+    "FAILED_NO_RESOURCE": "failed",
+    "FAILED_CONTROLLER": "failed",
+}
+TERMINAL_SKY = frozenset({"SUCCEEDED", "CANCELLED", "FAILED", "FAILED_SETUP", "FAILED_PRECHECKS",
+                          "FAILED_NO_RESOURCE", "FAILED_CONTROLLER"})
+#: Why a job without a result line failed, by status (the queue's failure_reason is added).
+FAILURE_REASONS = {
+    "FAILED": "the trial command failed (no GPULEDGER_RESULT line in the logs)",
+    "FAILED_SETUP": "set-up failed",
+    "FAILED_PRECHECKS": "SkyPilot prechecks failed (no feasible resources, credentials or quota)",
+    "FAILED_NO_RESOURCE": "no resources available in the requested clouds/regions",
+    "FAILED_CONTROLLER": "the SkyPilot jobs controller failed",
+}
+#: Exit codes of an agent killed with its machine (SIGTERM/SIGKILL/SIGHUP, as 128+N or -N) or none.
+KILLED_EXIT_CODES = frozenset({None, 129, 137, 143, -1, -9, -15})
+#: Fields asked of `queue_v2` (its defaults plus where the job actually runs).
+QUEUE_FIELDS = (
+    "job_id", "task_id", "job_name", "task_name", "resources", "submitted_at", "start_at", "end_at",
+    "job_duration", "recovery_count", "status", "cloud", "region", "zone", "infra",
+    "cluster_resources", "cluster_resources_full", "last_recovered_at", "failure_reason", "details",
+)
+
+
+# --------------------------------------------------------------------------------------------
+# The task
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One candidate placement: where a trial may run (a fallback to the planned one)."""
+
+    cloud: str | None = None
+    region: str | None = None
+    instance_type: str | None = None
+
+
+def job_name(request: LaunchRequest) -> str:
+    """Returns the managed job's name: `gl-<sweep name>-<trial id>` (SkyPilot-safe characters)."""
+    name = f"gl-{request.sweep_name}-{request.trial_id}".lower()
+    return re.sub(r"[^a-z0-9-]", "-", name)[:63].rstrip("-")
+
+
+def param_env_name(name: str) -> str:
+    """Returns `GPULEDGER_PARAM_<NAME>` with the name upper-cased and non-identifier characters as `_`."""
+    return PARAM_ENV_PREFIX + re.sub(r"[^A-Z0-9_]", "_", name.upper())
+
+
+def _env_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    return json.dumps(value, sort_keys=True)
+
+
+def task_envs(request: LaunchRequest) -> dict[str, str]:
+    """Returns the job's environment: params, ids, planned placement, then the spec's own env."""
+    envs = {param_env_name(k): _env_value(v) for k, v in request.params.items()}
+    envs.update(
+        GPULEDGER_PARAMS=json.dumps(request.params, sort_keys=True, default=str),
+        GPULEDGER_TRIAL_ID=request.trial_id,
+        GPULEDGER_SWEEP_ID=request.sweep_id,
+        GPULEDGER_SWEEP_NAME=request.sweep_name,
+        GPULEDGER_LAUNCHER="skypilot",
+        GPULEDGER_SPOT="true" if request.spot else "false",
+    )
+    for key, value in (("GPULEDGER_CLOUD", request.cloud), ("GPULEDGER_REGION", request.region),
+                       ("GPULEDGER_INSTANCE_TYPE", request.instance_type),
+                       ("GPULEDGER_ACCELERATOR", request.accelerator)):
+        if value:
+            envs[key] = value
+    if request.accelerator:
+        envs["GPULEDGER_GPUS"] = str(request.gpus)
+    if request.timeout_s:
+        envs["GPULEDGER_TIMEOUT_S"] = str(request.timeout_s)
+    envs.update({k: str(v) for k, v in request.env.items()})
+    return envs
+
+
+def wrapped_run(run: str, result_path: str = RESULT_PATH) -> str:
+    """Returns the trial command wrapped by the agent (`bash -c` of the shell-quoted command)."""
+    return f"python3 -m gpuledger.agent --result {shlex.quote(result_path)} -- bash -c {shlex.quote(run)}"
+
+
+def _resource(request: LaunchRequest, place: Placement, recovery: dict | None) -> dict[str, Any]:
+    res: dict[str, Any] = {}
+    if place.cloud:
+        res["infra"] = f"{place.cloud}/{place.region}" if place.region else place.cloud
+    if place.instance_type:
+        res["instance_type"] = place.instance_type
+    if request.accelerator:
+        res["accelerators"] = {request.accelerator: max(1, request.gpus)}
+    res["use_spot"] = bool(request.spot)
+    if recovery:
+        res["job_recovery"] = dict(recovery)
+    return res
+
+
+def task_config(
+    request: LaunchRequest,
+    *,
+    alternatives: Sequence[Placement] = (),
+    region_failover: bool = False,
+    agent_setup: str | None = AGENT_SETUP,
+    max_restarts_on_errors: int = DEFAULT_MAX_RESTARTS_ON_ERRORS,
+    result_path: str = RESULT_PATH,
+) -> dict[str, Any]:
+    """Returns the SkyPilot task of one trial as a YAML-shaped dict (what `sky.Task.from_yaml_config` reads).
+
+    Pure: no `sky` import. `alternatives` are fallback placements after the planned one;
+    `region_failover` adds "same cloud and instance type, any region" as the last fallback (spot).
+    """
+    planned = Placement(request.cloud, request.region, request.instance_type)
+    places = [planned, *[p for p in alternatives if p != planned]]
+    if region_failover and request.cloud and request.region:
+        anywhere = Placement(request.cloud, None, request.instance_type)
+        if anywhere not in places:
+            places.append(anywhere)
+    recovery = None
+    if request.spot:
+        movable = len(places) > 1 or not request.region
+        recovery = {
+            "strategy": "EAGER_NEXT_REGION" if movable else "FAILOVER",
+            "max_restarts_on_errors": int(max_restarts_on_errors),
+        }
+    resources = [_resource(request, p, recovery) for p in places]
+    setup = "\n".join(s for s in (agent_setup, request.setup) if s) or None
+    config: dict[str, Any] = {"name": job_name(request)}
+    config["workdir"] = str(request.workdir)
+    config["resources"] = resources[0] if len(resources) == 1 else {"ordered": resources}
+    config["envs"] = task_envs(request)
+    if setup:
+        config["setup"] = setup
+    config["run"] = wrapped_run(request.run, result_path)
+    return config
+
+
+def build_task(request: LaunchRequest, **options):
+    """Returns the `sky.Task` of one trial, parsed and validated by SkyPilot (see `task_config`).
+
+    Side effect: SkyPilot reads its catalog (`~/.sky/catalogs/v8`) to validate instance types and
+    regions, and downloads a missing catalog file.
+    """
+    import sky
+
+    return sky.Task.from_yaml_config(task_config(request, **options))
+
+
+class _NoAliasDumper:
+    """Builds a yaml Dumper that never writes anchors/aliases (SkyPilot shares one job_recovery dict)."""
+
+    @staticmethod
+    def make():
+        import yaml
+
+        class Dumper(yaml.SafeDumper):
+            def ignore_aliases(self, data):  # noqa: ARG002 - yaml's signature
+                return True
+
+        return Dumper
+
+
+def task_yaml(task) -> str:
+    """Returns the YAML text of a `sky.Task` (its `to_yaml_config()`), keys in SkyPilot's order."""
+    import yaml
+
+    return yaml.dump(task.to_yaml_config(), Dumper=_NoAliasDumper.make(), sort_keys=False,
+                     default_flow_style=False)
+
+
+# --------------------------------------------------------------------------------------------
+# The SDK boundary
+
+
+class SkySDK:
+    """The real SDK: the only object that talks to SkyPilot's API server (which it may start).
+
+    Every method returns plain values: job ids (int), job dicts (the fields of `QUEUE_FIELDS`,
+    `status` as the ManagedJobStatus name), log text.
+    """
+
+    def __init__(self, log_stream: io.TextIOBase | None = None):
+        self.log_stream = log_stream  # where launch progress goes (None: SkyPilot prints it)
+
+    def launch(self, task, name: str) -> int:
+        import sky
+
+        request_id = sky.jobs.launch(task, name=name)
+        job_ids, _handle = sky.stream_and_get(request_id, output_stream=self.log_stream)
+        if not job_ids:
+            raise RuntimeError(f"sky.jobs.launch returned no job id for {name!r}")
+        return int(job_ids[0])
+
+    def queue(self, job_ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
+        import sky
+
+        request_id = sky.jobs.queue_v2(refresh=False, job_ids=list(job_ids) if job_ids else None,
+                                       fields=list(QUEUE_FIELDS))
+        result = sky.get(request_id)
+        records = result[0] if isinstance(result, tuple) else result
+        return [_plain_job(r) for r in records]
+
+    def tail_logs(self, job_id: int) -> str:
+        import sky
+
+        buf = io.StringIO()
+        sky.jobs.tail_logs(job_id=job_id, follow=False, output_stream=buf)
+        return buf.getvalue()
+
+    def cancel(self, job_id: int) -> None:
+        import sky
+
+        sky.get(sky.jobs.cancel(job_ids=[job_id]))
+
+
+def _plain_job(record: Any) -> dict[str, Any]:
+    data = record.model_dump() if hasattr(record, "model_dump") else dict(record)
+    status = data.get("status")
+    if status is not None and not isinstance(status, str):
+        data["status"] = getattr(status, "value", str(status))
+    return data
+
+
+# --------------------------------------------------------------------------------------------
+# Prices
+
+
+#: catalog_price(cloud, region, instance_type, spot) -> (usd_per_hour, on_demand_usd_per_hour, description) | None
+CatalogPrice = Callable[[str, str | None, str, bool], tuple[float, float | None, str] | None]
+
+
+def offers_catalog_price(cloud: str, region: str | None, instance_type: str, spot: bool):
+    """Returns (usd_per_hour, on_demand_usd_per_hour, description) from the bundled offers, or None.
+
+    Without a region, the cheapest region of that instance type (SkyPilot's own choice rule).
+    """
+    import polars as pl
+
+    from gpuledger.catalog.offers import load_offers
+
+    df = load_offers(clouds=[cloud]).filter(pl.col("instance_type") == instance_type)
+    if region:
+        df = df.filter(pl.col("region") == region)
+    col = "usd_per_hour_spot" if spot else "usd_per_hour_on_demand"
+    df = df.filter(pl.col(col).is_not_null()).sort(col)
+    if df.is_empty():
+        return None
+    row = df.row(0, named=True)
+    note = ", spot price flagged suspicious" if spot and row.get("spot_suspicious") else ""
+    desc = (f"{cloud} {instance_type} {row['region']} {'spot' if spot else 'on-demand'}, "
+            f"catalog {row['as_of']}{note}")
+    return float(row[col]), float(row["usd_per_hour_on_demand"]), desc
+
+
+# --------------------------------------------------------------------------------------------
+# The launcher
+
+
+@dataclass
+class Attempt:
+    """One run of the job on one cluster: from RUNNING to RECOVERING (preempted) or the end."""
+
+    started_at: float
+    ended_at: float | None = None
+    ended_by: str | None = None  # "preempted" or the terminal ManagedJobStatus
+    cloud: str | None = None
+    region: str | None = None
+    instance_type: str | None = None
+    spot: bool | None = None
+
+
+@dataclass
+class SkyJob:
+    """The handle `submit` returns: the request, the managed job id and what `poll` saw."""
+
+    request: LaunchRequest
+    job_id: int
+    name: str
+    submitted_at: float
+    sky_status: str = "PENDING"
+    status: TrialStatus = "pending"
+    attempts: list[Attempt] = field(default_factory=list)
+    recovery_count: int = 0
+    failure_reason: str | None = None
+    last_record: dict[str, Any] = field(default_factory=dict)
+    cancel_requested: bool = False
+
+
+def parse_cluster_resources(text: str | None) -> tuple[str | None, bool | None]:
+    """Returns (instance_type, spot) from the queue's `cluster_resources[_full]` string.
+
+    SkyPilot formats it as `[spot](gpus=A100:8, cpus=96, mem=1152, p4d.24xlarge, ...)`, possibly
+    prefixed by the node count (`1x`); the instance type is the element that is not `key=value`.
+    """
+    if not text or "(" not in text:
+        return None, None
+    spot = "[spot]" in text
+    inner = text[text.index("(") + 1:text.rindex(")") if ")" in text else len(text)]
+    for element in (e.strip() for e in inner.split(",")):
+        if element and "=" not in element and element != "..." and not element.endswith("..."):
+            return element, spot
+    return None, spot
+
+
+def _clean(value: Any) -> str | None:
+    if value in (None, "", "-"):
+        return None
+    return str(value)
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat()
+
+
+def _ts(value: Any) -> float | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def parse_result_lines(logs: str) -> list[dict[str, Any]]:
+    """Returns every `GPULEDGER_RESULT {json}` record in `logs`, in order (bad JSON skipped).
+
+    Tolerates SkyPilot's log prefixes (`(task, pid=123) GPULEDGER_RESULT {...}`).
+    """
+    records = []
+    for line in logs.splitlines():
+        pos = line.find(RESULT_LINE_PREFIX)
+        if pos < 0:
+            continue
+        try:
+            data = json.loads(line[pos + len(RESULT_LINE_PREFIX):].strip())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict):
+            records.append(data)
+    return records
+
+
+class SkyPilotLauncher:
+    """Runs each trial as a SkyPilot managed job (see the module docstring)."""
+
+    name = "skypilot"
+
+    def __init__(
+        self,
+        sdk: Any = None,
+        *,
+        poll_interval_s: float = 30.0,
+        catalog_price: CatalogPrice | None = None,
+        task_builder: Callable[..., Any] | None = None,
+        alternatives: Callable[[LaunchRequest], Sequence[Placement]] | None = None,
+        region_failover: bool = False,
+        agent_setup: str | None = AGENT_SETUP,
+        max_restarts_on_errors: int = DEFAULT_MAX_RESTARTS_ON_ERRORS,
+        clock: Callable[[], float] = time.time,
+        **_ignored: Any,  # options meant for other launchers (max_parallel, landing_dir, ...)
+    ):
+        self.sdk = sdk if sdk is not None else SkySDK()
+        self.poll_interval_s = poll_interval_s
+        self.catalog_price = catalog_price if catalog_price is not None else offers_catalog_price
+        self.task_builder = task_builder or build_task
+        self.alternatives = alternatives
+        self.region_failover = region_failover
+        self.agent_setup = agent_setup
+        self.max_restarts_on_errors = max_restarts_on_errors
+        self.clock = clock
+
+    # -- protocol ----------------------------------------------------------------------------
+
+    def task_for(self, request: LaunchRequest):
+        """Returns what `submit` hands to `sdk.launch` (a `sky.Task` unless `task_builder` says otherwise)."""
+        return self.task_builder(
+            request,
+            alternatives=tuple(self.alternatives(request)) if self.alternatives else (),
+            region_failover=self.region_failover,
+            agent_setup=self.agent_setup,
+            max_restarts_on_errors=self.max_restarts_on_errors,
+        )
+
+    def submit(self, request: LaunchRequest) -> SkyJob:
+        name = job_name(request)
+        job_id = self.sdk.launch(self.task_for(request), name)
+        return SkyJob(request=request, job_id=int(job_id), name=name, submitted_at=self.clock())
+
+    def poll(self, handle: SkyJob) -> TrialStatus:
+        if handle.status in ("succeeded", "failed", "cancelled"):
+            return handle.status
+        records = [r for r in self.sdk.queue([handle.job_id]) if int(r.get("job_id", -1)) == handle.job_id]
+        if not records:
+            return handle.status
+        # pipelines have one row per task; a trial is one task
+        self._observe(handle, records[-1])
+        return handle.status
+
+    def cancel(self, handle: SkyJob) -> None:
+        if handle.status in ("succeeded", "failed", "cancelled") or handle.cancel_requested:
+            return
+        self.sdk.cancel(handle.job_id)
+        handle.cancel_requested = True
+
+    def wait(self, handle: SkyJob, timeout_s: float | None = None) -> TrialStatus:
+        """Polls every `poll_interval_s` until a terminal status (or `timeout_s`); returns the status."""
+        start = self.clock()
+        while self.poll(handle) not in ("succeeded", "failed", "cancelled"):
+            if timeout_s is not None and self.clock() - start > timeout_s:
+                break
+            time.sleep(self.poll_interval_s)
+        return handle.status
+
+    # -- status tracking ----------------------------------------------------------------------
+
+    def _observe(self, handle: SkyJob, rec: dict[str, Any]) -> None:
+        now = self.clock()
+        sky_status = str(rec.get("status") or "PENDING").upper().removeprefix("MANAGEDJOBSTATUS.")
+        handle.last_record = dict(rec)
+        previous_count = handle.recovery_count
+        recovery_count = int(rec.get("recovery_count") or 0)
+        handle.recovery_count = max(previous_count, recovery_count)
+        if rec.get("failure_reason"):
+            handle.failure_reason = str(rec["failure_reason"])
+        current = handle.attempts[-1] if handle.attempts and handle.attempts[-1].ended_at is None else None
+
+        recovered_at = _ts(rec.get("last_recovered_at"))
+        running = sky_status in ("RUNNING", "WINDING_DOWN")
+        if (running and current is not None and recovery_count > previous_count and recovered_at
+                and current.started_at < recovered_at <= now):
+            # preempted and recovered entirely between two polls: split at SkyPilot's stamp
+            current.ended_at, current.ended_by = recovered_at, "preempted"
+            current = None
+        if current is None and (running or (sky_status in TERMINAL_SKY and not handle.attempts
+                                            and _ts(rec.get("start_at")))):
+            if handle.attempts:  # a recovery: SkyPilot stamps when it came back
+                start = recovered_at or now
+            else:
+                start = _ts(rec.get("start_at")) or now
+            current = Attempt(started_at=min(start, now))
+            handle.attempts.append(current)
+        if current is not None:
+            self._place(handle, current, rec)
+        if sky_status == "RECOVERING" and current is not None:
+            current.ended_at, current.ended_by = now, "preempted"
+        if sky_status in TERMINAL_SKY:
+            end = _ts(rec.get("end_at")) or now
+            if current is not None:
+                current.ended_at, current.ended_by = max(end, current.started_at), sky_status
+        handle.sky_status = sky_status
+        handle.status = STATUS_MAP.get(sky_status, handle.status)
+
+    def _place(self, handle: SkyJob, attempt: Attempt, rec: dict[str, Any]) -> None:
+        cloud = _clean(rec.get("cloud"))
+        if cloud:
+            attempt.cloud = cloud.lower()
+        region = _clean(rec.get("region"))
+        if region:
+            attempt.region = region
+        instance, spot = parse_cluster_resources(rec.get("cluster_resources_full") or rec.get("cluster_resources"))
+        if instance:
+            attempt.instance_type = instance
+        if spot is not None:
+            attempt.spot = spot
+
+    # -- results ------------------------------------------------------------------------------
+
+    def collect(self, handle: SkyJob) -> list[dict[str, Any]]:
+        """Returns one validated-shape record dict per attempt (`gpuledger.record.ResultRecord`)."""
+        try:
+            logs = self.sdk.tail_logs(handle.job_id)
+        except Exception as err:  # noqa: BLE001 - logs are best effort; the queue still tells the story
+            logs = ""
+            handle.failure_reason = handle.failure_reason or f"could not read the job's logs: {err}"
+        lines = parse_result_lines(logs)
+        attempts = list(handle.attempts)
+        if not attempts:
+            # never seen running (failed before start, or cancelled while pending): one attempt, as
+            # long as the job existed, billed nothing if it never ran
+            end = _ts(handle.last_record.get("end_at")) or self.clock()
+            start = end if not lines else (_ts(lines[-1].get("started_at")) or end)
+            attempts = [Attempt(started_at=min(start, end), ended_at=end, ended_by=handle.sky_status)]
+        for a in attempts:
+            if a.ended_at is None:
+                a.ended_at, a.ended_by = max(self.clock(), a.started_at), handle.sky_status
+        matched = self._match(attempts, lines)
+        observed_recoveries = len(attempts) - 1
+        missed = max(0, handle.recovery_count - observed_recoveries)
+        records = []
+        for i, (attempt, line) in enumerate(zip(attempts, matched, strict=True)):
+            last = i == len(attempts) - 1
+            rec = self._validated(handle, i + 1, attempt, line)
+            if last and missed:
+                rec["preemptions"] += missed
+                rec["recoveries"] += missed
+            records.append(rec)
+        return records
+
+    def _validated(self, handle: SkyJob, number: int, attempt: Attempt, line: dict[str, Any] | None) -> dict[str, Any]:
+        """Returns the attempt's record as JSON-ready dict; a result line that does not validate is
+        replaced by a synthesized record that says so."""
+        from pydantic import ValidationError
+
+        from gpuledger.record import ResultRecord
+
+        try:
+            model = ResultRecord.model_validate(self._record(handle, number, attempt, line))
+        except ValidationError as err:
+            if line is None:
+                raise
+            model = ResultRecord.model_validate(self._record(handle, number, attempt, None))
+            note = f"result line did not validate ({err.error_count()} problems)"
+            model.reason = f"{model.reason}; {note}" if model.reason else note
+        return model.model_dump(mode="json", by_alias=True)
+
+    @staticmethod
+    def _match(attempts: list[Attempt], lines: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+        """Pairs result lines with attempts: most time overlap wins; the last line per attempt is kept.
+
+        A line whose times overlap no attempt (clock skew) goes to the last attempt without one.
+        """
+        out: list[dict[str, Any] | None] = [None] * len(attempts)
+        for line in lines:
+            start, end = _ts(line.get("started_at")), _ts(line.get("ended_at"))
+            best, best_overlap = None, 0.0
+            if start is not None and end is not None:
+                for i, a in enumerate(attempts):
+                    overlap = min(end, a.ended_at or end) - max(start, a.started_at)
+                    if overlap >= best_overlap and overlap > 0:
+                        best, best_overlap = i, overlap
+            if best is None:
+                free = [i for i, m in enumerate(out) if m is None]
+                best = free[-1] if free else len(attempts) - 1
+            out[best] = line  # later lines replace earlier ones: the last one per attempt
+        return out
+
+    def _record(self, handle: SkyJob, number: int, attempt: Attempt, line: dict[str, Any] | None) -> dict[str, Any]:
+        req = handle.request
+        ended_by = attempt.ended_by or handle.sky_status
+        rec: dict[str, Any] = dict(line) if line else {}
+        rec.pop("cost_usd", None)
+        start = attempt.started_at
+        end = attempt.ended_at if attempt.ended_at is not None else start
+        if not line:
+            rec.update(started_at=_iso(start), ended_at=_iso(end), wall_s=max(0.0, end - start),
+                       exit_code=None, params=dict(req.params), command=req.run)
+        restarted_on_error = (ended_by == "preempted" and line is not None
+                              and line.get("exit_code") not in KILLED_EXIT_CODES)
+        if restarted_on_error:
+            # the trial itself failed and SkyPilot restarted it (max_restarts_on_errors)
+            status = rec.get("status", "failed")
+            status = "failed" if status in ("succeeded", "preempted") else status
+            reason = (rec.get("reason") or "failed") + "; SkyPilot restarted the job (max_restarts_on_errors)"
+            ended_by = "restarted"
+        elif ended_by == "preempted":
+            status, reason = "preempted", "spot instance preempted; SkyPilot recovered the job"
+        elif line and ended_by == "CANCELLED":
+            status, reason = "cancelled", "cancelled"
+        elif line:
+            status, reason = rec.get("status", "failed"), rec.get("reason")
+            if ended_by in FAILURE_REASONS and status == "succeeded":
+                status, reason = "failed", self._failure(handle, ended_by)
+        elif ended_by == "SUCCEEDED":
+            status, reason = "succeeded", "no GPULEDGER_RESULT line in the job's logs (measurements missing)"
+        elif ended_by == "CANCELLED":
+            status, reason = "cancelled", "cancelled"
+        else:
+            status, reason = "failed", self._failure(handle, ended_by)
+        spot = attempt.spot if attempt.spot is not None else req.spot
+        cloud = attempt.cloud or req.cloud
+        region = attempt.region or req.region
+        instance = attempt.instance_type or req.instance_type
+        rec.update(
+            schema=SCHEMA,
+            run_id=f"{req.trial_id}-sky{handle.job_id}-a{number}",
+            sweep_id=req.sweep_id,
+            trial_id=req.trial_id,
+            attempt=number,
+            launcher="skypilot",
+            cloud=cloud,
+            region=region,
+            instance_type=instance,
+            accelerator=req.accelerator,
+            gpus=req.gpus,
+            spot=spot,
+            status=status,
+            reason=reason,
+            preemptions=1 if ended_by == "preempted" else 0,
+            recoveries=1 if number > 1 else 0,
+        )
+        rec.setdefault("params", dict(req.params))
+        wall_s = max(0.0, end - start)  # billed: the cluster's whole attempt, set-up included
+        rec["billing"] = [self._billing(req, cloud, region, instance, spot, wall_s)]
+        return rec
+
+    def _failure(self, handle: SkyJob, sky_status: str) -> str:
+        base = FAILURE_REASONS.get(sky_status, f"job ended {sky_status}")
+        return f"{base}: {handle.failure_reason}" if handle.failure_reason else base
+
+    def _billing(self, req: LaunchRequest, cloud: str | None, region: str | None, instance: str | None,
+                 spot: bool, wall_s: float) -> dict[str, Any]:
+        hours = wall_s / 3600.0
+        priced = None
+        if cloud and instance:
+            try:
+                priced = self.catalog_price(cloud, region, instance, spot)
+            except Exception:  # noqa: BLE001 - a missing price falls back to the plan's price
+                priced = None
+        if priced is not None:
+            usd, on_demand, desc = priced
+        else:
+            usd = req.usd_per_hour
+            on_demand = req.on_demand_usd_per_hour
+            desc = req.price_description or (
+                f"{cloud} {instance} {region} {'spot' if spot else 'on-demand'}, plan price")
+        if not spot and on_demand is None:
+            on_demand = usd
+        return {
+            "source": "catalog",
+            "description": desc,
+            "usd_per_hour": float(usd),
+            "hours": hours,
+            "cost_usd": float(usd) * hours,
+            "spot": bool(spot),
+            "on_demand_usd_per_hour": None if on_demand is None else float(on_demand),
+        }
