@@ -1,0 +1,139 @@
+"""Estimation: per-GPU memory by component, FLOPs per token, training time. Pure functions.
+
+`estimate(Workload(...)) -> Estimate`; `train_time_s(...)`; `default_mfu(...)`;
+`kv_cache_bytes_per_token(cfg, kv_precision)`. Memory physics in `memory.py`, compute in `compute.py`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuledger.estimate.compute import (
+    BASE_MFU,
+    KIND_FACTOR,
+    attention_flops_per_token,
+    default_mfu,
+    flops_per_token,
+)
+from gpuledger.estimate.memory import (
+    GIB,
+    MemoryBreakdown,
+    kv_cache_bytes_per_token,
+    layer_activation_bytes_per_token,
+    memory_breakdown,
+)
+from gpuledger.estimate.workload import Workload
+from gpuledger.models import ModelConfig, count_params, layer_linears, load_config
+
+MEMORY_KEYS = ("weights", "gradients", "optimizer", "activations", "logits", "kv_cache", "buffers",
+               "allocated", "reserved", "device")
+
+__all__ = [
+    "BASE_MFU", "KIND_FACTOR", "MEMORY_KEYS", "Estimate", "Workload", "active_params", "attention_flops_per_token",
+    "default_mfu", "estimate", "kv_cache_bytes_per_token", "layer_activation_bytes_per_token", "load_config",
+    "train_time_s",
+]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a workload needs per GPU: memory (GiB) by component and level, params, FLOPs per token."""
+
+    workload: Workload
+    params_total: int
+    params_trainable: int
+    exact: bool
+    memory_gib: dict[str, float]
+    flops_per_token: float
+    assumptions: list[str] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns the JSON object `gpuledger estimate --json` prints."""
+        w = self.workload
+        return {
+            "model": w.model,
+            "method": w.method,
+            "precision": w.precision,
+            "device": w.device,
+            "gpus": w.gpus,
+            "params_total": self.params_total,
+            "params_trainable": self.params_trainable,
+            "exact": self.exact,
+            "memory_gib": {k: round(v, 4) for k, v in self.memory_gib.items()},
+            "flops_per_token": self.flops_per_token,
+            "assumptions": list(self.assumptions),
+            "notes": dict(self.notes),
+            "workload": w.model_dump(),
+        }
+
+    def fits(self, memory_gib: float, level: str = "device") -> bool:
+        """True when the estimate at `level` fits in `memory_gib` (per GPU)."""
+        return self.memory_gib[level] <= memory_gib
+
+
+def active_params(cfg: ModelConfig) -> int:
+    """Returns the parameters a token's matmuls touch: all but input embeddings (the lm_head
+    counts, tied or not), and only the routed experts of an MoE layer."""
+    pc = count_params(cfg)
+    d = cfg.hidden_size
+    active = pc.non_embedding + cfg.vocab_size * d
+    if cfg.num_experts > 1:
+        expert = sum(lin.weight_params for lin in layer_linears(cfg) if lin.count > 1)
+        active -= int(cfg.num_layers * expert * (1 - cfg.experts_per_token / cfg.num_experts))
+    return active
+
+
+@functools.lru_cache(maxsize=4096)
+def estimate(w: Workload) -> Estimate:
+    """Returns the per-GPU memory, parameter counts and FLOPs per token of workload `w`."""
+    cfg = load_config(w.model)
+    m: MemoryBreakdown = memory_breakdown(w)
+    mem = {
+        "weights": m.weights, "gradients": m.gradients, "optimizer": m.optimizer, "activations": m.activations,
+        "logits": m.logits, "kv_cache": m.kv_cache, "buffers": m.buffers, "allocated": m.allocated,
+        "reserved": m.reserved, "device": m.device,
+    }
+    seq = w.seq_len
+    if w.method in ("grpo", "ppo", "inference") and (w.prompt_len or w.completion_len):
+        seq = (w.prompt_len or 0) + (w.completion_len or 0)
+    fpt = flops_per_token(cfg, m.params_total, active_params(cfg), "full" if w.method in ("grpo", "ppo") else w.method,
+                          seq, w.grad_ckpt, m.params_trainable)
+    assumptions = [
+        f"{cfg.name} ({cfg.model_type}): {m.params_total:,} params"
+        + ("" if m.exact else " (generic estimate, not exact)"),
+        "levels: allocated = live tensors (torch.cuda.max_memory_allocated); reserved = + "
+        f"{m.overhead:.0%} allocator fragmentation; device = + CUDA context"
+        + (" + NCCL buffers" if w.gpus > 1 else "") + " (nvidia-smi)",
+        f"training code habits: {w.framework} (logits/loss dtype, adapter dtype)",
+        *m.assumptions,
+    ]
+    if w.device == "cpu":
+        assumptions.append("CPU mode: calibrated against the numpy demo trainer's measured peak RSS "
+                           "(trainers/demo_lora.py) within ~15%")
+    return Estimate(
+        workload=w,
+        params_total=m.params_total,
+        params_trainable=m.params_trainable,
+        exact=m.exact,
+        memory_gib={k: v / GIB for k, v in mem.items()},
+        flops_per_token=float(fpt),
+        assumptions=assumptions,
+        notes=dict(m.notes),
+    )
+
+
+def train_time_s(estimate: Estimate, tokens: float, accelerator: str, gpus: int = 1, method: str | None = None,
+                 precision: str | None = None) -> float:
+    """Returns wall-clock seconds to process `tokens` training tokens:
+    FLOPs / (gpus x peak TFLOP/s at the precision x default MFU for the GPU kind and method)."""
+    from gpuledger.catalog import gpu_kinds, normalize_accelerator
+
+    kind = normalize_accelerator(accelerator)
+    method = method or estimate.workload.method
+    precision = precision or estimate.workload.precision
+    peak = gpu_kinds()[kind].peak_tflops(precision) * 1e12
+    mfu = default_mfu(kind, method)
+    return float(tokens) * estimate.flops_per_token / (max(1, gpus) * peak * mfu)
