@@ -202,21 +202,22 @@ def _empty_option(accelerator: str, precision: str) -> dict[str, Any]:
     return opt
 
 
-def _estimate_accelerator(model: inf.ServingModel, hw: inf.Hardware, spec) -> dict[str, Any]:
+def _estimate_accelerator(model: inf.ServingModel, hw: inf.Hardware, spec, max_tp: int) -> dict[str, Any]:
     """Returns the estimate for one accelerator: the best (fewest GPUs) feasible tensor-parallel
-    shape, or why none is, with numbers. Keys: point (ServingPoint|None), tp, kv_batch, reason."""
+    shape up to `max_tp` GPUs per replica, or why none is, with numbers.
+    Keys: point (ServingPoint|None), tp, kv_batch, reason."""
     t = spec.traffic
     precision = spec.precision
     wb = inf.weights_bytes(model, precision)
     fits: list[tuple[int, int]] = []  # (tp, KV-limited batch)
     for tp in inf.TP_DEGREES:
-        if tp > spec.resources.max_gpus_per_replica:
+        if tp > max_tp:
             break
         kv_batch = inf.max_batch_kv(model, hw, precision, t.prompt_tokens, t.output_tokens, tp)
         if kv_batch >= 1:
             fits.append((tp, kv_batch))
     if not fits:
-        tp_max = max(d for d in inf.TP_DEGREES if d <= spec.resources.max_gpus_per_replica)
+        tp_max = max(d for d in inf.TP_DEGREES if d <= max_tp)
         usable = tp_max * (inf.usable_bytes_per_gpu(hw) - inf.ACTIVATION_RESERVE_GIB * inf.GIB)
         kv_req = inf.kv_tokens_per_request(t.prompt_tokens, t.output_tokens) * model.kv_bytes_per_token
         if wb > usable:
@@ -337,7 +338,10 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
             opt["reason"] = str(err)
             options.append(opt)
             continue
-        est = _estimate_accelerator(model, hw, spec)
+        # a replica sits in one instance: no wider than the largest instance on offer
+        sizes = [int(r["accelerator_count"]) for r in rows if r.get("accelerator") == accel]
+        max_tp = min(res.max_gpus_per_replica, max(sizes)) if sizes else res.max_gpus_per_replica
+        est = _estimate_accelerator(model, hw, spec, max_tp)
         point = est["point"]
         tp = est["tp"]
         if point is not None:
