@@ -1,0 +1,66 @@
+"""`gpuledger estimate MODEL [...]`: per-GPU memory by component, params, FLOPs per token."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from gpuledger.errors import UserError
+
+_ROWS = (("weights", "weights"), ("gradients", "gradients"), ("optimizer", "optimizer"),
+         ("activations", "activations"), ("logits", "logits"), ("kv_cache", "kv_cache"), ("buffers", "buffers"))
+
+
+def workload_from_args(args: argparse.Namespace):
+    """Returns the Workload the options describe; UserError with the field and reason if invalid."""
+    from pydantic import ValidationError
+
+    from gpuledger.estimate import Workload
+
+    fields = dict(model=args.model, method=args.method, precision=args.precision, optimizer=args.optimizer,
+                  micro_batch=args.batch, seq_len=args.seq, grad_ckpt=args.grad_ckpt, flash_attn=args.flash_attn,
+                  lora_r=args.lora_r, lora_targets=args.lora_targets, gpus=args.gpus, sharding=args.sharding,
+                  prompt_len=args.prompt_len, completion_len=args.completion_len, group_size=args.group_size,
+                  device=getattr(args, "device", "gpu"))
+    try:
+        return Workload(**fields)
+    except ValidationError as err:
+        problems = []
+        for e in err.errors():
+            loc = ".".join(str(x) for x in e["loc"]) or "options"
+            msg = e["msg"].removeprefix("Value error, ")
+            problems.append(f"--{loc.replace('_', '-')}: {msg}" if e["loc"] else msg)
+        raise UserError("; ".join(problems)) from None
+
+
+def render(est) -> str:
+    """Returns the human table of an Estimate."""
+    m, notes = est.memory_gib, est.notes
+    w = est.workload
+    unit = "GiB" if w.device == "gpu" else "GiB (CPU RSS)"
+    lines = [f"{w.model}: {w.method}, {w.precision}, batch {w.micro_batch} x seq {w.seq_len}, "
+             f"{w.gpus} GPU(s){'' if w.sharding == 'none' else ' ' + w.sharding}, device {w.device}",
+             f"params: {est.params_total:,} total ({'exact' if est.exact else 'estimate'}), "
+             f"{est.params_trainable:,} trainable",
+             f"flops/token: {est.flops_per_token:.3e}", "",
+             f"{'component':12} {unit:>14}  assumes"]
+    for key, label in _ROWS:
+        lines.append(f"{label:12} {m[key]:14.3f}  {notes.get(key, '')}")
+    lines.append(f"{'allocated':12} {m['allocated']:14.3f}  sum of the above (torch.cuda.max_memory_allocated)")
+    lines.append(f"{'reserved':12} {m['reserved']:14.3f}  + allocator fragmentation (max_memory_reserved)")
+    lines.append(f"{'device':12} {m['device']:14.3f}  "
+                 + ("+ CUDA context (what nvidia-smi shows)" if w.device == "gpu" else "+ interpreter (resident memory)"))
+    lines.append("")
+    lines.extend(f"- {a}" for a in est.assumptions)
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuledger.estimate import estimate
+
+    est = estimate(workload_from_args(args))
+    if args.json:
+        print(json.dumps(est.to_json(), indent=2))
+    else:
+        print(render(est))
+    return 0
