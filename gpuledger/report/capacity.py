@@ -1,0 +1,167 @@
+"""The capacity report: the serving options of a capacity plan compared, the cheapest feasible one,
+and why the others fail.
+
+Input is the plain dict of `gpuledger.capacity.plan_capacity(spec)` (`spec`, `options`, `best`,
+`best_reason`, `assumptions`); nothing is read from the warehouse and nothing is recomputed here.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from gpuledger.report import html as H
+from gpuledger.report import svg
+from gpuledger.report.common import (
+    DEFAULT_ROOT,
+    ReportFiles,
+    cap_markdown,
+    check_name,
+    md_table,
+    num,
+    usd,
+    write_report,
+)
+
+
+def _name(result: dict[str, Any]) -> str:
+    spec = result.get("spec") or {}
+    return spec.get("name") or result.get("name") or "capacity"
+
+
+def _ms(x: Any) -> str:
+    return "—" if x is None else f"{float(x):,.0f} ms" if float(x) >= 10 else f"{float(x):.1f} ms"
+
+
+def _sorted_options(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Returns the options: feasible first by $/month on demand, then the infeasible ones by name."""
+    opts = list(result.get("options") or [])
+    return sorted(opts, key=lambda o: (not o.get("feasible"),
+                                       o.get("usd_per_month_on_demand") if o.get("usd_per_month_on_demand")
+                                       is not None else float("inf"), str(o.get("accelerator"))))
+
+
+def _is_best(o: dict[str, Any], best: dict[str, Any] | None) -> bool:
+    return best is not None and o.get("accelerator") == best.get("accelerator") and o.get("gpus") == best.get("gpus")
+
+
+_HEADERS = ["accelerator", "GPUs", "max batch", "tokens/s per GPU", "TTFT", "TPOT", "$/h on-demand",
+            "$/month on-demand", "$/month spot", "feasible"]
+
+
+def _row(o: dict[str, Any]) -> list[Any]:
+    src = o.get("throughput_source") or "estimated"
+    per_replica = o.get("gpus_per_replica")
+    gpus = f"{o.get('gpus') if o.get('gpus') is not None else '—'}"
+    if per_replica and per_replica > 1:
+        gpus += f" ({o.get('replicas')}×{per_replica})"
+    return [o.get("accelerator"), gpus, o.get("max_batch") if o.get("max_batch") is not None else "—",
+            f"{num(o.get('tokens_per_s_per_gpu'), 4)} ({src})", _ms(o.get("ttft_ms")), _ms(o.get("tpot_ms")),
+            usd(o.get("usd_per_hour_on_demand")), usd(o.get("usd_per_month_on_demand")),
+            usd(o.get("usd_per_month_spot")), "yes" if o.get("feasible") else "no"]
+
+
+def _traffic_text(spec: dict[str, Any]) -> str:
+    parts = []
+    if spec.get("model"):
+        parts.append(f"{spec['model']} at {spec.get('precision') or '—'}")
+    if spec.get("qps") is not None:
+        parts.append(f"{num(spec['qps'])} requests/s × ({spec.get('prompt_tokens')} prompt + "
+                     f"{spec.get('output_tokens')} output tokens)")
+    if spec.get("p95_ttft_ms") is not None or spec.get("p95_tpot_ms") is not None:
+        parts.append(f"SLO p95 TTFT ≤ {_ms(spec.get('p95_ttft_ms'))}, p95 TPOT ≤ {_ms(spec.get('p95_tpot_ms'))}")
+    if spec.get("headroom") is not None:
+        parts.append(f"headroom {100 * float(spec['headroom']):.0f}%")
+    return "; ".join(parts)
+
+
+def _cards(result: dict[str, Any]) -> list[H.Card]:
+    best = result.get("best")
+    if not best:
+        return [H.Card("cheapest feasible option", "none", result.get("best_reason") or "no option meets the targets")]
+    src = best.get("price_source") or "catalog price"
+    return [
+        H.Card("cheapest feasible", f"{best.get('gpus')} × {best.get('accelerator')}",
+               f"{best.get('cloud') or ''} {best.get('instance_type') or ''}".strip() or "catalog offer"),
+        H.Card("on-demand per month", usd(best.get("usd_per_month_on_demand")),
+               f"{usd(best.get('usd_per_hour_on_demand'))}/h × 730 h; {src}"),
+        H.Card("on-demand per day", usd(best.get("usd_per_day_on_demand")), "24 h"),
+        H.Card("spot per month", usd(best.get("usd_per_month_spot")),
+               "spot capacity can be reclaimed; plan fallback" if best.get("usd_per_month_spot") is not None
+               else "no spot price for this offer"),
+        H.Card("throughput per GPU", f"{num(best.get('tokens_per_s_per_gpu'), 4)} tok/s",
+               f"{best.get('throughput_source') or 'estimated'} output tokens/s within the SLO"),
+        H.Card("latency at that load", f"{_ms(best.get('ttft_ms'))} / {_ms(best.get('tpot_ms'))}",
+               "TTFT / TPOT (estimated p95)"),
+    ]
+
+
+def capacity_html(result: dict[str, Any]) -> str:
+    """Returns the self-contained HTML page of a capacity plan."""
+    spec = result.get("spec") or {}
+    opts = _sorted_options(result)
+    best = result.get("best")
+    body: list[str] = []
+    if not opts:
+        body.append(H.banner("The plan has no options: no candidate accelerator was given.", "info"))
+    elif not best:
+        body.append(H.banner("No option meets the targets. " + (result.get("best_reason") or ""), "bad"))
+    body.append(H.cards(_cards(result)))
+    feasible = [o for o in opts if o.get("feasible") and o.get("usd_per_month_on_demand") is not None]
+    if feasible:
+        body.append(H.figure(svg.bar_chart([(f"{o.get('gpus')} × {o.get('accelerator')}", o["usd_per_month_on_demand"])
+                                            for o in feasible], title="feasible options, $/month on demand",
+                                           value_label="USD per month (730 h), on demand", fmt=usd),
+                             "Feasible options only; the shortest bar is the cheapest."))
+    body.append(H.section("Options compared", H.table(_HEADERS, [_row(o) for o in opts], numeric=[1, 2, 3, 4, 5, 6, 7, 8],
+                                                      highlight=[i for i, o in enumerate(opts) if _is_best(o, best)],
+                                                      empty="No options.")))
+    failing = [o for o in opts if not o.get("feasible")]
+    body.append(H.section("Why the others fail", H.table(
+        ["accelerator", "reason"], [[o.get("accelerator"), o.get("reason") or "—"] for o in failing],
+        empty="Every option is feasible.")))
+    sources = sorted({o.get("price_source") for o in opts if o.get("price_source")})
+    if sources:
+        body.append(H.section("Price sources", "<ul>" + "".join(f"<li>{H.escape(s)}</li>" for s in sources) + "</ul>"))
+    if result.get("assumptions"):
+        body.append(H.section("Assumptions", "<ul>" + "".join(f"<li>{H.escape(a)}</li>"
+                                                              for a in result["assumptions"]) + "</ul>"))
+    footer = f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M')} UTC by gpuledger capacity."
+    return H.page(f"Serving capacity: {_name(result)}", _traffic_text(spec), body, footer)
+
+
+def capacity_markdown(result: dict[str, Any]) -> str:
+    """Returns the markdown version (for a Prefect artifact), capped in size."""
+    spec = result.get("spec") or {}
+    opts = _sorted_options(result)
+    lines = [f"# Serving capacity: {_name(result)}", "", _traffic_text(spec), ""]
+    if not result.get("best"):
+        lines += [f"> No option meets the targets. {result.get('best_reason') or ''}".rstrip(), ""]
+    lines.append(md_table(["", "value", "note"], [[c.label, c.value, c.source] for c in _cards(result)], numeric=[1]))
+    lines += ["## Options compared", ""]
+    lines.append(md_table(_HEADERS, [_row(o) for o in opts], numeric=[1, 2, 3, 4, 5, 6, 7, 8]))
+    failing = [o for o in opts if not o.get("feasible")]
+    if failing:
+        lines += ["## Why the others fail", ""]
+        lines += [f"- **{o.get('accelerator')}**: {o.get('reason') or '—'}" for o in failing]
+        lines.append("")
+    return cap_markdown("\n".join(lines))
+
+
+def capacity_tables(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
+    """Returns the options table for CSV export."""
+    opts = _sorted_options(result)
+    return {"options": pl.DataFrame(opts, infer_schema_length=None) if opts else pl.DataFrame()}
+
+
+def write_capacity_report(result: dict[str, Any], out_dir: str | Path | None = None) -> ReportFiles:
+    """Writes the capacity report of a `plan_capacity` result; returns its files.
+
+    Default place: `reports/capacity/<name>.html` (+ `.md`, + `<name>-csv/options.csv`).
+    """
+    name = check_name(_name(result), "capacity spec name")
+    folder = Path(out_dir) if out_dir is not None else DEFAULT_ROOT / "capacity"
+    return write_report(folder, name, capacity_html(result), capacity_markdown(result), capacity_tables(result))

@@ -1,0 +1,201 @@
+"""What every report shares: output paths (validated names only), number formats with units, markdown
+tables within Prefect's limits, and writing the files of a report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from gpuledger.errors import UserError
+
+#: Names that may become part of a path (the spec's `name` pattern).
+NAME_RE = re.compile(r"^[a-z0-9-]+$")
+WEEK_RE = re.compile(r"^(\d{4})-W(\d{2})$")
+
+#: Prefect 3.8.8 puts no length check on an artifact's `data` (a JSON column; only metadata values
+#: are cut at 500 characters, `prefect._internal.schemas.validators.validate_max_metadata_length`),
+#: but the UI renders the whole markdown and Prefect Cloud caps request bodies; we keep every
+#: markdown report under 40,000 characters (well under any of those) by cutting long tables with a
+#: note, and a final hard cut as a backstop.
+MARKDOWN_MAX_CHARS = 40_000
+#: rows of a markdown table before it is cut (the CSV has all of them)
+MARKDOWN_MAX_ROWS = 40
+
+DEFAULT_ROOT = Path("reports")
+
+
+@dataclass
+class ReportFiles:
+    """The files one report wrote: the HTML page, its markdown twin and the CSVs of its tables."""
+
+    html: Path
+    markdown: Path
+    csv: list[Path] = field(default_factory=list)
+    markdown_text: str = ""  # the markdown itself (for a Prefect artifact)
+
+    @property
+    def csv_dir(self) -> Path | None:
+        return self.csv[0].parent if self.csv else None
+
+
+def check_name(name: str, what: str = "name") -> str:
+    """Returns `name` when it may be used in a file name ([a-z0-9-]+, at most 100 characters); else UserError."""
+    if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > 100:
+        raise UserError(f"{what} {name!r} is not valid: use lowercase letters, digits and '-' "
+                        f"(the pattern [a-z0-9-]+, at most 100 characters)")
+    return name
+
+
+def path_name(text: str) -> str:
+    """Returns a file-name-safe form of a warehouse value (e.g. a sweep id written by hand elsewhere).
+
+    Valid names are returned unchanged; anything else becomes a slug plus 8 hex of its sha256 so
+    two different values never share a file.
+    """
+    if isinstance(text, str) and NAME_RE.match(text) and len(text) <= 100:
+        return text
+    slug = re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")[:60] or "x"
+    return f"{slug}-{hashlib.sha256(str(text).encode()).hexdigest()[:8]}"
+
+
+def check_week(week: str) -> str:
+    """Returns `week` when it is an ISO week 'YYYY-Www' (W01..W53); else UserError."""
+    m = WEEK_RE.match(week or "")
+    if not m or not 1 <= int(m.group(2)) <= 53:
+        raise UserError(f"week {week!r} is not an ISO week; use YYYY-Www, e.g. 2026-W05")
+    return week
+
+
+# -------------------------------------------------------------------------------- formats
+
+
+def _bad(x: object) -> bool:
+    return x is None or (isinstance(x, float) and not math.isfinite(x))
+
+
+def usd(x: float | None) -> str:
+    """Returns dollars with cents ($1,234.50); below a cent, four decimals ($0.0042); None → '—'."""
+    if _bad(x):
+        return "—"
+    x = float(x)  # type: ignore[arg-type]
+    if x != 0 and abs(x) < 0.01:
+        return f"{'-' if x < 0 else ''}${abs(x):.4f}"
+    return f"{'-' if x < 0 else ''}${abs(x):,.2f}"
+
+
+def duration(seconds: float | None) -> str:
+    """Returns a duration a person reads at once: '42.0 s', '3 min 05 s', '2 h 07 min', '3 d 4 h'."""
+    if _bad(seconds):
+        return "—"
+    s = float(seconds)  # type: ignore[arg-type]
+    sign = "-" if s < 0 else ""
+    s = abs(s)
+    if s < 60:
+        return f"{sign}{s:.1f} s"
+    if s < 3600:
+        m, sec = divmod(round(s), 60)
+        return f"{sign}{m} min {sec:02d} s"
+    if s < 86400 * 2:
+        h, rem = divmod(round(s / 60), 60)
+        return f"{sign}{h} h {rem:02d} min"
+    d, rem = divmod(round(s / 3600), 24)
+    return f"{sign}{d} d {rem} h"
+
+
+def num(x: float | None, digits: int = 4) -> str:
+    """Returns a number with `digits` significant digits (None → '—')."""
+    if _bad(x):
+        return "—"
+    return f"{float(x):.{digits}g}"  # type: ignore[arg-type]
+
+
+def gib(x: float | None) -> str:
+    return "—" if _bad(x) else f"{float(x):.2f} GiB"  # type: ignore[arg-type]
+
+
+def pct(x: float | None, signed: bool = False) -> str:
+    if _bad(x):
+        return "—"
+    return f"{float(x):+.1f}%" if signed else f"{float(x):.1f}%"  # type: ignore[arg-type]
+
+
+def hours(x: float | None) -> str:
+    return "—" if _bad(x) else f"{float(x):,.2f} h"  # type: ignore[arg-type]
+
+
+# -------------------------------------------------------------------------------- markdown
+
+
+def md_escape(text: object) -> str:
+    """Returns `text` safe inside a markdown table cell (pipes escaped, newlines flattened)."""
+    s = "" if text is None else str(text)
+    return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, numeric: Sequence[int] = (),
+             max_rows: int = MARKDOWN_MAX_ROWS, more: str = "see the CSV") -> str:
+    """Returns a GitHub-style markdown table, cut after `max_rows` rows with a note ('… N more rows; see the CSV')."""
+    if not rows:
+        return "_nothing to list_\n"
+    num_cols = set(numeric)
+    lines = ["| " + " | ".join(md_escape(h) for h in headers) + " |",
+             "| " + " | ".join("---:" if i in num_cols else "---" for i in range(len(headers))) + " |"]
+    for row in rows[:max_rows]:
+        lines.append("| " + " | ".join(md_escape(c) for c in row) + " |")
+    if len(rows) > max_rows:
+        lines.append("")
+        lines.append(f"_… {len(rows) - max_rows} more rows; {more}._")
+    return "\n".join(lines) + "\n"
+
+
+def cap_markdown(text: str, limit: int = MARKDOWN_MAX_CHARS) -> str:
+    """Returns `text` cut to at most `limit` characters (at a line end, with a note) when longer."""
+    if len(text) <= limit:
+        return text
+    note = "\n\n_… report cut here to stay within the Prefect artifact size this project allows; the HTML and CSV files have everything._\n"
+    cut = text[: limit - len(note)]
+    cut = cut[: cut.rfind("\n")] if "\n" in cut else cut
+    return cut + note
+
+
+# -------------------------------------------------------------------------------- files
+
+
+def write_report(out_dir: Path, stem: str, html_text: str, markdown_text: str,
+                 tables: dict[str, pl.DataFrame]) -> ReportFiles:
+    """Writes `<stem>.html`, `<stem>.md` and `<stem>-csv/<table>.csv` under `out_dir`; returns their paths.
+
+    Side effect: creates `out_dir`. `stem` ([a-z0-9-]+ or an ISO week) and table names are checked again here.
+    """
+    if not WEEK_RE.match(stem):  # ISO weeks keep their capital W (reports/weekly/2026-W05.html)
+        check_name(stem, "report file name")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    html_path = out_dir / f"{stem}.html"
+    md_path = out_dir / f"{stem}.md"
+    html_path.write_text(html_text, encoding="utf-8")
+    md_path.write_text(markdown_text, encoding="utf-8")
+    csv_paths: list[Path] = []
+    if tables:
+        csv_dir = out_dir / f"{stem}-csv"
+        csv_dir.mkdir(exist_ok=True)
+        for name, df in tables.items():
+            check_name(name, "table name")
+            p = csv_dir / f"{name}.csv"
+            _csv_safe(df).write_csv(p)
+            csv_paths.append(p)
+    return ReportFiles(html=html_path, markdown=md_path, csv=csv_paths, markdown_text=markdown_text)
+
+
+def _csv_safe(df: pl.DataFrame) -> pl.DataFrame:
+    """Returns `df` with nested columns (lists, structs) as JSON text, which CSV cannot hold."""
+    nested = [c for c, t in df.schema.items() if isinstance(t, (pl.List, pl.Struct, pl.Array, pl.Object))]
+    if not nested:
+        return df
+    return df.with_columns([pl.col(c).map_elements(lambda v: str(v), return_dtype=pl.String) for c in nested])

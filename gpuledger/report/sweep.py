@@ -1,0 +1,698 @@
+"""The sweep ROI report: what the best recipe cost, how long it took to find, what was wasted, what
+spot saved, and what more or fewer parallel slots would have cost and saved.
+
+Pipeline (each step a function of the one before): `load_sweep(wh, ...) -> SweepData` (warehouse
+views) → `sweep_summary(data)` (headline numbers, plain dict) and `what_if_rows(data)` (the
+planner's what-if on the MEASURED trial durations) → `sweep_html` / `sweep_markdown` / `sweep_tables`.
+`write_sweep_report` does all of it and writes the files.
+
+Views used: v_sweep_roi (headline), v_spot_savings, v_waste, v_trial_results (trials table, what-if
+input), v_trial_timeline + v_runs (Gantt, best-so-far curves), v_estimate_accuracy (scatter). Two
+small facts have no view and are read from tables: `sweeps` (launcher, max_parallel: the actual K)
+and the price sources (`billing` source/description per sweep, `prices.as_of`), which label where
+every dollar figure came from.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from gpuledger.errors import UserError
+from gpuledger.report import html as H
+from gpuledger.report import svg
+from gpuledger.report.common import (
+    DEFAULT_ROOT,
+    ReportFiles,
+    cap_markdown,
+    check_name,
+    duration,
+    gib,
+    md_table,
+    num,
+    path_name,
+    pct,
+    usd,
+    write_report,
+)
+
+#: |estimate − measured| / measured beyond which a trial is named on the accuracy charts
+OUTLIER_PCT = 25.0
+#: parallel slots of the what-if curve (the actual K is added when it is not among them)
+WHAT_IF_KS = (1, 2, 4, 8, 16, 32, 64)
+_FAILED = ("failed", "oom", "preempted", "cancelled")
+
+
+@dataclass
+class SweepData:
+    """Everything the sweep report shows, as read from the warehouse (no derived numbers)."""
+
+    roi: dict[str, Any]  # the v_sweep_roi row
+    sweep: dict[str, Any]  # launcher, max_parallel, model, method (sweeps table)
+    trials: pl.DataFrame  # v_trial_results, in launch order
+    runs: pl.DataFrame  # v_trial_timeline + preemptions (v_runs), by start
+    accuracy: pl.DataFrame  # v_estimate_accuracy
+    savings: dict[str, Any]  # v_spot_savings row
+    waste: pl.DataFrame  # v_waste rows
+    billing_sources: pl.DataFrame  # source, description, usd_per_hour, spot, on_demand_usd_per_hour, lines
+    price_dates: list[str]  # prices.as_of of the sweep's snapshot
+
+
+# ------------------------------------------------------------------------------------------ load
+
+
+def known_sweep_names(wh) -> list[str]:
+    """Returns the names of the sweeps in the warehouse, sorted."""
+    df = wh.query("SELECT DISTINCT sweep_name FROM v_sweep_roi WHERE sweep_name IS NOT NULL ORDER BY 1")
+    return df["sweep_name"].to_list() if df.height else []
+
+
+def resolve_sweep_id(wh, name: str | None = None, sweep_id: str | None = None) -> str:
+    """Returns the sweep id to report: `sweep_id` when given (checked), else the latest sweep called `name`.
+
+    Raises UserError naming the known sweeps when there is no such sweep.
+    """
+    if sweep_id is not None:
+        df = wh.query("SELECT sweep_id, sweep_name FROM v_sweep_roi WHERE sweep_id = ?", [sweep_id])
+        if df.height == 0:
+            ids = wh.query("SELECT sweep_id FROM v_sweep_roi ORDER BY started_at DESC NULLS LAST LIMIT 10")
+            known = ", ".join(ids["sweep_id"].to_list()) or "none yet"
+            raise UserError(f"no sweep with id {sweep_id!r} in the warehouse; recent sweep ids: {known}")
+        if name is not None and df["sweep_name"][0] not in (None, name):
+            raise UserError(f"sweep {sweep_id!r} is called {df['sweep_name'][0]!r}, not {name!r}")
+        return sweep_id
+    if name is None:
+        raise UserError("say which sweep: a NAME (its latest sweep) or --sweep-id ID")
+    check_name(name, "sweep name")
+    df = wh.query("SELECT sweep_id FROM v_sweep_roi WHERE sweep_name = ? "
+                  "ORDER BY started_at DESC NULLS LAST, sweep_id DESC LIMIT 1", [name])
+    if df.height == 0:
+        names = known_sweep_names(wh)
+        known = ", ".join(names) if names else "none yet (run `gpuledger sweep SPEC` first)"
+        raise UserError(f"no sweep called {name!r} in the warehouse; known sweeps: {known}")
+    return df["sweep_id"][0]
+
+
+def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> SweepData:
+    """Returns the report's data for one sweep (the latest called `name`, or `sweep_id`)."""
+    sid = resolve_sweep_id(wh, name, sweep_id)
+    roi = wh.query("SELECT * FROM v_sweep_roi WHERE sweep_id = ?", [sid]).to_dicts()[0]
+    sweep_rows = wh.query("SELECT launcher, max_parallel, model, method, forced FROM sweeps WHERE sweep_id = ?",
+                          [sid]).to_dicts()
+    trials = wh.query("SELECT * FROM v_trial_results WHERE sweep_id = ? "
+                      "ORDER BY trial_index NULLS LAST, started_at NULLS LAST, trial_id", [sid])
+    runs = wh.query("""
+        SELECT t.run_id, t.trial_id, t.attempt, t.status, t.accelerator, t.spot, t.started_at, t.ended_at,
+               t.start_offset_s, t.end_offset_s, t.wall_s, t.cost_usd, t.cumulative_cost_usd,
+               t.metric_value, t.best_so_far, r.preemptions, r.gpus
+        FROM v_trial_timeline t JOIN v_runs r ON r.run_id = t.run_id
+        WHERE t.sweep_id = ? ORDER BY t.started_at, t.run_id""", [sid])
+    accuracy = wh.query("SELECT * FROM v_estimate_accuracy WHERE sweep_id = ? ORDER BY trial_id, run_id", [sid])
+    savings = wh.query("SELECT * FROM v_spot_savings WHERE sweep_id = ?", [sid]).to_dicts()
+    waste = wh.query("SELECT * FROM v_waste WHERE sweep_id = ? ORDER BY cost_usd DESC, reason", [sid])
+    billing = wh.query("""
+        SELECT b.source, b.usd_per_hour, b.spot, b.on_demand_usd_per_hour, count(*) AS lines
+        FROM billing b JOIN runs r ON r.run_id = b.run_id WHERE r.sweep_id = ?
+        GROUP BY ALL ORDER BY b.source, b.usd_per_hour""", [sid])
+    dates = wh.query("SELECT DISTINCT as_of FROM prices WHERE sweep_id = ? AND as_of IS NOT NULL ORDER BY 1", [sid])
+    return SweepData(
+        roi=roi,
+        sweep=sweep_rows[0] if sweep_rows else {},
+        trials=trials,
+        runs=runs,
+        accuracy=accuracy,
+        savings=savings[0] if savings else {"paid_usd": 0.0, "on_demand_equiv_usd": 0.0, "saved_usd": 0.0,
+                                            "spot_hours": 0.0, "saved_pct": None},
+        waste=waste,
+        billing_sources=billing,
+        price_dates=[str(d) for d in dates["as_of"].to_list()] if dates.height else [],
+    )
+
+
+# ------------------------------------------------------------------------------------------ derive
+
+
+def _params_text(params: Any) -> str:
+    """Returns a trial's params as 'k=v, k=v' (JSON text or dict in; keys sorted)."""
+    if params is None:
+        return ""
+    if isinstance(params, str):
+        try:
+            params = json.loads(params)
+        except ValueError:
+            return params
+    if isinstance(params, dict):
+        return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+    return str(params)
+
+
+def price_source(data: SweepData) -> str:
+    """Returns where the sweep's dollar figures come from, e.g. 'catalog prices as of 2026-05-20'."""
+    b = data.billing_sources
+    if b.height == 0:
+        return "no billing lines yet"
+    parts = []
+    sources = set(b["source"].to_list())
+    if "local" in sources:
+        rates = sorted({float(r) for r in b.filter(pl.col("source") == "local")["usd_per_hour"].to_list()})
+        rate_text = ", ".join(f"{usd(r)}/h" for r in rates)
+        parts.append(f"local rate {rate_text} (a configured rate, not a cloud price)")
+    if "catalog" in sources:
+        dates = ", ".join(data.price_dates)
+        parts.append("catalog prices" + (f" as of {dates}" if dates else " (date in the plan's price snapshot)"))
+    if "invoice" in sources:
+        parts.append("invoice lines")
+    return "; ".join(parts)
+
+
+def sweep_summary(data: SweepData) -> dict[str, Any]:
+    """Returns the headline numbers (units in the keys) and where they come from.
+
+    Definitions (as in the views): time_to_recipe_s = end of the best run − sweep start;
+    cost_to_recipe_usd = Σ cost of the runs that ended by then; time/cost_to_target the same for the
+    first run meeting `objective.target`; waste_usd = Σ cost of failed/oom/preempted/cancelled runs;
+    spot_saved_usd = Σ spot hours × on-demand $/h − Σ paid for them.
+    """
+    r = data.roi
+    t = data.trials
+    best_params = None
+    best_index = None
+    if r.get("best_trial_id") is not None and t.height:
+        row = t.filter(pl.col("trial_id") == r["best_trial_id"])
+        if row.height:
+            best_params = _params_text(row["params"][0])
+            best_index = row["trial_index"][0]
+    statuses = t["status"].to_list() if t.height else []
+    running = sum(1 for s in statuses if s in ("running", "pending"))
+    return {
+        "sweep_id": r["sweep_id"],
+        "sweep_name": r.get("sweep_name"),
+        "project": r.get("project"),
+        "owner": r.get("owner"),
+        "status": r.get("status"),
+        "started_at": r.get("started_at"),
+        "ended_at": r.get("ended_at"),
+        "metric_name": r.get("metric_name"),
+        "goal": r.get("goal"),
+        "target": r.get("target"),
+        "best_trial_id": r.get("best_trial_id"),
+        "best_trial_index": best_index,
+        "best_params": best_params,
+        "best_metric": r.get("best_metric"),
+        "time_to_recipe_s": r.get("time_to_recipe_s"),
+        "cost_to_recipe_usd": r.get("cost_to_recipe_usd"),
+        "time_to_target_s": r.get("time_to_target_s"),
+        "cost_to_target_usd": r.get("cost_to_target_usd"),
+        "makespan_s": r.get("makespan_s"),
+        "total_cost_usd": float(r.get("total_cost_usd") or 0.0),
+        "gpu_hours": float(r.get("gpu_hours") or 0.0),
+        "waste_usd": float(r.get("waste_usd") or 0.0),
+        "spot_paid_usd": float(data.savings.get("paid_usd") or 0.0),
+        "spot_on_demand_equiv_usd": float(data.savings.get("on_demand_equiv_usd") or 0.0),
+        "spot_saved_usd": float(data.savings.get("saved_usd") or 0.0),
+        "spot_hours": float(data.savings.get("spot_hours") or 0.0),
+        "budget_usd": r.get("budget_usd"),
+        "budget_used_pct": r.get("budget_used_pct"),
+        "trials": int(r.get("trials") or 0),
+        "succeeded": int(r.get("succeeded") or 0),
+        "failed": int(r.get("failed") or 0),
+        "skipped": int(r.get("skipped") or 0),
+        "running": running,
+        "runs": int(r.get("runs") or 0),
+        "cost_per_succeeded_trial_usd": r.get("cost_per_succeeded_trial_usd"),
+        "max_parallel": data.sweep.get("max_parallel"),
+        "launcher": data.sweep.get("launcher"),
+        "price_source": price_source(data),
+    }
+
+
+def is_running(summary: dict[str, Any]) -> bool:
+    """Returns True while the sweep has not finished (no end time, or trials still pending/running)."""
+    return summary["ended_at"] is None or summary["running"] > 0 or summary["status"] == "running"
+
+
+def peak_concurrency(runs: pl.DataFrame) -> int:
+    """Returns the largest number of runs that overlapped in time (the K the sweep really had)."""
+    if runs.height == 0:
+        return 0
+    events = sorted([(s, 1) for s in runs["start_offset_s"].to_list()] +
+                    [(e, -1) for e in runs["end_offset_s"].to_list()], key=lambda ev: (ev[0], ev[1]))
+    cur = best = 0
+    for _, d in events:
+        cur += d
+        best = max(best, cur)
+    return best
+
+
+def what_if_inputs(data: SweepData) -> tuple[list[float], list[float], int | None, list[str]]:
+    """Returns (durations_h, costs_usd, target_index, trial_ids) of the trials with a measured result, in launch order.
+
+    Duration and cost of a trial are those of all its attempts (what it really took); the target is
+    the best trial. Trials without a result yet (running, skipped) are left out.
+    """
+    t = data.trials.filter(pl.col("wall_s").is_not_null() & (pl.col("attempts") > 0))
+    ids = t["trial_id"].to_list()
+    durations = [float(w) / 3600.0 for w in t["wall_s"].to_list()]
+    costs = [float(c or 0.0) for c in t["cost_usd"].to_list()]
+    best = data.roi.get("best_trial_id")
+    target = ids.index(best) if best in ids else None
+    return durations, costs, target, ids
+
+
+def _row_get(row: Any, *keys: str) -> Any:
+    for k in keys:
+        if isinstance(row, dict) and k in row:
+            return row[k]
+        if hasattr(row, k):
+            return getattr(row, k)
+    return None
+
+
+def pareto_flags(points: list[tuple[float, float]]) -> list[bool]:
+    """Returns, for each (time, cost) in order of increasing K, whether it is on the Pareto front.
+
+    A point is off the front when another is at least as good in both and better in one, or is
+    the same point reached with fewer slots (an earlier one in the list): more GPUs for nothing.
+    """
+    flags = []
+    for i, (ti, ci) in enumerate(points):
+        dominated = any((tj <= ti and cj <= ci) and (tj < ti or cj < ci or j < i)
+                        for j, (tj, cj) in enumerate(points) if j != i)
+        flags.append(not dominated)
+    return flags
+
+
+def what_if_rows(data: SweepData) -> tuple[list[dict[str, Any]], str | None]:
+    """Returns (rows, why_not): the what-if curve from the measured durations, or [] and the reason.
+
+    Each row: parallel (K), time_to_recipe_hours, cost_usd, pareto (bool), actual (K = the sweep's
+    max_parallel). The simulation is the planner's (`gpuledger.plan.what_if_curve`); this report
+    only feeds it measured durations and costs.
+    """
+    durations, costs, target, _ids = what_if_inputs(data)
+    if not durations:
+        return [], "no trial has a measured duration yet"
+    if target is None:
+        return [], "no succeeded trial with the objective metric, so there is no recipe to reach"
+    try:
+        from gpuledger.plan import what_if_curve
+    except ImportError:
+        return [], "the planner's what-if (gpuledger.plan.what_if_curve) is not available in this install"
+    actual = data.sweep.get("max_parallel") or peak_concurrency(data.runs) or None
+    ks = sorted(set(WHAT_IF_KS) | ({int(actual)} if actual else set()))
+    raw = what_if_curve(durations, costs, target_index=target, ks=ks)
+    if isinstance(raw, pl.DataFrame):
+        raw = raw.to_dicts()
+    rows = []
+    for item in raw:
+        k = _row_get(item, "parallel", "k", "K")
+        h = _row_get(item, "time_to_recipe_hours", "time_to_recipe_h")
+        c = _row_get(item, "cost_usd", "cost_to_recipe_usd")
+        if k is None or h is None or c is None:
+            continue
+        rows.append({"parallel": int(k), "time_to_recipe_hours": float(h), "cost_usd": float(c)})
+    flags = pareto_flags([(r["time_to_recipe_hours"], r["cost_usd"]) for r in rows])
+    for r, f in zip(rows, flags, strict=True):
+        r["pareto"] = f
+        r["actual"] = actual is not None and r["parallel"] == int(actual)
+    return rows, None
+
+
+def accuracy_rows(data: SweepData) -> list[dict[str, Any]]:
+    """Returns per run: trial label, est/measured memory and time with errors, and whether it is an outlier."""
+    idx = dict(zip(data.trials["trial_id"].to_list(), data.trials["trial_index"].to_list(), strict=True)) \
+        if data.trials.height else {}
+    out = []
+    for row in data.accuracy.to_dicts():
+        mem_err, time_err = row.get("memory_err_pct"), row.get("time_err_pct")
+        label = _trial_label(row["trial_id"], idx.get(row["trial_id"]))
+        out.append({
+            "trial": label,
+            "run_id": row["run_id"],
+            "status": row["status"],
+            "est_memory_gib": row.get("est_memory_gib"),
+            "measured_memory_gib": row.get("measured_memory_gib"),
+            "memory_err_pct": mem_err,
+            "est_wall_s": row.get("est_wall_s"),
+            "wall_s": row.get("wall_s"),
+            "time_err_pct": time_err,
+            "memory_outlier": mem_err is not None and abs(mem_err) > OUTLIER_PCT,
+            "time_outlier": time_err is not None and abs(time_err) > OUTLIER_PCT,
+        })
+    return out
+
+
+def _trial_label(trial_id: str, index: Any) -> str:
+    return f"#{index} {trial_id[:8]}" if index is not None else str(trial_id)[:8]
+
+
+def _time_axis(max_s: float) -> tuple[float, str]:
+    """Returns (divisor, unit) so offsets read naturally: seconds, minutes or hours."""
+    if max_s < 180:
+        return 1.0, "s"
+    if max_s < 3 * 3600:
+        return 60.0, "min"
+    return 3600.0, "h"
+
+
+# ------------------------------------------------------------------------------------------ tables
+
+
+def trials_table_rows(data: SweepData) -> list[list[Any]]:
+    """Returns the trials table (one row per trial, launch order) as display strings."""
+    rows = []
+    for t in data.trials.to_dicts():
+        rows.append([
+            t.get("trial_index") if t.get("trial_index") is not None else "",
+            t["trial_id"],
+            _params_text(t.get("params")),
+            t.get("status") or "",
+            num(t.get("metric_value"), 5),
+            duration(t.get("wall_s")),
+            usd(t.get("cost_usd")),
+            gib(t.get("peak_gpu_mem_gib") if t.get("peak_gpu_mem_gib") is not None else t.get("peak_rss_gib")),
+            gib(t.get("est_memory_gib")),
+            duration(t.get("est_wall_s")),
+            t.get("attempts") or 0,
+            t.get("preemptions") or 0,
+        ])
+    return rows
+
+
+TRIAL_HEADERS = ["#", "trial", "params", "status", "metric", "wall (measured)", "cost", "peak memory (measured)",
+                 "memory (est.)", "time (est.)", "attempts", "preemptions"]
+TRIAL_NUMERIC = [0, 4, 5, 6, 7, 8, 9, 10, 11]
+
+
+def sweep_tables(data: SweepData) -> dict[str, pl.DataFrame]:
+    """Returns the report's tables for CSV export (raw values with units in the column names)."""
+    s = sweep_summary(data)
+    headline = pl.DataFrame([{k: (str(v) if isinstance(v, datetime) else v) for k, v in s.items()}])
+    wi, _ = what_if_rows(data)
+    wi_df = pl.DataFrame(wi, schema={"parallel": pl.Int64, "time_to_recipe_hours": pl.Float64,
+                                     "cost_usd": pl.Float64, "pareto": pl.Boolean, "actual": pl.Boolean})
+    acc = accuracy_rows(data)
+    acc_df = pl.DataFrame(acc) if acc else pl.DataFrame(schema={"trial": pl.String})
+    return {
+        "headline": headline,
+        "trials": data.trials,
+        "runs": data.runs,
+        "what-if": wi_df,
+        "estimate-accuracy": acc_df,
+        "waste": data.waste,
+    }
+
+
+# ------------------------------------------------------------------------------------------ render
+
+
+def _headline_cards(s: dict[str, Any]) -> list[H.Card]:
+    src = s["price_source"]
+    metric = s["metric_name"] or "metric"
+    if s["best_trial_id"] is not None:
+        best = H.Card(f"best {metric} ({s['goal'] or 'minimize'})", num(s["best_metric"], 5),
+                      f"measured: final {metric} of trial {_trial_label(s['best_trial_id'], s['best_trial_index'])}")
+        ttr = H.Card("time to recipe", duration(s["time_to_recipe_s"]), "measured: sweep start → best run ended")
+        ctr = H.Card("cost to recipe", usd(s["cost_to_recipe_usd"]), f"runs ended by then; {src}")
+    else:
+        best = H.Card(f"best {metric}", "none yet", "no succeeded trial reported the objective metric")
+        ttr = H.Card("time to recipe", "—", "no recipe yet")
+        ctr = H.Card("cost to recipe", "—", "no recipe yet")
+    if s["target"] is None:
+        ttt = H.Card("time to target", "no target", "the spec sets no objective.target")
+    elif s["time_to_target_s"] is None:
+        ttt = H.Card(f"time to target {num(s['target'], 5)}", "not reached",
+                     f"no run met {metric} {'≥' if s['goal'] == 'maximize' else '≤'} {num(s['target'], 5)}")
+    else:
+        ttt = H.Card(f"time to target {num(s['target'], 5)}", duration(s["time_to_target_s"]),
+                     f"measured; cost by then {usd(s['cost_to_target_usd'])}")
+    total = H.Card("total spend", usd(s["total_cost_usd"]),
+                   f"{s['runs']} runs, {s['gpu_hours']:.2f} GPU-h; {src}")
+    if s["budget_usd"]:
+        total.source += f"; {pct(s['budget_used_pct'])} of the {usd(s['budget_usd'])} budget"
+    waste_pct = 100.0 * s["waste_usd"] / s["total_cost_usd"] if s["total_cost_usd"] > 0 else None
+    waste = H.Card("waste", usd(s["waste_usd"]),
+                   "failed, OOM, preempted, cancelled runs" + (f" ({pct(waste_pct)} of spend)" if waste_pct else ""))
+    if s["spot_hours"] > 0:
+        spot = H.Card("realised spot savings", usd(s["spot_saved_usd"]),
+                      f"paid {usd(s['spot_paid_usd'])} vs {usd(s['spot_on_demand_equiv_usd'])} on demand "
+                      f"for the same {s['spot_hours']:.2f} h (billed on-demand price)")
+    else:
+        spot = H.Card("realised spot savings", usd(0.0), "no spot runs in this sweep")
+    trials = H.Card("trials", f"{s['trials']}",
+                    f"{s['succeeded']} succeeded, {s['failed']} failed, {s['running']} pending/running"
+                    + (f", {s['skipped']} skipped (budget)" if s["skipped"] else ""))
+    return [best, ttr, ctr, ttt, total, waste, spot, trials]
+
+
+def _status_banners(s: dict[str, Any], data: SweepData) -> list[str]:
+    out = []
+    if s["trials"] == 0 and s["runs"] == 0:
+        out.append(H.banner("This sweep has no trials and no runs yet: nothing was planned or launched.", "info"))
+    elif is_running(s):
+        done = data.trials.filter(pl.col("attempts") > 0).height if data.trials.height else 0
+        out.append(H.banner(
+            f"This sweep is still running (status {s['status'] or 'unknown'}): {done} of {s['trials']} trials "
+            f"have a result. Every number below is as of the last result and will change.", "info"))
+    if s["trials"] > 0 and s["succeeded"] == 0 and s["runs"] > 0 and not is_running(s):
+        out.append(H.banner(
+            f"No trial succeeded: all {s['runs']} runs ended failed, OOM, preempted or cancelled, so there is "
+            f"no recipe. The whole spend ({usd(s['total_cost_usd'])}) is waste; see the trials table for reasons.",
+            "bad"))
+    return out
+
+
+def _charts(data: SweepData, s: dict[str, Any]) -> dict[str, str]:
+    runs = data.runs
+    charts: dict[str, str] = {}
+    metric = s["metric_name"] or "metric"
+    hline = (float(s["target"]), f"target {num(s['target'], 5)}") if s["target"] is not None else None
+    max_end = max(runs["end_offset_s"].to_list()) if runs.height else 0.0
+    div, unit = _time_axis(max_end or 0.0)
+    pts_t, pts_c = [], []
+    for r in runs.to_dicts():
+        if r["best_so_far"] is not None:
+            pts_t.append((r["end_offset_s"] / div, float(r["best_so_far"])))
+            pts_c.append((float(r["cumulative_cost_usd"]), float(r["best_so_far"])))
+    charts["best_time"] = svg.step_chart([("best so far", svg.BLUE, pts_t)],
+                                         title=f"best {metric} so far vs wall-clock",
+                                         x_label=f"time since sweep start ({unit})", y_label=f"best {metric}",
+                                         hline=hline)
+    charts["best_cost"] = svg.step_chart([("best so far", svg.GREEN, pts_c)],
+                                         title=f"best {metric} so far vs cumulative spend",
+                                         x_label="cumulative spend (USD)", y_label=f"best {metric}", hline=hline)
+    wi, why = what_if_rows(data)
+    if wi:
+        pts = []
+        for r in wi:
+            colour = svg.RED if r["actual"] else (svg.BLUE if r["pareto"] else svg.GREY)
+            pts.append(svg.Point(r["time_to_recipe_hours"], r["cost_usd"], f"K={r['parallel']}",
+                                 highlight=r["actual"] or r["pareto"], colour=colour))
+        charts["what_if"] = svg.scatter_chart(
+            pts, title="parallelism what-if: time to recipe vs cost", x_label="time to recipe (h)",
+            y_label="cost to recipe (USD)", connect=True, label_all=True,
+            legend=[("Pareto front", svg.BLUE), ("actual K", svg.RED), ("dominated", svg.GREY)])
+    else:
+        charts["what_if"] = svg.empty_chart("parallelism what-if", f"no what-if: {why}")
+    acc = accuracy_rows(data)
+    mem_pts = [svg.Point(a["est_memory_gib"], a["measured_memory_gib"],
+                         f"{a['trial']} ({pct(a['memory_err_pct'], True)})", a["memory_outlier"],
+                         svg.RED if a["memory_outlier"] else svg.BLUE)
+               for a in acc if a["est_memory_gib"] is not None and a["measured_memory_gib"] is not None]
+    charts["memory"] = svg.scatter_chart(mem_pts, title="estimated vs measured peak memory",
+                                         x_label="estimated memory (GiB)", y_label="measured peak (GiB)",
+                                         diagonal=True)
+    time_pts = [svg.Point(a["est_wall_s"] / div, a["wall_s"] / div,
+                          f"{a['trial']} ({pct(a['time_err_pct'], True)})", a["time_outlier"],
+                          svg.RED if a["time_outlier"] else svg.BLUE)
+                for a in acc if a["est_wall_s"] is not None and a["wall_s"] is not None and a["time_err_pct"] is not None]
+    charts["time"] = svg.scatter_chart(time_pts, title="estimated vs measured wall-clock",
+                                       x_label=f"estimated time ({unit})", y_label=f"measured time ({unit})",
+                                       diagonal=True)
+    idx = dict(zip(data.trials["trial_id"].to_list(), data.trials["trial_index"].to_list(), strict=True)) \
+        if data.trials.height else {}
+    bars = []
+    for r in runs.to_dicts():
+        label = _trial_label(r["trial_id"], idx.get(r["trial_id"]))
+        if r["attempt"] and r["attempt"] > 1:
+            label += f" try {r['attempt']}"
+        bars.append(svg.GanttBar(label, r["start_offset_s"] / div, r["end_offset_s"] / div, r["status"],
+                                 bool(r["spot"]), int(r["preemptions"] or 0)))
+    charts["gantt"] = svg.gantt_chart(bars, title="trials over time", x_label=f"time since sweep start ({unit})")
+    return charts
+
+
+HOW_TO_READ = [
+    ("Sweep start", "The earlier of the sweep's registration and its first run's start (UTC)."),
+    ("Time to recipe", "End of the run that produced the best objective metric − sweep start (measured)."),
+    ("Cost to recipe", "Σ cost of every run that had ended by that moment (runs still running then are not "
+                       "counted here, although they were paid for later)."),
+    ("Time / cost to target", "The same, for the first run whose metric met objective.target."),
+    ("Total spend", "Σ billing lines of every run: hours × $/h. The source of the price (local rate, "
+                    "catalog with its date, invoice) is named on each card."),
+    ("Waste", "Σ cost of runs that ended failed, OOM, preempted or cancelled: money that bought no result."),
+    ("Realised spot savings", "Σ over spot billing lines of hours × (on-demand $/h − paid $/h), with the "
+                              "on-demand price recorded for that instance when it was billed."),
+    ("Parallelism what-if", "The measured trial durations and costs, replayed in launch order on K parallel "
+                            "slots by the planner's what-if (gpuledger.plan.what_if_curve): the time until the "
+                            "best trial would have finished, and what would have been paid by then, including "
+                            "trials started in parallel that turned out unnecessary. A K is on the Pareto front "
+                            "when no other K is both faster and cheaper. The actual K is the sweep's max_parallel."),
+    ("Estimate error", "(estimate − measured) / measured × 100%; positive = overestimate. Points beyond "
+                       f"±{OUTLIER_PCT:g}% are named. Memory: peak GPU memory (NVML, device level) for GPU runs, "
+                       "peak RSS of the process tree for CPU runs."),
+]
+
+
+def sweep_html(data: SweepData) -> str:
+    """Returns the self-contained HTML page of the sweep report."""
+    s = sweep_summary(data)
+    charts = _charts(data, s)
+    wi, why = what_if_rows(data)
+    acc = accuracy_rows(data)
+    body: list[str] = []
+    body += _status_banners(s, data)
+    body.append(H.cards(_headline_cards(s)))
+    if s["best_params"] is not None:
+        body.append(H.para(f"Best recipe: {s['best_params']} (trial {s['best_trial_id']})."))
+    body.append(H.section(
+        "Progress: best metric over time and money",
+        '<div class="grid2">',
+        H.figure(charts["best_time"], "Step = the best objective value among runs ended so far."),
+        H.figure(charts["best_cost"], "Same curve against cumulative spend (runs in order of their end)."),
+        "</div>"))
+    wi_table = H.table(
+        ["K (parallel slots)", "time to recipe", "cost to recipe", "Pareto", "actual"],
+        [[r["parallel"], duration(r["time_to_recipe_hours"] * 3600), usd(r["cost_usd"]),
+          "yes" if r["pareto"] else "", "← this sweep" if r["actual"] else ""] for r in wi],
+        numeric=[0, 1, 2], highlight=[i for i, r in enumerate(wi) if r["actual"]],
+        empty=f"No what-if: {why}.")
+    body.append(H.section(
+        "Parallelism what-if (from measured durations)",
+        H.figure(charts["what_if"], "Each point is K parallel slots; blue = Pareto front, red = the K this sweep used."),
+        wi_table))
+    outliers = [a for a in acc if a["memory_outlier"] or a["time_outlier"]]
+    out_table = H.table(
+        ["trial", "memory est.", "memory measured", "memory error", "time est.", "time measured", "time error"],
+        [[a["trial"], gib(a["est_memory_gib"]), gib(a["measured_memory_gib"]), pct(a["memory_err_pct"], True),
+          duration(a["est_wall_s"]), duration(a["wall_s"]), pct(a["time_err_pct"], True)] for a in outliers],
+        numeric=[1, 2, 3, 4, 5, 6], empty=f"No estimate is off by more than {OUTLIER_PCT:g}%.")
+    body.append(H.section(
+        "Estimated vs measured",
+        '<div class="grid2">',
+        H.figure(charts["memory"], "Points on the dashed line were estimated exactly; red = off by more than 25%."),
+        H.figure(charts["time"], "Wall-clock of succeeded runs only (a failed run stops early)."),
+        "</div>",
+        "<h3>Outliers</h3>", out_table))
+    body.append(H.section("Trials over time", H.figure(
+        charts["gantt"], "One bar per run (attempt); colour = how it ended; hatched = spot; ✕ = preempted.")))
+    waste_rows = [[w["reason"], w["runs"], duration(w["wall_s"]), usd(w["cost_usd"])] for w in data.waste.to_dicts()]
+    body.append(H.section(
+        "Trials", H.table(TRIAL_HEADERS, trials_table_rows(data), numeric=TRIAL_NUMERIC, max_rows=200,
+                          empty="No trials planned or run yet."),
+        "<h3>Waste by reason</h3>",
+        H.table(["reason", "runs", "wall-clock", "cost"], waste_rows, numeric=[1, 2, 3], empty="No waste.")))
+    body.append(H.section("How to read this", H.definitions(HOW_TO_READ)))
+    subtitle = (f"sweep {s['sweep_id']} · project {s['project'] or '—'} · owner {s['owner'] or '—'} · "
+                f"launcher {s['launcher'] or '—'} · started {_ts(s['started_at'])} UTC · status {s['status'] or '—'}")
+    footer = (f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M')} UTC by gpuledger from the warehouse views "
+              f"v_sweep_roi, v_trial_results, v_trial_timeline, v_estimate_accuracy, v_spot_savings, v_waste. "
+              f"Money: {s['price_source']}. Times: measured by the agent in each job.")
+    return H.page(f"Sweep ROI: {s['sweep_name'] or s['sweep_id']}", subtitle, body, footer)
+
+
+def _ts(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)
+
+
+def sweep_markdown(data: SweepData) -> str:
+    """Returns the markdown version (for a Prefect artifact): headline, what-if, outliers, trials; capped in size."""
+    s = sweep_summary(data)
+    wi, why = what_if_rows(data)
+    acc = accuracy_rows(data)
+    lines = [f"# Sweep ROI: {s['sweep_name'] or s['sweep_id']}", "",
+             f"sweep `{s['sweep_id']}` · project {s['project'] or '—'} · owner {s['owner'] or '—'} · "
+             f"started {_ts(s['started_at'])} UTC · status {s['status'] or '—'}", ""]
+    for b in _status_banners(s, data):
+        text = b.split(">", 1)[1].rsplit("<", 1)[0]
+        lines += [f"> {_unescape(text)}", ""]
+    cards = _headline_cards(s)
+    lines.append(md_table(["", "value", "source"], [[c.label, c.value, c.source] for c in cards],
+                          numeric=[1]))
+    if s["best_params"] is not None:
+        lines += [f"**Best recipe:** `{s['best_params']}` (trial `{s['best_trial_id']}`)", ""]
+    lines += ["## Parallelism what-if (measured durations)", ""]
+    if wi:
+        lines.append(md_table(["K", "time to recipe", "cost to recipe", "Pareto", "actual"],
+                              [[r["parallel"], duration(r["time_to_recipe_hours"] * 3600), usd(r["cost_usd"]),
+                                "yes" if r["pareto"] else "", "this sweep" if r["actual"] else ""] for r in wi],
+                              numeric=[0, 1, 2]))
+    else:
+        lines += [f"_No what-if: {why}._", ""]
+    outliers = [a for a in acc if a["memory_outlier"] or a["time_outlier"]]
+    lines += [f"## Estimates off by more than {OUTLIER_PCT:g}%", ""]
+    lines.append(md_table(["trial", "memory est.", "measured", "error", "time est.", "measured", "error"],
+                          [[a["trial"], gib(a["est_memory_gib"]), gib(a["measured_memory_gib"]),
+                            pct(a["memory_err_pct"], True), duration(a["est_wall_s"]), duration(a["wall_s"]),
+                            pct(a["time_err_pct"], True)] for a in outliers], numeric=[1, 2, 3, 4, 5, 6])
+                 if outliers else "_none_\n")
+    if data.waste.height:
+        lines += ["## Waste by reason", ""]
+        lines.append(md_table(["reason", "runs", "wall-clock", "cost"],
+                              [[w["reason"], w["runs"], duration(w["wall_s"]), usd(w["cost_usd"])]
+                               for w in data.waste.to_dicts()], numeric=[1, 2, 3]))
+    lines += ["## Trials", ""]
+    short = [r[:8] for r in trials_table_rows(data)]
+    lines.append(md_table(TRIAL_HEADERS[:8], short, numeric=[0, 4, 5, 6, 7],
+                          more="see trials.csv and the HTML report"))
+    lines += ["## How to read this", ""]
+    lines += [f"- **{term}**: {text}" for term, text in HOW_TO_READ]
+    lines += ["", f"_Money: {s['price_source']}. Times measured in each job._", ""]
+    return cap_markdown("\n".join(lines))
+
+
+def _unescape(text: str) -> str:
+    import html as _html
+
+    return _html.unescape(text)
+
+
+def write_sweep_report(wh, name: str | None = None, sweep_id: str | None = None,
+                       out_dir: str | Path | None = None) -> ReportFiles:
+    """Writes the sweep ROI report; returns its files.
+
+    Default place: `reports/sweeps/<name>/<sweep-id>.html` (+ `.md`, + `<sweep-id>-csv/`); `out_dir`
+    replaces the folder. Raises UserError when there is no such sweep (naming the known ones).
+    """
+    data = load_sweep(wh, name=name, sweep_id=sweep_id)
+    sname = data.roi.get("sweep_name") or name or "unnamed"
+    folder = Path(out_dir) if out_dir is not None else DEFAULT_ROOT / "sweeps" / path_name(sname)
+    return write_report(folder, path_name(data.roi["sweep_id"]), sweep_html(data), sweep_markdown(data),
+                        sweep_tables(data))
+
+
+__all__ = [
+    "SweepData",
+    "accuracy_rows",
+    "known_sweep_names",
+    "load_sweep",
+    "pareto_flags",
+    "peak_concurrency",
+    "resolve_sweep_id",
+    "sweep_html",
+    "sweep_markdown",
+    "sweep_summary",
+    "sweep_tables",
+    "what_if_inputs",
+    "what_if_rows",
+    "write_sweep_report",
+]

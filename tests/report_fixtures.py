@@ -1,0 +1,149 @@
+"""Small literal warehouses for the report tests, built through the Warehouse API only.
+
+`build_roi_fixture(path)` — sweep `lora-grid` (id `lora-grid-0123abcd`), started 2026-01-05 10:00 UTC,
+objective eval_loss (minimize, target 1.20), budget $10, max_parallel 2, five trials:
+
+| # | trial        | run | start | wall   | price              | status    | eval_loss | cost  |
+|---|--------------|-----|-------|--------|--------------------|-----------|-----------|-------|
+| 0 | aaaa00000000 | r0  | 10:00 | 3600 s | $1.00/h on-demand  | succeeded | 1.30      | $1.00 |
+| 1 | bbbb11111111 | r1  | 10:00 | 1800 s | $0.40/h spot (od $1.00/h), 1 preemption | succeeded | 1.10 | $0.20 |
+| 2 | cccc22222222 | r2  | 10:30 |  900 s | $1.00/h on-demand  | oom       | —         | $0.25 |
+| 3 | dddd33333333 | r3  | 10:45 | 5400 s | $1.00/h on-demand  | succeeded | 1.05      | $1.50 |
+| 4 | eeee44444444 | r4  | 11:00 | 5400 s | $1.00/h on-demand  | succeeded | 1.08      | $1.50 |
+
+The hand-computed headline numbers are in tests/test_report_sweep.py.
+"""
+
+from __future__ import annotations
+
+from gpuledger.warehouse import Warehouse, example_record
+
+SWEEP_ID = "lora-grid-0123abcd"
+START = "2026-01-05T10:00:00"
+
+TRIALS = [
+    # index, trial_id, lora_r, est_memory_gib, est_wall_s, est_cost_usd
+    (0, "aaaa00000000", 8, 10.0, 3600.0, 1.00),
+    (1, "bbbb11111111", 16, 12.0, 2000.0, 0.25),
+    (2, "cccc22222222", 32, 14.0, 900.0, 0.25),
+    (3, "dddd33333333", 64, 16.0, 3000.0, 0.83),
+    (4, "eeee44444444", 128, 20.0, 5400.0, 1.50),
+]
+
+
+def _register(wh: Warehouse, sweep_id: str = SWEEP_ID, name: str = "lora-grid", **kw) -> None:
+    args = dict(sweep_id=sweep_id, name=name, project="support-bot", owner="ml-platform", method="lora",
+                model="meta-llama/Llama-3.1-8B", launcher="skypilot", objective_metric="eval_loss",
+                objective_goal="minimize", objective_target=1.20, budget_usd=10.0, max_parallel=2,
+                started_at=START,
+                prices=[{"cloud": "aws", "accelerator": "A10G", "accelerator_count": 1, "spot": False,
+                         "usd_per_hour": 1.0, "on_demand_usd_per_hour": 1.0, "source": "skypilot-catalog",
+                         "as_of": "2026-01-02"},
+                        {"cloud": "aws", "accelerator": "A10G", "accelerator_count": 1, "spot": True,
+                         "usd_per_hour": 0.4, "on_demand_usd_per_hour": 1.0, "source": "skypilot-catalog",
+                         "as_of": "2026-01-02"}])
+    args.update(kw)
+    wh.register_sweep(**args)
+
+
+def _trials(wh: Warehouse, sweep_id: str = SWEEP_ID, status: str = "pending") -> None:
+    wh.upsert_trials(sweep_id, [
+        {"trial_id": tid, "index": i, "params": {"lora_r": r, "learning_rate": 1e-4}, "accelerator": "A10G",
+         "gpus": 1, "cloud": "aws", "spot": i == 1, "est_memory_gib": mem, "est_wall_s": wall,
+         "est_cost_usd": cost, "feasible": True, "status": status}
+        for i, tid, r, mem, wall, cost in TRIALS])
+
+
+def _rec(run_id, trial_id, start, wall_s, *, status="succeeded", loss=None, mem=None, spot=False,
+         usd_per_hour=1.0, preemptions=0, sweep_id=SWEEP_ID, **extra):
+    return example_record(
+        run_id, trial_id, sweep_id=sweep_id, started_at=start, wall_s=wall_s, status=status,
+        launcher="skypilot", cloud="aws", accelerator="A10G", gpus=1, spot=spot, usd_per_hour=usd_per_hour,
+        on_demand_usd_per_hour=1.0, final_metrics={"eval_loss": loss} if loss is not None else {},
+        peak_gpu_mem_gib=mem, peak_rss_gib=2.0, preemptions=preemptions, region="us-east-1",
+        instance_type="g5.xlarge", **extra)
+
+
+def roi_records() -> list[dict]:
+    return [
+        _rec("r0", "aaaa00000000", "2026-01-05T10:00:00", 3600, loss=1.30, mem=10.5),
+        _rec("r1", "bbbb11111111", "2026-01-05T10:00:00", 1800, loss=1.10, mem=12.0, spot=True,
+             usd_per_hour=0.4, preemptions=1),
+        _rec("r2", "cccc22222222", "2026-01-05T10:30:00", 900, status="oom", mem=20.0,
+             reason="CUDA out of memory"),
+        _rec("r3", "dddd33333333", "2026-01-05T10:45:00", 5400, loss=1.05, mem=15.0),
+        _rec("r4", "eeee44444444", "2026-01-05T11:00:00", 5400, loss=1.08, mem=19.0),
+    ]
+
+
+def build_roi_fixture(path) -> None:
+    """Writes the five-trial sweep of the module doc (finished) into a new warehouse at `path`."""
+    with Warehouse.open(path) as wh:
+        _register(wh)
+        _trials(wh)
+        wh.ingest_records(roi_records())
+        for rec in roi_records():
+            wh.mark_trials(SWEEP_ID, [rec["trial_id"]], rec["status"])
+        wh.finish_sweep(SWEEP_ID, status="succeeded", ended_at="2026-01-05T12:30:00")
+
+
+def build_all_failed(path, sweep_id: str = "broken-0000beef") -> None:
+    """A finished sweep `broken` whose two trials both failed."""
+    with Warehouse.open(path) as wh:
+        _register(wh, sweep_id=sweep_id, name="broken")
+        wh.upsert_trials(sweep_id, [{"trial_id": "ffff00000000", "index": 0, "params": {"lora_r": 8},
+                                     "est_memory_gib": 10.0, "est_wall_s": 600.0},
+                                    {"trial_id": "ffff11111111", "index": 1, "params": {"lora_r": 16},
+                                     "est_memory_gib": 11.0, "est_wall_s": 600.0}])
+        wh.ingest_records([
+            _rec("b0", "ffff00000000", "2026-01-05T10:00:00", 120, status="failed", sweep_id=sweep_id,
+                 reason="exit code 1", stderr_tail="Traceback ...\nValueError: bad"),
+            _rec("b1", "ffff11111111", "2026-01-05T10:00:00", 60, status="failed", sweep_id=sweep_id,
+                 reason="exit code 2"),
+        ])
+        wh.mark_trials(sweep_id, ["ffff00000000", "ffff11111111"], "failed")
+        wh.finish_sweep(sweep_id, status="failed", ended_at="2026-01-05T10:05:00")
+
+
+def build_running(path, sweep_id: str = "live-0000cafe") -> None:
+    """A sweep `live` still running: one trial finished, two running (no result yet), no end time."""
+    with Warehouse.open(path) as wh:
+        _register(wh, sweep_id=sweep_id, name="live", objective_target=None, budget_usd=None)
+        wh.upsert_trials(sweep_id, [
+            {"trial_id": f"9999{i:08d}", "index": i, "params": {"lora_r": 8 * (i + 1)}, "est_memory_gib": 10.0,
+             "est_wall_s": 600.0, "status": "running"} for i in range(3)])
+        wh.ingest_records([_rec("l0", "999900000000", "2026-01-05T10:00:00", 500, loss=1.4, mem=9.0,
+                                sweep_id=sweep_id)])
+        wh.mark_trials(sweep_id, ["999900000000"], "succeeded")
+
+
+def build_empty_sweep(path, sweep_id: str = "fresh-0000f00d") -> None:
+    """A sweep `fresh` registered with no trials and no runs."""
+    with Warehouse.open(path) as wh:
+        _register(wh, sweep_id=sweep_id, name="fresh")
+
+
+def build_weekly_fixture(path) -> None:
+    """The ROI sweep (week 2026-W02, $4.45) plus a second project's spend that week and the week before.
+
+    Week 2026-W01 (Mon 2025-12-29): sweep `eval-sweep` of project `search`, owner `alice`, one
+    on-demand H100 run 2025-12-30 09:00 for 2 h at $4.00/h = $8.00, succeeded.
+    Week 2026-W02: the ROI sweep ($4.45: $0.20 spot, $4.25 on-demand, $0.25 waste) plus `eval-sweep`
+    again: one run 2026-01-06 09:00, 1 h at $4.00/h = $4.00, succeeded.
+    """
+    build_roi_fixture(path)
+    with Warehouse.open(path) as wh:
+        wh.register_sweep(sweep_id="eval-sweep-11112222", name="eval-sweep", project="search", owner="alice",
+                          objective_metric="accuracy", objective_goal="maximize", budget_usd=20.0,
+                          started_at="2025-12-30T09:00:00", launcher="skypilot")
+        wh.upsert_trials("eval-sweep-11112222", [{"trial_id": "e0", "index": 0}, {"trial_id": "e1", "index": 1}])
+        wh.ingest_records([
+            example_record("e0-1", "e0", sweep_id="eval-sweep-11112222", started_at="2025-12-30T09:00:00",
+                           wall_s=7200, launcher="skypilot", cloud="aws", accelerator="H100", gpus=1,
+                           usd_per_hour=4.0, final_metrics={"accuracy": 0.7}),
+            example_record("e1-1", "e1", sweep_id="eval-sweep-11112222", started_at="2026-01-06T09:00:00",
+                           wall_s=3600, launcher="skypilot", cloud="aws", accelerator="H100", gpus=1,
+                           usd_per_hour=4.0, final_metrics={"accuracy": 0.8}),
+        ])
+        wh.mark_trials("eval-sweep-11112222", ["e0", "e1"], "succeeded")
+        wh.finish_sweep("eval-sweep-11112222", ended_at="2026-01-06T10:00:00")
