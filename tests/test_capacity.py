@@ -220,3 +220,12 @@ def test_cli_human_form_and_errors(repo_root, capsys):
     err = capsys.readouterr().err
     assert "needs `kind: capacity`" in err and "Traceback" not in err
     assert main(["capacity", "no/such/spec.yaml"]) == 1
+
+
+def test_measured_rate_stands_even_where_the_estimate_says_infeasible():
+    spec = _spec(slo={"p95_tpot_ms": 1}, measured={"H100": {"tokens_per_s_per_gpu": 780}})
+    r = plan_capacity(spec, offers=OFFERS, model=LLAMA31_8B)
+    h = _opt(r, "H100")
+    assert h["feasible"] and h["throughput_source"] == "measured" and h["gpus"] == 10  # 7,800 / 780
+    assert "the estimate alone would say infeasible" in h["reason"]
+    assert r["best"]["accelerator"] == "H100"

@@ -31,10 +31,11 @@ from dataclasses import dataclass
 # --------------------------------------------------------------------------------------------
 # Constants (each with its source or reasoning)
 
-#: Bytes per weight by serving precision. 16-bit = 2; fp8/int8 = 1; int4 = 4 bits plus one fp16
-#: scale and one fp16 zero point per group of 128 weights (GPTQ/AWQ default group size):
-#: 0.5 + 4/128 = 0.53125; nf4 = 4 bits plus double-quantised constants, 0.127 bit/param per the
-#: QLoRA paper (Dettmers et al. 2023, §3): 0.5 + 0.127/8 ≈ 0.5159. Simplification: every parameter
+#: Bytes per weight by serving precision, the same widths and quantisation constants as the memory
+#: estimator (`gpuledger.estimate.memory.WEIGHT_BYTES` + `QUANT_CONST_BYTES`): 16-bit = 2;
+#: fp8/int8 = 1; int4 = 4 bits plus an fp16 scale and a 4-bit zero point per group of 128 weights
+#: (GPTQ/AWQ default group size): 0.5 + 2.5/128; nf4 = 4 bits plus one fp32 absmax per 64 weights
+#: (bitsandbytes default, QLoRA paper, Dettmers et al. 2023, §3): 0.5 + 4/64. Simplification: every parameter
 #: is counted at this width, although fp8/int checkpoints usually keep embeddings and lm_head in
 #: 16 bit (for Llama-3.1-8B at fp8 that is ~1 GB more than we count).
 WEIGHT_BYTES_PER_PARAM: dict[str, float] = {
@@ -45,8 +46,8 @@ WEIGHT_BYTES_PER_PARAM: dict[str, float] = {
     "fp16-mixed": 2.0,
     "fp8": 1.0,
     "int8": 1.0,
-    "int4": 0.5 + 4 / 128,
-    "nf4": 0.5 + 0.127 / 8,
+    "int4": 0.5 + 2.5 / 128,
+    "nf4": 0.5 + 4 / 64,
 }
 
 #: vLLM's default `gpu_memory_utilization` (0.9): the fraction of device memory the engine lets
@@ -173,16 +174,6 @@ def _cfg_int(cfg, *names: str) -> int | None:
     return None
 
 
-def _kv_cache_bytes_per_token_temporary(cfg, kv_precision: str) -> int:
-    """TEMPORARY stand-in for `gpuledger.estimate.kv_cache_bytes_per_token` (not there yet):
-    2 (K and V) · layers · kv_heads · head_dim · bytes."""
-    nbytes = {"fp8": 1, "int8": 1, "fp32": 4}.get(kv_precision, 2)
-    layers = _cfg_int(cfg, "num_hidden_layers", "num_layers")
-    kv_heads = _cfg_int(cfg, "num_key_value_heads", "num_kv_heads", "num_attention_heads", "num_heads")
-    head_dim = _cfg_int(cfg, "head_dim") or _cfg_int(cfg, "hidden_size") // _cfg_int(cfg, "num_attention_heads", "num_heads")
-    return 2 * layers * kv_heads * head_dim * nbytes
-
-
 def serving_model_from_config(cfg, precision: str, *, params_total: int | None = None,
                               kv_bytes_per_token: int | None = None) -> ServingModel:
     """Returns the `ServingModel` of an estimator `ModelConfig` at a serving precision.
@@ -195,10 +186,8 @@ def serving_model_from_config(cfg, precision: str, *, params_total: int | None =
 
         params_total = int(count_params(cfg).total)
     if kv_bytes_per_token is None:
-        try:
-            from gpuledger.estimate import kv_cache_bytes_per_token
-        except ImportError:  # TEMPORARY until the estimator ships it (same formula, DESIGN.md)
-            kv_cache_bytes_per_token = _kv_cache_bytes_per_token_temporary
+        from gpuledger.estimate import kv_cache_bytes_per_token
+
         kv_bytes_per_token = int(kv_cache_bytes_per_token(cfg, kv_precision_for(precision)))
     layers = _cfg_int(cfg, "num_hidden_layers", "num_layers", "n_layer", "n_layers")
     heads = _cfg_int(cfg, "num_attention_heads", "num_heads", "n_head")
