@@ -155,3 +155,12 @@ def test_serving_model_from_registry_config():
     m = inf.serving_model_from_config(load_config("meta-llama/Llama-3.1-8B"), "bf16")
     assert (m.params_total, m.num_layers, m.attn_dim, m.kv_bytes_per_token) == (8_030_261_248, 32, 4096, 131_072)
     assert inf.serving_model_from_config(load_config("meta-llama/Llama-3.1-8B"), "fp8").kv_bytes_per_token == 65_536
+
+
+def test_fp8_prefill_uses_fp8_cores_only_where_they_exist():
+    h100 = inf.hardware_for("H100", "fp8")
+    a100 = inf.hardware_for("A100-80GB", "fp8")
+    assert h100.native_fp8 and h100.peak_tflops == 1979
+    assert not a100.native_fp8 and a100.peak_tflops == 312  # weight-only fp8: 16-bit matmuls
+    assert inf.prefill_mfu("fp8", h100) == inf.PREFILL_MFU_FP8
+    assert inf.prefill_mfu("fp8", a100) == inf.PREFILL_MFU

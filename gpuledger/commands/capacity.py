@@ -37,8 +37,8 @@ def render(result: dict, file=None) -> None:
     for col, justify in [("accelerator", "left"), ("ok", "center"), ("GPUs", "right"), ("TP", "right"),
                          ("batch", "right"), ("tok/s/GPU", "right"), ("src", "left"), ("TTFT ms", "right"),
                          ("TPOT ms", "right"), ("$/GPU-h", "right"), ("$/hour", "right"), ("$/day", "right"),
-                         ("$/month", "right"), ("spot $/month", "right"), ("instance", "left")]:
-        table.add_column(col, justify=justify, no_wrap=col in ("accelerator", "instance"))
+                         ("$/month", "right"), ("spot $/month", "right"), ("cloud", "left")]:
+        table.add_column(col, justify=justify, no_wrap=True)
     best = result.get("best")
     for o in result["options"]:
         is_best = best is not None and o["accelerator"] == best["accelerator"]
@@ -57,7 +57,7 @@ def render(result: dict, file=None) -> None:
             _money(o["usd_per_day_on_demand"]),
             _money(o["usd_per_month_on_demand"]),
             _money(o["usd_per_month_spot"]),
-            f"{o['cloud']} {o['instance_type']}" if o["cloud"] else "-",
+            o["cloud"] or "-",
         )
     console.print(table)
     if best:

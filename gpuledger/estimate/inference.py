@@ -131,6 +131,7 @@ class Hardware:
     peak_tflops: float  # dense peak at the compute precision
     nvlink: bool = False
     bandwidth_efficiency: float = DECODE_BANDWIDTH_EFFICIENCY
+    native_fp8: bool = False  # fp8 tensor cores (Ada, Hopper, Blackwell); else fp8 is weight-only
 
 
 def kv_precision_for(precision: str) -> str:
@@ -163,6 +164,7 @@ def hardware_for(accelerator: str, precision: str) -> Hardware:
         peak_tflops=kind.peak_tflops(precision),
         nvlink=name in NVLINK_KINDS,
         bandwidth_efficiency=DECODE_BANDWIDTH_EFFICIENCY_BY_KIND.get(name, DECODE_BANDWIDTH_EFFICIENCY),
+        native_fp8=bool(kind.tflops.get("fp8")),
     )
 
 
@@ -256,9 +258,11 @@ def max_batch_kv(model: ServingModel, hw: Hardware, precision: str, prompt_token
 # Time
 
 
-def prefill_mfu(precision: str) -> float:
-    """Returns the MFU of prefill at a precision (`PREFILL_MFU`, `PREFILL_MFU_FP8`)."""
-    return PREFILL_MFU_FP8 if precision == "fp8" else PREFILL_MFU
+def prefill_mfu(precision: str, hw: Hardware | None = None) -> float:
+    """Returns the MFU of prefill at a precision (`PREFILL_MFU`; `PREFILL_MFU_FP8` where fp8 runs on
+    fp8 tensor cores — on GPUs without them fp8 is weight-only and computes at the 16-bit rate)."""
+    native = hw.native_fp8 if hw is not None else True
+    return PREFILL_MFU_FP8 if precision == "fp8" and native else PREFILL_MFU
 
 
 def prefill_flops(model: ServingModel, prompt_tokens: int) -> float:
@@ -269,7 +273,7 @@ def prefill_flops(model: ServingModel, prompt_tokens: int) -> float:
 
 def prefill_s(model: ServingModel, hw: Hardware, precision: str, prompt_tokens: int, tp: int = 1) -> float:
     """Returns seconds of compute to prefill one prompt on a replica of `tp` GPUs."""
-    rate = hw.peak_tflops * 1e12 * prefill_mfu(precision) * tp * tp_efficiency(hw, tp)
+    rate = hw.peak_tflops * 1e12 * prefill_mfu(precision, hw) * tp * tp_efficiency(hw, tp)
     return prefill_flops(model, prompt_tokens) / rate
 
 
