@@ -11,6 +11,8 @@ fraction of a second (`benchmarks/ingest.py`).
 
 from __future__ import annotations
 
+import functools
+
 import pandera.polars as pa
 import polars as pl
 from pandera.errors import SchemaError, SchemaErrors
@@ -189,14 +191,19 @@ class FrameError(ValueError):
     """A frame failed its schema; the message names the table, the columns and the checks."""
 
 
+@functools.cache
+def _schema(table: str) -> pa.DataFrameSchema:
+    return SCHEMAS[table].to_schema()
+
+
 def columns(table: str) -> list[str]:
     """Returns the column names of `table`'s frame, in table order."""
-    return list(SCHEMAS[table].to_schema().columns)
+    return list(_schema(table).columns)
 
 
 def empty_frame(table: str) -> pl.DataFrame:
     """Returns an empty frame of `table` with the schema's dtypes."""
-    schema = SCHEMAS[table].to_schema()
+    schema = _schema(table)
     return pl.DataFrame(schema={name: col.dtype.type for name, col in schema.columns.items()})
 
 
@@ -205,7 +212,7 @@ def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:
 
     Unknown columns are kept so validation (strict) names them.
     """
-    schema = SCHEMAS[table].to_schema()
+    schema = _schema(table)
     missing = [
         pl.lit(None, dtype=col.dtype.type).alias(name)
         for name, col in schema.columns.items()
@@ -229,7 +236,7 @@ def validate_frame(table: str, df: pl.DataFrame) -> pl.DataFrame:
 def _summarise(err: SchemaError | SchemaErrors) -> str:
     """Returns a short one-paragraph summary of a pandera error (column: check, failure cases)."""
     if isinstance(err, SchemaError):
-        return str(err).splitlines()[0]
+        return _short(str(err).splitlines()[0])
     parts: list[str] = []
     message = getattr(err, "message", None)
     if isinstance(message, dict):
@@ -241,4 +248,12 @@ def _summarise(err: SchemaError | SchemaErrors) -> str:
                     parts.append(f"{col}: {text}" if col else text)
     if not parts:
         parts = [str(err)]
-    return "; ".join(p[:300] for p in parts)
+    return "; ".join(_short(p) for p in parts)
+
+
+def _short(text: str) -> str:
+    """Cuts pandera's dump of the whole schema after 'not in DataFrameSchema' and long failure lists."""
+    cut = text.find(" not in DataFrameSchema")
+    if cut >= 0:
+        text = text[:cut] + " not in the schema (unknown column)"
+    return text if len(text) <= 300 else text[:297] + "..."

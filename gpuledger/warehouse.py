@@ -34,7 +34,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -43,7 +43,6 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from gpuledger import frames
 from gpuledger.errors import UserError
 
 DEFAULT_PATH = Path("warehouse") / "ledger.duckdb"
@@ -280,10 +279,10 @@ def _record_reason(data: Any) -> tuple[Any, str | None]:
 def records_to_frames(records: Sequence[Any], ingested_at: datetime | None = None) -> dict[str, pl.DataFrame]:
     """Returns the frames (runs, final_metrics, metrics, billing) of validated `ResultRecord`s."""
     ingested_at = ingested_at or _now()
-    runs: dict[str, list[Any]] = {c: [] for c in frames.columns("runs")}
+    runs: dict[str, list[Any]] = {c: [] for c in _frames().columns("runs")}
     fm: dict[str, list[Any]] = {"run_id": [], "name": [], "value": []}
     mt: dict[str, list[Any]] = {"run_id": [], "name": [], "seq": [], "step": [], "t_s": [], "value": []}
-    bl: dict[str, list[Any]] = {c: [] for c in frames.columns("billing")}
+    bl: dict[str, list[Any]] = {c: [] for c in _frames().columns("billing")}
     for r in records:
         row = {
             "run_id": r.run_id, "sweep_id": r.sweep_id, "trial_id": r.trial_id, "attempt": r.attempt,
@@ -320,7 +319,7 @@ def records_to_frames(records: Sequence[Any], ingested_at: datetime | None = Non
                 bl[k].append(v)
 
     def frame(table: str, data: dict[str, list[Any]]) -> pl.DataFrame:
-        empty = frames.empty_frame(table)
+        empty = _frames().empty_frame(table)
         return pl.DataFrame(data, schema=empty.schema, strict=False)
 
     return {"runs": frame("runs", runs), "final_metrics": frame("final_metrics", fm),
@@ -404,6 +403,11 @@ class Warehouse:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _unregister(self, name: str) -> None:
+        # when the transaction already failed, the real error is on its way: do not mask it
+        with suppress(duckdb.Error):
+            self._con.unregister(name)
 
     def _require_writer(self, what: str) -> None:
         if self.read_only:
@@ -532,7 +536,8 @@ class Warehouse:
         `replace_where`: a key column; rows of the table whose value of that column appears in `df`
         are deleted first (children of a run/sweep replaced as a whole). Returns the rows written.
         """
-        df = frames.validate_frame(table, df)
+        self._require_writer("write")
+        df = _frames().validate_frame(table, df)
         with self.transaction():
             self._upsert(table, df, replace_where=replace_where)
         return df.height
@@ -560,7 +565,7 @@ class Warehouse:
                 f'ON CONFLICT ({", ".join(keys)}) DO NOTHING'
             self._con.execute(f'INSERT INTO "{table}" ({col_list}) SELECT {col_list} FROM {name} {conflict}')
         finally:
-            self._con.unregister(name)
+            self._unregister(name)
 
     # ---------------------------------------------------------------- sweeps and trials (the flow)
 
@@ -599,6 +604,7 @@ class Warehouse:
         as_of; other keys go to the JSON column `extra`. They replace the sweep's earlier snapshot.
         `spec_json`/`plan_json` take a dict (stored as JSON) or JSON text.
         """
+        self._require_writer("register_sweep")
         now = _now()
         spec_json_text = _json_text(spec_json)
         basis = spec_json_text or spec_yaml or sweep_id
@@ -607,7 +613,7 @@ class Warehouse:
             "spec_id": spec_id, "name": name, "kind": kind,
             "path": str(spec_path) if spec_path is not None else None,
             "yaml_text": spec_yaml, "spec_json": spec_json_text, "first_seen_at": now,
-        }], schema=frames.empty_frame("specs").schema)
+        }], schema=_frames().empty_frame("specs").schema)
         sweep_row = {
             "sweep_id": sweep_id, "name": name, "project": project, "owner": owner, "spec_id": spec_id,
             "spec_path": str(spec_path) if spec_path is not None else None, "kind": kind,
@@ -617,12 +623,12 @@ class Warehouse:
             "forced": bool(forced), "started_at": utc_naive(started_at) or now, "ended_at": None,
             "status": status, "plan_json": _json_text(plan_json), "updated_at": now,
         }
-        sweep_df = pl.DataFrame([sweep_row], schema=frames.empty_frame("sweeps").schema)
+        sweep_df = pl.DataFrame([sweep_row], schema=_frames().empty_frame("sweeps").schema)
         try:
-            spec_df = frames.validate_frame("specs", spec_df)
-            sweep_df = frames.validate_frame("sweeps", sweep_df)
-            price_df = frames.validate_frame("prices", _price_frame(sweep_id, prices)) if prices is not None else None
-        except frames.FrameError as err:
+            spec_df = _frames().validate_frame("specs", spec_df)
+            sweep_df = _frames().validate_frame("sweeps", sweep_df)
+            price_df = _frames().validate_frame("prices", _price_frame(sweep_id, prices)) if prices is not None else None
+        except _frames().FrameError as err:
             raise UserError(f"cannot register sweep {sweep_id}: {err}") from None
         with self.transaction():
             self._upsert("specs", spec_df, keep=["first_seen_at"])
@@ -644,6 +650,7 @@ class Warehouse:
         never overwrites a status the trial already has (re-planning a resumed sweep keeps
         'succeeded'). Raises `UserError` naming the bad field.
         """
+        self._require_writer("upsert_trials")
         df = trials if isinstance(trials, pl.DataFrame) else pl.DataFrame(
             [_trial_row(t) for t in trials], schema_overrides=_TRIAL_INPUT_SCHEMA, strict=False)
         if df.height == 0:
@@ -658,8 +665,8 @@ class Warehouse:
         else:
             df = df.with_columns(pl.col("status").fill_null("pending"))
         try:
-            df = frames.validate_frame("trials", df)
-        except frames.FrameError as err:
+            df = _frames().validate_frame("trials", df)
+        except _frames().FrameError as err:
             raise UserError(f"cannot write trials of {sweep_id}: {err}") from None
         with self.transaction():
             self._upsert("trials", df, update={
@@ -671,8 +678,9 @@ class Warehouse:
 
         Trials not registered yet are created with just that status (e.g. 'skipped-budget').
         """
-        if status not in frames.TRIAL_STATUSES:
-            raise UserError(f"unknown trial status {status!r}; one of {', '.join(frames.TRIAL_STATUSES)}")
+        self._require_writer("mark_trials")
+        if status not in _frames().TRIAL_STATUSES:
+            raise UserError(f"unknown trial status {status!r}; one of {', '.join(_frames().TRIAL_STATUSES)}")
         ids = list(dict.fromkeys(trial_ids))
         if not ids:
             return 0
@@ -680,7 +688,7 @@ class Warehouse:
                            "status": [status] * len(ids), "updated_at": [_now()] * len(ids)})
         if reason is not None:
             df = df.with_columns(reason=pl.lit(reason))
-        df = frames.validate_frame("trials", df)
+        df = _frames().validate_frame("trials", df)
         # only the given columns change on conflict
         given = {"status", "updated_at"} | ({"reason"} if reason is not None else set())
         with self.transaction():
@@ -689,6 +697,7 @@ class Warehouse:
 
     def finish_sweep(self, sweep_id: str, status: str = "succeeded", ended_at: datetime | str | None = None) -> None:
         """Records the end of a sweep: `ended_at` (default now, UTC) and `status`."""
+        self._require_writer("finish_sweep")
         with self.transaction():
             self._con.execute("UPDATE sweeps SET ended_at = ?, status = ?, updated_at = ? WHERE sweep_id = ?",
                               [utc_naive(ended_at) or _now(), status, _now(), sweep_id])
@@ -729,6 +738,7 @@ class Warehouse:
         `rejected` with its reason; the others are written. Also sets the status of each
         registered trial that got a run to the status of its latest attempt.
         """
+        self._require_writer("ingest")
         result = IngestResult()
         good: dict[str, Any] = {}  # run_id -> record (last one wins within a batch)
         origin: dict[str, str] = {}
@@ -755,7 +765,7 @@ class Warehouse:
                 for child in ("metrics", "billing", "final_metrics"):
                     self._con.execute(f"DELETE FROM {child} WHERE run_id IN (SELECT run_id FROM _in_ids)")
             finally:
-                self._con.unregister("_in_ids")
+                self._unregister("_in_ids")
             self._upsert("runs", built["runs"])
             for child in ("final_metrics", "metrics", "billing"):
                 if built[child].height:
@@ -783,40 +793,41 @@ class Warehouse:
             cols = ", ".join(f'"{c}"' for c in df.columns)
             self._con.execute(f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM {name}')
         finally:
-            self._con.unregister(name)
+            self._unregister(name)
 
     def _validated_frames(self, recs: list[Any], origin: dict[str, str],
                           result: IngestResult) -> dict[str, pl.DataFrame] | None:
         """Returns the validated frames of `recs`; records whose frames fail go to `result.rejected`."""
         try:
             built = records_to_frames(recs)
-            return {t: frames.validate_frame(t, df) for t, df in built.items()}
-        except frames.FrameError:
+            return {t: _frames().validate_frame(t, df) for t, df in built.items()}
+        except _frames().FrameError:
             pass
         # find the culprits one by one (rare path), keep the rest
         keep = []
         for rec in recs:
             try:
                 for t, df in records_to_frames([rec]).items():
-                    frames.validate_frame(t, df)
+                    _frames().validate_frame(t, df)
                 keep.append(rec)
-            except frames.FrameError as err:
+            except _frames().FrameError as err:
                 result.rejected.append(Rejection(origin[rec.run_id], f"invalid result record: {err}"))
         if not keep:
             return None
         built = records_to_frames(keep)
-        return {t: frames.validate_frame(t, df) for t, df in built.items()}
+        return {t: _frames().validate_frame(t, df) for t, df in built.items()}
 
     def ingest_metrics_frame(self, df: pl.DataFrame) -> int:
         """Validates a metrics frame (run_id, name, seq, step, t_s, value) and replaces the metrics of
         its runs in one transaction; returns the rows written. (Bulk path; `benchmarks/ingest.py`.)"""
-        df = frames.validate_frame("metrics", df)
+        self._require_writer("ingest")
+        df = _frames().validate_frame("metrics", df)
         with self.transaction():
             self._con.register("_in_ids", df.select("run_id").unique())
             try:
                 self._con.execute("DELETE FROM metrics WHERE run_id IN (SELECT run_id FROM _in_ids)")
             finally:
-                self._con.unregister("_in_ids")
+                self._unregister("_in_ids")
             self._insert("metrics", df)
             if Warehouse._before_commit is not None:
                 Warehouse._before_commit("ingest_metrics_frame")
@@ -830,6 +841,7 @@ class Warehouse:
         transaction and their files then moved to `landing/ingested/` (a crash between the commit
         and the move only means the next ingest re-reads them, which is idempotent).
         """
+        self._require_writer("ingest")
         land = Path(landing) if landing is not None else self.path.parent / "landing"
         if not land.is_dir():
             raise UserError(f"no landing folder at {land}; pass the folder that holds the result records")
@@ -868,6 +880,14 @@ class Warehouse:
 
 # --------------------------------------------------------------------------------------------
 # module helpers
+
+
+def _frames():
+    """Returns `gpuledger.frames`, imported on first use: pandera is slow to import, and readers
+    (`gpuledger sql`, reports) never validate."""
+    from gpuledger import frames
+
+    return frames
 
 
 def _checksum(text: str) -> str:
@@ -941,18 +961,16 @@ _TRIAL_INPUT_SCHEMA = {
     "est_memory_gib": pl.Float64, "est_wall_s": pl.Float64, "est_cost_usd": pl.Float64,
     "params": pl.String,
 }
-_TRIAL_FIELDS = set(frames.columns("trials")) - {"sweep_id", "updated_at"}
-
-
 def _trial_row(t: dict[str, Any]) -> dict[str, Any]:
+    known = set(_frames().columns("trials")) - {"sweep_id", "updated_at"}
     row = dict(t)
     if "index" in row:
         row["trial_index"] = row.pop("index")
     if "params" in row:
         row["params"] = _json_text(row["params"])
-    unknown = set(row) - _TRIAL_FIELDS - {"sweep_id"}
+    unknown = set(row) - known - {"sweep_id"}
     if unknown:
-        raise UserError(f"unknown trial fields {sorted(unknown)}; known: {sorted(_TRIAL_FIELDS)}")
+        raise UserError(f"unknown trial fields {sorted(unknown)}; known: {sorted(known)}")
     row.pop("sweep_id", None)
     return row
 
@@ -974,4 +992,4 @@ def _price_frame(sweep_id: str, prices: pl.DataFrame | Sequence[dict[str, Any]])
             row[k] = str(v) if k == "as_of" and v is not None else v
         row["extra"] = json.dumps(r, sort_keys=True, default=str) if r else None
         out.append(row)
-    return pl.DataFrame(out, schema=frames.empty_frame("prices").schema, strict=False)
+    return pl.DataFrame(out, schema=_frames().empty_frame("prices").schema, strict=False)

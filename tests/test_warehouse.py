@@ -1,0 +1,176 @@
+"""Warehouse: open/migrate, idempotent ingest, rejection of bad records, sweep/trial upserts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from gpuledger.errors import UserError
+from gpuledger.warehouse import Warehouse, example_record, resolve_path
+
+TABLES = ("specs", "sweeps", "trials", "runs", "final_metrics", "metrics", "billing", "prices")
+
+
+def counts(wh: Warehouse) -> dict[str, int]:
+    return {t: wh.scalar(f"select count(*) from {t}") for t in TABLES}
+
+
+def rec(run_id: str, trial: str = "t1", **kw):
+    kw.setdefault("sweep_id", "s-1")
+    kw.setdefault("final_metrics", {"eval_loss": 1.0})
+    kw.setdefault("metrics", [{"name": "loss", "value": 2.0 - i / 10, "step": i, "t_s": float(i)} for i in range(5)])
+    return example_record(run_id, trial, **kw)
+
+
+def test_migrate_twice_is_a_noop(tmp_path):
+    path = tmp_path / "sub" / "ledger.duckdb"
+    with Warehouse.open(path) as wh:  # creates the parent folder, migrates
+        first = wh.query("select * from schema_migrations")
+        views = wh.query("select * from schema_views")
+        assert first.height >= 1 and first["version"].to_list() == sorted(first["version"].to_list())
+        assert wh.migrate() == []
+        assert wh.query("select * from schema_migrations").equals(first)
+    with Warehouse.open(path) as wh:
+        assert wh.migrate() == []
+        assert wh.query("select * from schema_migrations").equals(first)
+        assert wh.query("select * from schema_views").equals(views)  # views unchanged: not re-created
+        assert set(TABLES) <= set(wh.tables())
+
+
+def test_path_resolution(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(tmp_path / "env.duckdb"))
+    assert resolve_path() == tmp_path / "env.duckdb"
+    assert resolve_path(tmp_path / "x.duckdb") == tmp_path / "x.duckdb"
+    monkeypatch.delenv("GPULEDGER_WAREHOUSE")
+    assert resolve_path() == Path("warehouse") / "ledger.duckdb"
+
+
+def test_reader_of_a_missing_warehouse_gets_a_clear_message(tmp_path):
+    with pytest.raises(UserError, match=r"no warehouse at .*nope\.duckdb yet; run `make demo`"):
+        Warehouse.open(tmp_path / "nope.duckdb", read_only=True)
+
+
+def test_ingest_twice_adds_nothing(tmp_path):
+    records = [rec("r1"), rec("r2", "t2", status="failed"), rec("r3", "t3", spot=True, usd_per_hour=3.0)]
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        first = wh.ingest_records(records)
+        assert (first.ingested, first.new, first.metric_rows, first.rejected) == (3, 3, 15, [])
+        after = counts(wh)
+        assert after["runs"] == 3 and after["metrics"] == 15 and after["billing"] == 3
+        again = wh.ingest_records(records)
+        assert (again.ingested, again.new) == (3, 0)
+        assert counts(wh) == after
+        # the same run within one batch twice: last one wins, still one row
+        wh.ingest_records([rec("r1", wall_s=10.0), rec("r1", wall_s=20.0)])
+        assert counts(wh) == after
+        assert wh.scalar("select wall_s from runs where run_id = 'r1'") == 20.0
+
+
+def test_reingest_replaces_children(tmp_path):
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.ingest_records([rec("r1")])
+        shorter = rec("r1", metrics=[{"name": "loss", "value": 0.5}])
+        wh.ingest_records([shorter])
+        assert wh.scalar("select count(*) from metrics where run_id = 'r1'") == 1
+
+
+def test_invalid_records_are_rejected_with_reason_and_others_land(tmp_path):
+    land = tmp_path / "landing"
+    land.mkdir()
+    for i in range(3):
+        (land / f"ok{i}.json").write_text(json.dumps(rec(f"ok{i}")))
+    (land / "corrupt.json").write_text('{"schema": "gpuledger.result/1", "run_id": ')
+    bad_type = rec("bad-type")
+    bad_type["wall_s"] = "ten minutes"
+    (land / "bad_type.json").write_text(json.dumps(bad_type))
+    future = rec("future")
+    future["schema"] = "gpuledger.result/9"
+    (land / "future.json").write_text(json.dumps(future))
+    backwards = rec("backwards")
+    backwards["ended_at"] = "2026-01-01T00:00:00Z"  # before started_at: the pandera frame check
+    (land / "backwards.json").write_text(json.dumps(backwards))
+    (land / "list.json").write_text(json.dumps([rec("l1"), rec("l2")]))
+
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        result = wh.ingest_landing(land)
+        assert sorted(wh.query("select run_id from runs")["run_id"]) == ["l1", "l2", "ok0", "ok1", "ok2"]
+        assert result.ingested == 5 and len(result.rejected) == 4
+    reasons = {p.name.removesuffix(".reason.txt"): p.read_text() for p in (land / "rejected").glob("*.reason.txt")}
+    assert set(reasons) == {"corrupt.json", "bad_type.json", "future.json", "backwards.json"}
+    assert "not valid JSON" in reasons["corrupt.json"]
+    assert "wall_s" in reasons["bad_type.json"]
+    assert "unknown schema version 'gpuledger.result/9'" in reasons["future.json"]
+    assert "ends_after_start" in reasons["backwards.json"]
+    assert (land / "rejected" / "corrupt.json").exists()
+    assert sorted(p.name for p in (land / "ingested").iterdir()) == ["list.json", "ok0.json", "ok1.json", "ok2.json"]
+    assert list(land.glob("*.json")) == []
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:  # nothing left: a second ingest does nothing
+        assert wh.ingest_landing(land).ingested == 0
+
+
+def test_ingest_landing_needs_the_folder(tmp_path):
+    with Warehouse.open(tmp_path / "w.duckdb") as wh, pytest.raises(UserError, match="no landing folder"):
+        wh.ingest_landing(tmp_path / "missing")
+
+
+def test_sweep_and_trials_upserts(tmp_path):
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        kw = dict(sweep_id="s-1", name="s", project="p", owner="o", objective_metric="eval_loss",
+                  spec_yaml="name: s\n", spec_json={"name": "s"}, plan_json={"trials": 2},
+                  prices=[{"cloud": "aws", "accelerator": "H100", "count": 8, "spot": True,
+                           "usd_per_hour": 20.0, "offer_id": "x"}])
+        spec_id = wh.register_sweep(started_at="2026-01-05T10:00:00Z", **kw)
+        wh.register_sweep(started_at="2026-01-06T10:00:00Z", **kw)  # a resume: the first start stays
+        s = wh.query("select * from sweeps").to_dicts()
+        assert len(s) == 1 and str(s[0]["started_at"]) == "2026-01-05 10:00:00" and s[0]["spec_id"] == spec_id
+        assert wh.scalar("select count(*) from specs") == 1
+        assert wh.query("select extra from prices")["extra"].to_list() == ['{"offer_id": "x"}']
+
+        trials = [{"trial_id": "a", "index": 0, "params": {"lr": 1e-4}, "est_cost_usd": 1.0, "feasible": True},
+                  {"trial_id": "b", "index": 1, "params": {"lr": 3e-4}}]
+        assert wh.upsert_trials("s-1", trials) == 2
+        wh.ingest_records([rec("r1", "a")])  # sets trial a to its run's status
+        assert wh.succeeded_trial_ids("s-1") == {"a"}
+        wh.upsert_trials("s-1", trials)  # re-plan: 'pending' does not overwrite 'succeeded'
+        wh.mark_trials("s-1", ["b"], "skipped-budget", reason="over budget")
+        st = dict(wh.query("select trial_id, status from trials").iter_rows())
+        assert st == {"a": "succeeded", "b": "skipped-budget"}
+        assert wh.scalar("select params from trials where trial_id = 'b'") == '{"lr": 0.0003}'
+        wh.finish_sweep("s-1", status="succeeded", ended_at="2026-01-05T12:00:00Z")
+        assert wh.scalar("select status from sweeps") == "succeeded"
+        assert wh.latest_sweep_id("s") == "s-1"
+        with pytest.raises(UserError, match="unknown trial status"):
+            wh.mark_trials("s-1", ["a"], "exploded")
+        with pytest.raises(UserError, match="est_cost_usd"):
+            wh.upsert_trials("s-1", [{"trial_id": "c", "est_cost_usd": -1.0}])
+        with pytest.raises(UserError, match="unknown trial fields"):
+            wh.upsert_trials("s-1", [{"trial_id": "c", "colour": "red"}])
+
+
+def test_query_params_and_errors(tmp_path):
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.ingest_records([rec("r1"), rec("r2")])
+        assert wh.query("select run_id from runs where run_id = ?", ["r2"])["run_id"].to_list() == ["r2"]
+        assert isinstance(wh.query("select * from v_runs"), pl.DataFrame)
+        with pytest.raises(UserError, match="Binder Error"):
+            wh.query("select nope from runs")
+
+
+def test_export_parquet(tmp_path):
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.ingest_records([rec("r1")])
+    with Warehouse.open(tmp_path / "w.duckdb", read_only=True) as wh:
+        files = wh.export_parquet(tmp_path / "out")
+    names = {f.stem for f in files}
+    assert set(TABLES) <= names
+    assert pl.read_parquet(tmp_path / "out" / "metrics.parquet").height == 5
+
+
+def test_reader_cannot_write(tmp_path):
+    with Warehouse.open(tmp_path / "w.duckdb"):
+        pass
+    with Warehouse.open(tmp_path / "w.duckdb", read_only=True) as wh, pytest.raises(UserError):
+        wh.ingest_records([rec("r1")])
