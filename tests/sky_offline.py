@@ -109,7 +109,20 @@ def enable_clouds(monkeypatch: pytest.MonkeyPatch, clouds=DEFAULT_CLOUDS) -> Non
 
     monkeypatch.setattr(sky.check, "get_cached_enabled_clouds_or_refresh", get_cached_enabled_clouds_or_refresh)
     monkeypatch.setattr(sky.check, "check_capability", check_capability)
+    no_cloud_identity(monkeypatch)
     del sky
+
+
+def no_cloud_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Makes AWS report "no credentials" without asking: SkyPilot's AWS catalog otherwise asks boto3
+    for the caller identity (STS, the instance metadata service at 169.254.169.254) to map zones."""
+    from sky import exceptions
+    from sky.clouds import aws
+
+    def get_active_user_identity(*_args, **_kwargs):
+        raise exceptions.CloudUserIdentityError("offline test: no AWS identity")
+
+    monkeypatch.setattr(aws.AWS, "get_active_user_identity", classmethod(get_active_user_identity))
 
 
 @pytest.fixture

@@ -245,7 +245,8 @@ def task_yaml(task) -> str:
     """Returns the YAML text of a `sky.Task` (its `to_yaml_config()`), keys in SkyPilot's order."""
     import yaml
 
-    return yaml.dump(task.to_yaml_config(), Dumper=_NoAliasDumper.make(), sort_keys=False,
+    config = {k: v for k, v in task.to_yaml_config().items() if not k.startswith("_")}  # internal keys
+    return yaml.dump(config, Dumper=_NoAliasDumper.make(), sort_keys=False,
                      default_flow_style=False)
 
 
