@@ -82,12 +82,11 @@ def _cards(result: dict[str, Any]) -> list[H.Card]:
     best = result.get("best")
     if not best:
         return [H.Card("cheapest feasible option", "none", result.get("best_reason") or "no option meets the targets")]
-    src = best.get("price_source") or "catalog price"
     return [
         H.Card("cheapest feasible", f"{best.get('gpus')} × {best.get('accelerator')}",
                f"{best.get('cloud') or ''} {best.get('instance_type') or ''}".strip() or "catalog offer"),
         H.Card("on-demand per month", usd(best.get("usd_per_month_on_demand")),
-               f"{usd(best.get('usd_per_hour_on_demand'))}/h × 730 h; {src}"),
+               f"{usd(best.get('usd_per_hour_on_demand'))}/h × 730 h (catalog price; see Price sources)"),
         H.Card("on-demand per day", usd(best.get("usd_per_day_on_demand")), "24 h"),
         H.Card("spot per month", usd(best.get("usd_per_month_spot")),
                "spot capacity can be reclaimed; plan fallback" if best.get("usd_per_month_spot") is not None

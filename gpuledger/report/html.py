@@ -14,7 +14,7 @@ CSS = """
 :root { --ink:#1f2328; --muted:#59636e; --line:#d8dee4; --soft:#f6f8fa; --accent:#0072B2; --bad:#D55E00; --good:#009E73; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--ink); background: #fff; }
-main { max-width: 1040px; margin: 0 auto; padding: 24px 28px 48px; }
+main { max-width: 1100px; margin: 0 auto; padding: 24px 28px 48px; }
 h1 { font-size: 24px; margin: 0 0 4px; }
 h2 { font-size: 18px; margin: 28px 0 8px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
 h3 { font-size: 15px; margin: 16px 0 6px; }
@@ -32,10 +32,11 @@ h3 { font-size: 15px; margin: 16px 0 6px; }
 figure { margin: 8px 0 16px; break-inside: avoid; }
 figcaption { color: var(--muted); font-size: 12px; margin-top: 2px; }
 svg.chart { width: 100%; height: auto; display: block; }
-table { border-collapse: collapse; width: 100%; margin: 6px 0 12px; font-size: 13px; font-variant-numeric: tabular-nums; }
-th, td { border-bottom: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
+table { border-collapse: collapse; width: 100%; margin: 6px 0 12px; font-size: 12.5px; font-variant-numeric: tabular-nums; }
+th, td { border-bottom: 1px solid var(--line); padding: 4px 6px; text-align: left; vertical-align: top; }
 th { background: var(--soft); font-weight: 600; }
-td.num, th.num { text-align: right; white-space: nowrap; }
+td.num, th.num { text-align: right; }
+td.num { white-space: nowrap; }
 tr.hl td { background: #eaf5ee; font-weight: 600; }
 code { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; background: var(--soft); padding: 0 3px; border-radius: 3px; }
 .note { color: var(--muted); font-size: 12px; }

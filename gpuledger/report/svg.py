@@ -140,11 +140,11 @@ def _range(values: Sequence[float], *, include_zero: bool = False, pad: float = 
     return lo2, hi + span * pad
 
 
-def empty_chart(title: str, message: str, height: int = 90) -> str:
+def empty_chart(title: str, message: str, height: int = 90, width: int = _W) -> str:
     """Returns a small placeholder chart that says why there is nothing to draw."""
-    parts = _open(title, _W, height)
-    parts.append(f'<rect x="1" y="1" width="{_W - 2}" height="{height - 2}" fill="#f6f7f9" stroke="{GRID}"/>')
-    parts.append(f'<text x="{_W / 2}" y="{height / 2 + 4}" text-anchor="middle" fill="{GREY}" font-size="13">'
+    parts = _open(title, width, height)
+    parts.append(f'<rect x="1" y="1" width="{width - 2}" height="{height - 2}" fill="#f6f7f9" stroke="{GRID}"/>')
+    parts.append(f'<text x="{width / 2}" y="{height / 2 + 4}" text-anchor="middle" fill="{GREY}" font-size="13">'
                  f"{escape(message)}</text>")
     parts.append("</svg>")
     return "\n".join(parts)
@@ -160,25 +160,25 @@ def _legend(items: Sequence[tuple[str, str]], y: float, x0: float = _M_LEFT + 6)
 
 
 def step_chart(series: Sequence[tuple[str, str, Sequence[tuple[float, float]]]], *, title: str,
-               x_label: str, y_label: str, hline: tuple[float, str] | None = None) -> str:
+               x_label: str, y_label: str, hline: tuple[float, str] | None = None, width: int = _W) -> str:
     """Returns a step chart: each series (name, colour, [(x, y)...]) holds its value until the next point.
 
     `hline`: (y, label) draws a dashed horizontal reference (e.g. the objective's target).
     """
     pts_all = [p for _, _, pts in series for p in pts]
     if not pts_all:
-        return empty_chart(title, "no data yet")
+        return empty_chart(title, "no data yet", width=width)
     ys = [p[1] for p in pts_all] + ([hline[0]] if hline else [])
     x0, x1 = _range([p[0] for p in pts_all], include_zero=True)
     y0, y1 = _range(ys)
     xt, yt = nice_ticks(x0, x1), nice_ticks(y0, y1)
-    fr = _Frame(min(xt[0], x0), max(xt[-1], x1), min(yt[0], y0), max(yt[-1], y1))
-    parts = _open(title) + _axes(fr, xt, yt, x_label, y_label)
+    fr = _Frame(min(xt[0], x0), max(xt[-1], x1), min(yt[0], y0), max(yt[-1], y1), width=width)
+    parts = _open(title, width) + _axes(fr, xt, yt, x_label, y_label)
     if hline is not None:
         y = fr.y(hline[0])
-        parts.append(f'<line x1="{_M_LEFT}" x2="{_W - _M_RIGHT}" y1="{_f(y)}" y2="{_f(y)}" stroke="{RED}" '
+        parts.append(f'<line x1="{_M_LEFT}" x2="{width - _M_RIGHT}" y1="{_f(y)}" y2="{_f(y)}" stroke="{RED}" '
                      f'stroke-dasharray="5 4"/>')
-        parts.append(f'<text x="{_W - _M_RIGHT - 4}" y="{_f(y - 4)}" text-anchor="end" fill="{RED}">'
+        parts.append(f'<text x="{width - _M_RIGHT - 4}" y="{_f(y - 4)}" text-anchor="end" fill="{RED}">'
                      f"{escape(hline[1])}</text>")
     for _name, colour, pts in series:
         pts = sorted(pts)
@@ -210,7 +210,7 @@ class Point:
 
 def scatter_chart(points: Sequence[Point], *, title: str, x_label: str, y_label: str,
                   diagonal: bool = False, connect: bool = False, legend: Sequence[tuple[str, str]] = (),
-                  label_all: bool = False, log_x: bool = False) -> str:
+                  label_all: bool = False, log_x: bool = False, width: int = _W) -> str:
     """Returns a scatter chart; `diagonal` draws y = x (estimate = measurement) across the shared range.
 
     `connect` joins the points in the given order (a curve such as the what-if); highlighted points
@@ -218,7 +218,7 @@ def scatter_chart(points: Sequence[Point], *, title: str, x_label: str, y_label:
     """
     pts = [p for p in points if p.x is not None and p.y is not None and math.isfinite(p.x) and math.isfinite(p.y)]
     if not pts:
-        return empty_chart(title, "no measured points to compare")
+        return empty_chart(title, "no measured points to compare", width=width)
 
     def tx(v: float) -> float:
         return math.log2(v) if log_x and v > 0 else v
@@ -232,14 +232,14 @@ def scatter_chart(points: Sequence[Point], *, title: str, x_label: str, y_label:
         x0, x1 = _range(xs, include_zero=not log_x)
         y0, y1 = _range(ys, include_zero=True)
     xt, yt = nice_ticks(x0, x1), nice_ticks(y0, y1)
-    fr = _Frame(min(xt[0], x0), max(xt[-1], x1), min(yt[0], y0), max(yt[-1], y1))
+    fr = _Frame(min(xt[0], x0), max(xt[-1], x1), min(yt[0], y0), max(yt[-1], y1), width=width)
     if diagonal:
         lo, hi = min(fr.x0, fr.y0), max(fr.x1, fr.y1)
-        fr = _Frame(lo, hi, lo, hi)
+        fr = _Frame(lo, hi, lo, hi, width=width)
         xt = yt = nice_ticks(lo, hi)
         xt = [t for t in xt if lo <= t <= hi]
         yt = xt
-    parts = _open(title) + _axes(fr, xt, yt, x_label, y_label)
+    parts = _open(title, width) + _axes(fr, xt, yt, x_label, y_label)
     if diagonal:
         parts.append(f'<line x1="{_f(fr.x(fr.x0))}" y1="{_f(fr.y(fr.x0))}" x2="{_f(fr.x(fr.x1))}" '
                      f'y2="{_f(fr.y(fr.x1))}" stroke="{GREY}" stroke-dasharray="4 4"/>')
@@ -266,16 +266,16 @@ def scatter_chart(points: Sequence[Point], *, title: str, x_label: str, y_label:
 
 
 def bar_chart(items: Sequence[tuple[str, float]], *, title: str, value_label: str,
-              fmt=lambda v: f"{v:,.2f}", colour: str = BLUE, max_items: int = 15) -> str:
+              fmt=lambda v: f"{v:,.2f}", colour: str = BLUE, max_items: int = 15, width: int = _W) -> str:
     """Returns a horizontal bar chart of (label, value) pairs, largest first, values printed at the bar ends."""
     rows = sorted(((str(k), float(v)) for k, v in items if v is not None), key=lambda kv: -kv[1])[:max_items]
     if not rows:
-        return empty_chart(title, "nothing to show")
-    bar_h, gap, left, top = 18, 6, 170, 8
+        return empty_chart(title, "nothing to show", width=width)
+    bar_h, gap, left, top = 18, 6, min(170, int(width * 0.3)), 8
     height = top + len(rows) * (bar_h + gap) + 30
     vmax = max(v for _, v in rows) or 1.0
-    span = _W - left - 90
-    parts = _open(title, _W, height)
+    span = width - left - 90
+    parts = _open(title, width, height)
     for i, (label, v) in enumerate(rows):
         y = top + i * (bar_h + gap)
         w = max(0.0, v / vmax * span) if vmax > 0 else 0.0

@@ -295,6 +295,10 @@ def what_if_rows(data: SweepData) -> tuple[list[dict[str, Any]], str | None]:
     only feeds it measured durations and costs.
     """
     durations, costs, target, _ids = what_if_inputs(data)
+    unfinished = data.trials.filter(pl.col("status").is_in(["running", "pending"])).height if data.trials.height else 0
+    if unfinished:
+        return [], (f"the sweep is still running ({unfinished} trials have no result yet); the what-if replays "
+                    f"the measured durations of a finished sweep")
     if not durations:
         return [], "no trial has a measured duration yet"
     if target is None:
@@ -467,6 +471,22 @@ def _status_banners(s: dict[str, Any], data: SweepData) -> list[str]:
     return out
 
 
+#: width (SVG units) of the charts drawn two to a row, so their text stays readable
+_HALF = 460
+
+
+def _same_point_groups(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Returns the what-if rows grouped where consecutive Ks give the same (time, cost)."""
+    groups: list[list[dict[str, Any]]] = []
+    for r in rows:
+        key = (r["time_to_recipe_hours"], r["cost_usd"])
+        if groups and (groups[-1][0]["time_to_recipe_hours"], groups[-1][0]["cost_usd"]) == key:
+            groups[-1].append(r)
+        else:
+            groups.append([r])
+    return groups
+
+
 def _charts(data: SweepData, s: dict[str, Any]) -> dict[str, str]:
     runs = data.runs
     charts: dict[str, str] = {}
@@ -482,23 +502,28 @@ def _charts(data: SweepData, s: dict[str, Any]) -> dict[str, str]:
     charts["best_time"] = svg.step_chart([("best so far", svg.BLUE, pts_t)],
                                          title=f"best {metric} so far vs wall-clock",
                                          x_label=f"time since sweep start ({unit})", y_label=f"best {metric}",
-                                         hline=hline)
+                                         hline=hline, width=_HALF)
     charts["best_cost"] = svg.step_chart([("best so far", svg.GREEN, pts_c)],
                                          title=f"best {metric} so far vs cumulative spend",
-                                         x_label="cumulative spend (USD)", y_label=f"best {metric}", hline=hline)
+                                         x_label="cumulative spend (USD)", y_label=f"best {metric}", hline=hline,
+                                         width=_HALF)
     wi, why = what_if_rows(data)
     if wi:
         pts = []
-        for r in wi:
-            colour = svg.RED if r["actual"] else (svg.BLUE if r["pareto"] else svg.GREY)
-            pts.append(svg.Point(r["time_to_recipe_hours"], r["cost_usd"], f"K={r['parallel']}",
-                                 highlight=r["actual"] or r["pareto"], colour=colour))
+        for group in _same_point_groups(wi):
+            ks = [r["parallel"] for r in group]
+            label = f"K={ks[0]}" if len(ks) == 1 else f"K={ks[0]}–{ks[-1]}"
+            actual = any(r["actual"] for r in group)
+            pareto = any(r["pareto"] for r in group)
+            colour = svg.RED if actual else (svg.BLUE if pareto else svg.GREY)
+            pts.append(svg.Point(group[0]["time_to_recipe_hours"], group[0]["cost_usd"], label,
+                                 highlight=actual or pareto, colour=colour))
         charts["what_if"] = svg.scatter_chart(
             pts, title="parallelism what-if: time to recipe vs cost", x_label="time to recipe (h)",
-            y_label="cost to recipe (USD)", connect=True, label_all=True,
-            legend=[("Pareto front", svg.BLUE), ("actual K", svg.RED), ("dominated", svg.GREY)])
+            y_label="cost to recipe (USD)", connect=True, label_all=True, width=_HALF,
+            legend=[("Pareto", svg.BLUE), ("actual K", svg.RED), ("dominated", svg.GREY)])
     else:
-        charts["what_if"] = svg.empty_chart("parallelism what-if", f"no what-if: {why}")
+        charts["what_if"] = svg.empty_chart("parallelism what-if", f"no what-if: {why}", width=_HALF)
     acc = accuracy_rows(data)
     mem_pts = [svg.Point(a["est_memory_gib"], a["measured_memory_gib"],
                          f"{a['trial']} ({pct(a['memory_err_pct'], True)})", a["memory_outlier"],
@@ -506,14 +531,14 @@ def _charts(data: SweepData, s: dict[str, Any]) -> dict[str, str]:
                for a in acc if a["est_memory_gib"] is not None and a["measured_memory_gib"] is not None]
     charts["memory"] = svg.scatter_chart(mem_pts, title="estimated vs measured peak memory",
                                          x_label="estimated memory (GiB)", y_label="measured peak (GiB)",
-                                         diagonal=True)
+                                         diagonal=True, width=_HALF)
     time_pts = [svg.Point(a["est_wall_s"] / div, a["wall_s"] / div,
                           f"{a['trial']} ({pct(a['time_err_pct'], True)})", a["time_outlier"],
                           svg.RED if a["time_outlier"] else svg.BLUE)
                 for a in acc if a["est_wall_s"] is not None and a["wall_s"] is not None and a["time_err_pct"] is not None]
     charts["time"] = svg.scatter_chart(time_pts, title="estimated vs measured wall-clock",
                                        x_label=f"estimated time ({unit})", y_label=f"measured time ({unit})",
-                                       diagonal=True)
+                                       diagonal=True, width=_HALF)
     idx = dict(zip(data.trials["trial_id"].to_list(), data.trials["trial_index"].to_list(), strict=True)) \
         if data.trials.height else {}
     bars = []
@@ -574,8 +599,11 @@ def sweep_html(data: SweepData) -> str:
         empty=f"No what-if: {why}.")
     body.append(H.section(
         "Parallelism what-if (from measured durations)",
-        H.figure(charts["what_if"], "Each point is K parallel slots; blue = Pareto front, red = the K this sweep used."),
-        wi_table))
+        '<div class="grid2">',
+        H.figure(charts["what_if"], "Each point is K parallel slots; blue = Pareto front (no K both faster and "
+                                    "cheaper), red = the K this sweep used."),
+        f"<div>{wi_table}</div>",
+        "</div>"))
     outliers = [a for a in acc if a["memory_outlier"] or a["time_outlier"]]
     out_table = H.table(
         ["trial", "memory est.", "memory measured", "memory error", "time est.", "time measured", "time error"],

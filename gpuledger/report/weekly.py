@@ -222,11 +222,12 @@ def weekly_html(data: WeekData) -> str:
         by_accel = _by(data.spend, data.prev_spend, "accelerator")
         body.append('<div class="grid2">')
         body.append(H.figure(svg.bar_chart([(r["project"], r["cost_usd"]) for r in by_project if r["cost_usd"] > 0],
-                                           title="spend by project", value_label="USD this week", fmt=usd),
+                                           title="spend by project", value_label="USD this week", fmt=usd,
+                                           width=460),
                              "Spend by project this week."))
         body.append(H.figure(svg.bar_chart([(r["accelerator"], r["cost_usd"]) for r in by_accel if r["cost_usd"] > 0],
                                            title="spend by accelerator", value_label="USD this week", fmt=usd,
-                                           colour=svg.ORANGE),
+                                           colour=svg.ORANGE, width=460),
                              "Spend by accelerator this week ('cpu' = local CPU runs)."))
         body.append("</div>")
     for key, heading in DIMENSIONS:
