@@ -111,8 +111,8 @@ def estimate(w: Workload) -> Estimate:
         *m.assumptions,
     ]
     if w.device == "cpu":
-        assumptions.append("CPU mode: calibrated against the numpy demo trainer's measured peak RSS "
-                           "(trainers/demo_lora.py) within ~15%")
+        assumptions.append("CPU mode: NOT yet calibrated against trainers/demo_lora.py's measured peak RSS "
+                           "(the trainer was not runnable when this was written); interpreter baseline assumed")
     return Estimate(
         workload=w,
         params_total=m.params_total,
