@@ -371,9 +371,11 @@ def _training(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreakdown) -> 
         m.notes["buffers"] = "ZeRO reduce/all-gather buckets (hidden^2 elements each)"
     elif sharding in ("zero3", "fsdp"):
         w_elem = 4 if p == "fp32" else 2
-        if sharding == "fsdp" and w.method == "lora":
+        if sharding == "fsdp" and w.method == "lora" and w.framework == "litgpt":
             # FSDP (use_orig_params=True) with frozen and trainable params in one FlatParameter keeps
             # gradient memory "equivalent to not freezing those parameters" (PyTorch FSDP docs).
+            # lit-gpt wraps whole blocks; torchtune (lora_fsdp_wrap_policy) and accelerate's PEFT
+            # policy wrap LoRA modules on their own, so they do not pay this.
             grads = total * w_elem
             m.assumptions.append("FSDP with LoRA: frozen and LoRA params share flat parameters, so FSDP "
                                  "allocates gradients for all of them (PyTorch FSDP docs, use_orig_params)")
