@@ -113,7 +113,7 @@ def test_rl_counts_reference_and_logits():
 
 
 def test_cpu_mode_is_fp32_rss():
-    e = estimate(Workload(model="gpuledger/demo-char-gpt", method="lora", micro_batch=8, seq_len=64, device="cpu"))
+    e = estimate(Workload(model="gpt2", method="lora", micro_batch=8, seq_len=64, device="cpu"))
     assert e.memory_gib["device"] * 1024 > 30  # interpreter baseline in MiB
     assert any("resident" in a for a in e.assumptions)
 
