@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--prompt-len", type=_positive_int, default=None)
     s.add_argument("--completion-len", type=_positive_int, default=None)
     s.add_argument("--group-size", type=_positive_int, default=None)
+    s.add_argument("--framework", default="hf", choices=["hf", "litgpt", "torchtune"],
+                   help="training stack: how logits/loss and LoRA/QLoRA dtypes are held (default hf)")
     s.add_argument("--device", default="gpu", choices=["gpu", "cpu"],
                    help="cpu: estimate resident memory of a CPU run (the local demo)")
     s.add_argument("--json", action="store_true")

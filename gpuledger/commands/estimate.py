@@ -21,7 +21,7 @@ def workload_from_args(args: argparse.Namespace):
                   micro_batch=args.batch, seq_len=args.seq, grad_ckpt=args.grad_ckpt, flash_attn=args.flash_attn,
                   lora_r=args.lora_r, lora_targets=args.lora_targets, gpus=args.gpus, sharding=args.sharding,
                   prompt_len=args.prompt_len, completion_len=args.completion_len, group_size=args.group_size,
-                  device=getattr(args, "device", "gpu"))
+                  device=getattr(args, "device", "gpu"), framework=getattr(args, "framework", "hf"))
     try:
         return Workload(**fields)
     except ValidationError as err:
