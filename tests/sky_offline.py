@@ -185,6 +185,22 @@ def sky_offline(monkeypatch: pytest.MonkeyPatch, no_network):
     enable_clouds(monkeypatch)
     yield home
     assert not no_network, f"a test tried to reach the network: {no_network}"
+    assert not api_server_children(), "a SkyPilot API server was started by a test"
+
+
+def api_server_children() -> list[str]:
+    """Returns the command lines of this process's descendants that look like a SkyPilot API server."""
+    import psutil
+
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            cmd = " ".join(child.cmdline())
+        except psutil.Error:
+            continue
+        if "sky.server" in cmd or "sky api" in cmd:
+            found.append(cmd)
+    return found
 
 
 @pytest.fixture
@@ -193,3 +209,4 @@ def sky_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_network):
     isolate_home(monkeypatch, tmp_path)
     yield tmp_path
     assert not no_network, f"a test tried to reach the network: {no_network}"
+    assert not api_server_children(), "a SkyPilot API server was started by a test"
