@@ -16,6 +16,10 @@ The hand-computed headline numbers are in tests/test_report_sweep.py.
 
 from __future__ import annotations
 
+import difflib
+import os
+from pathlib import Path
+
 from gpuledger.warehouse import Warehouse, example_record
 
 SWEEP_ID = "lora-grid-0123abcd"
@@ -147,3 +151,63 @@ def build_weekly_fixture(path) -> None:
         ])
         wh.mark_trials("eval-sweep-11112222", ["e0", "e1"], "succeeded")
         wh.finish_sweep("eval-sweep-11112222", ended_at="2026-01-06T10:00:00")
+
+
+# ------------------------------------------------------------------------------- golden files
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def assert_golden(name: str, text: str) -> None:
+    """Compares `text` with tests/golden/`name`; with GPULEDGER_UPDATE_GOLDEN=1 rewrites the file instead.
+
+    Regenerate after an intended change:
+    `GPULEDGER_UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_report_sweep.py tests/test_report_weekly.py
+    tests/test_report_capacity.py` and review the diff (`git diff tests/golden`).
+    """
+    path = GOLDEN / name
+    if os.environ.get("GPULEDGER_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return
+    if not path.exists():
+        raise AssertionError(f"{path} is missing; create it with GPULEDGER_UPDATE_GOLDEN=1 and review it")
+    expected = path.read_text(encoding="utf-8")
+    if text != expected:
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
+                                            f"golden/{name}", "rendered", n=1))
+        raise AssertionError(f"{name} differs from its golden file (regenerate with "
+                             f"GPULEDGER_UPDATE_GOLDEN=1 if intended):\n{diff[:4000]}")
+
+
+#: a capacity result as `gpuledger.capacity.plan_capacity` returns it (literal, so the golden file
+#: does not move when the capacity model's constants do): two feasible options, one infeasible
+CAPACITY_RESULT = {
+    "spec": {"name": "chat-serving", "project": "support-bot", "owner": "ml-platform",
+             "model": "meta-llama/Llama-3.1-8B", "precision": "bf16", "qps": 20, "prompt_tokens": 1500,
+             "output_tokens": 300, "p95_ttft_ms": 800, "p95_tpot_ms": 50, "headroom": 0.3},
+    "options": [
+        {"accelerator": "L4", "precision": "bf16", "gpus": 48, "gpus_per_replica": 8, "replicas": 6, "max_batch": 65,
+         "tokens_per_s_per_gpu": 163.2, "throughput_source": "estimated", "ttft_ms": 323.0, "tpot_ms": 50.0,
+         "price_per_gpu_hour_on_demand": 0.997, "usd_per_hour_on_demand": 47.86, "usd_per_day_on_demand": 1148.64,
+         "usd_per_month_on_demand": 34937.8, "usd_per_hour_spot": 13.36, "usd_per_month_spot": 9752.8,
+         "cloud": "gcp", "instance_type": "g2-standard-96", "price_source": "catalog 2026-05-20",
+         "feasible": True, "reason": None},
+        {"accelerator": "H100", "precision": "bf16", "gpus": 3, "gpus_per_replica": 1, "replicas": 3,
+         "max_batch": 161, "tokens_per_s_per_gpu": 3221.0, "throughput_source": "measured", "ttft_ms": 252.0,
+         "tpot_ms": 50.0, "price_per_gpu_hour_on_demand": 5.383, "usd_per_hour_on_demand": 16.15,
+         "usd_per_day_on_demand": 387.6, "usd_per_month_on_demand": 11789.5, "usd_per_hour_spot": 3.52,
+         "usd_per_month_spot": 2569.6, "cloud": "gcp", "instance_type": "a3-highgpu-1g",
+         "price_source": "catalog 2026-05-20", "feasible": True, "reason": None},
+        {"accelerator": "T4", "precision": "bf16", "gpus": None, "gpus_per_replica": None, "replicas": None,
+         "max_batch": 0, "tokens_per_s_per_gpu": None, "throughput_source": "estimated", "ttft_ms": None,
+         "tpot_ms": None, "price_per_gpu_hour_on_demand": None, "usd_per_hour_on_demand": None,
+         "usd_per_day_on_demand": None, "usd_per_month_on_demand": None, "usd_per_hour_spot": None,
+         "usd_per_month_spot": None, "cloud": None, "instance_type": None, "price_source": None,
+         "feasible": False, "reason": "weights need 15.0 GiB per GPU; T4 has 13.5 GiB usable"},
+    ],
+    "best": None,  # set below: the H100 option
+    "best_reason": None,
+    "assumptions": ["730 h per month (cloud billing month)"],
+}
+CAPACITY_RESULT["best"] = CAPACITY_RESULT["options"][1]

@@ -1,0 +1,47 @@
+"""`gpuledger report sweep NAME [--sweep-id ID] [--out DIR]`, `report weekly [--week YYYY-Www] [--out DIR]`,
+`report capacity SPEC [--out DIR]`: write a report and print where its files are."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpuledger.errors import UserError
+
+
+def _print(files) -> None:
+    print(f"html:     {files.html}")
+    print(f"markdown: {files.markdown}")
+    if files.csv:
+        print(f"csv:      {files.csv_dir}/ ({len(files.csv)} tables)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Writes the report of `args.report_kind` (sweep | weekly | capacity); returns the exit code."""
+    kind = args.report_kind
+    if kind == "capacity":
+        from gpuledger.capacity import plan_capacity
+        from gpuledger.report.capacity import write_capacity_report
+        from gpuledger.spec import load_spec
+
+        spec = load_spec(args.spec)
+        if getattr(spec, "kind", None) != "capacity":
+            raise UserError(f"{args.spec} is a {getattr(spec, 'kind', 'different')} spec; "
+                            f"`report capacity` needs a spec with `kind: capacity`")
+        _print(write_capacity_report(plan_capacity(spec), out_dir=args.out))
+        return 0
+
+    from gpuledger.warehouse import Warehouse
+
+    with Warehouse.open(read_only=True) as wh:
+        if kind == "sweep":
+            from gpuledger.report.sweep import write_sweep_report
+
+            files = write_sweep_report(wh, name=args.name, sweep_id=args.sweep_id, out_dir=args.out)
+        elif kind == "weekly":
+            from gpuledger.report.weekly import write_weekly_report
+
+            files = write_weekly_report(wh, week=args.week, out_dir=args.out)
+        else:
+            raise UserError(f"unknown report kind {kind!r}; one of sweep, weekly, capacity")
+    _print(files)
+    return 0

@@ -1,0 +1,53 @@
+"""Capacity report: options compared, cheapest feasible, why others fail; golden markdown."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from report_fixtures import CAPACITY_RESULT, assert_golden
+
+from gpuledger.errors import UserError
+from gpuledger.report import capacity_markdown, write_capacity_report
+
+
+def test_markdown_golden():
+    md = capacity_markdown(CAPACITY_RESULT)
+    assert "| cheapest feasible | 3 × H100 |" in md
+    assert "- **T4**: weights need 15.0 GiB per GPU" in md
+    assert_golden("report_capacity.md", md)
+
+
+def test_files_default_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    files = write_capacity_report(CAPACITY_RESULT)
+    assert str(files.html) == "reports/capacity/chat-serving.html"
+    html = files.html.read_text()
+    assert "Why the others fail" in html and "T4" in html
+    assert files.csv[0].name == "options.csv"
+
+
+def test_no_feasible_option():
+    result = copy.deepcopy(CAPACITY_RESULT)
+    for o in result["options"]:
+        o["feasible"] = False
+        o["reason"] = o["reason"] or "p95 TPOT 62 ms > 50 ms"
+    result["best"] = None
+    result["best_reason"] = "no accelerator meets the targets"
+    md = capacity_markdown(result)
+    assert "No option meets the targets" in md and "| cheapest feasible option | none |" in md
+
+
+def test_bad_name_refused(tmp_path):
+    result = copy.deepcopy(CAPACITY_RESULT)
+    result["spec"]["name"] = "../x"
+    with pytest.raises(UserError, match="not valid"):
+        write_capacity_report(result, out_dir=tmp_path)
+
+
+def test_real_plan_renders(tmp_path, repo_root):
+    from gpuledger.capacity import plan_capacity
+    from gpuledger.spec import load_spec
+
+    files = write_capacity_report(plan_capacity(load_spec(repo_root / "specs" / "chat-capacity.yaml")), out_dir=tmp_path)
+    assert files.html.exists() and "Options compared" in files.markdown.read_text()

@@ -1,0 +1,212 @@
+"""Sweep ROI report: headline numbers against hand arithmetic, partial data, paths, markdown limits, golden."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from report_fixtures import (
+    SWEEP_ID,
+    assert_golden,
+    build_all_failed,
+    build_empty_sweep,
+    build_roi_fixture,
+    build_running,
+)
+
+from gpuledger.errors import UserError
+from gpuledger.report import MARKDOWN_MAX_CHARS, load_sweep, sweep_markdown, sweep_summary, write_sweep_report
+from gpuledger.report.common import cap_markdown, md_table
+from gpuledger.report.sweep import accuracy_rows, pareto_flags, peak_concurrency, what_if_inputs, what_if_rows
+from gpuledger.warehouse import Warehouse
+
+
+@pytest.fixture(scope="module")
+def wh_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("roi") / "ledger.duckdb"
+    build_roi_fixture(path)
+    return path
+
+
+@pytest.fixture
+def wh(wh_path):
+    with Warehouse.open(wh_path, read_only=True) as w:
+        yield w
+
+
+def test_headline_numbers_match_hand_arithmetic(wh):
+    s = sweep_summary(load_sweep(wh, "lora-grid"))
+    # Best: minimize eval_loss over succeeded runs: r0 1.30, r1 1.10, r3 1.05, r4 1.08 -> r3 (trial #3).
+    assert s["best_trial_id"] == "dddd33333333" and s["best_metric"] == pytest.approx(1.05)
+    assert s["best_params"] == "learning_rate=0.0001, lora_r=64"
+    # Time to recipe: r3 ends 10:45 + 5400 s = 12:15; sweep start 10:00 -> 2 h 15 min = 8100 s.
+    assert s["time_to_recipe_s"] == pytest.approx(8100.0)
+    # Cost to recipe: runs ended by 12:15 = r0 (11:00) $1.00 + r1 (10:30) 0.5 h x $0.40 = $0.20
+    #   + r2 (10:45) 0.25 h x $1.00 = $0.25 + r3 (12:15) 1.5 h x $1.00 = $1.50 -> $2.95 (r4 ends 12:30: not yet).
+    assert s["cost_to_recipe_usd"] == pytest.approx(1.00 + 0.20 + 0.25 + 1.50)
+    # Target 1.20: the first run at or below it is r1 (1.10), ended 10:30 -> 1800 s; cost by then r1 only = $0.20.
+    assert s["time_to_target_s"] == pytest.approx(1800.0)
+    assert s["cost_to_target_usd"] == pytest.approx(0.20)
+    # Total: 1.00 + 0.20 + 0.25 + 1.50 + 1.50 = $4.45.
+    assert s["total_cost_usd"] == pytest.approx(4.45)
+    # Waste: the OOM run r2: 0.25 h x $1.00 = $0.25.
+    assert s["waste_usd"] == pytest.approx(0.25)
+    # Spot savings: r1 spot 0.5 h at $0.40 vs on-demand $1.00 -> paid $0.20, on-demand $0.50, saved $0.30.
+    assert s["spot_paid_usd"] == pytest.approx(0.20)
+    assert s["spot_on_demand_equiv_usd"] == pytest.approx(0.50)
+    assert s["spot_saved_usd"] == pytest.approx(0.30)
+    # 5 trials: 4 succeeded, 1 failed (oom); budget $10 -> 44.5 % used.
+    assert (s["trials"], s["succeeded"], s["failed"], s["running"]) == (5, 4, 1, 0)
+    assert s["budget_used_pct"] == pytest.approx(44.5)
+    assert s["price_source"] == "catalog prices as of 2026-01-02"
+
+
+def test_headline_numbers_appear_in_markdown_with_units(wh):
+    md = sweep_markdown(load_sweep(wh, "lora-grid"))
+    for text in ("| time to recipe | 2 h 15 min |", "| cost to recipe | $2.95 |", "| total spend | $4.45 |",
+                 "| waste | $0.25 |", "| realised spot savings | $0.30 |", "| time to target 1.2 | 30 min 00 s |",
+                 "catalog prices as of 2026-01-02"):
+        assert text in md
+
+
+def test_what_if_uses_measured_durations_and_marks_actual_k(wh):
+    data = load_sweep(wh, "lora-grid")
+    durations, costs, target, ids = what_if_inputs(data)
+    assert ids == ["aaaa00000000", "bbbb11111111", "cccc22222222", "dddd33333333", "eeee44444444"]
+    assert durations == pytest.approx([1.0, 0.5, 0.25, 1.5, 1.5])
+    assert costs == pytest.approx([1.00, 0.20, 0.25, 1.50, 1.50])
+    assert target == 3
+    rows, why = what_if_rows(data)
+    assert why is None
+    by_k = {r["parallel"]: r for r in rows}
+    # K=1: all in order; trial 3 ends at 1 + 0.5 + 0.25 + 1.5 = 3.25 h; trials 0-3 started by then: $2.95.
+    assert by_k[1]["time_to_recipe_hours"] == pytest.approx(3.25)
+    assert by_k[1]["cost_usd"] == pytest.approx(2.95)
+    # K=2 (the sweep's max_parallel): slot A runs t0 (0-1), slot B t1 (0-0.5), t2 (0.5-0.75), t3 (0.75-2.25):
+    # the replay gives the measured 2 h 15 min; t4 starts at 1.0 < 2.25, so it is paid: $4.45.
+    assert by_k[2]["time_to_recipe_hours"] == pytest.approx(2.25)
+    assert by_k[2]["cost_usd"] == pytest.approx(4.45)
+    assert by_k[2]["actual"] and sum(r["actual"] for r in rows) == 1
+    # K=1 is cheapest, K=4 fastest: both on the front; K=2 is dominated by K=4; K=8.. repeat K=4 with more slots.
+    assert [r["parallel"] for r in rows if r["pareto"]] == [1, 4]
+    times = [r["time_to_recipe_hours"] for r in rows]
+    assert times == sorted(times, reverse=True)
+    assert peak_concurrency(data.runs) == 2
+
+
+def test_pareto_flags():
+    assert pareto_flags([(3, 1), (2, 2), (2, 3), (1, 3), (1, 3)]) == [True, True, False, True, False]
+
+
+def test_estimate_outliers_named(wh):
+    rows = {r["trial"]: r for r in accuracy_rows(load_sweep(wh, "lora-grid"))}
+    # #2: est 14 GiB vs measured 20 GiB -> (14 - 20) / 20 = -30 %; #3: est 3000 s vs 5400 s -> -44.4 %.
+    assert rows["#2 cccc2222"]["memory_err_pct"] == pytest.approx(-30.0)
+    assert rows["#2 cccc2222"]["memory_outlier"]
+    assert rows["#3 dddd3333"]["time_err_pct"] == pytest.approx(100 * (3000 - 5400) / 5400)
+    assert rows["#3 dddd3333"]["time_outlier"] and not rows["#3 dddd3333"]["memory_outlier"]
+    assert not any(r["memory_outlier"] or r["time_outlier"] for k, r in rows.items() if k.startswith(("#0", "#4")))
+
+
+def test_markdown_golden(wh):
+    assert_golden("report_sweep.md", sweep_markdown(load_sweep(wh, "lora-grid")))
+
+
+def test_default_paths_and_files(wh, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    files = write_sweep_report(wh, "lora-grid")
+    assert files.html == tmp_path.joinpath("reports/sweeps/lora-grid", f"{SWEEP_ID}.html").relative_to(tmp_path)
+    assert files.markdown.name == f"{SWEEP_ID}.md"
+    assert {p.name for p in files.csv} == {"headline.csv", "trials.csv", "runs.csv", "what-if.csv",
+                                           "estimate-accuracy.csv", "waste.csv"}
+    html = files.html.read_text()
+    assert "<script" not in html.lower() and "http://" not in html.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in html
+    out = write_sweep_report(wh, sweep_id=SWEEP_ID, out_dir=tmp_path / "elsewhere")
+    assert out.html == tmp_path / "elsewhere" / f"{SWEEP_ID}.html"
+    assert "trial_id" in out.csv[1].read_text().splitlines()[0]
+
+
+def test_unknown_sweep_lists_known_names(wh):
+    with pytest.raises(UserError, match=r"no sweep called 'nope'.*known sweeps: lora-grid"):
+        load_sweep(wh, "nope")
+    with pytest.raises(UserError, match="recent sweep ids: lora-grid-0123abcd"):
+        load_sweep(wh, sweep_id="nope-12345678")
+    with pytest.raises(UserError, match=r"not valid.*\[a-z0-9-\]\+"):
+        load_sweep(wh, "../../etc")
+
+
+def test_empty_warehouse_says_none_yet(tmp_path):
+    with Warehouse.open(tmp_path / "w.duckdb") as w, pytest.raises(UserError, match="none yet"):
+        write_sweep_report(w, "lora-grid", out_dir=tmp_path)
+
+
+def test_all_failed_sweep_gives_a_clear_page(tmp_path):
+    build_all_failed(tmp_path / "w.duckdb")
+    with Warehouse.open(tmp_path / "w.duckdb", read_only=True) as w:
+        data = load_sweep(w, "broken")
+        s = sweep_summary(data)
+        assert s["best_trial_id"] is None and s["waste_usd"] == pytest.approx(s["total_cost_usd"])
+        # 120 s + 60 s at $1.00/h = $0.05, all of it waste
+        assert s["total_cost_usd"] == pytest.approx(180 / 3600)
+        rows, why = what_if_rows(data)
+        assert rows == [] and "no succeeded trial" in why
+        files = write_sweep_report(w, "broken", out_dir=tmp_path / "out")
+    md = files.markdown.read_text()
+    assert "No trial succeeded" in md and "| best eval_loss | none yet |" in md
+    assert "No trial succeeded" in files.html.read_text()
+
+
+def test_running_sweep_gives_a_clear_page(tmp_path):
+    build_running(tmp_path / "w.duckdb")
+    with Warehouse.open(tmp_path / "w.duckdb", read_only=True) as w:
+        data = load_sweep(w, "live")
+        s = sweep_summary(data)
+        assert s["running"] == 2 and s["ended_at"] is None
+        rows, why = what_if_rows(data)
+        assert rows == [] and "still running" in why
+        files = write_sweep_report(w, "live", out_dir=tmp_path / "out")
+    md = files.markdown.read_text()
+    assert "still running" in md and "1 of 3 trials have a result" in md
+    assert "| time to target | no target |" in md
+
+
+def test_sweep_without_trials(tmp_path):
+    build_empty_sweep(tmp_path / "w.duckdb")
+    with Warehouse.open(tmp_path / "w.duckdb", read_only=True) as w:
+        files = write_sweep_report(w, "fresh", out_dir=tmp_path / "out")
+    assert "no trials and no runs yet" in files.markdown.read_text()
+    assert files.html.exists()
+
+
+def test_markdown_stays_within_prefect_limit():
+    rows = [[i, "x" * 200] for i in range(5000)]
+    table = md_table(["i", "text"], rows)
+    assert "4960 more rows" in table and len(table) < MARKDOWN_MAX_CHARS
+    capped = cap_markdown("line\n" * 50_000)
+    assert len(capped) <= MARKDOWN_MAX_CHARS and capped.rstrip().endswith("everything._")
+
+
+def test_large_sweep_markdown_within_limit(tmp_path):
+    from gpuledger.warehouse import example_record
+
+    with Warehouse.open(tmp_path / "w.duckdb") as w:
+        w.register_sweep(sweep_id="big-00000000", name="big", objective_metric="loss", started_at="2026-01-05T10:00:00")
+        w.upsert_trials("big-00000000", [{"trial_id": f"t{i:04d}", "index": i, "params": {"p": "v" * 50, "i": i}}
+                                         for i in range(300)])
+        w.ingest_records([example_record(f"r{i}", f"t{i:04d}", sweep_id="big-00000000", wall_s=60 + i,
+                                         final_metrics={"loss": 1 + i / 1000}) for i in range(300)])
+        md = sweep_markdown(load_sweep(w, "big"))
+    assert len(md) <= MARKDOWN_MAX_CHARS
+    assert "260 more rows" in md
+
+
+@pytest.mark.skipif(os.name != "posix", reason="path check")
+def test_odd_sweep_id_never_becomes_a_raw_path(tmp_path):
+    from gpuledger.warehouse import example_record
+
+    with Warehouse.open(tmp_path / "w.duckdb") as w:
+        w.ingest_records([example_record("x1", "t1", sweep_id="../../Evil Sweep")])
+        files = write_sweep_report(w, sweep_id="../../Evil Sweep", out_dir=tmp_path / "out")
+    assert files.html.parent == tmp_path / "out"
+    assert files.html.name.startswith("evil-sweep-") and ".." not in files.html.name

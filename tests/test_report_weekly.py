@@ -1,0 +1,78 @@
+"""Weekly cost report: spend by dimension, week over week, top sweeps, waste, budget burn, empty weeks."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from report_fixtures import assert_golden, build_weekly_fixture
+
+from gpuledger.errors import UserError
+from gpuledger.report import MARKDOWN_MAX_CHARS, load_week, weekly_markdown, write_weekly_report
+from gpuledger.report.weekly import default_week, weekly_summary
+from gpuledger.warehouse import Warehouse
+
+
+@pytest.fixture(scope="module")
+def wh_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("weekly") / "ledger.duckdb"
+    build_weekly_fixture(path)
+    return path
+
+
+@pytest.fixture
+def wh(wh_path):
+    with Warehouse.open(wh_path, read_only=True) as w:
+        yield w
+
+
+def test_week_numbers_match_hand_arithmetic(wh):
+    s = weekly_summary(load_week(wh, "2026-W02"))
+    # W02: lora-grid $4.45 + eval-sweep 1 h x $4.00 = $8.45; W01: eval-sweep 2 h x $4.00 = $8.00.
+    assert s["total_cost_usd"] == pytest.approx(8.45)
+    assert s["prev_cost_usd"] == pytest.approx(8.00)
+    assert s["change_usd"] == pytest.approx(0.45)
+    assert s["change_pct"] == pytest.approx(100 * 0.45 / 8.00)
+    # GPU-hours: 1 + 0.5 + 0.25 + 1.5 + 1.5 + 1 = 5.75; spot: r1 $0.20.
+    assert s["gpu_hours"] == pytest.approx(5.75)
+    assert s["spot_cost_usd"] == pytest.approx(0.20)
+    # succeeded trials: 4 (lora-grid) + 1 (eval-sweep) -> $8.45 / 5 = $1.69; waste: the OOM run, $0.25.
+    assert s["succeeded_trials"] == 5
+    assert s["cost_per_succeeded_trial_usd"] == pytest.approx(8.45 / 5)
+    assert s["waste_usd"] == pytest.approx(0.25)
+
+
+def test_markdown_golden_and_sections(wh):
+    md = weekly_markdown(load_week(wh, "2026-W02"))
+    assert "| search | $4.00 | 1.00 h | $8.00 | -$4.00 | -50.0% |" in md
+    assert "| eval-sweep | succeeded | $20.00 | $12.00 | 60.0% |" in md  # budget burn over all weeks
+    assert len(md) <= MARKDOWN_MAX_CHARS
+    assert_golden("report_weekly.md", md)
+
+
+def test_empty_week_is_a_clear_page(wh, tmp_path):
+    files = write_weekly_report(wh, "2026-W10", out_dir=tmp_path)
+    md = files.markdown.read_text()
+    assert "No spend recorded in 2026-W10" in md and "| spend this week | $0.00 |" in md
+    assert "No spend recorded" in files.html.read_text()
+
+
+def test_empty_warehouse_week(tmp_path):
+    with Warehouse.open(tmp_path / "w.duckdb") as w:
+        files = write_weekly_report(w, "2026-W01", out_dir=tmp_path / "out")
+    assert files.html.name == "2026-W01.html"
+    assert "no spend either week" in files.markdown.read_text()
+
+
+def test_default_path_and_week(wh, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    files = write_weekly_report(wh, "2026-W02")
+    assert str(files.html) == "reports/weekly/2026-W02.html"
+    assert {p.name for p in files.csv} >= {"by-project.csv", "sweeps.csv", "budgets.csv"}
+    assert default_week(date(2026, 1, 12)) == "2026-W02"  # Monday of W03 -> the last complete week
+
+
+@pytest.mark.parametrize("week", ["2026-W54", "2026-w02", "26-W02", "2026-W00", "2026-W02/../x", "2025-W53"])
+def test_bad_week_is_a_user_error(wh, week):
+    with pytest.raises(UserError, match="week"):
+        load_week(wh, week)
