@@ -659,6 +659,9 @@ class Warehouse:
             df = df.rename({"index": "trial_index"})
         if "params" in df.columns and df.schema["params"] != pl.String:
             df = df.with_columns(pl.col("params").map_elements(_json_text, return_dtype=pl.String))
+        floats = [c for c, t in df.schema.items() if t in (pl.Float32, pl.Float64)]
+        if floats:  # an estimate the planner could not make (NaN) is stored as unknown (NULL)
+            df = df.with_columns(pl.col(floats).fill_nan(None))
         df = df.with_columns(sweep_id=pl.lit(sweep_id), updated_at=pl.lit(_now()))
         if "status" not in df.columns:
             df = df.with_columns(status=pl.lit("pending"))
