@@ -329,7 +329,7 @@ class _Progress:
 # -- the flow --------------------------------------------------------------------------------------
 
 
-@flow(name="sweep", persist_result=False, log_prints=True)
+@flow(name="sweep", persist_result=False)
 def sweep(
     spec: str,
     launcher: str | None = None,
@@ -490,8 +490,8 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
                 errors: dict[str, str] = {}
                 for fut in batch:
                     t = inflight.pop(fut)
-                    state = fut.state
-                    if state.is_completed():
+                    fut.wait()  # sets the future's final state (the callback can run before)
+                    if fut.state.is_completed():
                         records.extend(fut.result())
                     else:
                         exc = fut.result(raise_on_failure=False)

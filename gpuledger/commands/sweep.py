@@ -9,6 +9,7 @@ stop), 1 when some failed, 3 when the budget guard refuses (before anything is l
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -89,13 +90,26 @@ def run(args) -> int:
         flow, progress_listener = _import_flow()
         params = dict(spec=str(spec_path), launcher=args.launcher, max_parallel=args.max_parallel,
                       dry_run=bool(args.dry_run), force=bool(args.force))
-        if sys.stdout.isatty() and not args.dry_run:
-            with _Bar() as bar, progress_listener(bar):
-                summary = flow(**params)
-        else:
-            with progress_listener(_Lines()):
-                summary = flow(**params)
+        try:
+            if sys.stdout.isatty() and not args.dry_run:
+                with _Bar() as bar, progress_listener(bar):
+                    summary = flow(**params)
+            else:
+                with progress_listener(_Lines()):
+                    summary = flow(**params)
+        finally:
+            _drain_prefect()
     return _report(summary)
+
+
+def _drain_prefect(timeout_s: float = 10.0) -> None:
+    """Sends Prefect's queued logs and events before the (temporary) server goes away."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for service in (APILogWorker, EventsWorker):
+        with contextlib.suppress(Exception):  # best effort; never hide the sweep's own outcome
+            service.drain_all(timeout=timeout_s)
 
 
 def _report(s: dict[str, Any]) -> int:
