@@ -163,6 +163,17 @@ def no_network(monkeypatch: pytest.MonkeyPatch):
     yield attempts
 
 
+def import_sky_with_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Imports `sky` (once per process) while HOME is the offline catalog home, where that exists,
+    so SkyPilot's import-time catalog path points at the snapshot even if the first test to import
+    `sky` uses an empty HOME."""
+    if "sky.catalog.common" in sys.modules or not catalog_available():
+        return
+    with monkeypatch.context() as m:
+        isolate_home(m, offline_home())
+        import sky.catalog.common  # noqa: F401 - for its import-time path
+
+
 def isolate_home(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     """Points HOME (and SkyPilot's runtime dir) at `home`; turns SkyPilot's usage reporting off."""
     monkeypatch.setenv("HOME", str(home))
@@ -180,6 +191,7 @@ def sky_offline(monkeypatch: pytest.MonkeyPatch, no_network):
     if not catalog_available():
         pytest.skip(CATALOG_MISSING_REASON)
     home = offline_home()
+    import_sky_with_catalog(monkeypatch)
     isolate_home(monkeypatch, home)
     _repoint_catalog(monkeypatch, home / ".sky" / "catalogs" / "v8")
     enable_clouds(monkeypatch)
@@ -206,6 +218,7 @@ def api_server_children() -> list[str]:
 @pytest.fixture
 def sky_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_network):
     """An empty temporary HOME (no catalog): SkyPilot must not be asked for anything there."""
+    import_sky_with_catalog(monkeypatch)
     isolate_home(monkeypatch, tmp_path)
     yield tmp_path
     assert not no_network, f"a test tried to reach the network: {no_network}"
