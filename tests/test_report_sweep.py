@@ -210,3 +210,15 @@ def test_odd_sweep_id_never_becomes_a_raw_path(tmp_path):
         files = write_sweep_report(w, sweep_id="../../Evil Sweep", out_dir=tmp_path / "out")
     assert files.html.parent == tmp_path / "out"
     assert files.html.name.startswith("evil-sweep-") and ".." not in files.html.name
+
+
+def test_cli_report_sweep(_isolated_warehouse, tmp_path, capsys):
+    from gpuledger.cli import main
+
+    build_roi_fixture(_isolated_warehouse)
+    assert main(["report", "sweep", "lora-grid", "--out", str(tmp_path / "o")]) == 0
+    assert f"o/{SWEEP_ID}.html" in capsys.readouterr().out
+    assert main(["report", "sweep", "nope"]) == 1
+    assert "known sweeps: lora-grid" in capsys.readouterr().err
+    assert main(["report", "weekly", "--week", "2026-W02", "--out", str(tmp_path / "w")]) == 0
+    assert (tmp_path / "w" / "2026-W02.html").exists()

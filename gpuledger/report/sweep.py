@@ -109,7 +109,7 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
     runs = wh.query("""
         SELECT t.run_id, t.trial_id, t.attempt, t.status, t.accelerator, t.spot, t.started_at, t.ended_at,
                t.start_offset_s, t.end_offset_s, t.wall_s, t.cost_usd, t.cumulative_cost_usd,
-               t.metric_value, t.best_so_far, r.preemptions, r.gpus
+               t.metric_value, t.best_so_far, r.preemptions, r.gpus, r.reason
         FROM v_trial_timeline t JOIN v_runs r ON r.run_id = t.run_id
         WHERE t.sweep_id = ? ORDER BY t.started_at, t.run_id""", [sid])
     accuracy = wh.query("SELECT * FROM v_estimate_accuracy WHERE sweep_id = ? ORDER BY trial_id, run_id", [sid])
@@ -393,6 +393,15 @@ TRIAL_HEADERS = ["#", "trial", "params", "status", "metric", "wall (measured)", 
 TRIAL_NUMERIC = [0, 4, 5, 6, 7, 8, 9, 10, 11]
 
 
+def _failure_rows(data: SweepData) -> list[list[Any]]:
+    """Returns one row per run that did not succeed: trial, attempt, status, reason, wall-clock, cost."""
+    idx = dict(zip(data.trials["trial_id"].to_list(), data.trials["trial_index"].to_list(), strict=True)) \
+        if data.trials.height else {}
+    return [[_trial_label(r["trial_id"], idx.get(r["trial_id"])), r["attempt"], r["status"], r["reason"] or "—",
+             duration(r["wall_s"]), usd(r["cost_usd"])]
+            for r in data.runs.to_dicts() if r["status"] != "succeeded"]
+
+
 def sweep_tables(data: SweepData) -> dict[str, pl.DataFrame]:
     """Returns the report's tables for CSV export (raw values with units in the column names)."""
     s = sweep_summary(data)
@@ -523,7 +532,7 @@ def _charts(data: SweepData, s: dict[str, Any]) -> dict[str, str]:
             y_label="cost to recipe (USD)", connect=True, label_all=True, width=_HALF,
             legend=[("Pareto", svg.BLUE), ("actual K", svg.RED), ("dominated", svg.GREY)])
     else:
-        charts["what_if"] = svg.empty_chart("parallelism what-if", f"no what-if: {why}", width=_HALF)
+        charts["what_if"] = svg.empty_chart("parallelism what-if", "no what-if (see the note)", width=_HALF)
     acc = accuracy_rows(data)
     mem_pts = [svg.Point(a["est_memory_gib"], a["measured_memory_gib"],
                          f"{a['trial']} ({pct(a['memory_err_pct'], True)})", a["memory_outlier"],
@@ -623,6 +632,9 @@ def sweep_html(data: SweepData) -> str:
     body.append(H.section(
         "Trials", H.table(TRIAL_HEADERS, trials_table_rows(data), numeric=TRIAL_NUMERIC, max_rows=200,
                           empty="No trials planned or run yet."),
+        "<h3>Runs that did not succeed</h3>",
+        H.table(["trial", "attempt", "status", "reason", "wall-clock", "cost"], _failure_rows(data),
+                numeric=[1, 4, 5], max_rows=100, empty="Every run succeeded."),
         "<h3>Waste by reason</h3>",
         H.table(["reason", "runs", "wall-clock", "cost"], waste_rows, numeric=[1, 2, 3], empty="No waste.")))
     body.append(H.section("How to read this", H.definitions(HOW_TO_READ)))
@@ -673,6 +685,11 @@ def sweep_markdown(data: SweepData) -> str:
                             pct(a["memory_err_pct"], True), duration(a["est_wall_s"]), duration(a["wall_s"]),
                             pct(a["time_err_pct"], True)] for a in outliers], numeric=[1, 2, 3, 4, 5, 6])
                  if outliers else "_none_\n")
+    failures = _failure_rows(data)
+    if failures:
+        lines += ["## Runs that did not succeed", ""]
+        lines.append(md_table(["trial", "attempt", "status", "reason", "wall-clock", "cost"], failures,
+                              numeric=[1, 4, 5]))
     if data.waste.height:
         lines += ["## Waste by reason", ""]
         lines.append(md_table(["reason", "runs", "wall-clock", "cost"],
