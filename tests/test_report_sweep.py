@@ -222,3 +222,15 @@ def test_cli_report_sweep(_isolated_warehouse, tmp_path, capsys):
     assert "known sweeps: lora-grid" in capsys.readouterr().err
     assert main(["report", "weekly", "--week", "2026-W02", "--out", str(tmp_path / "w")]) == 0
     assert (tmp_path / "w" / "2026-W02.html").exists()
+
+
+def test_local_rate_is_labelled(tmp_path):
+    from gpuledger.warehouse import example_record
+
+    with Warehouse.open(tmp_path / "w.duckdb") as w:
+        w.register_sweep(sweep_id="demo-00000001", name="demo", objective_metric="loss", launcher="local",
+                         started_at="2026-01-05T10:00:00")
+        w.ingest_records([example_record("d1", "t1", sweep_id="demo-00000001", final_metrics={"loss": 2.0})])
+        s = sweep_summary(load_sweep(w, "demo"))
+    assert s["price_source"] == "local rate $0.00/h (a configured rate, not a cloud price)"
+    assert s["total_cost_usd"] == 0.0
