@@ -61,6 +61,7 @@ from prefect.artifacts import (
 )
 from prefect.cache_policies import NO_CACHE
 from prefect.events import emit_event
+from prefect.states import Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from gpuledger.errors import BudgetExceeded, UserError
@@ -336,8 +337,12 @@ def sweep(
     max_parallel: int | None = None,
     dry_run: bool = False,
     force: bool = False,
-) -> dict[str, Any]:
-    """Plans, guards, launches, ingests and reports one sweep; returns its summary (a dict)."""
+) -> dict[str, Any] | State:
+    """Plans, guards, launches, ingests and reports one sweep; returns its summary (a dict).
+
+    A budget refusal (no `force`) ends the run Failed with the guard's message: calling the flow
+    raises `BudgetExceeded` (exit 3 from the CLI).
+    """
     from gpuledger.plan import budget_guard, plan_sweep, render_plan
     from gpuledger.spec import expand_trials, load_spec, sweep_id_for
 
@@ -380,8 +385,10 @@ def sweep(
         budget_guard(plan)
     except BudgetExceeded as err:
         if not force:
-            log.error("Budget guard refused sweep %s: %s", sweep_id, err)
-            raise
+            # a refusal is an answer, not a crash: a Failed state with the message (no traceback in
+            # the logs); callers get the BudgetExceeded back from the state (see gpuledger sweep)
+            log.error("Budget guard refused sweep %s (nothing launched, nothing written): %s", sweep_id, err)
+            return Failed(message=str(err), data=err)
         summary.forced = True
         log.warning("Budget guard refused sweep %s but force=True: launching anyway (recorded as forced). %s",
                     sweep_id, err)

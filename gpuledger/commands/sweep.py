@@ -93,12 +93,15 @@ def run(args) -> int:
         try:
             if sys.stdout.isatty() and not args.dry_run:
                 with _Bar() as bar, progress_listener(bar):
-                    summary = flow(**params)
+                    state = flow(**params, return_state=True)
             else:
                 with progress_listener(_Lines()):
-                    summary = flow(**params)
+                    state = flow(**params, return_state=True)
         finally:
             _drain_prefect()
+    summary = state.result(raise_on_failure=False)
+    if isinstance(summary, BaseException):  # UserError / BudgetExceeded: one message, its exit code
+        raise summary
     return _report(summary)
 
 
