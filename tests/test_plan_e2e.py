@@ -1,0 +1,105 @@
+"""End to end: the real estimator, the bundled catalog and the `gpuledger plan` command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytest.importorskip("gpuledger.estimate")
+from gpuledger import estimate as _est  # noqa: E402
+
+if not hasattr(_est, "estimate"):
+    pytest.skip("estimator not available", allow_module_level=True)
+
+CLOUD_SPEC = (ROOT / "specs" / "llama3-8b-lora-cloud.yaml").read_text()
+
+
+def _cli(tmp_path, *args, env_extra=None):
+    env = {**os.environ, "GPULEDGER_WAREHOUSE": str(tmp_path / "wh" / "ledger.duckdb"), **(env_extra or {})}
+    env.pop("GPULEDGER_PRICES", None)
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "gpuledger.cli", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_plan_cli_budget_guard_refuses_before_any_write(tmp_path):
+    spec = tmp_path / "tight.yaml"
+    spec.write_text(CLOUD_SPEC.replace("budget: {max_usd: 300, deadline: 8h}", "budget: {max_usd: 5, deadline: 8h}"))
+    r = _cli(tmp_path, "plan", str(spec), "--json")
+    assert r.returncode == 3, r.stderr
+    plan = json.loads(r.stdout)
+    assert plan["within_budget"] is False and plan["budget_usd"] == 5
+    assert plan["total_est_cost_usd"] > 5
+    assert "exceeds the budget $5.00" in r.stderr and "top cost drivers" in r.stderr and "what would fit" in r.stderr
+    assert "Traceback" not in r.stderr
+    # nothing written: no warehouse file, no folders in the working directory
+    assert not (tmp_path / "wh").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tight.yaml"]
+    r = _cli(tmp_path, "plan", str(spec))
+    assert r.returncode == 3 and "what-if" in r.stdout
+
+
+def test_plan_cli_within_budget_and_capacity_spec(tmp_path):
+    spec = tmp_path / "ok.yaml"
+    spec.write_text(CLOUD_SPEC)
+    r = _cli(tmp_path, "plan", str(spec), "--json")
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout)
+    assert len(plan["trials"]) == 12 and all(t["feasible"] for t in plan["trials"])
+    assert plan["within_budget"] and plan["price_snapshot"].startswith("px-")
+    times = [w["time_to_recipe_hours"] for w in plan["what_if"]]
+    assert times == sorted(times, reverse=True)
+    r = _cli(tmp_path, "plan", str(ROOT / "specs" / "chat-capacity.yaml"))
+    assert r.returncode == 1 and "gpuledger capacity" in r.stderr
+
+
+def test_plan_user_price_file_changes_choice(tmp_path, monkeypatch):
+    from gpuledger.plan import plan_sweep
+    from gpuledger.spec import parse_spec
+
+    spec = parse_spec(CLOUD_SPEC.replace("spot: auto", "spot: never"), "cloud.yaml")
+    before = plan_sweep(spec)
+    prices = tmp_path / "p.csv"
+    prices.write_text(
+        "cloud,region,instance_type,accelerator,accelerator_count,usd_per_hour_on_demand,usd_per_hour_spot,vcpus,memory_gib,source,as_of\n"
+        "aws,us-east-1,p5.4xlarge,H100,1,0.10,,16,256,negotiated,2026-06-01\n"
+    )
+    monkeypatch.setenv("GPULEDGER_PRICES", str(prices))
+    after = plan_sweep(spec)
+    assert after.price_snapshot != before.price_snapshot
+    assert all(t["instance_type"] == "p5.4xlarge" and t["usd_per_hour"] == 0.10 for t in after.trials)
+    assert after.total_est_cost_usd < before.total_est_cost_usd
+
+
+def test_impossible_trials_reported_from_real_estimates():
+    from gpuledger.plan import plan_sweep
+    from gpuledger.spec import parse_spec
+
+    text = CLOUD_SPEC.replace("meta-llama/Llama-3.1-8B\nmethod: lora", "meta-llama/Llama-3.1-70B\nmethod: full") \
+        .replace("accelerators: [L4, A10G, L40S, A100-80GB, H100]", "accelerators: [L4]").replace("gpus_per_trial: auto", "gpus_per_trial: 1")
+    plan = plan_sweep(parse_spec(text, "big.yaml"))
+    assert plan.trials and not any(t["feasible"] for t in plan.trials)
+    assert plan.trials[0]["reason"].startswith("needs ") and "largest candidate L4 has 20.9 GiB usable" in plan.trials[0]["reason"]
+    assert plan.total_est_cost_usd == 0
+
+
+def test_local_plan_is_this_machine():
+    import psutil
+
+    from gpuledger.plan import plan_sweep
+    from gpuledger.spec import load_spec
+
+    spec = load_spec(ROOT / "specs" / "lora-grid.yaml")
+    plan = plan_sweep(spec)
+    assert plan.launcher == "local"
+    assert plan.max_parallel <= min(spec.resources.max_parallel, psutil.cpu_count(logical=False) or psutil.cpu_count())
+    assert all(t["cloud"] == "local" and t["accelerator"] == "CPU" and not t["spot"] for t in plan.trials)
+    assert plan.total_est_cost_usd == 0.0
+    assert any("measured numpy float32 matmul" in a for a in plan.assumptions)
+    assert any("default 0: not billed" in a for a in plan.assumptions)
