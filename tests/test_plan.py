@@ -242,3 +242,71 @@ def test_poisson_cdf():
     got = poisson_cdf(n, mu)
     assert got[:5] == pytest.approx(exact[:5], abs=1e-12)
     assert got[5] == pytest.approx(exact[5], abs=0.01)  # normal approximation above mu = 30
+
+
+# ------------------------------------------------------------------ pruning is exact
+
+
+def _brute_force(est_rows, offer_rows, s: PlanSettings, accel: dict):
+    """Reference: a plain loop over every estimate row × offer (no pruning) -> cost per trial."""
+    best: dict[str, tuple] = {}
+    for tid, g, sh, mem, gpu_hours in est_rows:
+        flops = gpu_hours * L4_GPU_HOUR
+        for cloud, inst, acc, n, od, sp in offer_rows:
+            memory, peak, mfu = accel[acc]
+            if n < g or mem > memory * s.memory_safety_fraction - s.memory_reserve_gib:
+                continue
+            eff = {"none": 1.0, "ddp": 0.9, "fsdp": 0.85}[sh]
+            compute = flops / (g * peak * 1e12 * mfu * eff) / 3600
+            t0 = s.overhead_h + compute
+            options = [(od, t0, True if s.deadline_h is None else t0 <= s.deadline_h)] if s.spot != "always" else []
+            suspicious = sp is not None and (abs(sp / od - 0.1) <= 0.1 * 0.002 or sp >= od or sp / od < 0.08)
+            if sp is not None and not suspicious and s.spot != "never":
+                rate = s.preemption_per_hour
+                per = s.restart_h + compute / 2
+                hours = t0 * (1 + rate * per)
+                ok = True
+                if s.deadline_h is not None:
+                    if t0 > s.deadline_h:
+                        ok = False
+                    else:
+                        n_allowed = math.floor((s.deadline_h - t0) / per)
+                        mu = rate * t0
+                        cdf = sum(math.exp(-mu) * mu**k / math.factorial(k) for k in range(min(n_allowed, 150) + 1))
+                        ok = cdf >= s.deadline_confidence
+                options.append((sp, hours, ok))
+            for price, hours, ok in options:
+                cand = (not ok, price * hours)
+                if tid not in best or cand < best[tid]:
+                    best[tid] = cand
+    return best
+
+
+ACC_DICT = {"L4": (22.49, 121.0, 0.5), "H100": (79.65, 989.0, 0.5)}
+offer_st = st.tuples(
+    st.sampled_from(["aws", "gcp"]), st.text("abcdef", min_size=3, max_size=6), st.sampled_from(["L4", "H100"]),
+    st.sampled_from([1, 2, 4, 8]), st.floats(0.5, 60.0), st.one_of(st.none(), st.floats(0.05, 70.0)),
+)
+est_st = st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from([1, 2, 4, 8]), st.sampled_from(["none", "ddp", "fsdp"]),
+                   st.floats(1.0, 90.0), st.floats(0.01, 50.0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(offer_st, min_size=1, max_size=8, unique_by=lambda o: (o[0], o[1])), st.lists(est_st, min_size=1, max_size=6),
+       st.sampled_from([None, 3.0, 12.0]), st.sampled_from([0.0, 0.05, 0.5]), st.sampled_from(["auto", "never", "always"]))
+def test_pruned_choice_equals_brute_force(offer_rows, est_rows, deadline, rate, spot):
+    est_rows = [(t, g, "none" if g == 1 else (sh if sh != "none" else "ddp"), m, h) for t, g, sh, m, h in est_rows]
+    s = PlanSettings(**{**BASE.__dict__, "deadline_h": deadline, "preemption_per_hour": rate, "spot": spot})
+    o = offers(*[(c, i, a, n, od, sp) for c, i, a, n, od, sp in offer_rows])
+    e = pl.DataFrame({"trial_id": [r[0] for r in est_rows], "gpus": [r[1] for r in est_rows], "sharding": [r[2] for r in est_rows],
+                      "est_memory_gib": [r[3] for r in est_rows], "flops_total": [r[4] * L4_GPU_HOUR for r in est_rows]})
+    p = plan_from_estimates(e, o, s, accel=ACCEL)
+    ref = _brute_force(est_rows, offer_rows, s, ACC_DICT)
+    for t in p.trials:
+        if t["trial_id"] not in ref:
+            assert not t["feasible"]
+            continue
+        late, cost = ref[t["trial_id"]]
+        assert t["feasible"]
+        assert t["est_cost_usd"] == pytest.approx(cost, rel=1e-3, abs=1e-3)
+        assert (t["reason"] is not None) == late
