@@ -83,11 +83,10 @@ def main() -> int:
         os.chdir(tmpdir)
         spec = write_spec(tmpdir, args.trials, args.parallel)
 
-        bare_s, n_bare = bare(spec, args.parallel, tmpdir / "bare-landing")
-
         from gpuledger.serve import prefect_api
 
-        with prefect_api() as api_url:
+        with prefect_api() as api_url:  # before Prefect is imported: it reads PREFECT_API_URL then
+            bare_s, n_bare = bare(spec, args.parallel, tmpdir / "bare-landing")
             from prefect.logging.handlers import APILogWorker
 
             from flows.sweep import sweep
