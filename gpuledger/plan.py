@@ -65,9 +65,11 @@ AUTO_GPU_COUNTS = (1, 2, 4, 8)
 #: Local launcher: the fraction of RAM available at planning time that trials may use, and the
 #: efficiency of small-matrix numpy training relative to a large float32 matmul on one core.
 LOCAL_MEMORY_FRACTION = 0.80
-#: Calibrated against `trainers/` demo runs of `gpuledger/demo-char-gpt` (small matrices, Python
-#: overhead per op): see `calibrate_local_efficiency`; 0.25 until measured on the demo trainer.
-LOCAL_CPU_EFFICIENCY = 0.25
+#: Calibrated against `trainers/demo_lora.py` (model `gpuledger/demo-char-gpt`, 98,304 tokens,
+#: one BLAS thread) on this 2-core machine: r=16/B=8 took 7.7 s of CPU for 124.9 GFLOP (estimator),
+#: r=4/B=32 8.6 s for 95.9 GFLOP, against a 92.6 GFLOP/s one-core matmul probe: 0.175 and 0.12
+#: (Python per-op overhead on tiny matrices, evaluation passes, start-up). We plan with 0.15.
+LOCAL_CPU_EFFICIENCY = 0.15
 
 #: The what-if curve's parallelism levels.
 WHAT_IF_KS = (1, 2, 4, 8, 16, 32, 64)
