@@ -821,6 +821,16 @@ def plan_from_estimates(
     table = table.with_columns([pl.col(c).round(n) for c, n in round_cols.items()]).sort("trial_index")
 
     assumptions = list(extra_assumptions) + _assumptions(s, candidates, offers, accel)
+    if dl is not None and len(durations):
+        if makespan <= dl:
+            assumptions.append(f"deadline: each trial's choice must finish within {dl:g} h; the whole sweep's makespan "
+                               f"{makespan:.2f} h on {k} slot(s) meets it too")
+        else:
+            need = next((kk for kk in (2**i for i in range(0, 11)) if kk > k
+                         and float((list_schedule(durations, kk)[0] + durations).max()) <= dl), None)
+            hint = f"; {need} slots would meet it" if need else "; no parallelism up to 1024 slots meets it"
+            assumptions.append(f"WARNING deadline: the sweep's makespan {makespan:.2f} h on {k} slot(s) exceeds the "
+                               f"{dl:g} h deadline{hint} (resources.max_parallel)")
     return Plan(
         sweep=s.sweep,
         trials_frame=table,

@@ -252,7 +252,7 @@ def _brute_force(est_rows, offer_rows, s: PlanSettings, accel: dict):
     best: dict[str, tuple] = {}
     for tid, g, sh, mem, gpu_hours in est_rows:
         flops = gpu_hours * L4_GPU_HOUR
-        for cloud, inst, acc, n, od, sp in offer_rows:
+        for _cloud, _inst, acc, n, od, sp in offer_rows:
             memory, peak, mfu = accel[acc]
             if n < g or mem > memory * s.memory_safety_fraction - s.memory_reserve_gib:
                 continue
@@ -310,3 +310,13 @@ def test_pruned_choice_equals_brute_force(offer_rows, est_rows, deadline, rate, 
         assert t["feasible"]
         assert t["est_cost_usd"] == pytest.approx(cost, rel=1e-3, abs=1e-3)
         assert (t["reason"] is not None) == late
+
+
+def test_sweep_makespan_over_deadline_is_warned():
+    e = estimates(*[(f"t{i}", 1, "none", 1.0, 1.8) for i in range(4)])  # 2 h each
+    s = PlanSettings(**{**BASE.__dict__, "deadline_h": 3.0, "max_parallel": 1})
+    p = plan_from_estimates(e, offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), s, accel=ACCEL)
+    assert all(t["reason"] is None for t in p.trials)  # each trial meets the deadline alone
+    assert p.makespan_hours == pytest.approx(8.0)
+    assert any(a.startswith("WARNING deadline: the sweep's makespan 8.00 h on 1 slot(s)") and "4 slots would meet it" in a
+               for a in p.assumptions)
