@@ -320,3 +320,16 @@ def test_sweep_makespan_over_deadline_is_warned():
     assert p.makespan_hours == pytest.approx(8.0)
     assert any(a.startswith("WARNING deadline: the sweep's makespan 8.00 h on 1 slot(s)") and "4 slots would meet it" in a
                for a in p.assumptions)
+
+
+def test_measured_preemptions_replace_the_default_rate():
+    e, o = estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.3))
+    default = PlanSettings(**{**BASE.__dict__, "deadline_h": 8.0})
+    t = one(plan_from_estimates(e, o, default, accel=ACCEL))
+    assert t["spot"] is True and t["preemptions_per_hour"] == 0.03  # preemption.csv: aws g-family
+    # the warehouse measured 2 preemptions per spot hour over 100 h: spot no longer pays
+    measured = PlanSettings(**{**default.__dict__, "measured_preemption": {("aws", "L4"): (100.0, 200.0)}})
+    t = one(plan_from_estimates(e, o, measured, accel=ACCEL))
+    assert t["spot"] is False
+    p = plan_from_estimates(e, o, PlanSettings(**{**default.__dict__, "measured_preemption": {("aws", "L4"): (10.0, 20.0)}}), accel=ACCEL)
+    assert one(p)["spot"] is True  # 10 spot hours are too few to trust: the default stays
