@@ -47,6 +47,14 @@ def test_protocol_and_factory(tmp_path):
     launcher.close()
 
 
+def test_local_rate_from_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPULEDGER_LOCAL_USD_PER_HOUR", "1.5")
+    assert LocalLauncher(landing_dir=tmp_path).usd_per_hour == 1.5
+    assert LocalLauncher(landing_dir=tmp_path, usd_per_hour=0.0).usd_per_hour == 0.0
+    with pytest.raises(ValueError):
+        LocalLauncher(max_parallel=0, landing_dir=tmp_path)
+
+
 def test_concurrency_never_exceeds_max_parallel(tmp_path):
     reqs = [_req(f"t{i}", "sleep 0.6", params={"i": i}) for i in range(5)]
     with LocalLauncher(max_parallel=2, landing_dir=tmp_path) as launcher:
