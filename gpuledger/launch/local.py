@@ -56,6 +56,7 @@ from gpuledger.launch.base import LaunchRequest, TrialStatus
 
 USD_PER_HOUR_ENV = "GPULEDGER_LOCAL_USD_PER_HOUR"
 DEFAULT_LANDING = Path("warehouse/landing")
+TREE_SCAN_INTERVAL_S = 1.0
 _STATUS_OF_RECORD = {
     "succeeded": "succeeded",
     "failed": "failed",
@@ -98,6 +99,7 @@ class LocalHandle:
     hard_killed: str | None = None  # why the launcher had to SIGKILL the agent
     tree: dict[int, float] = field(default_factory=dict)  # pid -> create_time seen under the agent
     groups: set[int] = field(default_factory=set)  # process groups of those (the trial's session)
+    tree_scanned_at: float = 0.0  # monotonic time of the last descendant scan
     record: dict[str, Any] | None = None
 
     @property
@@ -260,8 +262,8 @@ class LocalLauncher:
 
     def _next_attempt(self, trial_id: str) -> int:
         previous = self._attempts.get(trial_id, 0)
-        if self.landing_dir.is_dir():
-            for path in self.landing_dir.glob(f"{trial_id}-a*-*.json"):
+        if self.landing_dir.is_dir():  # also the warehouse's landing/ingested/ and landing/rejected/
+            for path in self.landing_dir.rglob(f"{trial_id}-a*-*.json"):
                 middle = path.name[len(trial_id) + 2:].split("-", 1)[0]
                 if middle.isdigit():
                     previous = max(previous, int(middle))
@@ -275,7 +277,8 @@ class LocalLauncher:
             assert handle.proc is not None
             code = handle.proc.poll()
             if code is None:
-                self._remember_tree(handle)
+                if now - handle.tree_scanned_at >= TREE_SCAN_INTERVAL_S:  # callers may poll at 50 Hz
+                    self._remember_tree(handle)
                 if (handle.timeout_s is not None and handle.started_mono is not None
                         and now - handle.started_mono > handle.timeout_s + self.kill_grace_s + 10.0):
                     handle.hard_killed = f"timeout after {handle.timeout_s:g} s"
@@ -354,8 +357,10 @@ class LocalLauncher:
             os.kill(handle.proc.pid, sig)
 
     def _remember_tree(self, handle: LocalHandle) -> None:
+        """Records the agent's descendants (pid, create time, group) for the final kill sweep."""
         if handle.proc is None or handle.proc.poll() is not None:
             return
+        handle.tree_scanned_at = time.monotonic()
         try:
             children = psutil.Process(handle.proc.pid).children(recursive=True)
         except psutil.Error:
