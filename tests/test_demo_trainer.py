@@ -174,7 +174,10 @@ def test_demo_trials_under_the_local_launcher(tmp_path, demo_env):
     from gpuledger.launch.local import LocalLauncher
     from gpuledger.record import parse_record
 
-    _run_trainer("--steps", "1", tmp_env=demo_env)  # make sure the (small) base is cached first
+    prep = subprocess.run([sys.executable, str(TRAINERS / "demo_lora.py"), "--prepare-base", "--quiet"],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, **demo_env})
+    assert prep.returncode == 0, prep.stderr  # the (small) base is cached before the trials start
+    assert Path(prep.stdout.strip()).parent == Path(demo_env["GPULEDGER_CACHE_DIR"])
     reqs = [LaunchRequest(sweep_id="demo-1", sweep_name="demo", trial_id=f"b{batch}", params={"micro_batch": batch},
                           run=f"python trainers/demo_lora.py --lora-r 4 --lr 3e-2 --micro-batch {batch} "
                               f"--steps {steps} --eval-every 4 --quiet",

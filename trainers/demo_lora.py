@@ -1,6 +1,7 @@
 """The demo workload: LoRA adaptation of a tiny character-level GPT-2, numpy only, on one CPU core.
 
-    python trainers/demo_lora.py --lora-r 16 --lr 3e-3 --micro-batch 8 [--steps N] [--seq-len T]
+    python trainers/demo_lora.py --lora-r 16 --lr 3e-2 --micro-batch 8 [--steps N] [--seq-len T]
+    python trainers/demo_lora.py --prepare-base      # pretrain + cache the base only (before a sweep)
 
 1. The base model (architecture: `gpuledger/models/configs/gpuledger__demo-char-gpt.json`, a GPT-2
    config the estimator counts exactly) is pretrained once on the story corpus of
@@ -250,6 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (default 1)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--prepare-base", action="store_true",
+                   help="only make sure the pretrained base is cached (pretrain it if not), then exit")
     return p
 
 
@@ -282,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.time()
     base = load_or_pretrain_base(cfg, hf, log=log)
+    if args.prepare_base:
+        print(base_cache_path(hf), flush=True)
+        return 0
     log(f"base ready in {time.time() - t0:.1f} s; adapting r={args.lora_r} lr={args.lr:g} "
         f"B={args.micro_batch} T={args.seq_len} for {steps} steps")
     final = adapt(cfg, base, lora_r=args.lora_r, lr=args.lr, micro_batch=args.micro_batch, steps=steps,
