@@ -104,6 +104,24 @@ def _oom_kill_count() -> int | None:
 # --------------------------------------------------------------------------------------------
 # GPU sampling (NVML)
 
+#: NVML product-name fragments -> the catalog's accelerator names (gpuledger/catalog/gpus.csv),
+#: most specific first ("A100" before "A10", "L40S" before "L4").
+_NVML_NAMES = (("H200", "H200"), ("H100", "H100"), ("B200", "B200"), ("A100", "A100"), ("A10G", "A10G"),
+               ("A6000", "A6000"), ("A10", "A10"), ("L40S", "L40S"), ("L4", "L4"), ("T4", "T4"),
+               ("V100", "V100"), ("4090", "RTX4090"))
+
+
+def accelerator_name(nvml_name: str, memory_gib: float | None = None) -> str:
+    """Returns the catalog name of an NVML product name ("NVIDIA H100 80GB HBM3" -> "H100"),
+    or the NVML name unchanged when it is not in the catalog."""
+    upper = nvml_name.upper()
+    for fragment, name in _NVML_NAMES:
+        if re.search(rf"(?<![A-Z0-9]){fragment}(?![0-9])", upper):
+            if name == "A100" and ("80GB" in upper or (memory_gib or 0) > 50):
+                return "A100-80GB"
+            return name
+    return nvml_name
+
 
 class _Gpus:
     """NVML handles of the visible GPUs; empty when there is no driver (then everything is None)."""
@@ -123,9 +141,12 @@ class _Gpus:
                 wanted = [int(p) for p in visible.split(",") if p.strip()]
                 indices = [i for i in wanted if i < count]
             self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in indices]
-            self.name = pynvml.nvmlDeviceGetName(self.handles[0]) if self.handles else None
-            if isinstance(self.name, bytes):
-                self.name = self.name.decode()
+            self.name = None
+            if self.handles:
+                raw = pynvml.nvmlDeviceGetName(self.handles[0])
+                raw = raw.decode() if isinstance(raw, bytes) else str(raw)
+                total = pynvml.nvmlDeviceGetMemoryInfo(self.handles[0]).total / GIB
+                self.name = accelerator_name(raw, total)
         except Exception:  # no driver, no library, no permission: GPU fields stay null
             self.handles = []
             self.name = None

@@ -161,3 +161,24 @@ def test_track_log_appends_to_file(tmp_path, monkeypatch):
     track.log(b=2.5)
     rows = [json.loads(ln) for ln in path.read_text().splitlines()]
     assert [(r["name"], r["value"], r["step"]) for r in rows] == [("a", 1.0, 1), ("b", 2.5, None)]
+
+
+@pytest.mark.parametrize(("nvml", "mem", "name"), [
+    ("NVIDIA H200", 141, "H200"), ("NVIDIA H100 80GB HBM3", 80, "H100"), ("NVIDIA A100-SXM4-80GB", 80, "A100-80GB"),
+    ("NVIDIA A100-SXM4-40GB", 40, "A100"), ("NVIDIA A10G", 24, "A10G"), ("NVIDIA A10", 24, "A10"),
+    ("NVIDIA L40S", 48, "L40S"), ("NVIDIA L4", 24, "L4"), ("Tesla T4", 16, "T4"), ("Tesla V100-SXM2-16GB", 16, "V100"),
+    ("NVIDIA GeForce RTX 4090", 24, "RTX4090"), ("NVIDIA RTX A6000", 48, "A6000"), ("NVIDIA B200", 180, "B200"),
+    ("Some Future GPU", 10, "Some Future GPU"),
+])
+def test_accelerator_names_follow_the_catalog(nvml, mem, name):
+    from gpuledger.agent import accelerator_name
+
+    assert accelerator_name(nvml, mem) == name
+
+
+def test_every_mapped_name_is_a_catalog_accelerator():
+    from gpuledger.agent import _NVML_NAMES
+    from gpuledger.catalog import known_accelerators
+
+    known = set(known_accelerators())
+    assert {name for _, name in _NVML_NAMES} | {"A100-80GB"} <= known
