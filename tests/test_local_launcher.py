@@ -153,7 +153,7 @@ _DRIVER = textwrap.dedent("""
     for i in range(3):
         launcher.submit(LaunchRequest(sweep_id="s", sweep_name="s", trial_id=f"t{i}", params={},
                                       run="sleep 1000 & sleep 1000; wait"))
-    for _ in range(100):
+    for _ in range(300):  # up to 30 s on a loaded machine
         kids = psutil.Process().children(recursive=True)
         if len([k for k in kids if k.name() == "sleep"]) >= 4:
             break
