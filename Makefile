@@ -26,6 +26,7 @@ $(BIN)/gpuledger: pyproject.toml uv.lock
 demo: setup
 	$(BIN)/gpuledger validate specs/*.yaml
 	$(BIN)/gpuledger plan specs/lora-grid.yaml
+	$(BIN)/python trainers/demo_lora.py --prepare-base
 	$(BIN)/gpuledger sweep specs/lora-grid.yaml
 	@echo
 	@echo "Warehouse: $${GPULEDGER_WAREHOUSE:-warehouse/ledger.duckdb}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -162,8 +163,14 @@ def test_budget_stop_mid_sweep_skips_the_rest_and_emits_the_event(harness, workd
     from prefect.events.worker import EventsWorker
 
     EventsWorker.drain_all(timeout=10)
-    events = [e for e in _events("gpuledger.budget", harness)
-              if e["payload"].get("sweep") == summary["sweep_id"]]
+    # the server persists events in the background (batched): wait for it, within a deadline
+    deadline = time.monotonic() + 30
+    while True:
+        events = [e for e in _events("gpuledger.budget", harness)
+                  if e["payload"].get("sweep") == summary["sweep_id"]]
+        if events or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert len(events) == 1
     payload = events[0]["payload"]
     assert payload["budget"] == 12.5 and 0 < payload["spent"] <= 12.5 and payload["skipped"] == 2

@@ -14,7 +14,7 @@ from sky_offline import REPO_ROOT, no_network, sky_home, sky_offline  # noqa: F4
 
 from gpuledger.cli import main
 from gpuledger.commands.render_task import launch_requests
-from gpuledger.spec import SweepSpec, load_spec
+from gpuledger.spec import SweepSpec, expand_trials, load_spec
 
 SPECS = sorted(p for p in (REPO_ROOT / "specs").glob("*.yaml") if isinstance(load_spec(p), SweepSpec))
 
@@ -131,7 +131,8 @@ def test_cli_bad_trial_number_is_a_clear_error(capsys):
     spec = str(REPO_ROOT / "specs" / "lora-grid.yaml")
     assert main(["render-task", spec, "--trial", "99"]) == 1
     err = capsys.readouterr().err
-    assert "no trial 99" in err and "numbered 0 to 7" in err and "Traceback" not in err
+    n = len(expand_trials(load_spec(spec)))
+    assert "no trial 99" in err and f"numbered 0 to {n - 1}" in err and "Traceback" not in err
     assert main(["render-task", spec, "--trial", "-1"]) == 1
 
 
