@@ -29,9 +29,7 @@ demo: setup
 	$(BIN)/python trainers/demo_lora.py --prepare-base
 	$(BIN)/gpuledger sweep specs/lora-grid.yaml
 	@echo
-	@echo "Warehouse: $${GPULEDGER_WAREHOUSE:-warehouse/ledger.duckdb}"
-	@echo "Reports:   reports/sweeps/lora-grid/"
-	@echo "Try:"
+	@echo "Open the report above in a browser; query the warehouse with SQL, for example:"
 	@echo "  $(BIN)/gpuledger sql \"select sweep_name, best_trial_id, best_metric, time_to_recipe_s, cost_to_recipe_usd from v_sweep_roi\""
 	@echo "  $(BIN)/gpuledger sql \"select trial_id, params, status, metric_value, peak_rss_gib, wall_s from v_trial_results order by metric_value\""
 	@echo "  $(BIN)/gpuledger sql \"select * from v_weekly_spend\" --format csv"
