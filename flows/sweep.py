@@ -359,7 +359,10 @@ def sweep(
     trials = expand_trials(sp)
 
     # 1. plan
-    plan = plan_sweep(sp, trials, max_parallel=max_parallel, launcher=launcher_name)
+    from gpuledger.warehouse import measured_preemption_if_any
+
+    plan = plan_sweep(sp, trials, max_parallel=max_parallel, launcher=launcher_name,
+                      measured_preemption=measured_preemption_if_any() or None)
     plan_json = _plan_dict(plan)
     rows = {r["trial_id"]: r for r in plan_json.get("trials", [])}
     cap = int(plan_json.get("max_parallel") or max_parallel or sp.resources.max_parallel or 1)

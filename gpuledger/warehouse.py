@@ -730,6 +730,15 @@ class Warehouse:
                                 [cloud, cloud, accelerator, accelerator]).fetchall()[0]
         return float(row[0]), int(row[1])
 
+    def measured_preemption(self) -> dict[tuple[str, str], tuple[float, int]]:
+        """Returns {(cloud, accelerator): (spot_hours, preemptions)} of every spot run measured: the
+        planner's `measured_preemption` input (it trusts a pair once its spot hours pass a threshold)."""
+        rows = self._con.execute("""
+            SELECT cloud, accelerator, coalesce(sum(wall_s), 0) / 3600.0, coalesce(sum(preemptions), 0)
+            FROM runs WHERE spot AND cloud IS NOT NULL AND accelerator IS NOT NULL
+            GROUP BY cloud, accelerator""").fetchall()
+        return {(c, a): (float(h), int(n)) for c, a, h, n in rows}
+
     # ---------------------------------------------------------------- ingest (result records)
 
     def ingest_records(self, records: Iterable[Any], *, sources: Sequence[str] | None = None) -> IngestResult:
@@ -996,3 +1005,16 @@ def _price_frame(sweep_id: str, prices: pl.DataFrame | Sequence[dict[str, Any]])
         row["extra"] = json.dumps(r, sort_keys=True, default=str) if r else None
         out.append(row)
     return pl.DataFrame(out, schema=_frames().empty_frame("prices").schema, strict=False)
+
+
+def measured_preemption_if_any(path: str | Path | None = None) -> dict[tuple[str, str], tuple[float, int]]:
+    """Returns the warehouse's measured spot preemptions for the planner, or {} when there is no
+    warehouse yet (never creates one) or it is busy (a running sweep holds it: plan with defaults)."""
+    target = resolve_path(path)
+    if not target.exists():
+        return {}
+    try:
+        with Warehouse.open(target, read_only=True, lock_timeout_s=0.5) as wh:
+            return wh.measured_preemption()
+    except UserError:
+        return {}

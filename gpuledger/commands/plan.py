@@ -1,14 +1,27 @@
 """`gpuledger plan SPEC [--json]`: the plan (GPU, count, spot, cost per trial; schedule; what-if).
 
 Exit 0 within budget; 3 when the budget guard refuses (with --json the plan is printed first).
-Pure: nothing is launched and nothing is written (no warehouse file is created).
+Pure: nothing is launched and nothing is written (no warehouse file is created). Spot preemption
+rates measured in an existing warehouse replace the defaults once there are enough spot hours.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 from gpuledger.errors import BudgetExceeded, UserError
+
+
+def _measured_preemption() -> dict | None:
+    """Spot preemptions measured in the warehouse, if one exists (DuckDB is imported only then)."""
+    path = Path(os.environ.get("GPULEDGER_WAREHOUSE") or "warehouse/ledger.duckdb")
+    if not path.exists():
+        return None
+    from gpuledger.warehouse import measured_preemption_if_any
+
+    return measured_preemption_if_any(path) or None
 
 
 def run(args) -> int:
@@ -21,7 +34,7 @@ def run(args) -> int:
             f"{args.spec} is a capacity spec (kind: capacity); `gpuledger plan` plans sweeps. "
             f"Use `gpuledger capacity {args.spec}` for GPUs and $/month to serve it."
         )
-    plan = plan_sweep(spec)
+    plan = plan_sweep(spec, measured_preemption=_measured_preemption())
     if args.json:
         print(plan.to_json_text())
     else:
