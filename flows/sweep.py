@@ -15,10 +15,11 @@ What one run does, in order (every step logs what it did):
    most `max_parallel` in flight. The cap is Prefect-native: the tasks run on a
    `ThreadPoolTaskRunner(max_workers=max_parallel)`, and the flow never submits more than that
    many (with `launcher: local` the plan already capped `max_parallel` to what this machine fits).
-5. Ingests each result as it arrives. The flow's main thread is DuckDB's only writer: tasks only
-   return the records that jobs left as JSON in the landing folder; the main thread consumes
-   completed futures and writes them, one transaction per batch, opening the warehouse only for
-   that write (so `gpuledger sql` can read between batches).
+5. Ingests each result as it arrives. One writer thread of the flow is DuckDB's only writer: tasks
+   only return the records that jobs left as JSON in the landing folder; the main thread consumes
+   completed futures (spend, budget, logs) and hands the records to the writer, which writes
+   whatever has queued in one transaction per batch, opening the warehouse only for that write (so
+   `gpuledger sql` can read between batches) while launching goes on.
 6. Before each launch: when measured spend + the estimates of the trials in flight + this trial's
    estimate would cross `budget.max_usd`, stops launching, marks the rest `skipped-budget` and emits
    the Prefect event `gpuledger.budget.exceeded` (payload: sweep, spent, budget, ...). A trial's
@@ -34,6 +35,7 @@ Progress: a Prefect progress artifact, and `progress_listener(...)` for the CLI'
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import json
 import math
@@ -70,6 +72,10 @@ from gpuledger.launch.base import TERMINAL, LaunchRequest
 #: Backoff between attempts when the launcher itself raises (not the trial): 3 retries.
 LAUNCH_RETRY_DELAYS_S = [2.0, 10.0, 30.0]
 BUDGET_EVENT = "gpuledger.budget.exceeded"
+#: How long the writer gathers finished trials into one warehouse transaction (seconds). Pandera's
+#: validation costs ~40 ms per frame whatever its size (measured), so batching is what keeps ingest
+#: cheap when many short trials finish close together.
+WRITER_WINDOW_S = 0.3
 
 # -- progress listeners (the CLI's progress bar) ----------------------------------------------
 
@@ -83,7 +89,8 @@ def progress_listener(fn: Callable[[dict[str, Any]], None]) -> Iterator[None]:
 
     Events are dicts with `kind`: `planned` (total, todo, done_before), `launched` (trial_id),
     `result` (trial_id, status, cost_usd, done, total), `skipped-budget` (trial_ids), `finished`
-    (the summary). Called from the flow's main thread; exceptions in `fn` are ignored.
+    (the summary). `result` comes after the record is committed to the warehouse (from the writer
+    thread); the others from the flow's main thread. Exceptions in `fn` are ignored.
     """
     with _listeners_lock:
         _listeners.append(fn)
@@ -308,23 +315,100 @@ def _trial_rows_for_warehouse(trials: list[Any], rows: dict[str, dict[str, Any]]
 
 
 class _Progress:
-    """The Prefect progress artifact of one flow run (best effort: a failed update never fails a sweep)."""
+    """The Prefect progress artifact of one flow run (best effort: a failed update never fails a sweep).
+
+    Updated at most once a second (each update is an API call), and always at the end.
+    """
+
+    MIN_INTERVAL_S = 1.0
 
     def __init__(self, key: str, total: int, done: int) -> None:
         self.total = max(total, 1)
         self.id = None
         self.last = -1.0
+        self.last_t = 0.0
         with contextlib.suppress(Exception):
             self.id = create_progress_artifact(progress=100.0 * done / self.total, key=key,
                                                description=f"trials finished of {total}")
 
-    def update(self, done: int) -> None:
+    def update(self, done: int, force: bool = False) -> None:
         pct = round(100.0 * min(done, self.total) / self.total, 1)
-        if self.id is None or pct == self.last:
+        now = time.monotonic()
+        if self.id is None or pct == self.last or (not force and now - self.last_t < self.MIN_INTERVAL_S):
             return
-        self.last = pct
+        self.last, self.last_t = pct, now
         with contextlib.suppress(Exception):
             update_progress_artifact(artifact_id=self.id, progress=pct)
+
+
+class _Writer:
+    """The sweep's one DuckDB writer: a thread that ingests what finished trials left, in batches.
+
+    The flow's launch loop hands it records (and launcher errors, and trials to mark) and goes on
+    launching; the thread drains everything queued into ONE transaction per batch, opening the
+    warehouse only for that batch (so `gpuledger sql` readers get in between). While it writes, new
+    results queue up and form the next batch, so validation's fixed cost is paid per batch, not per
+    trial. `on_ingested(records, errors)` is called after each commit (progress, the CLI's lines).
+    Runs in a copy of the flow's context so Prefect's logger and artifacts work from it.
+    """
+
+    def __init__(self, sweep_id: str, log: Any, on_ingested: Callable[[list[dict], dict[str, str]], None]) -> None:
+        self.sweep_id = sweep_id
+        self.log = log
+        self.on_ingested = on_ingested
+        self.queue: queue.Queue[Any] = queue.Queue()
+        self.thread = threading.Thread(target=contextvars.copy_context().run, args=(self._loop,),
+                                       name=f"gpuledger-writer-{sweep_id}", daemon=True)
+        self.thread.start()
+
+    def results(self, records: list[dict[str, Any]], errors: dict[str, str]) -> None:
+        self.queue.put(("results", records, errors))
+
+    def mark(self, trial_ids: list[str], status: str, reason: str) -> None:
+        self.queue.put(("mark", trial_ids, status, reason))
+
+    def close(self) -> None:
+        """Writes everything queued, then stops the thread."""
+        self.queue.put(None)
+        self.thread.join()
+
+    def _loop(self) -> None:
+        from gpuledger.warehouse import Warehouse
+
+        stop = False
+        while not stop:
+            items = [self.queue.get()]
+            # gather what else finishes within a short window: one transaction (and one validation,
+            # whose cost is mostly fixed per batch) for all of it; results still land within a second
+            window_end = time.monotonic() + WRITER_WINDOW_S
+            while items[-1] is not None:
+                try:
+                    items.append(self.queue.get(timeout=max(0.0, window_end - time.monotonic())))
+                except queue.Empty:
+                    break
+            if None in items:
+                stop = True
+                items = [i for i in items if i is not None]
+            if not items:
+                continue
+            records = [r for kind, *rest in items if kind == "results" for r in rest[0]]
+            errors = {k: v for kind, *rest in items if kind == "results" for k, v in rest[1].items()}
+            try:
+                with Warehouse.open(migrate=False) as wh:
+                    if records:
+                        result = wh.ingest_records(records)
+                        for rej in result.rejected:
+                            self.log.error("Result record rejected by the warehouse: %s: %s", rej.source, rej.reason)
+                    for trial_id, reason in errors.items():
+                        wh.mark_trials(self.sweep_id, [trial_id], "failed", reason=reason[:2000])
+                    for kind, *rest in items:
+                        if kind == "mark":
+                            wh.mark_trials(self.sweep_id, rest[0], rest[1], reason=rest[2])
+            except Exception as err:  # the records stay in the landing folder; a re-run ingests them
+                self.log.error("Could not write %d result(s) to the warehouse (they stay in the landing folder "
+                               "and are ingested by the next run): %s", len(records), err)
+            with contextlib.suppress(Exception):
+                self.on_ingested(records, errors)
 
 
 # -- the flow --------------------------------------------------------------------------------------
@@ -464,7 +548,7 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
             est = max(est, sum(measured_costs) / len(measured_costs))
         return est
 
-    # 4-6. launch with at most `cap` in flight; ingest each result as it arrives
+    # 4-6. launch with at most `cap` in flight; ingest each result as it arrives (writer thread)
     pending = deque(todo)
     inflight: dict[Any, Any] = {}  # future -> trial
     done_q: queue.Queue[Any] = queue.Queue()
@@ -472,6 +556,20 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
     launcher_obj = _make_launcher(launcher_name, sp, cap, landing)
     key = _register_launcher(launcher_obj)
     final_status = "failed"
+    counter = {"finished": finished}
+
+    def ingested(records: list[dict[str, Any]], errors: dict[str, str]) -> None:
+        for rec in records:
+            counter["finished"] += 1
+            _notify("result", trial_id=rec.get("trial_id"), status=rec.get("status"), cost_usd=_record_cost(rec),
+                    done=counter["finished"], total=total, spent_usd=summary.spent_usd)
+        for trial_id in errors:
+            counter["finished"] += 1
+            _notify("result", trial_id=trial_id, status="failed", cost_usd=0.0, done=counter["finished"],
+                    total=total, spent_usd=summary.spent_usd)
+        progress.update(counter["finished"])
+
+    writer = _Writer(sweep_id, log, ingested)
     try:
         with ThreadPoolTaskRunner(max_workers=cap) as runner:
             while pending or inflight:
@@ -480,7 +578,7 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
                     in_flight_est = sum(trial_estimate(x.trial_id) for x in inflight.values())
                     if not forced and spent + in_flight_est + trial_estimate(t.trial_id) > budget + 1e-9:
                         summary.budget_stopped = True
-                        _budget_stop(sweep_id, sp.name, spent, in_flight_est, budget, pending, summary, log)
+                        _budget_stop(sweep_id, sp.name, spent, in_flight_est, budget, pending, summary, log, writer)
                         _notify("skipped-budget", trial_ids=[x.trial_id for x in pending])
                         pending.clear()
                         break
@@ -506,13 +604,7 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
                     else:
                         exc = fut.result(raise_on_failure=False)
                         errors[t.trial_id] = f"launcher error after {len(LAUNCH_RETRY_DELAYS_S)} retries: {exc}"
-                with Warehouse.open(migrate=False) as wh:
-                    if records:
-                        result = wh.ingest_records(records)
-                        for rej in result.rejected:
-                            log.error("Result record rejected by the warehouse: %s: %s", rej.source, rej.reason)
-                    for trial_id, reason in errors.items():
-                        wh.mark_trials(sweep_id, [trial_id], "failed", reason=reason[:2000])
+                writer.results(records, errors)
                 for rec in records:
                     cost = _record_cost(rec)
                     spent += cost
@@ -527,18 +619,11 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
                     else:
                         log.info("Trial %s succeeded in %.1f s (%s)", rec.get("trial_id"),
                                  float(rec.get("wall_s") or 0), _fmt_metrics(rec.get("final_metrics")))
-                    finished += 1
-                    _notify("result", trial_id=rec.get("trial_id"), status=rec.get("status"), cost_usd=cost,
-                            done=finished, total=total, spent_usd=spent)
                 for trial_id, reason in errors.items():
                     summary.launcher_errors += 1
                     summary.failures.append(f"{trial_id}: {reason}")
                     log.error("Trial %s: %s", trial_id, reason)
-                    finished += 1
-                    _notify("result", trial_id=trial_id, status="failed", cost_usd=0.0, done=finished,
-                            total=total, spent_usd=spent)
                 summary.spent_usd = spent
-                progress.update(finished)
         final_status = ("budget-stopped" if summary.budget_stopped
                         else "succeeded" if summary.failed == 0 and summary.launcher_errors == 0
                         and summary.not_feasible == 0 else "partial")
@@ -548,10 +633,11 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
         if callable(close):
             with contextlib.suppress(Exception):
                 close()
+        writer.close()  # everything queued is written before the sweep is marked finished
         with contextlib.suppress(Exception), Warehouse.open(migrate=False) as wh:
             wh.finish_sweep(sweep_id, status=final_status)
     summary.status = final_status
-    progress.update(total)
+    progress.update(total, force=True)
 
     # 7. the ROI report and its artifacts
     _report(sp.name, sweep_id, summary, log)
@@ -564,15 +650,12 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
 
 
 def _budget_stop(sweep_id: str, name: str, spent: float, in_flight_est: float, budget: float,
-                 pending: deque[Any], summary: SweepSummary, log: Any) -> None:
+                 pending: deque[Any], summary: SweepSummary, log: Any, writer: _Writer) -> None:
     """Marks the trials not launched `skipped-budget` and emits `gpuledger.budget.exceeded`."""
-    from gpuledger.warehouse import Warehouse
-
     ids = [t.trial_id for t in pending]
     reason = (f"budget stop: measured ${spent:.4f} + in flight ${in_flight_est:.4f} + next trial would "
               f"cross the ${budget:.2f} budget")
-    with Warehouse.open(migrate=False) as wh:
-        wh.mark_trials(sweep_id, ids, "skipped-budget", reason=reason)
+    writer.mark(ids, "skipped-budget", reason)
     summary.skipped_budget = len(ids)
     log.warning("Stopping launches of %s: %s; %d trial(s) marked skipped-budget.", sweep_id, reason, len(ids))
     emit_event(

@@ -13,48 +13,12 @@ import selectors
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import psutil
 import pytest
-
-TRIAL = textwrap.dedent("""
-    import argparse
-    from gpuledger.track import log
-    p = argparse.ArgumentParser()
-    p.add_argument("--x", type=float, required=True)
-    a = p.parse_args()
-    log(step=1, eval_loss=abs(a.x - 0.3) + 1.0)
-""")
-
-
-def write_spec(folder: Path) -> Path:
-    trial = folder / "trial.py"
-    trial.write_text(TRIAL, encoding="utf-8")
-    spec = folder / "e2e-grid.yaml"
-    spec.write_text(textwrap.dedent(f"""
-        kind: sweep
-        name: e2e-grid
-        project: tests
-        owner: ci
-        model: gpuledger/demo-char-gpt
-        method: lora
-        precision: fp32
-        train: {{seq_len: 64, tokens_per_trial: 1000, grad_checkpointing: false, flash_attention: false}}
-        search:
-          strategy: grid
-          params: {{x: [0.1, 0.3]}}
-          objective: {{metric: eval_loss, goal: minimize}}
-        resources: {{max_parallel: 2}}
-        budget: {{max_usd: 5}}
-        launcher: local
-        local: {{usd_per_hour: 0.0, trial_timeout: 2m}}
-        task:
-          run: python {trial} --x {{x}}
-    """), encoding="utf-8")
-    return spec
+from sweep_specs import write_spec
 
 
 def read_until(proc: subprocess.Popen, needle: str, timeout_s: float, seen: list[str]) -> bool:
@@ -80,7 +44,7 @@ def read_until(proc: subprocess.Popen, needle: str, timeout_s: float, seen: list
 def test_serve_deploy_run_sweep_deployment_and_shut_down_cleanly(tmp_path, repo_root, _isolated_warehouse):
     from gpuledger.serve import free_port
 
-    spec = write_spec(tmp_path)
+    spec = write_spec(tmp_path, name="e2e-grid", xs=(0.1, 0.3))
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = dict(os.environ)

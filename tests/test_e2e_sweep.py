@@ -11,50 +11,12 @@ import selectors
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import psutil
 import pytest
-
-TRIAL = textwrap.dedent("""
-    import argparse, time
-    from gpuledger.track import log
-    p = argparse.ArgumentParser()
-    p.add_argument("--x", type=float, required=True)
-    p.add_argument("--sleep", type=float, default=0.0)
-    a = p.parse_args()
-    time.sleep(a.sleep)
-    log(step=1, eval_loss=abs(a.x - 0.3) + 1.0)
-""")
-
-
-def write_spec(folder: Path, name: str, xs, sleep: float, max_parallel: int) -> Path:
-    trial = folder / "trial.py"
-    trial.write_text(TRIAL, encoding="utf-8")
-    spec = folder / f"{name}.yaml"
-    spec.write_text(textwrap.dedent(f"""
-        kind: sweep
-        name: {name}
-        project: tests
-        owner: ci
-        model: gpuledger/demo-char-gpt
-        method: lora
-        precision: fp32
-        train: {{seq_len: 64, tokens_per_trial: 1000, grad_checkpointing: false, flash_attention: false}}
-        search:
-          strategy: grid
-          params: {{x: [{", ".join(str(x) for x in xs)}]}}
-          objective: {{metric: eval_loss, goal: minimize}}
-        resources: {{max_parallel: {max_parallel}}}
-        budget: {{max_usd: 5}}
-        launcher: local
-        local: {{usd_per_hour: 0.0, trial_timeout: 2m}}
-        task:
-          run: python {trial} --x {{x}} --sleep {sleep}
-    """), encoding="utf-8")
-    return spec
+from sweep_specs import write_spec
 
 
 def sweep_env(tmp_path: Path, warehouse: Path) -> dict[str, str]:
