@@ -2,8 +2,8 @@
 
 Imports are lazy: `validate`, `schema`, `estimate`, `plan` and `sql` never import Prefect or
 SkyPilot. Each sub-command lives in `gpuledger/commands/<name>.py` as `run(args) -> int`.
-A `UserError` becomes one message on stderr and its exit code; anything else is a bug and keeps
-its traceback.
+A `UserError` becomes one message on stderr and its exit code; an `OSError` (a path that cannot be
+read or written) one message and exit 1; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -125,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as err:
         print(f"gpuledger {args.command}: {err}", file=sys.stderr)
         return err.exit_code
+    except OSError as err:  # a path that cannot be read or written: the user's environment, not a bug
+        where = f" {err.filename}" if getattr(err, "filename", None) else ""
+        print(f"gpuledger {args.command}: cannot use{where}: {err.strerror or err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"gpuledger {args.command}: interrupted", file=sys.stderr)
         return 130
