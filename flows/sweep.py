@@ -498,7 +498,8 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
     landing = landing_dir_for(sweep_id)
 
     # 3. register; recover records an earlier (killed) run left behind; what is already done
-    prices = plan_json.get("price_snapshot")
+    from gpuledger.plan import prices_used
+
     with Warehouse.open() as wh:
         summary.warehouse = str(wh.path)
         wh.register_sweep(
@@ -509,7 +510,7 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
             deadline_s=getattr(sp.budget, "deadline_s", None) or getattr(sp.budget, "deadline", None),
             max_parallel=cap, forced=forced, spec_path=str(spec_path),
             spec_yaml=_read_text(spec_path), spec_json=sp.model_dump(mode="json"),
-            plan_json=plan_json, prices=prices if isinstance(prices, list) else None,
+            plan_json=plan_json, prices=prices_used(plan_json),
         )
         wh.upsert_trials(sweep_id, _trial_rows_for_warehouse(trials, rows))
         if landing.is_dir() and any(landing.glob("*.json")):

@@ -1268,3 +1268,22 @@ __all__ = [
     "plan_sweep", "poisson_cdf", "render_plan", "scored_candidates", "settings_for", "trial_estimates", "what_if_curve",
 ]
 
+
+
+def prices_used(plan_json: dict[str, Any]) -> list[dict[str, Any]]:
+    """Returns the price rows a plan actually chose: one per distinct (cloud, region, instance type,
+    accelerator, spot) among its feasible trials, with the hourly price, the on-demand price, the
+    catalog source and date, and the plan's price snapshot id (the warehouse's `prices` table)."""
+    seen: dict[tuple, dict[str, Any]] = {}
+    for t in plan_json.get("trials", []):
+        if not t.get("feasible"):
+            continue
+        key = (t.get("cloud"), t.get("region"), t.get("instance_type"), t.get("accelerator"), bool(t.get("spot")))
+        row = seen.setdefault(key, {
+            "cloud": key[0], "region": key[1], "instance_type": key[2], "accelerator": key[3], "spot": key[4],
+            "usd_per_hour": t.get("usd_per_hour"), "on_demand_usd_per_hour": t.get("on_demand_usd_per_hour"),
+            "source": t.get("price_source"), "as_of": t.get("price_as_of"),
+            "price_snapshot": plan_json.get("price_snapshot"), "trial_gpus": t.get("gpus"), "trials": 0,
+        })
+        row["trials"] += 1
+    return list(seen.values())

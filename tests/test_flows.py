@@ -80,7 +80,12 @@ def test_sweep_flow_runs_four_trials_ingests_reports_and_publishes_artifacts(har
     with _wh() as wh:
         runs = wh.query("SELECT trial_id, status FROM runs WHERE sweep_id = ?", [summary["sweep_id"]])
         trials = wh.query("SELECT status FROM trials WHERE sweep_id = ?", [summary["sweep_id"]])
+        prices = wh.query("SELECT cloud, usd_per_hour, source, extra FROM prices WHERE sweep_id = ?",
+                          [summary["sweep_id"]])
     assert runs.height == 4 and runs["trial_id"].n_unique() == 4
+    # the price the plan used is recorded with the sweep: this machine at the spec's local rate
+    assert prices.height == 1 and prices["cloud"][0] == "local" and prices["usd_per_hour"][0] == 0.0
+    assert '"trials": 4' in prices["extra"][0]
     assert set(runs["status"]) == {"succeeded"} and set(trials["status"]) == {"succeeded"}
     html = Path(summary["report_html"])
     assert html.is_file() and html.is_relative_to(workdir)

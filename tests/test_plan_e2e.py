@@ -114,3 +114,21 @@ def test_local_plan_is_this_machine():
     assert plan.total_est_cost_usd == 0.0
     assert any("measured numpy float32 matmul" in a for a in plan.assumptions)
     assert any("default 0: not billed" in a for a in plan.assumptions)
+
+
+def test_prices_used_lists_each_chosen_offer_once():
+    from gpuledger.plan import plan_sweep, prices_used
+    from gpuledger.spec import load_spec
+
+    plan = plan_sweep(load_spec(ROOT / "specs" / "llama3-8b-lora-cloud.yaml"))
+    data = plan.to_json()
+    rows = prices_used(data)
+    chosen = {(t["cloud"], t["region"], t["instance_type"], t["accelerator"], bool(t["spot"]))
+              for t in data["trials"] if t["feasible"]}
+    assert {(r["cloud"], r["region"], r["instance_type"], r["accelerator"], r["spot"]) for r in rows} == chosen
+    assert sum(r["trials"] for r in rows) == sum(1 for t in data["trials"] if t["feasible"])
+    for r in rows:
+        assert r["price_snapshot"] == data["price_snapshot"] and r["as_of"] and r["source"]
+        t = next(t for t in data["trials"] if (t["cloud"], t["instance_type"], bool(t["spot"]))
+                 == (r["cloud"], r["instance_type"], r["spot"]))
+        assert r["usd_per_hour"] == t["usd_per_hour"]
