@@ -10,7 +10,6 @@ Runs `gpuledger.capacity.plan_capacity` on the spec, writes the report with
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ import flows  # noqa: F401  (telemetry off before Prefect is imported)
 
 # isort: split
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_link_artifact, create_markdown_artifact
 
 from gpuledger.errors import UserError
 
@@ -26,29 +24,20 @@ from gpuledger.errors import UserError
 @flow(name="capacity", persist_result=False, log_prints=True)
 def capacity(spec: str) -> dict[str, Any]:
     """Plans serving capacity for a `kind: capacity` spec; returns the plan (a dict) and report files."""
+    from flows.artifacts import publish_report
     from gpuledger.capacity import plan_capacity
     from gpuledger.report import write_capacity_report
     from gpuledger.spec import load_spec
 
     log = get_run_logger()
     sp = load_spec(Path(spec))
-    if getattr(sp, "kind", None) != "capacity":
-        raise UserError(f"{spec}: kind is {getattr(sp, 'kind', '?')!r}; the capacity flow runs `kind: capacity` specs")
+    if sp.kind != "capacity":
+        raise UserError(f"{spec}: kind is {sp.kind!r}; the capacity flow runs `kind: capacity` specs")
     result = plan_capacity(sp)
     files = write_capacity_report(result, None)
-    html = getattr(files, "html", None)
-    md = getattr(files, "markdown", None)
-    markdown = Path(md).read_text(encoding="utf-8") if md and Path(md).exists() else f"# Capacity {sp.name}\n"
-    key = "capacity-" + sp.name
-    if html:
-        uri = Path(html).resolve().as_uri()
-        markdown += f"\n\n---\nFull report (HTML, charts): [{Path(html).resolve()}]({uri})\n"
-        with contextlib.suppress(Exception):
-            create_link_artifact(key=key + "-html", link=uri, link_text=f"Capacity plan {sp.name} (HTML)")
-    create_markdown_artifact(key=key, markdown=markdown, description=f"Capacity plan of {sp.name}")
-    log.info("Capacity plan of %s: %s", sp.name, html or md)
-    return {"plan": result, "html": str(html) if html else None, "markdown": str(md) if md else None}
-
+    publish_report(files, "capacity-" + sp.name, f"Capacity plan of {sp.name}")
+    log.info("Capacity plan of %s: %s", sp.name, files.html)
+    return {"plan": result, "html": str(files.html), "markdown": str(files.markdown)}
 
 if __name__ == "__main__":
     import json

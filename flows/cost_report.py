@@ -9,17 +9,14 @@ Reads the warehouse only (read-only connection).
 
 from __future__ import annotations
 
-import contextlib
 import re
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import flows  # noqa: F401  (telemetry off before Prefect is imported)
 
 # isort: split
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_link_artifact, create_markdown_artifact
 
 from gpuledger.errors import UserError
 
@@ -48,6 +45,7 @@ def check_week(week: str) -> str:
 @flow(name="cost-report", persist_result=False, log_prints=True)
 def cost_report(week: str | None = None) -> dict[str, Any]:
     """Writes the weekly cost report of `week` (default: last complete ISO week); returns its files."""
+    from flows.artifacts import publish_report
     from gpuledger.report import write_weekly_report
     from gpuledger.warehouse import Warehouse
 
@@ -55,19 +53,10 @@ def cost_report(week: str | None = None) -> dict[str, Any]:
     week = check_week(week) if week else last_complete_week()
     with Warehouse.open(read_only=True) as wh:
         files = write_weekly_report(wh, week=week)
-    html = getattr(files, "html", None)
-    md = getattr(files, "markdown", None)
-    markdown = Path(md).read_text(encoding="utf-8") if md and Path(md).exists() else f"# Weekly cost {week}\n"
-    if html:
-        uri = Path(html).resolve().as_uri()
-        markdown += f"\n\n---\nFull report (HTML, charts): [{Path(html).resolve()}]({uri})\n"
-        with contextlib.suppress(Exception):
-            create_link_artifact(key="cost-report-weekly-html", link=uri, link_text=f"Weekly cost {week} (HTML)")
-    create_markdown_artifact(key="cost-report-weekly", markdown=markdown, description=f"Weekly cost report {week}")
-    log.info("Weekly cost report %s: %s", week, html or md)
-    return {"week": week, "html": str(html) if html else None, "markdown": str(md) if md else None,
-            "csv": str(getattr(files, "csv", None)) if getattr(files, "csv", None) else None}
-
+    publish_report(files, "cost-report-weekly", f"Weekly cost report {week}")
+    log.info("Weekly cost report %s: %s", week, files.html)
+    return {"week": week, "html": str(files.html), "markdown": str(files.markdown),
+            "csv": [str(p) for p in files.csv]}
 
 if __name__ == "__main__":
     import sys

@@ -55,8 +55,6 @@ import flows  # noqa: F401  (telemetry off before Prefect is imported)
 # isort: split
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import (
-    create_link_artifact,
-    create_markdown_artifact,
     create_progress_artifact,
     create_table_artifact,
     update_progress_artifact,
@@ -215,13 +213,6 @@ def _artifact_key(*parts: str) -> str:
     """Returns an artifact key: lowercase letters, digits and dashes only (Prefect's rule)."""
     text = "-".join(parts).lower()
     return "".join(c if c.isalnum() or c == "-" else "-" for c in text)[:200]
-
-
-def _plan_dict(plan: Any) -> dict[str, Any]:
-    data = plan.to_json() if hasattr(plan, "to_json") else plan
-    if isinstance(data, str):
-        data = json.loads(data)
-    return data
 
 
 def _est_cost(row: dict[str, Any]) -> float:
@@ -433,8 +424,8 @@ def sweep(
     log = get_run_logger()
     spec_path = Path(spec)
     sp = load_spec(spec_path)
-    if getattr(sp, "kind", None) != "sweep":
-        raise UserError(f"{spec}: kind is {getattr(sp, 'kind', '?')!r}; the sweep flow runs `kind: sweep` specs "
+    if sp.kind != "sweep":
+        raise UserError(f"{spec}: kind is {sp.kind!r}; the sweep flow runs `kind: sweep` specs "
                         f"(use `gpuledger capacity` for capacity specs)")
     launcher_name = launcher or sp.launcher
     if launcher_name not in ("local", "skypilot"):
@@ -447,7 +438,7 @@ def sweep(
 
     plan = plan_sweep(sp, trials, max_parallel=max_parallel, launcher=launcher_name,
                       measured_preemption=measured_preemption_if_any() or None)
-    plan_json = _plan_dict(plan)
+    plan_json = plan.to_json()
     rows = {r["trial_id"]: r for r in plan_json.get("trials", [])}
     cap = int(plan_json.get("max_parallel") or max_parallel or sp.resources.max_parallel or 1)
     cap = max(1, min(cap, max_parallel or cap))
@@ -507,7 +498,7 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
             method=sp.method, model=sp.model, launcher=launcher_name,
             objective_metric=sp.search.objective.metric, objective_goal=sp.search.objective.goal,
             objective_target=sp.search.objective.target, budget_usd=budget,
-            deadline_s=getattr(sp.budget, "deadline_s", None) or getattr(sp.budget, "deadline", None),
+            deadline_s=sp.budget.deadline_s,
             max_parallel=cap, forced=forced, spec_path=str(spec_path),
             spec_yaml=_read_text(spec_path), spec_json=sp.model_dump(mode="json"),
             plan_json=plan_json, prices=prices_used(plan_json),
@@ -669,39 +660,21 @@ def _budget_stop(sweep_id: str, name: str, spent: float, in_flight_est: float, b
 
 def _report(name: str, sweep_id: str, summary: SweepSummary, log: Any) -> None:
     """Writes the ROI report; publishes markdown, trial-results table and HTML link artifacts."""
+    from flows.artifacts import publish_report
+    from gpuledger.report import write_sweep_report
     from gpuledger.warehouse import Warehouse
 
-    try:
-        from gpuledger.report import write_sweep_report
-    except ImportError as err:
-        log.warning("No ROI report: gpuledger.report is not available (%s)", err)
-        return
     with Warehouse.open(read_only=True) as wh:
         files = write_sweep_report(wh, name=name, sweep_id=sweep_id)
-        try:
-            results = wh.query("SELECT * FROM v_trial_results WHERE sweep_id = ?", [sweep_id]).to_dicts()
-        except Exception:
-            results = []
-    html = Path(getattr(files, "html", "") or "").resolve() if getattr(files, "html", None) else None
-    md_path = getattr(files, "markdown", None)
-    summary.report_html = str(html) if html else None
-    summary.report_markdown = str(md_path) if md_path else None
-    markdown = _read_text(Path(md_path)) if md_path else None
-    if markdown is None:
-        markdown = f"# Sweep {sweep_id}\n\n(no markdown report)\n"
-    if html:
-        markdown += f"\n\n---\nFull report (HTML, charts): [{html}]({html.as_uri()})\n"
-    with contextlib.suppress(Exception):
-        create_markdown_artifact(key=_artifact_key("sweep", name, "roi"), markdown=markdown,
-                                 description=f"ROI report of {sweep_id}")
+        results = wh.query("SELECT * FROM v_trial_results WHERE sweep_id = ?", [sweep_id]).to_dicts()
+    summary.report_html = str(files.html.resolve())
+    summary.report_markdown = str(files.markdown)
+    publish_report(files, _artifact_key("sweep", name, "roi"), f"ROI report of {sweep_id}",
+                   link_key=_artifact_key("sweep", name, "report"))
     with contextlib.suppress(Exception):
         create_table_artifact(key=_artifact_key("sweep", name, "results"), table=_table_rows(results),
                               description=f"Trial results of {sweep_id} (v_trial_results)")
-    if html:
-        with contextlib.suppress(Exception):
-            create_link_artifact(key=_artifact_key("sweep", name, "report"), link=html.as_uri(),
-                                 link_text=f"ROI report of {sweep_id} (HTML)")
-    log.info("ROI report of %s: %s", sweep_id, html or md_path)
+    log.info("ROI report of %s: %s", sweep_id, summary.report_html)
 
 
 def _fmt_metrics(metrics: Any) -> str:

@@ -19,20 +19,11 @@ from gpuledger.errors import UserError
 from gpuledger.launch.base import LaunchRequest
 
 
-def _get(row: Any, key: str, default: Any = None) -> Any:
-    if isinstance(row, dict):
-        return row.get(key, default)
-    return getattr(row, key, default)
+def _planned_rows(spec) -> list[dict[str, Any]]:
+    """Returns the planner's trial rows (placement per trial) for a SkyPilot launch."""
+    from gpuledger.plan import plan_sweep
 
-
-def _planned_rows(spec) -> list[Any] | None:
-    """Returns the planner's trial rows (placement per trial), or None where there is no planner."""
-    try:
-        from gpuledger.plan import plan_sweep
-    except ImportError:
-        return None
-    plan = plan_sweep(spec, launcher="skypilot")
-    return list(_get(plan, "trials", []) or [])
+    return plan_sweep(spec, launcher="skypilot").trials
 
 
 def launch_requests(spec, *, use_planner: bool = True) -> list[LaunchRequest]:
@@ -45,30 +36,30 @@ def launch_requests(spec, *, use_planner: bool = True) -> list[LaunchRequest]:
 
     trials = expand_trials(spec)
     rows = _planned_rows(spec) if use_planner else None
-    by_id = {_get(r, "trial_id"): r for r in rows} if rows else {}
+    by_id = {r.get("trial_id"): r for r in rows} if rows else {}
     res = spec.resources
     requests = []
     for trial in trials:
         row = by_id.get(trial.trial_id)
-        if row is not None and _get(row, "feasible", True) and _get(row, "accelerator"):
+        if row is not None and row.get("feasible", True) and row.get("accelerator"):
             placement = dict(
-                accelerator=_get(row, "accelerator"),
-                gpus=int(_get(row, "gpus") or 1),
-                cloud=_get(row, "cloud"),
-                region=_get(row, "region"),
-                instance_type=_get(row, "instance_type"),
-                spot=bool(_get(row, "spot", False)),
-                usd_per_hour=float(_get(row, "usd_per_hour", 0.0) or 0.0),
-                on_demand_usd_per_hour=_get(row, "on_demand_usd_per_hour"),
+                accelerator=row.get("accelerator"),
+                gpus=int(row.get("gpus") or 1),
+                cloud=row.get("cloud"),
+                region=row.get("region"),
+                instance_type=row.get("instance_type"),
+                spot=bool(row.get("spot", False)),
+                usd_per_hour=float(row.get("usd_per_hour", 0.0) or 0.0),
+                on_demand_usd_per_hour=row.get("on_demand_usd_per_hour"),
                 price_source="catalog",
                 price_description=(
-                    f"{_get(row, 'cloud')} {_get(row, 'instance_type')} {_get(row, 'region')} "
-                    f"{'spot' if _get(row, 'spot') else 'on-demand'}, plan price "
-                    f"({_get(row, 'price_source', 'catalog')} {_get(row, 'price_as_of', '')})".strip()
+                    f"{row.get('cloud')} {row.get('instance_type')} {row.get('region')} "
+                    f"{'spot' if row.get('spot') else 'on-demand'}, plan price "
+                    f"({row.get('price_source', 'catalog')} {row.get('price_as_of', '')})".strip()
                 ),
             )
         elif row is not None:
-            placement = dict(price_description=f"infeasible: {_get(row, 'reason', '')}")
+            placement = dict(price_description=f"infeasible: {row.get('reason', '')}")
         else:
             placement = dict(
                 accelerator=res.accelerators[0] if res.accelerators else None,
