@@ -44,9 +44,8 @@ import duckdb
 import polars as pl
 
 from gpuledger.errors import UserError
+from gpuledger.paths import ENV_PATH, resolve_path
 
-DEFAULT_PATH = Path("warehouse") / "ledger.duckdb"
-ENV_PATH = "GPULEDGER_WAREHOUSE"
 ENV_LOCK_TIMEOUT = "GPULEDGER_LOCK_TIMEOUT_S"
 #: `warehouse/` of the source tree: migrations, views, views.yml
 SQL_ROOT = Path(__file__).resolve().parent.parent / "warehouse"
@@ -102,14 +101,6 @@ class IngestResult:
 
 # --------------------------------------------------------------------------------------------
 # helpers on plain values
-
-
-def resolve_path(path: str | os.PathLike[str] | None = None) -> Path:
-    """Returns the warehouse file: `path`, else `$GPULEDGER_WAREHOUSE`, else ./warehouse/ledger.duckdb."""
-    if path is not None:
-        return Path(path)
-    env = os.environ.get(ENV_PATH)
-    return Path(env) if env else DEFAULT_PATH
 
 
 def utc_naive(value: datetime | str | None) -> datetime | None:

@@ -7,16 +7,16 @@ rates measured in an existing warehouse replace the defaults once there are enou
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 
 from gpuledger.errors import BudgetExceeded, UserError
 
 
 def _measured_preemption() -> dict | None:
     """Spot preemptions measured in the warehouse, if one exists (DuckDB is imported only then)."""
-    path = Path(os.environ.get("GPULEDGER_WAREHOUSE") or "warehouse/ledger.duckdb")
+    from gpuledger.paths import resolve_path
+
+    path = resolve_path()
     if not path.exists():
         return None
     from gpuledger.warehouse import measured_preemption_if_any
