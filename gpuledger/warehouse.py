@@ -52,6 +52,7 @@ SQL_ROOT = Path(__file__).resolve().parent.parent / "warehouse"
 MIGRATIONS_DIR = SQL_ROOT / "migrations"
 VIEWS_DIR = SQL_ROOT / "views"
 VIEWS_DOC = SQL_ROOT / "views.yml"
+QUERIES_DIR = SQL_ROOT / "queries"
 
 #: base tables, in the order `export_parquet` writes them
 TABLES = ("schema_migrations", "schema_views", "specs", "sweeps", "trials", "runs", "final_metrics", "metrics",
@@ -479,6 +480,14 @@ class Warehouse:
             return rel.pl()
         except duckdb.Error as err:
             raise UserError(_one_line(err)) from None
+
+    def query_named(self, name: str, params: dict[str, Any] | None = None) -> pl.DataFrame:
+        """Runs the named query `warehouse/queries/<name>.sql` with DuckDB named parameters (`$week`).
+
+        Every SQL statement of gpuledger lives in a .sql file under warehouse/ (views, migrations and
+        these named queries); callers pass values, never SQL text.
+        """
+        return self.query(named_sql(name), params or None)
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> None:
         """Runs statements that return nothing (writers only; prefer the typed methods)."""
@@ -913,6 +922,16 @@ def _migrations() -> list[tuple[int, str, str]]:
     if len(set(versions)) != len(versions):
         raise RuntimeError(f"duplicate migration versions in {MIGRATIONS_DIR}")
     return sorted(out)
+
+
+def named_sql(name: str) -> str:
+    """Returns the text of `warehouse/queries/<name>.sql` (a known name: no path from user input)."""
+    if not re.fullmatch(r"[a-z0-9_]+", name):
+        raise ValueError(f"named query {name!r}: names are lower-case letters, digits and '_'")
+    path = QUERIES_DIR / f"{name}.sql"
+    if not path.is_file():
+        raise ValueError(f"no named query {name!r} ({path} is missing)")
+    return path.read_text(encoding="utf-8").strip().rstrip(";")
 
 
 def _views() -> list[tuple[str, str]]:
