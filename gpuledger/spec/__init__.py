@@ -1,0 +1,41 @@
+"""The spec language: pydantic models of `kind: sweep` and `kind: capacity`, a bounded YAML loader
+that keeps line/column positions, precise error messages, and grid/random expansion into trials.
+
+Every problem in a spec is reported at once, one line each, as `FILE:LINE:COL: field.path: message`
+(see `SpecError`). Modules: `types` (durations, money, enumerations), `models` (pydantic models,
+JSON Schema), `yamlpos` (bounded YAML with positions), `problems` (located messages), `checks`
+(cross-field checks), `templates` (task placeholders and their safe rendering), `ids` (trial and
+sweep ids), `expand` (grid/random expansion), `load` (`parse_spec`, `load_spec`).
+"""
+
+from gpuledger.spec.expand import Trial, expand_trials, grid_size
+from gpuledger.spec.ids import spec_hash, sweep_id_for, trial_id_for
+from gpuledger.spec.load import load_spec, parse_spec
+from gpuledger.spec.models import (
+    Budget,
+    CapacityResources,
+    CapacitySpec,
+    Local,
+    MeasuredRate,
+    Objective,
+    RandomRange,
+    Resources,
+    Search,
+    Slo,
+    SweepSpec,
+    Task,
+    Traffic,
+    Train,
+    json_schema,
+)
+from gpuledger.spec.problems import Problem, SpecError
+from gpuledger.spec.templates import KNOWN_FIELDS, render_command, template_fields, template_values
+from gpuledger.spec.types import parse_duration, parse_money
+
+__all__ = [
+    "KNOWN_FIELDS", "Budget", "CapacityResources", "CapacitySpec", "Local", "MeasuredRate", "Objective",
+    "Problem", "RandomRange", "Resources", "Search", "Slo", "SpecError", "SweepSpec", "Task", "Traffic",
+    "Train", "Trial", "expand_trials", "grid_size", "json_schema", "load_spec", "parse_duration",
+    "parse_money", "parse_spec", "render_command", "spec_hash", "sweep_id_for", "template_fields",
+    "template_values", "trial_id_for",
+]

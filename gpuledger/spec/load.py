@@ -1,0 +1,67 @@
+"""Loading a spec: YAML text or a file to a validated model, or a SpecError with every problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from gpuledger.spec.checks import _semantic_problems
+from gpuledger.spec.expand import grid_size
+from gpuledger.spec.models import _SPEC_ADAPTER, CapacitySpec, SweepSpec
+from gpuledger.spec.problems import Problem, SpecError, _dotted, _problems_from_validation
+from gpuledger.spec.yamlpos import _load_yaml
+
+
+def parse_spec(text: str, filename: str = "<spec>") -> SweepSpec | CapacitySpec:
+    """Returns the validated spec of YAML `text`; raises SpecError listing every problem."""
+    data, positions, problems = _load_yaml(text, filename)
+    if data is None and problems:
+        raise SpecError(problems)
+    if not isinstance(data, dict):
+        raise SpecError(problems + [Problem(filename, 1, 1, "", "a spec must be a mapping (key: value lines)")])
+    kind = data.get("kind")
+    if kind not in ("sweep", "capacity"):
+        line, col = positions.get(("kind",), (1, 1))
+        msg = "required field is missing (sweep or capacity)" if kind is None else f"must be one of sweep, capacity (got {kind!r})"
+        raise SpecError(problems + [Problem(filename, line, col, "kind", msg)])
+    def located(path: tuple) -> tuple[int, int]:
+        if path and path[-1] == "__key__":  # a problem about a key itself
+            if path in positions:
+                return positions[path]
+            path = path[:-1]
+        key = path
+        while key and key not in positions:
+            key = key[:-1]
+        return positions.get(key, (1, 1))
+
+    semantic = [Problem(filename, *located(path), _dotted(tuple(p for p in path if p != "__key__")), msg) for path, msg in _semantic_problems(data)]
+    try:
+        spec = _SPEC_ADAPTER.validate_python(data)
+    except ValidationError as exc:
+        problems += _problems_from_validation(exc, positions, filename, kind, data)
+        problems += [p for p in semantic if (p.path, p.message) not in {(q.path, q.message) for q in problems}]
+        raise SpecError(sorted(problems, key=lambda p: (p.line, p.col))) from None
+    spec._positions = positions
+    spec._source = filename
+    problems += semantic
+    if not problems and isinstance(spec, SweepSpec) and spec.search.strategy == "grid" and grid_size(spec) == 0:
+        problems.append(Problem(filename, *located(("search", "exclude")), "search.exclude", "the exclude rules leave no trial"))
+    if problems:
+        raise SpecError(sorted(problems, key=lambda p: (p.line, p.col)))
+    return spec
+
+
+def load_spec(path: str | Path) -> SweepSpec | CapacitySpec:
+    """Returns the validated spec in file `path`; raises SpecError (a UserError)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError([Problem(str(path), 1, 1, "", "no such file")]) from None
+    except IsADirectoryError:
+        raise SpecError([Problem(str(path), 1, 1, "", "is a directory, not a spec file")]) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise SpecError([Problem(str(path), 1, 1, "", f"cannot read: {err}")]) from None
+    return parse_spec(text, str(path))
+

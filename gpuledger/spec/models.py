@@ -1,0 +1,199 @@
+"""The pydantic models of `kind: sweep` and `kind: capacity`, and their JSON Schema."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, field_validator
+
+from gpuledger.spec.types import (
+    LABEL_PATTERN,
+    NAME_PATTERN,
+    Accelerator,
+    Cloud,
+    Duration,
+    Method,
+    Money,
+    Optimizer,
+    Precision,
+    Scalar,
+    Sharding,
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------------------------
+# kind: sweep
+
+
+class Objective(_Strict):
+    metric: str = Field(min_length=1, description="name of the metric the trial reports, e.g. eval_loss")
+    goal: Literal["minimize", "maximize"] = "minimize"
+    target: float | None = Field(None, description="good-enough value; time/cost to reach it are reported")
+
+
+class RandomRange(_Strict):
+    """A continuous or integer range for `strategy: random`."""
+
+    low: float
+    high: float
+    log: bool = False
+    type: Literal["float", "int"] = "float"
+
+
+ParamValues = list[Scalar] | RandomRange
+
+
+class Search(_Strict):
+    strategy: Literal["grid", "random"] = "grid"
+    params: dict[str, ParamValues] = Field(min_length=1)
+    n_trials: int | None = Field(None, ge=1, le=100_000)
+    seed: int = 0
+    exclude: list[dict[str, Scalar | list[Scalar]]] = Field(
+        default_factory=list, description="a trial matching every key of one rule is left out"
+    )
+    objective: Objective
+
+    @field_validator("params")
+    @classmethod
+    def _param_names(cls, params: dict[str, Any]) -> dict[str, Any]:
+        for name in params:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"parameter name {name!r} must be an identifier (letters, digits, _)")
+        return params
+
+
+class Train(_Strict):
+    seq_len: int = Field(2048, ge=1, le=10_000_000)
+    tokens_per_trial: int | None = Field(None, ge=1, description="training tokens per trial (for time and cost)")
+    micro_batch: int = Field(1, ge=1)
+    grad_checkpointing: bool = True
+    flash_attention: bool = True
+    optimizer: Optimizer = "adamw"
+    lora_r: int = Field(16, ge=1)
+    lora_targets: str = "q,v"
+    sharding: Sharding = "auto"
+    prompt_len: int | None = Field(None, ge=1)
+    completion_len: int | None = Field(None, ge=1)
+    group_size: int | None = Field(None, ge=1)
+
+
+class Resources(_Strict):
+    accelerators: list[Accelerator] = Field(default_factory=list)
+    gpus_per_trial: Literal["auto"] | Annotated[int, Field(ge=1, le=8)] = "auto"
+    clouds: list[Cloud] = Field(default_factory=lambda: ["aws", "gcp"])
+    regions: list[str] | None = None
+    spot: Literal["auto", "always", "never"] = "auto"
+    max_parallel: int = Field(4, ge=1, le=1024)
+    preemption_per_hour: float | None = Field(
+        None, ge=0, le=10, description="overrides the default spot preemption rate (per hour)"
+    )
+    deadline_confidence: float = Field(0.9, gt=0, lt=1)
+
+
+class Budget(_Strict):
+    max_usd: Money = Field(gt=0)
+    deadline: Duration | None = None
+
+    @property
+    def deadline_s(self) -> float | None:
+        return self.deadline
+
+
+class Local(_Strict):
+    usd_per_hour: Money = 0.0
+    trial_timeout: Duration | None = None
+
+
+class Task(_Strict):
+    setup: str | None = None
+    run: str = Field(min_length=1)
+    workdir: str = "."
+    env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, env: dict[str, str]) -> dict[str, str]:
+        for key in env:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+                raise ValueError(f"environment variable name {key!r} is not valid")
+        return env
+
+
+class _SpecBase(_Strict):
+    name: str = Field(pattern=NAME_PATTERN, description="[a-z0-9-]+; used in file names")
+    project: str = Field(pattern=LABEL_PATTERN)
+    owner: str = Field(pattern=LABEL_PATTERN)
+    model: str = Field(min_length=1, description="a registry name, or a path to an HF config.json")
+    precision: Precision = "bf16"
+
+    _positions: dict[tuple, tuple[int, int]] = PrivateAttr(default_factory=dict)
+    _source: str = PrivateAttr(default="<spec>")
+
+    def position(self, *path: str | int) -> tuple[str, int, int]:
+        """Returns (file, line, column) of a field, or of its nearest located parent."""
+        key = tuple(path)
+        while key and key not in self._positions:
+            key = key[:-1]
+        line, col = self._positions.get(key, (1, 1))
+        return self._source, line, col
+
+
+class SweepSpec(_SpecBase):
+    kind: Literal["sweep"]
+    method: Method = "lora"
+    train: Train = Field(default_factory=Train)
+    search: Search
+    resources: Resources = Field(default_factory=Resources)
+    budget: Budget
+    launcher: Literal["local", "skypilot"] = "local"
+    local: Local = Field(default_factory=Local)
+    task: Task
+
+
+class Traffic(_Strict):
+    qps: float = Field(gt=0, description="requests per second at peak")
+    prompt_tokens: int = Field(ge=1)
+    output_tokens: int = Field(ge=1)
+
+
+class Slo(_Strict):
+    p95_ttft_ms: float = Field(gt=0, description="time to first token, 95th percentile (ms)")
+    p95_tpot_ms: float = Field(gt=0, description="time per output token, 95th percentile (ms)")
+
+
+class CapacityResources(_Strict):
+    accelerators: list[Accelerator] = Field(min_length=1)
+    clouds: list[Cloud] = Field(default_factory=lambda: ["aws", "gcp"])
+    regions: list[str] | None = None
+    max_gpus_per_replica: int = Field(8, ge=1, le=8)
+
+
+class MeasuredRate(_Strict):
+    tokens_per_s_per_gpu: float = Field(gt=0, description="output tokens/s one GPU sustained, prefill included")
+
+
+class CapacitySpec(_SpecBase):
+    kind: Literal["capacity"]
+    traffic: Traffic
+    slo: Slo
+    headroom: float = Field(0.2, ge=0, le=10, description="extra capacity above peak, 0.2 = 20%")
+    resources: CapacityResources
+    measured: dict[Accelerator, MeasuredRate] = Field(default_factory=dict)
+
+
+Spec = Annotated[SweepSpec | CapacitySpec, Field(discriminator="kind")]
+_SPEC_ADAPTER: TypeAdapter = TypeAdapter(Spec)
+
+
+def json_schema() -> dict[str, Any]:
+    """Returns the JSON Schema of both spec kinds (for editor completion)."""
+    schema = _SPEC_ADAPTER.json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "gpuledger spec"
+    return schema
+

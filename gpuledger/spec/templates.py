@@ -1,0 +1,57 @@
+"""Task templates: `{name}` placeholders, the values they may use, and their rendering."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import string
+from typing import Any
+
+from gpuledger.spec.ids import sweep_id_for
+from gpuledger.spec.models import SweepSpec, Train
+
+#: Placeholders a task template may use besides the search parameters.
+KNOWN_FIELDS = frozenset(
+    {"trial_id", "trial_index", "sweep_id", "name", "project", "owner", "model", "method", "precision"}
+    | set(Train.model_fields)
+)
+
+
+def template_fields(template: str) -> list[str]:
+    """Returns the placeholder names of a `{name}` template; raises ValueError on bad syntax."""
+    names = []
+    for _literal, field, fmt, conv in string.Formatter().parse(template):
+        if field is None:
+            continue
+        if not field or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", field):
+            raise ValueError(f"placeholder {{{field}}} must be a plain name like {{lora_r}}")
+        if fmt or conv:
+            raise ValueError(f"placeholder {{{field}}} may not carry a format or conversion")
+        names.append(field)
+    return names
+
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def render_command(template: str, values: dict[str, Any]) -> str:
+    """Returns `template` with each `{name}` replaced by the shell-quoted value (`shlex.quote`)."""
+    quoted = {k: shlex.quote(_format_value(v)) for k, v in values.items()}
+    return template.format_map(quoted)
+
+
+def template_values(spec: SweepSpec, params: dict[str, Any], trial_id: str, index: int) -> dict[str, Any]:
+    """Returns the values a task template may use: known fields, overridden by the search params."""
+    values: dict[str, Any] = dict(spec.train.model_dump())
+    values.update(
+        trial_id=trial_id, trial_index=index, sweep_id=sweep_id_for(spec), name=spec.name,
+        project=spec.project, owner=spec.owner, model=spec.model, method=spec.method,
+        precision=spec.precision,
+    )
+    values.update(params)
+    return values
+

@@ -1,0 +1,81 @@
+"""Scalar types of the spec language: durations, money, accelerator names, enumerations."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator
+
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(d|h|m|s)", re.IGNORECASE)
+_DURATION_UNIT_S = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+
+
+def parse_duration(value: Any) -> float:
+    """Returns seconds for `8h`, `90m`, `2d`, `1h30m`, `45s` or a bare number of seconds."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration like 8h, 90m or 2d (got {value!r})")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip().replace(" ", "")
+        pos, seconds, matched = 0, 0.0, False
+        for m in _DURATION_RE.finditer(text):
+            if m.start() != pos:
+                break
+            seconds += float(m.group(1)) * _DURATION_UNIT_S[m.group(2).lower()]
+            pos, matched = m.end(), True
+        if not matched or pos != len(text):
+            raise ValueError(f"expected a duration like 8h, 90m, 2d or 1h30m (got {value!r})")
+    else:
+        raise ValueError(f"expected a duration like 8h, 90m or 2d (got {value!r})")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"must be a positive duration (got {value!r})")
+    return seconds
+
+
+def parse_money(value: Any) -> float:
+    """Returns US dollars for `300`, `300.50`, `"$1,200"` or `"1200 USD"`; rejects negatives."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected an amount of US dollars like 300 or '$1,200' (got {value!r})")
+    if isinstance(value, str):
+        text = value.strip().replace(",", "").replace("_", "")
+        text = re.sub(r"(?i)^\$|\s*usd$", "", text).strip()
+        try:
+            amount = float(text)
+        except ValueError:
+            raise ValueError(f"expected an amount of US dollars like 300 or '$1,200' (got {value!r})") from None
+    elif isinstance(value, int | float):
+        amount = float(value)
+    else:
+        raise ValueError(f"expected an amount of US dollars like 300 (got {value!r})")
+    if not math.isfinite(amount) or amount < 0:
+        raise ValueError(f"must be a non-negative amount of US dollars (got {value!r})")
+    return amount
+
+
+def _normalize_accelerator(value: Any) -> str:
+    from gpuledger.catalog import UnknownAccelerator, normalize_accelerator
+
+    if not isinstance(value, str):
+        raise ValueError(f"expected an accelerator name like H100 or A100-80GB (got {value!r})")
+    try:
+        return normalize_accelerator(value)
+    except UnknownAccelerator as err:
+        raise ValueError(str(err)) from None
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+Money = Annotated[float, BeforeValidator(parse_money)]
+Accelerator = Annotated[str, BeforeValidator(_normalize_accelerator)]
+Scalar = str | int | float | bool
+Cloud = Literal["aws", "gcp", "azure", "lambda", "nebius", "vast", "runpod", "oci", "kubernetes"]
+Method = Literal["full", "lora", "qlora", "grpo", "ppo"]
+Precision = Literal["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed", "fp8", "int8", "int4", "nf4"]
+Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
+Sharding = Literal["auto", "none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
+
+NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
+LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,62}$"
+
