@@ -16,6 +16,7 @@ from gpuledger.spec.models import (
     CapacityResources,
     CapacitySpec,
     Local,
+    MeasuredPoint,
     MeasuredRate,
     Objective,
     RandomRange,
@@ -33,7 +34,7 @@ from gpuledger.spec.templates import KNOWN_FIELDS, render_command, template_fiel
 from gpuledger.spec.types import parse_duration, parse_money
 
 __all__ = [
-    "KNOWN_FIELDS", "Budget", "CapacityResources", "CapacitySpec", "Local", "MeasuredRate", "Objective",
+    "KNOWN_FIELDS", "Budget", "CapacityResources", "CapacitySpec", "Local", "MeasuredPoint", "MeasuredRate", "Objective",
     "Problem", "RandomRange", "Resources", "Search", "Slo", "SpecError", "SweepSpec", "Task", "Traffic",
     "Train", "Trial", "expand_trials", "grid_size", "json_schema", "load_spec", "parse_duration",
     "parse_money", "parse_spec", "render_command", "spec_hash", "sweep_id_for", "template_fields",

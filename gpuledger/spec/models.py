@@ -173,8 +173,23 @@ class CapacityResources(_Strict):
     max_gpus_per_replica: int = Field(8, ge=1, le=8)
 
 
-class MeasuredRate(_Strict):
+Engine = Literal["vllm", "sglang", "trtllm"]
+
+
+class MeasuredPoint(_Strict):
+    """One measured serving operating point of an accelerator (e.g. from `vllm bench serve`)."""
+
     tokens_per_s_per_gpu: float = Field(gt=0, description="output tokens/s one GPU sustained, prefill included")
+    concurrency: int | None = Field(None, ge=1, description="requests in flight (closed loop) or max batch")
+    request_rate: float | None = Field(None, gt=0, description="offered requests/s (open loop), if measured so")
+    ttft_ms: float | None = Field(None, gt=0, description="p95 time to first token at this point (ms)")
+    tpot_ms: float | None = Field(None, gt=0, description="p95 time per output token at this point (ms)")
+    engine: Engine | None = Field(None, description="engine measured; default: the spec's engine")
+    gpus_per_replica: int = Field(1, ge=1, le=8, description="tensor-parallel GPUs of the measured replica")
+
+
+#: Older name of `MeasuredPoint` (a rate alone is still a valid entry).
+MeasuredRate = MeasuredPoint
 
 
 class CapacitySpec(_SpecBase):
@@ -182,8 +197,9 @@ class CapacitySpec(_SpecBase):
     traffic: Traffic
     slo: Slo
     headroom: float = Field(0.2, ge=0, le=10, description="extra capacity above peak, 0.2 = 20%")
+    engine: Engine = Field("vllm", description="serving engine: its kernels and scheduler limits")
     resources: CapacityResources
-    measured: dict[Accelerator, MeasuredRate] = Field(default_factory=dict)
+    measured: dict[Accelerator, MeasuredPoint] = Field(default_factory=dict)
 
 
 Spec = Annotated[SweepSpec | CapacitySpec, Field(discriminator="kind")]
