@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from gpuledger.safeyaml import FileRefused, read_text_file
 from gpuledger.spec.checks import _semantic_problems
 from gpuledger.spec.expand import grid_size
 from gpuledger.spec.models import _SPEC_ADAPTER, CapacitySpec, SweepSpec
@@ -25,7 +26,11 @@ def parse_spec(text: str, filename: str = "<spec>") -> SweepSpec | CapacitySpec:
         line, col = positions.get(("kind",), (1, 1))
         msg = "required field is missing (sweep or capacity)" if kind is None else f"must be one of sweep, capacity (got {kind!r})"
         raise SpecError(problems + [Problem(filename, line, col, "kind", msg)])
+
     def located(path: tuple) -> tuple[int, int]:
+        if len(path) > 2 and path[-2] == "__text__":  # line N (0-based) of a scalar's text
+            line, col = positions.get((*path[:-2], "__text__")) or located(path[:-2])
+            return (line + path[-1], col if path[-1] == 0 else 1)
         if path and path[-1] == "__key__":  # a problem about a key itself
             if path in positions:
                 return positions[path]
@@ -35,7 +40,7 @@ def parse_spec(text: str, filename: str = "<spec>") -> SweepSpec | CapacitySpec:
             key = key[:-1]
         return positions.get(key, (1, 1))
 
-    semantic = [Problem(filename, *located(path), _dotted(tuple(p for p in path if p != "__key__")), msg) for path, msg in _semantic_problems(data)]
+    semantic = [Problem(filename, *located(path), _dotted(tuple(p for p in path if p != "__key__")[: len(path) - 2 if "__text__" in path else None]), msg) for path, msg in _semantic_problems(data)]
     try:
         spec = _SPEC_ADAPTER.validate_python(data)
     except ValidationError as exc:
@@ -53,15 +58,12 @@ def parse_spec(text: str, filename: str = "<spec>") -> SweepSpec | CapacitySpec:
 
 
 def load_spec(path: str | Path) -> SweepSpec | CapacitySpec:
-    """Returns the validated spec in file `path`; raises SpecError (a UserError)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError([Problem(str(path), 1, 1, "", "no such file")]) from None
-    except IsADirectoryError:
-        raise SpecError([Problem(str(path), 1, 1, "", "is a directory, not a spec file")]) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise SpecError([Problem(str(path), 1, 1, "", f"cannot read: {err}")]) from None
-    return parse_spec(text, str(path))
+    """Returns the validated spec in file `path`; raises SpecError (a UserError).
 
+    Only a regular file of at most 256 KiB is read (`gpuledger.safeyaml.read_text_file`): a
+    directory, `/dev/zero` or a FIFO is refused at once, in one line."""
+    try:
+        text = read_text_file(path)
+    except FileRefused as err:
+        raise SpecError([Problem(str(path), 1, 1, "", err.reason)]) from None
+    return parse_spec(text, str(path))

@@ -1,0 +1,179 @@
+"""Adversarial inputs of the spec side (issue #17): one test per attack, each reproducing it first.
+
+Each attack is what a careful hostile user would try; each must be answered with one clear message,
+in bounded time and memory, with nothing executed and no traceback. Attacks that could hang or eat
+memory if they regressed run in a real subprocess with a memory limit and a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpuledger.cli import main
+from gpuledger.spec import SpecError, load_spec, parse_spec
+
+REPO = Path(__file__).resolve().parent.parent
+GPULEDGER = [sys.executable, "-m", "gpuledger.cli"]
+
+GOOD = textwrap.dedent(
+    """\
+    kind: sweep
+    name: adv
+    project: p
+    owner: o
+    model: gpt2
+    train: {seq_len: 128, tokens_per_trial: 1000}
+    search:
+      params:
+        lr: [0.001, 0.01]
+      objective: {metric: eval_loss}
+    budget: {max_usd: 10}
+    task:
+      run: python train.py --lr {lr}
+    """
+)
+
+
+def _limited(max_gib: float = 1.0):
+    def apply():
+        limit = int(max_gib * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return apply
+
+
+def _cli(*args: str, timeout: float = 60, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """Runs `gpuledger ARGS` in a real subprocess under a 1.5 GiB address-space limit."""
+    return subprocess.run([*GPULEDGER, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          preexec_fn=_limited(1.5), env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def _problems(text: str) -> str:
+    with pytest.raises(SpecError) as info:
+        parse_spec(text, "adv.yaml")
+    return str(info.value)
+
+
+# ------------------------------------------------------------------------------------------------
+# #17.2 the YAML loader is bounded
+
+
+def test_alias_bomb_is_refused_at_once(tmp_path):
+    """800 bytes of nested aliases expand to 9**9 = 387 million strings (gigabytes): PyYAML's
+    safe loader never finishes. The bounded loader stops at 20,000 expanded values."""
+    lol = '"lol-lol-lol-lol-lol-lol-lol-lol-lol-lol-lol"'
+    lines = [f"a: &a [{', '.join([lol] * 9)}]"]
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\n")
+    assert 600 <= bomb.stat().st_size <= 900
+    done = _cli("validate", str(bomb))
+    assert done.returncode == 1, done
+    assert "alias" in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"{bomb}:"), done.stderr
+
+
+def test_many_aliases_are_refused():
+    text = "x: &x 1\ny: [" + ", ".join(["*x"] * 150) + "]\n"
+    assert "more than 100 aliases" in _problems(text)
+
+
+@pytest.mark.parametrize("shape", ["flow-list", "flow-map", "block-map"])
+def test_deep_nesting_is_refused_not_a_recursion_error(shape):
+    """5,000 nested collections overflow PyYAML's recursive composer (RecursionError)."""
+    n = 5000
+    if shape == "flow-list":
+        text = "a: " + "[" * n + "]" * n + "\n"
+    elif shape == "flow-map":
+        text = "a: " + "{a: " * n + "1" + "}" * n + "\n"
+    else:
+        n = 600  # 5,000 indented levels would be 12 MiB, over the size limit
+        text = "".join(" " * i + "a:\n" for i in range(n)) + " " * n + "1\n"
+    message = _problems(text)
+    assert "nested more than 64 levels deep" in message and message.count("\n") == 0
+
+
+@pytest.mark.parametrize("key,kind", [("1", "an integer"), ("null", "empty (null)"), ("~", "empty (null)"),
+                                      ("off", "a boolean"), ("2.5", "a number")])
+def test_non_text_keys_are_named_not_a_type_error(key, kind):
+    """`1:` or `null:` as a grid parameter made the name check raise TypeError."""
+    text = GOOD.replace("    lr: [0.001, 0.01]\n", f"    lr: [0.001, 0.01]\n    {key}: [a, b]\n")
+    message = _problems(text)
+    assert f"adv.yaml:10:5: search.params: key {key!r} is {kind}" in message
+    assert "quote it" in message
+
+
+def test_a_list_as_key_is_refused():
+    text = GOOD.replace("    lr: [0.001, 0.01]\n", "    lr: [0.001, 0.01]\n    ? [a, b]\n    : [1]\n")
+    assert "a key must be a name, not a list or mapping" in _problems(text)
+
+
+def test_python_tags_construct_nothing(tmp_path):
+    marker = tmp_path / "pwned"
+    text = GOOD.replace("owner: o", f"owner: !!python/object/apply:os.system ['touch {marker}']")
+    message = _problems(text)
+    assert "adv.yaml:4:8: owner: YAML error" in message and "python/object/apply" in message
+    assert not marker.exists()
+
+
+def test_an_integer_of_5000_digits_is_one_line():
+    text = GOOD.replace("max_usd: 10", "max_usd: " + "9" * 5000)
+    message = _problems(text)
+    assert "budget.max_usd: cannot read this value" in message and "Traceback" not in message
+
+
+def test_an_oversized_text_is_refused_before_parsing():
+    message = _problems("a: b\n" * 100_000)
+    assert "at most 256 KiB" in message
+
+
+# ------------------------------------------------------------------------------------------------
+# #17.2 spec files: regular files of bounded size only
+
+
+def test_dev_zero_is_refused_at_once():
+    """Reading /dev/zero as a spec ran until MemoryError."""
+    done = _cli("validate", "/dev/zero", timeout=30)
+    assert done.returncode == 1
+    assert done.stderr.strip() == "/dev/zero:1:1: is a device, not a regular file; give the path of a YAML file"
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    """A FIFO with no writer blocked `validate` forever."""
+    fifo = tmp_path / "spec.yaml"
+    os.mkfifo(fifo)
+    done = _cli("validate", str(fifo), timeout=30)
+    assert done.returncode == 1
+    assert "is a FIFO (named pipe), not a regular file" in done.stderr
+
+
+def test_a_directory_and_a_huge_file_are_refused(tmp_path):
+    with pytest.raises(SpecError, match="is a directory, not a file"):
+        load_spec(tmp_path)
+    big = tmp_path / "big.yaml"
+    with big.open("wb") as f:
+        f.truncate(10 * 2**30)  # 10 GiB, sparse: nothing is read
+    with pytest.raises(SpecError, match=r"big.yaml:1:1: is 10485760 KiB; a file here may be at most 256 KiB"):
+        load_spec(big)
+
+
+def test_a_file_that_is_not_utf8_names_the_byte(tmp_path):
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes(GOOD.encode().replace(b"owner: o", b"owner: \xe9t\xe9"))
+    with pytest.raises(SpecError, match=r"is not UTF-8 text \(byte \d+, line 4"):
+        load_spec(bad)
+
+
+def test_every_refusal_through_the_cli_is_one_line(tmp_path, capsys):
+    (tmp_path / "deep.yaml").write_text("a: " + "[" * 5000 + "]" * 5000)
+    code = main(["validate", str(tmp_path / "deep.yaml"), "/dev/null", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 3, err
