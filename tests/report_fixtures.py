@@ -20,7 +20,9 @@ import difflib
 import os
 from pathlib import Path
 
-from gpuledger.warehouse import Warehouse, example_record
+from record_fixtures import example_record
+
+from gpuledger.warehouse import Warehouse
 
 SWEEP_ID = "lora-grid-0123abcd"
 START = "2026-01-05T10:00:00"

@@ -188,7 +188,7 @@ def test_markdown_stays_within_prefect_limit():
 
 
 def test_large_sweep_markdown_within_limit(tmp_path):
-    from gpuledger.warehouse import example_record
+    from record_fixtures import example_record
 
     with Warehouse.open(tmp_path / "w.duckdb") as w:
         w.register_sweep(sweep_id="big-00000000", name="big", objective_metric="loss", started_at="2026-01-05T10:00:00")
@@ -203,7 +203,7 @@ def test_large_sweep_markdown_within_limit(tmp_path):
 
 @pytest.mark.skipif(os.name != "posix", reason="path check")
 def test_odd_sweep_id_never_becomes_a_raw_path(tmp_path):
-    from gpuledger.warehouse import example_record
+    from record_fixtures import example_record
 
     with Warehouse.open(tmp_path / "w.duckdb") as w:
         w.ingest_records([example_record("x1", "t1", sweep_id="../../Evil Sweep")])
@@ -225,7 +225,7 @@ def test_cli_report_sweep(_isolated_warehouse, tmp_path, capsys):
 
 
 def test_local_rate_is_labelled(tmp_path):
-    from gpuledger.warehouse import example_record
+    from record_fixtures import example_record
 
     with Warehouse.open(tmp_path / "w.duckdb") as w:
         w.register_sweep(sweep_id="demo-00000001", name="demo", objective_metric="loss", launcher="local",

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from record_fixtures import example_record
 
 from gpuledger.cli import main
-from gpuledger.warehouse import Warehouse, example_record, writing_statements
+from gpuledger.warehouse import Warehouse, writing_statements
 
 
 @pytest.fixture

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
+from record_fixtures import example_record
 
 from gpuledger.errors import UserError
-from gpuledger.warehouse import Warehouse, example_record, resolve_path
+from gpuledger.warehouse import Warehouse, resolve_path
 
 TABLES = ("specs", "sweeps", "trials", "runs", "final_metrics", "metrics", "billing", "prices")
 
@@ -38,6 +42,46 @@ def test_migrate_twice_is_a_noop(tmp_path):
         assert wh.query("select * from schema_migrations").equals(first)
         assert wh.query("select * from schema_views").equals(views)  # views unchanged: not re-created
         assert set(TABLES) <= set(wh.tables())
+
+
+def test_an_edited_applied_migration_is_a_clear_error(tmp_path, monkeypatch):
+    from gpuledger.warehouse import MigrationChanged, sqlfiles
+
+    migrations = tmp_path / "migrations"
+    shutil.copytree(sqlfiles.MIGRATIONS_DIR, migrations)
+    monkeypatch.setattr(sqlfiles, "MIGRATIONS_DIR", migrations)
+    path = tmp_path / "ledger.duckdb"
+    Warehouse.open(path).close()
+    first = sorted(migrations.glob("001_*.sql"))[0]
+    first.write_text(first.read_text() + "\n-- an afterthought\n")
+    with pytest.raises(MigrationChanged) as err:
+        Warehouse.open(path)
+    assert str(first) in str(err.value) and "edited after it was applied" in str(err.value)
+    assert "new migration" in str(err.value)
+    with Warehouse.open(path, read_only=True) as wh:  # readers do not migrate: still readable
+        assert wh.scalar("select count(*) from schema_migrations") >= 1
+
+
+def test_views_yml_is_applied_as_comments(tmp_path):
+    import yaml
+
+    from gpuledger.warehouse import VIEWS_DOC
+
+    doc = yaml.safe_load(VIEWS_DOC.read_text())["views"]
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        views = dict(wh.query("select view_name, comment from duckdb_views() where not internal").rows())
+        cols = {(r[0], r[1]): r[2] for r in wh.query(
+            "select table_name, column_name, comment from duckdb_columns() where table_name like 'v_%'").rows()}
+    for name, v in doc.items():
+        assert views[name] == v["description"]
+        for c in v["columns"]:
+            want = c["description"] + (f" [{c['unit']}]" if c.get("unit") else "")
+            assert cols[(name, c["name"])] == want
+    # any SQL client sees them: the DuckDB CLI, read-only
+    out = subprocess.run([str(Path(sys.executable).parent / "duckdb"), "-readonly", str(tmp_path / "w.duckdb"),
+                          "-csv", "-c", "select comment from duckdb_views() where view_name = 'v_waste'"],
+                         capture_output=True, text=True, timeout=60)
+    assert doc["v_waste"]["description"] in out.stdout
 
 
 def test_path_resolution(tmp_path, monkeypatch):

@@ -11,16 +11,18 @@ import time
 from pathlib import Path
 
 import pytest
+from record_fixtures import example_record
 
 from gpuledger.errors import UserError
-from gpuledger.warehouse import Warehouse, example_record
+from gpuledger.warehouse import Warehouse
 
 REPO = Path(__file__).resolve().parent.parent
 N_RECORDS, N_POINTS = 200, 500  # 100,000 metric rows in one batch
 
 WRITER = textwrap.dedent(f"""
     import sys, time
-    from gpuledger.warehouse import Warehouse, example_record
+    from gpuledger.warehouse import Warehouse
+    from record_fixtures import example_record
     path, mode = sys.argv[1], sys.argv[2]
     recs = [example_record(f"big{{i}}", f"t{{i}}", sweep_id="s",
                            metrics=[{{"name": "loss", "value": float(j), "step": j}} for j in range({N_POINTS})])
@@ -44,7 +46,7 @@ def _state(path: Path) -> tuple:
 
 
 def _spawn(args: list[str], **kw) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
     return subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, text=True, cwd=REPO, env=env, **kw)
 
 

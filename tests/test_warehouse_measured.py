@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from gpuledger.warehouse import Warehouse, example_record, measured_preemption_if_any
+from record_fixtures import example_record
+
+from gpuledger.warehouse import Warehouse, measured_preemption_if_any
 
 
 def _spot_run(i: int, hours: float, preemptions: int) -> dict:

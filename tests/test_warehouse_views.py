@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from record_fixtures import example_record
 
-from gpuledger.warehouse import VIEWS_DOC, Warehouse, example_record
+from gpuledger.warehouse import VIEWS_DOC, Warehouse
 
 S = "lora-grid-1a2b3c4d"
 

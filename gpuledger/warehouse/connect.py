@@ -1,0 +1,162 @@
+"""Opening the DuckDB file: one writing process XOR any number of readers, with a bounded wait.
+
+DuckDB takes an OS file lock when it opens a database file: a shared (read) lock for a read-only
+connection, an exclusive (write) lock for a read-write one. A writer therefore cannot open the file
+while ANY reader holds it (`duckdb -readonly`, a notebook, a long `gpuledger sql`), and a reader
+cannot open it while a writer holds it. `connect` retries with backoff until the holder lets go,
+for at most `GPULEDGER_LOCK_TIMEOUT_S` seconds (default `DEFAULT_LOCK_TIMEOUT_S`), then raises
+`WarehouseBusy` naming the holder as what it is: a reader or a writer, its pid and command line
+(from `/proc/locks` where the OS has one, else from DuckDB's own message).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from gpuledger.errors import UserError
+
+ENV_LOCK_TIMEOUT = "GPULEDGER_LOCK_TIMEOUT_S"
+#: seconds a connection waits for the process holding the file to let go (env overrides)
+DEFAULT_LOCK_TIMEOUT_S = 10.0
+#: longest sleep between two attempts while waiting
+MAX_RETRY_SLEEP_S = 0.25
+
+_LOCK_PID_RE = re.compile(r"\(PID (\d+)\)")
+_READONLY_HINT = "would be able to open this database in read-only mode"
+
+
+class WarehouseBusy(UserError):
+    """The warehouse file stayed locked by another process for the whole wait."""
+
+    def __init__(self, message: str, *, holder_pid: int | None, holder_mode: str | None):
+        super().__init__(message)
+        self.holder_pid = holder_pid
+        self.holder_mode = holder_mode  # "reader" | "writer" | None (unknown)
+
+
+def now() -> datetime:
+    """Returns the current time as naive UTC (the warehouse's timestamps)."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def utc_naive(value: datetime | str | None) -> datetime | None:
+    """Returns `value` as a naive UTC datetime (aware values are converted; naive ones taken as UTC)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
+def one_line(err: BaseException) -> str:
+    """Returns the first line of a DuckDB error (e.g. 'Binder Error: column "x" not found ...')."""
+    text = str(err).strip()
+    first = text.splitlines()[0] if text else type(err).__name__
+    # DuckDB adds 'LINE 1: ...' context on later lines; keep the first line, plus a candidate hint
+    hint = next((ln.strip() for ln in text.splitlines()[1:] if ln.strip().startswith("Candidate")), "")
+    return f"{first} {hint}".strip()
+
+
+def lock_timeout_s(given: float | None = None) -> float:
+    """Returns the wait bound: `given`, else `$GPULEDGER_LOCK_TIMEOUT_S`, else the default."""
+    if given is not None:
+        return max(0.0, float(given))
+    raw = os.environ.get(ENV_LOCK_TIMEOUT)
+    if raw is None or not raw.strip():
+        return DEFAULT_LOCK_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UserError(f"{ENV_LOCK_TIMEOUT}={raw!r} is not a number of seconds") from None
+    if not value >= 0 or value == float("inf"):
+        raise UserError(f"{ENV_LOCK_TIMEOUT}={raw!r}: give a finite number of seconds >= 0")
+    return value
+
+
+def _lock_modes(path: Path) -> dict[int, str]:
+    """Returns {pid: 'reader'|'writer'} of the POSIX locks on `path` listed in /proc/locks (Linux)."""
+    try:
+        st = path.stat()
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return {}
+    out: dict[int, str] = {}
+    for line in lines:
+        parts = line.split()
+        # "1: POSIX  ADVISORY  READ 11997 fe:00:2146639 0 EOF"
+        if len(parts) < 6 or parts[1] == "->":
+            continue
+        dev_ino = parts[5].split(":")
+        if len(dev_ino) != 3 or not dev_ino[2].isdigit() or int(dev_ino[2]) != st.st_ino:
+            continue
+        with_pid = parts[4]
+        if with_pid.isdigit():
+            out[int(with_pid)] = "reader" if parts[3] == "READ" else "writer"
+    return out
+
+
+def _describe(pid: int) -> str:
+    try:
+        import psutil
+
+        proc = psutil.Process(pid)
+        cmd = " ".join(proc.cmdline()) or proc.name()
+        return f" ({cmd[:160]})"
+    except Exception:  # gone, or not ours to inspect
+        return ""
+
+
+def lock_holder(path: Path, message: str) -> tuple[int | None, str | None, str]:
+    """Returns (pid, 'reader'|'writer'|None, words) of the process holding `path`."""
+    m = _LOCK_PID_RE.search(message)
+    pid = int(m.group(1)) if m else None
+    modes = _lock_modes(path)
+    if pid is None and len(modes) == 1:
+        pid = next(iter(modes))
+    mode = modes.get(pid) if pid is not None else None
+    if mode is None and modes:
+        mode = "writer" if "writer" in modes.values() else "reader"
+    if mode is None:  # no /proc/locks: DuckDB says a read-only open would work when the holder reads
+        mode = "reader" if _READONLY_HINT in message else None
+    who = f"process {pid}{_describe(pid)}" if pid is not None else "another process"
+    return pid, mode, who
+
+
+def connect(path: Path, *, read_only: bool, timeout_s: float | None = None,
+            config: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
+    """Returns a DuckDB connection to `path`, waiting (bounded) while another process holds it."""
+    wait_s = lock_timeout_s(timeout_s)
+    deadline = time.monotonic() + wait_s
+    delay = 0.02
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only, config=config or {})
+        except duckdb.Error as err:
+            text = str(err)
+            locked = "lock" in text.lower()
+            if locked and time.monotonic() < deadline:
+                time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+                delay = min(delay * 2, MAX_RETRY_SLEEP_S)
+                continue
+            if locked:
+                pid, mode, who = lock_holder(path, text)
+                doing = {"reader": "which has it open read-only",
+                         "writer": "which is writing to it"}.get(mode or "", "which has it open")
+                want = "read" if read_only else "write"
+                raise WarehouseBusy(
+                    f"warehouse {path} is locked by {who}, {doing}; cannot {want} it "
+                    f"(waited {wait_s:g} s, {ENV_LOCK_TIMEOUT} sets the wait); wait for it to finish and "
+                    f"retry, or close/stop that process", holder_pid=pid, holder_mode=mode) from None
+            if "different configuration" in text:
+                raise UserError(f"warehouse {path} is already open in this process with another mode "
+                                f"(read-only vs read-write); close it first") from None
+            raise UserError(f"cannot open warehouse {path}: {one_line(err)}") from None

@@ -1,0 +1,106 @@
+"""Schema migrations, views and their documentation, applied by every writer that opens the file.
+
+1. `warehouse/migrations/NNN_name.sql` in version order, each in its own transaction together with
+   its `schema_migrations` row (version, name, sha256 of the text). An already-applied migration
+   whose file text changed since is refused (`MigrationChanged`, naming the file): migrations are
+   never edited, a new one is added instead.
+2. `warehouse/views/<name>.sql`: (re)created when their text changed (`schema_views` keeps the
+   checksum), in dependency order; views whose file was removed are dropped.
+3. `warehouse/views.yml` applied as `COMMENT ON VIEW` / `COMMENT ON COLUMN` wherever the database's
+   comment differs, so any SQL client (the duckdb CLI's `.schema`, DBeaver, `duckdb_columns()`)
+   shows the documentation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import duckdb
+
+from gpuledger.errors import UserError
+from gpuledger.warehouse import sqlfiles as sf
+from gpuledger.warehouse.connect import now
+
+
+class MigrationChanged(UserError):
+    """An applied migration's file no longer has the text that was applied."""
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Runs the body in one transaction: COMMIT at the end, ROLLBACK on any exception."""
+    con.begin()
+    try:
+        yield
+    except BaseException:
+        con.rollback()
+        raise
+    con.commit()
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """Applies pending migrations, then views and their comments; returns the versions applied now."""
+    sf.run(con, "schema_migrations_create")
+    applied = {v: (name, checksum) for v, name, checksum in sf.run(con, "schema_migrations_applied").fetchall()}
+    files = sf.migrations()
+    for version, name, sql in files:
+        if version in applied and applied[version][1] != sf.checksum(sql):
+            raise MigrationChanged(
+                f"migration {sf.migration_file(version, name)} was edited after it was applied to this "
+                f"warehouse (its sha256 differs from the one recorded in schema_migrations); restore the "
+                f"file and put the change in a new migration file with the next number")
+    done: list[int] = []
+    for version, name, sql in files:
+        if version in applied:
+            continue
+        with transaction(con):
+            con.execute(sql)
+            sf.run(con, "schema_migrations_insert",
+                    {"version": version, "name": name, "checksum": sf.checksum(sql), "applied_at": now()})
+        done.append(version)
+    sync_views(con)
+    sync_comments(con)
+    return done
+
+
+def sync_views(con: duckdb.DuckDBPyConnection) -> None:
+    """Creates or replaces every view of `warehouse/views/` whose SQL changed; drops removed ones."""
+    sf.run(con, "schema_views_create")
+    known = dict(sf.run(con, "schema_views_known").fetchall())
+    existing = {n for (n,) in sf.run(con, "schema_views_existing").fetchall()}
+    wanted = sf.views()
+    todo = {n: s for n, s in wanted.items() if known.get(n) != sf.checksum(s) or n not in existing}
+    stale = [n for n in known if n not in wanted]
+    if not todo and not stale:
+        return
+    with transaction(con):
+        for n in stale:
+            con.execute(f"DROP VIEW IF EXISTS {sf.ident(n)}")
+            sf.run(con, "schema_views_delete", {"name": n})
+        # a view may use other views: create them in dependency order (names mentioned in the SQL)
+        for n in sf.dependency_order(wanted):
+            if n in todo:
+                con.execute(f"CREATE OR REPLACE VIEW {sf.ident(n)} AS\n{todo[n]}")
+                sf.run(con, "schema_views_upsert", {"name": n, "checksum": sf.checksum(todo[n]), "created_at": now()})
+
+
+def sync_comments(con: duckdb.DuckDBPyConnection) -> None:
+    """Applies views.yml as COMMENT ON VIEW/COLUMN where the stored comment differs (idempotent)."""
+    docs = sf.view_docs()
+    have_views = dict(sf.run(con, "schema_view_comments").fetchall())
+    have_cols = {(v, c): text for v, c, text in sf.run(con, "schema_column_comments").fetchall()}
+    todo: list[str] = []
+    for view, doc in docs.items():
+        if view not in have_views:
+            continue  # documented but not created: the views.yml test names it
+        if have_views[view] != doc["description"]:
+            todo.append(f"COMMENT ON VIEW {sf.ident(view)} IS {sf.literal(doc['description'])}")
+        for col, text in doc["columns"].items():
+            if (view, col) in have_cols and have_cols[(view, col)] != text:
+                todo.append(f"COMMENT ON COLUMN {sf.ident(view)}.{sf.ident(col)} IS {sf.literal(text)}")
+    if not todo:
+        return
+    with transaction(con):
+        for statement in todo:
+            con.execute(statement)

@@ -1,0 +1,119 @@
+"""The SQL text of the warehouse, read from `warehouse/` of the source tree (no SQL in Python strings).
+
+- `warehouse/migrations/NNN_name.sql`: schema changes, applied once each, in order;
+- `warehouse/views/<name>.sql`: one SELECT per view, (re)created when its text changes;
+- `warehouse/views.yml`: the documentation of every view and column (applied as `COMMENT ON`);
+- `warehouse/queries/<name>.sql`: every other statement, one per file, DuckDB `$param` placeholders.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+#: `warehouse/` of the source tree: migrations, views, views.yml, queries
+SQL_ROOT = Path(__file__).resolve().parent.parent.parent / "warehouse"
+MIGRATIONS_DIR = SQL_ROOT / "migrations"
+VIEWS_DIR = SQL_ROOT / "views"
+VIEWS_DOC = SQL_ROOT / "views.yml"
+QUERIES_DIR = SQL_ROOT / "queries"
+
+_MIGRATION_RE = re.compile(r"^(\d{3,})_([a-z0-9_]+)\.sql$")
+_NAME_RE = re.compile(r"[a-z0-9_]+")
+
+
+def checksum(text: str) -> str:
+    """Returns the sha256 hex digest of `text` (migrations and views are recorded by it)."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@functools.cache
+def named_sql(name: str) -> str:
+    """Returns the text of `warehouse/queries/<name>.sql` (a known name: no path from user input)."""
+    if not _NAME_RE.fullmatch(name):
+        raise ValueError(f"named query {name!r}: names are lower-case letters, digits and '_'")
+    path = QUERIES_DIR / f"{name}.sql"
+    if not path.is_file():
+        raise ValueError(f"no named query {name!r} ({path} is missing)")
+    return path.read_text(encoding="utf-8").strip().rstrip(";")
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """Returns (version, name, sql) of `warehouse/migrations/NNN_name.sql`, in version order."""
+    out = []
+    for f in sorted(MIGRATIONS_DIR.glob("*.sql")):
+        m = _MIGRATION_RE.match(f.name)
+        if not m:
+            raise RuntimeError(f"migration file name {f.name} does not match NNN_name.sql")
+        out.append((int(m.group(1)), m.group(2), f.read_text(encoding="utf-8")))
+    versions = [v for v, _, _ in out]
+    if len(set(versions)) != len(versions):
+        raise RuntimeError(f"duplicate migration versions in {MIGRATIONS_DIR}")
+    return sorted(out)
+
+
+def migration_file(version: int, name: str) -> Path:
+    """Returns the path of migration `version` `name` (for messages)."""
+    return MIGRATIONS_DIR / f"{version:03d}_{name}.sql"
+
+
+def views() -> dict[str, str]:
+    """Returns {name: select sql} of `warehouse/views/<name>.sql`."""
+    return {f.stem: f.read_text(encoding="utf-8").strip().rstrip(";") for f in sorted(VIEWS_DIR.glob("*.sql"))}
+
+
+def view_docs() -> dict[str, dict[str, Any]]:
+    """Returns {view: {"description": str, "columns": {column: description}}} of views.yml."""
+    import yaml
+
+    doc = yaml.safe_load(VIEWS_DOC.read_text(encoding="utf-8")) or {}
+    out: dict[str, dict[str, Any]] = {}
+    for name, v in (doc.get("views") or {}).items():
+        cols = {}
+        for c in v.get("columns") or []:
+            text = str(c.get("description") or "")
+            if c.get("unit"):
+                text = f"{text} [{c['unit']}]"
+            cols[str(c["name"])] = text
+        out[str(name)] = {"description": str(v.get("description") or ""), "columns": cols}
+    return out
+
+
+def dependency_order(views_sql: dict[str, str]) -> list[str]:
+    """Returns the view names so that each comes after the views its SQL mentions."""
+    deps = {n: {m for m in views_sql if m != n and re.search(rf"\b{re.escape(m)}\b", sql)}
+            for n, sql in views_sql.items()}
+    order: list[str] = []
+    seen: set[str] = set()
+
+    def visit(n: str, path: tuple[str, ...]) -> None:
+        if n in seen:
+            return
+        if n in path:
+            raise RuntimeError(f"views depend on each other in a cycle: {' -> '.join((*path, n))}")
+        for m in sorted(deps[n]):
+            visit(m, (*path, n))
+        seen.add(n)
+        order.append(n)
+
+    for n in sorted(views_sql):
+        visit(n, ())
+    return order
+
+
+def ident(name: str) -> str:
+    """Returns `name` as a quoted SQL identifier (names come from our own files and schemas)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def literal(text: str) -> str:
+    """Returns `text` as a quoted SQL string literal (for statements that take no parameters)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def run(con: Any, name: str, params: dict[str, Any] | None = None) -> Any:
+    """Executes the named query `name` on DuckDB connection `con`; returns the connection (for fetch*)."""
+    return con.execute(named_sql(name), params) if params else con.execute(named_sql(name))
