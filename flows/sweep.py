@@ -66,6 +66,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from gpuledger.errors import BudgetExceeded, UserError
 from gpuledger.launch.base import TERMINAL, LaunchRequest
+from gpuledger.record import ResultRecord
 
 #: Backoff between attempts when the launcher itself raises (not the trial): 3 retries.
 LAUNCH_RETRY_DELAYS_S = [2.0, 10.0, 30.0]
@@ -127,7 +128,7 @@ def poll_interval_s(launcher: Any) -> float:
     return 0.02 if getattr(launcher, "name", "") == "local" else 10.0
 
 
-def launch_and_collect(launcher: Any, request: LaunchRequest) -> list[dict[str, Any]]:
+def launch_and_collect(launcher: Any, request: LaunchRequest) -> list[ResultRecord]:
     """Submits one trial, polls it to a terminal status, returns its result records.
 
     A trial's own failure is a normal return (a record with status failed/oom/...). Only the
@@ -155,7 +156,7 @@ def launch_and_collect(launcher: Any, request: LaunchRequest) -> list[dict[str, 
     persist_result=False,
     cache_policy=NO_CACHE,
 )
-def run_trial(launcher_key: str, request: LaunchRequest) -> list[dict[str, Any]]:
+def run_trial(launcher_key: str, request: LaunchRequest) -> list[ResultRecord]:
     """Runs one trial through the flow's launcher; returns its result records (one per attempt)."""
     return launch_and_collect(_launchers[launcher_key], request)
 
@@ -224,8 +225,8 @@ def _est_cost(row: dict[str, Any]) -> float:
     return value if math.isfinite(value) else 0.0
 
 
-def _record_cost(record: dict[str, Any]) -> float:
-    return float(sum(float(line.get("cost_usd") or 0.0) for line in record.get("billing") or []))
+def _record_cost(record: ResultRecord) -> float:
+    return float(record.cost_usd)
 
 
 def landing_dir_for(sweep_id: str) -> Path:
@@ -343,7 +344,7 @@ class _Writer:
     Runs in a copy of the flow's context so Prefect's logger and artifacts work from it.
     """
 
-    def __init__(self, sweep_id: str, log: Any, on_ingested: Callable[[list[dict], dict[str, str]], None]) -> None:
+    def __init__(self, sweep_id: str, log: Any, on_ingested: Callable[[list[Any], dict[str, str]], None]) -> None:
         self.sweep_id = sweep_id
         self.log = log
         self.on_ingested = on_ingested
@@ -352,7 +353,7 @@ class _Writer:
                                        name=f"gpuledger-writer-{sweep_id}", daemon=True)
         self.thread.start()
 
-    def results(self, records: list[dict[str, Any]], errors: dict[str, str]) -> None:
+    def results(self, records: list[ResultRecord], errors: dict[str, str]) -> None:
         self.queue.put(("results", records, errors))
 
     def mark(self, trial_ids: list[str], status: str, reason: str) -> None:
@@ -550,10 +551,10 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
     final_status = "failed"
     counter = {"finished": finished}
 
-    def ingested(records: list[dict[str, Any]], errors: dict[str, str]) -> None:
+    def ingested(records: list[ResultRecord], errors: dict[str, str]) -> None:
         for rec in records:
             counter["finished"] += 1
-            _notify("result", trial_id=rec.get("trial_id"), status=rec.get("status"), cost_usd=_record_cost(rec),
+            _notify("result", trial_id=rec.trial_id, status=rec.status, cost_usd=_record_cost(rec),
                     done=counter["finished"], total=total, spent_usd=summary.spent_usd)
         for trial_id in errors:
             counter["finished"] += 1
@@ -586,7 +587,7 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
                 with contextlib.suppress(queue.Empty):
                     while True:
                         batch.append(done_q.get_nowait())
-                records: list[dict[str, Any]] = []
+                records: list[ResultRecord] = []
                 errors: dict[str, str] = {}
                 for fut in batch:
                     t = inflight.pop(fut)
@@ -600,17 +601,17 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
                 for rec in records:
                     cost = _record_cost(rec)
                     spent += cost
-                    if rec.get("status") != "cancelled":
+                    if rec.status != "cancelled":
                         measured_costs.append(cost)
-                    ok = rec.get("status") == "succeeded"
+                    ok = rec.status == "succeeded"
                     summary.succeeded += ok
                     summary.failed += not ok
                     if not ok:
-                        summary.failures.append(f"{rec.get('trial_id')}: {rec.get('status')}: {rec.get('reason')}")
-                        log.warning("Trial %s %s: %s", rec.get("trial_id"), rec.get("status"), rec.get("reason"))
+                        summary.failures.append(f"{rec.trial_id}: {rec.status}: {rec.reason}")
+                        log.warning("Trial %s %s: %s", rec.trial_id, rec.status, rec.reason)
                     else:
-                        log.info("Trial %s succeeded in %.1f s (%s)", rec.get("trial_id"),
-                                 float(rec.get("wall_s") or 0), _fmt_metrics(rec.get("final_metrics")))
+                        log.info("Trial %s succeeded in %.1f s (%s)", rec.trial_id,
+                                 float(rec.wall_s), _fmt_metrics(rec.final_metrics))
                 for trial_id, reason in errors.items():
                     summary.launcher_errors += 1
                     summary.failures.append(f"{trial_id}: {reason}")

@@ -30,7 +30,6 @@ import argparse
 import collections
 import contextlib
 import json
-import math
 import os
 import re
 import shlex
@@ -47,15 +46,13 @@ from typing import Any
 
 import psutil
 
-SCHEMA = "gpuledger.result/1"  # gpuledger.record.SCHEMA (not imported: keeps the agent light)
-RESULT_LINE_PREFIX = "GPULEDGER_RESULT "
-METRIC_LINE_PREFIX = "GPULEDGER_METRIC "
-METRICS_ENV = "GPULEDGER_METRICS"
+from gpuledger import protocol as P
+from gpuledger.agent_measure import GIB, FileTail, Gpus, Metrics, oom_kill_count
+from gpuledger.protocol import ENV_METRICS as METRICS_ENV
+from gpuledger.protocol import METRIC_LINE_PREFIX, RESULT_LINE_PREFIX, SCHEMA
 
-GIB = 1024**3
 STDERR_TAIL_LINES = 50
 STDERR_TAIL_BYTES = 8 * 1024
-MAX_METRIC_POINTS = 20_000  # beyond this only final_metrics keep being updated
 
 #: What marks an out-of-memory death in stderr: PyTorch's `torch.OutOfMemoryError` /
 #: "CUDA out of memory", Python's MemoryError, CUDA runtime and cuBLAS allocation failures.
@@ -84,186 +81,6 @@ def _signal_name(num: int) -> str:
         return signal.Signals(num).name
     except ValueError:
         return f"signal {num}"
-
-
-def _oom_kill_count() -> int | None:
-    """Returns the cgroup's count of kernel OOM kills (cgroup v2 memory.events), None if unreadable."""
-    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
-        try:
-            text = Path(path).read_text()
-        except OSError:
-            continue
-        for line in text.splitlines():
-            key, _, value = line.partition(" ")
-            if key == "oom_kill":
-                with contextlib.suppress(ValueError):
-                    return int(value)
-    return None
-
-
-# --------------------------------------------------------------------------------------------
-# GPU sampling (NVML)
-
-#: NVML product-name fragments -> the catalog's accelerator names (gpuledger/catalog/gpus.csv),
-#: most specific first ("A100" before "A10", "L40S" before "L4").
-_NVML_NAMES = (("H200", "H200"), ("H100", "H100"), ("B200", "B200"), ("A100", "A100"), ("A10G", "A10G"),
-               ("A6000", "A6000"), ("A10", "A10"), ("L40S", "L40S"), ("L4", "L4"), ("T4", "T4"),
-               ("V100", "V100"), ("4090", "RTX4090"))
-
-
-def accelerator_name(nvml_name: str, memory_gib: float | None = None) -> str:
-    """Returns the catalog name of an NVML product name ("NVIDIA H100 80GB HBM3" -> "H100"),
-    or the NVML name unchanged when it is not in the catalog."""
-    upper = nvml_name.upper()
-    for fragment, name in _NVML_NAMES:
-        if re.search(rf"(?<![A-Z0-9]){fragment}(?![0-9])", upper):
-            if name == "A100" and ("80GB" in upper or (memory_gib or 0) > 50):
-                return "A100-80GB"
-            return name
-    return nvml_name
-
-
-class _Gpus:
-    """NVML handles of the visible GPUs; empty when there is no driver (then everything is None)."""
-
-    def __init__(self) -> None:
-        self.handles: list[Any] = []
-        self.nvml: Any = None
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            self.nvml = pynvml
-            count = pynvml.nvmlDeviceGetCount()
-            indices = list(range(count))
-            visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-            if visible is not None and all(p.strip().isdigit() for p in visible.split(",") if p.strip()):
-                wanted = [int(p) for p in visible.split(",") if p.strip()]
-                indices = [i for i in wanted if i < count]
-            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in indices]
-            self.name = None
-            if self.handles:
-                raw = pynvml.nvmlDeviceGetName(self.handles[0])
-                raw = raw.decode() if isinstance(raw, bytes) else str(raw)
-                total = pynvml.nvmlDeviceGetMemoryInfo(self.handles[0]).total / GIB
-                self.name = accelerator_name(raw, total)
-        except Exception:  # no driver, no library, no permission: GPU fields stay null
-            self.handles = []
-            self.name = None
-
-    def sample(self) -> tuple[list[float], list[float]]:
-        """Returns (used memory GiB per GPU, utilisation % per GPU); empty lists without GPUs."""
-        mem: list[float] = []
-        util: list[float] = []
-        for handle in self.handles:
-            try:
-                mem.append(self.nvml.nvmlDeviceGetMemoryInfo(handle).used / GIB)
-                util.append(float(self.nvml.nvmlDeviceGetUtilizationRates(handle).gpu))
-            except Exception:
-                continue
-        return mem, util
-
-    def close(self) -> None:
-        if self.nvml is not None:
-            with contextlib.suppress(Exception):
-                self.nvml.nvmlShutdown()
-
-
-# --------------------------------------------------------------------------------------------
-# Metrics
-
-
-class _Metrics:
-    """Thread-safe collector of metric points from stdout lines and the JSONL file."""
-
-    def __init__(self, started: float) -> None:
-        self.started = started
-        self.points: list[dict[str, Any]] = []
-        self.final: dict[str, float] = {}
-        self.dropped = 0
-        self.lock = threading.Lock()
-
-    def add_json(self, text: str) -> None:
-        try:
-            obj = json.loads(text)
-        except ValueError:
-            return
-        if isinstance(obj, list):
-            for item in obj:
-                self._add(item)
-        else:
-            self._add(obj)
-
-    def _add(self, obj: Any) -> None:
-        if not isinstance(obj, dict):
-            return
-        name = obj.get("name")
-        if not isinstance(name, str) or not name:
-            return
-        try:
-            value = float(obj.get("value"))
-        except (TypeError, ValueError):
-            return
-        if not math.isfinite(value):
-            return
-        step = obj.get("step")
-        try:
-            step = None if step is None else int(step)
-        except (TypeError, ValueError):
-            step = None
-        when = obj.get("time")
-        t_s: float
-        if isinstance(when, int | float) and math.isfinite(when):
-            t_s = max(0.0, float(when) - self.started)
-        elif isinstance(obj.get("t_s"), int | float):
-            t_s = max(0.0, float(obj["t_s"]))
-        else:
-            t_s = max(0.0, time.time() - self.started)
-        with self.lock:
-            self.final[name] = value
-            if len(self.points) < MAX_METRIC_POINTS:
-                self.points.append({"name": name, "value": value, "step": step, "t_s": round(t_s, 3)})
-            else:
-                self.dropped += 1
-
-
-class _FileTail:
-    """Reads complete new lines of the metrics JSONL file as it grows."""
-
-    def __init__(self, path: Path, metrics: _Metrics) -> None:
-        self.path = path
-        self.metrics = metrics
-        self.offset = 0
-        self.partial = b""
-        self.lock = threading.Lock()
-
-    def poll(self) -> None:
-        with self.lock:
-            try:
-                with open(self.path, "rb") as fh:
-                    fh.seek(self.offset)
-                    chunk = fh.read()
-            except OSError:
-                return
-            if not chunk:
-                return
-            self.offset += len(chunk)
-            data = self.partial + chunk
-            *lines, self.partial = data.split(b"\n")
-            for line in lines:
-                if line.strip():
-                    self.metrics.add_json(line.decode("utf-8", "replace"))
-
-    def finish(self) -> None:
-        self.poll()
-        with self.lock:
-            if self.partial.strip():
-                self.metrics.add_json(self.partial.decode("utf-8", "replace"))
-            self.partial = b""
-
-
-# --------------------------------------------------------------------------------------------
-# The run
 
 
 class Agent:
@@ -311,7 +128,7 @@ class Agent:
 
     # -- threads -----------------------------------------------------------------------------
 
-    def _pump_stdout(self, pipe: Any, metrics: _Metrics) -> None:
+    def _pump_stdout(self, pipe: Any, metrics: Metrics) -> None:
         out = sys.stdout.buffer
         for line in iter(pipe.readline, b""):
             if line.startswith(METRIC_LINE_PREFIX.encode()):
@@ -353,7 +170,7 @@ class Agent:
                 self.stderr_partial = self.stderr_partial[-STDERR_TAIL_BYTES:]
         pipe.close()
 
-    def _sample_once(self, gpus: _Gpus) -> None:
+    def _sample_once(self, gpus: Gpus) -> None:
         assert self.proc is not None
         rss = 0
         try:
@@ -373,7 +190,7 @@ class Agent:
         if util:
             self.peak_gpu_util = max(self.peak_gpu_util or 0.0, max(util))
 
-    def _sampler(self, gpus: _Gpus, tail: _FileTail, started_mono: float) -> None:
+    def _sampler(self, gpus: Gpus, tail: FileTail, started_mono: float) -> None:
         parent = os.getppid()
         interval = self.opts.sample_interval_s
         while not self.done.is_set():
@@ -406,20 +223,20 @@ class Agent:
         env[METRICS_ENV] = str(metrics_path)
         env["PYTHONUNBUFFERED"] = env.get("PYTHONUNBUFFERED", "1")
         for key, value in (
-            ("GPULEDGER_RUN_ID", opts.run_id),
-            ("GPULEDGER_TRIAL_ID", opts.trial_id),
-            ("GPULEDGER_SWEEP_ID", opts.sweep_id),
-            ("GPULEDGER_ATTEMPT", str(opts.attempt)),
+            (P.ENV_RUN_ID, opts.run_id),
+            (P.ENV_TRIAL_ID, opts.trial_id),
+            (P.ENV_SWEEP_ID, opts.sweep_id),
+            (P.ENV_ATTEMPT, str(opts.attempt)),
         ):
             if value:
                 env[key] = value
 
-        gpus = _Gpus()
-        oom_kills_before = _oom_kill_count()
+        gpus = Gpus()
+        oom_kills_before = oom_kill_count()
         started = time.time()
         started_mono = time.monotonic()
-        metrics = _Metrics(started)
-        tail = _FileTail(metrics_path, metrics)
+        metrics = Metrics(started)
+        tail = FileTail(metrics_path, metrics)
         exit_code: int | None = None
         launch_error: str | None = None
         threads: list[threading.Thread] = []
@@ -503,7 +320,7 @@ class Agent:
             return "oom", f"out of memory (exit code {exit_code})" if exit_code >= 0 else (
                 f"out of memory (killed by signal {_signal_name(-exit_code)})")
         if killed_by == signal.SIGKILL:
-            after = _oom_kill_count()
+            after = oom_kill_count()
             if oom_kills_before is not None and after is not None and after > oom_kills_before:
                 return "oom", "killed by the kernel OOM killer"
         if exit_code < 0:
@@ -511,7 +328,7 @@ class Agent:
         return "failed", f"exit code {exit_code}"
 
     def _record(self, started: float, ended: float, exit_code: int | None, status: str,
-                reason: str | None, metrics: _Metrics, gpus: _Gpus, tail: bytes) -> dict[str, Any]:
+                reason: str | None, metrics: Metrics, gpus: Gpus, tail: bytes) -> dict[str, Any]:
         opts = self.opts
         accelerator = opts.accelerator or (gpus.name if gpus.handles else None)
         n_gpus = opts.gpus if opts.gpus is not None else len(gpus.handles)
@@ -596,30 +413,30 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run one trial command, measure it, write its result record.",
         epilog="Every option falls back to the GPULEDGER_* environment variable named in brackets.",
     )
-    p.add_argument("--result", default=_env("GPULEDGER_RESULT_FILE"), metavar="FILE",
-                   help="where to write the result record JSON [GPULEDGER_RESULT_FILE]")
-    p.add_argument("--run-id", default=_env("GPULEDGER_RUN_ID"), help="[GPULEDGER_RUN_ID]")
-    p.add_argument("--trial-id", default=_env("GPULEDGER_TRIAL_ID"), help="[GPULEDGER_TRIAL_ID]")
-    p.add_argument("--sweep-id", default=_env("GPULEDGER_SWEEP_ID"), help="[GPULEDGER_SWEEP_ID]")
-    p.add_argument("--attempt", type=int, default=int(_env("GPULEDGER_ATTEMPT", "1") or 1),
-                   help="[GPULEDGER_ATTEMPT]")
-    p.add_argument("--params", default=_env("GPULEDGER_PARAMS"), metavar="JSON",
-                   help="the trial's parameters as a JSON object [GPULEDGER_PARAMS]")
-    p.add_argument("--launcher", choices=["local", "skypilot"], default=_env("GPULEDGER_LAUNCHER", "local"),
-                   help="[GPULEDGER_LAUNCHER]")
-    p.add_argument("--cloud", default=_env("GPULEDGER_CLOUD"), help="[GPULEDGER_CLOUD]")
-    p.add_argument("--region", default=_env("GPULEDGER_REGION"), help="[GPULEDGER_REGION]")
-    p.add_argument("--instance-type", default=_env("GPULEDGER_INSTANCE_TYPE"), help="[GPULEDGER_INSTANCE_TYPE]")
-    p.add_argument("--accelerator", default=_env("GPULEDGER_ACCELERATOR"),
-                   help="[GPULEDGER_ACCELERATOR]; default: the NVML name of GPU 0, if any")
-    gpus_env = _env("GPULEDGER_GPUS")
+    p.add_argument("--result", default=_env(P.ENV_RESULT_FILE), metavar="FILE",
+                   help=f"where to write the result record JSON [{P.ENV_RESULT_FILE}]")
+    p.add_argument("--run-id", default=_env(P.ENV_RUN_ID), help=f"[{P.ENV_RUN_ID}]")
+    p.add_argument("--trial-id", default=_env(P.ENV_TRIAL_ID), help=f"[{P.ENV_TRIAL_ID}]")
+    p.add_argument("--sweep-id", default=_env(P.ENV_SWEEP_ID), help=f"[{P.ENV_SWEEP_ID}]")
+    p.add_argument("--attempt", type=int, default=int(_env(P.ENV_ATTEMPT, "1") or 1),
+                   help=f"[{P.ENV_ATTEMPT}]")
+    p.add_argument("--params", default=_env(P.ENV_PARAMS), metavar="JSON",
+                   help=f"the trial's parameters as a JSON object [{P.ENV_PARAMS}]")
+    p.add_argument("--launcher", choices=list(P.LAUNCHERS), default=_env(P.ENV_LAUNCHER, "local"),
+                   help=f"[{P.ENV_LAUNCHER}]")
+    p.add_argument("--cloud", default=_env(P.ENV_CLOUD), help=f"[{P.ENV_CLOUD}]")
+    p.add_argument("--region", default=_env(P.ENV_REGION), help=f"[{P.ENV_REGION}]")
+    p.add_argument("--instance-type", default=_env(P.ENV_INSTANCE_TYPE), help=f"[{P.ENV_INSTANCE_TYPE}]")
+    p.add_argument("--accelerator", default=_env(P.ENV_ACCELERATOR),
+                   help=f"[{P.ENV_ACCELERATOR}]; default: the NVML name of GPU 0, if any")
+    gpus_env = _env(P.ENV_GPUS)
     p.add_argument("--gpus", type=int, default=int(gpus_env) if gpus_env else None,
-                   help="[GPULEDGER_GPUS]; default: the number of visible GPUs")
-    p.add_argument("--spot", action=argparse.BooleanOptionalAction, default=_truthy(_env("GPULEDGER_SPOT")),
-                   help="[GPULEDGER_SPOT]")
-    timeout_env = _env("GPULEDGER_TIMEOUT_S")
+                   help=f"[{P.ENV_GPUS}]; default: the number of visible GPUs")
+    p.add_argument("--spot", action=argparse.BooleanOptionalAction, default=_truthy(_env(P.ENV_SPOT)),
+                   help=f"[{P.ENV_SPOT}]")
+    timeout_env = _env(P.ENV_TIMEOUT_S)
     p.add_argument("--timeout-s", type=float, default=float(timeout_env) if timeout_env else None,
-                   help="kill the trial after this many seconds [GPULEDGER_TIMEOUT_S]")
+                   help=f"kill the trial after this many seconds [{P.ENV_TIMEOUT_S}]")
     p.add_argument("--kill-grace-s", type=float, default=5.0,
                    help="seconds between SIGTERM/SIGINT and SIGKILL of the trial's group")
     p.add_argument("--sample-interval-s", type=float, default=0.25)

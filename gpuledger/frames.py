@@ -17,10 +17,10 @@ import pandera.polars as pa
 import polars as pl
 from pandera.errors import SchemaError, SchemaErrors
 
-RUN_STATUSES = ("succeeded", "failed", "oom", "preempted", "cancelled")
-TRIAL_STATUSES = ("pending", "running", *RUN_STATUSES, "skipped-budget")
+from gpuledger.protocol import LAUNCHERS, RUN_STATUSES, TRIAL_STATUSES
+from gpuledger.protocol import PRICE_SOURCES as BILLING_SOURCES
+
 GOALS = ("minimize", "maximize")
-BILLING_SOURCES = ("local", "catalog", "invoice")
 
 _TS = pl.Datetime("us")
 _nonempty = {"min_value": 1}
@@ -96,7 +96,7 @@ class RunsFrame(_Base):
     sweep_id: str = pa.Field(nullable=True)
     trial_id: str = pa.Field(str_length=_nonempty)
     attempt: pl.Int32 = pa.Field(ge=1)
-    launcher: str = pa.Field(isin=["local", "skypilot"])
+    launcher: str = pa.Field(isin=list(LAUNCHERS))
     cloud: str = pa.Field(nullable=True)
     region: str = pa.Field(nullable=True)
     instance_type: str = pa.Field(nullable=True)

@@ -14,14 +14,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
-SCHEMA = "gpuledger.result/1"
-RESULT_LINE_PREFIX = "GPULEDGER_RESULT "
-METRIC_LINE_PREFIX = "GPULEDGER_METRIC "
+from gpuledger.protocol import LAUNCHERS, PRICE_SOURCES, RUN_STATUSES, SCHEMA
 
-#: Terminal states of an attempt (the warehouse's `runs.status`). `skipped-budget` is never an
-#: attempt's record: the flow writes it for trials it did not launch.
-Status = Literal["succeeded", "failed", "oom", "preempted", "cancelled"]
-STATUSES = ("succeeded", "failed", "oom", "preempted", "cancelled", "skipped-budget")
+#: Terminal states of an attempt (the warehouse's `runs.status`), from `gpuledger.protocol`.
+#: `skipped-budget` and `pruned` are never an attempt's record: the sweep gives them to trials it
+#: did not run.
+Status = Literal[RUN_STATUSES]  # type: ignore[valid-type]
+LauncherName = Literal[LAUNCHERS]  # type: ignore[valid-type]
+PriceSource = Literal[PRICE_SOURCES]  # type: ignore[valid-type]
 
 
 class MetricPoint(BaseModel):
@@ -36,7 +36,7 @@ class BillingLine(BaseModel):
     """One line item of what the attempt cost. `source` says where the price came from."""
 
     model_config = ConfigDict(extra="forbid")
-    source: Literal["local", "catalog", "invoice"]
+    source: PriceSource
     description: str  # e.g. "aws p5.48xlarge us-east-1 spot, catalog 2026-05-20"
     usd_per_hour: NonNegativeFloat
     hours: NonNegativeFloat
@@ -50,12 +50,12 @@ class ResultRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_: Literal["gpuledger.result/1"] = Field(SCHEMA, alias="schema")
+    schema_: Literal[SCHEMA] = Field(SCHEMA, alias="schema")  # type: ignore[valid-type]
     run_id: str = Field(min_length=1, max_length=200)  # unique per attempt
     sweep_id: str | None = None
     trial_id: str = Field(min_length=1)
     attempt: int = Field(1, ge=1)
-    launcher: Literal["local", "skypilot"]
+    launcher: LauncherName
     cloud: str | None = None  # None for local
     region: str | None = None
     instance_type: str | None = None
@@ -84,6 +84,10 @@ class ResultRecord(BaseModel):
     @property
     def cost_usd(self) -> float:
         return sum(line.cost_usd for line in self.billing)
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns the record as the JSON-ready dict a landing file holds (`schema`, ISO times)."""
+        return self.model_dump(mode="json", by_alias=True)
 
 
 def parse_record(data: dict[str, Any]) -> ResultRecord:

@@ -1,6 +1,6 @@
 """`gpuledger.track.log(step=..., **metrics)`: how trainer code reports its metrics to the agent.
 
-Stdlib only, so any trainer (numpy demo, PEFT on a cloud GPU) can import it without the rest of
+Stdlib only (its one gpuledger import, `gpuledger.protocol`, is stdlib-only too), so any trainer (numpy demo, PEFT on a cloud GPU) can import it without the rest of
 gpuledger's dependencies. Under `gpuledger.agent` the variable `GPULEDGER_METRICS` names a JSONL
 file that the agent tails; without it (a trainer run by hand) each metric is printed as one
 `GPULEDGER_METRIC {...}` line on stdout, which the agent also understands.
@@ -19,8 +19,8 @@ import sys
 import time
 from typing import Any
 
-METRICS_ENV = "GPULEDGER_METRICS"
-METRIC_LINE_PREFIX = "GPULEDGER_METRIC "  # same as gpuledger.record.METRIC_LINE_PREFIX
+from gpuledger.protocol import ENV_METRICS as METRICS_ENV
+from gpuledger.protocol import METRIC_LINE_PREFIX
 
 
 def _number(value: Any) -> float | None:

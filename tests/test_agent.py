@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from gpuledger import track
-from gpuledger.record import RESULT_LINE_PREFIX, parse_record
+from gpuledger.protocol import RESULT_LINE_PREFIX
+from gpuledger.record import parse_record
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -171,13 +172,13 @@ def test_track_log_appends_to_file(tmp_path, monkeypatch):
     ("Some Future GPU", 10, "Some Future GPU"),
 ])
 def test_accelerator_names_follow_the_catalog(nvml, mem, name):
-    from gpuledger.agent import accelerator_name
+    from gpuledger.agent_measure import accelerator_name
 
     assert accelerator_name(nvml, mem) == name
 
 
 def test_every_mapped_name_is_a_catalog_accelerator():
-    from gpuledger.agent import _NVML_NAMES
+    from gpuledger.agent_measure import _NVML_NAMES
     from gpuledger.catalog import known_accelerators
 
     known = set(known_accelerators())

@@ -184,7 +184,7 @@ def test_demo_trials_under_the_local_launcher(tmp_path, demo_env):
                           workdir=REPO, env=demo_env)
             for batch, steps in ((2, 8), (64, 8))]
     with LocalLauncher(max_parallel=2, landing_dir=tmp_path) as launcher:
-        records = launcher.run_all(reqs)
+        records = [r.to_json() for r in launcher.run_all(reqs)]
     small, big = records
     for rec in records:
         parse_record(rec)

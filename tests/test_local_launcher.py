@@ -65,7 +65,7 @@ def test_concurrency_never_exceeds_max_parallel(tmp_path):
         while not launcher.wait(handles, timeout_s=0.05):
             seen = max(seen, launcher.running)
             assert launcher.running <= 2
-        records = [rec for h in handles for rec in launcher.collect(h)]
+        records = [rec for h in handles for rec in [r.to_json() for r in launcher.collect(h)]]
     assert [launcher.poll(h) for h in handles] == ["succeeded"] * 5
     assert _max_overlap(records) == 2
     for rec, handle in zip(records, handles, strict=True):
@@ -87,12 +87,12 @@ def test_crash_timeout_billing_and_attempts(tmp_path):
         h_hang = launcher.submit(_req("hang", "sleep 1000", timeout_s=1.5))
         h_ok = launcher.submit(_req("ok", "echo fine", env={"FOO": "bar"}))
         launcher.wait(timeout_s=30)
-        crash_rec, = launcher.collect(h_crash)
-        hang_rec, = launcher.collect(h_hang)
-        ok_rec, = launcher.collect(h_ok)
+        crash_rec, = [r.to_json() for r in launcher.collect(h_crash)]
+        hang_rec, = [r.to_json() for r in launcher.collect(h_hang)]
+        ok_rec, = [r.to_json() for r in launcher.collect(h_ok)]
         again = launcher.submit(_req("ok", "test \"$FOO\" = bar && test \"$GPULEDGER_ATTEMPT\" = 2",
                                      env={"FOO": "bar"}))
-        again_rec, = launcher.collect(again)
+        again_rec, = [r.to_json() for r in launcher.collect(again)]
     assert launcher.poll(h_crash) == "failed"
     assert crash_rec["status"] == "failed" and crash_rec["exit_code"] == 3
     assert crash_rec["reason"] == "exit code 3"
@@ -111,8 +111,8 @@ def test_setup_runs_first_and_a_failing_setup_fails_the_trial(tmp_path):
         good = launcher.submit(_req("g", "test -f marker", setup="touch marker", workdir=tmp_path))
         bad = launcher.submit(_req("b", "echo never", setup="echo nope >&2; false", workdir=tmp_path))
         launcher.wait()
-        assert launcher.collect(good)[0]["status"] == "succeeded"
-        bad_rec = launcher.collect(bad)[0]
+        assert [r.to_json() for r in launcher.collect(good)][0]["status"] == "succeeded"
+        bad_rec = [r.to_json() for r in launcher.collect(bad)][0]
     assert bad_rec["status"] == "failed" and "nope" in bad_rec["stderr_tail"]
 
 
@@ -125,8 +125,8 @@ def test_cancel_pending_and_running(tmp_path):
         launcher.cancel(running)
         launcher.cancel(running)  # idempotent
         assert launcher.poll(pending) == "cancelled" and launcher.poll(running) == "cancelled"
-        rec_p, = launcher.collect(pending)
-        rec_r, = launcher.collect(running)
+        rec_p, = [r.to_json() for r in launcher.collect(pending)]
+        rec_r, = [r.to_json() for r in launcher.collect(running)]
     assert rec_p["status"] == "cancelled" and rec_p["reason"] == "cancelled before start" and rec_p["wall_s"] == 0
     assert rec_r["status"] == "cancelled" and rec_r["reason"] == "cancelled by SIGTERM"
     parse_record(rec_p)
@@ -136,7 +136,7 @@ def test_agent_dying_without_record_gives_failed_record(tmp_path):
     # the trial kills its agent (bash's parent) with SIGKILL: no record is ever written
     with LocalLauncher(max_parallel=1, landing_dir=tmp_path) as launcher:
         h = launcher.submit(_req("dies", "echo last words >&2; sleep 0.5; kill -9 $PPID; sleep 1000"))
-        rec, = launcher.collect(h)
+        rec, = [r.to_json() for r in launcher.collect(h)]
     assert rec["status"] == "failed" and rec["exit_code"] == -9
     assert "without writing a result record" in rec["reason"]
     assert "last words" in rec["stderr_tail"]

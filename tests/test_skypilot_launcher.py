@@ -156,7 +156,7 @@ def test_preempted_then_succeeded_gives_two_attempts_billed_per_attempt():
     handle = launcher.submit(request())
     seen = run_to_end(launcher, handle)
     assert seen == ["pending", "pending", "running", "running", "recovering", "running", "succeeded"]
-    records = launcher.collect(handle)
+    records = [r.to_json() for r in launcher.collect(handle)]
     assert [r["attempt"] for r in records] == [1, 2]
     assert [r["status"] for r in records] == ["preempted", "succeeded"]
     assert [r["preemptions"] for r in records] == [1, 0]
@@ -217,7 +217,7 @@ def test_failed_job_without_result_line_is_failed_with_reason_and_billed_on_dema
     launcher = launcher_for(fake, clock)
     handle = launcher.submit(request(spot=False, usd_per_hour=1.006))
     assert run_to_end(launcher, handle)[-1] == "failed"
-    (rec,) = launcher.collect(handle)
+    (rec,) = [r.to_json() for r in launcher.collect(handle)]
     assert rec["status"] == "failed" and "exit code 137" in rec["reason"]
     assert rec["preemptions"] == 0 and rec["recoveries"] == 0 and rec["spot"] is False
     line = rec["billing"][0]
@@ -238,7 +238,7 @@ def test_failed_job_with_result_line_keeps_the_agents_exit_code():
     launcher = launcher_for(fake, clock)
     handle = launcher.submit(request())
     run_to_end(launcher, handle)
-    (rec,) = launcher.collect(handle)
+    (rec,) = [r.to_json() for r in launcher.collect(handle)]
     assert rec["status"] == "oom" and rec["exit_code"] == 1 and rec["stderr_tail"] == "torch.OutOfMemoryError"
     assert rec["billing"][0]["hours"] == pytest.approx(0.2)
     assert rec["billing"][0]["cost_usd"] == pytest.approx(0.2 * 0.4591)
@@ -260,7 +260,7 @@ def test_cancel_while_running_ends_cancelled_and_bills_the_time_used():
     launcher.cancel(handle)  # idempotent
     assert [c for c in fake.calls if c[0] == "cancel"] == [("cancel", 1)]
     assert run_to_end(launcher, handle)[-1] == "cancelled"
-    (rec,) = launcher.collect(handle)
+    (rec,) = [r.to_json() for r in launcher.collect(handle)]
     assert rec["status"] == "cancelled" and rec["billing"][0]["hours"] == pytest.approx(0.5)
     launcher.cancel(handle)  # after the end: nothing sent
     assert len([c for c in fake.calls if c[0] == "cancel"]) == 1
@@ -273,7 +273,7 @@ def test_cancelled_while_pending_costs_nothing():
     launcher = launcher_for(fake, clock)
     handle = launcher.submit(request())
     run_to_end(launcher, handle)
-    (rec,) = launcher.collect(handle)
+    (rec,) = [r.to_json() for r in launcher.collect(handle)]
     assert rec["status"] == "cancelled" and rec["wall_s"] == 0 and rec["billing"][0]["cost_usd"] == 0
     parse_record(rec)
 
@@ -290,7 +290,7 @@ def test_recovery_between_two_polls_is_split_at_skypilots_stamp():
     launcher = launcher_for(fake, clock)
     handle = launcher.submit(request())
     run_to_end(launcher, handle)
-    records = launcher.collect(handle)
+    records = [r.to_json() for r in launcher.collect(handle)]
     assert [r["status"] for r in records] == ["preempted", "succeeded"]
     assert [r["billing"][0]["hours"] for r in records] == [pytest.approx(1.0), pytest.approx(1.0)]
 
@@ -305,7 +305,7 @@ def test_recoveries_unseen_by_any_poll_are_counted_on_the_last_attempt():
     launcher = launcher_for(fake, clock)
     handle = launcher.submit(request())
     run_to_end(launcher, handle)
-    (rec,) = launcher.collect(handle)
+    (rec,) = [r.to_json() for r in launcher.collect(handle)]
     assert rec["status"] == "succeeded" and rec["recoveries"] == 2 and rec["preemptions"] == 2
     assert rec["billing"][0]["hours"] == pytest.approx(1.0)
     parse_record(rec)
@@ -325,7 +325,7 @@ def test_a_restart_on_the_trials_own_error_is_failed_not_preempted():
     launcher = launcher_for(fake, clock)
     handle = launcher.submit(request())
     run_to_end(launcher, handle)
-    records = launcher.collect(handle)
+    records = [r.to_json() for r in launcher.collect(handle)]
     assert [r["status"] for r in records] == ["failed", "succeeded"]
     assert records[0]["preemptions"] == 0 and "restarted" in records[0]["reason"]
     for r in records:
@@ -340,7 +340,7 @@ def test_succeeded_without_result_line_is_still_recorded():
     launcher = launcher_for(fake, clock)
     handle = launcher.submit(request())
     run_to_end(launcher, handle)
-    (rec,) = launcher.collect(handle)
+    (rec,) = [r.to_json() for r in launcher.collect(handle)]
     assert rec["status"] == "succeeded" and "no GPULEDGER_RESULT" in rec["reason"]
     parse_record(rec)
 
@@ -355,7 +355,7 @@ def test_price_falls_back_to_the_plan_when_the_catalog_has_no_row():
                                      usd_per_hour=0.75, on_demand_usd_per_hour=0.75,
                                      price_description="lambda gpu_1x_a10 plan"))
     run_to_end(launcher, handle)
-    (rec,) = launcher.collect(handle)
+    (rec,) = [r.to_json() for r in launcher.collect(handle)]
     assert rec["billing"][0]["usd_per_hour"] == 0.75 and rec["billing"][0]["description"] == "lambda gpu_1x_a10 plan"
 
 

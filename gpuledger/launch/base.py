@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-#: What `poll` answers. Terminal: succeeded, failed, cancelled.
-TrialStatus = Literal["pending", "running", "recovering", "succeeded", "failed", "cancelled"]
-TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+from gpuledger.protocol import LAUNCH_STATUSES, LAUNCH_TERMINAL
+
+if TYPE_CHECKING:
+    from gpuledger.record import ResultRecord
+
+#: What `poll` answers (`gpuledger.protocol.LAUNCH_STATUSES`). Terminal: succeeded, failed, cancelled.
+TrialStatus = Literal[LAUNCH_STATUSES]  # type: ignore[valid-type]
+TERMINAL: frozenset[str] = LAUNCH_TERMINAL
 
 
 @dataclass(frozen=True)
@@ -55,8 +60,8 @@ class Launcher(Protocol):
     def cancel(self, handle: Any) -> None:
         """Stops the trial (idempotent)."""
 
-    def collect(self, handle: Any) -> list[dict[str, Any]]:
-        """Returns the result records (dicts of `gpuledger.record.ResultRecord`), one per attempt.
+    def collect(self, handle: Any) -> list[ResultRecord]:
+        """Returns the validated result records (`gpuledger.record.ResultRecord`), one per attempt.
 
         Call after `poll` returned a terminal status.
         """

@@ -52,18 +52,13 @@ from typing import Any
 
 import psutil
 
+from gpuledger import protocol as P
 from gpuledger.launch.base import LaunchRequest, TrialStatus
+from gpuledger.record import ResultRecord
 
 USD_PER_HOUR_ENV = "GPULEDGER_LOCAL_USD_PER_HOUR"
 DEFAULT_LANDING = Path("warehouse/landing")
 TREE_SCAN_INTERVAL_S = 1.0
-_STATUS_OF_RECORD = {
-    "succeeded": "succeeded",
-    "failed": "failed",
-    "oom": "failed",
-    "preempted": "failed",
-    "cancelled": "cancelled",
-}
 
 
 def _default_usd_per_hour() -> float:
@@ -100,7 +95,7 @@ class LocalHandle:
     tree: dict[int, float] = field(default_factory=dict)  # pid -> create_time seen under the agent
     groups: set[int] = field(default_factory=set)  # process groups of those (the trial's session)
     tree_scanned_at: float = 0.0  # monotonic time of the last descendant scan
-    record: dict[str, Any] | None = None
+    record: ResultRecord | None = None
 
     @property
     def trial_id(self) -> str:
@@ -181,8 +176,7 @@ class LocalLauncher:
                 return "pending"
             if handle.state == "running":
                 return "running"
-            record = self._final_record(handle)
-            return _STATUS_OF_RECORD.get(record["status"], "failed")  # type: ignore[return-value]
+            return P.launch_status_of(self._final_record(handle).status)  # type: ignore[return-value]
 
     def cancel(self, handle: LocalHandle) -> None:
         """Stops the trial (idempotent): a queued one never starts, a running one gets SIGTERM."""
@@ -199,7 +193,7 @@ class LocalLauncher:
                 self._signal_agent(handle, signal.SIGTERM)
         self._reap_within(handle, self.kill_grace_s + 5.0)
 
-    def collect(self, handle: LocalHandle) -> list[dict[str, Any]]:
+    def collect(self, handle: LocalHandle) -> list[ResultRecord]:
         """Returns [the completed result record] of this attempt (waits for it to end first)."""
         self.wait([handle])
         with self._lock:
@@ -222,7 +216,7 @@ class LocalLauncher:
                 return False
             time.sleep(interval_s)
 
-    def run_all(self, requests: list[LaunchRequest]) -> list[dict[str, Any]]:
+    def run_all(self, requests: list[LaunchRequest]) -> list[ResultRecord]:
         """Submits every request, waits for all, returns their records in order."""
         handles = [self.submit(r) for r in requests]
         self.wait(handles)
@@ -322,13 +316,13 @@ class LocalLauncher:
         env = dict(os.environ)
         env.update({str(k): str(v) for k, v in req.env.items()})
         env.update({
-            "GPULEDGER_RUN_ID": handle.run_id,
-            "GPULEDGER_TRIAL_ID": req.trial_id,
-            "GPULEDGER_SWEEP_ID": req.sweep_id,
-            "GPULEDGER_SWEEP_NAME": req.sweep_name,
-            "GPULEDGER_ATTEMPT": str(handle.attempt),
-            "GPULEDGER_PARAMS": json.dumps(req.params, sort_keys=True, default=str),
-            "GPULEDGER_LAUNCHER": "local",
+            P.ENV_RUN_ID: handle.run_id,
+            P.ENV_TRIAL_ID: req.trial_id,
+            P.ENV_SWEEP_ID: req.sweep_id,
+            P.ENV_SWEEP_NAME: req.sweep_name,
+            P.ENV_ATTEMPT: str(handle.attempt),
+            P.ENV_PARAMS: json.dumps(req.params, sort_keys=True, default=str),
+            P.ENV_LAUNCHER: "local",
             "PYTHONUNBUFFERED": "1",
         })
         py_dir = str(Path(self.python).parent)
@@ -407,7 +401,7 @@ class LocalLauncher:
             if handle in self._running and handle.proc.poll() is not None:
                 self._finish(handle, handle.proc.returncode)
 
-    def _final_record(self, handle: LocalHandle) -> dict[str, Any]:
+    def _final_record(self, handle: LocalHandle) -> ResultRecord:
         """Returns the attempt's completed record (placement + billing), built once and cached."""
         if handle.record is not None:
             return handle.record
@@ -419,7 +413,7 @@ class LocalLauncher:
         from gpuledger.agent import write_json_atomic
 
         with contextlib.suppress(OSError):
-            write_json_atomic(handle.result_path, record)
+            write_json_atomic(handle.result_path, record.to_json())
         return record
 
     def _read_agent_record(self, handle: LocalHandle) -> dict[str, Any] | None:
@@ -462,7 +456,7 @@ class LocalLauncher:
             status = "failed"
             reason = f"the agent exited with code {handle.exit_code} without writing a result record"
         return {
-            "schema": "gpuledger.result/1",
+            "schema": P.SCHEMA,
             "run_id": handle.run_id,
             "trial_id": req.trial_id,
             "attempt": handle.attempt,
@@ -477,10 +471,8 @@ class LocalLauncher:
             "stderr_tail": self._log_tail(handle) if handle.proc is not None else None,
         }
 
-    def _complete(self, handle: LocalHandle, record: dict[str, Any], retry: bool = True) -> dict[str, Any]:
-        """Fills placement and billing; returns the validated record as a JSON-ready dict."""
-        from gpuledger.record import ResultRecord
-
+    def _complete(self, handle: LocalHandle, record: dict[str, Any], retry: bool = True) -> ResultRecord:
+        """Fills placement and billing; returns the validated record."""
         req = handle.request
         record = dict(record)
         record.update({
@@ -521,4 +513,4 @@ class LocalLauncher:
             bad["status"] = "failed"
             bad["reason"] = f"the agent wrote an invalid result record: {' '.join(str(err).split())[:300]}"
             return self._complete(handle, bad, retry=False)
-        return model.model_dump(mode="json", by_alias=True)
+        return model

@@ -54,12 +54,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from gpuledger import protocol as P
 from gpuledger.launch.base import LaunchRequest, TrialStatus
-from gpuledger.record import RESULT_LINE_PREFIX, SCHEMA
+from gpuledger.protocol import RESULT_LINE_PREFIX, SCHEMA
+from gpuledger.record import ResultRecord
 
 #: Where the agent writes its record inside the job (the record also goes to the logs).
 RESULT_PATH = "/tmp/gpuledger-result.json"
-PARAM_ENV_PREFIX = "GPULEDGER_PARAM_"
+PARAM_ENV_PREFIX = P.ENV_PARAM_PREFIX
 #: Installs what the in-job agent needs; the agent itself comes with the synced workdir.
 AGENT_SETUP = "python3 -m pip install --quiet 'psutil>=5.9' 'pydantic>=2,<3' 'nvidia-ml-py>=12'"
 #: Spot: restart on the trial's own errors this often (besides preemption recoveries, unlimited).
@@ -138,22 +140,22 @@ def task_envs(request: LaunchRequest) -> dict[str, str]:
     """Returns the job's environment: params, ids, planned placement, then the spec's own env."""
     envs = {param_env_name(k): _env_value(v) for k, v in request.params.items()}
     envs.update(
-        GPULEDGER_PARAMS=json.dumps(request.params, sort_keys=True, default=str),
-        GPULEDGER_TRIAL_ID=request.trial_id,
-        GPULEDGER_SWEEP_ID=request.sweep_id,
-        GPULEDGER_SWEEP_NAME=request.sweep_name,
-        GPULEDGER_LAUNCHER="skypilot",
-        GPULEDGER_SPOT="true" if request.spot else "false",
+        {P.ENV_PARAMS: json.dumps(request.params, sort_keys=True, default=str),
+         P.ENV_TRIAL_ID: request.trial_id,
+         P.ENV_SWEEP_ID: request.sweep_id,
+         P.ENV_SWEEP_NAME: request.sweep_name,
+         P.ENV_LAUNCHER: "skypilot",
+         P.ENV_SPOT: "true" if request.spot else "false"}
     )
-    for key, value in (("GPULEDGER_CLOUD", request.cloud), ("GPULEDGER_REGION", request.region),
-                       ("GPULEDGER_INSTANCE_TYPE", request.instance_type),
-                       ("GPULEDGER_ACCELERATOR", request.accelerator)):
+    for key, value in ((P.ENV_CLOUD, request.cloud), (P.ENV_REGION, request.region),
+                       (P.ENV_INSTANCE_TYPE, request.instance_type),
+                       (P.ENV_ACCELERATOR, request.accelerator)):
         if value:
             envs[key] = value
     if request.accelerator:
-        envs["GPULEDGER_GPUS"] = str(request.gpus)
+        envs[P.ENV_GPUS] = str(request.gpus)
     if request.timeout_s:
-        envs["GPULEDGER_TIMEOUT_S"] = str(request.timeout_s)
+        envs[P.ENV_TIMEOUT_S] = str(request.timeout_s)
     envs.update({k: str(v) for k, v in request.env.items()})
     return envs
 
@@ -471,7 +473,7 @@ class SkyPilotLauncher:
         return SkyJob(request=request, job_id=int(job_id), name=name, submitted_at=self.clock())
 
     def poll(self, handle: SkyJob) -> TrialStatus:
-        if handle.status in ("succeeded", "failed", "cancelled"):
+        if handle.status in P.LAUNCH_TERMINAL:
             return handle.status
         records = [r for r in self.sdk.queue([handle.job_id]) if int(r.get("job_id", -1)) == handle.job_id]
         if not records:
@@ -481,7 +483,7 @@ class SkyPilotLauncher:
         return handle.status
 
     def cancel(self, handle: SkyJob) -> None:
-        if handle.status in ("succeeded", "failed", "cancelled") or handle.cancel_requested:
+        if handle.status in P.LAUNCH_TERMINAL or handle.cancel_requested:
             return
         self.sdk.cancel(handle.job_id)
         handle.cancel_requested = True
@@ -489,7 +491,7 @@ class SkyPilotLauncher:
     def wait(self, handle: SkyJob, timeout_s: float | None = None) -> TrialStatus:
         """Polls every `poll_interval_s` until a terminal status (or `timeout_s`); returns the status."""
         start = self.clock()
-        while self.poll(handle) not in ("succeeded", "failed", "cancelled"):
+        while self.poll(handle) not in P.LAUNCH_TERMINAL:
             if timeout_s is not None and self.clock() - start > timeout_s:
                 break
             time.sleep(self.poll_interval_s)
@@ -549,8 +551,8 @@ class SkyPilotLauncher:
 
     # -- results ------------------------------------------------------------------------------
 
-    def collect(self, handle: SkyJob) -> list[dict[str, Any]]:
-        """Returns one validated-shape record dict per attempt (`gpuledger.record.ResultRecord`)."""
+    def collect(self, handle: SkyJob) -> list[ResultRecord]:
+        """Returns one validated `ResultRecord` per attempt."""
         try:
             logs = self.sdk.tail_logs(handle.job_id)
         except Exception as err:  # noqa: BLE001 - logs are best effort; the queue still tells the story
@@ -575,17 +577,15 @@ class SkyPilotLauncher:
             last = i == len(attempts) - 1
             rec = self._validated(handle, i + 1, attempt, line)
             if last and missed:
-                rec["preemptions"] += missed
-                rec["recoveries"] += missed
+                rec.preemptions += missed
+                rec.recoveries += missed
             records.append(rec)
         return records
 
-    def _validated(self, handle: SkyJob, number: int, attempt: Attempt, line: dict[str, Any] | None) -> dict[str, Any]:
-        """Returns the attempt's record as JSON-ready dict; a result line that does not validate is
+    def _validated(self, handle: SkyJob, number: int, attempt: Attempt, line: dict[str, Any] | None) -> ResultRecord:
+        """Returns the attempt's validated record; a result line that does not validate is
         replaced by a synthesized record that says so."""
         from pydantic import ValidationError
-
-        from gpuledger.record import ResultRecord
 
         try:
             model = ResultRecord.model_validate(self._record(handle, number, attempt, line))
@@ -595,7 +595,7 @@ class SkyPilotLauncher:
             model = ResultRecord.model_validate(self._record(handle, number, attempt, None))
             note = f"result line did not validate ({err.error_count()} problems)"
             model.reason = f"{model.reason}; {note}" if model.reason else note
-        return model.model_dump(mode="json", by_alias=True)
+        return model
 
     @staticmethod
     def _match(attempts: list[Attempt], lines: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
