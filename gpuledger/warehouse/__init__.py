@@ -8,7 +8,8 @@ Modules (each small, one job):
 - `migrate`: migrations (checksums verified), views, views.yml applied as `COMMENT ON`;
 - `core`: `WarehouseBase` (open/close, transactions, queries, validated upserts);
 - `records`: result records -> frames; JSON values encoded once (`json_text`);
-- `ingest`, `sweeps`, `lease`: the writing methods, mixed into `Warehouse`;
+- `ingest`, `sweeps`, `lease`: the writing methods, mixed into `Warehouse` (`lease`: one run of a
+  sweep at a time, `SweepBusy`);
 - `readonly`: which statements of ad-hoc SQL write.
 
 Usage (a writer; writers migrate on open)::
@@ -42,6 +43,7 @@ from gpuledger.warehouse.connect import (
 )
 from gpuledger.warehouse.core import WarehouseBase
 from gpuledger.warehouse.ingest import IngestMixin, IngestResult, Rejection
+from gpuledger.warehouse.lease import LeaseMixin, SweepBusy
 from gpuledger.warehouse.migrate import MigrationChanged
 from gpuledger.warehouse.readonly import READ_ONLY_STATEMENTS, writing_statements
 from gpuledger.warehouse.records import json_text, records_to_frames
@@ -57,10 +59,10 @@ from gpuledger.warehouse.sweeps import SweepsMixin
 
 #: base tables, in the order `export_parquet` writes them
 TABLES = ("schema_migrations", "schema_views", "specs", "sweeps", "trials", "runs", "final_metrics", "metrics",
-          "billing", "prices")
+          "billing", "prices", "sweep_leases")
 
 
-class Warehouse(IngestMixin, SweepsMixin, WarehouseBase):
+class Warehouse(IngestMixin, SweepsMixin, LeaseMixin, WarehouseBase):
     """A connection to the DuckDB warehouse file. Use as a context manager; see the package doc."""
 
 
@@ -80,6 +82,6 @@ def measured_preemption_if_any(path: str | Path | None = None) -> dict[tuple[str
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT_S", "ENV_LOCK_TIMEOUT", "ENV_PATH", "MIGRATIONS_DIR", "QUERIES_DIR",
     "READ_ONLY_STATEMENTS", "SQL_ROOT", "TABLES", "VIEWS_DIR", "VIEWS_DOC", "IngestResult",
-    "MigrationChanged", "Rejection", "Warehouse", "WarehouseBusy", "json_text", "measured_preemption_if_any",
+    "MigrationChanged", "Rejection", "SweepBusy", "Warehouse", "WarehouseBusy", "json_text", "measured_preemption_if_any",
     "named_sql", "records_to_frames", "resolve_path", "utc_naive", "writing_statements",
 ]
