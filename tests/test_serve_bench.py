@@ -183,3 +183,55 @@ def test_a_server_that_dies_fails_the_trial_with_its_log(tmp_path):
             serve_bench.wait_healthy("http://127.0.0.1:9", proc, 20, tmp_path / "s.log")
     assert "out of memory" in (tmp_path / "s.log").read_text()
 
+
+
+# ---------------------------------------------------------------------------------------------
+# the spec of an inference sweep
+
+
+def _inference_spec(extra: str = "", params: str = "concurrency: [1, 4]") -> str:
+    return f"""kind: sweep
+name: s
+project: p
+owner: o
+model: gpuledger/demo-char-gpt
+method: inference
+serve: {{engine: tiny, prompt_tokens: 16, output_tokens: 32{extra}}}
+search:
+  params: {{{params}}}
+  objective: {{metric: output_tokens_per_s, goal: maximize}}
+budget: {{max_usd: 1}}
+task:
+  run: python trainers/serve_bench.py --engine {{engine}} --concurrency {{concurrency}} --max-num-seqs {{max_num_seqs}}
+"""
+
+
+def test_inference_spec_renders_serving_settings_quoted():
+    from gpuledger.spec import expand_trials, parse_spec
+
+    spec = parse_spec(_inference_spec(), "s.yaml")
+    trials = expand_trials(spec)
+    assert [t.params for t in trials] == [{"concurrency": 1}, {"concurrency": 4}]
+    assert trials[1].run == "python trainers/serve_bench.py --engine tiny --concurrency 4 --max-num-seqs 256"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (_inference_spec(params="max_num_seqs: [8, 16]"), "s.yaml:7:8: serve: method: inference needs a load"),
+    (_inference_spec(extra=", output_tokens: 1"), "serve.output_tokens"),
+    (_inference_spec(extra=", gpu_memory_utilization: 1.5"), "serve.gpu_memory_utilization"),
+    (_inference_spec().replace("method: inference", "method: lora"), "serve: is for method: inference"),
+])
+def test_inference_spec_mistakes_are_located(text, message):
+    from gpuledger.spec import SpecError, parse_spec
+
+    with pytest.raises(SpecError) as info:
+        parse_spec(text, "s.yaml")
+    assert message in str(info.value)
+
+
+def test_shipped_serve_bench_spec_is_valid_and_runs_one_benchmark_at_a_time():
+    from gpuledger.spec import expand_trials, load_spec
+
+    spec = load_spec(REPO / "specs" / "serve-bench.yaml")
+    assert spec.method == "inference" and spec.resources.max_parallel == 1 and spec.serve.slo is not None
+    assert [t.params["concurrency"] for t in expand_trials(spec)] == [1, 4, 16, 64]

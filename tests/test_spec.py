@@ -111,7 +111,7 @@ MALFORMED = [
     ("bad kind", _variant("kind: sweep", "kind: swep"),
      "m.yaml:1:7: kind: must be one of sweep, capacity (got 'swep')"),
     ("bad method", _variant("method: lora", "method: dpo"),
-     "m.yaml:6:9: method: must be one of full, lora, qlora, grpo, ppo (got 'dpo')"),
+     "m.yaml:6:9: method: must be one of full, lora, qlora, grpo, ppo, inference (got 'dpo')"),
     ("exclude unknown param", _variant("  objective:", "  exclude: [{lora_rank: 4}]\n  objective:"),
      "m.yaml:13:14: search.exclude[0].lora_rank: 'lora_rank' is not a search parameter; did you mean 'lora_r'?"),
     ("exclude everything", _variant("  objective:", "  exclude: [{lora_r: [4, 8]}]\n  objective:"),

@@ -66,6 +66,13 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
     if data.get("launcher") == "skypilot" and not resources.get("accelerators"):
         out.append((("resources", "accelerators"), "launcher: skypilot needs at least one accelerator"))
     method = data.get("method")
+    if "serve" in data and method != "inference":
+        out.append((("serve",), "serve: is for method: inference (a serving benchmark sweep)"))
+    if method == "inference":
+        serve = {**mapping(data.get("serve")), **(params if isinstance(params, dict) else {})}
+        if serve.get("concurrency") is None and serve.get("request_rate") is None:
+            out.append((("serve",), "method: inference needs a load: serve.concurrency or serve.request_rate "
+                                    "(or a search parameter of that name)"))
     if method in ("grpo", "ppo") and mapping(data.get("train")).get("completion_len") is None:
         out.append((("train", "completion_len"), f"method {method} needs train.completion_len"))
     return out

@@ -143,10 +143,36 @@ class _SpecBase(_Strict):
         return self._source, line, col
 
 
+class ServeSlo(_Strict):
+    p95_ttft_ms: float = Field(gt=0, description="time to first token, 95th percentile (ms)")
+    p95_tpot_ms: float = Field(gt=0, description="time per output token, 95th percentile (ms)")
+
+
+class Serve(_Strict):
+    """Serving settings of a `method: inference` sweep (each may also be a search parameter of the
+    same name, which overrides it per trial; every field is a task-template placeholder)."""
+
+    engine: Literal["tiny", "vllm", "sglang", "trtllm"] = Field(
+        "vllm", description="server the trial starts: tiny (trainers/tiny_serve.py, CPU) or a GPU engine")
+    prompt_tokens: int = Field(512, ge=1, le=1_000_000, description="prompt tokens per request")
+    output_tokens: int = Field(128, ge=2, le=1_000_000, description="output tokens per request (>= 2: TPOT)")
+    max_num_seqs: int = Field(256, ge=1, le=4096, description="sequences batched together (engine flag)")
+    max_num_batched_tokens: int | None = Field(None, ge=1, description="tokens per engine step (engine flag)")
+    tensor_parallel: int = Field(1, ge=1, le=8, description="GPUs per server (tensor-parallel size)")
+    kv_cache_dtype: Literal["auto", "fp8", "bf16", "fp16"] = Field("auto", description="auto: the weights' dtype")
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1, description="fraction of GPU memory the engine takes")
+    concurrency: int | None = Field(None, ge=1, le=4096, description="requests in flight (closed loop)")
+    request_rate: float | None = Field(None, gt=0, description="Poisson arrivals per second (open loop)")
+    num_prompts: int = Field(200, ge=1, le=100_000, description="requests per trial at most")
+    max_duration: Duration = Field(60.0, gt=0, description="no new request after this long (per trial)")
+    slo: ServeSlo | None = Field(None, description="latency objective the report marks and prices against")
+
+
 class SweepSpec(_SpecBase):
     kind: Literal["sweep"]
     method: Method = "lora"
     train: Train = Field(default_factory=Train)
+    serve: Serve = Field(default_factory=Serve, description="serving settings (method: inference only)")
     search: Search
     resources: Resources = Field(default_factory=Resources)
     budget: Budget

@@ -8,12 +8,13 @@ import string
 from typing import Any
 
 from gpuledger.spec.ids import sweep_id_for
-from gpuledger.spec.models import SweepSpec, Train
+from gpuledger.spec.models import Serve, SweepSpec, Train
 
 #: Placeholders a task template may use besides the search parameters.
 KNOWN_FIELDS = frozenset(
     {"trial_id", "trial_index", "sweep_id", "name", "project", "owner", "model", "method", "precision"}
     | set(Train.model_fields)
+    | (set(Serve.model_fields) - {"slo"})
 )
 
 
@@ -47,6 +48,7 @@ def render_command(template: str, values: dict[str, Any]) -> str:
 def template_values(spec: SweepSpec, params: dict[str, Any], trial_id: str, index: int) -> dict[str, Any]:
     """Returns the values a task template may use: known fields, overridden by the search params."""
     values: dict[str, Any] = dict(spec.train.model_dump())
+    values.update((k, v) for k, v in spec.serve.model_dump(exclude={"slo"}).items() if v is not None)
     values.update(
         trial_id=trial_id, trial_index=index, sweep_id=sweep_id_for(spec), name=spec.name,
         project=spec.project, owner=spec.owner, model=spec.model, method=spec.method,
