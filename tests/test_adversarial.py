@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from gpuledger.cli import main
-from gpuledger.spec import SpecError, load_spec, parse_spec
+from gpuledger.spec import SpecError, expand_trials, load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent
 GPULEDGER = [sys.executable, "-m", "gpuledger.cli"]
@@ -177,3 +178,149 @@ def test_every_refusal_through_the_cli_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err
     assert len(err.strip().splitlines()) == 3, err
+
+
+# ------------------------------------------------------------------------------------------------
+# #17.3 placeholders: only where a shell-quoted value is safe, checked with a real bash
+
+PAYLOADS = ["$(touch {m})", "`touch {m}`", "'; touch {m}; '", '"; touch {m}; "', "\\'$(touch {m})", "x\ntouch {m}"]
+
+
+def _with_run(run: str, values: list[str]) -> str:
+    block = "\n".join("        " + line for line in run.splitlines())
+    quoted = ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+    return GOOD.replace("    lr: [0.001, 0.01]\n", f"    x: [{quoted}]\n").replace(
+        "  run: python train.py --lr {lr}\n", f"  run: |\n{block}\n")
+
+
+def _bash(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.parametrize("run,line,why", [
+    ('echo "{x}"', 1, "inside double quotes"),
+    ("echo '{x}'", 1, "inside single quotes"),
+    ("true\necho `echo {x}`", 2, "inside backticks"),
+    ("echo ${{HOME:-{x}}}", 1, "inside ${...}"),
+    ("echo \\{x}", 1, "right after a backslash"),
+    ("echo ${x}", 1, "right after $"),
+    ("cat <<EOF\n{x}\nEOF", 2, "inside a here-document"),
+    ("echo $(( {x} + 1 ))", 1, "inside arithmetic"),
+    ("echo $'{x}'", 1, "inside $'...'"),
+    ('echo "$(printf %s "{x}")"', 1, "inside double quotes"),
+])
+def test_a_placeholder_in_an_unsafe_spot_is_refused_with_its_line(tmp_path, run, line, why):
+    text = _with_run(run, [p.format(m=tmp_path / "pwned") for p in PAYLOADS])
+    message = _problems(text)
+    spec_line = text.splitlines().index("  run: |") + 1 + line  # the command's line 1 follows `run: |`
+    assert f"adv.yaml:{spec_line}:" in message and "task.run: placeholder {x} on line" in message, message
+    assert why in message
+
+
+def test_the_attack_is_real_without_the_check(tmp_path):
+    """Reproduces #17.3: quoting the already-quoted value inside "..." runs the payload."""
+    from gpuledger.spec.templates import _format_value
+
+    marker = tmp_path / "pwned"
+    value = f"$(touch {marker})"
+    naive = 'echo "{x}"'.format_map({"x": shlex.quote(_format_value(value))})
+    _bash(naive, tmp_path)
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("run", [
+    "echo {x}",
+    "python -c 'import sys; print(sys.argv)' --x={x} {x}",
+    "echo $(printf '%s' {x})",
+    "echo \"$(printf '%s' {x})\"",
+    "# a comment may mention \"{x}\"\necho {x}",
+    "cat <<'EOF'\n{x}\nEOF",
+    "(cd . && echo {x}) | cat",
+    "X={x}; echo \"$X\"",
+])
+def test_safe_spots_execute_nothing_in_real_bash(tmp_path, run):
+    marker = tmp_path / "pwned"
+    values = [p.format(m=marker) for p in PAYLOADS]
+    spec = parse_spec(_with_run(run, values), "adv.yaml")
+    trials = expand_trials(spec)
+    assert len(trials) == len(values)
+    for trial in trials:
+        done = _bash(trial.run, tmp_path)
+        assert done.returncode == 0, (trial.run, done.stderr)
+        assert not marker.exists(), trial.run
+
+
+def test_render_refuses_an_unsafe_template_built_in_code():
+    from gpuledger.errors import UserError
+    from gpuledger.spec import render_command
+
+    with pytest.raises(UserError, match="inside double quotes"):
+        render_command('echo "{x}"', {"x": "$(id)"})
+
+
+# ------------------------------------------------------------------------------------------------
+# #17.6 grids have a size limit, checked before anything is expanded
+
+
+def test_three_100_value_lists_are_refused_at_once(tmp_path):
+    """Three 100-value lists made `validate` expand a million trials (killed after minutes)."""
+    lists = "\n".join(f"    p{i}: [{', '.join(str(v) for v in range(100))}]" for i in range(3))
+    spec = tmp_path / "million.yaml"
+    spec.write_text(GOOD.replace("    lr: [0.001, 0.01]", lists).replace("{lr}", "{p0}"))
+    done = _cli("validate", str(spec), timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"{spec}:8:3: search.params: the grid has 1,000,000 points (100 x 100 x 100); a sweep may have at most "
+        "10,000 trials: use fewer values, or strategy: random with n_trials")
+
+
+def test_a_grid_built_in_code_is_never_expanded_past_the_limit():
+    from gpuledger.errors import UserError
+    from gpuledger.spec import iter_trials
+
+    spec = parse_spec(GOOD, "adv.yaml")
+    huge = spec.model_copy(update={"search": spec.search.model_copy(
+        update={"params": {f"p{i}": list(range(100)) for i in range(3)}})})
+    with pytest.raises(UserError, match="1,000,000 points"):
+        next(iter_trials(huge))
+
+
+def test_random_n_trials_beyond_the_distinct_combinations_is_refused():
+    text = GOOD.replace("  params:", "  strategy: random\n  n_trials: 50\n  params:")
+    assert "n_trials (50) is more than the 2 distinct combinations" in _problems(text)
+
+
+def test_n_trials_over_the_limit_is_refused():
+    text = GOOD.replace("  params:", "  strategy: random\n  n_trials: 1000000\n  params:").replace(
+        "lr: [0.001, 0.01]", "lr: {low: 0.001, high: 0.1}")
+    assert "search.n_trials: must be <= 10000 (got 1000000)" in _problems(text)
+
+
+# ------------------------------------------------------------------------------------------------
+# #17.8 strict scalars where it matters
+
+
+@pytest.mark.parametrize("line,expected", [
+    ("resources: {max_parallel: true}", "resources.max_parallel: expected a number, not true"),
+    ("resources: {max_parallel: false}", "resources.max_parallel: expected a number, not false"),
+    ("resources: {deadline_confidence: true}", "resources.deadline_confidence: expected a number, not true"),
+])
+def test_booleans_are_not_numbers(line, expected):
+    """`max_parallel: true` was accepted as 1."""
+    assert expected in _problems(GOOD + line + "\n")
+
+
+def test_an_infinite_target_is_refused():
+    text = GOOD.replace("objective: {metric: eval_loss}", "objective: {metric: eval_loss, target: .inf}")
+    assert "search.objective.target: must be a finite number (got inf)" in _problems(text)
+
+
+@pytest.mark.parametrize("value", ["1", "0", "'yes'", "'on'"])
+def test_a_true_false_field_takes_only_true_or_false(value):
+    text = GOOD.replace("train: {seq_len: 128,", f"train: {{grad_checkpointing: {value}, seq_len: 128,")
+    assert "train.grad_checkpointing: expected true or false" in _problems(text)
+
+
+def test_whole_numbers_written_as_floats_still_work():
+    spec = parse_spec(GOOD.replace("tokens_per_trial: 1000", "tokens_per_trial: 1e6") + "resources: {max_parallel: 2.0}\n")
+    assert spec.train.tokens_per_trial == 1_000_000 and spec.resources.max_parallel == 2

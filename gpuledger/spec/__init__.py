@@ -8,7 +8,7 @@ JSON Schema), `yamlpos` (bounded YAML with positions), `problems` (located messa
 sweep ids), `expand` (grid/random expansion), `load` (`parse_spec`, `load_spec`).
 """
 
-from gpuledger.spec.expand import Trial, expand_trials, grid_size
+from gpuledger.spec.expand import Trial, expand_trials, grid_size, iter_trials
 from gpuledger.spec.ids import spec_hash, sweep_id_for, trial_id_for
 from gpuledger.spec.load import load_spec, parse_spec
 from gpuledger.spec.models import (
@@ -31,12 +31,12 @@ from gpuledger.spec.models import (
 )
 from gpuledger.spec.problems import Problem, SpecError
 from gpuledger.spec.templates import KNOWN_FIELDS, render_command, template_fields, template_values
-from gpuledger.spec.types import parse_duration, parse_money
+from gpuledger.spec.types import MAX_TRIALS, parse_duration, parse_money
 
 __all__ = [
-    "KNOWN_FIELDS", "Budget", "CapacityResources", "CapacitySpec", "Local", "MeasuredPoint", "MeasuredRate", "Objective",
+    "KNOWN_FIELDS", "MAX_TRIALS", "Budget", "CapacityResources", "CapacitySpec", "Local", "MeasuredPoint", "MeasuredRate", "Objective",
     "Problem", "RandomRange", "Resources", "Search", "Slo", "SpecError", "SweepSpec", "Task", "Traffic",
-    "Train", "Trial", "expand_trials", "grid_size", "json_schema", "load_spec", "parse_duration",
+    "Train", "Trial", "expand_trials", "grid_size", "iter_trials", "json_schema", "load_spec", "parse_duration",
     "parse_money", "parse_spec", "render_command", "spec_hash", "sweep_id_for", "template_fields",
     "template_values", "trial_id_for",
 ]

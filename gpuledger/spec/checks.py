@@ -6,7 +6,10 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from gpuledger.spec.templates import KNOWN_FIELDS, template_fields
+from gpuledger.spec.expand import grid_points_total, grid_too_large
+from gpuledger.spec.shellctx import unsafe_placeholders
+from gpuledger.spec.templates import KNOWN_FIELDS, template_fields, unsafe_message
+from gpuledger.spec.types import MAX_TRIALS
 
 
 def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
@@ -37,6 +40,16 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
                 out.append((("search", "params", name), f"high ({values['high']}) is below low ({values['low']})"))
             if values.get("log") and values["low"] <= 0:
                 out.append((("search", "params", name), "a log range needs low > 0"))
+    lists = [v for v in params.values() if isinstance(v, list)]
+    if strategy == "grid" and lists and len(lists) == len(params):
+        refused = grid_too_large(lists)
+        if refused:
+            out.append((("search", "params", "__key__"), refused))
+    n_trials = search.get("n_trials")
+    if (strategy == "random" and lists and len(lists) == len(params) and isinstance(n_trials, int)
+            and not isinstance(n_trials, bool) and grid_points_total(lists) < n_trials <= MAX_TRIALS):
+        out.append((("search", "n_trials"), f"n_trials ({n_trials}) is more than the {grid_points_total(lists)} "
+                    "distinct combinations of the lists; use strategy: grid, or fewer trials"))
     if strategy == "random" and search.get("n_trials") is None:
         out.append((("search", "strategy"), "strategy: random needs n_trials (how many trials to draw)"))
     exclude = search.get("exclude")
@@ -57,6 +70,8 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
         except ValueError as err:
             out.append((("task", part), str(err)))
             continue
+        for u in unsafe_placeholders(template):
+            out.append((("task", part, "__text__", u.line), unsafe_message(u)))
         for name in names:
             if name not in allowed:
                 close = difflib.get_close_matches(name, sorted(allowed), n=1, cutoff=0.5)

@@ -6,12 +6,15 @@ import itertools
 import json
 import math
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from gpuledger.errors import UserError
 from gpuledger.spec.ids import trial_id_for
 from gpuledger.spec.models import RandomRange, SweepSpec
 from gpuledger.spec.templates import render_command, template_values
+from gpuledger.spec.types import MAX_TRIALS
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,21 @@ def _excluded(params: dict[str, Any], rules: list[dict[str, Any]]) -> bool:
     return False
 
 
+def grid_points_total(lists: list[list[Any]]) -> int:
+    """Returns the number of points of a grid (the product of its lists' lengths), before exclusions."""
+    return math.prod(len(values) for values in lists)
+
+
+def grid_too_large(lists: list[list[Any]]) -> str | None:
+    """Returns why a grid is refused (over MAX_TRIALS points), or None."""
+    total = grid_points_total(lists)
+    if total <= MAX_TRIALS:
+        return None
+    sizes = " x ".join(str(len(v)) for v in lists)
+    return (f"the grid has {total:,} points ({sizes}); a sweep may have at most {MAX_TRIALS:,} trials: "
+            f"use fewer values, or strategy: random with n_trials")
+
+
 def grid_size(spec: SweepSpec) -> int:
     """Returns the number of trials a grid spec expands to (product of values minus exclusions)."""
     return sum(1 for _ in _grid_points(spec))
@@ -40,6 +58,9 @@ def grid_size(spec: SweepSpec) -> int:
 def _grid_points(spec: SweepSpec):
     names = list(spec.search.params)
     lists = [spec.search.params[n] for n in names]
+    refused = grid_too_large(lists)
+    if refused:  # a spec built in code skips parse_spec's check: never expand what is refused
+        raise UserError(f"{spec.name}: search.params: {refused}")
     for combo in itertools.product(*lists):
         params = dict(zip(names, combo, strict=True))
         if not _excluded(params, spec.search.exclude):
@@ -70,20 +91,21 @@ def _random_points(spec: SweepSpec):
 
 
 
-def expand_trials(spec: SweepSpec) -> list[Trial]:
-    """Returns the trials of a sweep spec, in a stable order, each with its rendered commands."""
+def iter_trials(spec: SweepSpec) -> Iterator[Trial]:
+    """Yields the trials of a sweep spec one at a time, in a stable order, with rendered commands."""
     points = _grid_points(spec) if spec.search.strategy == "grid" else _random_points(spec)
-    trials = []
     for index, params in enumerate(points):
         tid = trial_id_for(spec.name, params)
         values = template_values(spec, params, tid, index)
-        trials.append(
-            Trial(
-                index=index,
-                trial_id=tid,
-                params=params,
-                run=render_command(spec.task.run, values),
-                setup=render_command(spec.task.setup, values) if spec.task.setup else None,
-            )
+        yield Trial(
+            index=index,
+            trial_id=tid,
+            params=params,
+            run=render_command(spec.task.run, values),
+            setup=render_command(spec.task.setup, values) if spec.task.setup else None,
         )
-    return trials
+
+
+def expand_trials(spec: SweepSpec) -> list[Trial]:
+    """Returns the trials of a sweep spec (at most MAX_TRIALS), in a stable order."""
+    return list(iter_trials(spec))

@@ -11,6 +11,7 @@ from gpuledger.spec.checks import _semantic_problems
 from gpuledger.spec.expand import grid_size
 from gpuledger.spec.models import _SPEC_ADAPTER, CapacitySpec, SweepSpec
 from gpuledger.spec.problems import Problem, SpecError, _dotted, _problems_from_validation
+from gpuledger.spec.strict import scalar_problems
 from gpuledger.spec.yamlpos import _load_yaml
 
 
@@ -40,13 +41,22 @@ def parse_spec(text: str, filename: str = "<spec>") -> SweepSpec | CapacitySpec:
             key = key[:-1]
         return positions.get(key, (1, 1))
 
-    semantic = [Problem(filename, *located(path), _dotted(tuple(p for p in path if p != "__key__")[: len(path) - 2 if "__text__" in path else None]), msg) for path, msg in _semantic_problems(data)]
+    def problem(path: tuple, message: str) -> Problem:
+        shown = path[:-2] if len(path) > 2 and path[-2] == "__text__" else path
+        return Problem(filename, *located(path), _dotted(tuple(p for p in shown if p != "__key__")), message)
+
+    semantic = [problem(path, msg) for path, msg in _semantic_problems(data)]
+    model = SweepSpec if kind == "sweep" else CapacitySpec
+    strict = [problem(path, msg) for path, msg in scalar_problems(data, model)]
     try:
         spec = _SPEC_ADAPTER.validate_python(data)
     except ValidationError as exc:
-        problems += _problems_from_validation(exc, positions, filename, kind, data)
+        strict_paths = {p.path for p in strict}  # the strict reading's message is the precise one
+        problems += [p for p in _problems_from_validation(exc, positions, filename, kind, data)
+                     if p.path not in strict_paths] + strict
         problems += [p for p in semantic if (p.path, p.message) not in {(q.path, q.message) for q in problems}]
         raise SpecError(sorted(problems, key=lambda p: (p.line, p.col))) from None
+    problems += strict
     spec._positions = positions
     spec._source = filename
     problems += semantic

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, fie
 
 from gpuledger.spec.types import (
     LABEL_PATTERN,
+    MAX_TRIALS,
     NAME_PATTERN,
     Accelerator,
     Cloud,
@@ -51,7 +52,7 @@ ParamValues = list[Scalar] | RandomRange
 class Search(_Strict):
     strategy: Literal["grid", "random"] = "grid"
     params: dict[str, ParamValues] = Field(min_length=1)
-    n_trials: int | None = Field(None, ge=1, le=100_000)
+    n_trials: int | None = Field(None, ge=1, le=MAX_TRIALS)
     seed: int = 0
     exclude: list[dict[str, Scalar | list[Scalar]]] = Field(
         default_factory=list, description="a trial matching every key of one rule is left out"

@@ -7,8 +7,10 @@ import shlex
 import string
 from typing import Any
 
+from gpuledger.errors import UserError
 from gpuledger.spec.ids import sweep_id_for
 from gpuledger.spec.models import Serve, SweepSpec, Train
+from gpuledger.spec.shellctx import Unsafe, unsafe_placeholders
 
 #: Placeholders a task template may use besides the search parameters.
 KNOWN_FIELDS = frozenset(
@@ -39,8 +41,21 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
+def unsafe_message(u: Unsafe) -> str:
+    """Returns the one-line refusal of a placeholder in an unsafe shell spot."""
+    return (f"placeholder {{{u.name}}} on line {u.line + 1} of the command sits {u.why}; "
+            f"write it bare, as in --flag {{{u.name}}}: each value is substituted already shell-quoted")
+
+
 def render_command(template: str, values: dict[str, Any]) -> str:
-    """Returns `template` with each `{name}` replaced by the shell-quoted value (`shlex.quote`)."""
+    """Returns `template` with each `{name}` replaced by the shell-quoted value (`shlex.quote`).
+
+    Raises UserError if a placeholder sits where a quoted value is not safe (inside quotes,
+    backticks, `${...}`, an unquoted here-document, after a backslash or `$`): `validate` refuses
+    such templates, and a spec built in code cannot bypass that here."""
+    unsafe = unsafe_placeholders(template)
+    if unsafe:
+        raise UserError("task: " + "; ".join(unsafe_message(u) for u in unsafe))
     quoted = {k: shlex.quote(_format_value(v)) for k, v in values.items()}
     return template.format_map(quoted)
 

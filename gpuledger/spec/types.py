@@ -76,6 +76,10 @@ Precision = Literal["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed", "fp8", "
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
 Sharding = Literal["auto", "none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
 
+#: The most trials one sweep may have: a grid's points (the product of its lists' lengths, before
+#: exclusions) or a random search's n_trials. Checked before anything is expanded.
+MAX_TRIALS = 10_000
+
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,62}$"
 
