@@ -16,7 +16,7 @@ from report_fixtures import (
 
 from gpuledger.errors import UserError
 from gpuledger.report import MARKDOWN_MAX_CHARS, load_sweep, sweep_markdown, sweep_summary, write_sweep_report
-from gpuledger.report.common import cap_markdown, md_table
+from gpuledger.report.markdown import cap_markdown, md_table
 from gpuledger.report.sweep import accuracy_rows, pareto_flags, peak_concurrency, what_if_inputs, what_if_rows
 from gpuledger.warehouse import Warehouse
 

@@ -13,17 +13,23 @@ writing files: `sweep_markdown(load_sweep(wh, name))`, `weekly_markdown(load_wee
 """
 
 from gpuledger.report.capacity import capacity_html, capacity_markdown, write_capacity_report
-from gpuledger.report.common import MARKDOWN_MAX_CHARS, ReportFiles
+from gpuledger.report.common import ReportFiles
+from gpuledger.report.document import Document
+from gpuledger.report.html import render_html
+from gpuledger.report.markdown import MARKDOWN_MAX_CHARS, render_markdown
 from gpuledger.report.sweep import load_sweep, sweep_html, sweep_markdown, sweep_summary, write_sweep_report
 from gpuledger.report.weekly import load_week, weekly_html, weekly_markdown, write_weekly_report
 
 __all__ = [
     "MARKDOWN_MAX_CHARS",
+    "Document",
     "ReportFiles",
     "capacity_html",
     "capacity_markdown",
     "load_sweep",
     "load_week",
+    "render_html",
+    "render_markdown",
     "sweep_html",
     "sweep_markdown",
     "sweep_summary",

@@ -7,24 +7,34 @@ Input is the plain dict of `gpuledger.capacity.plan_capacity(spec)` (`spec`, `op
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from gpuledger.report import html as H
-from gpuledger.report import svg
+from gpuledger.report import charts
 from gpuledger.report.common import (
     DEFAULT_ROOT,
     ReportFiles,
-    cap_markdown,
     check_name,
-    md_table,
+    generated_now,
     num,
     usd,
     write_report,
 )
+from gpuledger.report.document import (
+    Bullets,
+    Card,
+    Cards,
+    Definitions,
+    Document,
+    Figure,
+    Note,
+    Section,
+    Table,
+)
+from gpuledger.report.html import render_html
+from gpuledger.report.markdown import render_markdown
 
 
 def _name(result: dict[str, Any]) -> str:
@@ -78,76 +88,71 @@ def _traffic_text(spec: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _cards(result: dict[str, Any]) -> list[H.Card]:
+def _cards(result: dict[str, Any]) -> list[Card]:
     best = result.get("best")
     if not best:
-        return [H.Card("cheapest feasible option", "none", result.get("best_reason") or "no option meets the targets")]
+        return [Card("cheapest feasible option", "none", result.get("best_reason") or "no option meets the targets")]
     return [
-        H.Card("cheapest feasible", f"{best.get('gpus')} × {best.get('accelerator')}",
+        Card("cheapest feasible", f"{best.get('gpus')} × {best.get('accelerator')}",
                f"{best.get('cloud') or ''} {best.get('instance_type') or ''}".strip() or "catalog offer"),
-        H.Card("on-demand per month", usd(best.get("usd_per_month_on_demand")),
+        Card("on-demand per month", usd(best.get("usd_per_month_on_demand")),
                f"{usd(best.get('usd_per_hour_on_demand'))}/h × 730 h (catalog price; see Price sources)"),
-        H.Card("on-demand per day", usd(best.get("usd_per_day_on_demand")), "24 h"),
-        H.Card("spot per month", usd(best.get("usd_per_month_spot")),
+        Card("on-demand per day", usd(best.get("usd_per_day_on_demand")), "24 h"),
+        Card("spot per month", usd(best.get("usd_per_month_spot")),
                "spot capacity can be reclaimed; plan fallback" if best.get("usd_per_month_spot") is not None
                else "no spot price for this offer"),
-        H.Card("throughput per GPU", f"{num(best.get('tokens_per_s_per_gpu'), 4)} tok/s",
+        Card("throughput per GPU", f"{num(best.get('tokens_per_s_per_gpu'), 4)} tok/s",
                f"{best.get('throughput_source') or 'estimated'} output tokens/s within the SLO"),
-        H.Card("latency at that load", f"{_ms(best.get('ttft_ms'))} / {_ms(best.get('tpot_ms'))}",
+        Card("latency at that load", f"{_ms(best.get('ttft_ms'))} / {_ms(best.get('tpot_ms'))}",
                "TTFT / TPOT (estimated p95)"),
     ]
 
 
-def capacity_html(result: dict[str, Any]) -> str:
-    """Returns the self-contained HTML page of a capacity plan."""
+def capacity_document(result: dict[str, Any]) -> Document:
+    """Returns the report document of a capacity plan."""
     spec = result.get("spec") or {}
     opts = _sorted_options(result)
     best = result.get("best")
-    body: list[str] = []
+    blocks: list = []
     if not opts:
-        body.append(H.banner("The plan has no options: no candidate accelerator was given.", "info"))
+        blocks.append(Note("The plan has no options: no candidate accelerator was given.", "info"))
     elif not best:
-        body.append(H.banner("No option meets the targets. " + (result.get("best_reason") or ""), "bad"))
-    body.append(H.cards(_cards(result)))
+        blocks.append(Note("No option meets the targets. " + (result.get("best_reason") or ""), "bad"))
+    blocks.append(Cards(_cards(result)))
     feasible = [o for o in opts if o.get("feasible") and o.get("usd_per_month_on_demand") is not None]
     if feasible:
-        body.append(H.figure(svg.bar_chart([(f"{o.get('gpus')} × {o.get('accelerator')}", o["usd_per_month_on_demand"])
-                                            for o in feasible], title="feasible options, $/month on demand",
-                                           value_label="USD per month (730 h), on demand", fmt=usd),
+        blocks.append(Figure(charts.bar_chart([(f"{o.get('gpus')} × {o.get('accelerator')}",
+                                                o["usd_per_month_on_demand"]) for o in feasible],
+                                              title="feasible options, $/month on demand",
+                                              value_label="USD per month (730 h), on demand", fmt=usd,
+                                              width_in=charts.FULL_IN),
                              "Feasible options only; the shortest bar is the cheapest."))
-    body.append(H.section("Options compared", H.table(_HEADERS, [_row(o) for o in opts], numeric=[1, 2, 3, 4, 5, 6, 7, 8],
-                                                      highlight=[i for i, o in enumerate(opts) if _is_best(o, best)],
-                                                      empty="No options.")))
+    blocks.append(Section("Options compared", [Table(_HEADERS, [_row(o) for o in opts],
+                                                     numeric=[1, 2, 3, 4, 5, 6, 7, 8],
+                                                     highlight=[i for i, o in enumerate(opts) if _is_best(o, best)],
+                                                     empty="No options.")]))
     failing = [o for o in opts if not o.get("feasible")]
-    body.append(H.section("Why the others fail", H.table(
-        ["accelerator", "reason"], [[o.get("accelerator"), o.get("reason") or "—"] for o in failing],
-        empty="Every option is feasible.")))
+    blocks.append(Section("Why the others fail", [Definitions([(str(o.get("accelerator")), o.get("reason") or "—")
+                                                               for o in failing]) if failing
+                                                  else Note("Every option is feasible.", "small")]))
     sources = sorted({o.get("price_source") for o in opts if o.get("price_source")})
     if sources:
-        body.append(H.section("Price sources", "<ul>" + "".join(f"<li>{H.escape(s)}</li>" for s in sources) + "</ul>"))
+        blocks.append(Section("Price sources", [Bullets(sources)]))
     if result.get("assumptions"):
-        body.append(H.section("Assumptions", "<ul>" + "".join(f"<li>{H.escape(a)}</li>"
-                                                              for a in result["assumptions"]) + "</ul>"))
-    footer = f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M')} UTC by gpuledger capacity."
-    return H.page(f"Serving capacity: {_name(result)}", _traffic_text(spec), body, footer)
+        blocks.append(Section("Assumptions", [Bullets(list(result["assumptions"]))]))
+    return Document(f"Serving capacity: {_name(result)}", _traffic_text(spec), blocks,
+                    "Made by gpuledger capacity from the capacity plan (estimates and catalog prices above).",
+                    generated_now())
+
+
+def capacity_html(result: dict[str, Any]) -> str:
+    """Returns the self-contained HTML page of a capacity plan."""
+    return render_html(capacity_document(result))
 
 
 def capacity_markdown(result: dict[str, Any]) -> str:
     """Returns the markdown version (for a Prefect artifact), capped in size."""
-    spec = result.get("spec") or {}
-    opts = _sorted_options(result)
-    lines = [f"# Serving capacity: {_name(result)}", "", _traffic_text(spec), ""]
-    if not result.get("best"):
-        lines += [f"> No option meets the targets. {result.get('best_reason') or ''}".rstrip(), ""]
-    lines.append(md_table(["", "value", "note"], [[c.label, c.value, c.source] for c in _cards(result)], numeric=[1]))
-    lines += ["## Options compared", ""]
-    lines.append(md_table(_HEADERS, [_row(o) for o in opts], numeric=[1, 2, 3, 4, 5, 6, 7, 8]))
-    failing = [o for o in opts if not o.get("feasible")]
-    if failing:
-        lines += ["## Why the others fail", ""]
-        lines += [f"- **{o.get('accelerator')}**: {o.get('reason') or '—'}" for o in failing]
-        lines.append("")
-    return cap_markdown("\n".join(lines))
+    return render_markdown(capacity_document(result))
 
 
 def capacity_tables(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
@@ -163,4 +168,4 @@ def write_capacity_report(result: dict[str, Any], out_dir: str | Path | None = N
     """
     name = check_name(_name(result), "capacity spec name")
     folder = Path(out_dir) if out_dir is not None else DEFAULT_ROOT / "capacity"
-    return write_report(folder, name, capacity_html(result), capacity_markdown(result), capacity_tables(result))
+    return write_report(folder, name, capacity_document(result), capacity_tables(result))

@@ -1,5 +1,5 @@
-"""What every report shares: output paths (validated names only), number formats with units, markdown
-tables within Prefect's limits, and writing the files of a report.
+"""What every report shares: output paths (validated names only), number formats with units, and
+writing the files of a report (its document rendered to HTML and markdown, its tables to CSV).
 """
 
 from __future__ import annotations
@@ -7,26 +7,20 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 
 from gpuledger.errors import UserError
+from gpuledger.report.document import Document
+from gpuledger.report.html import render_html
+from gpuledger.report.markdown import render_markdown
 
 #: Names that may become part of a path (the spec's `name` pattern).
 NAME_RE = re.compile(r"^[a-z0-9-]+$")
 WEEK_RE = re.compile(r"^(\d{4})-W(\d{2})$")
-
-#: Prefect 3.8.8 puts no length check on an artifact's `data` (a JSON column; only metadata values
-#: are cut at 500 characters, `prefect._internal.schemas.validators.validate_max_metadata_length`),
-#: but the UI renders the whole markdown and Prefect Cloud caps request bodies; we keep every
-#: markdown report under 40,000 characters (well under any of those) by cutting long tables with a
-#: note, and a final hard cut as a backstop.
-MARKDOWN_MAX_CHARS = 40_000
-#: rows of a markdown table before it is cut (the CSV has all of them)
-MARKDOWN_MAX_ROWS = 40
 
 DEFAULT_ROOT = Path("reports")
 
@@ -130,52 +124,23 @@ def hours(x: float | None) -> str:
     return "—" if _bad(x) else f"{float(x):,.2f} h"  # type: ignore[arg-type]
 
 
-# -------------------------------------------------------------------------------- markdown
-
-
-def md_escape(text: object) -> str:
-    """Returns `text` safe inside a markdown table cell (pipes escaped, newlines flattened)."""
-    s = "" if text is None else str(text)
-    return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
-
-
-def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, numeric: Sequence[int] = (),
-             max_rows: int = MARKDOWN_MAX_ROWS, more: str = "see the CSV") -> str:
-    """Returns a GitHub-style markdown table, cut after `max_rows` rows with a note ('… N more rows; see the CSV')."""
-    if not rows:
-        return "_nothing to list_\n"
-    num_cols = set(numeric)
-    lines = ["| " + " | ".join(md_escape(h) for h in headers) + " |",
-             "| " + " | ".join("---:" if i in num_cols else "---" for i in range(len(headers))) + " |"]
-    for row in rows[:max_rows]:
-        lines.append("| " + " | ".join(md_escape(c) for c in row) + " |")
-    if len(rows) > max_rows:
-        lines.append("")
-        lines.append(f"_… {len(rows) - max_rows} more rows; {more}._")
-    return "\n".join(lines) + "\n"
-
-
-def cap_markdown(text: str, limit: int = MARKDOWN_MAX_CHARS) -> str:
-    """Returns `text` cut to at most `limit` characters (at a line end, with a note) when longer."""
-    if len(text) <= limit:
-        return text
-    note = "\n\n_… report cut here to stay within the Prefect artifact size this project allows; the HTML and CSV files have everything._\n"
-    cut = text[: limit - len(note)]
-    cut = cut[: cut.rfind("\n")] if "\n" in cut else cut
-    return cut + note
-
-
 # -------------------------------------------------------------------------------- files
 
 
-def write_report(out_dir: Path, stem: str, html_text: str, markdown_text: str,
-                 tables: dict[str, pl.DataFrame]) -> ReportFiles:
-    """Writes `<stem>.html`, `<stem>.md` and `<stem>-csv/<table>.csv` under `out_dir`; returns their paths.
+def generated_now() -> str:
+    """Returns the time a page is made, for its footer ('2026-01-05 10:00 UTC')."""
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def write_report(out_dir: Path, stem: str, doc: Document, tables: dict[str, pl.DataFrame]) -> ReportFiles:
+    """Writes `doc` as `<stem>.html` and `<stem>.md`, and `<stem>-csv/<table>.csv`, under `out_dir`;
+    returns their paths.
 
     Side effect: creates `out_dir`. `stem` ([a-z0-9-]+ or an ISO week) and table names are checked again here.
     """
     if not WEEK_RE.match(stem):  # ISO weeks keep their capital W (reports/weekly/2026-W05.html)
         check_name(stem, "report file name")
+    html_text, markdown_text = render_html(doc), render_markdown(doc)
     out_dir.mkdir(parents=True, exist_ok=True)
     html_path = out_dir / f"{stem}.html"
     md_path = out_dir / f"{stem}.md"

@@ -1,14 +1,27 @@
-"""The HTML page of a report: one self-contained file, inline CSS, inline SVG, no script, printable.
+"""The HTML renderer of a report `Document`: one self-contained page, inline CSS, inline SVG, no
+script, printable.
 
 Nothing here refers to a URL: no fonts, no stylesheets, no images from elsewhere, so the page opens
-offline and makes no network request (the browser test checks this).
+offline and makes no network request (the browser test checks this). Every text of the document is
+escaped here; only a `Figure`'s SVG (drawn by `gpuledger.report.charts`) is inserted as markup.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from html import escape
+
+from gpuledger.report.document import (
+    Block,
+    Bullets,
+    Cards,
+    Columns,
+    Definitions,
+    Document,
+    Figure,
+    Note,
+    Section,
+    Table,
+)
 
 CSS = """
 :root { --ink:#1f2328; --muted:#59636e; --line:#d8dee4; --soft:#f6f8fa; --accent:#0072B2; --bad:#D55E00; --good:#009E73; }
@@ -27,7 +40,8 @@ h3 { font-size: 15px; margin: 16px 0 6px; }
 .card .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .03em; }
 .card .value { font-size: 22px; font-weight: 650; margin: 2px 0; font-variant-numeric: tabular-nums; }
 .card .source { color: var(--muted); font-size: 12px; }
-.grid2 { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
+.grid2 { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; align-items: start; }
+.grid2 > div { min-width: 0; }
 @media (max-width: 800px) { .grid2 { grid-template-columns: 1fr; } }
 figure { margin: 8px 0 16px; break-inside: avoid; }
 figcaption { color: var(--muted); font-size: 12px; margin-top: 2px; }
@@ -53,19 +67,9 @@ footer { margin-top: 32px; color: var(--muted); font-size: 12px; border-top: 1px
 """
 
 
-@dataclass
-class Card:
-    """A headline number: label, the value with its unit, and where it came from."""
-
-    label: str
-    value: str
-    source: str = ""
-
-
-def cards(items: Sequence[Card]) -> str:
-    """Returns the grid of headline cards."""
+def _cards(block: Cards) -> str:
     out = ['<div class="cards">']
-    for c in items:
+    for c in block.items:
         out.append(f'<div class="card"><div class="label">{escape(c.label)}</div>'
                    f'<div class="value">{escape(c.value)}</div>'
                    f'<div class="source">{escape(c.source)}</div></div>')
@@ -73,19 +77,14 @@ def cards(items: Sequence[Card]) -> str:
     return "\n".join(out)
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, numeric: Sequence[int] = (),
-          highlight: Sequence[int] = (), max_rows: int | None = None, empty: str = "nothing to list") -> str:
-    """Returns an HTML table; `numeric` column indices are right-aligned; `highlight` row indices stand out.
-
-    Cells are escaped text; more than `max_rows` rows are cut with a note saying how many.
-    """
-    if not rows:
-        return f'<p class="note">{escape(empty)}</p>'
-    num = set(numeric)
-    hl = set(highlight)
-    shown = rows if max_rows is None else rows[:max_rows]
+def _table(t: Table) -> str:
+    if not t.rows:
+        return f'<p class="note">{escape(t.empty)}</p>'
+    num = set(t.numeric)
+    hl = set(t.highlight)
+    shown = t.rows if t.max_rows is None else t.rows[:t.max_rows]
     out = ["<table><thead><tr>"]
-    out += [f'<th{" class=num" if i in num else ""}>{escape(h)}</th>' for i, h in enumerate(headers)]
+    out += [("<th class=\"num\">" if i in num else "<th>") + f"{escape(h)}</th>" for i, h in enumerate(t.headers)]
     out.append("</tr></thead><tbody>")
     for r_i, row in enumerate(shown):
         out.append('<tr class="hl">' if r_i in hl else "<tr>")
@@ -94,59 +93,66 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, numeric: 
             if i in num:
                 cls.append("num")
             text = "" if cell is None else str(cell)
-            if headers[i].lower() == "status":
+            if str(t.headers[i]).lower() == "status":
                 cls.append(f"status-{text}")
-            attr = f' class="{" ".join(cls)}"' if cls else ""
+            attr = f' class="{escape(" ".join(cls))}"' if cls else ""
             out.append(f"<td{attr}>{escape(text)}</td>")
         out.append("</tr>")
     out.append("</tbody></table>")
-    if max_rows is not None and len(rows) > max_rows:
-        out.append(f'<p class="note">{len(rows) - max_rows} more rows in the CSV.</p>')
+    if t.max_rows is not None and len(t.rows) > t.max_rows:
+        out.append(f'<p class="note">{len(t.rows) - t.max_rows} more rows in the CSV.</p>')
     return "\n".join(out)
 
 
-def figure(svg: str, caption: str) -> str:
-    """Returns a chart with its caption."""
-    return f"<figure>{svg}<figcaption>{escape(caption)}</figcaption></figure>"
+_BANNER = {"info": "banner info", "warn": "banner", "bad": "banner bad"}
 
 
-def banner(text: str, kind: str = "") -> str:
-    """Returns a highlighted message (kind: '' warning, 'info', 'bad')."""
-    return f'<div class="banner {escape(kind)}">{escape(text)}</div>'
+def _note(n: Note) -> str:
+    if n.kind in _BANNER:
+        return f'<div class="{_BANNER[n.kind]}">{escape(n.text)}</div>'
+    return f'<p class="note">{escape(n.text)}</p>' if n.kind == "small" else f"<p>{escape(n.text)}</p>"
 
 
-def para(text: str, cls: str = "") -> str:
-    attr = f' class="{escape(cls)}"' if cls else ""
-    return f"<p{attr}>{escape(text)}</p>"
+def _block(b: Block) -> str:
+    if isinstance(b, Cards):
+        return _cards(b)
+    if isinstance(b, Table):
+        return _table(b)
+    if isinstance(b, Figure):
+        return f"<figure>{b.svg}<figcaption>{escape(b.caption)}</figcaption></figure>"
+    if isinstance(b, Note):
+        return _note(b)
+    if isinstance(b, Definitions):
+        return '<dl class="defs">' + "".join(f"<dt>{escape(t)}</dt><dd>{escape(x)}</dd>" for t, x in b.items) + "</dl>"
+    if isinstance(b, Bullets):
+        return "<ul>" + "".join(f"<li>{escape(x)}</li>" for x in b.items) + "</ul>"
+    if isinstance(b, Columns):
+        return '<div class="grid2">' + "".join(f"<div>{_block(x)}</div>" for x in b.blocks) + "</div>"
+    if isinstance(b, Section):
+        level = 3 if b.level >= 3 else 2
+        return "\n".join([f"<section><h{level}>{escape(b.heading)}</h{level}>",
+                          *(_block(x) for x in b.blocks), "</section>"])
+    raise TypeError(f"not a report block: {type(b).__name__}")
 
 
-def definitions(items: Sequence[tuple[str, str]]) -> str:
-    """Returns a definition list (term, explanation) for the "how to read this" section."""
-    out = ['<dl class="defs">']
-    for term, text in items:
-        out.append(f"<dt>{escape(term)}</dt><dd>{escape(text)}</dd>")
-    out.append("</dl>")
-    return "\n".join(out)
+def _footer(doc: Document) -> str:
+    parts = [p for p in (f"Generated {doc.generated_at}." if doc.generated_at else "", doc.footer) if p]
+    return f"<footer>{escape(' '.join(parts))}</footer>" if parts else ""
 
 
-def page(title: str, subtitle: str, body: Sequence[str], footer: str = "") -> str:
-    """Returns the whole HTML document: `body` parts are HTML fragments (already escaped)."""
+def render_html(doc: Document) -> str:
+    """Returns the whole HTML page of `doc` (UTF-8 text, self-contained)."""
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{escape(title)}</title>",
+        f"<title>{escape(doc.title)}</title>",
         f"<style>{CSS}</style>",
         "</head><body><main>",
-        f"<h1>{escape(title)}</h1>",
-        f'<p class="sub">{escape(subtitle)}</p>',
-        *body,
-        f"<footer>{escape(footer)}</footer>" if footer else "",
+        f"<h1>{escape(doc.title)}</h1>",
+        f'<p class="sub">{escape(doc.subtitle)}</p>' if doc.subtitle else "",
+        *(_block(b) for b in doc.blocks),
+        _footer(doc),
         "</main></body></html>",
         "",
     ])
-
-
-def section(heading: str, *parts: str) -> str:
-    """Returns a titled section."""
-    return "\n".join([f"<section><h2>{escape(heading)}</h2>", *parts, "</section>"])

@@ -6,40 +6,52 @@ views) → `sweep_summary(data)` (headline numbers, plain dict) and `what_if_row
 planner's what-if on the MEASURED trial durations) → `sweep_html` / `sweep_markdown` / `sweep_tables`.
 `write_sweep_report` does all of it and writes the files.
 
-Views used: v_sweep_roi (headline), v_spot_savings, v_waste, v_trial_results (trials table, what-if
-input), v_trial_timeline + v_runs (Gantt, best-so-far curves), v_estimate_accuracy (scatter). Two
-small facts have no view and are read from tables: `sweeps` (launcher, max_parallel: the actual K)
-and the price sources (`billing` source/description per sweep, `prices.as_of`), which label where
-every dollar figure came from.
+Every read is a named query (`warehouse/queries/report_sweep_*.sql`) over the views v_sweep_roi
+(headline), v_spot_savings, v_waste, v_trial_results (trials table, what-if input), v_trial_timeline
++ v_runs (Gantt, best-so-far curves), v_estimate_accuracy (scatter). Two small facts have no view
+and are read from tables: `sweeps` (launcher, max_parallel: the actual K) and the price sources
+(`billing` source and rate per sweep, `prices.as_of`), which label where every dollar figure came
+from. The report is a `Document` (gpuledger.report.document) rendered to HTML and to markdown.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from gpuledger.errors import UserError
-from gpuledger.report import html as H
-from gpuledger.report import svg
+from gpuledger.report import charts
 from gpuledger.report.common import (
     DEFAULT_ROOT,
     ReportFiles,
-    cap_markdown,
     check_name,
     duration,
+    generated_now,
     gib,
-    md_table,
     num,
     path_name,
     pct,
     usd,
     write_report,
 )
+from gpuledger.report.document import (
+    Card,
+    Cards,
+    Columns,
+    Definitions,
+    Document,
+    Figure,
+    Note,
+    Section,
+    Table,
+)
+from gpuledger.report.html import render_html
+from gpuledger.report.markdown import render_markdown
 
 #: |estimate − measured| / measured beyond which a trial is named on the accuracy charts
 OUTLIER_PCT = 25.0
@@ -68,7 +80,7 @@ class SweepData:
 
 def known_sweep_names(wh) -> list[str]:
     """Returns the names of the sweeps in the warehouse, sorted."""
-    df = wh.query("SELECT DISTINCT sweep_name FROM v_sweep_roi WHERE sweep_name IS NOT NULL ORDER BY 1")
+    df = wh.query_named("report_sweep_names")
     return df["sweep_name"].to_list() if df.height else []
 
 
@@ -78,9 +90,9 @@ def resolve_sweep_id(wh, name: str | None = None, sweep_id: str | None = None) -
     Raises UserError naming the known sweeps when there is no such sweep.
     """
     if sweep_id is not None:
-        df = wh.query("SELECT sweep_id, sweep_name FROM v_sweep_roi WHERE sweep_id = ?", [sweep_id])
+        df = wh.query_named("report_sweep_by_id", {"sweep_id": sweep_id})
         if df.height == 0:
-            ids = wh.query("SELECT sweep_id FROM v_sweep_roi ORDER BY started_at DESC NULLS LAST LIMIT 10")
+            ids = wh.query_named("report_recent_sweep_ids")
             known = ", ".join(ids["sweep_id"].to_list()) or "none yet"
             raise UserError(f"no sweep with id {sweep_id!r} in the warehouse; recent sweep ids: {known}")
         if name is not None and df["sweep_name"][0] not in (None, name):
@@ -89,8 +101,7 @@ def resolve_sweep_id(wh, name: str | None = None, sweep_id: str | None = None) -
     if name is None:
         raise UserError("say which sweep: a NAME (its latest sweep) or --sweep-id ID")
     check_name(name, "sweep name")
-    df = wh.query("SELECT sweep_id FROM v_sweep_roi WHERE sweep_name = ? "
-                  "ORDER BY started_at DESC NULLS LAST, sweep_id DESC LIMIT 1", [name])
+    df = wh.query_named("report_latest_sweep_id", {"name": name})
     if df.height == 0:
         names = known_sweep_names(wh)
         known = ", ".join(names) if names else "none yet (run `gpuledger sweep SPEC` first)"
@@ -101,25 +112,16 @@ def resolve_sweep_id(wh, name: str | None = None, sweep_id: str | None = None) -
 def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> SweepData:
     """Returns the report's data for one sweep (the latest called `name`, or `sweep_id`)."""
     sid = resolve_sweep_id(wh, name, sweep_id)
-    roi = wh.query("SELECT * FROM v_sweep_roi WHERE sweep_id = ?", [sid]).to_dicts()[0]
-    sweep_rows = wh.query("SELECT launcher, max_parallel, model, method, forced FROM sweeps WHERE sweep_id = ?",
-                          [sid]).to_dicts()
-    trials = wh.query("SELECT * FROM v_trial_results WHERE sweep_id = ? "
-                      "ORDER BY trial_index NULLS LAST, started_at NULLS LAST, trial_id", [sid])
-    runs = wh.query("""
-        SELECT t.run_id, t.trial_id, t.attempt, t.status, t.accelerator, t.spot, t.started_at, t.ended_at,
-               t.start_offset_s, t.end_offset_s, t.wall_s, t.cost_usd, t.cumulative_cost_usd,
-               t.metric_value, t.best_so_far, r.preemptions, r.gpus, r.reason
-        FROM v_trial_timeline t JOIN v_runs r ON r.run_id = t.run_id
-        WHERE t.sweep_id = ? ORDER BY t.started_at, t.run_id""", [sid])
-    accuracy = wh.query("SELECT * FROM v_estimate_accuracy WHERE sweep_id = ? ORDER BY trial_id, run_id", [sid])
-    savings = wh.query("SELECT * FROM v_spot_savings WHERE sweep_id = ?", [sid]).to_dicts()
-    waste = wh.query("SELECT * FROM v_waste WHERE sweep_id = ? ORDER BY cost_usd DESC, reason", [sid])
-    billing = wh.query("""
-        SELECT b.source, b.usd_per_hour, b.spot, b.on_demand_usd_per_hour, count(*) AS lines
-        FROM billing b JOIN runs r ON r.run_id = b.run_id WHERE r.sweep_id = ?
-        GROUP BY ALL ORDER BY b.source, b.usd_per_hour""", [sid])
-    dates = wh.query("SELECT DISTINCT as_of FROM prices WHERE sweep_id = ? AND as_of IS NOT NULL ORDER BY 1", [sid])
+    p = {"sweep_id": sid}
+    roi = wh.query_named("report_sweep_roi", p).to_dicts()[0]
+    sweep_rows = wh.query_named("report_sweep_info", p).to_dicts()
+    trials = wh.query_named("report_sweep_trials", p)
+    runs = wh.query_named("report_sweep_runs", p)
+    accuracy = wh.query_named("report_sweep_accuracy", p)
+    savings = wh.query_named("report_sweep_spot_savings", p).to_dicts()
+    waste = wh.query_named("report_sweep_waste", p)
+    billing = wh.query_named("report_sweep_billing_sources", p)
+    dates = wh.query_named("report_sweep_price_dates", p)
     return SweepData(
         roi=roi,
         sweep=sweep_rows[0] if sweep_rows else {},
@@ -355,6 +357,11 @@ def _trial_label(trial_id: str, index: Any) -> str:
     return f"#{index} {trial_id[:8]}" if index is not None else str(trial_id)[:8]
 
 
+def _in_unit(seconds: float, div: float) -> str:
+    """Returns a time in the report's unit with the digits that unit needs (h: 2, min: 1, s: 0)."""
+    return f"{seconds / div:,.{2 if div >= 3600 else 1 if div >= 60 else 0}f}"
+
+
 def _time_axis(max_s: float) -> tuple[float, str]:
     """Returns (divisor, unit) so offsets read naturally: seconds, minutes or hours."""
     if max_s < 180:
@@ -424,64 +431,59 @@ def sweep_tables(data: SweepData) -> dict[str, pl.DataFrame]:
 # ------------------------------------------------------------------------------------------ render
 
 
-def _headline_cards(s: dict[str, Any]) -> list[H.Card]:
+def _headline_cards(s: dict[str, Any]) -> list[Card]:
     src = s["price_source"]
     metric = s["metric_name"] or "metric"
     if s["best_trial_id"] is not None:
-        best = H.Card(f"best {metric} ({s['goal'] or 'minimize'})", num(s["best_metric"], 5),
-                      f"measured: final {metric} of trial {_trial_label(s['best_trial_id'], s['best_trial_index'])}")
-        ttr = H.Card("time to recipe", duration(s["time_to_recipe_s"]), "measured: sweep start → best run ended")
-        ctr = H.Card("cost to recipe", usd(s["cost_to_recipe_usd"]), f"runs ended by then; {src}")
+        best = Card(f"best {metric} ({s['goal'] or 'minimize'})", num(s["best_metric"], 5),
+                    f"measured: final {metric} of trial {_trial_label(s['best_trial_id'], s['best_trial_index'])}")
+        ttr = Card("time to recipe", duration(s["time_to_recipe_s"]), "measured: sweep start → best run ended")
+        ctr = Card("cost to recipe", usd(s["cost_to_recipe_usd"]), f"runs ended by then; {src}")
     else:
-        best = H.Card(f"best {metric}", "none yet", "no succeeded trial reported the objective metric")
-        ttr = H.Card("time to recipe", "—", "no recipe yet")
-        ctr = H.Card("cost to recipe", "—", "no recipe yet")
+        best = Card(f"best {metric}", "none yet", "no succeeded trial reported the objective metric")
+        ttr = Card("time to recipe", "—", "no recipe yet")
+        ctr = Card("cost to recipe", "—", "no recipe yet")
     if s["target"] is None:
-        ttt = H.Card("time to target", "no target", "the spec sets no objective.target")
+        ttt = Card("time to target", "no target", "the spec sets no objective.target")
     elif s["time_to_target_s"] is None:
-        ttt = H.Card(f"time to target {num(s['target'], 5)}", "not reached",
-                     f"no run met {metric} {'≥' if s['goal'] == 'maximize' else '≤'} {num(s['target'], 5)}")
+        ttt = Card(f"time to target {num(s['target'], 5)}", "not reached",
+                   f"no run met {metric} {'≥' if s['goal'] == 'maximize' else '≤'} {num(s['target'], 5)}")
     else:
-        ttt = H.Card(f"time to target {num(s['target'], 5)}", duration(s["time_to_target_s"]),
-                     f"measured; cost by then {usd(s['cost_to_target_usd'])}")
-    total = H.Card("total spend", usd(s["total_cost_usd"]),
-                   f"{s['runs']} runs, {s['gpu_hours']:.2f} GPU-h; {src}")
+        ttt = Card(f"time to target {num(s['target'], 5)}", duration(s["time_to_target_s"]),
+                   f"measured; cost by then {usd(s['cost_to_target_usd'])}")
+    total = Card("total spend", usd(s["total_cost_usd"]), f"{s['runs']} runs, {s['gpu_hours']:.2f} GPU-h; {src}")
     if s["budget_usd"]:
         total.source += f"; {pct(s['budget_used_pct'])} of the {usd(s['budget_usd'])} budget"
     waste_pct = 100.0 * s["waste_usd"] / s["total_cost_usd"] if s["total_cost_usd"] > 0 else None
-    waste = H.Card("waste", usd(s["waste_usd"]),
-                   "failed, OOM, preempted, cancelled runs" + (f" ({pct(waste_pct)} of spend)" if waste_pct else ""))
+    waste = Card("waste", usd(s["waste_usd"]),
+                 "failed, OOM, preempted, cancelled runs" + (f" ({pct(waste_pct)} of spend)" if waste_pct else ""))
     if s["spot_hours"] > 0:
-        spot = H.Card("realised spot savings", usd(s["spot_saved_usd"]),
-                      f"paid {usd(s['spot_paid_usd'])} vs {usd(s['spot_on_demand_equiv_usd'])} on demand "
-                      f"for the same {s['spot_hours']:.2f} h (billed on-demand price)")
+        spot = Card("realised spot savings", usd(s["spot_saved_usd"]),
+                    f"paid {usd(s['spot_paid_usd'])} vs {usd(s['spot_on_demand_equiv_usd'])} on demand "
+                    f"for the same {s['spot_hours']:.2f} h (billed on-demand price)")
     else:
-        spot = H.Card("realised spot savings", usd(0.0), "no spot runs in this sweep")
-    trials = H.Card("trials", f"{s['trials']}",
-                    f"{s['succeeded']} succeeded, {s['failed']} failed, {s['running']} pending/running"
-                    + (f", {s['skipped']} skipped (budget)" if s["skipped"] else ""))
+        spot = Card("realised spot savings", usd(0.0), "no spot runs in this sweep")
+    trials = Card("trials", f"{s['trials']}",
+                  f"{s['succeeded']} succeeded, {s['failed']} failed, {s['running']} pending/running"
+                  + (f", {s['skipped']} skipped (budget)" if s["skipped"] else ""))
     return [best, ttr, ctr, ttt, total, waste, spot, trials]
 
 
-def _status_banners(s: dict[str, Any], data: SweepData) -> list[str]:
+def _status_notes(s: dict[str, Any], data: SweepData) -> list[Note]:
     out = []
     if s["trials"] == 0 and s["runs"] == 0:
-        out.append(H.banner("This sweep has no trials and no runs yet: nothing was planned or launched.", "info"))
+        out.append(Note("This sweep has no trials and no runs yet: nothing was planned or launched.", "info"))
     elif is_running(s):
         done = data.trials.filter(pl.col("attempts") > 0).height if data.trials.height else 0
-        out.append(H.banner(
+        out.append(Note(
             f"This sweep is still running (status {s['status'] or 'unknown'}): {done} of {s['trials']} trials "
             f"have a result. Every number below is as of the last result and will change.", "info"))
     if s["trials"] > 0 and s["succeeded"] == 0 and s["runs"] > 0 and not is_running(s):
-        out.append(H.banner(
+        out.append(Note(
             f"No trial succeeded: all {s['runs']} runs ended failed, OOM, preempted or cancelled, so there is "
             f"no recipe. The whole spend ({usd(s['total_cost_usd'])}) is waste; see the trials table for reasons.",
             "bad"))
     return out
-
-
-#: width (SVG units) of the charts drawn two to a row, so their text stays readable
-_HALF = 460
 
 
 def _same_point_groups(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -496,58 +498,83 @@ def _same_point_groups(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]
     return groups
 
 
-def _charts(data: SweepData, s: dict[str, Any]) -> dict[str, str]:
+def report_time_unit(data: SweepData, what_if: list[dict[str, Any]]) -> tuple[float, str]:
+    """Returns (seconds per unit, unit) of every time axis and time column of one report: chosen from
+    the longest time it shows (the sweep's last run end, or the what-if at K=1)."""
+    longest = max([0.0, *(float(e) for e in data.runs["end_offset_s"].to_list() if e is not None)]) \
+        if data.runs.height else 0.0
+    longest = max([longest, *(3600.0 * r["time_to_recipe_hours"] for r in what_if)])
+    return _time_axis(longest)
+
+
+WHAT_IF_COLOURS = {"actual": charts.RED, "pareto": charts.BLUE, "dominated": charts.GREY}
+
+
+def _what_if_chart(wi: list[dict[str, Any]], why: str | None, div: float, unit: str) -> Figure:
+    if not wi:
+        return Figure(charts.empty_chart("parallelism what-if", "no what-if (see the table)"),
+                      f"No what-if: {why}.")
+    pts = []
+    for group in _same_point_groups(wi):
+        ks = [r["parallel"] for r in group]
+        label = f"K={ks[0]}" if len(ks) == 1 else f"K={ks[0]}–{ks[-1]}"
+        actual = any(r["actual"] for r in group)
+        kind = "actual" if actual else ("pareto" if any(r["pareto"] for r in group) else "dominated")
+        pts.append(charts.Point(group[0]["time_to_recipe_hours"] * 3600.0 / div, group[0]["cost_usd"], label,
+                                highlight=actual, colour=WHAT_IF_COLOURS[kind]))
+    svg = charts.scatter_chart(
+        pts, title="parallelism what-if: time vs cost to recipe", x_label=f"time to recipe ({unit})",
+        y_label="cost to recipe (USD)", connect=True, label_all=True, x_zero=True, y_zero=True,
+        legend=[("this sweep's K", WHAT_IF_COLOURS["actual"]), ("Pareto front", WHAT_IF_COLOURS["pareto"]),
+                ("dominated", WHAT_IF_COLOURS["dominated"])])
+    c = charts.colour_name
+    return Figure(svg, f"Each point is K parallel slots (Ks that give the same point share one label); "
+                       f"{c(WHAT_IF_COLOURS['pareto'])} = Pareto front (no other K both faster and cheaper), "
+                       f"{c(WHAT_IF_COLOURS['actual'])} = the K this sweep used, {c(WHAT_IF_COLOURS['dominated'])} "
+                       f"= dominated. Labels that would overlap are left to the table.")
+
+
+def _charts(data: SweepData, s: dict[str, Any], wi: list[dict[str, Any]], why: str | None,
+            div: float, unit: str) -> dict[str, Figure]:
     runs = data.runs
-    charts: dict[str, str] = {}
+    out: dict[str, Figure] = {}
     metric = s["metric_name"] or "metric"
     hline = (float(s["target"]), f"target {num(s['target'], 5)}") if s["target"] is not None else None
-    max_end = max(runs["end_offset_s"].to_list()) if runs.height else 0.0
-    div, unit = _time_axis(max_end or 0.0)
     pts_t, pts_c = [], []
     for r in runs.to_dicts():
         if r["best_so_far"] is not None:
             pts_t.append((r["end_offset_s"] / div, float(r["best_so_far"])))
             pts_c.append((float(r["cumulative_cost_usd"]), float(r["best_so_far"])))
-    charts["best_time"] = svg.step_chart([("best so far", svg.BLUE, pts_t)],
-                                         title=f"best {metric} so far vs wall-clock",
-                                         x_label=f"time since sweep start ({unit})", y_label=f"best {metric}",
-                                         hline=hline, width=_HALF)
-    charts["best_cost"] = svg.step_chart([("best so far", svg.GREEN, pts_c)],
-                                         title=f"best {metric} so far vs cumulative spend",
-                                         x_label="cumulative spend (USD)", y_label=f"best {metric}", hline=hline,
-                                         width=_HALF)
-    wi, why = what_if_rows(data)
-    if wi:
-        pts = []
-        for group in _same_point_groups(wi):
-            ks = [r["parallel"] for r in group]
-            label = f"K={ks[0]}" if len(ks) == 1 else f"K={ks[0]}–{ks[-1]}"
-            actual = any(r["actual"] for r in group)
-            pareto = any(r["pareto"] for r in group)
-            colour = svg.RED if actual else (svg.BLUE if pareto else svg.GREY)
-            pts.append(svg.Point(group[0]["time_to_recipe_hours"], group[0]["cost_usd"], label,
-                                 highlight=actual or pareto, colour=colour))
-        charts["what_if"] = svg.scatter_chart(
-            pts, title="parallelism what-if: time to recipe vs cost", x_label="time to recipe (h)",
-            y_label="cost to recipe (USD)", connect=True, label_all=True, width=_HALF,
-            legend=[("Pareto", svg.BLUE), ("actual K", svg.RED), ("dominated", svg.GREY)])
-    else:
-        charts["what_if"] = svg.empty_chart("parallelism what-if", "no what-if (see the note)", width=_HALF)
+    out["best_time"] = Figure(charts.step_chart(
+        [("best so far", charts.BLUE, pts_t)], title=f"best {metric} so far vs wall-clock",
+        x_label=f"time since sweep start ({unit})", y_label=f"best {metric}", hline=hline),
+        "Step = the best objective value among runs ended so far"
+        + (f"; dashed {charts.colour_name(charts.RED)} = the target." if hline else "."))
+    out["best_cost"] = Figure(charts.step_chart(
+        [("best so far", charts.TEAL, pts_c)], title=f"best {metric} so far vs spend",
+        x_label="cumulative spend (USD)", y_label=f"best {metric}", hline=hline),
+        "The same curve against cumulative spend (runs in the order they ended).")
+    out["what_if"] = _what_if_chart(wi, why, div, unit)
     acc = accuracy_rows(data)
-    mem_pts = [svg.Point(a["est_memory_gib"], a["measured_memory_gib"],
-                         f"{a['trial']} ({pct(a['memory_err_pct'], True)})", a["memory_outlier"],
-                         svg.RED if a["memory_outlier"] else svg.BLUE)
+    ok, off = charts.BLUE, charts.RED
+    legend = [(f"within ±{OUTLIER_PCT:g}%", ok), ("off by more", off)]
+    mem_pts = [charts.Point(a["est_memory_gib"], a["measured_memory_gib"],
+                            f"{a['trial']} ({pct(a['memory_err_pct'], True)})", a["memory_outlier"],
+                            off if a["memory_outlier"] else ok)
                for a in acc if a["est_memory_gib"] is not None and a["measured_memory_gib"] is not None]
-    charts["memory"] = svg.scatter_chart(mem_pts, title="estimated vs measured peak memory",
-                                         x_label="estimated memory (GiB)", y_label="measured peak (GiB)",
-                                         diagonal=True, width=_HALF)
-    time_pts = [svg.Point(a["est_wall_s"] / div, a["wall_s"] / div,
-                          f"{a['trial']} ({pct(a['time_err_pct'], True)})", a["time_outlier"],
-                          svg.RED if a["time_outlier"] else svg.BLUE)
+    out["memory"] = Figure(charts.scatter_chart(
+        mem_pts, title="estimated vs measured peak memory", x_label="estimated memory (GiB)",
+        y_label="measured peak (GiB)", diagonal=True, legend=legend),
+        f"Points on the dashed line were estimated exactly; {charts.colour_name(off)} = off by more than "
+        f"{OUTLIER_PCT:g}% (named when there is room; all are in the outliers table).")
+    time_pts = [charts.Point(a["est_wall_s"] / div, a["wall_s"] / div, f"{a['trial']} ({pct(a['time_err_pct'], True)})",
+                             a["time_outlier"], off if a["time_outlier"] else ok)
                 for a in acc if a["est_wall_s"] is not None and a["wall_s"] is not None and a["time_err_pct"] is not None]
-    charts["time"] = svg.scatter_chart(time_pts, title="estimated vs measured wall-clock",
-                                       x_label=f"estimated time ({unit})", y_label=f"measured time ({unit})",
-                                       diagonal=True, width=_HALF)
+    out["time"] = Figure(charts.scatter_chart(
+        time_pts, title="estimated vs measured wall-clock", x_label=f"estimated time ({unit})",
+        y_label=f"measured time ({unit})", diagonal=True, legend=legend),
+        f"Wall-clock of succeeded runs only (a failed run stops early); {charts.colour_name(off)} = off by more "
+        f"than {OUTLIER_PCT:g}%.")
     idx = dict(zip(data.trials["trial_id"].to_list(), data.trials["trial_index"].to_list(), strict=True)) \
         if data.trials.height else {}
     bars = []
@@ -555,10 +582,12 @@ def _charts(data: SweepData, s: dict[str, Any]) -> dict[str, str]:
         label = _trial_label(r["trial_id"], idx.get(r["trial_id"]))
         if r["attempt"] and r["attempt"] > 1:
             label += f" try {r['attempt']}"
-        bars.append(svg.GanttBar(label, r["start_offset_s"] / div, r["end_offset_s"] / div, r["status"],
-                                 bool(r["spot"]), int(r["preemptions"] or 0)))
-    charts["gantt"] = svg.gantt_chart(bars, title="trials over time", x_label=f"time since sweep start ({unit})")
-    return charts
+        bars.append(charts.GanttBar(label, r["start_offset_s"] / div, r["end_offset_s"] / div, r["status"],
+                                    bool(r["spot"]), int(r["preemptions"] or 0)))
+    out["gantt"] = Figure(charts.gantt_chart(bars, title="trials over time", x_label=f"time since sweep start ({unit})"),
+                          "One bar per run (attempt); colour = how it ended (legend above the chart); "
+                          "hatched = spot; ✕ = preempted.")
+    return out
 
 
 HOW_TO_READ = [
@@ -583,67 +612,47 @@ HOW_TO_READ = [
 ]
 
 
-def sweep_html(data: SweepData) -> str:
-    """Returns the self-contained HTML page of the sweep report."""
+def sweep_document(data: SweepData) -> Document:
+    """Returns the sweep ROI report as a document (rendered by `sweep_html` and `sweep_markdown`)."""
     s = sweep_summary(data)
-    charts = _charts(data, s)
     wi, why = what_if_rows(data)
+    div, unit = report_time_unit(data, wi)
+    figs = _charts(data, s, wi, why, div, unit)
     acc = accuracy_rows(data)
-    body: list[str] = []
-    body += _status_banners(s, data)
-    body.append(H.cards(_headline_cards(s)))
+    blocks: list = [*_status_notes(s, data), Cards(_headline_cards(s))]
     if s["best_params"] is not None:
-        body.append(H.para(f"Best recipe: {s['best_params']} (trial {s['best_trial_id']})."))
-    body.append(H.section(
-        "Progress: best metric over time and money",
-        '<div class="grid2">',
-        H.figure(charts["best_time"], "Step = the best objective value among runs ended so far."),
-        H.figure(charts["best_cost"], "Same curve against cumulative spend (runs in order of their end)."),
-        "</div>"))
-    wi_table = H.table(
-        ["K (parallel slots)", "time to recipe", "cost to recipe", "Pareto", "actual"],
-        [[r["parallel"], duration(r["time_to_recipe_hours"] * 3600), usd(r["cost_usd"]),
+        blocks.append(Note(f"Best recipe: {s['best_params']} (trial {s['best_trial_id']})."))
+    blocks.append(Section("Progress: best metric over time and money", [Columns([figs["best_time"], figs["best_cost"]])]))
+    wi_table = Table(
+        ["K (parallel slots)", f"time to recipe ({unit})", "cost to recipe", "Pareto", "actual"],
+        [[r["parallel"], _in_unit(r["time_to_recipe_hours"] * 3600.0, div), usd(r["cost_usd"]),
           "yes" if r["pareto"] else "", "← this sweep" if r["actual"] else ""] for r in wi],
-        numeric=[0, 1, 2], highlight=[i for i, r in enumerate(wi) if r["actual"]],
-        empty=f"No what-if: {why}.")
-    body.append(H.section(
-        "Parallelism what-if (from measured durations)",
-        '<div class="grid2">',
-        H.figure(charts["what_if"], "Each point is K parallel slots; blue = Pareto front (no K both faster and "
-                                    "cheaper), red = the K this sweep used."),
-        f"<div>{wi_table}</div>",
-        "</div>"))
+        numeric=[0, 1, 2], highlight=[i for i, r in enumerate(wi) if r["actual"]], empty=f"No what-if: {why}.")
+    blocks.append(Section("Parallelism what-if (from measured durations)", [Columns([figs["what_if"], wi_table])]))
     outliers = [a for a in acc if a["memory_outlier"] or a["time_outlier"]]
-    out_table = H.table(
+    out_table = Table(
         ["trial", "memory est.", "memory measured", "memory error", "time est.", "time measured", "time error"],
         [[a["trial"], gib(a["est_memory_gib"]), gib(a["measured_memory_gib"]), pct(a["memory_err_pct"], True),
           duration(a["est_wall_s"]), duration(a["wall_s"]), pct(a["time_err_pct"], True)] for a in outliers],
         numeric=[1, 2, 3, 4, 5, 6], empty=f"No estimate is off by more than {OUTLIER_PCT:g}%.")
-    body.append(H.section(
-        "Estimated vs measured",
-        '<div class="grid2">',
-        H.figure(charts["memory"], "Points on the dashed line were estimated exactly; red = off by more than 25%."),
-        H.figure(charts["time"], "Wall-clock of succeeded runs only (a failed run stops early)."),
-        "</div>",
-        "<h3>Outliers</h3>", out_table))
-    body.append(H.section("Trials over time", H.figure(
-        charts["gantt"], "One bar per run (attempt); colour = how it ended; hatched = spot; ✕ = preempted.")))
+    blocks.append(Section(f"Estimated vs measured (outliers: off by more than {OUTLIER_PCT:g}%)",
+                          [Columns([figs["memory"], figs["time"]]), out_table]))
+    blocks.append(Section("Trials over time", [figs["gantt"]]))
     waste_rows = [[w["reason"], w["runs"], duration(w["wall_s"]), usd(w["cost_usd"])] for w in data.waste.to_dicts()]
-    body.append(H.section(
-        "Trials", H.table(TRIAL_HEADERS, trials_table_rows(data), numeric=TRIAL_NUMERIC, max_rows=200,
-                          empty="No trials planned or run yet."),
-        "<h3>Runs that did not succeed</h3>",
-        H.table(["trial", "attempt", "status", "reason", "wall-clock", "cost"], _failure_rows(data),
-                numeric=[1, 4, 5], max_rows=100, empty="Every run succeeded."),
-        "<h3>Waste by reason</h3>",
-        H.table(["reason", "runs", "wall-clock", "cost"], waste_rows, numeric=[1, 2, 3], empty="No waste.")))
-    body.append(H.section("How to read this", H.definitions(HOW_TO_READ)))
+    blocks.append(Section("Trials", [
+        Table(TRIAL_HEADERS, trials_table_rows(data), numeric=TRIAL_NUMERIC, max_rows=200, markdown_columns=8,
+              empty="No trials planned or run yet."),
+        Section("Runs that did not succeed", [Table(["trial", "attempt", "status", "reason", "wall-clock", "cost"],
+                                                    _failure_rows(data), numeric=[1, 4, 5], max_rows=100,
+                                                    empty="Every run succeeded.")], level=3),
+        Section("Waste by reason", [Table(["reason", "runs", "wall-clock", "cost"], waste_rows, numeric=[1, 2, 3],
+                                          empty="No waste.")], level=3)]))
+    blocks.append(Section("How to read this", [Definitions(HOW_TO_READ)]))
     subtitle = (f"sweep {s['sweep_id']} · project {s['project'] or '—'} · owner {s['owner'] or '—'} · "
                 f"launcher {s['launcher'] or '—'} · started {_ts(s['started_at'])} UTC · status {s['status'] or '—'}")
-    footer = (f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M')} UTC by gpuledger from the warehouse views "
-              f"v_sweep_roi, v_trial_results, v_trial_timeline, v_estimate_accuracy, v_spot_savings, v_waste. "
-              f"Money: {s['price_source']}. Times: measured by the agent in each job.")
-    return H.page(f"Sweep ROI: {s['sweep_name'] or s['sweep_id']}", subtitle, body, footer)
+    footer = (f"From the warehouse views v_sweep_roi, v_trial_results, v_trial_timeline, v_estimate_accuracy, "
+              f"v_spot_savings, v_waste. Money: {s['price_source']}. Times: measured by the agent in each job.")
+    return Document(f"Sweep ROI: {s['sweep_name'] or s['sweep_id']}", subtitle, blocks, footer, generated_now())
 
 
 def _ts(value: Any) -> str:
@@ -654,61 +663,14 @@ def _ts(value: Any) -> str:
     return str(value)
 
 
+def sweep_html(data: SweepData) -> str:
+    """Returns the self-contained HTML page of the sweep report."""
+    return render_html(sweep_document(data))
+
+
 def sweep_markdown(data: SweepData) -> str:
-    """Returns the markdown version (for a Prefect artifact): headline, what-if, outliers, trials; capped in size."""
-    s = sweep_summary(data)
-    wi, why = what_if_rows(data)
-    acc = accuracy_rows(data)
-    lines = [f"# Sweep ROI: {s['sweep_name'] or s['sweep_id']}", "",
-             f"sweep `{s['sweep_id']}` · project {s['project'] or '—'} · owner {s['owner'] or '—'} · "
-             f"started {_ts(s['started_at'])} UTC · status {s['status'] or '—'}", ""]
-    for b in _status_banners(s, data):
-        text = b.split(">", 1)[1].rsplit("<", 1)[0]
-        lines += [f"> {_unescape(text)}", ""]
-    cards = _headline_cards(s)
-    lines.append(md_table(["", "value", "source"], [[c.label, c.value, c.source] for c in cards],
-                          numeric=[1]))
-    if s["best_params"] is not None:
-        lines += [f"**Best recipe:** `{s['best_params']}` (trial `{s['best_trial_id']}`)", ""]
-    lines += ["## Parallelism what-if (measured durations)", ""]
-    if wi:
-        lines.append(md_table(["K", "time to recipe", "cost to recipe", "Pareto", "actual"],
-                              [[r["parallel"], duration(r["time_to_recipe_hours"] * 3600), usd(r["cost_usd"]),
-                                "yes" if r["pareto"] else "", "this sweep" if r["actual"] else ""] for r in wi],
-                              numeric=[0, 1, 2]))
-    else:
-        lines += [f"_No what-if: {why}._", ""]
-    outliers = [a for a in acc if a["memory_outlier"] or a["time_outlier"]]
-    lines += [f"## Estimates off by more than {OUTLIER_PCT:g}%", ""]
-    lines.append(md_table(["trial", "memory est.", "measured", "error", "time est.", "measured", "error"],
-                          [[a["trial"], gib(a["est_memory_gib"]), gib(a["measured_memory_gib"]),
-                            pct(a["memory_err_pct"], True), duration(a["est_wall_s"]), duration(a["wall_s"]),
-                            pct(a["time_err_pct"], True)] for a in outliers], numeric=[1, 2, 3, 4, 5, 6])
-                 if outliers else "_none_\n")
-    failures = _failure_rows(data)
-    if failures:
-        lines += ["## Runs that did not succeed", ""]
-        lines.append(md_table(["trial", "attempt", "status", "reason", "wall-clock", "cost"], failures,
-                              numeric=[1, 4, 5]))
-    if data.waste.height:
-        lines += ["## Waste by reason", ""]
-        lines.append(md_table(["reason", "runs", "wall-clock", "cost"],
-                              [[w["reason"], w["runs"], duration(w["wall_s"]), usd(w["cost_usd"])]
-                               for w in data.waste.to_dicts()], numeric=[1, 2, 3]))
-    lines += ["## Trials", ""]
-    short = [r[:8] for r in trials_table_rows(data)]
-    lines.append(md_table(TRIAL_HEADERS[:8], short, numeric=[0, 4, 5, 6, 7],
-                          more="see trials.csv and the HTML report"))
-    lines += ["## How to read this", ""]
-    lines += [f"- **{term}**: {text}" for term, text in HOW_TO_READ]
-    lines += ["", f"_Money: {s['price_source']}. Times measured in each job._", ""]
-    return cap_markdown("\n".join(lines))
-
-
-def _unescape(text: str) -> str:
-    import html as _html
-
-    return _html.unescape(text)
+    """Returns the markdown version (for a Prefect artifact), capped in size."""
+    return render_markdown(sweep_document(data))
 
 
 def write_sweep_report(wh, name: str | None = None, sweep_id: str | None = None,
@@ -721,8 +683,7 @@ def write_sweep_report(wh, name: str | None = None, sweep_id: str | None = None,
     data = load_sweep(wh, name=name, sweep_id=sweep_id)
     sname = data.roi.get("sweep_name") or name or "unnamed"
     folder = Path(out_dir) if out_dir is not None else DEFAULT_ROOT / "sweeps" / path_name(sname)
-    return write_report(folder, path_name(data.roi["sweep_id"]), sweep_html(data), sweep_markdown(data),
-                        sweep_tables(data))
+    return write_report(folder, path_name(data.roi["sweep_id"]), sweep_document(data), sweep_tables(data))
 
 
 __all__ = [
@@ -733,6 +694,7 @@ __all__ = [
     "pareto_flags",
     "peak_concurrency",
     "resolve_sweep_id",
+    "sweep_document",
     "sweep_html",
     "sweep_markdown",
     "sweep_summary",

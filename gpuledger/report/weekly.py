@@ -1,8 +1,8 @@
 """The weekly cost report: where the money of one ISO week went, compared with the week before.
 
 Spend by project, owner, accelerator and spot/on-demand (view `v_weekly_spend`), week-over-week
-change, top sweeps, cost per succeeded trial and waste (computed in SQL over the run-level view
-`v_runs`, filtered to the week with the same ISO-week rule as `v_weekly_spend`: the week of each
+change, top sweeps, cost per succeeded trial and waste (named queries `report_week_*` over the
+run-level view `v_runs`, filtered to the week with the same ISO-week rule as `v_weekly_spend`: the week of each
 run's START, UTC), and budget burn of the week's sweeps that have a budget (`v_sweep_roi`).
 
 A week is the ISO week 'YYYY-Www' (Monday to Sunday, UTC). Default: the last complete week (the
@@ -19,22 +19,30 @@ from typing import Any
 import polars as pl
 
 from gpuledger.errors import UserError
-from gpuledger.report import html as H
-from gpuledger.report import svg
+from gpuledger.report import charts
 from gpuledger.report.common import (
     DEFAULT_ROOT,
     ReportFiles,
-    cap_markdown,
     check_week,
+    generated_now,
     hours,
-    md_table,
     pct,
     usd,
     write_report,
 )
-
-_FAILED = "('failed', 'oom', 'preempted', 'cancelled')"
-_WEEK = "strftime(started_at, '%G-W%V')"  # the rule of v_weekly_spend
+from gpuledger.report.document import (
+    Card,
+    Cards,
+    Columns,
+    Definitions,
+    Document,
+    Figure,
+    Note,
+    Section,
+    Table,
+)
+from gpuledger.report.html import render_html
+from gpuledger.report.markdown import render_markdown
 
 
 def iso_week(d: date) -> str:
@@ -78,26 +86,11 @@ def load_week(wh, week: str | None = None) -> WeekData:
     week = week or default_week()
     start = week_start(week)
     prev = iso_week(start - timedelta(days=7))
-    spend = wh.query("SELECT * FROM v_weekly_spend WHERE week = ? ORDER BY cost_usd DESC", [week])
-    prev_spend = wh.query("SELECT * FROM v_weekly_spend WHERE week = ? ORDER BY cost_usd DESC", [prev])
-    sweeps = wh.query(f"""
-        SELECT sweep_id, any_value(sweep_name) AS sweep_name, any_value(project) AS project,
-               any_value(owner) AS owner, count(*) AS runs,
-               count(DISTINCT trial_id) FILTER (WHERE status = 'succeeded') AS succeeded_trials,
-               sum(cost_usd) AS cost_usd,
-               coalesce(sum(cost_usd) FILTER (WHERE status IN {_FAILED}), 0.0) AS waste_usd,
-               sum(gpu_hours) AS gpu_hours
-        FROM v_runs WHERE {_WEEK} = ?
-        GROUP BY sweep_id ORDER BY cost_usd DESC, sweep_id""", [week])
-    waste = wh.query(f"""
-        SELECT status AS reason, count(*) AS runs, sum(gpu_hours) AS gpu_hours, sum(cost_usd) AS cost_usd
-        FROM v_runs WHERE {_WEEK} = ? AND status IN {_FAILED}
-        GROUP BY status ORDER BY cost_usd DESC, reason""", [week])
-    budgets = wh.query(f"""
-        SELECT sweep_id, sweep_name, project, status, budget_usd, total_cost_usd, budget_used_pct
-        FROM v_sweep_roi
-        WHERE budget_usd IS NOT NULL AND sweep_id IN (SELECT sweep_id FROM v_runs WHERE {_WEEK} = ?)
-        ORDER BY budget_used_pct DESC NULLS LAST, sweep_id""", [week])
+    spend = wh.query_named("report_week_spend", {"week": week})
+    prev_spend = wh.query_named("report_week_spend", {"week": prev})
+    sweeps = wh.query_named("report_week_sweeps", {"week": week})
+    waste = wh.query_named("report_week_waste", {"week": week})
+    budgets = wh.query_named("report_week_budgets", {"week": week})
     return WeekData(week, start, prev, spend, prev_spend, sweeps, waste, budgets)
 
 
@@ -157,15 +150,15 @@ def _change(s: dict[str, Any]) -> str:
            f"({pct(s['change_pct'], True)})"
 
 
-def _cards(s: dict[str, Any]) -> list[H.Card]:
+def _cards(s: dict[str, Any]) -> list[Card]:
     return [
-        H.Card("spend this week", usd(s["total_cost_usd"]), _change(s)),
-        H.Card("GPU-hours", hours(s["gpu_hours"]), f"{s['runs']} runs (measured wall-clock × GPUs)"),
-        H.Card("spot share", pct(s["spot_share_pct"]), f"{usd(s['spot_cost_usd'])} on spot"),
-        H.Card("cost per succeeded trial", usd(s["cost_per_succeeded_trial_usd"]),
-               f"{s['succeeded_trials']} trials succeeded this week"),
-        H.Card("waste", usd(s["waste_usd"]),
-               "failed, OOM, preempted, cancelled runs" + (f" ({pct(s['waste_pct'])})" if s["waste_pct"] else "")),
+        Card("spend this week", usd(s["total_cost_usd"]), _change(s)),
+        Card("GPU-hours", hours(s["gpu_hours"]), f"{s['runs']} runs (measured wall-clock × GPUs)"),
+        Card("spot share", pct(s["spot_share_pct"]), f"{usd(s['spot_cost_usd'])} on spot"),
+        Card("cost per succeeded trial", usd(s["cost_per_succeeded_trial_usd"]),
+             f"{s['succeeded_trials']} trials succeeded this week"),
+        Card("waste", usd(s["waste_usd"]),
+             "failed, OOM, preempted, cancelled runs" + (f" ({pct(s['waste_pct'])})" if s["waste_pct"] else "")),
     ]
 
 
@@ -209,72 +202,53 @@ HOW_TO_READ = [
 ]
 
 
-def weekly_html(data: WeekData) -> str:
-    """Returns the self-contained HTML page of the weekly cost report."""
+def weekly_document(data: WeekData) -> Document:
+    """Returns the weekly cost report as a document (rendered by `weekly_html` and `weekly_markdown`)."""
     s = weekly_summary(data)
-    body: list[str] = []
+    blocks: list = []
     if s["runs"] == 0:
-        body.append(H.banner(f"No spend recorded in {data.week} ({s['week_start']} – {s['week_end']}): no run "
-                             f"started that week. {_change(s)}.", "info"))
-    body.append(H.cards(_cards(s)))
+        blocks.append(Note(f"No spend recorded in {data.week} ({s['week_start']} – {s['week_end']}): no run "
+                           f"started that week. {_change(s)}.", "info"))
+    blocks.append(Cards(_cards(s)))
     if s["runs"]:
         by_project = _by(data.spend, data.prev_spend, "project")
         by_accel = _by(data.spend, data.prev_spend, "accelerator")
-        body.append('<div class="grid2">')
-        body.append(H.figure(svg.bar_chart([(r["project"], r["cost_usd"]) for r in by_project if r["cost_usd"] > 0],
-                                           title="spend by project", value_label="USD this week", fmt=usd,
-                                           width=460),
-                             "Spend by project this week."))
-        body.append(H.figure(svg.bar_chart([(r["accelerator"], r["cost_usd"]) for r in by_accel if r["cost_usd"] > 0],
-                                           title="spend by accelerator", value_label="USD this week", fmt=usd,
-                                           colour=svg.ORANGE, width=460),
-                             "Spend by accelerator this week ('cpu' = local CPU runs)."))
-        body.append("</div>")
+        blocks.append(Columns([
+            Figure(charts.bar_chart([(r["project"], r["cost_usd"]) for r in by_project if r["cost_usd"] > 0],
+                                    title="spend by project", value_label="USD this week", fmt=usd),
+                   "Spend by project this week."),
+            Figure(charts.bar_chart([(r["accelerator"], r["cost_usd"]) for r in by_accel if r["cost_usd"] > 0],
+                                    title="spend by accelerator", value_label="USD this week", fmt=usd,
+                                    colour=charts.ORANGE),
+                   "Spend by accelerator this week ('cpu' = local CPU runs)."),
+        ]))
     for key, heading in DIMENSIONS:
         rows = _by(data.spend, data.prev_spend, key)
-        body.append(H.section(heading, H.table([key, *_DIM_HEADERS], _dim_rows(rows, key),
-                                               numeric=[1, 2, 3, 4, 5], empty="No spend either week.")))
-    body.append(H.section("Top sweeps", H.table(_SWEEP_HEADERS, _sweep_rows(data), numeric=[2, 3, 4, 5, 6],
-                                                max_rows=20, empty="No sweep ran this week.")))
-    body.append(H.section("Waste", H.table(
+        blocks.append(Section(heading, [Table([key, *_DIM_HEADERS], _dim_rows(rows, key), numeric=[1, 2, 3, 4, 5],
+                                              empty="No spend either week.")]))
+    blocks.append(Section("Top sweeps", [Table(_SWEEP_HEADERS, _sweep_rows(data), numeric=[2, 3, 4, 5, 6],
+                                               max_rows=20, empty="No sweep ran this week.")]))
+    blocks.append(Section("Waste", [Table(
         ["reason", "runs", "GPU-hours", "cost"],
         [[w["reason"], w["runs"], hours(w["gpu_hours"]), usd(w["cost_usd"])] for w in data.waste.to_dicts()],
-        numeric=[1, 2, 3], empty="No waste this week.")))
-    body.append(H.section("Budget burn", H.table(_BUDGET_HEADERS, _budget_rows(data), numeric=[2, 3, 4],
-                                                 empty="No sweep with a budget ran this week.")))
-    body.append(H.section("How to read this", H.definitions(HOW_TO_READ)))
-    footer = (f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M')} UTC by gpuledger from the views "
-              f"v_weekly_spend, v_runs and v_sweep_roi.")
-    return H.page(f"Weekly GPU cost: {data.week}", f"{s['week_start']} – {s['week_end']} (UTC), compared with "
-                  f"{data.prev_week}", body, footer)
+        numeric=[1, 2, 3], empty="No waste this week.")]))
+    blocks.append(Section("Budget burn", [Table(_BUDGET_HEADERS, _budget_rows(data), numeric=[2, 3, 4],
+                                                empty="No sweep with a budget ran this week.")]))
+    blocks.append(Section("How to read this", [Definitions(HOW_TO_READ)]))
+    return Document(f"Weekly GPU cost: {data.week}",
+                    f"{s['week_start']} – {s['week_end']} (UTC), compared with {data.prev_week}", blocks,
+                    "From the views v_weekly_spend, v_runs and v_sweep_roi.",
+                    generated_now())
+
+
+def weekly_html(data: WeekData) -> str:
+    """Returns the self-contained HTML page of the weekly cost report."""
+    return render_html(weekly_document(data))
 
 
 def weekly_markdown(data: WeekData) -> str:
     """Returns the markdown version (for a Prefect artifact), capped in size."""
-    s = weekly_summary(data)
-    lines = [f"# Weekly GPU cost: {data.week}", "", f"{s['week_start']} – {s['week_end']} (UTC), compared with "
-             f"{data.prev_week}.", ""]
-    if s["runs"] == 0:
-        lines += [f"> No spend recorded in {data.week}: no run started that week. {_change(s)}.", ""]
-    lines.append(md_table(["", "value", "note"], [[c.label, c.value, c.source] for c in _cards(s)], numeric=[1]))
-    for key, heading in DIMENSIONS:
-        rows = _by(data.spend, data.prev_spend, key)
-        if rows:
-            lines += [f"## {heading}", ""]
-            lines.append(md_table([key, *_DIM_HEADERS], _dim_rows(rows, key), numeric=[1, 2, 3, 4, 5]))
-    if data.sweeps.height:
-        lines += ["## Top sweeps", ""]
-        lines.append(md_table(_SWEEP_HEADERS, _sweep_rows(data), numeric=[2, 3, 4, 5, 6], max_rows=20))
-    if data.waste.height:
-        lines += ["## Waste", ""]
-        lines.append(md_table(["reason", "runs", "GPU-hours", "cost"],
-                              [[w["reason"], w["runs"], hours(w["gpu_hours"]), usd(w["cost_usd"])]
-                               for w in data.waste.to_dicts()], numeric=[1, 2, 3]))
-    if data.budgets.height:
-        lines += ["## Budget burn", ""]
-        lines.append(md_table(_BUDGET_HEADERS, _budget_rows(data), numeric=[2, 3, 4]))
-    lines += ["## How to read this", ""] + [f"- **{t}**: {x}" for t, x in HOW_TO_READ] + [""]
-    return cap_markdown("\n".join(lines))
+    return render_markdown(weekly_document(data))
 
 
 def weekly_tables(data: WeekData) -> dict[str, pl.DataFrame]:
@@ -297,4 +271,4 @@ def write_weekly_report(wh, week: str | None = None, out_dir: str | Path | None 
     """
     data = load_week(wh, week)
     folder = Path(out_dir) if out_dir is not None else DEFAULT_ROOT / "weekly"
-    return write_report(folder, data.week, weekly_html(data), weekly_markdown(data), weekly_tables(data))
+    return write_report(folder, data.week, weekly_document(data), weekly_tables(data))
