@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="training stack: how logits/loss and LoRA/QLoRA dtypes are held (default hf)")
     s.add_argument("--device", default="gpu", choices=["gpu", "cpu"],
                    help="cpu: estimate resident memory of a CPU run (the local demo)")
+    from gpuledger.commands.estimate import add_stack_options
+
+    add_stack_options(s)
     s.add_argument("--json", action="store_true")
 
     s = sub.add_parser("plan", help="choose GPUs, spot/on-demand and schedule; exit 3 over budget")

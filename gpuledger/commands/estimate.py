@@ -11,6 +11,38 @@ _ROWS = (("weights", "weights"), ("gradients", "gradients"), ("optimizer", "opti
          ("activations", "activations"), ("logits", "logits"), ("kv_cache", "kv_cache"), ("buffers", "buffers"))
 
 
+#: optimised-stack options: (flag, Workload field, argparse kwargs); each effect is documented on the
+#: Workload field and in docs/CONTRACTS.md (estimator).
+STACK_OPTIONS = (
+    ("--compile", "compile", dict(action="store_true", help="torch.compile: pointwise intermediates recomputed")),
+    ("--activation-offload", "activation_offload",
+     dict(action="store_true", help="saved activations offloaded to CPU (torchtune enable_activation_offloading)")),
+    ("--chunked-ce", "chunked_ce", dict(action=argparse.BooleanOptionalAction, default=None,
+                                        help="chunked cross-entropy (default: the framework's habit)")),
+    ("--optimizer-in-bwd", "optimizer_in_bwd",
+     dict(action="store_true", help="optimizer step fused into backward: gradients freed per parameter")),
+    ("--grad-accum", "grad_accum", dict(type=int, default=1, help="micro-batches per optimizer step")),
+    ("--zero-bucket", "zero_bucket_elems",
+     dict(type=int, default=None, help="DeepSpeed reduce/all-gather bucket size in elements (default hidden^2)")),
+    ("--ref-model", "ref_model", dict(default="auto", choices=["auto", "same_gpu", "offload", "shared_base", "none"],
+                                      help="GRPO/PPO reference model placement")),
+    ("--generation", "generation", dict(default="hf", choices=["hf", "vllm_colocate", "vllm_server"],
+                                        help="GRPO/PPO rollout engine")),
+    ("--vllm-gpu-util", "vllm_gpu_memory_utilization",
+     dict(type=float, default=0.3, help="vllm_colocate: share of the GPU vLLM pre-allocates")),
+    ("--gpu-memory", "gpu_memory_gib", dict(type=float, default=None, help="GPU memory in GiB (vllm_colocate share)")),
+)
+
+
+def add_stack_options(parser: argparse.ArgumentParser) -> None:
+    """Adds the optimised-stack and calibration options to the `estimate` parser."""
+    for flag, name, kwargs in STACK_OPTIONS:
+        parser.add_argument(flag, dest=name, **kwargs)
+    parser.add_argument("--no-calibration", action="store_true",
+                        help="ignore the correction learnt from your measured runs in the warehouse")
+    parser.add_argument("--warehouse", default=None, help="warehouse file to learn the correction from")
+
+
 def workload_from_args(args: argparse.Namespace):
     """Returns the Workload the options describe; UserError with the field and reason if invalid."""
     from pydantic import ValidationError
@@ -22,6 +54,10 @@ def workload_from_args(args: argparse.Namespace):
                   lora_r=args.lora_r, lora_targets=args.lora_targets, gpus=args.gpus, sharding=args.sharding,
                   prompt_len=args.prompt_len, completion_len=args.completion_len, group_size=args.group_size,
                   device=getattr(args, "device", "gpu"), framework=getattr(args, "framework", "hf"))
+    for _, name, kwargs in STACK_OPTIONS:
+        value = getattr(args, name, kwargs.get("default", False if kwargs.get("action") == "store_true" else None))
+        if value is not None:
+            fields[name] = value
     try:
         return Workload(**fields)
     except ValidationError as err:
@@ -50,6 +86,10 @@ def render(est) -> str:
     lines.append(f"{'reserved':12} {m['reserved']:14.3f}  + allocator fragmentation (max_memory_reserved)")
     lines.append(f"{'device':12} {m['device']:14.3f}  "
                  + ("+ CUDA context (what nvidia-smi shows)" if w.device == "gpu" else "+ interpreter (resident memory)"))
+    if est.phases_gib:
+        lines.append("")
+        lines.append(f"peak phase: {est.peak_phase} (allocated GiB per phase: "
+                     + ", ".join(f"{k} {v:.2f}" for k, v in est.phases_gib.items()) + ")")
     lines.append("")
     lines.extend(f"- {a}" for a in est.assumptions)
     return "\n".join(lines)

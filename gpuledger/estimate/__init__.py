@@ -49,6 +49,12 @@ class Estimate:
     flops_per_token: float
     assumptions: list[str] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)
+    #: allocated GiB at each phase of a training step (load, forward_end, backward_end,
+    #: optimizer_step, generation) and the phase that sets the peak; empty for inference/CPU runs.
+    phases_gib: dict[str, float] = field(default_factory=dict)
+    peak_phase: str = ""
+    #: persistent per-GPU GiB of weights, gradients and optimizer states, whatever the phase
+    states_gib: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """Returns the JSON object `gpuledger estimate --json` prints."""
@@ -66,6 +72,9 @@ class Estimate:
             "flops_per_token": self.flops_per_token,
             "assumptions": list(self.assumptions),
             "notes": dict(self.notes),
+            "peak_phase": self.peak_phase,
+            "phases_gib": {k: round(v, 4) for k, v in self.phases_gib.items()},
+            "states_gib": {k: round(v, 4) for k, v in self.states_gib.items()},
             "workload": w.model_dump(),
         }
 
@@ -122,6 +131,9 @@ def estimate(w: Workload) -> Estimate:
         flops_per_token=float(fpt),
         assumptions=assumptions,
         notes=dict(m.notes),
+        phases_gib={k: v / GIB for k, v in m.phases.items()},
+        peak_phase=m.peak_phase,
+        states_gib={k: v / GIB for k, v in m.states.items()},
     )
 
 

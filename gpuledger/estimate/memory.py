@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from gpuledger.estimate.workload import Workload
-from gpuledger.models import ModelConfig, count_params, layer_linears, load_config, lora_linears
+from gpuledger.models import ModelConfig, count_params, layer_linears, load_config
 
 GIB = 2**30
 
@@ -83,6 +83,13 @@ class MemoryBreakdown:
     params_total: int = 0
     params_trainable: int = 0
     exact: bool = True
+    #: allocated bytes at each phase of a step (load, forward_end, backward_end, optimizer_step,
+    #: generation); the components above are those of `peak_phase`, the largest.
+    phases: dict[str, float] = field(default_factory=dict)
+    peak_phase: str = ""
+    #: the step's persistent tensors whatever the phase: weights (all models), every gradient of the
+    #: trained params, optimizer states (no temporaries); bytes per GPU
+    states: dict[str, float] = field(default_factory=dict)
 
     @property
     def allocated(self) -> float:
@@ -128,7 +135,8 @@ def _norms_per_layer(cfg: ModelConfig) -> tuple[int, bool]:
     return 2, False
 
 
-def layer_activation_bytes_per_token(cfg: ModelConfig, precision: str, *, lora_lins=(), lora_r: int = 0) -> float:
+def layer_activation_bytes_per_token(cfg: ModelConfig, precision: str, *, lora_lins=(), lora_r: int = 0,
+                                     compiled: bool = False) -> float:
     """Returns the bytes one decoder block keeps for backward per token (flash attention; no s^2 term).
 
     After Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
@@ -138,6 +146,11 @@ def layer_activation_bytes_per_token(cfg: ModelConfig, precision: str, *, lora_l
     saved by the fused attention kernel plus its reshaped copy fed to the output projection, the MLP
     intermediates (gated: gate, act(gate), up, product; plain: fc1 output, activation output), MoE
     token copies per routed expert, and LoRA's dropout output + mask and A-output per adapted linear.
+    `compiled` (torch.compile): AOTAutograd's min-cut partitioner
+    (torch._functorch.partitioners.min_cut_rematerialization_partition) recomputes cheap pointwise
+    ops in backward instead of saving their outputs: the gated MLP keeps gate and up (act(gate) and
+    the product are recomputed), a plain MLP keeps fc1's output only, and the attention output's
+    contiguous copy disappears into the fused graph.
     """
     a, r = _act_bytes(precision), _resid_bytes(precision)
     d, inter = cfg.hidden_size, cfg.intermediate_size
@@ -149,10 +162,11 @@ def layer_activation_bytes_per_token(cfg: ModelConfig, precision: str, *, lora_l
         b += (q + kv) * a  # q_norm / k_norm inputs
     b += d * a  # attention input (normed) shared by q/k/v projections
     b += (q + 2 * kv) * a  # q, k, v saved by the attention kernel
-    b += 2 * q * a  # attention output (kernel) + contiguous copy into o_proj
+    b += (1 if compiled else 2) * q * a  # attention output (kernel) + contiguous copy into o_proj
     if not shared:
         b += d * a  # MLP input (normed)
-    b += (4 if cfg.gated_mlp else 2) * inter * a * k_e
+    mlp_saved = (4 if cfg.gated_mlp else 2) // (2 if compiled else 1)
+    b += mlp_saved * inter * a * k_e
     if cfg.num_experts > 1:
         b += d * a * k_e + cfg.num_experts * 4  # gathered tokens per expert, fp32 router logits
     dropout = float(cfg.get("resid_pdrop", 0.0) or cfg.get("dropout", 0.0) or 0.0)
@@ -176,7 +190,7 @@ def attention_score_bytes_per_token(cfg: ModelConfig, precision: str, seq: int) 
     return cfg.num_heads * seq * (4 + _act_bytes(precision))
 
 
-def loss_bytes_per_token(cfg: ModelConfig, precision: str, framework: str) -> float:
+def loss_bytes_per_token(cfg: ModelConfig, precision: str, framework: str, chunked: bool | None = None) -> float:
     """Returns the peak bytes per token of logits and the loss around the start of backward.
 
     hf: Transformers' ForCausalLMLoss keeps the 16-bit logits (a·V, returned to the caller), upcasts
@@ -186,13 +200,17 @@ def loss_bytes_per_token(cfg: ModelConfig, precision: str, framework: str) -> fl
     `chunked_cross_entropy`): logits, log-probs and their two gradients, 4·a·V.
     torchtune: CEWithChunkedOutputLoss (8 chunks) keeps 16-bit logits, upcasts one chunk at a time:
     2·a·V + 12·V/8.
+    `chunked` overrides the framework's habit: True = torchtune's chunked loss (what hf gets with a
+    chunked loss such as Liger's or `CEWithChunkedOutputLoss`), False = the unchunked hf path.
     """
     a, vocab = _act_bytes(precision), cfg.vocab_size
+    if chunked is None:
+        chunked = framework in ("litgpt", "torchtune")
+    if not chunked:
+        return (a + 12) * vocab
     if framework == "litgpt":
         return 4 * a * vocab
-    if framework == "torchtune":
-        return (2 * a + 12 / 8) * vocab
-    return (a + 12) * vocab
+    return (2 * a + 12 / 8) * vocab
 
 
 def kv_cache_bytes_per_token(cfg: ModelConfig | str, kv_precision: str = "bf16") -> int:
@@ -271,187 +289,9 @@ def memory_breakdown(w: Workload) -> MemoryBreakdown:
         return _cpu_breakdown(w, cfg, pc.total, m)
     if w.method == "inference":
         return _inference(w, cfg, pc.total, m)
-    return _training(w, cfg, pc.total, m)
+    from gpuledger.estimate.training import training_breakdown
 
-
-def _sharding(w: Workload, m: MemoryBreakdown) -> str:
-    sharding = w.sharding
-    if w.gpus > 1 and sharding == "none":
-        sharding = "ddp"
-        m.assumptions.append(f"{w.gpus} GPUs with sharding none: assumed DDP (a full replica per GPU)")
-    if w.gpus == 1 and sharding != "none":
-        m.assumptions.append(f"sharding {sharding} on 1 GPU divides nothing")
-    return sharding
-
-
-def _training(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreakdown) -> MemoryBreakdown:
-    p, n = w.precision, w.gpus
-    a, r_b = _act_bytes(p), _resid_bytes(p)
-    mixed = p in ("bf16-mixed", "fp16-mixed", "fp8")
-    sharding = _sharding(w, m)
-    rl = w.method in ("grpo", "ppo")
-    d = cfg.hidden_size
-    layer_params = (total - count_params(cfg).embedding) / max(1, cfg.num_layers)
-
-    # --- weights, gradients, optimizer of the trained parameters ---
-    lora_lins: list = []
-    if w.method in ("full", "grpo", "ppo"):
-        trainable = total
-        w_b = 4 if p == "fp32" else 2
-        g_b = w_b
-        state_b = 2 if p in ("bf16", "fp16") else 4
-        weights = total * w_b
-        grads = trainable * g_b
-        opt = _optimizer_state_bytes(w.optimizer, state_b, trainable, cfg)
-        if mixed:
-            opt += 4 * trainable  # fp32 master weights (Rajbhandari et al. 2020, ZeRO §3: 2+2+12 B/param)
-        quant_consts = 0.0
-        m.notes["weights"] = f"{total:,} params x {w_b} B ({'fp32' if w_b == 4 else '16-bit'})"
-        if mixed:
-            m.notes["optimizer"] = f"fp32 master weights + {w.optimizer} states in fp32 ({total:,} params)"
-        else:
-            m.notes["optimizer"] = f"{w.optimizer} states in {'fp32' if state_b == 4 else '16-bit'}"
-        m.notes["gradients"] = f"{'fp32' if g_b == 4 else '16-bit'} gradient per trained parameter"
-    else:  # lora / qlora
-        lora_lins = lora_linears(cfg, w.lora_targets)
-        trainable = cfg.num_layers * sum(w.lora_r * (lin.d_in + lin.d_out) * lin.count for lin in lora_lins)
-        base_p = p
-        if w.method == "qlora" and p not in ("nf4", "int4", "int8", "fp8"):
-            base_p = "nf4"
-        quantised = base_p in ("nf4", "int4", "int8", "fp8")
-        # prepare_model_for_kbit_training (PEFT) upcasts every non-quantised param to fp32
-        other_b = 4 if (quantised and w.framework == "hf") else (4 if p == "fp32" else 2)
-        weights, quant_consts = _frozen_weight_bytes(cfg, total, base_p, other_b)
-        # adapters: PEFT keeps them in fp32 (autocast_adapter_dtype=True) under a 16-bit or quantised
-        # base; lit-gpt/torchtune keep them in the model dtype (pure bf16 -> 16-bit states).
-        adapter_fp32 = p == "fp32" or mixed or w.framework == "hf"
-        ad_b = 4 if adapter_fp32 else 2
-        weights += trainable * ad_b
-        grads = trainable * ad_b
-        opt = _optimizer_state_bytes(w.optimizer, ad_b if not mixed else 4, trainable, cfg)
-        if mixed and not adapter_fp32:
-            opt += 4 * trainable
-        m.notes["weights"] = (f"frozen base {base_p}" + (" + quantisation constants" if quant_consts else "")
-                              + f"; {trainable:,} LoRA params (r={w.lora_r}, {w.lora_targets}) in "
-                              + ("fp32" if ad_b == 4 else "16-bit"))
-        m.notes["gradients"] = "LoRA adapters only"
-        m.notes["optimizer"] = f"{w.optimizer} states of the adapters"
-    m.params_trainable = int(trainable)
-
-    # --- RL extra models ---
-    extra_frozen = 0.0
-    if rl:
-        ref_b = 4 if (p == "fp32" or (mixed and w.framework == "hf")) else 2  # TRL loads the ref like the policy
-        extra_frozen += total * ref_b  # reference policy for the KL term
-        reward_total = 0
-        if w.reward_model:
-            reward_total = count_params(load_config(w.reward_model)).total
-        elif w.method == "ppo":
-            reward_total = total
-        extra_frozen += reward_total * ref_b
-        if w.method == "ppo":  # value model: trained, same architecture as the policy (TRL PPOTrainer)
-            weights *= 2
-            grads *= 2
-            opt *= 2
-            m.params_trainable *= 2
-        m.notes["weights"] += (f"; + reference model{' + reward model' if reward_total else ''}"
-                               f"{' + value model' if w.method == 'ppo' else ''}")
-        if w.method == "grpo" and not w.reward_model:
-            m.assumptions.append("GRPO rewards from functions (no reward model); give reward_model to add one")
-
-    # --- sharding: per-GPU share of states, plus buffers ---
-    buffers = quant_consts
-    if n > 1:
-        m.extra_device += NCCL_GIB * GIB
-    w_frozen_part = 0.0
-    if sharding == "ddp":
-        buffers += grads  # DDP gradient buckets: a second copy of the grads (PyTorch DDP docs, gradient_as_bucket_view)
-        m.notes["buffers"] = "DDP gradient buckets (one more copy of the gradients)"
-    elif sharding in ("zero1", "zero2"):
-        opt /= n
-        if sharding == "zero2":
-            grads /= n
-        buffers += ZERO_BUCKET_FACTOR * d * d * 2 * 2  # reduce + all-gather buckets (HF "auto": hidden^2)
-        m.notes["buffers"] = "ZeRO reduce/all-gather buckets (hidden^2 elements each)"
-    elif sharding in ("zero3", "fsdp"):
-        w_elem = 4 if p == "fp32" else 2
-        if sharding == "fsdp" and w.method == "lora" and w.framework == "litgpt":
-            # FSDP (use_orig_params=True) with frozen and trainable params in one FlatParameter keeps
-            # gradient memory "equivalent to not freezing those parameters" (PyTorch FSDP docs).
-            # lit-gpt wraps whole blocks; torchtune (lora_fsdp_wrap_policy) and accelerate's PEFT
-            # policy wrap LoRA modules on their own, so they do not pay this.
-            grads = total * w_elem
-            m.assumptions.append("FSDP with LoRA: frozen and LoRA params share flat parameters, so FSDP "
-                                 "allocates gradients for all of them (PyTorch FSDP docs, use_orig_params)")
-        weights /= n
-        grads /= n
-        opt /= n
-        extra_frozen /= n
-        # unsharded units live at once: the current and the prefetched decoder block (BACKWARD_PRE /
-        # DeepSpeed prefetch), one block's unsharded gradient before reduce-scatter, and for FSDP the
-        # root unit (embeddings, final norm, lm_head), which stays unsharded through the step.
-        root = count_params(cfg).embedding if sharding == "fsdp" else 0
-        w_frozen_part = (2 * layer_params + root) * w_elem + layer_params * w_elem
-        buffers += w_frozen_part
-        m.notes["buffers"] = ("all-gathered params of 2 blocks + 1 block's gradient"
-                              + (" + the unsharded root unit (embeddings, lm_head)" if root else ""))
-    if quant_consts:
-        m.notes["buffers"] = (m.notes.get("buffers", "") + "; " if m.notes.get("buffers") else "") + \
-            f"{'NF4 absmax' if 'nf4' in m.notes['weights'] else 'quantisation'} constants"
-
-    # --- activations and logits ---
-    if rl:
-        prompt, completion = _seq_lengths(w)
-        group = w.group_size or (GRPO_DEFAULT_GROUP if w.method == "grpo" else 1)
-        n_seq = w.micro_batch * group
-        seq = prompt + completion
-        logit_tokens = n_seq * completion  # TRL computes logits for completion tokens only (logits_to_keep)
-        m.assumptions.append(f"{w.method.upper()}: {w.micro_batch} prompt(s) x {group} completions, "
-                             f"{prompt}+{completion} tokens; policy trained in full")
-    else:
-        n_seq, seq = w.micro_batch, w.seq_len
-        logit_tokens = n_seq * seq
-    tokens = n_seq * seq
-    per_layer = layer_activation_bytes_per_token(cfg, p, lora_lins=lora_lins, lora_r=w.lora_r)
-    if not w.flash_attn:
-        per_layer += attention_score_bytes_per_token(cfg, p, seq)
-    if w.grad_ckpt:
-        # checkpoint each decoder block: its input stays, one block is recomputed at a time in backward
-        act = tokens * (cfg.num_layers * d * r_b + per_layer)
-        m.notes["activations"] = "gradient checkpointing per block: block inputs + one block recomputed"
-    else:
-        act = tokens * cfg.num_layers * per_layer
-        m.notes["activations"] = "every block's saved tensors (no checkpointing)"
-    m.notes["activations"] += (", flash attention (no seq^2 scores)" if w.flash_attn
-                               else ", materialised attention scores (seq^2 per head)")
-    act += tokens * (d * r_b + d * a)  # final norm input + lm_head input
-    act += tokens * 2 * d * a  # backward working gradients of the residual stream
-    logits = logit_tokens * loss_bytes_per_token(cfg, p, w.framework)
-    if rl:
-        logits += logit_tokens * a * cfg.vocab_size  # logits / temperature copy (TRL)
-        if w.method == "ppo":
-            act *= 2  # the value model runs the same forward/backward
-    m.notes["logits"] = f"[{logit_tokens:,} tokens x {cfg.vocab_size:,} vocab] logits + loss ({w.framework})"
-
-    kv = 0.0
-    if rl:  # rollout phase: KV cache of every sequence (HF generate); peak is the larger phase
-        kv_phase = n_seq * seq * kv_cache_bytes_per_token(cfg, "fp32" if p == "fp32" else "bf16") + n_seq * cfg.vocab_size * 4
-        if kv_phase > act + logits:
-            kv, act, logits = kv_phase, 0.0, 0.0
-            m.notes["kv_cache"] = "rollout KV cache (generation phase is the peak)"
-        else:
-            m.notes["kv_cache"] = "rollout KV cache freed before the training step (training phase is the peak)"
-    m.weights = weights + extra_frozen
-    m.gradients = grads
-    m.optimizer = opt
-    m.activations = act
-    m.logits = logits
-    m.kv_cache = kv
-    m.buffers = buffers
-    m.extra_device += CUDA_CONTEXT_GIB * GIB
-    if w.optimizer == "paged-adamw-8bit":
-        m.assumptions.append("paged optimizer states can spill to CPU under pressure; counted on the GPU")
-    return m
+    return training_breakdown(w, cfg, pc.total, m)
 
 
 def _inference(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreakdown) -> MemoryBreakdown:
@@ -495,7 +335,9 @@ def _cpu_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreakdown
     `device` = resident set size (RSS) including the interpreter baseline."""
     cw = w.model_copy(update={"precision": "fp32", "flash_attn": False, "grad_ckpt": False,
                               "device": "gpu", "gpus": 1, "sharding": "none", "framework": "litgpt"})
-    g = _inference(cw, cfg, total, m) if w.method == "inference" else _training(cw, cfg, total, m)
+    from gpuledger.estimate.training import training_breakdown
+
+    g = _inference(cw, cfg, total, m) if w.method == "inference" else training_breakdown(cw, cfg, total, m)
     g.extra_device = CPU_BASELINE_MIB * 2**20
     g.overhead = 0.0  # numpy frees to malloc; RSS tracks live arrays closely
     g.activations *= CPU_TEMPORARIES_FACTOR

@@ -45,6 +45,36 @@ class Workload(BaseModel):
     #: (no model), PPO a reward model of the policy's architecture.
     reward_model: str | None = None
 
+    # --- optimised-stack options (see memory.py / training.py for each effect and its source) ---
+    #: torch.compile: pointwise ops fused, their intermediates recomputed in backward (AOTAutograd
+    #: min-cut rematerialisation) instead of saved.
+    compile: bool = False
+    #: saved activations (block checkpoints, or every saved tensor without checkpointing) moved to
+    #: CPU memory as the forward pass goes (torchtune `enable_activation_offloading`).
+    activation_offload: bool = False
+    #: cross-entropy over chunks of the output (torchtune CEWithChunkedOutputLoss, litgpt
+    #: chunked_cross_entropy); None = the framework's habit (litgpt and torchtune chunk, hf does not).
+    chunked_ce: bool | None = None
+    #: optimizer step fused into backward: each gradient freed as soon as its parameter is updated
+    #: (torchtune `optimizer_in_bwd`), so the full gradient set never exists.
+    optimizer_in_bwd: bool = False
+    #: micro-batches per optimizer step; above 1 the gradients persist through the next forward pass.
+    grad_accum: int = Field(1, ge=1)
+    #: DeepSpeed ZeRO reduce / all-gather bucket size in elements; None = HF "auto" (hidden^2).
+    zero_bucket_elems: int | None = Field(None, ge=1)
+    #: GRPO/PPO reference model: same_gpu (a second copy of the policy), offload (kept on CPU),
+    #: shared_base (LoRA: the policy with adapters disabled, TRL's PEFT path), none (beta = 0);
+    #: auto = shared_base under LoRA/QLoRA-style methods, same_gpu otherwise.
+    ref_model: Literal["auto", "same_gpu", "offload", "shared_base", "none"] = "auto"
+    #: GRPO/PPO generation: hf (model.generate on the training GPU), vllm_colocate (a vLLM engine in
+    #: the training process holding `vllm_gpu_memory_utilization` of the GPU), vllm_server (a separate
+    #: vLLM server on other GPUs: nothing on the training GPU).
+    generation: Literal["hf", "vllm_colocate", "vllm_server"] = "hf"
+    #: TRL GRPOConfig.vllm_gpu_memory_utilization (default 0.3) for vllm_colocate.
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+    #: memory of the GPU (GiB), used only for vllm_colocate's share.
+    gpu_memory_gib: float | None = Field(None, gt=0)
+
     @field_validator("lora_targets")
     @classmethod
     def _targets(cls, value: str) -> str:

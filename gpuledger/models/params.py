@@ -103,23 +103,29 @@ def layer_linears(cfg: ModelConfig) -> list[Linear]:
 
 
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
+#: Model-level LoRA targets outside the decoder blocks: the output head (litgpt `lora_head`, PEFT
+#: `target_modules=[..., "lm_head"]`) and the input embedding (PEFT LoRA on `embed_tokens`).
+#: `all-linear` does not include them (PEFT's `all-linear` excludes the output layer).
+MODEL_LORA_TARGETS = ("lm_head", "embed")
 
 
 def parse_lora_targets(text: str) -> tuple[str, ...]:
     """Returns the canonical LoRA target names of `q,v` / `all-linear` style text; ValueError if bad."""
     items = [s.strip().lower() for s in str(text).replace(" ", ",").split(",") if s.strip()]
     aliases = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "gate_proj": "gate",
-               "up_proj": "up", "down_proj": "down", "all": "all-linear", "all_linear": "all-linear"}
+               "up_proj": "up", "down_proj": "down", "all": "all-linear", "all_linear": "all-linear",
+               "head": "lm_head", "embed_tokens": "embed", "embeddings": "embed", "wte": "embed"}
     items = [aliases.get(s, s) for s in items]
     if not items:
         raise ValueError("empty LoRA target list")
+    extra = tuple(s for s in MODEL_LORA_TARGETS if s in items)
     if "all-linear" in items:
-        return LORA_TARGETS
-    bad = [s for s in items if s not in LORA_TARGETS]
+        return LORA_TARGETS + extra
+    bad = [s for s in items if s not in LORA_TARGETS and s not in MODEL_LORA_TARGETS]
     if bad:
         raise ValueError(f"unknown LoRA target(s) {', '.join(bad)}; use a comma list of "
-                         f"{','.join(LORA_TARGETS)} or all-linear")
-    return tuple(s for s in LORA_TARGETS if s in items)
+                         f"{','.join(LORA_TARGETS + MODEL_LORA_TARGETS)} or all-linear (plus lm_head, embed)")
+    return tuple(s for s in LORA_TARGETS if s in items) + extra
 
 
 def lora_linears(cfg: ModelConfig, targets: tuple[str, ...] | str) -> list[Linear]:

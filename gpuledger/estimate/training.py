@@ -1,0 +1,332 @@
+"""Per-GPU memory of a training step, as the maximum over its phases.
+
+Tensors of a step do not all coexist (issue 14, item 3). The phases, each a sum of components:
+- `load`: the weights as they are loaded (a quantised base passes through 16 bit tensor by tensor);
+- `forward_end`: weights, optimizer states, every saved activation and the logits/loss tensors at
+  the start of backward (plus the gradients when accumulation keeps them across micro-batches);
+- `backward_end`: activations freed, every gradient present (none with optimizer-in-backward);
+- `optimizer_step`: gradients + states + the optimizer's temporaries;
+- `generation` (GRPO/PPO): the rollout's KV cache and sampling logits next to the models.
+With checkpointing or without, backward frees activations block by block while it allocates the
+gradients of the same blocks, so max(forward_end, backward_end) bounds the backward pass (a linear
+trade between the two has its maximum at an end). Bytes throughout.
+"""
+
+from __future__ import annotations
+
+from gpuledger.estimate.memory import (
+    CUDA_CONTEXT_GIB,
+    GIB,
+    GRPO_DEFAULT_GROUP,
+    NCCL_GIB,
+    WEIGHT_BYTES,
+    MemoryBreakdown,
+    _act_bytes,
+    _frozen_weight_bytes,
+    _optimizer_state_bytes,
+    _resid_bytes,
+    _seq_lengths,
+    attention_score_bytes_per_token,
+    kv_cache_bytes_per_token,
+    layer_activation_bytes_per_token,
+    loss_bytes_per_token,
+)
+from gpuledger.estimate.workload import Workload
+from gpuledger.models import ModelConfig, count_params, layer_linears, load_config, lora_linears
+
+#: DeepSpeed's own defaults when no HF "auto" applies: reduce_bucket_size = allgather_bucket_size =
+#: 5e8 elements (deepspeed/runtime/zero/config.py). HF's "auto" sets hidden^2 (transformers
+#: integrations/deepspeed.py); `zero_bucket_elems` overrides.
+HF_AUTO_BUCKET = "hidden^2"
+#: Blocks whose saved tensors stay on the GPU with activation offloading: the block being computed
+#: and the one whose copy to/from the host is in flight (torchtune OffloadActivations overlaps the
+#: transfer of one layer with the compute of the next).
+OFFLOAD_RESIDENT_BLOCKS = 2
+PHASES = ("load", "forward_end", "backward_end", "optimizer_step", "generation")
+
+
+def _sharding(w: Workload, m: MemoryBreakdown) -> str:
+    sharding = w.sharding
+    if w.gpus > 1 and sharding == "none":
+        sharding = "ddp"
+        m.assumptions.append(f"{w.gpus} GPUs with sharding none: assumed DDP (a full replica per GPU)")
+    if w.gpus == 1 and sharding != "none":
+        m.assumptions.append(f"sharding {sharding} on 1 GPU divides nothing")
+    return sharding
+
+
+def _foreach_temp(w: Workload, state_b: int, trainable: float) -> float:
+    """Returns the optimizer step's temporaries. torch.optim.AdamW's default foreach path on CUDA
+    (torch/optim/adamw.py `_multi_tensor_adamw`) builds `exp_avg_sq_sqrt = _foreach_sqrt(...)`, one
+    tensor per state, before `_foreach_addcdiv_`: one more state-sized copy. torchtune's configs set
+    `fused: True` (one kernel per group, no copy); bitsandbytes 8-bit optimizers update per tensor."""
+    if w.optimizer != "adamw" or w.framework == "torchtune" or w.optimizer_in_bwd:
+        return 0.0
+    return trainable * state_b
+
+
+def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreakdown) -> MemoryBreakdown:
+    p, n = w.precision, w.gpus
+    a, r_b = _act_bytes(p), _resid_bytes(p)
+    mixed = p in ("bf16-mixed", "fp16-mixed", "fp8")
+    sharding = _sharding(w, m)
+    rl = w.method in ("grpo", "ppo")
+    d, vocab = cfg.hidden_size, cfg.vocab_size
+    pc = count_params(cfg)
+    layer_params = (total - pc.embedding) / max(1, cfg.num_layers)
+    lora_like = w.method in ("lora", "qlora")
+    targets = w.lora_targets.split(",") if w.lora_targets != "all-linear" else []
+
+    # --- weights, gradients, optimizer states of the trained parameters ---
+    lora_lins: list = []
+    head_lora = 0
+    base_p = p
+    if not lora_like:
+        trainable = total
+        w_b = 4 if p == "fp32" else 2
+        g_b = w_b
+        state_b = 2 if p in ("bf16", "fp16") else 4
+        weights = total * w_b
+        grads = trainable * g_b
+        opt = _optimizer_state_bytes(w.optimizer, state_b, trainable, cfg)
+        if mixed:
+            opt += 4 * trainable  # fp32 master weights (Rajbhandari et al. 2020, ZeRO §3: 2+2+12 B/param)
+        quant_consts = 0.0
+        m.notes["weights"] = f"{total:,} params x {w_b} B ({'fp32' if w_b == 4 else '16-bit'})"
+        m.notes["optimizer"] = (f"fp32 master weights + {w.optimizer} states in fp32 ({total:,} params)" if mixed
+                                else f"{w.optimizer} states in {'fp32' if state_b == 4 else '16-bit'}")
+        m.notes["gradients"] = f"{'fp32' if g_b == 4 else '16-bit'} gradient per trained parameter"
+        frozen_elem = w_b
+    else:  # lora / qlora
+        lora_lins = lora_linears(cfg, w.lora_targets)
+        trainable = cfg.num_layers * sum(w.lora_r * (lin.d_in + lin.d_out) * lin.count for lin in lora_lins)
+        # LoRA on the output head / the embedding (litgpt lora_head, PEFT target "lm_head"/"embed_tokens"):
+        # A is r x d_in, B is d_out x r (Hu et al. 2021), so r·(d + vocab) each.
+        for t in ("lm_head", "embed"):
+            if t in targets:
+                head_lora += w.lora_r * (d + vocab)
+        trainable += head_lora
+        if w.method == "qlora" and p not in ("nf4", "int4", "int8", "fp8"):
+            base_p = "nf4"
+        quantised = base_p in ("nf4", "int4", "int8", "fp8")
+        # prepare_model_for_kbit_training (PEFT) upcasts every non-quantised param to fp32
+        other_b = 4 if (quantised and w.framework == "hf") else (4 if p == "fp32" else 2)
+        weights, quant_consts = _frozen_weight_bytes(cfg, total, base_p, other_b)
+        # adapters: PEFT keeps them in fp32 (autocast_adapter_dtype=True) under a 16-bit or quantised
+        # base; lit-gpt/torchtune keep them in the model dtype (pure bf16 -> 16-bit states).
+        adapter_fp32 = p == "fp32" or mixed or w.framework == "hf"
+        ad_b = 4 if adapter_fp32 else 2
+        weights += trainable * ad_b
+        grads = trainable * ad_b
+        state_b = ad_b if not mixed else 4
+        opt = _optimizer_state_bytes(w.optimizer, state_b, trainable, cfg)
+        if mixed and not adapter_fp32:
+            opt += 4 * trainable
+        m.notes["weights"] = (f"frozen base {base_p}" + (" + quantisation constants" if quant_consts else "")
+                              + f"; {trainable:,} LoRA params (r={w.lora_r}, {w.lora_targets}) in "
+                              + ("fp32" if ad_b == 4 else "16-bit"))
+        m.notes["gradients"] = "LoRA adapters only"
+        m.notes["optimizer"] = f"{w.optimizer} states of the adapters"
+        frozen_elem = WEIGHT_BYTES[base_p] + (quant_consts / max(1, total))
+    m.params_trainable = int(trainable)
+    opt_temp = _foreach_temp(w, state_b, trainable)
+
+    # --- load transient: a quantised base is loaded tensor by tensor in 16 bit and quantised on the
+    # GPU (transformers' bitsandbytes quantizer `create_quantized_param`; Params4bit.cuda quantises on
+    # transfer): the largest 16-bit linear weight exists next to the already quantised ones.
+    load_extra = 0.0
+    if lora_like and base_p in ("nf4", "int4", "int8", "fp8"):
+        load_extra = max((lin.d_in * lin.d_out for lin in layer_linears(cfg)), default=0) * 2
+
+    # --- RL extra models ---
+    extra_frozen = 0.0
+    ref = w.ref_model
+    if rl and ref == "auto":
+        ref = "shared_base" if lora_like else "same_gpu"
+    if rl:
+        ref_b = 4 if (p == "fp32" or (mixed and w.framework == "hf")) else 2  # TRL loads the ref like the policy
+        if ref == "same_gpu":
+            extra_frozen += total * ref_b  # reference policy for the KL term
+        reward_total = 0
+        if w.reward_model:
+            reward_total = count_params(load_config(w.reward_model)).total
+        elif w.method == "ppo":
+            reward_total = total
+        extra_frozen += reward_total * ref_b
+        if w.method == "ppo":  # value model: trained, same architecture as the policy (TRL PPOTrainer)
+            weights *= 2
+            grads *= 2
+            opt *= 2
+            m.params_trainable *= 2
+        ref_note = {"same_gpu": "reference model on the GPU", "offload": "reference model offloaded to CPU",
+                    "shared_base": "reference = the frozen base with adapters disabled (no copy)",
+                    "none": "no reference model (beta = 0)"}[ref]
+        m.notes["weights"] += (f"; {ref_note}{'; + reward model' if reward_total else ''}"
+                               f"{'; + value model' if w.method == 'ppo' else ''}")
+        if w.method == "grpo" and not w.reward_model:
+            m.assumptions.append("GRPO rewards from functions (no reward model); give reward_model to add one")
+
+    # --- sharding: per-GPU share of states, plus buffers ---
+    buffers = quant_consts
+    if n > 1:
+        m.extra_device += NCCL_GIB * GIB
+    ckpt = w.grad_ckpt
+    unsharded_weights = False
+    if sharding == "ddp":
+        # DDP gradient buckets: a second copy of the trained grads (PyTorch DDP docs, gradient_as_bucket_view
+        # False by default); frozen params have no bucket.
+        buffers += grads
+        m.notes["buffers"] = "DDP gradient buckets (one more copy of the trained gradients)"
+    elif sharding in ("zero1", "zero2"):
+        opt /= n
+        opt_temp /= n
+        if sharding == "zero2":
+            grads /= n
+        bucket = w.zero_bucket_elems or d * d
+        # reduce bucket (gradients, 16 bit) + all-gather bucket (updated params): only trained params
+        # travel, so a frozen base adds nothing (DeepSpeed partitions trainable params only).
+        buffers += min(bucket, trainable) * 2 * 2
+        m.notes["buffers"] = f"ZeRO reduce/all-gather buckets ({'hidden^2' if not w.zero_bucket_elems else bucket} elements)"
+    elif sharding in ("zero3", "fsdp"):
+        if sharding == "fsdp" and lora_like and w.framework == "litgpt":
+            # lit-gpt's FSDPStrategy checkpoints every Block (activation_checkpointing_policy={Block})
+            # and puts frozen and LoRA params into one FlatParameter (use_orig_params=True), so FSDP
+            # allocates gradients for all of them ("equivalent to not freezing", PyTorch FSDP docs),
+            # and the blocks' post-backward reshard does not free the frozen flat parameters: the
+            # resource tables show the 2-GPU peak at the 1-GPU peak for 1.3B/7B and Llama-2-13B OOM
+            # on 2 x 40 GB but 35.6 GB on 4 GPUs.
+            ckpt = True
+            unsharded_weights = True
+            grads = total * 2 / n
+            m.assumptions.append("lit-gpt FSDP with LoRA: blocks checkpointed, flat parameters keep gradients "
+                                 "for frozen weights (sharded) and stay unsharded after backward")
+        else:
+            weights /= n
+            grads /= n
+            opt /= n
+            opt_temp /= n
+            extra_frozen /= n
+            # unsharded units live at once: the current and the prefetched decoder block (BACKWARD_PRE /
+            # DeepSpeed prefetch) at their storage bytes (a 4-bit base is gathered 4-bit: FSDP QLoRA
+            # shards Params4bit stored as bf16 words, bnb_4bit_quant_storage), one block's unsharded
+            # gradient before reduce-scatter for trained params only, and for FSDP the root unit
+            # (embeddings, final norm, lm_head, kept 16 bit), which stays unsharded through the step.
+            root = pc.embedding * (4 if p == "fp32" else 2) if sharding == "fsdp" else 0
+            block_grad = layer_params * (4 if p == "fp32" else 2) if not lora_like else 0
+            buffers += 2 * layer_params * frozen_elem + root + block_grad
+            m.notes["buffers"] = ("all-gathered params of 2 blocks" + (" + 1 block's gradient" if block_grad else "")
+                                  + (" + the unsharded root unit (embeddings, lm_head)" if root else ""))
+    if quant_consts:
+        m.notes["buffers"] = (m.notes.get("buffers", "") + "; " if m.notes.get("buffers") else "") + \
+            f"{'NF4 absmax' if base_p == 'nf4' else 'quantisation'} constants"
+    del unsharded_weights
+
+    # --- activations and logits ---
+    if rl:
+        prompt, completion = _seq_lengths(w)
+        group = w.group_size or (GRPO_DEFAULT_GROUP if w.method == "grpo" else 1)
+        n_seq = w.micro_batch * group
+        seq = prompt + completion
+        logit_tokens = n_seq * completion  # TRL computes logits for completion tokens only (logits_to_keep)
+        m.assumptions.append(f"{w.method.upper()}: {w.micro_batch} prompt(s) x {group} completions, "
+                             f"{prompt}+{completion} tokens; generation: {w.generation}")
+    else:
+        n_seq, seq = w.micro_batch, w.seq_len
+        logit_tokens = n_seq * seq
+    tokens = n_seq * seq
+    per_layer = layer_activation_bytes_per_token(cfg, p, lora_lins=lora_lins, lora_r=w.lora_r, compiled=w.compile)
+    if not w.flash_attn:
+        per_layer += attention_score_bytes_per_token(cfg, p, seq)
+    if ckpt:
+        # checkpoint each decoder block: its input stays, one block is recomputed at a time in backward
+        kept = cfg.num_layers if not w.activation_offload else OFFLOAD_RESIDENT_BLOCKS
+        act = tokens * (kept * d * r_b + per_layer)
+        m.notes["activations"] = "gradient checkpointing per block: block inputs + one block recomputed"
+    else:
+        kept = cfg.num_layers if not w.activation_offload else OFFLOAD_RESIDENT_BLOCKS
+        act = tokens * kept * per_layer
+        m.notes["activations"] = "every block's saved tensors (no checkpointing)"
+    if w.activation_offload:
+        m.notes["activations"] += f"; offloaded to CPU but {OFFLOAD_RESIDENT_BLOCKS} blocks in flight"
+    m.notes["activations"] += (", flash attention (no seq^2 scores)" if w.flash_attn
+                               else ", materialised attention scores (seq^2 per head)")
+    if w.compile:
+        m.notes["activations"] += ", torch.compile (pointwise outputs recomputed)"
+    act += tokens * (d * r_b + d * a)  # final norm input + lm_head input
+    act += tokens * 2 * d * a  # backward working gradients of the residual stream
+    if head_lora and "lm_head" in targets:
+        act += logit_tokens * w.lora_r * a  # lm_head LoRA A-output
+    logits = logit_tokens * loss_bytes_per_token(cfg, p, w.framework, w.chunked_ce)
+    if rl:
+        logits += logit_tokens * a * vocab  # logits / temperature copy (TRL)
+        if w.method == "ppo":
+            act *= 2  # the value model runs the same forward/backward
+    chunked = w.chunked_ce if w.chunked_ce is not None else w.framework in ("litgpt", "torchtune")
+    m.notes["logits"] = (f"[{logit_tokens:,} tokens x {vocab:,} vocab] logits + loss ({w.framework}, "
+                         f"{'chunked' if chunked else 'unchunked'} cross-entropy)")
+
+    # --- the phases ---
+    accum_grads = grads if w.grad_accum > 1 and not w.optimizer_in_bwd else 0.0
+    # the output head's gradient (full fine-tuning) is allocated at the start of backward, next to the
+    # logits' gradient
+    head_grad = 0.0 if lora_like or w.optimizer_in_bwd else min(grads, vocab * d * (4 if p == "fp32" else 2) / (
+        n if sharding in ("zero2", "zero3", "fsdp") else 1))
+    live_grads = 0.0 if w.optimizer_in_bwd else grads
+    if w.optimizer_in_bwd:
+        # torchtune optimizer_in_bwd: a post-accumulate-grad hook steps and frees each parameter's
+        # gradient, so at most the largest single gradient exists.
+        live_grads = min(grads, max(vocab * d, max((lin.weight_params for lin in layer_linears(cfg)), default=0))
+                         * (4 if p == "fp32" else 2))
+        m.notes["gradients"] += " (optimizer in backward: freed per parameter)"
+    comps = {
+        "load": dict(weights=weights + extra_frozen + load_extra, buffers=quant_consts),
+        "forward_end": dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers, activations=act,
+                            logits=logits, gradients=max(accum_grads, head_grad)),
+        "backward_end": dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers, gradients=live_grads,
+                             activations=tokens * 2 * d * a),
+        "optimizer_step": dict(weights=weights + extra_frozen, optimizer=opt + opt_temp, buffers=buffers,
+                               gradients=0.0 if w.optimizer_in_bwd else grads),
+    }
+    if rl:
+        gen = _generation_phase(w, cfg, n_seq, seq, dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers), m)
+        if gen is not None:
+            comps["generation"] = gen
+    m.states = {"weights": weights + extra_frozen, "gradients": grads, "optimizer": opt}
+    phases = {k: sum(v.values()) for k, v in comps.items()}
+    peak = max(phases, key=lambda k: (phases[k], -PHASES.index(k)))
+    m.phases = phases
+    m.peak_phase = peak
+    at = comps[peak]
+    for attr in ("weights", "gradients", "optimizer", "activations", "logits", "kv_cache", "buffers"):
+        setattr(m, attr, at.get(attr, 0.0))
+    m.extra_device += CUDA_CONTEXT_GIB * GIB
+    if w.optimizer == "paged-adamw-8bit":
+        m.assumptions.append("paged optimizer states can spill to CPU under pressure; counted on the GPU")
+    return m
+
+
+def _generation_phase(w: Workload, cfg: ModelConfig, n_seq: int, seq: int, static: dict,
+                      m: MemoryBreakdown) -> dict | None:
+    """Returns the rollout phase's components on the training GPU, None when generation runs elsewhere.
+
+    hf: `model.generate` keeps the KV cache of every sequence (2·layers·kv_heads·head_dim per token,
+    Kwon et al. 2023) and fp32 next-token logits; vllm_colocate: TRL's colocate mode starts a vLLM
+    engine in the training process that pre-allocates `vllm_gpu_memory_utilization` x the GPU's memory
+    for its own weight copy and KV cache (vLLM docs, gpu_memory_utilization), for the whole run;
+    vllm_server: `trl vllm-serve` on other GPUs, nothing here.
+    """
+    if w.generation == "vllm_server":
+        m.notes["kv_cache"] = "generation on a separate vLLM server (not on this GPU)"
+        return None
+    if w.generation == "vllm_colocate":
+        gpu_gib = w.gpu_memory_gib or 80.0
+        if w.gpu_memory_gib is None:
+            m.assumptions.append("vllm_colocate without gpu_memory_gib: an 80 GiB GPU assumed for vLLM's share")
+        share = w.vllm_gpu_memory_utilization * gpu_gib * GIB
+        m.notes["kv_cache"] = (f"vLLM colocated: {w.vllm_gpu_memory_utilization:.0%} of {gpu_gib:g} GiB "
+                               "pre-allocated (weights copy + KV cache), held in every phase")
+        m.extra_device += share
+        return None
+    kv = n_seq * seq * kv_cache_bytes_per_token(cfg, "fp32" if w.precision == "fp32" else "bf16")
+    m.notes["kv_cache"] = "rollout KV cache of HF generate (freed before the training step)"
+    return dict(static, kv_cache=kv, logits=n_seq * cfg.vocab_size * 4 * 2)
