@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
+import re
 import sys
 
 from gpuledger import __version__
@@ -21,14 +23,62 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n(see `{self.prog} --help`)\n")
 
 
-def _positive_int(text: str) -> int:
+#: the largest whole number an option takes (beyond it no estimate or plan means anything)
+_MAX_INT = 10**15
+
+
+def _whole_number(text: str) -> int:
+    """Returns the whole number of `2048`, `1_000` or `1e9`; ArgumentTypeError otherwise."""
     try:
-        value = int(text)
+        value = int(text.replace("_", ""))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        try:
+            number = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if not math.isfinite(number) or number != int(number):
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        value = int(number)
+    if abs(value) > _MAX_INT:
+        raise argparse.ArgumentTypeError(f"{text} is too large (at most {_MAX_INT:.0e})")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = _whole_number(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _index(text: str) -> int:
+    value = _whole_number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more (trials are numbered from 0), got {value}")
+    return value
+
+
+def _week(text: str) -> str:
+    from gpuledger.errors import UserError
+    from gpuledger.weeks import check_week
+
+    try:
+        return check_week(text)
+    except UserError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _sweep_name(text: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sweep name (the spec's name: lowercase letters, "
+                                         "digits and '-')")
+    return text
+
+
+def _sweep_id(text: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}-[0-9a-f]{8}", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sweep id (NAME-xxxxxxxx, as `gpuledger plan` prints)")
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("validate", help="check experiment specs; one line per problem")
     s.add_argument("specs", nargs="+", metavar="SPEC")
 
-    sub.add_parser("schema", help="print the JSON Schema of the spec language")
+    s = sub.add_parser("schema", help="print (or --write) the JSON Schema of the spec language")
+    s.add_argument("--write", action="store_true",
+                   help="write specs/gpuledger.schema.json (the file the shipped specs name) instead of printing")
 
     s = sub.add_parser("estimate", help="memory, compute and time one training/inference setup needs")
     s.add_argument("model", metavar="MODEL", help="registry name or path to an HF config.json")
@@ -82,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("render-task", help="print the SkyPilot task YAML that would be launched")
     s.add_argument("spec", metavar="SPEC")
-    s.add_argument("--trial", type=int, default=0, metavar="N", help="trial index (0-based)")
+    s.add_argument("--trial", type=_index, default=0, metavar="N", help="trial index (0-based)")
 
     s = sub.add_parser("capacity", help="GPUs and $/month to serve a traffic level within an SLO")
     s.add_argument("spec", metavar="SPEC")
@@ -92,11 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
     rsub = s.add_subparsers(dest="report_kind", metavar="KIND", parser_class=_Parser)
     rsub.required = True
     r = rsub.add_parser("sweep", help="ROI report of the latest sweep of NAME")
-    r.add_argument("name", metavar="NAME")
-    r.add_argument("--sweep-id", default=None)
+    r.add_argument("name", metavar="NAME", type=_sweep_name, help="the sweep's name (the spec's name:)")
+    r.add_argument("--sweep-id", default=None, type=_sweep_id, help="a given run of it (default: the latest)")
     r.add_argument("--out", default=None, metavar="DIR")
     r = rsub.add_parser("weekly", help="weekly cost report")
-    r.add_argument("--week", default=None, metavar="YYYY-Www")
+    r.add_argument("--week", default=None, metavar="YYYY-Www", type=_week, help="ISO week, e.g. 2026-W05; without it the report picks the week and says which")
     r.add_argument("--out", default=None, metavar="DIR")
     r = rsub.add_parser("capacity", help="capacity report of a capacity spec")
     r.add_argument("spec", metavar="SPEC")
@@ -114,7 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--parquet", required=True, metavar="DIR")
 
     sub.add_parser("serve", help="local Prefect server + worker + the deployments of prefect.yaml")
-    return p
+    from gpuledger.cli_help import document
+
+    return document(p)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -95,12 +95,38 @@ def render(est) -> str:
     return "\n".join(lines)
 
 
+def beyond_limits(est) -> list[str]:
+    """Returns a sentence for each way the options go beyond what exists: memory per GPU beyond the
+    largest GPU of the catalog (gpus.csv), tokens per sequence beyond the model's context
+    (its config's max_position_embeddings)."""
+    from gpuledger.catalog import gpu_kinds
+    from gpuledger.models import load_config
+
+    w, out = est.workload, []
+    if w.device == "gpu":
+        largest = max(gpu_kinds().values(), key=lambda k: k.memory_gib)
+        need = est.memory_gib["device"]
+        if need > largest.memory_gib:
+            out.append(f"beyond any GPU: {need:,.1f} GiB per GPU; the largest in the catalog, {largest.name}, "
+                       f"has {largest.memory_gib:,.1f} GiB (gpus.csv)")
+    context = load_config(w.model).max_position_embeddings
+    tokens = (w.prompt_len or 0) + (w.completion_len or 0) if w.prompt_len or w.completion_len else w.seq_len
+    what = "--prompt-len + --completion-len" if w.prompt_len or w.completion_len else "--seq"
+    if context and tokens > context:
+        out.append(f"beyond the model's context: {what} is {tokens:,} tokens; {w.model} reads at most "
+                   f"{context:,} (max_position_embeddings)")
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from gpuledger.estimate import estimate
 
     est = estimate(workload_from_args(args))
+    warnings = beyond_limits(est)
     if args.json:
-        print(json.dumps(est.to_json(), indent=2))
+        print(json.dumps({**est.to_json(), "warnings": warnings}, indent=2))
     else:
         print(render(est))
+        for line in warnings:
+            print(f"warning: {line}")
     return 0

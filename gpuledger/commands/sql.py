@@ -2,13 +2,16 @@
 
 Read-only by default: the statements are classified with DuckDB's own parser
 (`warehouse.writing_statements`) and anything but SELECT/EXPLAIN/PRAGMA/CALL/SET is refused
-unless `--write`; the connection itself is also opened read-only. SQL errors become one line
+unless `--write`; the connection itself is also opened read-only. Table output fits the terminal
+(`$COLUMNS`, else 120): a table when the columns fit, else one block per row, one `column | value`
+line each (`gpuledger.table_text`). SQL errors become one line
 (`gpuledger sql: Binder Error: ...`), never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 
 from gpuledger.errors import UserError
@@ -18,8 +21,7 @@ TABLE_ROWS = 200
 
 
 def run(args: argparse.Namespace) -> int:
-    import polars as pl
-
+    from gpuledger import table_text
     from gpuledger.warehouse import Warehouse, writing_statements
 
     query: str = args.query
@@ -39,10 +41,7 @@ def run(args: argparse.Namespace) -> int:
             changed = f" ({df.item()} rows)" if df.shape == (1, 1) else ""
             print(f"ok{changed}")
             return 0
-        shown = df.head(TABLE_ROWS)
-        with pl.Config(tbl_rows=TABLE_ROWS, tbl_cols=-1, tbl_width_chars=240, fmt_str_lengths=60,
-                       tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=False):
-            print(shown)
+        print(table_text.render(df.columns, df.head(TABLE_ROWS).rows(), shutil.get_terminal_size((120, 24)).columns))
         note = f"{df.height} row{'s' if df.height != 1 else ''}"
         if df.height > TABLE_ROWS:
             note += f", first {TABLE_ROWS} shown (use --format csv for all)"

@@ -1,0 +1,144 @@
+"""What `gpuledger COMMAND --help` says: a description and an example per command, and every
+option's default. Applied to the parser `gpuledger.cli.build_parser` builds, so that an option added
+there gets its default shown without touching this file."""
+
+from __future__ import annotations
+
+import argparse
+
+#: command (or "report KIND") -> (description, example lines)
+DOCS: dict[str, tuple[str, list[str]]] = {
+    "validate": (
+        "Check experiment specs without running anything: every problem of a spec at once, one line each, "
+        "as FILE:LINE:COL: field: message. Exit 0 when every spec is valid, 1 otherwise. A spec file must be "
+        "a regular file of at most 256 KiB; a grid may have at most 10,000 trials.",
+        ["gpuledger validate specs/*.yaml"]),
+    "schema": (
+        "Print the JSON Schema of the spec language (both kinds: sweep and capacity), or write it to "
+        "specs/gpuledger.schema.json, the file the shipped specs name on their "
+        "`# yaml-language-server: $schema=` line (editors then complete and check specs).",
+        ["gpuledger schema --write", "gpuledger schema > my.schema.json"]),
+    "estimate": (
+        "Memory per GPU by component (weights, gradients, optimizer, activations, logits, KV cache), "
+        "parameters and FLOPs per token of one training or inference setup, each with what it assumes. "
+        "Says when the setup is beyond any GPU of the catalog or beyond the model's context.",
+        ["gpuledger estimate llama-3.1-8b --method qlora --batch 4 --seq 4096",
+         "gpuledger estimate path/to/config.json --method full --gpus 8 --sharding zero3 --json"]),
+    "plan": (
+        "Choose the GPU type and count, spot or on-demand, and the schedule of a sweep spec (or the "
+        "replicas of a capacity spec), with the price of each choice and its source. Exit 3 when the "
+        "budget guard refuses (over budget or past the deadline).",
+        ["gpuledger plan specs/lora-grid.yaml", "gpuledger plan specs/llama3-8b-lora-cloud.yaml --json"]),
+    "sweep": (
+        "Plan, launch, measure and report a sweep: the trials run as Prefect flows (locally or as SkyPilot "
+        "managed jobs), their records land in the warehouse, and the ROI report is written. A re-run of an "
+        "unchanged spec continues the same sweep.",
+        ["gpuledger sweep specs/lora-grid.yaml", "gpuledger sweep specs/lora-grid.yaml --dry-run"]),
+    "render-task": (
+        "Print the SkyPilot task YAML one trial would be launched with (nothing is launched).",
+        ["gpuledger render-task specs/llama3-8b-lora-cloud.yaml --trial 3 > task.yaml"]),
+    "capacity": (
+        "GPUs, replicas and dollars per month to serve a traffic level within a latency SLO "
+        "(a `kind: capacity` spec).",
+        ["gpuledger capacity specs/chat-capacity.yaml"]),
+    "report": (
+        "Write a report (HTML, markdown and CSV) and print where its files are.",
+        ["gpuledger report sweep lora-grid", "gpuledger report weekly --week 2026-W05"]),
+    "report sweep": (
+        "The ROI report of a sweep: best recipe, time- and cost-to-recipe, spend, what-if parallelism, "
+        "estimated against measured.",
+        ["gpuledger report sweep lora-grid", "gpuledger report sweep lora-grid --sweep-id lora-grid-1a2b3c4d"]),
+    "report weekly": (
+        "The weekly cost report of one ISO week (Monday to Sunday, UTC): spend by project, owner and "
+        "accelerator, the week before, waste and budget burn.",
+        ["gpuledger report weekly", "gpuledger report weekly --week 2026-W05 --out /tmp/reports"]),
+    "report capacity": (
+        "The capacity report of a `kind: capacity` spec.",
+        ["gpuledger report capacity specs/chat-capacity.yaml"]),
+    "sql": (
+        "Run SQL against the warehouse (DuckDB). Read-only unless --write. Wide results are shown one "
+        "column per line for each row (vertical) when they do not fit the terminal; --format csv or json "
+        "for machines.",
+        ["gpuledger sql \"select * from v_sweep_roi\"",
+         "gpuledger sql \"select trial_id, params, metric_value from v_trial_results\" --format csv"]),
+    "ingest": (
+        "Ingest result records from a landing folder into the warehouse (what a sweep does after each "
+        "trial); records that cannot be stored go to rejected/ with the reason.",
+        ["gpuledger ingest", "gpuledger ingest warehouse/landing"]),
+    "export": (
+        "Export every warehouse table as Parquet files.",
+        ["gpuledger export --parquet /tmp/ledger"]),
+    "serve": (
+        "Start a local Prefect server, a worker and the deployments of prefect.yaml (Ctrl-C stops).",
+        ["gpuledger serve"]),
+}
+
+
+#: help of options that their `add_argument` left without one (by option string)
+OPTION_HELP = {
+    "--json": "print JSON instead of the human table",
+    "--out": "folder to write the report into (default: reports/<kind>/...)",
+    "--launcher": "override the spec's launcher",
+    "--max-parallel": "override resources.max_parallel: trials running at once",
+    "--dry-run": "plan and print what would be launched; launch nothing",
+    "--method": "what is run: full fine-tuning, LoRA, QLoRA, GRPO/PPO or inference",
+    "--precision": "weights/compute precision",
+    "--optimizer": "optimizer whose states are held",
+    "--grad-ckpt": "gradient checkpointing (activation recomputation)",
+    "--flash-attn": "flash attention (no seq x seq score matrix)",
+    "--lora-r": "LoRA rank",
+    "--gpus": "GPUs the model is spread over",
+    "--sharding": "how state is split across --gpus",
+    "--prompt-len": "GRPO/PPO or inference: prompt tokens",
+    "--completion-len": "GRPO/PPO or inference: generated tokens",
+    "--group-size": "GRPO: completions per prompt",
+    "--format": "output format",
+    "--parquet": "folder to write one Parquet file per table into",
+}
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the description's and example's line breaks and shows every option's default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (default is None or default is False or default is argparse.SUPPRESS or "%(default)" in text
+                or action.option_strings == [] and action.nargs in ("+", "*")):
+            return text
+        return f"{text} (default: %(default)s)".strip()
+
+
+def _wrap(text: str, width: int = 88) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def document(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Gives each command of `parser` its description, example and shown defaults; returns `parser`."""
+    parser.formatter_class = HelpFormatter
+    parser.epilog = "Run `gpuledger COMMAND --help` for a command's options and an example."
+
+    def apply(name: str, sub: argparse.ArgumentParser) -> None:
+        sub.formatter_class = HelpFormatter
+        description, examples = DOCS.get(name, (sub.description or "", []))
+        sub.description = _wrap(description)
+        if examples:
+            sub.epilog = "example" + ("s" if len(examples) > 1 else "") + ":\n" + "\n".join(f"  {e}" for e in examples)
+        for action in sub._actions:
+            if not action.help and action.option_strings:
+                action.help = next((OPTION_HELP[o] for o in action.option_strings if o in OPTION_HELP), " ")
+        for kind, inner in _subparsers(sub).items():
+            apply(f"{name} {kind}", inner)
+
+    for name, sub in _subparsers(parser).items():
+        apply(name, sub)
+    return parser
