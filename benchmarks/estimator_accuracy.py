@@ -24,6 +24,12 @@ sys.path.insert(0, str(ROOT))
 from gpuledger.estimate import Workload, estimate  # noqa: E402
 
 DEFAULT_CSV = ROOT.parent / "shared" / "reference" / "memory_calibration.csv"
+#: held-out public measurements, one Workload per row in its own columns (tests/data/memory_public.csv)
+PUBLIC_CSV = ROOT / "tests" / "data" / "memory_public.csv"
+_INT = {"micro_batch", "seq_len", "lora_r", "gpus", "prompt_len", "completion_len", "group_size"}
+_BOOL = {"grad_ckpt", "flash_attn"}
+_FIELDS = ("model", "method", "precision", "optimizer", "micro_batch", "seq_len", "grad_ckpt", "flash_attn", "lora_r",
+           "lora_targets", "gpus", "sharding", "framework", "prompt_len", "completion_len", "group_size")
 GB = 1e9
 GIB = 2**30
 
@@ -65,7 +71,7 @@ ROWS: dict[str, dict] = {
     # any recompute. It fits one packed 2048-token sequence per step, which is what we estimate.
     "torchtune_readme2409_3": dict(model="meta-llama/Llama-3.1-8B", method="lora", precision="bf16", micro_batch=1,
                                    seq_len=2048, grad_ckpt=True, lora_r=8, lora_targets="q,v",
-                                   framework="torchtune"),
+                                   framework="torchtune", compile=True),
     # TRL: per_device_train_batch_size=4 completions (1 prompt x 4), bf16=True = autocast over an
     # fp32-loaded model (GRPOTrainer loads torch_dtype=None -> fp32), reference model kept (beta>0)
     "trl_grpo_1": dict(model="Qwen/Qwen3-0.6B", method="grpo", precision="bf16-mixed", micro_batch=1, group_size=4,
@@ -157,21 +163,58 @@ def evaluate(rows: list[dict]) -> tuple[list[PeakResult], list[FitResult]]:
     return peaks, fits
 
 
+def public_workload(row: dict) -> Workload:
+    """Returns the Workload a memory_public.csv row states (empty cells take the defaults)."""
+    fields = {}
+    for k in _FIELDS:
+        v = (row.get(k) or "").strip()
+        if v:
+            fields[k] = int(v) if k in _INT else (v.lower() == "true") if k in _BOOL else v
+    return Workload(**fields)
+
+
+def evaluate_public(rows: list[dict]) -> tuple[list[PeakResult], list[FitResult]]:
+    """Returns the peak comparisons and fit checks of memory_public.csv rows."""
+    peaks, fits = [], []
+    for row in rows:
+        w = public_workload(row)
+        e = estimate(w)
+        if row["kind"] == "peak":
+            single = w.gpus == 1 and w.method in ("lora", "full") and w.precision.startswith("bf16")
+            peaks.append(PeakResult(row["id"], row["level"], float(row["measured_gib"]),
+                                    e.memory_gib[row["level"]], single))
+        else:
+            fits.append(FitResult(row["id"], row["kind"] == "fits", e.memory_gib["device"],
+                                  float(row["capacity_gib"]), f"source: {row['kind']}"))
+    return peaks, fits
+
+
+def summary(peaks: list[PeakResult]) -> str:
+    errs = [abs(p.error) for p in peaks]
+    return (f"median |error| over {len(errs)} peak rows: {statistics.median(errs):.1%}; "
+            f"within 20%: {sum(e <= 0.2 for e in errs)}/{len(errs)}; "
+            f"worst: {max(peaks, key=lambda p: abs(p.error)).id} {max(errs):.1%}")
+
+
+def _print(peaks: list[PeakResult], fits: list[FitResult]) -> None:
+    print(f"{'row':28} {'level':9} {'measured GiB':>12} {'estimate GiB':>12} {'error':>8}")
+    for p in peaks:
+        print(f"{p.id:28} {p.level:9} {p.measured_gib:12.3f} {p.estimated_gib:12.3f} {p.error:+8.1%}")
+    print("\n" + summary(peaks))
+    print(f"\n{'fit check':28} {'estimate GiB':>12} {'capacity':>9}  result")
+    for f in fits:
+        print(f"{f.id:28} {f.estimated_gib:12.2f} {f.capacity_gib:9.2f}  {'ok' if f.ok else 'WRONG'} ({f.detail})")
+
+
 def main(argv: list[str]) -> int:
     path = Path(argv[1]) if len(argv) > 1 else DEFAULT_CSV
     if not path.is_file():
         print(f"skipped: calibration file {path} not found (expected ../shared/reference/ next to the repo)")
         return 0
-    peaks, fits = evaluate(read_rows(path))
-    print(f"{'row':26} {'level':9} {'measured GiB':>12} {'estimate GiB':>12} {'error':>8}")
-    for p in peaks:
-        print(f"{p.id:26} {p.level:9} {p.measured_gib:12.3f} {p.estimated_gib:12.3f} {p.error:+8.1%}")
-    errs = [abs(p.error) for p in peaks]
-    print(f"\nmedian |error| over {len(errs)} peak rows: {statistics.median(errs):.1%}; "
-          f"worst: {max(peaks, key=lambda p: abs(p.error)).id} {max(errs):.1%}")
-    print(f"\n{'fit check':26} {'estimate GiB':>12} {'capacity':>9}  result")
-    for f in fits:
-        print(f"{f.id:26} {f.estimated_gib:12.2f} {f.capacity_gib:9.2f}  {'ok' if f.ok else 'WRONG'} ({f.detail})")
+    print(f"== calibration rows ({path})")
+    _print(*evaluate(read_rows(path)))
+    print(f"\n== held-out public measurements ({PUBLIC_CSV.relative_to(ROOT)})")
+    _print(*evaluate_public(read_rows(PUBLIC_CSV)))
     return 0
 
 

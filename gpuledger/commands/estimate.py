@@ -41,6 +41,8 @@ def add_stack_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-calibration", action="store_true",
                         help="ignore the correction learnt from your measured runs in the warehouse")
     parser.add_argument("--warehouse", default=None, help="warehouse file to learn the correction from")
+    parser.add_argument("--accelerator", default=None,
+                        help="GPU kind the run will use (picks the correction learnt on that GPU family)")
 
 
 def workload_from_args(args: argparse.Namespace):
@@ -118,15 +120,48 @@ def beyond_limits(est) -> list[str]:
     return out
 
 
+def calibration_for(est, args: argparse.Namespace) -> tuple[object | None, str]:
+    """Returns (Correction or None, the sentence every output carries about it)."""
+    from gpuledger.estimate import calibration as cal
+
+    w = est.workload
+    if getattr(args, "no_calibration", False):
+        return None, "not calibrated (--no-calibration)"
+    if w.device != "gpu":
+        return None, "not calibrated (CPU run)"
+    accelerator = getattr(args, "accelerator", None)
+    if not accelerator:
+        return None, "not calibrated: give --accelerator to apply what your measured runs on that GPU family teach"
+    runs = cal.load_runs(getattr(args, "warehouse", None))
+    family = cal.accelerator_family(accelerator)
+    c = cal.fit(runs, w.method, w.framework, family)
+    if c is None:
+        have = len([r for r in runs if r["method"] == w.method and cal.accelerator_family(r["accelerator"]) == family
+                    and r["framework"] == w.framework])
+        return None, (f"not calibrated: {have} of your measured runs match {w.method}/{w.framework}/{family} "
+                      f"({cal.MIN_RUNS} needed)")
+    return c, c.describe()
+
+
 def run(args: argparse.Namespace) -> int:
     from gpuledger.estimate import estimate
 
     est = estimate(workload_from_args(args))
     warnings = beyond_limits(est)
+    corr, sentence = calibration_for(est, args)
     if args.json:
-        print(json.dumps({**est.to_json(), "warnings": warnings}, indent=2))
+        out = {**est.to_json(), "warnings": warnings}
+        out["calibration"] = {"applied": corr is not None, "note": sentence}
+        if corr is not None:
+            out["calibration"].update(factor=round(corr.factor, 4), runs=corr.runs, group=list(corr.group),
+                                      device_gib=round(est.memory_gib["device"] * corr.factor, 4))
+        print(json.dumps(out, indent=2))
     else:
         print(render(est))
+        if corr is not None:
+            print(f"- device after calibration: {est.memory_gib['device'] * corr.factor:.3f} GiB ({sentence})")
+        else:
+            print(f"- {sentence}")
         for line in warnings:
             print(f"warning: {line}")
     return 0
