@@ -1,6 +1,8 @@
 """Flow `cost-report`: the weekly cost report (deployment `cost-report/weekly`, Mondays 08:00 UTC).
 
-    cost_report(week=None)   # week "YYYY-Www"; default: the last complete ISO week (UTC)
+    cost_report(week=None)   # week "YYYY-Www"; default: the last complete ISO week (UTC), even when
+                             # empty (the Monday deployment reports last week; `gpuledger report weekly`
+                             # without --week picks the last week with data instead)
 
 Writes the report with `gpuledger.report.write_weekly_report` (HTML, markdown, CSV under
 `reports/`) and publishes its markdown as the artifact `cost-report-weekly` with a link to the HTML.
@@ -9,8 +11,6 @@ Reads the warehouse only (read-only connection).
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import flows  # noqa: F401  (telemetry off before Prefect is imported)
@@ -18,28 +18,7 @@ import flows  # noqa: F401  (telemetry off before Prefect is imported)
 # isort: split
 from prefect import flow, get_run_logger
 
-from gpuledger.errors import UserError
-
-WEEK_PATTERN = re.compile(r"^(\d{4})-W(\d{2})$")
-
-
-def last_complete_week(now: datetime | None = None) -> str:
-    """Returns the ISO week ("YYYY-Www") before the one `now` (default: now, UTC) falls in."""
-    now = now or datetime.now(UTC)
-    year, week, _ = (now.date() - timedelta(days=7)).isocalendar()
-    return f"{year}-W{week:02d}"
-
-
-def check_week(week: str) -> str:
-    """Returns `week` if it is a valid ISO week "YYYY-Www"; raises UserError otherwise."""
-    m = WEEK_PATTERN.match(week or "")
-    if not m:
-        raise UserError(f"week must look like 2026-W05 (ISO year and week), got {week!r}")
-    try:
-        datetime.fromisocalendar(int(m.group(1)), int(m.group(2)), 1)
-    except ValueError:
-        raise UserError(f"{week!r} is not a week of ISO year {m.group(1)}") from None
-    return week
+from gpuledger.weeks import check_week, last_complete_week
 
 
 @flow(name="cost-report", persist_result=False, log_prints=True)

@@ -222,6 +222,12 @@ def test_cli_report_sweep(_isolated_warehouse, tmp_path, capsys):
     assert "known sweeps: lora-grid" in capsys.readouterr().err
     assert main(["report", "weekly", "--week", "2026-W02", "--out", str(tmp_path / "w")]) == 0
     assert (tmp_path / "w" / "2026-W02.html").exists()
+    capsys.readouterr()
+    # without --week: the last complete week with data (the fixture's runs are all in 2026-W02), said so
+    assert main(["report", "weekly", "--out", str(tmp_path / "w2")]) == 0
+    out = capsys.readouterr().out
+    assert "No week given: 2026-W02 is the last complete week with data" in out
+    assert "Weeks with data: 2026-W02." in out and (tmp_path / "w2" / "2026-W02.html").exists()
 
 
 def test_local_rate_is_labelled(tmp_path):

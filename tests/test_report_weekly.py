@@ -9,8 +9,9 @@ from report_fixtures import assert_golden, build_weekly_fixture
 
 from gpuledger.errors import UserError
 from gpuledger.report import MARKDOWN_MAX_CHARS, load_week, weekly_markdown, write_weekly_report
-from gpuledger.report.weekly import default_week, weekly_summary
+from gpuledger.report.weekly import choose_week, weekly_summary
 from gpuledger.warehouse import Warehouse
+from gpuledger.weeks import check_week, last_complete_week, previous_week, week_end
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +70,55 @@ def test_default_path_and_week(wh, tmp_path, monkeypatch):
     files = write_weekly_report(wh, "2026-W02")
     assert str(files.html) == "reports/weekly/2026-W02.html"
     assert {p.name for p in files.csv} >= {"by-project.csv", "sweeps.csv", "budgets.csv"}
-    assert default_week(date(2026, 1, 12)) == "2026-W02"  # Monday of W03 -> the last complete week
+    assert last_complete_week(date(2026, 1, 12)) == "2026-W02"  # Monday of W03 -> the week before
+
+
+def test_without_week_the_last_complete_week_with_data(wh, tmp_path):
+    # The fixture has runs in 2026-W01 and 2026-W02. On Tuesday of W04, W03 (the last complete week) is
+    # empty, so the report takes W02 and says so; the weeks with data are named.
+    files = write_weekly_report(wh, out_dir=tmp_path, now=date(2026, 1, 20))
+    assert files.html.name == "2026-W02.html"
+    assert files.notes == ["No week given: 2026-W02 is the last complete week with data (2026-W03, the week "
+                           "before this one, has none).", "Weeks with data: 2026-W02, 2026-W01."]
+    md = files.markdown.read_text()
+    assert "> No week given: 2026-W02 is the last complete week with data" in md
+    assert "| 2026-W02 (this report) | 6 | $8.45 |" in md and "| 2026-W01 | 1 | $8.00 |" in md
+    assert "(so far)" not in md
+    # On Monday of W03, W02 is the last complete week itself.
+    files = write_weekly_report(wh, out_dir=tmp_path, now=date(2026, 1, 12))
+    assert files.html.name == "2026-W02.html" and "is the last complete week, and it has data" in files.notes[0]
+
+
+def test_without_week_and_no_complete_week_the_current_week_so_far(wh, tmp_path):
+    # On Wednesday 2025-12-31 (in 2026-W01) no complete week has data: the current week so far.
+    files = write_weekly_report(wh, out_dir=tmp_path, now=date(2025, 12, 31))
+    assert files.html.name == "2026-W01.html"
+    md = files.markdown.read_text()
+    assert md.startswith("# Weekly GPU cost: 2026-W01 (so far)")
+    assert "no complete week has data: 2026-W01 so far" in files.notes[0]
+    assert "the numbers are the week so far" in md
+
+
+def test_choose_week_rules():
+    assert choose_week([], date(2026, 3, 4)) == ("2026-W10", True, "No week given and no week has data yet: "
+                                                                   "2026-W10 so far (the current week).")
+    # data only in the future (clock skew) is not a complete week: the current week so far
+    assert choose_week(["2026-W12"], date(2026, 3, 4))[:2] == ("2026-W10", True)
+    # across a year boundary: 2025-W52 is before 2026-W01 as text and as weeks
+    assert choose_week(["2025-W52", "2025-W40"], date(2026, 1, 14))[:2] == ("2025-W52", False)
+
+
+def test_empty_warehouse_without_week(tmp_path):
+    with Warehouse.open(tmp_path / "w.duckdb") as w:
+        files = write_weekly_report(w, out_dir=tmp_path / "out", now=date(2026, 3, 4))
+    assert files.html.name == "2026-W10.html"
+    assert files.notes[-1] == "Weeks with data: none yet."
+    assert "No week has data yet" in files.markdown.read_text()
+
+
+def test_week_arithmetic():
+    assert previous_week("2026-W01") == "2025-W52" and week_end("2026-W01") == date(2026, 1, 5)
+    assert check_week("2026-W53") == "2026-W53"  # 2026 has 53 ISO weeks, 2025 does not
 
 
 @pytest.mark.parametrize("week", ["2026-W54", "2026-w02", "26-W02", "2026-W00", "2026-W02/../x", "2025-W53"])

@@ -9,6 +9,8 @@ from gpuledger.errors import UserError
 
 
 def _print(files) -> None:
+    for note in files.notes:
+        print(note)
     print(f"html:     {files.html}")
     print(f"markdown: {files.markdown}")
     if files.csv:

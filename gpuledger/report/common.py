@@ -17,10 +17,10 @@ from gpuledger.errors import UserError
 from gpuledger.report.document import Document
 from gpuledger.report.html import render_html
 from gpuledger.report.markdown import render_markdown
+from gpuledger.weeks import WEEK_RE
 
 #: Names that may become part of a path (the spec's `name` pattern).
 NAME_RE = re.compile(r"^[a-z0-9-]+$")
-WEEK_RE = re.compile(r"^(\d{4})-W(\d{2})$")
 
 DEFAULT_ROOT = Path("reports")
 
@@ -33,6 +33,7 @@ class ReportFiles:
     markdown: Path
     csv: list[Path] = field(default_factory=list)
     markdown_text: str = ""  # the markdown itself (for a Prefect artifact)
+    notes: list[str] = field(default_factory=list)  # lines for the terminal (e.g. which week was chosen)
 
     @property
     def csv_dir(self) -> Path | None:
@@ -57,14 +58,6 @@ def path_name(text: str) -> str:
         return text
     slug = re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")[:60] or "x"
     return f"{slug}-{hashlib.sha256(str(text).encode()).hexdigest()[:8]}"
-
-
-def check_week(week: str) -> str:
-    """Returns `week` when it is an ISO week 'YYYY-Www' (W01..W53); else UserError."""
-    m = WEEK_RE.match(week or "")
-    if not m or not 1 <= int(m.group(2)) <= 53:
-        raise UserError(f"week {week!r} is not an ISO week; use YYYY-Www, e.g. 2026-W05")
-    return week
 
 
 # -------------------------------------------------------------------------------- formats

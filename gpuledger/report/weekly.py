@@ -5,25 +5,24 @@ change, top sweeps, cost per succeeded trial and waste (named queries `report_we
 run-level view `v_runs`, filtered to the week with the same ISO-week rule as `v_weekly_spend`: the week of each
 run's START, UTC), and budget burn of the week's sweeps that have a budget (`v_sweep_roi`).
 
-A week is the ISO week 'YYYY-Www' (Monday to Sunday, UTC). Default: the last complete week (the
-one before the current week), which is what the Monday-morning deployment reports.
+A week is the ISO week 'YYYY-Www' (Monday to Sunday, UTC; gpuledger.weeks). Without a week: the
+last complete week that has data (saying so), else the current week so far; the page lists the
+weeks that have data.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from gpuledger.errors import UserError
 from gpuledger.report import charts
 from gpuledger.report.common import (
     DEFAULT_ROOT,
     ReportFiles,
-    check_week,
     generated_now,
     hours,
     pct,
@@ -43,28 +42,28 @@ from gpuledger.report.document import (
 )
 from gpuledger.report.html import render_html
 from gpuledger.report.markdown import render_markdown
+from gpuledger.weeks import check_week, current_week, last_complete_week, previous_week, week_start
 
 
-def iso_week(d: date) -> str:
-    """Returns the ISO week of a date as 'YYYY-Www'."""
-    y, w, _ = d.isocalendar()
-    return f"{y}-W{w:02d}"
+def choose_week(weeks_with_data: list[str], now: datetime | date | None = None) -> tuple[str, bool, str]:
+    """Returns (week, so_far, why) for a report asked for without a week.
 
-
-def week_start(week: str) -> date:
-    """Returns the Monday of ISO week 'YYYY-Www'; UserError when the week does not exist (e.g. W53)."""
-    check_week(week)
-    y, w = int(week[:4]), int(week[6:])
-    try:
-        return date.fromisocalendar(y, w, 1)
-    except ValueError:
-        raise UserError(f"week {week} does not exist: {y} has fewer ISO weeks") from None
-
-
-def default_week(today: date | None = None) -> str:
-    """Returns the last complete ISO week before `today` (UTC today by default)."""
-    today = today or datetime.now(UTC).date()
-    return iso_week(today - timedelta(days=7))
+    The last complete ISO week that has data; when no complete week has data, the current week so far
+    (so_far=True). `weeks_with_data` are 'YYYY-Www' strings (any order); `why` says which was chosen
+    and why, for the page and the terminal.
+    """
+    last, current = last_complete_week(now), current_week(now)
+    complete = sorted((w for w in weeks_with_data if w <= last), reverse=True)
+    if complete:
+        week = complete[0]
+        if week == last:
+            return week, False, f"No week given: {week} is the last complete week, and it has data."
+        return week, False, (f"No week given: {week} is the last complete week with data "
+                             f"({last}, the week before this one, has none).")
+    if current in weeks_with_data:
+        return current, True, (f"No week given and no complete week has data: {current} so far "
+                               f"(the current week, up to now).")
+    return current, True, f"No week given and no week has data yet: {current} so far (the current week)."
 
 
 @dataclass
@@ -79,19 +78,29 @@ class WeekData:
     sweeps: pl.DataFrame  # per sweep: runs, succeeded trials, cost, waste, GPU-hours (v_runs)
     waste: pl.DataFrame  # per reason (v_runs)
     budgets: pl.DataFrame  # v_sweep_roi of the week's sweeps with a budget
+    weeks_with_data: pl.DataFrame = None  # type: ignore[assignment]  # week, runs, cost_usd; newest first
+    chosen_because: str = ""  # when no week was asked for: which week was chosen and why
+    so_far: bool = False  # the current week, not complete yet
 
 
-def load_week(wh, week: str | None = None) -> WeekData:
-    """Returns the data of ISO week `week` (default: the last complete week) and the week before."""
-    week = week or default_week()
+def load_week(wh, week: str | None = None, now: datetime | date | None = None) -> WeekData:
+    """Returns the data of ISO week `week` and the week before; without `week`, the last complete week
+    that has data, else the current week so far (`choose_week`; `now` defaults to now, UTC)."""
+    weeks = wh.query_named("report_weeks_with_data")
+    why, so_far = "", False
+    if week is None:
+        week, so_far, why = choose_week(weeks["week"].to_list() if weeks.height else [], now)
+    else:
+        check_week(week)
+        so_far = week == current_week(now)
     start = week_start(week)
-    prev = iso_week(start - timedelta(days=7))
+    prev = previous_week(week)
     spend = wh.query_named("report_week_spend", {"week": week})
     prev_spend = wh.query_named("report_week_spend", {"week": prev})
     sweeps = wh.query_named("report_week_sweeps", {"week": week})
     waste = wh.query_named("report_week_waste", {"week": week})
     budgets = wh.query_named("report_week_budgets", {"week": week})
-    return WeekData(week, start, prev, spend, prev_spend, sweeps, waste, budgets)
+    return WeekData(week, start, prev, spend, prev_spend, sweeps, waste, budgets, weeks, why, so_far)
 
 
 def _by(spend: pl.DataFrame, prev: pl.DataFrame, key: str) -> list[dict[str, Any]]:
@@ -206,6 +215,11 @@ def weekly_document(data: WeekData) -> Document:
     """Returns the weekly cost report as a document (rendered by `weekly_html` and `weekly_markdown`)."""
     s = weekly_summary(data)
     blocks: list = []
+    if data.chosen_because:
+        blocks.append(Note(data.chosen_because, "info"))
+    if data.so_far:
+        blocks.append(Note(f"{data.week} is the current week: the numbers are the week so far and will change.",
+                           "info"))
     if s["runs"] == 0:
         blocks.append(Note(f"No spend recorded in {data.week} ({s['week_start']} – {s['week_end']}): no run "
                            f"started that week. {_change(s)}.", "info"))
@@ -234,11 +248,33 @@ def weekly_document(data: WeekData) -> Document:
         numeric=[1, 2, 3], empty="No waste this week.")]))
     blocks.append(Section("Budget burn", [Table(_BUDGET_HEADERS, _budget_rows(data), numeric=[2, 3, 4],
                                                 empty="No sweep with a budget ran this week.")]))
+    blocks.append(Section("Weeks with data", [_weeks_table(data)]))
     blocks.append(Section("How to read this", [Definitions(HOW_TO_READ)]))
-    return Document(f"Weekly GPU cost: {data.week}",
+    return Document(f"Weekly GPU cost: {data.week}" + (" (so far)" if data.so_far else ""),
                     f"{s['week_start']} – {s['week_end']} (UTC), compared with {data.prev_week}", blocks,
                     "From the views v_weekly_spend, v_runs and v_sweep_roi.",
                     generated_now())
+
+
+#: weeks listed in "Weeks with data" (newest first; the CSV weeks.csv has all)
+WEEKS_LISTED = 12
+
+
+def weeks_with_data_text(data: WeekData) -> str:
+    """Returns one line naming the weeks that have data (newest first), for the terminal."""
+    weeks = data.weeks_with_data["week"].to_list() if data.weeks_with_data.height else []
+    if not weeks:
+        return "Weeks with data: none yet."
+    more = f" and {len(weeks) - WEEKS_LISTED} earlier" if len(weeks) > WEEKS_LISTED else ""
+    return f"Weeks with data: {', '.join(weeks[:WEEKS_LISTED])}{more}."
+
+
+def _weeks_table(data: WeekData) -> Table:
+    rows = [[w["week"] + (" (this report)" if w["week"] == data.week else ""), w["runs"], usd(w["cost_usd"])]
+            for w in data.weeks_with_data.to_dicts()]
+    return Table(["week", "runs", "spend"], rows, numeric=[1, 2], max_rows=WEEKS_LISTED,
+                 highlight=[i for i, w in enumerate(data.weeks_with_data["week"].to_list()) if w == data.week]
+                 if rows else [], empty="No week has data yet: no run has been recorded.")
 
 
 def weekly_html(data: WeekData) -> str:
@@ -255,7 +291,7 @@ def weekly_tables(data: WeekData) -> dict[str, pl.DataFrame]:
     """Returns the report's tables for CSV export."""
     s = weekly_summary(data)
     out = {"headline": pl.DataFrame([s]), "spend": data.spend, "sweeps": data.sweeps, "waste": data.waste,
-           "budgets": data.budgets}
+           "budgets": data.budgets, "weeks": data.weeks_with_data}
     for key, _ in DIMENSIONS:
         rows = _by(data.spend, data.prev_spend, key)
         out[f"by-{key}"] = pl.DataFrame(rows, schema={key: pl.String, "cost_usd": pl.Float64,
@@ -264,11 +300,15 @@ def weekly_tables(data: WeekData) -> dict[str, pl.DataFrame]:
     return out
 
 
-def write_weekly_report(wh, week: str | None = None, out_dir: str | Path | None = None) -> ReportFiles:
-    """Writes the weekly cost report of ISO week `week` (default: the last complete week); returns its files.
+def write_weekly_report(wh, week: str | None = None, out_dir: str | Path | None = None,
+                        now: datetime | date | None = None) -> ReportFiles:
+    """Writes the weekly cost report of ISO week `week` (default: `choose_week`); returns its files,
+    with `notes` saying which week was chosen and which weeks have data.
 
     Default place: `reports/weekly/<YYYY-Www>.html` (+ `.md`, + `<YYYY-Www>-csv/`); `out_dir` replaces the folder.
     """
-    data = load_week(wh, week)
+    data = load_week(wh, week, now)
     folder = Path(out_dir) if out_dir is not None else DEFAULT_ROOT / "weekly"
-    return write_report(folder, data.week, weekly_document(data), weekly_tables(data))
+    files = write_report(folder, data.week, weekly_document(data), weekly_tables(data))
+    files.notes = [n for n in (data.chosen_because, weeks_with_data_text(data)) if n]
+    return files
