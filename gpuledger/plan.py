@@ -246,7 +246,10 @@ def trial_estimates(spec, trials, gpu_counts: Sequence[int] | None = None, *, de
     est_mod = _estimator()
     t = spec.train
     tokens = t.tokens_per_trial
-    if tokens is None:
+    inference = spec.method == "inference"
+    if inference:  # a serving benchmark: its workload and tokens come from its serve settings
+        from gpuledger.serving import inference_workload, memory_fraction, serve_settings, serving_tokens
+    if tokens is None and not inference:
         file, line, col = spec.position("train")
         raise UserError(
             f"{file}:{line}:{col}: train.tokens_per_trial is needed to estimate time and cost "
@@ -281,13 +284,19 @@ def trial_estimates(spec, trials, gpu_counts: Sequence[int] | None = None, *, de
         counts = gpu_counts
         if "gpus_per_trial" in trial.params:
             counts = (int(trial.params["gpus_per_trial"]),)
+        fraction = 1.0
+        if inference:  # weights + KV cache of max_num_seqs sequences on tensor_parallel GPUs, at the
+            settings = serve_settings(spec, trial.params)  # engine's memory fraction (serving/workload.py)
+            wl.update(inference_workload(settings))
+            counts = (wl.pop("gpus"),) if device == "gpu" else (1,)
+            tokens, fraction = serving_tokens(settings), memory_fraction(settings)
         for g in counts:
             for sh in sharding_options(spec.method, g, t.sharding) if device == "gpu" else ["none"]:
-                key = tuple(sorted({**wl, "gpus": g, "sharding": sh}.items(), key=lambda kv: kv[0]))
+                key = tuple(sorted({**wl, "gpus": g, "sharding": sh, "_t": tokens, "_f": fraction}.items(), key=lambda kv: kv[0]))
                 if key not in cache:
                     try:
                         e = est_mod.estimate(est_mod.Workload(**{**wl, "gpus": g, "sharding": sh}))
-                        cache[key] = (float(e.memory_gib["device"]), float(e.flops_per_token) * tokens, None)
+                        cache[key] = (float(e.memory_gib["device"]) / fraction, float(e.flops_per_token) * tokens, None)
                     except UserError:
                         raise
                     except Exception as err:  # the estimator refused this one workload

@@ -235,3 +235,23 @@ def test_shipped_serve_bench_spec_is_valid_and_runs_one_benchmark_at_a_time():
     spec = load_spec(REPO / "specs" / "serve-bench.yaml")
     assert spec.method == "inference" and spec.resources.max_parallel == 1 and spec.serve.slo is not None
     assert [t.params["concurrency"] for t in expand_trials(spec)] == [1, 4, 16, 64]
+
+
+def test_planner_sizes_a_serving_trial_as_weights_plus_kv_at_the_engine_memory_fraction():
+    from gpuledger.estimate import Workload, estimate
+    from gpuledger.plan import trial_estimates
+    from gpuledger.spec import expand_trials, parse_spec
+
+    text = _inference_spec(params="concurrency: [8], tensor_parallel: [1, 2]")
+    text = text.replace("engine: tiny, prompt_tokens: 16, output_tokens: 32",
+                        "engine: vllm, prompt_tokens: 1024, output_tokens: 128, max_num_seqs: 64")
+    text = text.replace("gpuledger/demo-char-gpt", "meta-llama/Llama-3.1-8B").replace("method: inference",
+                                                                                   "method: inference\nprecision: bf16")
+    spec = parse_spec(text, "s.yaml")
+    est = trial_estimates(spec, expand_trials(spec)).to_dicts()
+    assert [r["gpus"] for r in est] == [1, 2]
+    for row in est:
+        direct = estimate(Workload(model="meta-llama/Llama-3.1-8B", method="inference", precision="bf16", micro_batch=64,
+                                   seq_len=1152, prompt_len=1024, completion_len=128, gpus=row["gpus"]))
+        assert row["est_memory_gib"] == pytest.approx(direct.memory_gib["device"] / 0.9)
+        assert row["flops_total"] == pytest.approx(direct.flops_per_token * 200 * 1152)  # num_prompts x tokens
