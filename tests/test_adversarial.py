@@ -324,3 +324,52 @@ def test_a_true_false_field_takes_only_true_or_false(value):
 def test_whole_numbers_written_as_floats_still_work():
     spec = parse_spec(GOOD.replace("tokens_per_trial: 1000", "tokens_per_trial: 1e6") + "resources: {max_parallel: 2.0}\n")
     assert spec.train.tokens_per_trial == 1_000_000 and spec.resources.max_parallel == 2
+
+
+# ------------------------------------------------------------------------------------------------
+# fuzz: random YAML and random bytes never produce a traceback from `validate`
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=20),
+                     st.sampled_from(["*a", "&a x", "!!python/none", "1e999", "~", "[", "{", "'", '"', "- ", ": ",
+                                      "{x}", '"{x}"', "$(id)", ".nan", "-.inf", "0x1F", "2026-01-01"]))
+_KEYS = st.one_of(st.sampled_from(["kind", "name", "project", "owner", "model", "search", "params", "task", "run",
+                                   "budget", "max_usd", "resources", "max_parallel", "train", "seq_len", "objective",
+                                   "metric", "strategy", "n_trials", "exclude", "local", "serve", "traffic", "slo",
+                                   "measured", "1", "null", "on", "<<"]), st.text(max_size=8))
+_TREES = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                         st.dictionaries(_KEYS, inner, max_size=5)), max_leaves=25)
+
+
+def _validate_text(tmp_path: Path, data: bytes, capsys) -> None:
+    spec = tmp_path / "fuzz.yaml"
+    spec.write_bytes(data)
+    code = main(["validate", str(spec)])  # anything but a one-line-per-problem answer raises here
+    out, err = capsys.readouterr()
+    assert code in (0, 1) and "Traceback" not in err
+    if code == 1:
+        assert all(line.startswith(f"{spec}:") for line in err.splitlines()), err
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tree=_TREES)
+def test_random_yaml_trees_never_traceback(tmp_path, capsys, tree):
+    import yaml
+
+    try:
+        text = yaml.safe_dump(tree, allow_unicode=True)
+    except yaml.YAMLError:
+        return
+    base = {"kind": "sweep", "name": "fz", "project": "p", "owner": "o", "model": "gpt2"}
+    merged = {**base, **tree} if isinstance(tree, dict) else tree
+    _validate_text(tmp_path, yaml.safe_dump(merged, allow_unicode=True).encode(), capsys)
+    _validate_text(tmp_path, text.encode(), capsys)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=400), cut=st.integers(0, len(GOOD)))
+def test_random_bytes_and_cut_specs_never_traceback(tmp_path, capsys, data, cut):
+    _validate_text(tmp_path, data, capsys)
+    _validate_text(tmp_path, GOOD.encode()[:cut] + data, capsys)

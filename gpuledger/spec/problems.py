@@ -24,7 +24,16 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.path}: " if self.path else ""
-        return f"{self.file}:{self.line}:{self.col}: {where}{self.message}"
+        return _one_line(f"{self.file}:{self.line}:{self.col}: {where}{self.message}")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _one_line(text: str) -> str:
+    """Returns `text` with control characters (a newline in a key or a value) written as escapes,
+    so that each problem stays one line."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 class SpecError(UserError):
@@ -57,6 +66,8 @@ def _dotted(path: tuple) -> str:
     """Returns `resources.accelerators[1]` for ("resources", "accelerators", 1)."""
     text = ""
     for part in path:
+        if isinstance(part, str) and not re.fullmatch(r"[A-Za-z0-9_@.-]+", part):
+            part = repr(part)  # a key with spaces or control characters: shown quoted
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
 

@@ -33,6 +33,11 @@ def _load_yaml(text: str, filename: str) -> tuple[Any, dict[tuple, tuple[int, in
         msg = " ".join(str(x) for x in (err.context, err.problem) if x)
         what = "refused" if isinstance(err, YamlLimitError) else "YAML syntax error"
         return None, {}, [Problem(filename, *_mark(mark), "", f"{what}: {msg}")]
+    except yaml.reader.ReaderError as err:  # a character YAML does not allow (NUL, other controls)
+        before = text[: err.position]
+        line, col = before.count("\n") + 1, err.position - (before.rfind("\n") + 1) + 1
+        return None, {}, [Problem(filename, line, col, "", f"YAML error: character {err.character!r} is not allowed "
+                                                           f"in YAML ({err.reason})")]
     except yaml.YAMLError as err:
         return None, {}, [Problem(filename, 1, 1, "", f"YAML error: {err}")]
     if root is None:
