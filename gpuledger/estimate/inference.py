@@ -1,26 +1,25 @@
-"""Inference throughput of a decoder LLM on one accelerator kind: pure functions over plain numbers.
+"""Inference speed of a decoder LLM on one accelerator kind and serving engine: pure functions.
 
-The serving model is vLLM-style continuous batching with paged KV cache and chunked prefill:
+The unit of work is one **engine step** of continuous batching: every running sequence that is
+decoding adds one token, and (with chunked prefill) some prompt tokens are computed in the same
+forward pass. `step_time_s` prices one step as the kernels run, one after the other:
 
-- prefill is compute-bound: FLOPs = 2·P·s (dense matmuls) + 2·L·d_attn·s² (causal attention:
-  QKᵀ and AV, 2·s²·d each, halved by the causal mask), at `PREFILL_MFU` of the dense peak;
-- decode is bandwidth-bound: every step reads all weights once plus the KV cache of every sequence
-  in the batch, at `decode_bandwidth_efficiency(kind)` of the datasheet bandwidth; at large batches
-  the 2·P·b FLOPs of the step can take over (roofline: the step takes the larger of the two);
-- the batch is bounded by the KV cache: usable memory (`GPU_MEMORY_UTILIZATION` × memory, as vLLM's
-  `gpu_memory_utilization`) minus weights minus an activation/workspace reserve, divided by the KV
-  bytes one request holds (prompt + output tokens, rounded up to whole 16-token pages).
+- the dense matmuls (weights × tokens): max(weights / (bandwidth × `weight_bw_efficiency`),
+  2·P_dense·tokens / (peak × `gemm_mfu`)) — bandwidth-bound at small batches, compute-bound at large;
+- the attention: decoding sequences read their KV cache (`kv_bw_efficiency` of the bandwidth:
+  paged-attention kernels reach less than the weight GEMV), prompt chunks compute causal attention
+  (4·L·d_attn·c·(start + c/2) FLOPs for a chunk of c tokens after `start` earlier ones);
+- a fixed per-step cost (scheduler, sampling, launch gaps CUDA graphs do not hide).
 
-Everything here takes numbers (a `ServingModel`, a `Hardware`) and returns numbers, so it is
-testable by hand. `serving_model_from_config` adapts the estimator's `ModelConfig`; the capacity
-planner (`gpuledger.capacity`) does the choosing, fleet sizing and pricing.
+The efficiencies depend on the GPU generation (`GENERATIONS`) and the engine (`ENGINES`); each
+engine also carries its scheduler limits (max sequences, max batched tokens, chunked prefill,
+CUDA-graph batch sizes, KV memory fraction, admission policy), with its default and the version it
+comes from. `gpuledger.capacity.simulate` runs these steps through a discrete-event simulation.
 
-Sanity check (comments cite the figures): Llama-2-7B (6,738,415,616 params, bf16 = 13.48 GB) on one
-A100-80GB (2,039 GB/s) has a pure-bandwidth upper bound of 2039/13.48 = 151 tokens/s at batch 1
-(`shared/reference/gpu_specs.csv`, column decode_tok_s_upper_bound_7B_bf16 = 151.3). vLLM-class
-servers reach about 70-100 tokens/s there. With `DECODE_BANDWIDTH_EFFICIENCY` 0.70 and
-`DECODE_STEP_OVERHEAD_S` 1.5 ms this module says 13.48e9 / (2039e9 × 0.70) + 1.5 ms = 10.9 ms per
-token = 91 tokens/s (tests/test_inference.py checks the range).
+Calibration (benchmarks/capacity_accuracy.py reproduces it against tests/data/serving_*.csv):
+batch-1 decode of Llama-3.1-8B bf16 on an A100-40GB runs at 75 tokens/s in vLLM, 77% of the
+1,555 GB/s roofline; the maximum throughput of Llama-3.1-8B fp8 in TensorRT-LLM on H100/H200
+(NVIDIA's perf-overview table) fixes the GEMM MFU and the KV-read efficiency.
 """
 
 from __future__ import annotations
@@ -28,16 +27,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+GIB = 2**30
+
 # --------------------------------------------------------------------------------------------
-# Constants (each with its source or reasoning)
+# Weights
 
 #: Bytes per weight by serving precision, the same widths and quantisation constants as the memory
-#: estimator (`gpuledger.estimate.memory.WEIGHT_BYTES` + `QUANT_CONST_BYTES`): 16-bit = 2;
-#: fp8/int8 = 1; int4 = 4 bits plus an fp16 scale and a 4-bit zero point per group of 128 weights
-#: (GPTQ/AWQ default group size): 0.5 + 2.5/128; nf4 = 4 bits plus one fp32 absmax per 64 weights
-#: (bitsandbytes default, QLoRA paper, Dettmers et al. 2023, §3): 0.5 + 4/64. Simplification: every parameter
-#: is counted at this width, although fp8/int checkpoints usually keep embeddings and lm_head in
-#: 16 bit (for Llama-3.1-8B at fp8 that is ~1 GB more than we count).
+#: estimator: 16-bit = 2; fp8/int8 = 1; int4 = 4 bits plus an fp16 scale and a 4-bit zero point per
+#: group of 128 (GPTQ/AWQ default): 0.5 + 2.5/128; nf4 = 4 bits plus one fp32 absmax per 64
+#: (bitsandbytes default, QLoRA paper §3): 0.5 + 4/64.
 WEIGHT_BYTES_PER_PARAM: dict[str, float] = {
     "fp32": 4.0,
     "bf16": 2.0,
@@ -50,60 +48,138 @@ WEIGHT_BYTES_PER_PARAM: dict[str, float] = {
     "nf4": 0.5 + 4 / 64,
 }
 
-#: vLLM's default `gpu_memory_utilization` (0.9): the fraction of device memory the engine lets
-#: itself use for weights + activations + KV cache; the rest covers the CUDA context, NCCL buffers
-#: and fragmentation. https://docs.vllm.ai/en/latest/serving/engine_args.html
-GPU_MEMORY_UTILIZATION = 0.90
+#: Quantised checkpoints keep the token embedding and lm_head in 16 bit (NVIDIA ModelOpt FP8,
+#: llm-compressor FP8/INT8, AutoAWQ and GPTQ all skip them): those parameters count 2 bytes.
+EMBEDDING_BYTES_QUANTISED = 2.0
 
-#: Activation peak + CUDA-graph/sampler workspace per GPU, subtracted before the KV cache. vLLM's
-#: start-up profile of an 8B Llama reports an activation peak of roughly 1-1.5 GiB plus a few
-#: hundred MiB of CUDA graphs; we take 1.5 GiB flat (it is small next to weights and KV).
+#: Activation peak + sampler workspace per GPU that the engine's start-up profile subtracts before
+#: the KV cache (vLLM reports ~1-1.5 GiB for an 8B Llama at 8k batched tokens).
 ACTIVATION_RESERVE_GIB = 1.5
 
-#: vLLM's paged KV cache allocates in blocks of 16 tokens (default `block_size`), so a request
-#: holds ceil(tokens/16) blocks.
+#: Paged KV cache block size in tokens (vLLM `block_size` 16; SGLang pages of 1, TRT-LLM
+#: `tokens_per_block` 32 — 16 is a fair middle for rounding).
 KV_BLOCK_TOKENS = 16
 
-#: The scheduler's cap on concurrent sequences: vLLM's long-standing default `max_num_seqs` = 256.
-MAX_NUM_SEQS = 256
+# --------------------------------------------------------------------------------------------
+# Engines
 
-#: Fraction of datasheet bandwidth a decode step achieves when streaming weights + KV. HBM parts
-#: reach ~70% in vLLM/TensorRT-LLM decode kernels; GDDR parts (PCIe cards) about the same fraction
-#: of a much smaller number. Calibrated on the Llama-2-7B/A100-80GB figure in the module docstring
-#: (70-100 tokens/s at batch 1 against a 151 tokens/s bound). One value for all kinds, because we
-#: have no per-kind measurement that would justify different ones; `measured:` rates replace it.
-DECODE_BANDWIDTH_EFFICIENCY = 0.70
-DECODE_BANDWIDTH_EFFICIENCY_BY_KIND: dict[str, float] = {}
 
-#: Fixed cost of one decode step outside the weight/KV stream: scheduler, sampling, kernel launches
-#: (mostly hidden by CUDA graphs) and the non-overlapped tail of each layer. 1.5 ms is what makes
-#: the batch-1 figure above come out at ~91 tokens/s instead of 106; it also reproduces the finding
-#: that batch-1 decode reaches a smaller fraction of peak bandwidth on faster GPUs ("Memory-Bound
-#: but Not Bandwidth-Limited", 2026: 44 configurations of 7-8B GQA models on H100, A100, L40S, L4).
-DECODE_STEP_OVERHEAD_S = 1.5e-3
+@dataclass(frozen=True)
+class Engine:
+    """A serving engine: scheduler limits (documented defaults) and kernel efficiencies."""
 
-#: Model FLOPs utilisation of prefill (large matmuls, compute-bound). 16-bit prefill of a 1-2k token
-#: prompt runs at ~50% of dense peak on A100/H100 in vLLM and TensorRT-LLM; fp8 kernels reach a
-#: smaller fraction of their doubled peak, so 0.40 there.
-PREFILL_MFU = 0.50
-PREFILL_MFU_FP8 = 0.40
+    name: str
+    version: str
+    max_num_seqs: int  # running sequences per replica (large GPUs)
+    max_num_seqs_small_gpu: int  # the same on GPUs under 70 GiB
+    max_batched_tokens: int  # tokens per step, decode + prefill (large GPUs)
+    max_batched_tokens_small_gpu: int
+    chunked_prefill: bool
+    cuda_graph_max_batch: int  # decode batches above this run eagerly
+    kv_memory_fraction: float  # share of device memory for weights + activations + KV
+    reserve_full_request: bool  # admission reserves prompt + output KV (no preemption) vs on demand
+    weight_bw_scale: float  # × the generation's weight-stream efficiency
+    kv_bw_scale: float  # × the generation's KV-read efficiency
+    gemm_mfu_scale: float  # × the generation's GEMM MFU
+    step_overhead_s: float  # per engine step outside the kernels
+    eager_step_overhead_s: float  # extra per step when the batch exceeds the CUDA-graph sizes
+    request_overhead_s: float  # per request: HTTP, tokenisation, detokenisation, scheduling
+    sources: str
 
-#: MFU of the matmuls of a decode step when it turns compute-bound (batch past the ridge point).
-DECODE_MFU = 0.50
 
-#: Tensor-parallel efficiency: each layer does two all-reduces of the activations; over NVLink
-#: (A100/H100/H200/B200/V100 SXM) the loss is ~10% at TP2 rising to ~20% at TP8; over PCIe (L4, A10G,
-#: L40S, RTX cards; no NVLink) ~20% at TP2 rising to ~40% at TP8. Judgement from published vLLM and
-#: TensorRT-LLM TP scaling, not a measurement of ours.
+ENGINES: dict[str, Engine] = {
+    # vLLM V1 engine (0.9-0.11). `EngineArgs._set_default_args_v1`: OpenAI server on GPUs with
+    # >= 70 GiB (not A100): max_num_seqs 1024, max_num_batched_tokens 8192; otherwise 256 and 2048.
+    # Chunked prefill always on in V1; CUDA graphs captured up to 512 sequences; gpu_memory_utilization
+    # 0.9; KV blocks allocated on demand, preemption (recompute) when the cache is full.
+    "vllm": Engine(
+        name="vllm", version="vLLM 0.10 (V1 engine)", max_num_seqs=1024, max_num_seqs_small_gpu=256,
+        max_batched_tokens=8192, max_batched_tokens_small_gpu=2048, chunked_prefill=True,
+        cuda_graph_max_batch=512, kv_memory_fraction=0.90, reserve_full_request=False,
+        weight_bw_scale=1.0, kv_bw_scale=1.0, gemm_mfu_scale=0.95, step_overhead_s=0.4e-3,
+        eager_step_overhead_s=2e-3, request_overhead_s=6e-3,
+        sources="docs.vllm.ai engine args; vllm/engine/arg_utils.py _set_default_args_v1 (v0.10)",
+    ),
+    # SGLang 0.4.x `ServerArgs`: chunked_prefill_size 8192 on >= 80 GB GPUs (2048-4096 below),
+    # max_running_requests sized from the KV pool, cuda_graph_max_bs 160-256 on H100/H200,
+    # mem_fraction_static ~0.88; radix cache on (no reuse with random prompts).
+    "sglang": Engine(
+        name="sglang", version="SGLang 0.4.x", max_num_seqs=4096, max_num_seqs_small_gpu=1024,
+        max_batched_tokens=8192, max_batched_tokens_small_gpu=4096, chunked_prefill=True,
+        cuda_graph_max_batch=256, kv_memory_fraction=0.88, reserve_full_request=False,
+        weight_bw_scale=1.0, kv_bw_scale=1.0, gemm_mfu_scale=0.95, step_overhead_s=0.3e-3,
+        eager_step_overhead_s=2e-3, request_overhead_s=5e-3,
+        sources="sglang python/sglang/srt/server_args.py defaults (0.4.x)",
+    ),
+    # TensorRT-LLM 0.19-1.0, PyTorch backend (`trtllm-bench`, `trtllm-serve`): max_batch_size 2048,
+    # max_num_tokens 8192, scheduler GUARANTEED_NO_EVICT (a request is admitted only with KV for its
+    # prompt + max output), chunked prefill off by default, CUDA graphs padded up to the batch sizes
+    # configured (perf-overview: up to 8192), kv_cache_free_gpu_mem_fraction 0.9 (0.95 in the
+    # published throughput runs).
+    "trtllm": Engine(
+        name="trtllm", version="TensorRT-LLM 0.19-1.0 (PyTorch backend)", max_num_seqs=2048,
+        max_num_seqs_small_gpu=2048, max_batched_tokens=8192, max_batched_tokens_small_gpu=8192,
+        chunked_prefill=False, cuda_graph_max_batch=8192, kv_memory_fraction=0.95, reserve_full_request=True,
+        weight_bw_scale=1.0, kv_bw_scale=1.0, gemm_mfu_scale=1.0, step_overhead_s=0.3e-3,
+        eager_step_overhead_s=0.0, request_overhead_s=4e-3,
+        sources="TensorRT-LLM docs: perf-overview (commit 0c9430e), LLM API args (llm_args.py)",
+    ),
+}
+ENGINE_NAMES = tuple(ENGINES)
+
+
+def engine_for(name: str | None) -> Engine:
+    """Returns the `Engine` of a name (default vllm); ValueError names the known ones."""
+    key = (name or "vllm").lower()
+    if key not in ENGINES:
+        raise ValueError(f"unknown serving engine {name!r} (known: {', '.join(ENGINES)})")
+    return ENGINES[key]
+
+
+# --------------------------------------------------------------------------------------------
+# GPU generations
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Kernel efficiencies reached on one GPU generation (before the engine's scale)."""
+
+    name: str
+    weight_bw_efficiency: float  # batch-1 decode weight stream, fraction of datasheet bandwidth
+    kv_bw_efficiency: float  # paged attention KV reads
+    gemm_mfu: float  # dense matmuls at large token counts, fraction of dense peak
+    gemm_mfu_fp8: float  # the same with fp8 tensor cores (fraction of the fp8 peak)
+    attn_mfu: float  # flash attention of prompts, fraction of the 16-bit dense peak
+    source: str
+
+
+#: Batch-1 decode reaches 75-80% of HBM bandwidth on current engines (A100-40GB + Llama-3.1-8B bf16
+#: in vLLM: 75 tokens/s = 77% of the roofline, tests/data/serving_latency.csv); GDDR6X cards the same
+#: share (RTX 4090 + Mistral-7B at concurrency 4: 52 tokens/s per stream ≈ 77%). GEMM MFU and KV
+#: efficiency on Hopper from NVIDIA's TensorRT-LLM max-throughput table (serving_throughput.csv).
+#: Older parts (Volta/Turing) get lower figures by judgement: their kernels are less tuned.
+GENERATIONS: dict[str, Generation] = {
+    "volta": Generation("volta", 0.72, 0.60, 0.45, 0.45, 0.45, "judgement (no measurement here)"),
+    "turing": Generation("turing", 0.72, 0.60, 0.45, 0.45, 0.45, "judgement (no measurement here)"),
+    "ampere": Generation("ampere", 0.82, 0.75, 0.62, 0.62, 0.65, "A100-40GB batch-1 vLLM measurement"),
+    "ada": Generation("ada", 0.82, 0.75, 0.55, 0.45, 0.65, "RTX 4090 vLLM concurrency sweep"),
+    "hopper": Generation("hopper", 0.82, 0.75, 0.62, 0.50, 0.70, "TensorRT-LLM perf overview H100/H200"),
+    "blackwell": Generation("blackwell", 0.80, 0.72, 0.50, 0.45, 0.65, "judgement: Hopper figures, newer kernels"),
+}
+
+#: Catalog accelerator → generation.
+GENERATION_OF: dict[str, str] = {
+    "V100": "volta", "T4": "turing", "A100": "ampere", "A100-80GB": "ampere", "A10G": "ampere",
+    "A10": "ampere", "A6000": "ampere", "L4": "ada", "L40S": "ada", "RTX4090": "ada",
+    "H100": "hopper", "H200": "hopper", "B200": "blackwell",
+}
+
+#: Tensor-parallel efficiency: two all-reduces per layer. NVLink parts lose ~10% at TP2 rising to
+#: ~20% at TP8; PCIe parts ~20% rising to ~40%. Judgement from published vLLM/TensorRT-LLM scaling.
 TP_EFFICIENCY_NVLINK: dict[int, float] = {1: 1.0, 2: 0.90, 4: 0.85, 8: 0.80}
 TP_EFFICIENCY_PCIE: dict[int, float] = {1: 1.0, 2: 0.80, 4: 0.70, 8: 0.60}
 NVLINK_KINDS = frozenset({"A100", "A100-80GB", "H100", "H200", "B200", "V100"})
 TP_DEGREES = (1, 2, 4, 8)
-
-#: The p95 of an M/M/1 waiting time: P(W > t) = ρ·exp(-(1-ρ)t/S), so t95 = S·ln(ρ/0.05)/(1-ρ).
-P95_TAIL = 0.05
-
-GIB = 2**30
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,6 +195,8 @@ class ServingModel:
     num_layers: int
     attn_dim: int  # num_attention_heads × head_dim: the width of Q (attention FLOPs)
     kv_bytes_per_token: int  # K and V of every layer for one token, at the KV precision
+    embedding_params: int = 0  # input embedding (+ untied lm_head): kept 16 bit when quantised
+    active_params: int | None = None  # parameters one token passes through (MoE); default all
 
 
 @dataclass(frozen=True)
@@ -130,14 +208,14 @@ class Hardware:
     bandwidth_gbps: float  # GB/s, 1e9 bytes/s
     peak_tflops: float  # dense peak at the compute precision
     nvlink: bool = False
-    bandwidth_efficiency: float = DECODE_BANDWIDTH_EFFICIENCY
+    generation: str = "hopper"
     native_fp8: bool = False  # fp8 tensor cores (Ada, Hopper, Blackwell); else fp8 is weight-only
+    peak_tflops_16bit: float | None = None  # attention runs in 16 bit
 
 
 def kv_precision_for(precision: str) -> str:
     """Returns the KV-cache precision served with `precision`: fp8 KV with fp8 weights, fp32 with
-    fp32, else 16 bit (vLLM's `kv_cache_dtype=auto` follows the model dtype; int4/int8/nf4 are
-    weight-only schemes whose activations and KV stay 16 bit)."""
+    fp32, else 16 bit (int4/int8/nf4 are weight-only schemes whose KV stays 16 bit)."""
     return {"fp8": "fp8", "fp32": "fp32"}.get(precision, "bf16")
 
 
@@ -146,9 +224,7 @@ def weight_bytes_per_param(precision: str) -> float:
     try:
         return WEIGHT_BYTES_PER_PARAM[precision]
     except KeyError:
-        raise ValueError(
-            f"unknown precision {precision!r} (known: {', '.join(WEIGHT_BYTES_PER_PARAM)})"
-        ) from None
+        raise ValueError(f"unknown precision {precision!r} (known: {', '.join(WEIGHT_BYTES_PER_PARAM)})") from None
 
 
 def hardware_for(accelerator: str, precision: str) -> Hardware:
@@ -157,14 +233,21 @@ def hardware_for(accelerator: str, precision: str) -> Hardware:
 
     name = normalize_accelerator(accelerator)
     kind = gpu_kinds()[name]
+    native_fp8 = bool(kind.tflops.get("fp8"))
+    compute = precision if precision in ("fp8",) and native_fp8 else ("fp32" if precision == "fp32" else "bf16")
+    if compute not in kind.tflops and compute == "bf16":
+        compute = "fp16"
+    peak = kind.tflops.get(compute) or kind.peak_tflops(precision)
+    p16 = kind.tflops.get("bf16") or kind.tflops.get("fp16") or peak
     return Hardware(
         name=name,
         memory_gib=kind.memory_gib,
         bandwidth_gbps=kind.bandwidth_gbps,
-        peak_tflops=kind.peak_tflops(precision),
+        peak_tflops=float(peak),
         nvlink=name in NVLINK_KINDS,
-        bandwidth_efficiency=DECODE_BANDWIDTH_EFFICIENCY_BY_KIND.get(name, DECODE_BANDWIDTH_EFFICIENCY),
-        native_fp8=bool(kind.tflops.get("fp8")),
+        generation=GENERATION_OF.get(name, "ampere"),
+        native_fp8=native_fp8,
+        peak_tflops_16bit=float(p16),
     )
 
 
@@ -180,13 +263,16 @@ def serving_model_from_config(cfg, precision: str, *, params_total: int | None =
                               kv_bytes_per_token: int | None = None) -> ServingModel:
     """Returns the `ServingModel` of an estimator `ModelConfig` at a serving precision.
 
-    Parameter count and KV bytes per token come from the estimator (`gpuledger.models.count_params`,
-    `gpuledger.estimate.kv_cache_bytes_per_token`) unless given.
+    Parameter count (and its embedding share) and KV bytes per token come from the estimator
+    (`gpuledger.models.count_params`, `gpuledger.estimate.kv_cache_bytes_per_token`) unless given.
     """
+    embedding = 0
     if params_total is None:
         from gpuledger.models import count_params
 
-        params_total = int(count_params(cfg).total)
+        counted = count_params(cfg)
+        params_total = int(counted.total)
+        embedding = int(getattr(counted, "embedding", 0) or 0)
     if kv_bytes_per_token is None:
         from gpuledger.estimate import kv_cache_bytes_per_token
 
@@ -199,14 +285,16 @@ def serving_model_from_config(cfg, precision: str, *, params_total: int | None =
         head_dim = hidden // heads
     if not layers or not heads or not head_dim:
         raise ValueError("model config lacks num_hidden_layers / num_attention_heads / head_dim")
+    experts = _cfg_int(cfg, "num_experts", "num_local_experts") or 1
+    per_tok = _cfg_int(cfg, "experts_per_token", "num_experts_per_tok") or 1
+    active = None
+    inter = _cfg_int(cfg, "intermediate_size")
+    if experts > 1 and inter and hidden:
+        ffn = 3 * hidden * inter * layers  # gated MLP weights of one expert, all layers
+        active = params_total - (experts - per_tok) * ffn
     name = (cfg.get("_name_or_path") if isinstance(cfg, dict) else getattr(cfg, "name", None)) or "model"
-    return ServingModel(
-        name=str(name),
-        params_total=params_total,
-        num_layers=layers,
-        attn_dim=heads * head_dim,
-        kv_bytes_per_token=kv_bytes_per_token,
-    )
+    return ServingModel(name=str(name), params_total=params_total, num_layers=layers, attn_dim=heads * head_dim,
+                        kv_bytes_per_token=kv_bytes_per_token, embedding_params=embedding, active_params=active)
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,8 +302,12 @@ def serving_model_from_config(cfg, precision: str, *, params_total: int | None =
 
 
 def weights_bytes(model: ServingModel, precision: str) -> float:
-    """Returns the bytes of the model's weights at a serving precision (whole model)."""
-    return model.params_total * weight_bytes_per_param(precision)
+    """Returns the bytes of the whole model's weights at a serving precision: quantised formats
+    (below 16 bit) keep the embedding parameters at 2 bytes."""
+    w = weight_bytes_per_param(precision)
+    if w < 2.0 and model.embedding_params:
+        return (model.params_total - model.embedding_params) * w + model.embedding_params * EMBEDDING_BYTES_QUANTISED
+    return model.params_total * w
 
 
 def tp_efficiency(hw: Hardware, tp: int) -> float:
@@ -226,43 +318,93 @@ def tp_efficiency(hw: Hardware, tp: int) -> float:
     return table[tp]
 
 
-def usable_bytes_per_gpu(hw: Hardware) -> float:
-    """Returns what the engine may use on one GPU: `GPU_MEMORY_UTILIZATION` × device memory."""
-    return GPU_MEMORY_UTILIZATION * hw.memory_gib * GIB
+def is_large_gpu(hw: Hardware) -> bool:
+    """vLLM's rule for its larger scheduler defaults: >= 70 GiB and not an A100."""
+    return hw.memory_gib >= 70 and not hw.name.startswith("A100")
 
 
-def kv_budget_bytes(model: ServingModel, hw: Hardware, precision: str, tp: int = 1) -> float:
+def engine_limits(engine: Engine, hw: Hardware) -> tuple[int, int]:
+    """Returns (max sequences, max batched tokens) of the engine on this GPU."""
+    if is_large_gpu(hw):
+        return engine.max_num_seqs, engine.max_batched_tokens
+    return engine.max_num_seqs_small_gpu, engine.max_batched_tokens_small_gpu
+
+
+def kv_budget_bytes(model: ServingModel, hw: Hardware, precision: str, tp: int = 1,
+                    engine: Engine | None = None) -> float:
     """Returns the KV-cache bytes of one replica of `tp` GPUs (negative when weights do not fit):
-    tp × (usable − weights/tp − activation reserve)."""
-    per_gpu = usable_bytes_per_gpu(hw) - weights_bytes(model, precision) / tp - ACTIVATION_RESERVE_GIB * GIB
+    tp × (memory fraction × device memory − weights/tp − activation reserve)."""
+    frac = (engine or ENGINES["vllm"]).kv_memory_fraction
+    per_gpu = frac * hw.memory_gib * GIB - weights_bytes(model, precision) / tp - ACTIVATION_RESERVE_GIB * GIB
     return tp * per_gpu
 
 
+def kv_capacity_tokens(model: ServingModel, hw: Hardware, precision: str, tp: int = 1,
+                       engine: Engine | None = None) -> int:
+    """Returns how many tokens of KV one replica holds (0 when the weights do not fit)."""
+    return max(0, int(kv_budget_bytes(model, hw, precision, tp, engine) // model.kv_bytes_per_token))
+
+
 def kv_tokens_per_request(prompt_tokens: int, output_tokens: int) -> int:
-    """Returns the KV tokens one request holds at its end: prompt + output, in whole 16-token pages."""
+    """Returns the KV tokens one request holds at its end: prompt + output, in whole pages."""
     return math.ceil((prompt_tokens + output_tokens) / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
 
 
 def max_batch_kv(model: ServingModel, hw: Hardware, precision: str, prompt_tokens: int,
-                 output_tokens: int, tp: int = 1) -> int:
-    """Returns the most requests the KV cache of one replica holds at once (0 when none fits).
-
-    Not capped by the scheduler (`MAX_NUM_SEQS`); the planner applies that cap.
-    """
-    budget = kv_budget_bytes(model, hw, precision, tp)
-    per_request = kv_tokens_per_request(prompt_tokens, output_tokens) * model.kv_bytes_per_token
-    return max(0, int(budget // per_request))
+                 output_tokens: int, tp: int = 1, engine: Engine | None = None) -> int:
+    """Returns the most whole requests the KV cache of one replica holds at once (0 when none)."""
+    return kv_capacity_tokens(model, hw, precision, tp, engine) // kv_tokens_per_request(prompt_tokens, output_tokens)
 
 
 # --------------------------------------------------------------------------------------------
 # Time
 
 
-def prefill_mfu(precision: str, hw: Hardware | None = None) -> float:
-    """Returns the MFU of prefill at a precision (`PREFILL_MFU`; `PREFILL_MFU_FP8` where fp8 runs on
-    fp8 tensor cores — on GPUs without them fp8 is weight-only and computes at the 16-bit rate)."""
-    native = hw.native_fp8 if hw is not None else True
-    return PREFILL_MFU_FP8 if precision == "fp8" and native else PREFILL_MFU
+@dataclass(frozen=True)
+class StepCost:
+    """The per-step cost model of one replica: engine × hardware × model × precision × TP."""
+
+    weight_s: float  # streaming the weights once
+    flop_s_per_token: float  # dense matmul time per token in the step (compute-bound regime)
+    kv_s_per_token: float  # reading one token of KV (decode attention)
+    attn_s_per_pair: float  # one (query, key) pair of prefill attention, all layers
+    overhead_s: float
+    eager_extra_s: float
+    cuda_graph_max_batch: int
+
+    def step_s(self, decode_seqs: int, decode_ctx_tokens: float, prefill_tokens: int,
+               prefill_pairs: float) -> float:
+        """Returns seconds of one step with `decode_seqs` decoding sequences holding
+        `decode_ctx_tokens` KV tokens in all, and `prefill_tokens` prompt tokens whose causal
+        attention spans `prefill_pairs` (query, key) pairs."""
+        tokens = decode_seqs + prefill_tokens
+        if tokens == 0:
+            return 0.0
+        t = max(self.weight_s, tokens * self.flop_s_per_token)
+        t += decode_ctx_tokens * self.kv_s_per_token + prefill_pairs * self.attn_s_per_pair + self.overhead_s
+        if prefill_tokens == 0 and decode_seqs > self.cuda_graph_max_batch:
+            t += self.eager_extra_s
+        return t
+
+
+def step_cost(model: ServingModel, hw: Hardware, precision: str, engine: Engine, tp: int = 1) -> StepCost:
+    """Returns the `StepCost` of one replica (see the module docstring for the formula)."""
+    gen = GENERATIONS[hw.generation]
+    eff_tp = tp * tp_efficiency(hw, tp)
+    bw = hw.bandwidth_gbps * 1e9
+    fp8_compute = precision == "fp8" and hw.native_fp8
+    mfu = (gen.gemm_mfu_fp8 if fp8_compute else gen.gemm_mfu) * engine.gemm_mfu_scale
+    active = model.active_params or model.params_total
+    # the embedding lookup is a gather, not a matmul; the (untied) lm_head is, so count P − E/2
+    dense = active - model.embedding_params / 2
+    weight_s = weights_bytes(model, precision) / (bw * gen.weight_bw_efficiency * engine.weight_bw_scale) / eff_tp
+    flop_s = 2.0 * dense / (hw.peak_tflops * 1e12 * mfu) / eff_tp
+    kv_s = model.kv_bytes_per_token / (bw * gen.kv_bw_efficiency * engine.kv_bw_scale) / eff_tp
+    p16 = hw.peak_tflops_16bit or hw.peak_tflops
+    attn_s = 4.0 * model.num_layers * model.attn_dim / (p16 * 1e12 * gen.attn_mfu * engine.gemm_mfu_scale) / eff_tp
+    return StepCost(weight_s=weight_s, flop_s_per_token=flop_s, kv_s_per_token=kv_s, attn_s_per_pair=attn_s,
+                    overhead_s=engine.step_overhead_s, eager_extra_s=engine.eager_step_overhead_s,
+                    cuda_graph_max_batch=engine.cuda_graph_max_batch)
 
 
 def prefill_flops(model: ServingModel, prompt_tokens: int) -> float:
@@ -271,113 +413,17 @@ def prefill_flops(model: ServingModel, prompt_tokens: int) -> float:
     return 2.0 * model.params_total * s + 2.0 * model.num_layers * model.attn_dim * s * s
 
 
-def prefill_s(model: ServingModel, hw: Hardware, precision: str, prompt_tokens: int, tp: int = 1) -> float:
-    """Returns seconds of compute to prefill one prompt on a replica of `tp` GPUs."""
-    rate = hw.peak_tflops * 1e12 * prefill_mfu(precision, hw) * tp * tp_efficiency(hw, tp)
-    return prefill_flops(model, prompt_tokens) / rate
+# --------------------------------------------------------------------------------------------
+# Physical floors (no engine can beat these)
 
 
-def decode_step_s(model: ServingModel, hw: Hardware, precision: str, batch: int,
-                  context_tokens: float, tp: int = 1) -> float:
-    """Returns seconds of one decode step of `batch` sequences with `context_tokens` of KV each.
-
-    max(bytes moved / (bandwidth × efficiency), FLOPs / (peak × DECODE_MFU)), split over `tp`
-    GPUs at `tp_efficiency`, plus `DECODE_STEP_OVERHEAD_S`.
-    """
-    bytes_moved = weights_bytes(model, precision) + batch * context_tokens * model.kv_bytes_per_token
-    flops = batch * (2.0 * model.params_total + 4.0 * model.num_layers * model.attn_dim * context_tokens)
-    t_mem = bytes_moved / (hw.bandwidth_gbps * 1e9 * hw.bandwidth_efficiency)
-    t_flops = flops / (hw.peak_tflops * 1e12 * DECODE_MFU)
-    return max(t_mem, t_flops) / (tp * tp_efficiency(hw, tp)) + DECODE_STEP_OVERHEAD_S
+def tpot_floor_s(model: ServingModel, hw: Hardware, precision: str, tp: int = 1) -> float:
+    """Returns the least possible time per output token: the weights read once per token at the
+    full datasheet bandwidth of `tp` GPUs (no efficiency loss, no overhead, no KV)."""
+    return weights_bytes(model, precision) / (hw.bandwidth_gbps * 1e9 * tp)
 
 
-def p95_wait_s(utilization: float, service_s: float) -> float:
-    """Returns the p95 waiting time of an M/M/1 queue (inf when utilization ≥ 1).
-
-    P(W > t) = ρ·exp(-(1-ρ)·t/S)  ⇒  t95 = S·ln(ρ/0.05)/(1-ρ), zero when ρ ≤ 0.05.
-    """
-    if utilization >= 1.0:
-        return math.inf
-    if utilization <= P95_TAIL:
-        return 0.0
-    return service_s * math.log(utilization / P95_TAIL) / (1.0 - utilization)
-
-
-@dataclass(frozen=True)
-class ServingPoint:
-    """One replica serving `batch` concurrent streams of a request mix (times in seconds)."""
-
-    batch: int
-    tp: int
-    decode_step_s: float  # one decode step of the whole batch
-    prefill_s: float  # compute for one prompt
-    tpot_s: float  # decode step + the prefill time the step carries (interference)
-    ttft_p95_s: float  # p95 queueing behind other prompts + own prefill + the decode it rides with
-    prefill_utilization: float  # share of replica time spent on prefill at the planned load
-    output_tokens_per_s_per_replica: float
-    output_tokens_per_s_per_gpu: float
-    prefill_tokens_per_s_per_gpu: float  # prefill capacity if a GPU did nothing else
-
-
-def serving_point(model: ServingModel, hw: Hardware, precision: str, *, batch: int, prompt_tokens: int,
-                  output_tokens: int, tp: int = 1, headroom: float = 0.0) -> ServingPoint:
-    """Returns TTFT, TPOT and sustainable throughput of one replica at a batch size.
-
-    Model (continuous batching with chunked prefill, every step carries the whole decode batch):
-    - each stream's KV holds on average prompt + output/2 tokens during decode;
-    - TPOT = T_decode(b) + (b / output_tokens) · T_prefill: in steady state b/O requests finish per
-      step and as many new prompts are prefilled within the steps, so each output token of a stream
-      also waits for that share of prefill (decode and prefill share GPU time; the TPOT of a
-      request averages over its O tokens, so its p95 is close to this mean);
-    - output tokens/s per replica = b / TPOT; the prefill load is inside that rate, so sizing on it
-      already checks prefill (prefill utilisation = (b/O)·T_prefill / TPOT < 1 by construction);
-    - TTFT p95 = own prefill + one decode step it rides with + p95 wait behind earlier prompts
-      (M/M/1 with service T_prefill and utilisation = prefill share at the planned load, i.e. at
-      1/(1+headroom) of capacity). M/M/1 is pessimistic for equal prompts (M/D/1 waits about half
-      as long); we keep that margin.
-    """
-    context = prompt_tokens + output_tokens / 2.0
-    t_dec = decode_step_s(model, hw, precision, batch, context, tp)
-    t_pre = prefill_s(model, hw, precision, prompt_tokens, tp)
-    prefill_share_per_step = batch / output_tokens * t_pre
-    tpot = t_dec + prefill_share_per_step
-    rho = prefill_share_per_step / tpot / (1.0 + headroom)
-    ttft = t_pre + t_dec + p95_wait_s(rho, t_pre)
-    per_replica = batch / tpot
-    return ServingPoint(
-        batch=batch,
-        tp=tp,
-        decode_step_s=t_dec,
-        prefill_s=t_pre,
-        tpot_s=tpot,
-        ttft_p95_s=ttft,
-        prefill_utilization=rho,
-        output_tokens_per_s_per_replica=per_replica,
-        output_tokens_per_s_per_gpu=per_replica / tp,
-        prefill_tokens_per_s_per_gpu=prompt_tokens / t_pre / tp,
-    )
-
-
-def best_batch(model: ServingModel, hw: Hardware, precision: str, *, prompt_tokens: int, output_tokens: int,
-               tp: int, p95_ttft_s: float, p95_tpot_s: float, headroom: float = 0.0,
-               batch_limit: int) -> ServingPoint | None:
-    """Returns the serving point of the largest batch ≤ `batch_limit` meeting both p95 targets, or None.
-
-    Throughput per GPU rises with the batch (T_decode(b)/b falls), so the largest batch that meets
-    the SLO is the cheapest. TPOT and TTFT rise with the batch, so a binary search is exact.
-    """
-    def ok(b: int) -> ServingPoint | None:
-        p = serving_point(model, hw, precision, batch=b, prompt_tokens=prompt_tokens,
-                          output_tokens=output_tokens, tp=tp, headroom=headroom)
-        return p if p.tpot_s <= p95_tpot_s and p.ttft_p95_s <= p95_ttft_s else None
-
-    if batch_limit < 1 or ok(1) is None:
-        return None
-    lo, hi = 1, batch_limit  # ok(lo) holds
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ok(mid) is not None:
-            lo = mid
-        else:
-            hi = mid - 1
-    return ok(lo)
+def ttft_floor_s(model: ServingModel, hw: Hardware, precision: str, prompt_tokens: int, tp: int = 1) -> float:
+    """Returns the least possible time to first token: the prompt's prefill FLOPs at the full dense
+    peak of `tp` GPUs, and at least one read of the weights."""
+    return max(prefill_flops(model, prompt_tokens) / (hw.peak_tflops * 1e12 * tp), tpot_floor_s(model, hw, precision, tp))
