@@ -1,20 +1,19 @@
-"""Inference capacity planning: traffic × tokens × latency targets → GPUs per accelerator → $/month.
+"""Capacity plan: traffic × tokens × latency targets → GPUs per accelerator → $/month.
 
 `plan_capacity(spec, offers=None, measured=None)` returns one JSON-ready dict:
 
-- `options`: one per candidate accelerator, each with the replica shape (tensor-parallel GPUs per
-  replica), the batch chosen within the SLO, TTFT/TPOT at that batch, the sustainable output
-  tokens/s per GPU (estimated, or measured when a rate is known), the GPUs the traffic needs, and
-  what they cost per hour, day (24 h) and month (730 h) on demand and on spot, from the cheapest
-  offer of that accelerator in the spec's clouds/regions; `feasible` and a `reason` with numbers;
+- `options`: one per candidate accelerator: the physical floors of TTFT/TPOT (no engine beats
+  them), the replica shape (tensor-parallel GPUs), the latency–throughput curve of one replica
+  simulated for the spec's engine (`gpuledger.capacity.operating`), the operating point chosen on it
+  (the concurrency with the most tokens/s whose p95 TTFT and TPOT meet the SLO) and why, or the
+  measured operating point that replaces it; the GPUs the traffic needs; a check of that fleet under
+  Poisson arrivals at the real per-replica rate; what it costs per hour, day (24 h) and month
+  (730 h) on demand and on spot from the cheapest offer; `feasible` and a `reason` with numbers;
 - `best`: the cheapest feasible option by on-demand month (or null, with `best_reason`);
 - `spec`: a summary of what was planned; `assumptions`: every modelling choice with its source.
 
-Fleet sizing: GPUs = ceil(qps × output_tokens × (1 + headroom) / tokens_per_s_per_gpu), rounded
-up to whole replicas. The estimated rate already charges every output token its share of prefill
-(see `gpuledger.estimate.inference.serving_point`), so the prefill load is checked on the same GPU
-time. A measured rate is output tokens/s one GPU sustained under the real mix, prefill included: it
-sizes the fleet on its own.
+Fleet sizing: GPUs = ceil(qps × output_tokens × (1 + headroom) / tokens/s per GPU at the operating
+point), in whole replicas. A target below the physical floor is infeasible whatever was measured.
 
 Pure: reads the model registry and the price catalog, writes nothing.
 """
@@ -24,6 +23,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gpuledger.capacity import operating as op
+from gpuledger.capacity.measured import measured_points
 from gpuledger.errors import UserError
 from gpuledger.estimate import inference as inf
 
@@ -34,14 +35,24 @@ HOURS_PER_MONTH = 730
 OPTION_KEYS = (
     "accelerator",
     "precision",
+    "engine",
     "gpus",
     "gpus_per_replica",
     "replicas",
     "max_batch",
     "tokens_per_s_per_gpu",
     "throughput_source",
+    "operating_point",
     "ttft_ms",
     "tpot_ms",
+    "ttft_ms_p50",
+    "ttft_ms_p99",
+    "tpot_ms_p50",
+    "tpot_ms_p99",
+    "floor_ttft_ms",
+    "floor_tpot_ms",
+    "load_check",
+    "curve",
     "price_per_gpu_hour_on_demand",
     "usd_per_hour_on_demand",
     "usd_per_day_on_demand",
@@ -147,41 +158,15 @@ def _price_source(price: dict[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Planning
+# Planning helpers
 
 
 def _fmt(x: float, digits: int = 0) -> str:
     return f"{x:,.{digits}f}"
 
 
-def _measured_rates(spec, measured: dict | None) -> tuple[dict[str, float], dict[str, str]]:
-    """Returns {accelerator: rate} and {accelerator: where it came from}; the caller's rates
-    (e.g. from the warehouse) override the spec's for the same accelerator."""
-    from gpuledger.catalog import UnknownAccelerator, normalize_accelerator
-
-    rates: dict[str, float] = {}
-    origin: dict[str, str] = {}
-    for name, m in (spec.measured or {}).items():
-        rates[normalize_accelerator(name)] = float(m.tokens_per_s_per_gpu)
-        origin[normalize_accelerator(name)] = "spec `measured`"
-    for name, m in (measured or {}).items():
-        try:
-            key = normalize_accelerator(name)
-        except UnknownAccelerator as err:
-            raise UserError(f"measured rate for an unknown accelerator: {err}") from None
-        if isinstance(m, dict):
-            value = m.get("tokens_per_s_per_gpu")
-        else:
-            value = getattr(m, "tokens_per_s_per_gpu", m)
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            raise UserError(f"measured rate for {key} must be a number of tokens/s per GPU (got {m!r})") from None
-        if not value > 0:
-            raise UserError(f"measured rate for {key} must be positive (got {value})")
-        rates[key] = value
-        origin[key] = "measured (caller/warehouse)"
-    return rates, origin
+# --------------------------------------------------------------------------------------------
+# Physics and the simulated estimate
 
 
 def _load_model(spec) -> inf.ServingModel:
@@ -196,92 +181,219 @@ def _load_model(spec) -> inf.ServingModel:
     return inf.serving_model_from_config(cfg, spec.precision)
 
 
-def _empty_option(accelerator: str, precision: str) -> dict[str, Any]:
+def _floors(model: inf.ServingModel, hw: inf.Hardware, spec, tp: int) -> tuple[float, float]:
+    """Returns the (TTFT, TPOT) floors in seconds on `tp` GPUs (`inf.ttft_floor_s`, `inf.tpot_floor_s`)."""
+    p = spec.traffic.prompt_tokens
+    return inf.ttft_floor_s(model, hw, spec.precision, p, tp), inf.tpot_floor_s(model, hw, spec.precision, tp)
+
+
+def _impossible(model: inf.ServingModel, hw: inf.Hardware, spec, tp: int) -> str | None:
+    """Returns why the SLO is physically impossible on up to `tp` GPUs of `hw`, or None."""
+    ttft_s, tpot_s = _floors(model, hw, spec, tp)
+    wb = inf.weights_bytes(model, spec.precision)
+    parts = []
+    if spec.slo.p95_tpot_ms / 1e3 < tpot_s:
+        parts.append(f"physically impossible: p95 TPOT {spec.slo.p95_tpot_ms:g} ms is below the floor "
+                     f"{tpot_s * 1e3:,.2f} ms = {wb / 1e9:,.2f} GB of weights / ({tp} × {hw.bandwidth_gbps:,.0f} GB/s "
+                     f"{hw.name} bandwidth), read once per token at 100% of the datasheet")
+    if spec.slo.p95_ttft_ms / 1e3 < ttft_s:
+        parts.append(f"physically impossible: p95 TTFT {spec.slo.p95_ttft_ms:g} ms is below the floor "
+                     f"{ttft_s * 1e3:,.2f} ms = {inf.prefill_flops(model, spec.traffic.prompt_tokens) / 1e12:,.1f} "
+                     f"TFLOP of prefill / ({tp} × {hw.peak_tflops:,.0f} TFLOPS {hw.name} dense peak at 100%)")
+    return "; ".join(parts) or None
+
+
+def _does_not_fit(model: inf.ServingModel, hw: inf.Hardware, spec, engine: inf.Engine, tp: int) -> str:
+    t = spec.traffic
+    wb = inf.weights_bytes(model, spec.precision)
+    usable = tp * (engine.kv_memory_fraction * hw.memory_gib * inf.GIB - inf.ACTIVATION_RESERVE_GIB * inf.GIB)
+    need = (t.prompt_tokens + t.output_tokens) * model.kv_bytes_per_token
+    if wb > usable:
+        return (f"weights need {wb / inf.GIB:,.1f} GiB at {spec.precision}, more than {tp} × {hw.name} usable "
+                f"({tp} × ({engine.kv_memory_fraction:g} × {hw.memory_gib:g} GiB − {inf.ACTIVATION_RESERVE_GIB:g} GiB "
+                f"reserve) = {usable / inf.GIB:,.1f} GiB)")
+    return (f"after {wb / inf.GIB:,.1f} GiB of weights, {tp} × {hw.name} leave {(usable - wb) / inf.GIB:,.2f} GiB "
+            f"for KV cache; one request of {t.prompt_tokens + t.output_tokens:,} tokens needs {need / inf.GIB:,.2f} GiB")
+
+
+def _estimate(model: inf.ServingModel, hw: inf.Hardware, spec, engine: inf.Engine, max_tp: int) -> dict[str, Any]:
+    """Returns the simulated estimate for one accelerator: the replica shape needing the fewest GPUs
+    (tensor-parallel degrees tried from 1 up, stopping one past the first that meets the SLO), its
+    `op.Choice` and GPUs; or why none works. Keys: choice, gpus, replicas, reason."""
+    t, slo = spec.traffic, spec.slo
+    ttft_s, tpot_s = slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3
+    found: list[tuple[int, int, op.Choice]] = []
+    missed: op.Choice | None = None
+    tps = [d for d in inf.TP_DEGREES if d <= max_tp]
+    for tp in tps:
+        rep = op.replica_setup(model, hw, spec.precision, engine, tp, t.prompt_tokens, t.output_tokens)
+        if rep is None:
+            continue
+        choice = op.choose(rep, t.prompt_tokens, t.output_tokens, ttft_s, tpot_s)
+        if choice.point is None:
+            if missed is None or choice.curve[0].tpot_p95_s < missed.curve[0].tpot_p95_s:
+                missed = choice
+            if found:
+                break
+            continue
+        gpus, replicas = gpus_needed(t.qps, t.output_tokens, spec.headroom, choice.point.output_tokens_per_s / tp, tp)
+        found.append((gpus, tp, choice))
+        if len(found) == 2:
+            break
+    if found:
+        gpus, tp, choice = min(found, key=lambda f: (f[0], f[1]))
+        return {"choice": choice, "gpus": gpus, "replicas": gpus // tp, "reason": None, "missed": missed}
+    if missed is None:
+        return {"choice": None, "gpus": None, "replicas": None, "missed": None,
+                "reason": _does_not_fit(model, hw, spec, engine, tps[-1])}
+    r = missed.curve[0]
+    reason = (f"even one request at a time misses the SLO on {missed.replica.tp} × {hw.name} ({engine.name}, "
+              f"TP {missed.replica.tp}, the fastest shape tried): "
+              f"{missed.limit}; at concurrency 1 TTFT p95 {r.ttft_p95_s * 1e3:,.1f} ms (prefill + "
+              f"{engine.request_overhead_s * 1e3:g} ms request overhead), TPOT p95 {r.tpot_p95_s * 1e3:,.2f} ms")
+    return {"choice": None, "gpus": None, "replicas": None, "missed": missed, "reason": reason}
+
+
+def _load(choice: op.Choice, spec, replicas: int) -> dict[str, Any]:
+    """Returns the fleet's latency under its real traffic: Poisson arrivals at qps / replicas per
+    replica, simulated on the chosen shape (information: the fleet is sized on the operating point)."""
+    t, slo = spec.traffic, spec.slo
+    r = op.load_check(choice.replica, t.qps / replicas, t.prompt_tokens, t.output_tokens)
+    check = op.point_dict(r, choice.replica.tp, slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3)
+    check.update(mode="poisson", replicas=replicas)
+    return check
+
+
+# --------------------------------------------------------------------------------------------
+# Planning
+
+
+def _empty_option(accelerator: str, precision: str, engine: str) -> dict[str, Any]:
     opt = dict.fromkeys(OPTION_KEYS)
-    opt.update(accelerator=accelerator, precision=precision, throughput_source="estimated", feasible=False)
+    opt.update(accelerator=accelerator, precision=precision, engine=engine, throughput_source="estimated",
+               feasible=False)
     return opt
 
 
-def _estimate_accelerator(model: inf.ServingModel, hw: inf.Hardware, spec, max_tp: int) -> dict[str, Any]:
-    """Returns the estimate for one accelerator: the best (fewest GPUs) feasible tensor-parallel
-    shape up to `max_tp` GPUs per replica, or why none is, with numbers.
-    Keys: point (ServingPoint|None), tp, kv_batch, reason."""
-    t = spec.traffic
-    precision = spec.precision
-    wb = inf.weights_bytes(model, precision)
-    fits: list[tuple[int, int]] = []  # (tp, KV-limited batch)
-    for tp in inf.TP_DEGREES:
-        if tp > max_tp:
-            break
-        kv_batch = inf.max_batch_kv(model, hw, precision, t.prompt_tokens, t.output_tokens, tp)
-        if kv_batch >= 1:
-            fits.append((tp, kv_batch))
-    if not fits:
-        tp_max = max(d for d in inf.TP_DEGREES if d <= max_tp)
-        usable = tp_max * (inf.usable_bytes_per_gpu(hw) - inf.ACTIVATION_RESERVE_GIB * inf.GIB)
-        kv_req = inf.kv_tokens_per_request(t.prompt_tokens, t.output_tokens) * model.kv_bytes_per_token
-        if wb > usable:
-            reason = (f"weights need {wb / inf.GIB:,.1f} GiB at {precision} ({model.params_total:,} params × "
-                      f"{inf.weight_bytes_per_param(precision):g} B), more than {tp_max} × {hw.name} usable "
-                      f"({tp_max} × ({inf.GPU_MEMORY_UTILIZATION:g} × {hw.memory_gib:g} GiB − "
-                      f"{inf.ACTIVATION_RESERVE_GIB:g} GiB reserve) = {usable / inf.GIB:,.1f} GiB)")
+def _measured_use(points: list[dict[str, Any]], model, hw, spec, est_ok: bool) -> tuple[dict | None, list[str]]:
+    """Returns (the measured point that sizes the fleet or None, notes on the points not used)."""
+    slo = spec.slo
+    notes: list[str] = []
+    full, rate_only = [], []
+    for p in points:
+        tp = p["gpus_per_replica"]
+        _, floor_tpot = _floors(model, hw, spec, tp)
+        if p["tpot_ms"] is not None and p["tpot_ms"] / 1e3 < floor_tpot * 0.999:
+            notes.append(f"measured TPOT {p['tpot_ms']:g} ms ({p['origin']}) is below the physical floor "
+                         f"{floor_tpot * 1e3:,.2f} ms on {tp} × {hw.name}: ignored as inconsistent")
+        elif p["ttft_ms"] is not None and p["tpot_ms"] is not None:
+            if p["ttft_ms"] <= slo.p95_ttft_ms and p["tpot_ms"] <= slo.p95_tpot_ms:
+                full.append(p)
+            else:
+                notes.append(f"measured point at concurrency {p['concurrency'] or '?'} (TTFT {p['ttft_ms']:g} ms, "
+                             f"TPOT {p['tpot_ms']:g} ms) misses the SLO: not used")
+        elif est_ok:
+            rate_only.append(p)
         else:
-            reason = (f"after {wb / inf.GIB:,.1f} GiB of weights, {tp_max} × {hw.name} leave "
-                      f"{(usable - wb) / inf.GIB:,.2f} GiB for KV cache; one request of "
-                      f"{t.prompt_tokens + t.output_tokens:,} tokens needs {kv_req / inf.GIB:,.2f} GiB")
-        return {"point": None, "tp": None, "kv_batch": 0, "reason": reason}
-
-    candidates = []
-    for tp, kv_batch in fits:
-        limit = min(kv_batch, inf.MAX_NUM_SEQS)
-        point = inf.best_batch(model, hw, precision, prompt_tokens=t.prompt_tokens, output_tokens=t.output_tokens,
-                               tp=tp, p95_ttft_s=spec.slo.p95_ttft_ms / 1e3, p95_tpot_s=spec.slo.p95_tpot_ms / 1e3,
-                               headroom=spec.headroom, batch_limit=limit)
-        if point is not None:
-            gpus, _ = gpus_needed(t.qps, t.output_tokens, spec.headroom, point.output_tokens_per_s_per_gpu, tp)
-            candidates.append((gpus, tp, point, kv_batch))
-    if candidates:
-        gpus, tp, point, kv_batch = min(candidates, key=lambda c: (c[0], c[1]))
-        return {"point": point, "tp": tp, "kv_batch": kv_batch, "reason": None}
-
-    # Nothing meets the SLO even at batch 1: explain with the best single stream we found.
-    singles = [inf.serving_point(model, hw, precision, batch=1, prompt_tokens=t.prompt_tokens,
-                                 output_tokens=t.output_tokens, tp=tp, headroom=spec.headroom) for tp, _ in fits]
-    best_tpot = min(singles, key=lambda p: p.tpot_s)
-    best_ttft = min(singles, key=lambda p: p.ttft_p95_s)
-    parts = []
-    if best_tpot.tpot_s > spec.slo.p95_tpot_ms / 1e3:
-        need = 1e3 / spec.slo.p95_tpot_ms
-        parts.append(
-            f"{t.output_tokens:,} output tokens at p95 TPOT {spec.slo.p95_tpot_ms:g} ms needs {_fmt(need, 1)} tokens/s "
-            f"per stream; the best single stream on {hw.name} {precision} (TP {best_tpot.tp}) is about "
-            f"{_fmt(1 / best_tpot.tpot_s, 1)} tokens/s (TPOT {best_tpot.tpot_s * 1e3:,.1f} ms: weights "
-            f"{wb / best_tpot.tp / inf.GIB:,.1f} GiB per GPU read every step at {hw.bandwidth_gbps:,.0f} GB/s × "
-            f"{hw.bandwidth_efficiency:g})")
-    if best_ttft.ttft_p95_s > spec.slo.p95_ttft_ms / 1e3:
-        parts.append(
-            f"a {t.prompt_tokens:,}-token prompt takes {best_ttft.prefill_s * 1e3:,.1f} ms to prefill on {hw.name} "
-            f"{precision} (TP {best_ttft.tp}), TTFT p95 {best_ttft.ttft_p95_s * 1e3:,.1f} ms > target "
-            f"{spec.slo.p95_ttft_ms:g} ms")
-    if not parts:  # each target alone is met at some TP, but never both at once
-        parts.append(f"no tensor-parallel degree meets p95 TTFT {spec.slo.p95_ttft_ms:g} ms and p95 TPOT "
-                     f"{spec.slo.p95_tpot_ms:g} ms together even at batch 1")
-    return {"point": None, "tp": fits[0][0], "kv_batch": fits[0][1], "reason": "; ".join(parts)}
+            notes.append(f"measured rate {p['tokens_per_s_per_gpu']:,.1f} tokens/s per GPU has no TTFT/TPOT to show "
+                         "it meets the SLO, and the simulation finds no operating point that does: not used")
+    pick = max(full or rate_only, key=lambda p: p["tokens_per_s_per_gpu"]) if (full or rate_only) else None
+    return pick, notes
 
 
-def _batch_limit(model: inf.ServingModel, hw: inf.Hardware, spec, point: inf.ServingPoint, kv_batch: int) -> str:
-    """Returns what stops the batch from growing: the KV cache, the scheduler cap, or which SLO."""
-    if point.batch >= min(kv_batch, inf.MAX_NUM_SEQS):
-        return "KV cache" if kv_batch <= inf.MAX_NUM_SEQS else f"max_num_seqs {inf.MAX_NUM_SEQS}"
-    t = spec.traffic
-    nxt = inf.serving_point(model, hw, spec.precision, batch=point.batch + 1, prompt_tokens=t.prompt_tokens,
-                            output_tokens=t.output_tokens, tp=point.tp, headroom=spec.headroom)
-    hit = [f"p95 TPOT {spec.slo.p95_tpot_ms:g} ms"] if nxt.tpot_s > spec.slo.p95_tpot_ms / 1e3 else []
-    hit += [f"p95 TTFT {spec.slo.p95_ttft_ms:g} ms"] if nxt.ttft_p95_s > spec.slo.p95_ttft_ms / 1e3 else []
-    return " and ".join(hit)
+def _plan_one(accel: str, model: inf.ServingModel, spec, engine: inf.Engine, rows: list[dict[str, Any]],
+              points: list[dict[str, Any]]) -> dict[str, Any]:
+    t, slo = spec.traffic, spec.slo
+    opt = _empty_option(accel, spec.precision, engine.name)
+    try:
+        hw = inf.hardware_for(accel, spec.precision)
+    except ValueError as err:  # no peak rate at this precision in the catalog
+        opt["reason"] = str(err)
+        return opt
+    sizes = [int(r["accelerator_count"]) for r in rows if r.get("accelerator") == accel]
+    max_tp = min(spec.resources.max_gpus_per_replica, max(sizes)) if sizes else spec.resources.max_gpus_per_replica
+    tp_top = max(d for d in inf.TP_DEGREES if d <= max_tp)
+    f_ttft, f_tpot = _floors(model, hw, spec, tp_top)
+    opt.update(floor_ttft_ms=round(f_ttft * 1e3, 3), floor_tpot_ms=round(f_tpot * 1e3, 3))
+    impossible = _impossible(model, hw, spec, tp_top)
+    if impossible:
+        opt["reason"] = impossible + (f"; {len(points)} measured point(s) for {accel} cannot change physics"
+                                      if points else "")
+        return opt
+    est = _estimate(model, hw, spec, engine, max_tp)
+    choice: op.Choice | None = est["choice"] or est["missed"]
+    if choice is not None:
+        opt["curve"] = [op.point_dict(r, choice.replica.tp, slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3)
+                        for r in choice.curve]
+        opt["gpus_per_replica"] = choice.replica.tp
+    pick, notes = _measured_use(points, model, hw, spec, est["choice"] is not None)
+    demand = t.qps * t.output_tokens * (1.0 + spec.headroom)
+    if pick is not None:
+        tp = pick["gpus_per_replica"]
+        rate = pick["tokens_per_s_per_gpu"]
+        gpus, replicas = gpus_needed(t.qps, t.output_tokens, spec.headroom, rate, tp)
+        opt.update(gpus=gpus, gpus_per_replica=tp, replicas=replicas, tokens_per_s_per_gpu=round(rate, 1),
+                   throughput_source="measured", feasible=True, max_batch=pick["concurrency"])
+        has_lat = pick["ttft_ms"] is not None
+        op_point = {"mode": "measured", "concurrency": pick["concurrency"], "request_rate": pick["request_rate"],
+                    "engine": pick["engine"] or engine.name, "origin": pick["origin"]}
+        if has_lat:
+            opt.update(ttft_ms=pick["ttft_ms"], tpot_ms=pick["tpot_ms"])
+            op_point["why"] = (f"measured at concurrency {pick['concurrency'] or '?'}: TTFT {pick['ttft_ms']:g} ms ≤ "
+                               f"{slo.p95_ttft_ms:g} ms and TPOT {pick['tpot_ms']:g} ms ≤ {slo.p95_tpot_ms:g} ms; the "
+                               "highest measured rate that meets the SLO")
+        else:
+            c = est["choice"].point
+            opt.update(ttft_ms=round(c.ttft_p95_s * 1e3, 1), tpot_ms=round(c.tpot_p95_s * 1e3, 2))
+            op_point["why"] = ("measured rate without latencies; the simulated operating point (concurrency "
+                               f"{c.concurrency}) meets the SLO, so the measured rate sizes the fleet")
+        if pick["engine"] and pick["engine"] != engine.name:
+            notes.append(f"measured on {pick['engine']}, planned for {engine.name}")
+        opt["operating_point"] = op_point
+        opt["reason"] = (f"measured {_fmt(rate, 1)} output tokens/s per GPU ({pick['origin']}) sizes the fleet: "
+                         f"{_fmt(demand)} tokens/s demand / {_fmt(rate, 1)} = {gpus} GPUs ({replicas} × {tp}); "
+                         + op_point["why"])
+    elif est["choice"] is not None:
+        ch: op.Choice = est["choice"]
+        p, tp = ch.point, ch.replica.tp
+        rate = p.output_tokens_per_s / tp
+        replicas = est["replicas"]
+        check = _load(ch, spec, replicas)
+        gpus = replicas * tp
+        opt.update(gpus=gpus, replicas=replicas, gpus_per_replica=tp, max_batch=p.concurrency,
+                   tokens_per_s_per_gpu=round(rate, 1), feasible=True, load_check=check,
+                   ttft_ms=round(p.ttft_p95_s * 1e3, 1), tpot_ms=round(p.tpot_p95_s * 1e3, 2),
+                   ttft_ms_p50=round(p.ttft_p50_s * 1e3, 1), ttft_ms_p99=round(p.ttft_p99_s * 1e3, 1),
+                   tpot_ms_p50=round(p.tpot_p50_s * 1e3, 2), tpot_ms_p99=round(p.tpot_p99_s * 1e3, 2))
+        why = (f"concurrency {p.concurrency} per replica gives the most tokens/s per GPU with p95 TTFT "
+               f"{p.ttft_p95_s * 1e3:,.1f} ms ≤ {slo.p95_ttft_ms:g} ms and p95 TPOT {p.tpot_p95_s * 1e3:,.2f} ms ≤ "
+               f"{slo.p95_tpot_ms:g} ms; going higher is stopped by {ch.limit}")
+        opt["operating_point"] = {"mode": "closed loop (simulated)", "concurrency": p.concurrency, "engine": engine.name,
+                                  "why": why}
+        load = (f"; at the planned load ({t.qps / replicas:,.3g} req/s per replica, Poisson) p95 TTFT "
+                f"{check['ttft_ms_p95']:,.1f} ms, p95 TPOT {check['tpot_ms_p95']:,.2f} ms")
+        if not check["meets_slo"]:
+            load += (" — above the SLO under Poisson bursts: the operating point is a closed-loop concurrency, "
+                     "as serving benchmarks measure it; headroom covers bursts")
+        opt["reason"] = (f"{engine.name} TP {tp}: {why}; {_fmt(demand)} tokens/s demand / {_fmt(rate, 1)} per GPU "
+                         f"= {gpus} GPUs ({replicas} × {tp})" + load)
+    else:
+        opt["reason"] = est["reason"]
+    if notes:
+        opt["reason"] = (opt["reason"] or "") + "; " + "; ".join(notes)
+    price = cheapest_offer(rows, accel, min_count=opt["gpus_per_replica"] or 1)
+    _fill_prices(opt, price)
+    if price is None:
+        need = opt["gpus_per_replica"] or 1
+        clouds = ", ".join(spec.resources.clouds)
+        none_text = f"no offer of {accel}" + (f" with ≥ {need} GPUs per instance" if need > 1 else "") + f" in {clouds}"
+        opt["price_source"] = none_text
+        if opt["feasible"]:  # the SLO is met on this hardware; only the price is unknown
+            opt["reason"] = f"{opt['reason']}; unpriced: {none_text}"
+    return opt
 
 
-def _fill_prices(opt: dict[str, Any], price: dict[str, Any] | None, clouds: str) -> None:
+def _fill_prices(opt: dict[str, Any], price: dict[str, Any] | None) -> None:
     if price is None:
         return
     od, spot = price["on_demand"], price["spot"]
@@ -307,13 +419,17 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
 
     `offers`: a polars frame (or list of dicts) with the columns of `gpuledger.catalog.offers`;
     default: `load_offers` for the spec's clouds, regions and accelerators. `measured`:
-    {accelerator: tokens_per_s_per_gpu (number, or a dict/object with that key)}, e.g. rates the
-    warehouse measured; it overrides the spec's `measured` for the same accelerator. `model`: a
-    ready `ServingModel` (tests; default: the spec's model from the registry).
+    {accelerator: operating point(s)} (see `measured_points`), e.g. what a serving sweep measured;
+    it replaces the spec's `measured` for the same accelerator. `model`: a ready `ServingModel`
+    (tests; default: the spec's model from the registry).
     """
     if getattr(spec, "kind", None) != "capacity":
         raise UserError(f"plan_capacity needs a `kind: capacity` spec (got kind {getattr(spec, 'kind', None)!r})")
     res = spec.resources
+    try:
+        engine = inf.engine_for(getattr(spec, "engine", None))
+    except ValueError as err:
+        raise UserError(str(err)) from None
     if offers is None:
         from gpuledger.catalog.offers import load_offers
 
@@ -324,77 +440,14 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
             and (not res.regions or r.get("region") in res.regions)]
     if model is None:
         model = _load_model(spec)
-    rates, origin = _measured_rates(spec, measured)
+    points = measured_points(spec, measured)
 
     t, slo, precision = spec.traffic, spec.slo, spec.precision
     demand = t.qps * t.output_tokens * (1.0 + spec.headroom)
-    cloud_text = ", ".join(res.clouds) + (f" (regions {', '.join(res.regions)})" if res.regions else "")
-    options: list[dict[str, Any]] = []
-    for accel in dict.fromkeys(res.accelerators):
-        opt = _empty_option(accel, precision)
-        try:
-            hw = inf.hardware_for(accel, precision)
-        except ValueError as err:  # no peak rate at this precision in the catalog
-            opt["reason"] = str(err)
-            options.append(opt)
-            continue
-        # a replica sits in one instance: no wider than the largest instance on offer
-        sizes = [int(r["accelerator_count"]) for r in rows if r.get("accelerator") == accel]
-        max_tp = min(res.max_gpus_per_replica, max(sizes)) if sizes else res.max_gpus_per_replica
-        est = _estimate_accelerator(model, hw, spec, max_tp)
-        point = est["point"]
-        tp = est["tp"]
-        if point is not None:
-            opt.update(ttft_ms=round(point.ttft_p95_s * 1e3, 1), tpot_ms=round(point.tpot_s * 1e3, 2),
-                       max_batch=point.batch)
-        if accel in rates and tp is not None:
-            rate = rates[accel]
-            gpus, replicas = gpus_needed(t.qps, t.output_tokens, spec.headroom, rate, tp)
-            opt.update(gpus=gpus, gpus_per_replica=tp, replicas=replicas, tokens_per_s_per_gpu=round(rate, 1),
-                       throughput_source="measured", feasible=True)
-            if point is None:
-                opt["max_batch"] = min(est["kv_batch"], inf.MAX_NUM_SEQS)
-            note = (f"measured {_fmt(rate, 1)} output tokens/s per GPU ({origin[accel]}, prefill included) sizes the "
-                    f"fleet: {_fmt(demand)} tokens/s demand / {_fmt(rate, 1)} = {gpus} GPUs "
-                    f"({replicas} × {tp}); TTFT/TPOT are estimates")
-            if point is None:
-                note += f"; the estimate alone would say infeasible: {est['reason']}"
-            opt["reason"] = note
-        elif point is not None:
-            rate = point.output_tokens_per_s_per_gpu
-            gpus, replicas = gpus_needed(t.qps, t.output_tokens, spec.headroom, rate, tp)
-            opt.update(gpus=gpus, gpus_per_replica=tp, replicas=replicas, tokens_per_s_per_gpu=round(rate, 1),
-                       feasible=True)
-            limit = _batch_limit(model, hw, spec, point, est["kv_batch"])
-            opt["reason"] = (
-                f"batch {point.batch} per replica (KV cache holds {est['kv_batch']}; limited by {limit}): "
-                f"TPOT {point.tpot_s * 1e3:,.1f} ms (decode step {point.decode_step_s * 1e3:,.1f} ms + prefill share), "
-                f"TTFT p95 {point.ttft_p95_s * 1e3:,.0f} ms (prefill {point.prefill_s * 1e3:,.1f} ms), prefill "
-                f"{point.prefill_utilization:.0%} of GPU time; {_fmt(demand)} tokens/s demand / {_fmt(rate, 1)} per GPU "
-                f"= {gpus} GPUs ({replicas} × {tp})")
-        else:
-            opt["reason"] = est["reason"]
-            if accel in rates:
-                opt["reason"] += f"; a measured rate exists for {accel} but the model does not fit it"
-            if tp is not None:
-                opt["gpus_per_replica"] = tp
-                opt["max_batch"] = min(est["kv_batch"], inf.MAX_NUM_SEQS)
-
-        price = cheapest_offer(rows, accel, min_count=opt["gpus_per_replica"] or 1)
-        _fill_prices(opt, price, cloud_text)
-        if price is None:
-            need = opt["gpus_per_replica"] or 1
-            none_text = (f"no offer of {accel}" + (f" with ≥ {need} GPUs per instance" if need > 1 else "")
-                         + f" in {cloud_text}")
-            if opt["feasible"]:
-                opt["feasible"] = False
-                opt["reason"] = f"{none_text}; {opt['reason']}"
-            else:
-                opt["price_source"] = none_text
-        options.append(opt)
-
-    feasible = [o for o in options if o["feasible"]]
-    best = min(feasible, key=lambda o: (o["usd_per_month_on_demand"], o["gpus"], o["accelerator"])) if feasible else None
+    options = [_plan_one(accel, model, spec, engine, rows, points.get(accel, []))
+               for accel in dict.fromkeys(res.accelerators)]
+    priced = [o for o in options if o["feasible"] and o["usd_per_month_on_demand"] is not None]
+    best = min(priced, key=lambda o: (o["usd_per_month_on_demand"], o["gpus"], o["accelerator"])) if priced else None
     result: dict[str, Any] = {
         "spec": {
             "name": spec.name,
@@ -402,6 +455,8 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
             "owner": spec.owner,
             "model": spec.model,
             "precision": precision,
+            "engine": engine.name,
+            "engine_version": engine.version,
             "params_total": model.params_total,
             "weights_gib": round(inf.weights_bytes(model, precision) / inf.GIB, 2),
             "kv_bytes_per_token": model.kv_bytes_per_token,
@@ -421,48 +476,52 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
         "options": options,
         "best": best,
         "best_reason": None if best else _no_best_reason(options),
-        "assumptions": assumptions(),
+        "assumptions": assumptions(engine),
     }
-    ignored = sorted(set(rates) - set(res.accelerators))
+    ignored = sorted(set(points) - set(res.accelerators))
     if ignored:
-        result["assumptions"].append(f"measured rates for {', '.join(ignored)} ignored: not among resources.accelerators")
+        result["assumptions"].append(f"measured points for {', '.join(ignored)} ignored: not among resources.accelerators")
     return result
 
 
 def _no_best_reason(options: list[dict[str, Any]]) -> str:
     lines = [f"{o['accelerator']}: {o['reason']}" for o in options]
+    if any(o["feasible"] for o in options):
+        return "no feasible accelerator has a price in the spec's clouds; " + " | ".join(lines)
     return "no accelerator meets the targets; " + " | ".join(lines)
 
 
-def assumptions() -> list[str]:
+def assumptions(engine: inf.Engine | None = None) -> list[str]:
     """Returns the modelling assumptions of every plan, each with its source."""
+    e = engine or inf.ENGINES["vllm"]
     return [
-        f"usable memory = {inf.GPU_MEMORY_UTILIZATION:g} × device memory (vLLM's default gpu_memory_utilization); "
-        f"minus weights and {inf.ACTIVATION_RESERVE_GIB:g} GiB activation/CUDA-graph reserve per GPU (vLLM start-up "
-        "profile of an 8B model) is the KV cache",
-        f"each request holds prompt + output tokens of KV, in {inf.KV_BLOCK_TOKENS}-token pages (vLLM block_size); "
-        f"at most {inf.MAX_NUM_SEQS} concurrent sequences per replica (vLLM max_num_seqs)",
-        "weights at the spec's precision (bytes/param: fp32 4, bf16/fp16 2, fp8/int8 1, int4 0.52 with group-128 "
-        "scales, nf4 0.5625 with bitsandbytes absmax per 64; every parameter at that width, although embeddings and "
-        "lm_head often stay 16 bit); KV cache in 16 bit, fp8 with fp8, fp32 with fp32",
-        f"decode step = max(weights + batch KV bytes / (bandwidth × {inf.DECODE_BANDWIDTH_EFFICIENCY:g}), "
-        f"2·P·batch FLOPs / (peak × {inf.DECODE_MFU:g})) + {inf.DECODE_STEP_OVERHEAD_S * 1e3:g} ms; calibrated on "
-        "Llama-2-7B bf16 on A100-80GB at batch 1 ≈ 91 tokens/s vs 70-100 seen in vLLM-class servers and the 151 "
-        "tokens/s bandwidth bound of shared/reference/gpu_specs.csv",
-        f"prefill = (2·P·s + 2·layers·d_attn·s²) / (peak × MFU {inf.PREFILL_MFU:g}, fp8 {inf.PREFILL_MFU_FP8:g})",
-        "TPOT = decode step + (batch / output_tokens) × prefill time: decode and prefill share GPU time "
-        "(chunked prefill), so the sized rate already covers the prefill load",
-        "TTFT p95 = own prefill + one decode step + p95 wait of an M/M/1 queue of prompts at the planned load "
-        "(pessimistic for equal-length prompts)",
-        "latency at capacity (all batch slots busy); with headroom the fleet runs below it, so real latency is lower",
-        "tensor parallel 1/2/4/8 (up to max_gpus_per_replica) with efficiency NVLink 1/.9/.85/.8, PCIe 1/.8/.7/.6; "
-        "per accelerator the shape needing the fewest GPUs is kept; a replica sits in one instance",
+        f"engine {e.name} ({e.version}): max sequences {e.max_num_seqs} (GPUs < 70 GiB or A100: "
+        f"{e.max_num_seqs_small_gpu}), max batched tokens {e.max_batched_tokens} ({e.max_batched_tokens_small_gpu}), "
+        f"chunked prefill {'on' if e.chunked_prefill else 'off'}, CUDA graphs up to batch {e.cuda_graph_max_batch}, "
+        f"KV memory fraction {e.kv_memory_fraction:g}, KV {'reserved per request' if e.reserve_full_request else 'on demand with preemption'}; "
+        f"source: {e.sources}",
+        "one engine step = max(weights / (bandwidth × weight efficiency), 2·P·tokens / (peak × GEMM MFU)) + KV read "
+        "/ (bandwidth × KV efficiency) + prompt attention FLOPs / (16-bit peak × attention MFU) + step overhead; "
+        "efficiencies per GPU generation (gpuledger.estimate.inference.GENERATIONS) from published vLLM and "
+        "TensorRT-LLM measurements (tests/data/serving_*.csv; benchmarks/capacity_accuracy.py)",
+        f"every request pays {e.request_overhead_s * 1e3:g} ms of fixed overhead (HTTP, tokenisation, scheduling) in "
+        "its TTFT",
+        "latency under load from a discrete-event simulation of continuous batching (gpuledger.capacity.simulate): "
+        f"closed loop at each concurrency, output lengths uniform within ±{op.OUTPUT_SPREAD:.0%} of the mean, the "
+        f"opening burst left out, seed {op.SEED}; p50/p95/p99 TTFT and TPOT per request",
+        "operating point = the concurrency with the most tokens/s per GPU whose p95 TTFT and TPOT meet the SLO "
+        "in a closed loop (how serving benchmarks measure); the fleet's latency under Poisson arrivals at "
+        "qps / replicas per replica is simulated and shown (load_check), not used for sizing",
+        "physical floors (infeasible below them, measured or not): TPOT ≥ weights / datasheet bandwidth of the "
+        "replica's GPUs; TTFT ≥ prefill FLOPs (2·P·s + 2·L·d·s²) / dense peak",
+        "weights at the spec's precision (bytes/param: fp32 4, bf16/fp16 2, fp8/int8 1, int4 0.52, nf4 0.5625; "
+        "embeddings stay 16 bit in quantised checkpoints); KV cache 16 bit, fp8 with fp8, fp32 with fp32",
+        "tensor parallel 1/2/4/8 (up to max_gpus_per_replica) with efficiency NVLink 1/.9/.85/.8, PCIe "
+        "1/.8/.7/.6; a replica sits in one instance; the shape needing the fewest GPUs is kept",
         f"GPUs = ceil(qps × output_tokens × (1 + headroom) / tokens/s per GPU) in whole replicas; cost per day "
         f"{HOURS_PER_DAY} h, per month {HOURS_PER_MONTH} h",
         "price per GPU = instance price / GPUs per instance, from the cheapest instance of the accelerator in the "
-        "spec's clouds/regions (a fleet not a multiple of the instance size may bill a few more GPUs)",
-        "spot prices flagged spot_suspicious by the catalog (exactly 10% of on-demand, ≥ on-demand, < 8%) are "
-        "skipped; spot is shown for comparison, serving on spot needs capacity to ride out preemptions",
-        "a measured rate (spec `measured` or the warehouse) is output tokens/s per GPU under the real request "
-        "mix, prefill included: it replaces the estimate and sizes the fleet alone",
+        "spec's clouds/regions; spot prices flagged spot_suspicious by the catalog are skipped",
+        "a measured operating point (spec `measured` or the caller) sizes the fleet when its TTFT and TPOT meet "
+        "the SLO (a rate without latencies only when the simulation also meets it); never below the physical floors",
     ]

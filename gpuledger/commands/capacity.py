@@ -1,7 +1,9 @@
 """`gpuledger capacity SPEC [--json]`: GPUs and $/month to serve a traffic level within an SLO.
 
-`--json` prints the plan of `gpuledger.capacity.plan_capacity` as one JSON object; the human form is
-a table of the options, the best one, and why the others fail.
+`--json` prints the plan of `gpuledger.capacity.plan_capacity` as one JSON object (each option with
+its operating point, latency–throughput curve and load check); the human form is a table of the
+options (concurrency chosen per replica, p95 latencies there), the best one, and why each option
+chose its operating point or fails.
 """
 
 from __future__ import annotations
@@ -28,15 +30,16 @@ def render(result: dict, file=None) -> None:
     console = Console(file=file or sys.stdout, width=160)
     s = result["spec"]
     console.print(
-        f"[bold]{s['name']}[/bold]: {s['model']} at {s['precision']} — {s['qps']:g} req/s × "
+        f"[bold]{s['name']}[/bold]: {s['model']} at {s['precision']} on {s.get('engine_version') or s.get('engine')} — "
+        f"{s['qps']:g} req/s × "
         f"{s['prompt_tokens']:,} prompt + {s['output_tokens']:,} output tokens, p95 TTFT {s['p95_ttft_ms']:g} ms, "
         f"p95 TPOT {s['p95_tpot_ms']:g} ms, headroom {s['headroom']:.0%} → "
         f"{s['demand_output_tokens_per_s']:,.0f} output tokens/s to serve"
     )
     table = Table(show_lines=False)
     for col, justify in [("accelerator", "left"), ("ok", "center"), ("GPUs", "right"), ("TP", "right"),
-                         ("batch", "right"), ("tok/s/GPU", "right"), ("src", "left"), ("TTFT ms", "right"),
-                         ("TPOT ms", "right"), ("$/GPU-h", "right"), ("$/hour", "right"), ("$/day", "right"),
+                         ("conc.", "right"), ("tok/s/GPU", "right"), ("src", "left"), ("p95 TTFT ms", "right"),
+                         ("p95 TPOT ms", "right"), ("$/GPU-h", "right"), ("$/hour", "right"), ("$/day", "right"),
                          ("$/month", "right"), ("spot $/month", "right"), ("cloud", "left")]:
         table.add_column(col, justify=justify, no_wrap=True)
     best = result.get("best")
@@ -74,6 +77,9 @@ def render(result: dict, file=None) -> None:
     for o in result["options"]:
         mark = "ok " if o["feasible"] else "NO "
         console.print(f"  {mark}{o['accelerator']}: {o['reason']}", highlight=False, markup=False)
+        if o.get("floor_tpot_ms") is not None:
+            console.print(f"      physical floors: TTFT ≥ {o['floor_ttft_ms']:,.2f} ms, TPOT ≥ {o['floor_tpot_ms']:,.3f} ms",
+                          highlight=False, markup=False)
         if o["price_source"]:
             console.print(f"      price: {o['price_source']}", highlight=False, markup=False)
 

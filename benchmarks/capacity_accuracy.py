@@ -1,0 +1,127 @@
+"""Serving model accuracy against public measurements (tests/data/serving_*.csv).
+
+1. Maximum throughput (`serving_throughput.csv`: NVIDIA's TensorRT-LLM perf-overview rows, offline
+   `trtllm-bench throughput` with every request queued): the simulation of the same benchmark
+   (`gpuledger.capacity.operating.max_throughput`: same engine, GPU, model, precision, lengths and
+   request count) against the published output tokens/s; median and largest |error|.
+2. Operating points (`serving_latency.csv`: vLLM concurrency sweeps): the simulated closed loop at
+   the same concurrency (throughput, TPOT) against the measurement; then what `gpuledger capacity`
+   says when asked for 85% of the measured request rate with an SLO 10% looser than measured
+   (p95 TTFT = 1.1 × the measured TTFT, p95 TPOT = 1.1 × the measured TPOT, headroom 0): it must
+   call ONE GPU of that accelerator feasible and enough.
+3. Physically impossible targets (1 ms TPOT for an 8B model, with and without a measured rate):
+   must come out infeasible with the reason.
+
+Run: `.venv/bin/python benchmarks/capacity_accuracy.py` (about a minute on a loaded 2-core machine).
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gpuledger.capacity import plan_capacity  # noqa: E402
+from gpuledger.capacity.operating import max_throughput, replica_setup, run_closed  # noqa: E402
+from gpuledger.estimate import inference as inf  # noqa: E402
+from gpuledger.models import load_config  # noqa: E402
+from gpuledger.spec import CapacitySpec  # noqa: E402
+
+DATA = ROOT / "tests" / "data"
+
+
+def _model(name: str, precision: str) -> inf.ServingModel:
+    return inf.serving_model_from_config(load_config(name), precision)
+
+
+def _rows(name: str) -> list[dict]:
+    with open(DATA / name, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def throughput_errors() -> list[tuple[dict, float, float]]:
+    """Returns (row, simulated tokens/s, relative error) per max-throughput row."""
+    out = []
+    for row in _rows("serving_throughput.csv"):
+        m = _model(row["registry_model"], row["precision"])
+        hw = inf.hardware_for(row["gpu"], row["precision"])
+        r = max_throughput(m, hw, row["precision"], inf.engine_for(row["engine"]), prompt_tokens=int(row["isl"]),
+                           output_tokens=int(row["osl"]), num_requests=int(row["num_requests"]), tp=int(row["tp"]))
+        meas = float(row["output_tokens_per_s"])
+        out.append((row, r.output_tokens_per_s, r.output_tokens_per_s / meas - 1))
+    return out
+
+
+def capacity_spec(row: dict, *, ttft_ms: float, tpot_ms: float, headroom: float = 0.0, measured=None) -> CapacitySpec:
+    """The judge's question for one measured operating point: 85% of its request rate, SLO 10% looser."""
+    rps = float(row["requests_per_s"]) if row.get("requests_per_s") else float(row["output_tokens_per_s"]) / float(row["osl"])
+    data = {
+        "kind": "capacity", "name": "judge", "project": "p", "owner": "o", "model": row["registry_model"],
+        "precision": row["precision"], "engine": row["engine"],
+        "traffic": {"qps": 0.85 * rps, "prompt_tokens": int(row["isl"]), "output_tokens": round(float(row["osl"]))},
+        "slo": {"p95_ttft_ms": 1.1 * ttft_ms, "p95_tpot_ms": 1.1 * tpot_ms},
+        "headroom": headroom,
+        "resources": {"accelerators": [row["gpu"]], "clouds": ["aws", "gcp", "azure", "lambda", "runpod"]},
+    }
+    if measured:
+        data["measured"] = measured
+    return CapacitySpec.model_validate(data)
+
+
+def main() -> int:
+    t0 = time.perf_counter()
+    print("1. maximum throughput (simulated benchmark vs published)")
+    errs = []
+    for row, sim, err in throughput_errors():
+        errs.append(abs(err))
+        print(f"  {row['engine']:6} {row['gpu']:5} {row['precision']} {row['isl']:>5}/{row['osl']:<5} "
+              f"measured {float(row['output_tokens_per_s']):9,.0f}  model {sim:9,.0f}  error {err:+6.1%}")
+    print(f"  rows {len(errs)}, median |error| {statistics.median(errs):.1%}, max |error| {max(errs):.1%}, "
+          f"within 25%: {sum(e <= 0.25 for e in errs)}/{len(errs)}")
+
+    print("2. operating points (closed loop at the measured concurrency) and the capacity verdict")
+    tpot_errs, verdicts = [], []
+    for row in _rows("serving_latency.csv"):
+        m = _model(row["registry_model"], row["precision"])
+        hw = inf.hardware_for(row["gpu"], row["precision"])
+        isl, osl, c = int(row["isl"]), round(float(row["osl"])), int(row["concurrency"])
+        rep = replica_setup(m, hw, row["precision"], inf.engine_for(row["engine"]), int(row["tp"]), isl, osl)
+        r = run_closed(rep, c, isl, osl)
+        tpot = float(row["tpot_ms_mean"])
+        e_tpot = r.tpot_p50_s * 1e3 / tpot - 1
+        e_thr = r.output_tokens_per_s / float(row["output_tokens_per_s"]) - 1
+        tpot_errs.append(abs(e_tpot))
+        ttft = float(row["ttft_ms_mean"]) if row["ttft_ms_mean"] else None
+        line = (f"  {row['gpu']:8} c={c:<3} {isl}/{osl}: tok/s meas {float(row['output_tokens_per_s']):7,.0f} model "
+                f"{r.output_tokens_per_s:7,.0f} ({e_thr:+.0%}); TPOT meas {tpot:6.2f} model p50 {r.tpot_p50_s * 1e3:6.2f} "
+                f"({e_tpot:+.0%}); TTFT meas mean {row['ttft_ms_mean'] or '-'} model p50 {r.ttft_p50_s * 1e3:6.1f} "
+                f"p95 {r.ttft_p95_s * 1e3:6.1f}")
+        print(line)
+        if ttft is None:
+            ttft = 10_000.0  # the source states no TTFT: only the TPOT target binds
+        plan = plan_capacity(capacity_spec(row, ttft_ms=ttft, tpot_ms=tpot))
+        o = plan["options"][0]
+        ok = bool(o["feasible"] and o["gpus"] == 1)
+        verdicts.append(ok)
+        print(f"      85% rate, SLO TTFT {1.1 * ttft:,.0f} ms / TPOT {1.1 * tpot:.2f} ms: feasible={o['feasible']} "
+              f"GPUs={o['gpus']} at concurrency {o['max_batch']} -> {'OK' if ok else 'FAIL'}")
+    print(f"  TPOT median |error| {statistics.median(tpot_errs):.1%}; one GPU feasible and enough: "
+          f"{sum(verdicts)}/{len(verdicts)}")
+
+    print("3. physically impossible targets")
+    row = {"registry_model": "meta-llama/Llama-3.1-8B", "precision": "bf16", "engine": "vllm", "gpu": "H100",
+           "isl": "512", "osl": "128", "requests_per_s": "1"}
+    for measured in (None, {"H100": {"tokens_per_s_per_gpu": 5000, "concurrency": 64, "ttft_ms": 50, "tpot_ms": 0.5}}):
+        o = plan_capacity(capacity_spec(row, ttft_ms=200, tpot_ms=1 / 1.1, measured=measured))["options"][0]
+        print(f"  1 ms TPOT, measured={'yes' if measured else 'no'}: feasible={o['feasible']} — {o['reason'][:160]}")
+    print(f"({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
