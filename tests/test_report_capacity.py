@@ -18,6 +18,20 @@ def test_markdown_golden():
     assert_golden("report_capacity.md", md)
 
 
+def test_latency_throughput_chart_and_curve_tables(tmp_path):
+    files = write_capacity_report(CAPACITY_RESULT, out_dir=tmp_path)
+    html = files.html.read_text()
+    assert "latency–throughput per accelerator" in html and "<svg" in html
+    assert "SLO p95 TPOT 50 ms" in html  # the SLO line's legend entry
+    assert "Operating points and why" in html and "Latency–throughput curves" in html
+    names = {p.name for p in files.csv}
+    assert names == {"options.csv", "curve.csv"}
+    curve = (files.csv[0].parent / "curve.csv").read_text().splitlines()
+    assert len(curve) == 1 + 8 and curve[0].startswith("accelerator,gpus_per_replica,concurrency")
+    options = (files.csv[0].parent / "options.csv").read_text().splitlines()[0]
+    assert "operating_point_concurrency" in options and "curve" not in options.split(",")
+
+
 def test_files_default_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     files = write_capacity_report(CAPACITY_RESULT)
@@ -51,3 +65,5 @@ def test_real_plan_renders(tmp_path, repo_root):
 
     files = write_capacity_report(plan_capacity(load_spec(repo_root / "specs" / "chat-capacity.yaml")), out_dir=tmp_path)
     assert files.html.exists() and "Options compared" in files.markdown.read_text()
+    html = files.html.read_text()
+    assert html.count("<svg") >= 2 and "SLO p95 TPOT 50 ms" in html

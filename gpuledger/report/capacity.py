@@ -1,5 +1,6 @@
 """The capacity report: the serving options of a capacity plan compared, the cheapest feasible one,
-and why the others fail.
+the latency–throughput curve of each accelerator with its chosen operating point and the SLO, and why
+the others fail.
 
 Input is the plain dict of `gpuledger.capacity.plan_capacity(spec)` (`spec`, `options`, `best`,
 `best_reason`, `assumptions`); nothing is read from the warehouse and nothing is recomputed here.
@@ -58,8 +59,62 @@ def _is_best(o: dict[str, Any], best: dict[str, Any] | None) -> bool:
     return best is not None and o.get("accelerator") == best.get("accelerator") and o.get("gpus") == best.get("gpus")
 
 
-_HEADERS = ["accelerator", "GPUs", "max batch", "tokens/s per GPU", "TTFT", "TPOT", "$/h on-demand",
+_HEADERS = ["accelerator", "GPUs", "concurrency", "tokens/s per GPU", "p95 TTFT", "p95 TPOT", "$/h on-demand",
             "$/month on-demand", "$/month spot", "feasible"]
+
+#: One colour per accelerator on the curve chart (red is the SLO line's).
+_CURVE_COLOURS = [charts.BLUE, charts.ORANGE, charts.TEAL, charts.MAGENTA, charts.CYAN, charts.GREY]
+
+
+def _curve_figure(result: dict[str, Any], opts: list[dict[str, Any]]) -> Figure | None:
+    """Returns the latency–throughput chart (tokens/s per GPU against p95 TPOT, one line per
+    accelerator, the chosen operating point ringed, the TPOT SLO dashed), or None without curves."""
+    with_curve = [o for o in opts if o.get("curve")]
+    if not with_curve:
+        return None
+    spec = result.get("spec") or {}
+    series, names = [], []
+    for i, o in enumerate(with_curve):
+        colour = _CURVE_COLOURS[i % len(_CURVE_COLOURS)]
+        pts = [(p["tpot_ms_p95"], p["tokens_per_s_per_gpu"]) for p in o["curve"]]
+        chosen = None
+        opp = o.get("operating_point") or {}
+        if o.get("feasible") and opp.get("mode", "").startswith("closed"):
+            chosen = next(((p["tpot_ms_p95"], p["tokens_per_s_per_gpu"]) for p in o["curve"]
+                           if p["concurrency"] == opp.get("concurrency")), None)
+        label = f"{o.get('accelerator')}" + (f" (TP {o['gpus_per_replica']})" if (o.get("gpus_per_replica") or 1) > 1 else "")
+        series.append((label, colour, pts, chosen))
+        names.append(f"{label} {charts.colour_name(colour)}")
+    slo = spec.get("p95_tpot_ms")
+    svg = charts.curve_chart(series, title="latency–throughput per accelerator (one replica, simulated)",
+                             x_label="p95 TPOT (ms)", y_label="output tokens/s per GPU",
+                             vline=(float(slo), f"SLO p95 TPOT {num(slo)} ms") if slo is not None else None)
+    engine = spec.get("engine_version") or spec.get("engine") or "the spec's engine"
+    caption = (f"Each point is one closed-loop concurrency simulated on {engine} ({', '.join(names)}); the ring "
+               "marks the operating point each option chose (most tokens/s per GPU with p95 TTFT and TPOT within "
+               "the SLO); points right of the dashed red line miss the TPOT target. The table below has every point.")
+    return Figure(svg, caption)
+
+
+def _operating_rows(opts: list[dict[str, Any]]) -> list[list[Any]]:
+    rows = []
+    for o in opts:
+        opp = o.get("operating_point") or {}
+        if not opp:
+            continue
+        rows.append([o.get("accelerator"), opp.get("mode") or "—", opp.get("concurrency") or "—",
+                     opp.get("engine") or "—", opp.get("why") or "—"])
+    return rows
+
+
+def _curve_rows(opts: list[dict[str, Any]]) -> list[list[Any]]:
+    rows = []
+    for o in opts:
+        for p in o.get("curve") or []:
+            rows.append([o.get("accelerator"), p["concurrency"], num(p["tokens_per_s_per_gpu"], 4),
+                         _ms(p["ttft_ms_p95"]), _ms(p["tpot_ms_p95"]), "yes" if p.get("meets_slo") else "no",
+                         _ms(p["ttft_ms_p50"]), _ms(p["ttft_ms_p99"]), _ms(p["tpot_ms_p50"]), _ms(p["tpot_ms_p99"])])
+    return rows
 
 
 def _row(o: dict[str, Any]) -> list[Any]:
@@ -104,7 +159,7 @@ def _cards(result: dict[str, Any]) -> list[Card]:
         Card("throughput per GPU", f"{num(best.get('tokens_per_s_per_gpu'), 4)} tok/s",
                f"{best.get('throughput_source') or 'estimated'} output tokens/s within the SLO"),
         Card("latency at that load", f"{_ms(best.get('ttft_ms'))} / {_ms(best.get('tpot_ms'))}",
-               "TTFT / TPOT (estimated p95)"),
+               f"p95 TTFT / TPOT at concurrency {best.get('max_batch')} ({best.get('throughput_source') or 'estimated'})"),
     ]
 
 
@@ -131,6 +186,19 @@ def capacity_document(result: dict[str, Any]) -> Document:
                                                      numeric=[1, 2, 3, 4, 5, 6, 7, 8],
                                                      highlight=[i for i, o in enumerate(opts) if _is_best(o, best)],
                                                      empty="No options.")]))
+    curve = _curve_figure(result, opts)
+    if curve is not None:
+        blocks.append(curve)
+    op_rows = _operating_rows(opts)
+    if op_rows:
+        blocks.append(Section("Operating points and why", [Table(["accelerator", "from", "concurrency", "engine",
+                                                                   "why"], op_rows, numeric=[2])]))
+    curve_rows = _curve_rows(opts)
+    if curve_rows:
+        blocks.append(Section("Latency–throughput curves", [Table(
+            ["accelerator", "concurrency", "tokens/s per GPU", "TTFT p95", "TPOT p95", "meets SLO", "TTFT p50",
+             "TTFT p99", "TPOT p50", "TPOT p99"], curve_rows, numeric=[1, 2, 3, 4, 6, 7, 8, 9], max_rows=200,
+            markdown_columns=6)]))
     failing = [o for o in opts if not o.get("feasible")]
     blocks.append(Section("Why the others fail", [Definitions([(str(o.get("accelerator")), o.get("reason") or "—")
                                                                for o in failing]) if failing
@@ -155,10 +223,26 @@ def capacity_markdown(result: dict[str, Any]) -> str:
     return render_markdown(capacity_document(result))
 
 
+_NESTED = ("curve", "operating_point", "load_check")
+
+
 def capacity_tables(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
-    """Returns the options table for CSV export."""
+    """Returns the tables for CSV export: `options` (one row per option, the operating point and the
+    load check flattened into columns) and `curve` (one row per simulated point)."""
     opts = _sorted_options(result)
-    return {"options": pl.DataFrame(opts, infer_schema_length=None) if opts else pl.DataFrame()}
+    flat = []
+    for o in opts:
+        row = {k: v for k, v in o.items() if k not in _NESTED}
+        for key in ("operating_point", "load_check"):
+            for k, v in (o.get(key) or {}).items():
+                row[f"{key}_{k}"] = v
+        flat.append(row)
+    tables = {"options": pl.DataFrame(flat, infer_schema_length=None) if flat else pl.DataFrame()}
+    points = [{"accelerator": o.get("accelerator"), "gpus_per_replica": o.get("gpus_per_replica"), **p}
+              for o in opts for p in (o.get("curve") or [])]
+    if points:
+        tables["curve"] = pl.DataFrame(points, infer_schema_length=None)
+    return tables
 
 
 def write_capacity_report(result: dict[str, Any], out_dir: str | Path | None = None) -> ReportFiles:

@@ -346,6 +346,43 @@ def gantt_chart(bars: Sequence[GanttBar], *, title: str, x_label: str, max_rows:
     return _render(draw, title)
 
 
+def curve_chart(series: Sequence[tuple[str, str, Sequence[tuple[float, float]], tuple[float, float] | None]], *,
+                title: str, x_label: str, y_label: str, vline: tuple[float, str] | None = None,
+                width_in: float = FULL_IN) -> str:
+    """Returns one line per series (name, colour, [(x, y)...] in order, chosen (x, y) or None) with
+    markers at the points; the chosen point is ringed and labelled with the series name; `vline`
+    (x, label) draws a dashed red reference line (e.g. a latency SLO)."""
+    if not any(_finite([v for p in pts for v in p]) for _, _, pts, _ in series):
+        return empty_chart(title, "no data yet", width_in)
+
+    def draw() -> MplFigure:
+        fig, ax = _new(width_in, HEIGHT_IN)
+        handles, labels = [], []
+        for name, colour, pts, chosen in series:
+            pts = [p for p in pts if _finite(p) == [float(p[0]), float(p[1])]]
+            if not pts:
+                continue
+            (line,) = ax.plot([p[0] for p in pts], [p[1] for p in pts], "-o", color=colour, linewidth=1.6,
+                              markersize=3.5, label=name)
+            handles.append(line)
+            if chosen is not None:
+                ax.plot([chosen[0]], [chosen[1]], "o", markersize=9, markerfacecolor="none", markeredgecolor=colour,
+                        markeredgewidth=1.8)
+                labels.append((chosen[0], chosen[1], name, colour))
+        if vline is not None:
+            handles.append(ax.axvline(vline[0], color=RED, linestyle="--", linewidth=1.2, label=vline[1]))
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
+        ax.margins(y=0.12)
+        ax.set_title(title, loc="left")
+        ax.set_xlabel(x_label)
+        ax.set_ylabel(y_label)
+        place_labels(fig, ax, labels)
+        _legend_below(fig, handles)
+        return fig
+    return _render(draw, title)
+
+
 __all__ = ["BLUE", "COLOUR_NAMES", "CYAN", "FONT_PT", "FULL_IN", "GREEN", "GREY", "GanttBar", "HALF_IN",
-           "MAGENTA", "ORANGE", "Point", "RED", "STATUS_COLOURS", "TEAL", "bar_chart", "colour_name",
+           "MAGENTA", "ORANGE", "Point", "RED", "STATUS_COLOURS", "TEAL", "bar_chart", "colour_name", "curve_chart",
            "empty_chart", "gantt_chart", "place_labels", "scatter_chart", "step_chart"]
