@@ -49,6 +49,8 @@ class PageCheck:
     pixel_stddev: float = 0.0
     distinct_colours: int = 0
 
+    text_overlaps: list[tuple[str, str, str]] = field(default_factory=list)  # (chart title, text, text)
+
     @property
     def foreign_requests(self) -> list[str]:
         """Requests other than the page's own file:// URL (any of them is a failure)."""
@@ -79,6 +81,7 @@ class Browser:
 
         page.route("**/*", route)
         page.goto(url, wait_until="load")
+        result.text_overlaps = [tuple(x) for x in page.evaluate(_OVERLAPS_JS)]
         png = page.screenshot(full_page=True)
         page.close()
         screenshot.parent.mkdir(parents=True, exist_ok=True)
@@ -101,6 +104,25 @@ def browser() -> Iterator[Browser]:
             yield Browser(context)
         finally:
             context.close()
+
+
+#: every pair of texts of one chart (`svg.chart`) whose boxes, as the browser lays them out, share
+#: more than 1 px in both directions: [chart title, text, text]
+_OVERLAPS_JS = """() => {
+  const out = [];
+  document.querySelectorAll('svg.chart').forEach((svg) => {
+    const title = (svg.querySelector('title') || {}).textContent || '';
+    const boxes = [...svg.querySelectorAll('text')].map(t => [t.textContent, t.getBoundingClientRect()])
+      .filter(([s, r]) => s.trim() && r.width > 0 && r.height > 0);
+    for (let a = 0; a < boxes.length; a++) for (let b = a + 1; b < boxes.length; b++) {
+      const [sa, ra] = boxes[a], [sb, rb] = boxes[b];
+      const w = Math.min(ra.right, rb.right) - Math.max(ra.left, rb.left);
+      const h = Math.min(ra.bottom, rb.bottom) - Math.max(ra.top, rb.top);
+      if (w > 1 && h > 1) out.push([title, sa, sb]);
+    }
+  });
+  return out;
+}"""
 
 
 # ------------------------------------------------------------------------------- PNG pixels

@@ -53,3 +53,31 @@ def test_report_renders_offline_without_errors(pages, chromium, kind, tmp_path):
     assert check.width >= 800 and check.height >= 800
     assert check.pixel_stddev > 10, f"screenshot looks blank (grey-level std {check.pixel_stddev:.1f})"
     assert check.distinct_colours > 50
+    # no two texts of a chart overlap as the browser draws them (labels, ticks, legends, titles)
+    assert check.text_overlaps == []
+
+
+def test_overlap_check_sees_overlapping_text(chromium, tmp_path):
+    """The overlap check itself: two texts drawn on top of each other are found."""
+    page = tmp_path / "overlap.html"
+    page.write_text('<!DOCTYPE html><html><body><svg class="chart" viewBox="0 0 200 100"><title>t</title>'
+                    '<text x="10" y="50">K=16</text><text x="14" y="50">K=64</text>'
+                    '<text x="10" y="90">apart</text></svg></body></html>')
+    check = chromium.check(page, tmp_path / "overlap.png")
+    assert check.text_overlaps == [("t", "K=16", "K=64")]
+
+
+def test_crowded_what_if_labels_do_not_collide(chromium, tmp_path):
+    """Seven Ks whose points nearly coincide (the old "K=16K=64" case): labels are placed apart or left out."""
+    from gpuledger.report import charts
+    from gpuledger.report.document import Document, Figure
+    from gpuledger.report.html import render_html
+
+    pts = [charts.Point(1.0 + 0.001 * i, 2.0 + 0.001 * i, f"K={k}", k == 4) for i, k in enumerate([1, 2, 4, 8, 16, 32, 64])]
+    svg = charts.scatter_chart(pts, title="crowded", x_label="time (h)", y_label="cost (USD)", label_all=True,
+                               connect=True)
+    page = tmp_path / "crowded.html"
+    page.write_text(render_html(Document("crowded", blocks=[Figure(svg, "seven close points")])))
+    check = chromium.check(page, tmp_path / "crowded.png")
+    assert check.text_overlaps == []
+    assert "K=4" in svg  # the highlighted point's label is placed first

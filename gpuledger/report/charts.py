@@ -21,6 +21,7 @@ date and no creator in the metadata, so goldens are stable.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import re
@@ -142,9 +143,28 @@ def _svg(fig: MplFigure, title: str) -> str:
     text = re.sub(r'<svg([^>]*?) width="[^"]*" height="[^"]*"', r"<svg\1", text, count=1)
     # SVG 2 `href` instead of `xlink:href`: no second namespace URL in the page
     text = text.replace(' xmlns:xlink="http://www.w3.org/1999/xlink"', "").replace("xlink:href=", "href=")
-    text = text.replace("<svg ", f'<svg class="chart" role="img" aria-label="{escape(title)}" ', 1)
+    # matplotlib's document-wide `*{stroke-linejoin…}` rule would style the whole page: the root's
+    # (inherited) presentation attributes do the same for this chart only
+    text = re.sub(r"<defs>\s*<style[^>]*>[^<]*</style>\s*</defs>\s*", "", text, count=1)
+    text = text.replace("<svg ", f'<svg class="chart" role="img" aria-label="{escape(title)}" '
+                                 f'stroke-linejoin="round" stroke-linecap="butt" ', 1)
+    text = _unique_ids(text)
     head_end = text.index(">") + 1
     return text[:head_end] + f"<title>{escape(title)}</title>" + text[head_end:].strip() + "\n"
+
+
+def _unique_ids(svg: str) -> str:
+    """Returns `svg` with every id (and reference to it) prefixed by a hash of the chart, so that
+    several charts on one page never share an id ('figure_1', clip paths)."""
+    prefix = "c" + hashlib.sha256(svg.encode()).hexdigest()[:8] + "-"
+    ids = set(re.findall(r' id="([^"]+)"', svg))
+    if not ids:
+        return svg
+
+    def swap(m: re.Match) -> str:
+        return f"{m.group(1)}{prefix}{m.group(2)}{m.group(3)}" if m.group(2) in ids else m.group(0)
+
+    return re.sub(r'( id="|url\(#|href="#)([^")]+)(["\)])', swap, svg)
 
 
 def _render(draw: Callable[[], MplFigure], title: str) -> str:
