@@ -3,6 +3,8 @@ serving_points), chosen per accelerator and tensor-parallel size against an SLO.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from record_fixtures import example_record
 
@@ -35,7 +37,9 @@ POINTS = [
 def wh(tmp_path):
     with Warehouse.open(tmp_path / "w.duckdb") as w:
         w.register_sweep(sweep_id=SWEEP, name="serve-h100", method="inference", objective_metric="output_tokens_per_s",
-                         objective_goal="maximize", started_at="2026-11-20T09:00:00")
+                         objective_goal="maximize", started_at="2026-11-20T09:00:00", status="succeeded",
+                         spec_json={"kind": "sweep", "method": "inference",
+                                    "serve": {"slo": {"p95_ttft_ms": 200, "p95_tpot_ms": 20}}})
         records = []
         for run, acc, gpus, conc, usd_h, tok, ttft, tpot in POINTS:
             rec = example_record(run, f"t-{run}", sweep_id=SWEEP, launcher="skypilot", accelerator=acc, gpus=gpus,
@@ -89,3 +93,26 @@ def test_unknown_or_non_serving_sweeps_are_one_clear_error(wh):
     wh.ingest_records([example_record("l1", "t-l1", sweep_id="lora-bbbb1111", final_metrics={"eval_loss": 1.0})])
     with pytest.raises(UserError, match="no succeeded run reporting serving metrics"):
         load_points(wh, "lora")
+
+
+def test_inference_sweep_report_shows_curves_slo_cost_per_million_and_cheapest(wh, tmp_path):
+    from gpuledger.report import write_sweep_report
+
+    files = write_sweep_report(wh, name="serve-h100", out_dir=tmp_path / "rep")
+    md = files.markdown_text
+    assert "## Serving: latency against throughput" in md
+    assert "| cheapest configuration meeting the SLO | H100×1 tensor_parallel=1 at concurrency=32 | $0.16 per million" in md
+    assert "L4×1: closest point concurrency=8" in md and "H100×2: best point concurrency=32" in md
+    html = Path(files.html).read_text()
+    assert html.count("SLO p95 TPOT 20 ms") >= 1 and html.count("SLO p95 TTFT 200 ms") >= 1
+    csv = next(p for p in files.csv if p.name == "serving-points.csv").read_text().splitlines()
+    assert csv[0].startswith("configuration,load,run_id") and len(csv) == 1 + 7
+
+
+def test_a_lora_sweep_report_has_no_serving_section(wh, tmp_path):
+    from gpuledger.report import write_sweep_report
+
+    wh.register_sweep(sweep_id="lora-bbbb1111", name="lora", method="lora", objective_metric="eval_loss",
+                      objective_goal="minimize", started_at="2026-11-20T09:00:00")
+    wh.ingest_records([example_record("l1", "t-l1", sweep_id="lora-bbbb1111", final_metrics={"eval_loss": 1.0})])
+    assert "Serving:" not in write_sweep_report(wh, name="lora", out_dir=tmp_path / "rep").markdown_text

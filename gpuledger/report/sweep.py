@@ -52,6 +52,8 @@ from gpuledger.report.document import (
 )
 from gpuledger.report.html import render_html
 from gpuledger.report.markdown import render_markdown
+from gpuledger.report.serving import serving_section, serving_table
+from gpuledger.serving import sweep_points
 
 #: |estimate − measured| / measured beyond which a trial is named on the accuracy charts
 OUTLIER_PCT = 25.0
@@ -73,6 +75,7 @@ class SweepData:
     waste: pl.DataFrame  # v_waste rows
     billing_sources: pl.DataFrame  # source, description, usd_per_hour, spot, on_demand_usd_per_hour, lines
     price_dates: list[str]  # prices.as_of of the sweep's snapshot
+    serving: Any = None  # gpuledger.serving.SweepPoints of a method: inference sweep, else None
 
 
 # ------------------------------------------------------------------------------------------ load
@@ -133,6 +136,7 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
         waste=waste,
         billing_sources=billing,
         price_dates=[str(d) for d in dates["as_of"].to_list()] if dates.height else [],
+        serving=sweep_points(wh, sid),
     )
 
 
@@ -418,7 +422,7 @@ def sweep_tables(data: SweepData) -> dict[str, pl.DataFrame]:
                                      "cost_usd": pl.Float64, "pareto": pl.Boolean, "actual": pl.Boolean})
     acc = accuracy_rows(data)
     acc_df = pl.DataFrame(acc) if acc else pl.DataFrame(schema={"trial": pl.String})
-    return {
+    tables = {
         "headline": headline,
         "trials": data.trials,
         "runs": data.runs,
@@ -426,6 +430,9 @@ def sweep_tables(data: SweepData) -> dict[str, pl.DataFrame]:
         "estimate-accuracy": acc_df,
         "waste": data.waste,
     }
+    if data.serving is not None and data.serving.points:
+        tables["serving-points"] = serving_table(data.serving)
+    return tables
 
 
 # ------------------------------------------------------------------------------------------ render
@@ -622,6 +629,8 @@ def sweep_document(data: SweepData) -> Document:
     blocks: list = [*_status_notes(s, data), Cards(_headline_cards(s))]
     if s["best_params"] is not None:
         blocks.append(Note(f"Best recipe: {s['best_params']} (trial {s['best_trial_id']})."))
+    if data.serving is not None:
+        blocks.append(serving_section(data.serving))
     blocks.append(Section("Progress: best metric over time and money", [Columns([figs["best_time"], figs["best_cost"]])]))
     wi_table = Table(
         ["K (parallel slots)", f"time to recipe ({unit})", "cost to recipe", "Pareto", "actual"],

@@ -20,6 +20,7 @@ from gpuledger.serving.points import (
     cheapest_meeting,
     load_points,
     points_from_frame,
+    sweep_points,
 )
 from gpuledger.serving.workload import (
     LOAD_FIELDS,
@@ -34,5 +35,5 @@ from gpuledger.serving.workload import (
 __all__ = [
     "LOAD_FIELDS", "SERVE_FIELDS", "SERVING_METRICS", "OperatingPoint", "PlacementChoice", "SweepPoints",
     "best_by_placement", "cheapest_meeting", "inference_workload", "load_points", "memory_fraction",
-    "points_from_frame", "serve_settings", "serving_tokens",
+    "points_from_frame", "serve_settings", "serving_tokens", "sweep_points",
 ]

@@ -61,12 +61,13 @@ class OperatingPoint:
 
 @dataclass(frozen=True)
 class SweepPoints:
-    """The operating points of one sweep, and where they come from."""
+    """The operating points of one sweep, where they come from, and the sweep's SLO (if it set one)."""
 
     sweep_id: str
     name: str
     measured_on: str  # YYYY-MM-DD of the last run
     points: list[OperatingPoint] = field(default_factory=list)
+    slo: tuple[float, float] | None = None  # (p95 TTFT ms, p95 TPOT ms) of the spec's serve.slo
 
     @property
     def label(self) -> str:
@@ -124,15 +125,34 @@ def load_points(wh, sweep_name: str) -> SweepPoints:
     latest = wh.query_named("sweeps_latest_by_name", {"name": sweep_name})
     if latest.is_empty():
         raise UserError(f"no sweep named {sweep_name!r} in the warehouse; run `gpuledger sweep` on its spec first")
-    sweep_id = latest["sweep_id"][0]
-    rows = wh.query_named("serving_points", {"sweep_id": sweep_id}).to_dicts()
-    points = points_from_frame(rows)
-    if not points:
-        raise UserError(f"sweep {sweep_name!r} ({sweep_id}) has no succeeded run reporting serving metrics "
-                        "(output_tokens_per_s, ttft_ms_p95, tpot_ms_p95, ...): is it a method: inference sweep?")
+    sp = sweep_points(wh, latest["sweep_id"][0])
+    if sp is None or not sp.points:
+        raise UserError(f"sweep {sweep_name!r} ({latest['sweep_id'][0]}) has no succeeded run reporting serving "
+                        "metrics (output_tokens_per_s, ttft_ms_p95, tpot_ms_p95, ...): is it a method: inference sweep?")
+    return sp
+
+
+def sweep_points(wh, sweep_id: str) -> SweepPoints | None:
+    """Returns the operating points (possibly none yet) and SLO of sweep `sweep_id`, or None when it
+    is not a `method: inference` sweep."""
+    info = wh.query_named("serving_sweep_spec", {"sweep_id": sweep_id}).to_dicts()
+    if not info or info[0].get("method") != "inference":
+        return None
+    spec = info[0].get("spec_json")
+    try:
+        spec = json.loads(spec) if isinstance(spec, str) else (spec or {})
+    except json.JSONDecodeError:
+        spec = {}
+    slo_cfg = ((spec.get("serve") or {}).get("slo") or {}) if isinstance(spec, dict) else {}
+    slo = None
+    ttft, tpot = _number(slo_cfg.get("p95_ttft_ms")), _number(slo_cfg.get("p95_tpot_ms"))
+    if ttft and tpot and ttft > 0 and tpot > 0:
+        slo = (ttft, tpot)
+    points = points_from_frame(wh.query_named("serving_points", {"sweep_id": sweep_id}).to_dicts())
     last = max((p.ended_at for p in points if p.ended_at is not None), default=None)
     measured_on = last.strftime("%Y-%m-%d") if hasattr(last, "strftime") else "an unknown date"
-    return SweepPoints(sweep_id=sweep_id, name=sweep_name, measured_on=measured_on, points=points)
+    return SweepPoints(sweep_id=sweep_id, name=str(info[0].get("name") or sweep_id), measured_on=measured_on,
+                       points=points, slo=slo)
 
 
 def best_by_placement(points: list[OperatingPoint], p95_ttft_ms: float, p95_tpot_ms: float) -> list[PlacementChoice]:
