@@ -48,6 +48,7 @@ bench: setup
 	$(BIN)/python benchmarks/plan_scale.py
 	$(BIN)/python benchmarks/ingest.py
 	$(BIN)/python benchmarks/flow_overhead.py
+	$(BIN)/python benchmarks/spec_inputs.py
 
 clean:
 	rm -rf reports/sweeps reports/weekly reports/capacity warehouse/*.duckdb warehouse/landing .pytest_cache

@@ -62,6 +62,8 @@ def read_text_file(path: str | Path, max_bytes: int = LIMITS.max_bytes) -> str:
     The file is opened non-blocking (a FIFO does not wait for a writer) and checked with fstat on
     the open descriptor, so what is checked is what is read; at most `max_bytes + 1` bytes are read
     (a file that grows, or a /proc file that reports size 0, is still bounded)."""
+    if not str(path):
+        raise FileRefused("''", "empty path: give the path of a file")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:

@@ -155,6 +155,11 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
     assert "is a FIFO (named pipe), not a regular file" in done.stderr
 
 
+def test_an_empty_path_is_named():
+    with pytest.raises(SpecError, match=r"^'':1:1: empty path: give the path of a file$"):
+        load_spec("")
+
+
 def test_a_directory_and_a_huge_file_are_refused(tmp_path):
     with pytest.raises(SpecError, match="is a directory, not a file"):
         load_spec(tmp_path)

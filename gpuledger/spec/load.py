@@ -75,5 +75,5 @@ def load_spec(path: str | Path) -> SweepSpec | CapacitySpec:
     try:
         text = read_text_file(path)
     except FileRefused as err:
-        raise SpecError([Problem(str(path), 1, 1, "", err.reason)]) from None
+        raise SpecError([Problem(err.path, 1, 1, "", err.reason)]) from None
     return parse_spec(text, str(path))
