@@ -27,9 +27,11 @@ DEFAULT_CSV = ROOT.parent / "shared" / "reference" / "memory_calibration.csv"
 #: held-out public measurements, one Workload per row in its own columns (tests/data/memory_public.csv)
 PUBLIC_CSV = ROOT / "tests" / "data" / "memory_public.csv"
 _INT = {"micro_batch", "seq_len", "lora_r", "gpus", "prompt_len", "completion_len", "group_size"}
-_BOOL = {"grad_ckpt", "flash_attn"}
+_BOOL = {"grad_ckpt", "flash_attn", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd"}
+_FLOAT = {"lora_dropout"}
 _FIELDS = ("model", "method", "precision", "optimizer", "micro_batch", "seq_len", "grad_ckpt", "flash_attn", "lora_r",
-           "lora_targets", "gpus", "sharding", "framework", "prompt_len", "completion_len", "group_size")
+           "lora_targets", "gpus", "sharding", "framework", "prompt_len", "completion_len", "group_size", "compile",
+           "activation_offload", "chunked_ce", "optimizer_in_bwd", "lora_dropout")
 GB = 1e9
 GIB = 2**30
 
@@ -169,7 +171,8 @@ def public_workload(row: dict) -> Workload:
     for k in _FIELDS:
         v = (row.get(k) or "").strip()
         if v:
-            fields[k] = int(v) if k in _INT else (v.lower() == "true") if k in _BOOL else v
+            fields[k] = (int(v) if k in _INT else (v.lower() == "true") if k in _BOOL
+                         else float(v) if k in _FLOAT else v)
     return Workload(**fields)
 
 

@@ -270,6 +270,7 @@ def trial_estimates(spec, trials, gpu_counts: Sequence[int] | None = None, *, de
         "completion_len": t.completion_len,
         "group_size": t.group_size,
         "device": device,
+        **{name: getattr(t, name) for name in est_mod.STACK_FIELDS},
     }
     if gpu_counts is None:
         gpt = spec.resources.gpus_per_trial

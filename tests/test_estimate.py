@@ -225,3 +225,66 @@ def test_cli_estimate_imports_neither_prefect_nor_sky():
             "print('prefect' in sys.modules, 'sky' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().endswith("False False")
+
+
+def test_spec_train_carries_the_stack_options():
+    from gpuledger.estimate import STACK_FIELDS
+    from gpuledger.spec.models import Train
+
+    for name in STACK_FIELDS:
+        assert Train.model_fields[name].default == Workload.model_fields[name].default, name
+
+
+L32 = "meta-llama/Llama-3.2-3B"
+
+
+def _est(**kw):
+    base = dict(model=L32, method="full", precision="bf16", micro_batch=2, seq_len=2048, grad_ckpt=False)
+    return estimate(Workload(**{**base, **kw}))
+
+
+def test_each_stack_option_moves_memory_the_documented_way():
+    base = _est()
+    assert base.peak_phase in ("forward_end", "backward_end", "optimizer_step")
+    # torch.compile: fewer saved pointwise intermediates
+    assert _est(compile=True).phases_gib["forward_end"] < base.phases_gib["forward_end"]
+    # activation offloading: only the blocks in flight stay
+    assert _est(activation_offload=True).memory_gib["activations"] < base.memory_gib["activations"] / 4
+    # chunked cross-entropy on hf: logits + loss shrink
+    assert _est(chunked_ce=True).phases_gib["forward_end"] < base.phases_gib["forward_end"]
+    # optimizer in backward: no phase ever holds every gradient
+    fused = _est(optimizer_in_bwd=True)
+    assert fused.memory_gib["allocated"] < base.memory_gib["allocated"]
+    assert fused.phases_gib["backward_end"] < base.phases_gib["backward_end"]
+    # gradient accumulation keeps the gradients through the next forward pass
+    assert _est(grad_accum=4).phases_gib["forward_end"] == pytest.approx(
+        base.phases_gib["forward_end"] + base.states_gib["gradients"] - 128256 * 3072 * 2 / GIB)
+    # LoRA on the output head: r x (d + vocab) more trainable parameters
+    lora = dict(method="lora", lora_r=8, lora_targets="q,v")
+    head = _est(**{**lora, "lora_targets": "q,v,lm_head"})
+    assert head.params_trainable - _est(**lora).params_trainable == 8 * (3072 + 128256)
+    # LoRA dropout keeps a copy of each adapted input
+    assert _est(**lora, lora_dropout=0.1).memory_gib["activations"] > _est(**lora, lora_dropout=0.0).memory_gib["activations"]
+
+
+def test_zero_buckets_follow_the_option():
+    kw = dict(model=L32, method="full", precision="bf16-mixed", gpus=4, sharding="zero2")
+    small = estimate(Workload(**kw, zero_bucket_elems=10**6)).phases_gib["optimizer_step"]
+    big = estimate(Workload(**kw, zero_bucket_elems=5 * 10**8)).phases_gib["optimizer_step"]
+    assert big - small == pytest.approx((5 * 10**8 - 10**6) * 4 / GIB)
+
+
+def test_grpo_reference_and_generation_placement():
+    kw = dict(model="Qwen/Qwen3-0.6B", method="grpo", precision="bf16", micro_batch=1, group_size=8,
+              prompt_len=512, completion_len=2048)
+    same, off = estimate(Workload(**kw, ref_model="same_gpu")), estimate(Workload(**kw, ref_model="offload"))
+    assert same.states_gib["weights"] - off.states_gib["weights"] == pytest.approx(same.params_total * 2 / GIB)
+    big = {**kw, "group_size": 64}
+    hf = estimate(Workload(**big))
+    kv = 64 * (512 + 2048) * 28 * 8 * 128 * 2 * 2 / GIB  # 2·layers·kv_heads·head_dim·2 B per token
+    assert hf.phases_gib["generation"] > kv
+    server = estimate(Workload(**big, generation="vllm_server"))
+    assert "generation" not in server.phases_gib
+    colo = estimate(Workload(**kw, generation="vllm_colocate", gpu_memory_gib=80, vllm_gpu_memory_utilization=0.3))
+    plain = estimate(Workload(**kw, generation="vllm_server"))
+    assert colo.memory_gib["device"] - plain.memory_gib["device"] == pytest.approx(0.3 * 80)

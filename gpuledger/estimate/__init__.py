@@ -24,14 +24,14 @@ from gpuledger.estimate.memory import (
     layer_activation_bytes_per_token,
     memory_breakdown,
 )
-from gpuledger.estimate.workload import Workload
+from gpuledger.estimate.workload import STACK_FIELDS, Workload
 from gpuledger.models import ModelConfig, count_params, layer_linears, load_config
 
 MEMORY_KEYS = ("weights", "gradients", "optimizer", "activations", "logits", "kv_cache", "buffers",
                "allocated", "reserved", "device")
 
 __all__ = [
-    "BASE_MFU", "KIND_FACTOR", "MEMORY_KEYS", "Estimate", "Workload", "active_params", "attention_flops_per_token",
+    "BASE_MFU", "KIND_FACTOR", "MEMORY_KEYS", "STACK_FIELDS", "Estimate", "Workload", "active_params", "attention_flops_per_token",
     "default_mfu", "estimate", "kv_cache_bytes_per_token", "layer_activation_bytes_per_token", "load_config",
     "train_time_s",
 ]

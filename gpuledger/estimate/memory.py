@@ -34,9 +34,11 @@ WEIGHT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "bf16-mixed": 2, "fp16-mixed": 
 #: int8: LLM.int8() keeps one fp32 scale per row (Dettmers et al. 2022): ~4/d_in, taken as 4/4096;
 #: fp8: one scale per tensor (Transformer Engine): ~0.
 QUANT_CONST_BYTES = {"nf4": 4 / 64, "int4": 2.5 / 128, "int8": 4 / 4096, "fp8": 0.0}
-#: LoRA dropout assumed by recipes (lit-gpt 0.05, torchtune 0.05, most PEFT examples 0.05-0.1):
-#: each adapted linear keeps its dropout output and a 1-byte mask for backward.
-LORA_DROPOUT = True
+#: LoRA dropout when the workload does not say: the frameworks' defaults (peft LoraConfig
+#: lora_dropout=0.0; lit-gpt finetune/lora.py lora_dropout=0.05; torchtune's recipes/configs
+#: lora_dropout: 0.0). With p > 0 each adapted linear keeps its dropout output and a 1-byte mask
+#: for backward; with 0 the layer is nn.Identity and saves nothing.
+DEFAULT_LORA_DROPOUT = {"hf": 0.0, "litgpt": 0.05, "torchtune": 0.0}
 #: PyTorch caching allocator: reserved / allocated at the peak. torchtune's Llama-2-7B LoRA run
 #: reports 13.98 GB reserved right after loading 13.48 GB of bf16 weights (3.7%), and training
 #: steps with varying sequence lengths fragment further; 6% is the middle of what the PyTorch
@@ -136,7 +138,7 @@ def _norms_per_layer(cfg: ModelConfig) -> tuple[int, bool]:
 
 
 def layer_activation_bytes_per_token(cfg: ModelConfig, precision: str, *, lora_lins=(), lora_r: int = 0,
-                                     compiled: bool = False) -> float:
+                                     compiled: bool = False, lora_dropout: bool = True) -> float:
     """Returns the bytes one decoder block keeps for backward per token (flash attention; no s^2 term).
 
     After Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
@@ -174,7 +176,7 @@ def layer_activation_bytes_per_token(cfg: ModelConfig, precision: str, *, lora_l
         b += 2 * d
     if lora_lins:
         for lin in lora_lins:
-            if LORA_DROPOUT:
+            if lora_dropout:
                 b += lin.d_in * (a + 1) * lin.count
             b += lora_r * a * lin.count
     return b
@@ -190,27 +192,32 @@ def attention_score_bytes_per_token(cfg: ModelConfig, precision: str, seq: int) 
     return cfg.num_heads * seq * (4 + _act_bytes(precision))
 
 
-def loss_bytes_per_token(cfg: ModelConfig, precision: str, framework: str, chunked: bool | None = None) -> float:
+def loss_bytes_per_token(cfg: ModelConfig, precision: str, framework: str, chunked: bool | None = None,
+                         compiled: bool = False) -> float:
     """Returns the peak bytes per token of logits and the loss around the start of backward.
 
-    hf: Transformers' ForCausalLMLoss keeps the 16-bit logits (a·V, returned to the caller), upcasts
-    to fp32 and log-softmaxes (4·V saved), and backward allocates the fp32 gradient of the
-    log-probs and of the logits (4·V + 4·V) while the activations are still alive: (a + 12)·V.
+    Unchunked (hf's habit): Transformers' ForCausalLMLoss keeps the 16-bit logits (a·V, returned to
+    the caller), upcasts to fp32 and log-softmaxes (4·V saved), and backward allocates the fp32
+    gradient of the log-probs and of the logits (4·V + 4·V) while the activations are still alive:
+    (a + 12)·V.
     litgpt: the lm_head runs in 128-token chunks and cross-entropy stays in 16 bit (lit-gpt
     `chunked_cross_entropy`): logits, log-probs and their two gradients, 4·a·V.
-    torchtune: CEWithChunkedOutputLoss (8 chunks) keeps 16-bit logits, upcasts one chunk at a time:
-    2·a·V + 12·V/8.
-    `chunked` overrides the framework's habit: True = torchtune's chunked loss (what hf gets with a
-    chunked loss such as Liger's or `CEWithChunkedOutputLoss`), False = the unchunked hf path.
+    torchtune / `chunked=True` (CEWithChunkedOutputLoss, 8 chunks): the 16-bit logits of every chunk
+    stay (a·V); each chunk's `F.cross_entropy(chunk.float())` saves its fp32 log-softmax until
+    backward (4·V over all chunks); backward adds one chunk's fp32 and 16-bit gradient ((4 + a)·V/8).
+    With torch.compile the per-chunk loss is one fused graph that saves only its 16-bit input and
+    recomputes the softmax in backward: a·V + (4 + a)·V/8 (torchtune compiles `compute_cross_entropy`).
+    `chunked` None = the framework's habit (litgpt and torchtune chunk, hf does not).
     """
     a, vocab = _act_bytes(precision), cfg.vocab_size
     if chunked is None:
         chunked = framework in ("litgpt", "torchtune")
     if not chunked:
         return (a + 12) * vocab
-    if framework == "litgpt":
+    if framework == "litgpt" and not compiled:
         return 4 * a * vocab
-    return (2 * a + 12 / 8) * vocab
+    per_chunk = (4 + a) / 8
+    return (a + per_chunk) * vocab if compiled else (a + 4 + per_chunk) * vocab
 
 
 def kv_cache_bytes_per_token(cfg: ModelConfig | str, kv_precision: str = "bf16") -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from gpuledger.estimate.memory import (
     CUDA_CONTEXT_GIB,
+    DEFAULT_LORA_DROPOUT,
     GIB,
     GRPO_DEFAULT_GROUP,
     NCCL_GIB,
@@ -234,7 +235,11 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         n_seq, seq = w.micro_batch, w.seq_len
         logit_tokens = n_seq * seq
     tokens = n_seq * seq
-    per_layer = layer_activation_bytes_per_token(cfg, p, lora_lins=lora_lins, lora_r=w.lora_r, compiled=w.compile)
+    dropout = w.lora_dropout if w.lora_dropout is not None else DEFAULT_LORA_DROPOUT[w.framework]
+    per_layer = layer_activation_bytes_per_token(cfg, p, lora_lins=lora_lins, lora_r=w.lora_r, compiled=w.compile,
+                                                 lora_dropout=dropout > 0)
+    if lora_like:
+        m.assumptions.append(f"LoRA dropout {dropout:g}" + (" (the framework's default)" if w.lora_dropout is None else ""))
     if not w.flash_attn:
         per_layer += attention_score_bytes_per_token(cfg, p, seq)
     if ckpt:
@@ -256,7 +261,7 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     act += tokens * 2 * d * a  # backward working gradients of the residual stream
     if head_lora and "lm_head" in targets:
         act += logit_tokens * w.lora_r * a  # lm_head LoRA A-output
-    logits = logit_tokens * loss_bytes_per_token(cfg, p, w.framework, w.chunked_ce)
+    logits = logit_tokens * loss_bytes_per_token(cfg, p, w.framework, w.chunked_ce, w.compile)
     if rl:
         logits += logit_tokens * a * vocab  # logits / temperature copy (TRL)
         if w.method == "ppo":

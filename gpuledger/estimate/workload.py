@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Method = Literal["full", "lora", "qlora", "grpo", "ppo", "inference"]
 Precision = Literal["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed", "fp8", "int8", "int4", "nf4"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
 Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
+
+
+#: Workload fields a spec's `train` section carries under the same name (gpuledger/spec/models.py Train).
+STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd", "grad_accum",
+                "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization")
 
 
 class Workload(BaseModel):
@@ -20,7 +25,7 @@ class Workload(BaseModel):
     inference when prompt/completion lengths are not given).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     model: str
     method: Method = "lora"
@@ -32,6 +37,9 @@ class Workload(BaseModel):
     flash_attn: bool = True
     lora_r: int = Field(16, ge=1)
     lora_targets: str = "q,v"
+    #: LoRA dropout probability; > 0 keeps a dropout output and mask per adapted linear for backward.
+    #: None = the framework's default: PEFT LoraConfig 0.0 (hf), lit-gpt 0.05, torchtune recipes 0.0.
+    lora_dropout: float | None = Field(None, ge=0, lt=1)
     gpus: int = Field(1, ge=1)
     sharding: Sharding = "none"
     prompt_len: int | None = Field(None, ge=1)
@@ -48,16 +56,19 @@ class Workload(BaseModel):
     # --- optimised-stack options (see memory.py / training.py for each effect and its source) ---
     #: torch.compile: pointwise ops fused, their intermediates recomputed in backward (AOTAutograd
     #: min-cut rematerialisation) instead of saved.
-    compile: bool = False
+    compile: bool = Field(False, validation_alias=AliasChoices("compile", "torch_compile"))
     #: saved activations (block checkpoints, or every saved tensor without checkpointing) moved to
     #: CPU memory as the forward pass goes (torchtune `enable_activation_offloading`).
-    activation_offload: bool = False
+    activation_offload: bool = Field(False, validation_alias=AliasChoices(
+        "activation_offload", "activation_offloading", "enable_activation_offloading", "offload_activations"))
     #: cross-entropy over chunks of the output (torchtune CEWithChunkedOutputLoss, litgpt
     #: chunked_cross_entropy); None = the framework's habit (litgpt and torchtune chunk, hf does not).
-    chunked_ce: bool | None = None
+    chunked_ce: bool | None = Field(None, validation_alias=AliasChoices(
+        "chunked_ce", "chunked_cross_entropy", "chunked_loss"))
     #: optimizer step fused into backward: each gradient freed as soon as its parameter is updated
     #: (torchtune `optimizer_in_bwd`), so the full gradient set never exists.
-    optimizer_in_bwd: bool = False
+    optimizer_in_bwd: bool = Field(False, validation_alias=AliasChoices(
+        "optimizer_in_bwd", "optimizer_in_backward", "fused_optimizer_step"))
     #: micro-batches per optimizer step; above 1 the gradients persist through the next forward pass.
     grad_accum: int = Field(1, ge=1)
     #: DeepSpeed ZeRO reduce / all-gather bucket size in elements; None = HF "auto" (hidden^2).

@@ -81,6 +81,19 @@ class Train(_Strict):
     prompt_len: int | None = Field(None, ge=1)
     completion_len: int | None = Field(None, ge=1)
     group_size: int | None = Field(None, ge=1)
+    # optimised-stack options of the memory estimate (gpuledger.estimate.Workload documents each effect)
+    framework: Literal["hf", "litgpt", "torchtune"] = Field("hf", description="training code whose memory habits to assume")
+    compile: bool = Field(False, description="torch.compile: pointwise intermediates recomputed, not saved")
+    activation_offload: bool = Field(False, description="saved activations offloaded to CPU memory")
+    chunked_ce: bool | None = Field(None, description="chunked cross-entropy; null = the framework's habit")
+    optimizer_in_bwd: bool = Field(False, description="optimizer step fused into backward (gradients freed per parameter)")
+    grad_accum: int = Field(1, ge=1, description="micro-batches per optimizer step (>1 keeps gradients through forward)")
+    lora_dropout: float | None = Field(None, ge=0, lt=1, description="LoRA dropout; null = the framework's default")
+    zero_bucket_elems: int | None = Field(None, ge=1, description="DeepSpeed reduce/all-gather bucket (elements)")
+    ref_model: Literal["auto", "same_gpu", "offload", "shared_base", "none"] = Field(
+        "auto", description="GRPO/PPO reference model placement")
+    generation: Literal["hf", "vllm_colocate", "vllm_server"] = Field("hf", description="GRPO/PPO rollout engine")
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="vllm_colocate: GPU share vLLM reserves")
 
 
 class Resources(_Strict):
