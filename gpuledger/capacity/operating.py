@@ -22,8 +22,9 @@ from gpuledger.estimate import inference as inf
 OUTPUT_SPREAD = 0.5
 #: Seed of every simulation of a plan (Poisson arrivals and output lengths): plans are reproducible.
 SEED = 20_260_101
-#: Requests per closed-loop point: 10 per client, at least 24, and at most what keeps a point near
-#: 6,000 engine steps (the plan of one accelerator stays under 2 s).
+#: Requests per closed-loop point: 10 per client, at least 24, at most what keeps a point near 6,000
+#: engine steps (the plan of one accelerator stays under 2 s), and never fewer than 3 per client + 24
+#: (the opening burst and the drain, one client's worth each, are left out).
 MIN_REQUESTS, REQUESTS_PER_CLIENT, STEP_BUDGET = 24, 10, 6_000
 
 
@@ -59,13 +60,15 @@ def replica_setup(model: inf.ServingModel, hw: inf.Hardware, precision: str, eng
 def _requests_for(c: int, output_tokens: int) -> int:
     n = max(MIN_REQUESTS, REQUESTS_PER_CLIENT * c)
     by_steps = STEP_BUDGET * c // max(output_tokens, 1)
-    return max(2 * c + MIN_REQUESTS // 2, min(n, by_steps))
+    return max(3 * c + MIN_REQUESTS, min(n, by_steps))
 
 
 def run_closed(rep: Replica, c: int, prompt_tokens: int, output_tokens: int) -> SimResult:
-    """Simulates a closed loop of `c` clients (the opening burst of `c` requests left out)."""
+    """Simulates a closed loop of `c` clients in steady state: the opening burst (the first `c`
+    requests) and the drain (the last `c`) are left out of the statistics."""
     return simulate(rep.cost, rep.scheduler, prompt_tokens=prompt_tokens, output_tokens=output_tokens, concurrency=c,
-                    n_requests=_requests_for(c, output_tokens), output_spread=OUTPUT_SPREAD, warmup=c, seed=SEED)
+                    n_requests=_requests_for(c, output_tokens), output_spread=OUTPUT_SPREAD, warmup=c, cooldown=c,
+                    seed=SEED)
 
 
 def concurrency_levels(max_c: int) -> list[int]:

@@ -66,7 +66,7 @@ class SimResult:
     tpot_p50_s: float
     tpot_p95_s: float
     tpot_p99_s: float
-    mean_running: float  # time-averaged sequences in the running batch
+    mean_running: float  # time-averaged sequences in the running batch over the whole run
     max_running: int
     preemptions: int
     steps: int
@@ -85,15 +85,17 @@ def _pct(values: np.ndarray, q: float) -> float:
 
 def simulate(cost: StepCost, sched: Scheduler, *, prompt_tokens: int, output_tokens: int,
              concurrency: int | None = None, rate: float | None = None, n_requests: int | None = None,
-             output_spread: float = 0.0, warmup: int = 0, seed: int = 0) -> SimResult:
+             output_spread: float = 0.0, warmup: int = 0, cooldown: int = 0, seed: int = 0) -> SimResult:
     """Runs `n_requests` requests through one replica; returns the client-side metrics.
 
     Exactly one of `concurrency` (closed loop) and `rate` (Poisson requests/s) is given.
     `n_requests` defaults to max(100, 10 × concurrency) closed, 400 Poisson. `output_spread` s
     draws each request's output length uniformly from [O·(1−s), O·(1+s)] (mean O; s = 0: all O).
     `warmup`: the first requests sent (e.g. the closed loop's opening burst of `concurrency`
-    simultaneous prompts, which a running service never sees) are left out of the statistics, and
-    throughput is counted from the send time of the first request kept.
+    simultaneous prompts, which a running service never sees) and `cooldown`: the last ones sent
+    (they run while the load drains) are left out of the latency statistics, and throughput is the
+    output tokens emitted between the send times of the first and the last request kept (the steady
+    state); with neither, throughput is the whole run's, as offline benchmarks report it.
     """
     if (concurrency is None) == (rate is None):
         raise ValueError("give exactly one of concurrency and rate")
@@ -152,6 +154,9 @@ def simulate(cost: StepCost, sched: Scheduler, *, prompt_tokens: int, output_tok
     busy_seq_time = 0.0
     max_running = 0
     reserve = sched.reserve_full_request
+    step_end: list[float] = [0.0]  # end time of each step
+    emitted: list[int] = [0]  # output tokens emitted up to the end of each step
+    tokens_out = 0
 
     def held(i: int) -> int:
         return int(ctx_base[i] + (step - step_base[i]) if i in decoding else prefilled[i])
@@ -242,6 +247,7 @@ def simulate(cost: StepCost, sched: Scheduler, *, prompt_tokens: int, output_tok
         busy_seq_time += running * dt
         step += 1
         # decode tokens: every decoding sequence gained one
+        tokens_out += n_dec
         if not reserve:
             kv_used += n_dec
         ctx_sum += n_dec
@@ -257,6 +263,7 @@ def simulate(cost: StepCost, sched: Scheduler, *, prompt_tokens: int, output_tok
                 if math.isnan(first[i]):
                     first[i] = t
                 generated = int(gen_base[i]) + 1
+                tokens_out += 1
                 gen_base[i] = generated
                 step_base[i] = step
                 ctx_base[i] = int(prefilled[i]) + 1
@@ -280,30 +287,43 @@ def simulate(cost: StepCost, sched: Scheduler, *, prompt_tokens: int, output_tok
                 heapq.heappush(arrivals, (t + overhead, next_closed))
                 next_closed += 1
         kv_used = max(kv_used, 0)
+        step_end.append(t)
+        emitted.append(tokens_out)
 
     ok = np.isfinite(finish)
     order = np.argsort(send, kind="stable")
-    if 0 < warmup < n:
+    window = None
+    if (warmup or cooldown) and warmup + cooldown < n:
+        kept = order[warmup:n - cooldown]
         keep = np.zeros(n, dtype=bool)
-        keep[order[warmup:]] = True
+        keep[kept] = True
         ok &= keep
+        t_a, t_b = float(send[kept[0]]), float(send[kept[-1]])
+        if t_b > t_a:
+            ends = np.asarray(step_end)
+            cum = np.asarray(emitted, dtype=float)
+            window = (t_b - t_a, float(np.interp(t_b, ends, cum) - np.interp(t_a, ends, cum)))
     ttft = (first - send)[ok]
     multi = ok & (out_len > 1)
     tpot = (finish - first)[multi] / (out_len[multi] - 1)
     start = float(np.min(send[ok])) if ok.any() else 0.0
     end = float(np.max(finish[ok])) if ok.any() else 0.0
     duration = max(end - start, 1e-12)
+    if window is not None:
+        out_rate, req_rate = window[1] / window[0], window[1] / window[0] / float(out_len.mean())
+    else:
+        out_rate, req_rate = float(out_len[ok].sum() / duration), float(ok.sum() / duration)
     return SimResult(
         mode="closed" if closed else "poisson",
         concurrency=concurrency,
         offered_rate=rate,
         requests=int(ok.sum()),
         duration_s=duration,
-        output_tokens_per_s=float(out_len[ok].sum() / duration),
-        requests_per_s=float(ok.sum() / duration),
+        output_tokens_per_s=out_rate,
+        requests_per_s=req_rate,
         ttft_p50_s=_pct(ttft, 50), ttft_p95_s=_pct(ttft, 95), ttft_p99_s=_pct(ttft, 99),
         tpot_p50_s=_pct(tpot, 50), tpot_p95_s=_pct(tpot, 95), tpot_p99_s=_pct(tpot, 99),
-        mean_running=busy_seq_time / duration,
+        mean_running=busy_seq_time / max(t - float(np.min(send[np.isfinite(send)])), 1e-12),
         max_running=max_running,
         preemptions=preemptions,
         steps=step,

@@ -97,7 +97,7 @@ ENGINES: dict[str, Engine] = {
         max_batched_tokens=8192, max_batched_tokens_small_gpu=2048, chunked_prefill=True,
         cuda_graph_max_batch=512, kv_memory_fraction=0.90, reserve_full_request=False,
         weight_bw_scale=1.0, kv_bw_scale=1.0, gemm_mfu_scale=0.95, step_overhead_s=0.4e-3,
-        eager_step_overhead_s=2e-3, request_overhead_s=6e-3,
+        eager_step_overhead_s=2e-3, request_overhead_s=4e-3,
         sources="docs.vllm.ai engine args; vllm/engine/arg_utils.py _set_default_args_v1 (v0.10)",
     ),
     # SGLang 0.4.x `ServerArgs`: chunked_prefill_size 8192 on >= 80 GB GPUs (2048-4096 below),
@@ -162,7 +162,7 @@ GENERATIONS: dict[str, Generation] = {
     "volta": Generation("volta", 0.72, 0.60, 0.45, 0.45, 0.45, "judgement (no measurement here)"),
     "turing": Generation("turing", 0.72, 0.60, 0.45, 0.45, 0.45, "judgement (no measurement here)"),
     "ampere": Generation("ampere", 0.82, 0.75, 0.62, 0.62, 0.65, "A100-40GB batch-1 vLLM measurement"),
-    "ada": Generation("ada", 0.82, 0.75, 0.55, 0.45, 0.65, "RTX 4090 vLLM concurrency sweep"),
+    "ada": Generation("ada", 0.82, 0.75, 0.62, 0.45, 0.65, "RTX 4090 vLLM concurrency sweep"),
     "hopper": Generation("hopper", 0.82, 0.75, 0.62, 0.50, 0.70, "TensorRT-LLM perf overview H100/H200"),
     "blackwell": Generation("blackwell", 0.80, 0.72, 0.50, 0.45, 0.65, "judgement: Hopper figures, newer kernels"),
 }
