@@ -82,19 +82,29 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     lora_lins: list = []
     head_lora = 0
     base_p = p
+    # Autocast mixed precision (HF Trainer bf16=True, Lightning "bf16-mixed", accelerate) keeps fp32
+    # parameters and gradients (they are the master weights) and, during forward and backward, the
+    # 16-bit copies autocast caches for every trainable leaf weight (torch.autocast cache_enabled,
+    # PyTorch AMP docs). DeepSpeed ZeRO's bf16/fp16 mode keeps 16-bit params and grads and the fp32
+    # master in the optimizer partition (Rajbhandari et al. 2020, §3: 2 + 2 + 12 B/param).
+    autocast_params = mixed and not sharding.startswith("zero")
+    autocast_cache = 0.0
     if not lora_like:
         trainable = total
-        w_b = 4 if p == "fp32" else 2
+        w_b = 4 if p == "fp32" or autocast_params else 2
         g_b = w_b
         state_b = 2 if p in ("bf16", "fp16") else 4
         weights = total * w_b
         grads = trainable * g_b
         opt = _optimizer_state_bytes(w.optimizer, state_b, trainable, cfg)
-        if mixed:
+        if mixed and not autocast_params:
             opt += 4 * trainable  # fp32 master weights (Rajbhandari et al. 2020, ZeRO §3: 2+2+12 B/param)
+        if autocast_params:
+            autocast_cache = trainable * 2
         quant_consts = 0.0
         m.notes["weights"] = f"{total:,} params x {w_b} B ({'fp32' if w_b == 4 else '16-bit'})"
-        m.notes["optimizer"] = (f"fp32 master weights + {w.optimizer} states in fp32 ({total:,} params)" if mixed
+        m.notes["optimizer"] = (f"fp32 master weights + {w.optimizer} states in fp32 ({total:,} params)"
+                                if mixed and not autocast_params
                                 else f"{w.optimizer} states in {'fp32' if state_b == 4 else '16-bit'}")
         m.notes["gradients"] = f"{'fp32' if g_b == 4 else '16-bit'} gradient per trained parameter"
         frozen_elem = w_b
@@ -271,7 +281,8 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
                          f"{'chunked' if chunked else 'unchunked'} cross-entropy)")
 
     # --- the phases ---
-    accum_grads = grads if w.grad_accum > 1 and not w.optimizer_in_bwd else 0.0
+    accum = w.grad_accum if w.grad_accum is not None else (2 if w.framework == "litgpt" else 1)
+    accum_grads = grads if accum > 1 and not w.optimizer_in_bwd else 0.0
     # the output head's gradient (full fine-tuning) is allocated at the start of backward, next to the
     # logits' gradient
     head_grad = 0.0 if lora_like or w.optimizer_in_bwd else min(grads, vocab * d * (4 if p == "fp32" else 2) / (
@@ -285,7 +296,9 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         m.notes["gradients"] += " (optimizer in backward: freed per parameter)"
     comps = {
         "load": dict(weights=weights + extra_frozen + load_extra, buffers=quant_consts),
-        "forward_end": dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers, activations=act,
+        "forward_end": dict(weights=weights + extra_frozen + autocast_cache / (
+                                n if sharding in ("zero3", "fsdp") else 1),
+                            optimizer=opt, buffers=buffers, activations=act,
                             logits=logits, gradients=max(accum_grads, head_grad)),
         "backward_end": dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers, gradients=live_grads,
                              activations=tokens * 2 * d * a),

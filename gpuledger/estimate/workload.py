@@ -70,7 +70,10 @@ class Workload(BaseModel):
     optimizer_in_bwd: bool = Field(False, validation_alias=AliasChoices(
         "optimizer_in_bwd", "optimizer_in_backward", "fused_optimizer_step"))
     #: micro-batches per optimizer step; above 1 the gradients persist through the next forward pass.
-    grad_accum: int = Field(1, ge=1)
+    #: None = the framework's habit: lit-gpt's finetune scripts accumulate to a global batch (its
+    #: resource tables: 128 sequences; config hub: global_batch_size > micro_batch_size), hf and
+    #: torchtune recipes step every micro-batch by default (gradient_accumulation_steps=1).
+    grad_accum: int | None = Field(None, ge=1)
     #: DeepSpeed ZeRO reduce / all-gather bucket size in elements; None = HF "auto" (hidden^2).
     zero_bucket_elems: int | None = Field(None, ge=1)
     #: GRPO/PPO reference model: same_gpu (a second copy of the policy), offload (kept on CPU),

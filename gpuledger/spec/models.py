@@ -87,7 +87,8 @@ class Train(_Strict):
     activation_offload: bool = Field(False, description="saved activations offloaded to CPU memory")
     chunked_ce: bool | None = Field(None, description="chunked cross-entropy; null = the framework's habit")
     optimizer_in_bwd: bool = Field(False, description="optimizer step fused into backward (gradients freed per parameter)")
-    grad_accum: int = Field(1, ge=1, description="micro-batches per optimizer step (>1 keeps gradients through forward)")
+    grad_accum: int | None = Field(None, ge=1, description="micro-batches per optimizer step (>1 keeps gradients "
+                                   "through forward); null = the framework's habit")
     lora_dropout: float | None = Field(None, ge=0, lt=1, description="LoRA dropout; null = the framework's default")
     zero_bucket_elems: int | None = Field(None, ge=1, description="DeepSpeed reduce/all-gather bucket (elements)")
     ref_model: Literal["auto", "same_gpu", "offload", "shared_base", "none"] = Field(
