@@ -12,7 +12,10 @@
 3. Physically impossible targets (1 ms TPOT for an 8B model, with and without a measured rate):
    must come out infeasible with the reason.
 
-Run: `.venv/bin/python benchmarks/capacity_accuracy.py` (about a minute on a loaded 2-core machine).
+1b. The same rows through `gpuledger capacity` with a loose SLO: the tokens/s per GPU it plans on
+   (its steady-state curve, output lengths ±50%) against the published figure.
+
+Run: `.venv/bin/python benchmarks/capacity_accuracy.py` (1-2 minutes on a loaded 2-core machine).
 """
 
 from __future__ import annotations
@@ -83,6 +86,20 @@ def main() -> int:
               f"measured {float(row['output_tokens_per_s']):9,.0f}  model {sim:9,.0f}  error {err:+6.1%}")
     print(f"  rows {len(errs)}, median |error| {statistics.median(errs):.1%}, max |error| {max(errs):.1%}, "
           f"within 25%: {sum(e <= 0.25 for e in errs)}/{len(errs)}")
+
+    print("1b. what `gpuledger capacity` plans per GPU with a loose SLO (its steady-state curve, lengths ±50%)")
+    errs_plan = []
+    for row in _rows("serving_throughput.csv"):
+        spec = CapacitySpec.model_validate({
+            "kind": "capacity", "name": "max", "project": "p", "owner": "o", "model": row["registry_model"],
+            "precision": row["precision"], "engine": row["engine"], "headroom": 0,
+            "traffic": {"qps": 1, "prompt_tokens": int(row["isl"]), "output_tokens": int(row["osl"])},
+            "slo": {"p95_ttft_ms": 1e7, "p95_tpot_ms": 1e5},
+            "resources": {"accelerators": [row["gpu"]], "clouds": ["aws", "gcp"], "max_gpus_per_replica": 1}})
+        o = plan_capacity(spec)["options"][0]
+        errs_plan.append(abs(o["tokens_per_s_per_gpu"] / float(row["output_tokens_per_s"]) - 1))
+    print(f"  rows {len(errs_plan)}, median |error| {statistics.median(errs_plan):.1%}, max |error| "
+          f"{max(errs_plan):.1%}, within 25%: {sum(e <= 0.25 for e in errs_plan)}/{len(errs_plan)}")
 
     print("2. operating points (closed loop at the measured concurrency) and the capacity verdict")
     tpot_errs, verdicts = [], []

@@ -292,6 +292,20 @@ def test_a_measured_point_that_meets_the_slo_sizes_the_fleet():
         plan_capacity(_spec(), offers=OFFERS, model=LLAMA31_8B, measured={"H100": {"tokens_per_s_per_gpu": 1, "x": 2}})
 
 
+def test_a_measured_point_cannot_make_weights_fit_or_beat_the_floors():
+    seventy_b = inf.ServingModel("70b", 70_553_706_496, 80, 8192, 2 * 80 * 8 * 128 * 2)
+    spec = _spec(resources={"accelerators": ["L4"], "clouds": ["aws"], "max_gpus_per_replica": 8},
+                 slo={"p95_tpot_ms": 500, "p95_ttft_ms": 60_000},
+                 measured={"L4": {"tokens_per_s_per_gpu": 50, "concurrency": 4, "ttft_ms": 900, "tpot_ms": 200}})
+    o = _opt(plan_capacity(spec, offers=OFFERS, model=seventy_b), "L4")
+    # the simulation finds 8 × L4 replicas; the 1-GPU measured point is not believed
+    assert o["throughput_source"] == "estimated" and o["gpus_per_replica"] == 8
+    assert "exceed 1 × 22.49 GiB of device memory: ignored as physically impossible" in o["reason"]
+    fast = _spec(measured={"H100": {"tokens_per_s_per_gpu": 5000, "concurrency": 8, "ttft_ms": 0.5, "tpot_ms": 20}})
+    h = _opt(plan_capacity(fast, offers=OFFERS, model=LLAMA31_8B), "H100")
+    assert h["throughput_source"] == "estimated" and "measured TTFT 0.5 ms" in h["reason"]
+
+
 def test_a_measured_point_that_misses_the_slo_is_not_used():
     point = {"tokens_per_s_per_gpu": 9000, "concurrency": 512, "ttft_ms": 3000, "tpot_ms": 90}
     h = _opt(plan_capacity(_spec(measured={"H100": point}), offers=OFFERS, model=LLAMA31_8B), "H100")

@@ -280,12 +280,19 @@ def _measured_use(points: list[dict[str, Any]], model, hw, spec, est_ok: bool) -
     slo = spec.slo
     notes: list[str] = []
     full, rate_only = [], []
+    wb = inf.weights_bytes(model, spec.precision)
     for p in points:
         tp = p["gpus_per_replica"]
-        _, floor_tpot = _floors(model, hw, spec, tp)
-        if p["tpot_ms"] is not None and p["tpot_ms"] / 1e3 < floor_tpot * 0.999:
+        floor_ttft, floor_tpot = _floors(model, hw, spec, tp)
+        if wb > tp * hw.memory_gib * inf.GIB:
+            notes.append(f"measured point ({p['origin']}) on {tp} × {hw.name}: {wb / inf.GIB:,.1f} GiB of weights "
+                         f"exceed {tp} × {hw.memory_gib:g} GiB of device memory: ignored as physically impossible")
+        elif p["tpot_ms"] is not None and p["tpot_ms"] / 1e3 < floor_tpot * 0.999:
             notes.append(f"measured TPOT {p['tpot_ms']:g} ms ({p['origin']}) is below the physical floor "
                          f"{floor_tpot * 1e3:,.2f} ms on {tp} × {hw.name}: ignored as inconsistent")
+        elif p["ttft_ms"] is not None and p["ttft_ms"] / 1e3 < floor_ttft * 0.999:
+            notes.append(f"measured TTFT {p['ttft_ms']:g} ms ({p['origin']}) is below the physical floor "
+                         f"{floor_ttft * 1e3:,.2f} ms on {tp} × {hw.name}: ignored as inconsistent")
         elif p["ttft_ms"] is not None and p["tpot_ms"] is not None:
             if p["ttft_ms"] <= slo.p95_ttft_ms and p["tpot_ms"] <= slo.p95_tpot_ms:
                 full.append(p)
