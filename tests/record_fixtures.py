@@ -79,3 +79,24 @@ def example_record(
     }
     record.update(extra)
     return record
+
+
+def ingest_known(wh: Any, records: list[dict[str, Any]]) -> Any:
+    """Registers the sweeps and trials `records` name (when not registered yet), then ingests them:
+    ingest refuses records of sweeps or trials the warehouse does not know."""
+    sweeps: dict[str, list[str]] = {}
+    for r in records:
+        if isinstance(r, dict) and isinstance(r.get("trial_id"), str) and isinstance(r.get("started_at"), str):
+            sweeps.setdefault(r.get("sweep_id") or "", []).append(r["trial_id"])
+    for sweep_id, trials in sweeps.items():
+        if not sweep_id:
+            continue
+        if wh.scalar("select count(*) from sweeps where sweep_id = ?", [sweep_id]) == 0:
+            wh.register_sweep(sweep_id=sweep_id, name=sweep_id.rsplit("-", 1)[0] or sweep_id,
+                              started_at=min(r["started_at"] for r in records if isinstance(r, dict)
+                                             and isinstance(r.get("started_at"), str)))
+        known = set(wh.query("select trial_id from trials where sweep_id = ?", [sweep_id])["trial_id"].to_list())
+        new = [t for t in dict.fromkeys(trials) if t not in known]
+        if new:
+            wh.upsert_trials(sweep_id, [{"trial_id": t} for t in new])
+    return wh.ingest_records(records)

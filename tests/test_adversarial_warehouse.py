@@ -118,3 +118,124 @@ def test_a_bad_lock_timeout_is_a_clear_error(ledger, monkeypatch):
         monkeypatch.setenv("GPULEDGER_LOCK_TIMEOUT_S", bad)
         with pytest.raises(UserError, match="GPULEDGER_LOCK_TIMEOUT_S"):
             Warehouse.open(ledger)
+
+
+# ---------------------------------------------------------------- 17.5 / 17.9: records that lie
+
+
+def _ingest_cli(ledger: Path, land: Path, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*GPULEDGER, "ingest", str(land)], capture_output=True, text=True, timeout=300,
+                          env={**ENV, "GPULEDGER_WAREHOUSE": str(ledger), **env})
+
+
+def _landing(tmp_path: Path, files: dict[str, object]) -> Path:
+    land = tmp_path / "landing"
+    land.mkdir(exist_ok=True)
+    for name, value in files.items():
+        (land / name).write_text(value if isinstance(value, str) else json.dumps(value))
+    return land
+
+
+def _refused(land: Path, name: str) -> str:
+    assert (land / "rejected" / name).exists()
+    return (land / "rejected" / f"{name}.reason.txt").read_text()
+
+
+def _spend(ledger: Path) -> float:
+    with Warehouse.open(ledger, read_only=True) as wh:
+        return wh.scalar("select coalesce(sum(cost_usd), 0) from runs")
+
+
+def test_records_of_unknown_sweeps_or_trials_are_refused(ledger, tmp_path):
+    no_sweep = example_record("n1", "t2")  # sweep_id None
+    land = _landing(tmp_path, {
+        "ghost_sweep.json": example_record("g1", "t2", sweep_id="ghost-00000000"),
+        "ghost_trial.json": example_record("g2", "nope", sweep_id="s-1"),
+        "no_sweep.json": no_sweep,
+    })
+    cli = _ingest_cli(ledger, land)
+    assert cli.returncode == 1 and "Traceback" not in cli.stderr
+    assert "unknown sweep 'ghost-00000000'" in _refused(land, "ghost_sweep.json")
+    assert "unknown trial 'nope' of sweep 's-1'" in _refused(land, "ghost_trial.json")
+    assert "no sweep_id" in _refused(land, "no_sweep.json")
+    with Warehouse.open(ledger, read_only=True) as wh:
+        assert wh.scalar("select count(*) from runs") == 1  # only the fixture's r1
+
+
+def test_a_cost_that_is_not_rate_times_hours_is_refused(ledger, tmp_path):
+    huge = example_record("c1", "t2", sweep_id="s-1", usd_per_hour=2.0, wall_s=3600)
+    huge["billing"][0]["cost_usd"] = 1e308
+    rounded = example_record("c2", "t2", sweep_id="s-1", usd_per_hour=2.0, wall_s=3600)
+    rounded["billing"][0]["cost_usd"] = 2.004  # within the stated tolerance (1 %, or 1 cent)
+    pricey = example_record("c3", "t2", sweep_id="s-1", usd_per_hour=1e300, wall_s=3600)
+    land = _landing(tmp_path, {"huge.json": huge, "rounded.json": rounded, "pricey.json": pricey})
+    before = _spend(ledger)
+    cli = _ingest_cli(ledger, land)
+    assert cli.returncode == 1
+    assert "cost_usd is 1e+308 but usd_per_hour x hours = 2 x 1 = 2 USD" in _refused(land, "huge.json")
+    assert "above the 10000 USD/h" in _refused(land, "pricey.json")
+    assert (land / "ingested" / "rounded.json").exists()
+    assert _spend(ledger) == pytest.approx(before + 2.004)
+
+
+@pytest.mark.parametrize("where", ["final", "point", "billing"])
+def test_nan_and_infinite_numbers_are_refused(ledger, tmp_path, where):
+    rec = example_record("x1", "t2", sweep_id="s-1", final_metrics={"eval_loss": 1.0},
+                         metrics=[{"name": "loss", "value": 1.0, "step": 1}])
+    if where == "final":
+        rec["final_metrics"]["eval_loss"] = float("nan")
+    elif where == "point":
+        rec["metrics"][0]["value"] = float("inf")
+    else:
+        rec["billing"][0]["hours"] = float("inf")
+    land = _landing(tmp_path, {"x.json": json.dumps(rec)})  # Python writes NaN/Infinity, as a sloppy job would
+    assert "NaN" in (land / "x.json").read_text() or "Infinity" in (land / "x.json").read_text()
+    cli = _ingest_cli(ledger, land)
+    assert cli.returncode == 1 and "Traceback" not in cli.stderr
+    assert "not a finite number" in _refused(land, "x.json") or "finite" in _refused(land, "x.json")
+    with Warehouse.open(ledger, read_only=True) as wh:
+        assert wh.scalar("select count(*) from runs where run_id = 'x1'") == 0
+
+
+@pytest.mark.slow
+def test_a_65_mb_record_is_refused_in_bounded_memory(ledger, tmp_path):
+    land = _landing(tmp_path, {})
+    head = json.dumps(example_record("big", "t2", sweep_id="s-1", metrics=[]))[:-1]
+    with (land / "big.json").open("w") as fh:  # ~65 MB of metric points, written as a stream
+        fh.write(head.replace('"metrics": []', '"metrics": [' + ", ".join(
+            f'{{"name": "loss", "value": 1.0, "step": {i}, "t_s": {i}.0}}' for i in range(950_000)) + "]") + "}")
+    size_mb = (land / "big.json").stat().st_size / 1e6
+    assert size_mb > 60
+    over_cap = example_record("many", "t2", sweep_id="s-1")
+    over_cap["metrics"] = [{"name": "loss", "value": 1.0, "step": i} for i in range(20_001)]
+    (land / "many.json").write_text(json.dumps(over_cap))  # under the byte cap, over the point cap
+    # measure the ingest's peak memory (RSS of the child) with a small script around the CLI
+    probe = textwrap.dedent("""
+        import resource, subprocess, sys
+        rc = subprocess.run(sys.argv[1:]).returncode
+        print("PEAK_MB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, "RC", rc)
+    """)
+    out = subprocess.run([sys.executable, "-c", probe, *GPULEDGER, "ingest", str(land)], capture_output=True,
+                         text=True, timeout=300, env={**ENV, "GPULEDGER_WAREHOUSE": str(ledger)})
+    peak_mb, rc = float(out.stdout.split()[-3]), int(out.stdout.split()[-1])
+    assert rc == 1 and "Traceback" not in out.stderr
+    assert "over 8 MiB" in _refused(land, "big.json")
+    assert "20001 metric points; a record holds at most 20000" in _refused(land, "many.json")
+    assert peak_mb < 400, f"ingest of a {size_mb:.0f} MB record peaked at {peak_mb:.0f} MB"
+
+
+def test_a_list_file_with_one_bad_item_keeps_the_good_ones(ledger, tmp_path):
+    items = [example_record("l1", "t1", sweep_id="s-1"), example_record("l2", "ghost", sweep_id="s-1"),
+             example_record("l3", "t2", sweep_id="s-1")]
+    land = _landing(tmp_path, {"batch.json": items})
+    cli = _ingest_cli(ledger, land)
+    assert cli.returncode == 1 and "1 rejected" in cli.stdout and "3 records" not in cli.stdout
+    assert "batch.json[1]: unknown trial 'ghost'" in cli.stderr
+    kept = json.loads((land / "ingested" / "batch.json").read_text())
+    refused = json.loads((land / "rejected" / "batch.json").read_text())
+    assert [r["run_id"] for r in kept] == ["l1", "l3"] and [r["run_id"] for r in refused] == ["l2"]
+    assert "batch.json[1]: unknown trial 'ghost'" in _refused(land, "batch.json")
+    assert not (land / "batch.json").exists()
+    with Warehouse.open(ledger, read_only=True) as wh:
+        assert sorted(wh.query("select run_id from runs")["run_id"]) == ["l1", "l3", "r1"]
+    assert _ingest_cli(ledger, land).returncode == 0  # nothing left to do: success

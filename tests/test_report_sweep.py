@@ -188,13 +188,13 @@ def test_markdown_stays_within_prefect_limit():
 
 
 def test_large_sweep_markdown_within_limit(tmp_path):
-    from record_fixtures import example_record
+    from record_fixtures import example_record, ingest_known
 
     with Warehouse.open(tmp_path / "w.duckdb") as w:
         w.register_sweep(sweep_id="big-00000000", name="big", objective_metric="loss", started_at="2026-01-05T10:00:00")
         w.upsert_trials("big-00000000", [{"trial_id": f"t{i:04d}", "index": i, "params": {"p": "v" * 50, "i": i}}
                                          for i in range(300)])
-        w.ingest_records([example_record(f"r{i}", f"t{i:04d}", sweep_id="big-00000000", wall_s=60 + i,
+        ingest_known(w, [example_record(f"r{i}", f"t{i:04d}", sweep_id="big-00000000", wall_s=60 + i,
                                          final_metrics={"loss": 1 + i / 1000}) for i in range(300)])
         md = sweep_markdown(load_sweep(w, "big"))
     assert len(md) <= MARKDOWN_MAX_CHARS
@@ -203,10 +203,10 @@ def test_large_sweep_markdown_within_limit(tmp_path):
 
 @pytest.mark.skipif(os.name != "posix", reason="path check")
 def test_odd_sweep_id_never_becomes_a_raw_path(tmp_path):
-    from record_fixtures import example_record
+    from record_fixtures import example_record, ingest_known
 
     with Warehouse.open(tmp_path / "w.duckdb") as w:
-        w.ingest_records([example_record("x1", "t1", sweep_id="../../Evil Sweep")])
+        ingest_known(w, [example_record("x1", "t1", sweep_id="../../Evil Sweep")])
         files = write_sweep_report(w, sweep_id="../../Evil Sweep", out_dir=tmp_path / "out")
     assert files.html.parent == tmp_path / "out"
     assert files.html.name.startswith("evil-sweep-") and ".." not in files.html.name
@@ -231,12 +231,12 @@ def test_cli_report_sweep(_isolated_warehouse, tmp_path, capsys):
 
 
 def test_local_rate_is_labelled(tmp_path):
-    from record_fixtures import example_record
+    from record_fixtures import example_record, ingest_known
 
     with Warehouse.open(tmp_path / "w.duckdb") as w:
         w.register_sweep(sweep_id="demo-00000001", name="demo", objective_metric="loss", launcher="local",
                          started_at="2026-01-05T10:00:00")
-        w.ingest_records([example_record("d1", "t1", sweep_id="demo-00000001", final_metrics={"loss": 2.0})])
+        ingest_known(w, [example_record("d1", "t1", sweep_id="demo-00000001", final_metrics={"loss": 2.0})])
         s = sweep_summary(load_sweep(w, "demo"))
     assert s["price_source"] == "local rate $0.00/h (a configured rate, not a cloud price)"
     assert s["total_cost_usd"] == 0.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from record_fixtures import example_record
+from record_fixtures import example_record, ingest_known
 
 from gpuledger.cli import main
 from gpuledger.warehouse import Warehouse, writing_statements
@@ -17,7 +17,7 @@ def wh_path(tmp_path, monkeypatch):
     monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(path))
     with Warehouse.open(path) as wh:
         wh.register_sweep(sweep_id="s-1", name="s", project="p", owner="o", objective_metric="eval_loss")
-        wh.ingest_records([example_record("r1", "t1", sweep_id="s-1", usd_per_hour=6.0, wall_s=600,
+        ingest_known(wh, [example_record("r1", "t1", sweep_id="s-1", usd_per_hour=6.0, wall_s=600,
                                           final_metrics={"eval_loss": 1.5})])
     return path
 
@@ -80,7 +80,9 @@ def test_ingest_and_export_commands(wh_path, tmp_path, capsys):
     land.mkdir()
     (land / "a.json").write_text(json.dumps(example_record("r2", "t2", sweep_id="s-1")))
     (land / "b.json").write_text("not json")
-    assert main(["ingest", str(land)]) == 0
+    with Warehouse.open(wh_path) as wh:
+        wh.upsert_trials("s-1", [{"trial_id": "t2"}])
+    assert main(["ingest", str(land)]) == 1  # it rejected a file: not a success
     captured = capsys.readouterr()
     assert "1 records ingested (1 new" in captured.out and "1 rejected" in captured.out
     assert "b.json" in captured.err

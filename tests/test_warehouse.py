@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from record_fixtures import example_record
+from record_fixtures import example_record, ingest_known
 
 from gpuledger.errors import UserError
 from gpuledger.warehouse import Warehouse, resolve_path
@@ -100,24 +100,24 @@ def test_reader_of_a_missing_warehouse_gets_a_clear_message(tmp_path):
 def test_ingest_twice_adds_nothing(tmp_path):
     records = [rec("r1"), rec("r2", "t2", status="failed"), rec("r3", "t3", spot=True, usd_per_hour=3.0)]
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
-        first = wh.ingest_records(records)
+        first = ingest_known(wh, records)
         assert (first.ingested, first.new, first.metric_rows, first.rejected) == (3, 3, 15, [])
         after = counts(wh)
         assert after["runs"] == 3 and after["metrics"] == 15 and after["billing"] == 3
-        again = wh.ingest_records(records)
+        again = ingest_known(wh, records)
         assert (again.ingested, again.new) == (3, 0)
         assert counts(wh) == after
         # the same run within one batch twice: last one wins, still one row
-        wh.ingest_records([rec("r1", wall_s=10.0), rec("r1", wall_s=20.0)])
+        ingest_known(wh, [rec("r1", wall_s=10.0), rec("r1", wall_s=20.0)])
         assert counts(wh) == after
         assert wh.scalar("select wall_s from runs where run_id = 'r1'") == 20.0
 
 
 def test_reingest_replaces_children(tmp_path):
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
-        wh.ingest_records([rec("r1")])
+        ingest_known(wh, [rec("r1")])
         shorter = rec("r1", metrics=[{"name": "loss", "value": 0.5}])
-        wh.ingest_records([shorter])
+        ingest_known(wh, [shorter])
         assert wh.scalar("select count(*) from metrics where run_id = 'r1'") == 1
 
 
@@ -139,6 +139,8 @@ def test_invalid_records_are_rejected_with_reason_and_others_land(tmp_path):
     (land / "list.json").write_text(json.dumps([rec("l1"), rec("l2")]))
 
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.register_sweep(sweep_id="s-1", name="s")
+        wh.upsert_trials("s-1", [{"trial_id": "t1"}])
         result = wh.ingest_landing(land)
         assert sorted(wh.query("select run_id from runs")["run_id"]) == ["l1", "l2", "ok0", "ok1", "ok2"]
         assert result.ingested == 5 and len(result.rejected) == 4
@@ -176,7 +178,7 @@ def test_sweep_and_trials_upserts(tmp_path):
         trials = [{"trial_id": "a", "index": 0, "params": {"lr": 1e-4}, "est_cost_usd": 1.0, "feasible": True},
                   {"trial_id": "b", "index": 1, "params": {"lr": 3e-4}}]
         assert wh.upsert_trials("s-1", trials) == 2
-        wh.ingest_records([rec("r1", "a")])  # sets trial a to its run's status
+        ingest_known(wh, [rec("r1", "a")])  # sets trial a to its run's status
         assert wh.succeeded_trial_ids("s-1") == {"a"}
         wh.upsert_trials("s-1", trials)  # re-plan: 'pending' does not overwrite 'succeeded'
         wh.mark_trials("s-1", ["b"], "skipped-budget", reason="over budget")
@@ -196,7 +198,7 @@ def test_sweep_and_trials_upserts(tmp_path):
 
 def test_query_params_and_errors(tmp_path):
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
-        wh.ingest_records([rec("r1"), rec("r2")])
+        ingest_known(wh, [rec("r1"), rec("r2")])
         assert wh.query("select run_id from runs where run_id = ?", ["r2"])["run_id"].to_list() == ["r2"]
         assert isinstance(wh.query("select * from v_runs"), pl.DataFrame)
         with pytest.raises(UserError, match="Binder Error"):
@@ -205,7 +207,7 @@ def test_query_params_and_errors(tmp_path):
 
 def test_export_parquet(tmp_path):
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
-        wh.ingest_records([rec("r1")])
+        ingest_known(wh, [rec("r1")])
     with Warehouse.open(tmp_path / "w.duckdb", read_only=True) as wh:
         files = wh.export_parquet(tmp_path / "out")
     names = {f.stem for f in files}
@@ -217,4 +219,4 @@ def test_reader_cannot_write(tmp_path):
     with Warehouse.open(tmp_path / "w.duckdb"):
         pass
     with Warehouse.open(tmp_path / "w.duckdb", read_only=True) as wh, pytest.raises(UserError):
-        wh.ingest_records([rec("r1")])
+        ingest_known(wh, [rec("r1")])

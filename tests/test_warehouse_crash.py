@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from record_fixtures import example_record
+from record_fixtures import example_record, ingest_known
 
 from gpuledger.errors import UserError
 from gpuledger.warehouse import Warehouse
@@ -22,7 +22,7 @@ N_RECORDS, N_POINTS = 200, 500  # 100,000 metric rows in one batch
 WRITER = textwrap.dedent(f"""
     import sys, time
     from gpuledger.warehouse import Warehouse
-    from record_fixtures import example_record
+    from record_fixtures import example_record, ingest_known
     path, mode = sys.argv[1], sys.argv[2]
     recs = [example_record(f"big{{i}}", f"t{{i}}", sweep_id="s",
                            metrics=[{{"name": "loss", "value": float(j), "step": j}} for j in range({N_POINTS})])
@@ -34,7 +34,7 @@ WRITER = textwrap.dedent(f"""
         Warehouse._before_commit = hook
     with Warehouse.open(path) as wh:
         print("OPEN", flush=True)
-        wh.ingest_records(recs)
+        ingest_known(wh, recs)
     print("DONE", flush=True)
 """)
 
@@ -61,7 +61,7 @@ def _wait_for(proc: subprocess.Popen, word: str) -> None:
 def seeded(tmp_path) -> Path:
     path = tmp_path / "ledger.duckdb"
     with Warehouse.open(path) as wh:
-        wh.ingest_records([example_record(f"old{i}", "t", sweep_id="s",
+        ingest_known(wh, [example_record(f"old{i}", "t", sweep_id="s",
                                           metrics=[{"name": "loss", "value": 1.0}]) for i in range(3)])
     return path
 
@@ -78,7 +78,7 @@ def test_sigkill_inside_the_transaction_leaves_the_warehouse_as_before(seeded):
     assert proc.returncode == -signal.SIGKILL
     assert _state(seeded) == before
     with Warehouse.open(seeded) as wh:  # and the file is still a healthy, writable warehouse
-        assert wh.ingest_records([example_record("after", "t", sweep_id="s")]).new == 1
+        assert ingest_known(wh, [example_record("after", "t", sweep_id="s")]).new == 1
 
 
 @pytest.mark.slow

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from record_fixtures import example_record
+from record_fixtures import example_record, ingest_known
 
 from gpuledger.warehouse import Warehouse, measured_preemption_if_any
 
@@ -23,7 +23,7 @@ def test_measured_preemption_sums_spot_hours_per_cloud_and_accelerator(tmp_path)
     path = tmp_path / "w.duckdb"
     assert measured_preemption_if_any(path) == {} and not path.exists()  # never creates one
     with Warehouse.open(path) as wh:
-        wh.ingest_records([_spot_run(1, 30.0, 2), _spot_run(2, 30.0, 1), _spot_run(3, 15.0, 0)])
+        ingest_known(wh, [_spot_run(1, 30.0, 2), _spot_run(2, 30.0, 1), _spot_run(3, 15.0, 0)])
     assert measured_preemption_if_any(path) == {("aws", "H100"): (75.0, 3)}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from record_fixtures import example_record
+from record_fixtures import example_record, ingest_known
 
 from gpuledger.warehouse import VIEWS_DOC, Warehouse
 
@@ -36,7 +36,7 @@ def wh(tmp_path_factory):
         {"trial_id": "t5", "index": 4, "params": {"lr": 5}, "est_memory_gib": 2.0, "est_wall_s": 500.0},
         {"trial_id": "t6", "index": 5, "params": {"lr": 6}, "status": "skipped-budget"},
     ])
-    w.ingest_records([
+    ingest_known(w, [
         # Sunday 2026-01-04 (ISO 2026-W01)
         _run("r1", "t1", "2026-01-04T22:00:00Z", 3600, loss=1.3, **H100_SPOT),
         _run("r2", "t2", "2026-01-04T22:00:00Z", 7200, status="oom", launcher="skypilot", cloud="aws",
@@ -79,7 +79,7 @@ def test_sweep_roi_maximize_and_no_target(tmp_path):
     with Warehouse.open(tmp_path / "w.duckdb") as w:
         w.register_sweep(sweep_id="m-1", name="m", objective_metric="acc", objective_goal="maximize",
                          started_at="2026-01-05T00:00:00")
-        w.ingest_records([
+        ingest_known(w, [
             example_record("a", "x", sweep_id="m-1", started_at="2026-01-05T00:00:00", wall_s=100,
                            final_metrics={"acc": 0.7}, usd_per_hour=36.0),
             example_record("b", "y", sweep_id="m-1", started_at="2026-01-05T00:00:00", wall_s=300,

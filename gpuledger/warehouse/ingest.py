@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
+import stat
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,17 +17,22 @@ from typing import Any
 import polars as pl
 
 from gpuledger.errors import UserError
+from gpuledger.warehouse.checks import MAX_RECORD_FILE_BYTES, precheck, record_problem
 from gpuledger.warehouse.connect import now
 from gpuledger.warehouse.records import frames_module as fr
 from gpuledger.warehouse.records import record_reason, records_to_frames
+
+#: landing files taken per transaction (bytes on disk; at least one file per batch)
+LANDING_BATCH_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
 class Rejection:
     """A record that was not ingested: where it came from and why."""
 
-    source: str  # file path, or "record[3]" for an in-memory record
+    source: str  # file path, "file[2]" for an item of a list file, or "record[3]" for an in-memory record
     reason: str
+    position: int | None = None  # index of the record in the `ingest_records` input
 
 
 @dataclass
@@ -78,17 +84,33 @@ class IngestMixin:
         result = IngestResult()
         good: dict[str, Any] = {}  # run_id -> record (last one wins within a batch)
         origin: dict[str, str] = {}
+        position: dict[str, int] = {}
+        parsed: list[tuple[int, str, Any]] = []
         for i, data in enumerate(records):
             src = sources[i] if sources is not None else f"record[{i}]"
-            rec, reason = record_reason(data)
+            reason = precheck(data)
+            rec = None
+            if reason is None:
+                rec, reason = record_reason(data)
             if rec is None:
-                result.rejected.append(Rejection(src, reason or "invalid"))
+                result.rejected.append(Rejection(src, reason or "invalid", i))
+                continue
+            parsed.append((i, src, rec))
+        sweep_ids = sorted({rec.sweep_id for _, _, rec in parsed if rec.sweep_id is not None})
+        known_sweeps = {r[0] for r in self._run("sweeps_known", {"sweep_ids": sweep_ids})} if sweep_ids else set()
+        known_trials = ({(a, b) for a, b in self._run("trials_known", {"sweep_ids": sweep_ids})}
+                        if sweep_ids else set())
+        for i, src, rec in parsed:
+            problem = record_problem(rec, known_trials, known_sweeps)
+            if problem is not None:
+                result.rejected.append(Rejection(src, problem, i))
                 continue
             good[rec.run_id] = rec
             origin[rec.run_id] = src
+            position[rec.run_id] = i
         if not good:
             return result
-        built = self._validated_frames(list(good.values()), origin, result)
+        built = self._validated_frames(list(good.values()), origin, position, result)
         if built is None:
             return result
         run_ids = built["runs"]["run_id"].to_list()
@@ -113,7 +135,7 @@ class IngestMixin:
         result.run_ids = run_ids
         return result
 
-    def _validated_frames(self, recs: list[Any], origin: dict[str, str],
+    def _validated_frames(self, recs: list[Any], origin: dict[str, str], position: dict[str, int],
                           result: IngestResult) -> dict[str, pl.DataFrame] | None:
         """Returns the validated frames of `recs`; records whose frames fail go to `result.rejected`."""
         try:
@@ -129,7 +151,8 @@ class IngestMixin:
                     fr().validate_frame(t, df)
                 keep.append(rec)
             except fr().FrameError as err:
-                result.rejected.append(Rejection(origin[rec.run_id], f"invalid result record: {err}"))
+                result.rejected.append(Rejection(origin[rec.run_id], f"invalid result record: {err}",
+                                                  position[rec.run_id]))
         if not keep:
             return None
         built = records_to_frames(keep)
@@ -153,46 +176,123 @@ class IngestMixin:
     def ingest_landing(self, landing: str | os.PathLike[str] | None = None) -> IngestResult:
         """Ingests every `*.json` of a landing folder (default `warehouse/landing/` beside the file).
 
-        A file holds one record (an object) or several (a list). Records that fail are moved to
-        `landing/rejected/` with `<file>.reason.txt` beside them; the others are ingested in one
-        transaction and their files then moved to `landing/ingested/` (a crash between the commit
-        and the move only means the next ingest re-reads them, which is idempotent).
+        A file holds one record (an object) or several (a list), at most `MAX_RECORD_FILE_BYTES`
+        (checked before and while reading). Files are taken in batches of at most
+        `LANDING_BATCH_BYTES`, one transaction each. A file whose records all land moves to
+        `landing/ingested/`; one whose records were all refused moves to `landing/rejected/` with
+        `<file>.reason.txt`; a list file with some refused items is split: its stored items go to
+        `ingested/<file>`, only the refused ones to `rejected/<file>` (with the reasons). A crash
+        between a commit and the moves only means the next ingest re-reads those files (idempotent).
         """
         self._require_writer("ingest")
         land = Path(landing) if landing is not None else self.path.parent / "landing"
         if not land.is_dir():
             raise UserError(f"no landing folder at {land}; pass the folder that holds the result records")
         files = sorted(p for p in land.glob("*.json") if p.is_file())
+        total = IngestResult()
+        batch: list[Path] = []
+        size = 0
+        for f in files:
+            with suppress(OSError):
+                size += f.stat().st_size
+            batch.append(f)
+            if size >= LANDING_BATCH_BYTES:
+                _add(total, self._ingest_files(land, batch))
+                batch, size = [], 0
+        if batch:
+            _add(total, self._ingest_files(land, batch))
+        return total
+
+    def _ingest_files(self, land: Path, files: list[Path]) -> IngestResult:
+        """Ingests one batch of landing files in one transaction, then files each where it belongs."""
         records: list[Any] = []
         sources: list[str] = []
-        per_file: dict[str, list[int]] = {}
+        owner: list[tuple[Path, int]] = []  # per record: its file and its index in the file
+        items_of: dict[Path, list[Any]] = {}
+        is_list: dict[Path, bool] = {}
         file_errors: dict[Path, str] = {}
         for f in files:
-            try:
-                data = json.loads(f.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-                file_errors[f] = f"not valid JSON: {err}"
+            data, error = read_record_file(f)
+            if error is not None:
+                file_errors[f] = error
                 continue
             items = data if isinstance(data, list) else [data]
+            items_of[f] = items
+            is_list[f] = isinstance(data, list)
             for j, item in enumerate(items):
-                per_file.setdefault(str(f), []).append(len(records))
+                owner.append((f, j))
                 records.append(item)
-                sources.append(str(f) if len(items) == 1 else f"{f}[{j}]")
+                sources.append(f"{f}[{j}]" if is_list[f] else str(f))
         result = self.ingest_records(records, sources=sources) if records else IngestResult()
+        refused: dict[Path, dict[int, str]] = {}
+        for rej in result.rejected:
+            if rej.position is not None:
+                f, j = owner[rej.position]
+                refused.setdefault(f, {})[j] = f"{rej.source}: {rej.reason}"
         for f, reason in file_errors.items():
             result.rejected.append(Rejection(str(f), reason))
-        reasons: dict[Path, list[str]] = {}
-        for rej in result.rejected:
-            path = Path(re.sub(r"\[\d+\]$", "", rej.source))
-            reasons.setdefault(path, []).append(f"{rej.source}: {rej.reason}")
-        for f in files:
-            if f in reasons:
-                _move(f, land / "rejected")
-                (land / "rejected" / (f.name + ".reason.txt")).write_text("\n".join(reasons[f]) + "\n",
-                                                                        encoding="utf-8")
-            else:
+            _reject(land, f, [f"{f}: {reason}"])
+        for f, items in items_of.items():
+            bad = refused.get(f, {})
+            if not bad:
                 _move(f, land / "ingested")
+            elif len(bad) == len(items) or not is_list[f]:
+                _reject(land, f, list(bad.values()))
+            else:  # a list file with some refused items: split it
+                kept = [it for j, it in enumerate(items) if j not in bad]
+                _write_json(land / "ingested" / f.name, kept)
+                _write_json(land / "rejected" / f.name, [it for j, it in enumerate(items) if j in bad])
+                _write_text(land / "rejected" / (f.name + ".reason.txt"), "\n".join(bad.values()) + "\n")
+                f.unlink()
         return result
+
+
+def read_record_file(path: Path) -> tuple[Any, str | None]:
+    """Returns (decoded JSON, None) or (None, why not) for a landing file, reading at most
+    `MAX_RECORD_FILE_BYTES` + 1 bytes whatever the file claims."""
+    try:
+        with path.open("rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None, "not a regular file"
+            raw = fh.read(MAX_RECORD_FILE_BYTES + 1)
+    except OSError as err:
+        return None, f"cannot read: {err.strerror or err}"
+    if len(raw) > MAX_RECORD_FILE_BYTES:
+        return None, (f"file is over {MAX_RECORD_FILE_BYTES // (1024 * 1024)} MiB, the most a landing file may "
+                      "hold (a record at the agent's metric cap is a few MB); not read")
+    try:
+        return json.loads(raw.decode("utf-8")), None
+    except UnicodeDecodeError as err:
+        return None, f"not UTF-8 text: {err.reason} at byte {err.start}"
+    except json.JSONDecodeError as err:
+        return None, f"not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})"
+    except RecursionError:
+        return None, "not valid JSON: nested too deeply"
+
+
+def _add(total: IngestResult, part: IngestResult) -> None:
+    total.ingested += part.ingested
+    total.new += part.new
+    total.metric_rows += part.metric_rows
+    total.billing_rows += part.billing_rows
+    total.rejected.extend(part.rejected)
+    total.run_ids.extend(part.run_ids)
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _write_json(path: Path, value: Any) -> None:
+    _write_text(path, json.dumps(value, indent=1, default=str) + "\n")
+
+
+def _reject(land: Path, f: Path, reasons: list[str]) -> None:
+    _move(f, land / "rejected")
+    _write_text(land / "rejected" / (f.name + ".reason.txt"), "\n".join(reasons) + "\n")
 
 
 def _move(src: Path, folder: Path) -> None:
