@@ -239,3 +239,99 @@ def test_a_list_file_with_one_bad_item_keeps_the_good_ones(ledger, tmp_path):
     with Warehouse.open(ledger, read_only=True) as wh:
         assert sorted(wh.query("select run_id from runs")["run_id"]) == ["l1", "l3", "r1"]
     assert _ingest_cli(ledger, land).returncode == 0  # nothing left to do: success
+
+
+# ---------------------------------------------------------------- 17.7: "read-only" SQL that writes files
+
+
+def _sql(ledger: Path, query: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*GPULEDGER, "sql", query, *extra], capture_output=True, text=True, timeout=120,
+                          cwd=ledger.parent, env={**ENV, "GPULEDGER_WAREHOUSE": str(ledger)})
+
+
+WRITE_ATTACKS = {
+    "profile_output": "pragma profile_output='{out}'",
+    "profile_output_set": "set profile_output='{out}'",
+    "enable_profiling": "pragma enable_profiling='json'",
+    "log_query_path": "set log_query_path='{out}'",
+    "copy_to": "copy (select * from runs) to '{out}'",
+    "export_database": "export database '{out}'",
+    "attach_new_file": "attach '{out}' as x",
+    "install": "install httpfs",
+    "load": "load httpfs",
+    "enable_logging_call": "call enable_logging(storage='file', storage_path='{out}')",
+    "enable_logging_select": "select * from enable_logging(storage='file', storage_path='{out}')",
+    "nested_in_cte": "with x as (select * from enable_logging(storage='file', storage_path='{out}')) select 1",
+    "query_text": "select * from query('copy runs to ''{out}''')",
+    "explain_analyze_copy": "explain analyze copy runs to '{out}'",
+    "after_a_select": "select 1; copy runs to '{out}'",
+    "commented": "/* select */ -- x\n copy runs to '{out}'",
+    "set_variable_subquery": "set variable v = (select count(*) from enable_logging(storage='file', storage_path='{out}'))",
+}
+
+
+@pytest.mark.slow
+def test_profile_output_pragma_cannot_overwrite_a_file(ledger, tmp_path):
+    victim = tmp_path / "victim.txt"  # a file the user can write: it must stay as it is
+    victim.write_text("precious\n")
+    cli = _sql(ledger, f"pragma profile_output='{victim}'; select * from runs")  # the real CLI, a real process
+    assert cli.returncode == 1 and "Traceback" not in cli.stderr
+    assert cli.stderr.startswith("gpuledger sql: refusing") and cli.stderr.count("\n") == 1
+    assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("name", sorted(WRITE_ATTACKS))
+def test_read_only_sql_cannot_write_files(ledger, tmp_path, name, monkeypatch, capsys):
+    from gpuledger.cli import main
+
+    out = tmp_path / f"pwned-{name}"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    query = WRITE_ATTACKS[name].format(out=out if name != "profile_output" else victim)
+    monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(ledger))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sql", query]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("gpuledger sql: refusing") and err.count("\n") == 1
+    assert "Traceback" not in err and "--write" in err
+    assert not out.exists() and victim.read_text() == "precious\n"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("pwned")) == []
+
+
+def test_even_past_the_check_the_connection_is_locked(ledger, tmp_path):
+    from gpuledger.errors import UserError
+    from gpuledger.warehouse import READ_ONLY_CONFIG
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    with Warehouse.open(ledger, read_only=True, config=READ_ONLY_CONFIG) as wh:
+        with pytest.raises(UserError, match="configuration has been locked"):
+            wh.query(f"pragma profile_output='{victim}'")
+        with pytest.raises(UserError, match="locked"):
+            wh.query("set autoload_known_extensions = true")
+    assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.slow
+def test_read_only_sql_still_reads_the_users_files_and_the_catalog(ledger, tmp_path):
+    (tmp_path / "extra.csv").write_text("trial_id,note\nt1,good\n")
+    with Warehouse.open(ledger, read_only=True) as wh:
+        wh.export_parquet(tmp_path / "pq")
+    cli = _sql(ledger, "select r.run_id, e.note from runs r join 'extra.csv' e using (trial_id)", "--format", "csv")
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout == "run_id,note\nr1,good\n"
+    cli = _sql(ledger, f"select count(*) as n from read_parquet('{tmp_path / 'pq' / 'runs.parquet'}')",
+               "--format", "csv")
+    assert cli.returncode == 0 and cli.stdout == "n\n1\n"
+    for ok in ("pragma table_info('runs')", "call pragma_table_info('runs')", "pragma version",
+               "select view_name, comment from duckdb_views() where view_name = 'v_waste'",
+               "explain select * from v_runs"):
+        assert _sql(ledger, ok).returncode == 0, ok
+
+
+@pytest.mark.slow
+def test_with_write_the_user_may_copy_out(ledger, tmp_path):
+    out = tmp_path / "runs.csv"
+    cli = _sql(ledger, f"copy (select run_id from runs) to '{out}'", "--write")
+    assert cli.returncode == 0, cli.stderr
+    assert out.read_text().splitlines() == ["run_id", "r1"]

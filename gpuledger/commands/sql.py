@@ -1,8 +1,11 @@
 """`gpuledger sql QUERY [--format table|csv|json] [--write]`: ad-hoc SQL against the warehouse.
 
-Read-only by default: the statements are classified with DuckDB's own parser
-(`warehouse.writing_statements`) and anything but SELECT/EXPLAIN/PRAGMA/CALL/SET is refused
-unless `--write`; the connection itself is also opened read-only. Table output fits the terminal
+Read-only by default, and read-only means it writes nothing anywhere: each statement is checked
+with DuckDB's own parser (`gpuledger.warehouse.readonly`: statement types, pragmas and table
+functions on allow-lists; COPY, EXPORT, ATTACH, INSTALL/LOAD, SET, `pragma profile_output`,
+`enable_logging(...)` are refused unless `--write`), and it runs on a read-only connection whose
+configuration is locked and which loads no extension. It still reads the user's files
+(`select * from 'x.parquet'`, `read_csv(...)`). Table output fits the terminal
 (`$COLUMNS`, else 120): a table when the columns fit, else one block per row, one `column | value`
 line each (`gpuledger.table_text`). SQL errors become one line
 (`gpuledger sql: Binder Error: ...`), never a traceback.
@@ -22,14 +25,18 @@ TABLE_ROWS = 200
 
 def run(args: argparse.Namespace) -> int:
     from gpuledger import table_text
-    from gpuledger.warehouse import Warehouse, writing_statements
+    from gpuledger.warehouse import READ_ONLY_CONFIG, Warehouse, read_only_problems, writing_statements
 
     query: str = args.query
     writes = writing_statements(query)
-    if writes and not args.write:
-        raise UserError(f"refusing a statement that changes the warehouse ({', '.join(writes)}); "
-                        "add --write if you mean it")
-    with Warehouse.open(read_only=not args.write) as wh:
+    if not args.write:
+        if writes:
+            raise UserError(f"refusing a statement that changes the warehouse ({', '.join(writes)}); "
+                            "add --write if you mean it")
+        problems = read_only_problems(query)
+        if problems:
+            raise UserError(f"refusing, without --write: {'; '.join(problems)}")
+    with Warehouse.open(read_only=not args.write, config=None if args.write else READ_ONLY_CONFIG) as wh:
         df = wh.query(query)
     out = sys.stdout
     if args.format == "csv":

@@ -45,7 +45,12 @@ from gpuledger.warehouse.core import WarehouseBase
 from gpuledger.warehouse.ingest import IngestMixin, IngestResult, Rejection
 from gpuledger.warehouse.lease import LeaseMixin, SweepBusy
 from gpuledger.warehouse.migrate import MigrationChanged
-from gpuledger.warehouse.readonly import READ_ONLY_STATEMENTS, writing_statements
+from gpuledger.warehouse.readonly import (
+    READ_ONLY_CONFIG,
+    READ_ONLY_STATEMENTS,
+    read_only_problems,
+    writing_statements,
+)
 from gpuledger.warehouse.records import json_text, records_to_frames
 from gpuledger.warehouse.sqlfiles import (
     MIGRATIONS_DIR,
@@ -81,7 +86,7 @@ def measured_preemption_if_any(path: str | Path | None = None) -> dict[tuple[str
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT_S", "ENV_LOCK_TIMEOUT", "ENV_PATH", "MIGRATIONS_DIR", "QUERIES_DIR",
-    "READ_ONLY_STATEMENTS", "SQL_ROOT", "TABLES", "VIEWS_DIR", "VIEWS_DOC", "IngestResult",
+    "READ_ONLY_CONFIG", "READ_ONLY_STATEMENTS", "read_only_problems", "SQL_ROOT", "TABLES", "VIEWS_DIR", "VIEWS_DOC", "IngestResult",
     "MigrationChanged", "Rejection", "SweepBusy", "Warehouse", "WarehouseBusy", "json_text", "measured_preemption_if_any",
     "named_sql", "records_to_frames", "resolve_path", "utc_naive", "writing_statements",
 ]
