@@ -129,7 +129,7 @@ def test_estimate_says_when_it_is_beyond_any_gpu_and_the_context(capsys):
 
 
 def test_wide_sql_results_are_shown_vertically(tmp_path, monkeypatch, capsys):
-    from record_fixtures import example_record
+    from record_fixtures import example_record, ingest_known
 
     from gpuledger.warehouse import Warehouse
 
@@ -138,8 +138,8 @@ def test_wide_sql_results_are_shown_vertically(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "80")
     with Warehouse.open(path) as wh:
         wh.register_sweep(sweep_id="s-1", name="s", project="p", owner="o", objective_metric="eval_loss")
-        wh.ingest_records([example_record("r1", "t1", sweep_id="s-1", usd_per_hour=6.0, wall_s=600,
-                                          final_metrics={"eval_loss": 1.5})])
+        ingest_known(wh, [example_record("r1", "t1", sweep_id="s-1", usd_per_hour=6.0, wall_s=600,
+                                         final_metrics={"eval_loss": 1.5})])
     assert main(["sql", "select * from v_runs"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("-[ row 1 ]") and "\nrun_id" in out and "1 row" in out

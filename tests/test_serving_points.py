@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from record_fixtures import example_record
+from record_fixtures import example_record, ingest_known
 
 from gpuledger.errors import UserError
 from gpuledger.serving import best_by_placement, cheapest_meeting, load_points
@@ -51,7 +51,7 @@ def wh(tmp_path):
             records.append(rec)
         records.append(example_record("r8", "t-r8", sweep_id=SWEEP, status="failed", accelerator="H100", gpus=1,
                                       final_metrics=_metrics(99999, 1, 1)))
-        result = w.ingest_records(records)
+        result = ingest_known(w, records)
         assert not result.rejected, result.rejected
         yield w
 
@@ -90,7 +90,7 @@ def test_unknown_or_non_serving_sweeps_are_one_clear_error(wh):
         load_points(wh, "nope")
     wh.register_sweep(sweep_id="lora-bbbb1111", name="lora", method="lora", objective_metric="eval_loss",
                       objective_goal="minimize", started_at="2026-11-20T09:00:00")
-    wh.ingest_records([example_record("l1", "t-l1", sweep_id="lora-bbbb1111", final_metrics={"eval_loss": 1.0})])
+    ingest_known(wh, [example_record("l1", "t-l1", sweep_id="lora-bbbb1111", final_metrics={"eval_loss": 1.0})])
     with pytest.raises(UserError, match="no succeeded run reporting serving metrics"):
         load_points(wh, "lora")
 
@@ -114,5 +114,5 @@ def test_a_lora_sweep_report_has_no_serving_section(wh, tmp_path):
 
     wh.register_sweep(sweep_id="lora-bbbb1111", name="lora", method="lora", objective_metric="eval_loss",
                       objective_goal="minimize", started_at="2026-11-20T09:00:00")
-    wh.ingest_records([example_record("l1", "t-l1", sweep_id="lora-bbbb1111", final_metrics={"eval_loss": 1.0})])
+    ingest_known(wh, [example_record("l1", "t-l1", sweep_id="lora-bbbb1111", final_metrics={"eval_loss": 1.0})])
     assert "Serving:" not in write_sweep_report(wh, name="lora", out_dir=tmp_path / "rep").markdown_text
