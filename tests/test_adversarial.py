@@ -185,6 +185,23 @@ def test_every_refusal_through_the_cli_is_one_line(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 3, err
 
 
+def test_a_model_config_nested_100000_deep_is_one_line(tmp_path, capsys):
+    """`estimate deep.json` (or a spec's `model:` naming it) raised RecursionError from json.loads."""
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["estimate", str(deep)]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == f"gpuledger estimate: {deep}: nested too deep to be an HF config.json"
+
+
+def test_a_huge_model_config_is_not_read(tmp_path, capsys):
+    big = tmp_path / "config.json"
+    with big.open("wb") as f:
+        f.truncate(8 * 2**30)
+    assert main(["estimate", str(big)]) == 1
+    assert "is 8388608 KiB; a file here may be at most 4096 KiB" in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------------------------------------
 # #17.3 placeholders: only where a shell-quoted value is safe, checked with a real bash
 

@@ -217,17 +217,25 @@ def _normalise(raw: dict[str, Any], name: str, where: str) -> ModelConfig:
     )
 
 
+#: an HF config.json is a few KiB; a larger file is not one (and is not read whole)
+MAX_CONFIG_BYTES = 4 * 2**20
+
+
 def _read_json(path: Path) -> dict[str, Any]:
+    from gpuledger.safeyaml import FileRefused, read_text_file
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise UserError(f"cannot read model config {str(path)!r}: {err.strerror or err}") from None
+        text = read_text_file(path, MAX_CONFIG_BYTES)
+    except FileRefused as err:
+        raise UserError(f"cannot read model config {str(path)!r}: {err.reason}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise UserError(
             f"{path}:{err.lineno}:{err.colno}: not valid JSON ({err.msg}); an HF config.json is one JSON object"
         ) from None
+    except RecursionError:  # thousands of nested [ or {
+        raise UserError(f"{path}: nested too deep to be an HF config.json") from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a JSON object (an HF config.json), got {type(data).__name__}")
     return data
