@@ -51,6 +51,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _parallel(text: str) -> int:
+    from gpuledger.spec.models import Resources
+
+    value = _positive_int(text)
+    most = next(m.le for m in Resources.model_fields["max_parallel"].metadata if getattr(m, "le", None))
+    if value > most:
+        raise argparse.ArgumentTypeError(f"at most {most} trials run at once (resources.max_parallel), got {value}")
+    return value
+
+
 def _index(text: str) -> int:
     value = _whole_number(text)
     if value < 0:
@@ -128,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sweep", help="plan, launch, measure and report a sweep")
     s.add_argument("spec", metavar="SPEC")
     s.add_argument("--launcher", choices=["local", "skypilot"], default=None)
-    s.add_argument("--max-parallel", type=_positive_int, default=None)
+    s.add_argument("--max-parallel", type=_parallel, default=None, metavar="N")
     s.add_argument("--dry-run", action="store_true")
     s.add_argument("--force", action="store_true", help="launch even when the budget guard refuses")
 

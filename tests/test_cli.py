@@ -107,6 +107,8 @@ def test_weeks_module_arithmetic_holds_at_the_bounds():
     (["render-task", "specs/lora-grid.yaml", "--trial", "-1"], "must be 0 or more"),
     (["render-task", "specs/lora-grid.yaml", "--trial", "1e400"], "expected a whole number"),
     (["estimate", "gpt2", "--batch", "1e99"], "is too large"),
+    (["sweep", "specs/lora-grid.yaml", "--max-parallel", "1e9"], "at most 1024 trials run at once"),
+    (["sweep", "specs/lora-grid.yaml", "--max-parallel", "true"], "expected a whole number"),
     (["estimate", "gpt2", "--seq", "2.5"], "expected a whole number"),
     (["report", "sweep", "../../etc/passwd"], "is not a sweep name"),
     (["report", "sweep", "x", "--sweep-id", "x;rm -rf /"], "is not a sweep id"),
