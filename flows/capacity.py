@@ -25,15 +25,15 @@ from gpuledger.errors import UserError
 def capacity(spec: str) -> dict[str, Any]:
     """Plans serving capacity for a `kind: capacity` spec; returns the plan (a dict) and report files."""
     from flows.artifacts import publish_report
-    from gpuledger.capacity import plan_capacity
     from gpuledger.report import write_capacity_report
+    from gpuledger.serving.measured import plan_capacity_measured
     from gpuledger.spec import load_spec
 
     log = get_run_logger()
     sp = load_spec(Path(spec))
     if sp.kind != "capacity":
         raise UserError(f"{spec}: kind is {sp.kind!r}; the capacity flow runs `kind: capacity` specs")
-    result = plan_capacity(sp)
+    result = plan_capacity_measured(sp)
     files = write_capacity_report(result, None)
     publish_report(files, "capacity-" + sp.name, f"Capacity plan of {sp.name}")
     log.info("Capacity plan of %s: %s", sp.name, files.html)

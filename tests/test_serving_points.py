@@ -116,3 +116,51 @@ def test_a_lora_sweep_report_has_no_serving_section(wh, tmp_path):
                       objective_goal="minimize", started_at="2026-11-20T09:00:00")
     ingest_known(wh, [example_record("l1", "t-l1", sweep_id="lora-bbbb1111", final_metrics={"eval_loss": 1.0})])
     assert "Serving:" not in write_sweep_report(wh, name="lora", out_dir=tmp_path / "rep").markdown_text
+
+
+CAPACITY = """kind: capacity
+name: chat
+project: p
+owner: o
+model: meta-llama/Llama-3.1-8B
+precision: bf16
+traffic: {qps: 5, prompt_tokens: 1000, output_tokens: 200}
+slo: {p95_ttft_ms: 200, p95_tpot_ms: 20}
+resources: {accelerators: [L4, H100]}
+measured: {from_sweep: serve-h100}
+"""
+
+
+def test_capacity_from_sweep_uses_the_best_measured_point_meeting_the_slo(wh):
+    from gpuledger.serving.measured import plan_capacity_measured
+    from gpuledger.spec import parse_spec
+
+    result = plan_capacity_measured(parse_spec(CAPACITY, "c.yaml"), wh=wh)
+    assert result["measured_from"]["label"] == "measured in sweep serve-h100 on 2026-11-20"
+    h100 = next(o for o in result["options"] if o["accelerator"] == "H100")
+    assert h100["throughput_source"] == "measured" and h100["tokens_per_s_per_gpu"] == pytest.approx(5200.0)
+    assert "measured in sweep serve-h100 on 2026-11-20, run r2" in h100["reason"]
+    notes = [a for a in result["assumptions"] if a.startswith("measured in sweep serve-h100")]
+    assert any("L4×1: none of 2 points meets" in n and "closest: concurrency=8" in n for n in notes)
+
+
+def test_capacity_from_an_unknown_sweep_is_one_clear_error(wh):
+    from gpuledger.serving.measured import plan_capacity_measured
+    from gpuledger.spec import parse_spec
+
+    with pytest.raises(UserError, match="no sweep named 'nope'"):
+        plan_capacity_measured(parse_spec(CAPACITY.replace("serve-h100", "nope"), "c.yaml"), wh=wh)
+
+
+def test_capacity_command_reads_the_sweep_from_the_warehouse(wh, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    spec = tmp_path / "c.yaml"
+    spec.write_text(CAPACITY)
+    wh.close()  # the command opens the file itself (read-only)
+    done = subprocess.run([sys.executable, "-m", "gpuledger.cli", "capacity", str(spec)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "GPULEDGER_WAREHOUSE": str(wh.path)})
+    assert done.returncode == 0, done.stderr
+    assert "measured in sweep serve-h100 on 2026-11-20: L4×1: none of 2 points meets" in done.stdout

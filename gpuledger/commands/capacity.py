@@ -85,7 +85,7 @@ def render(result: dict, file=None) -> None:
 
 
 def run(args) -> int:
-    from gpuledger.capacity import plan_capacity
+    from gpuledger.serving.measured import plan_capacity_measured
     from gpuledger.spec import load_spec
 
     spec = load_spec(args.spec)
@@ -94,9 +94,13 @@ def run(args) -> int:
             f"{args.spec} is a `kind: {spec.kind}` spec; `gpuledger capacity` needs `kind: capacity` "
             f"(traffic, slo, resources). For a sweep use `gpuledger plan {args.spec}`."
         )
-    result = plan_capacity(spec)
+    result = plan_capacity_measured(spec)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         render(result)
+        if result.get("measured_from"):  # measured: {from_sweep: NAME}: what the sweep's points said
+            label = result["measured_from"]["label"]
+            for note in (a for a in result["assumptions"] if a.startswith(label)):
+                print(note)
     return 0

@@ -21,15 +21,15 @@ def run(args: argparse.Namespace) -> int:
     """Writes the report of `args.report_kind` (sweep | weekly | capacity); returns the exit code."""
     kind = args.report_kind
     if kind == "capacity":
-        from gpuledger.capacity import plan_capacity
         from gpuledger.report.capacity import write_capacity_report
+        from gpuledger.serving.measured import plan_capacity_measured
         from gpuledger.spec import load_spec
 
         spec = load_spec(args.spec)
         if getattr(spec, "kind", None) != "capacity":
             raise UserError(f"{args.spec} is a {getattr(spec, 'kind', 'different')} spec; "
                             f"`report capacity` needs a spec with `kind: capacity`")
-        _print(write_capacity_report(plan_capacity(spec), out_dir=args.out))
+        _print(write_capacity_report(plan_capacity_measured(spec), out_dir=args.out))
         return 0
 
     from gpuledger.warehouse import Warehouse

@@ -68,6 +68,7 @@ class SweepPoints:
     measured_on: str  # YYYY-MM-DD of the last run
     points: list[OperatingPoint] = field(default_factory=list)
     slo: tuple[float, float] | None = None  # (p95 TTFT ms, p95 TPOT ms) of the spec's serve.slo
+    engine: str | None = None  # the spec's serve.engine
 
     @property
     def label(self) -> str:
@@ -151,8 +152,9 @@ def sweep_points(wh, sweep_id: str) -> SweepPoints | None:
     points = points_from_frame(wh.query_named("serving_points", {"sweep_id": sweep_id}).to_dicts())
     last = max((p.ended_at for p in points if p.ended_at is not None), default=None)
     measured_on = last.strftime("%Y-%m-%d") if hasattr(last, "strftime") else "an unknown date"
+    engine = (spec.get("serve") or {}).get("engine") if isinstance(spec, dict) else None
     return SweepPoints(sweep_id=sweep_id, name=str(info[0].get("name") or sweep_id), measured_on=measured_on,
-                       points=points, slo=slo)
+                       points=points, slo=slo, engine=engine if isinstance(engine, str) else None)
 
 
 def best_by_placement(points: list[OperatingPoint], p95_ttft_ms: float, p95_tpot_ms: float) -> list[PlacementChoice]:

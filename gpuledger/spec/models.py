@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    TypeAdapter,
+    field_validator,
+)
 
 from gpuledger.spec.types import (
     LABEL_PATTERN,
@@ -233,6 +242,24 @@ class MeasuredPoint(_Strict):
 MeasuredRate = MeasuredPoint
 
 
+class MeasuredFromSweep(_Strict):
+    """`measured: {from_sweep: NAME}`: the operating points a `method: inference` sweep measured."""
+
+    from_sweep: str = Field(pattern=NAME_PATTERN, description="name of a method: inference sweep in the warehouse "
+                            "(its latest run); its measured points size the fleet")
+
+
+def _measured_kind(value: Any) -> str:
+    return "sweep" if isinstance(value, dict | MeasuredFromSweep) and (
+        isinstance(value, MeasuredFromSweep) or "from_sweep" in value) else "points"
+
+
+Measured = Annotated[
+    Annotated[dict[Accelerator, MeasuredPoint], Tag("points")] | Annotated[MeasuredFromSweep, Tag("sweep")],
+    Discriminator(_measured_kind),
+]
+
+
 class CapacitySpec(_SpecBase):
     kind: Literal["capacity"]
     traffic: Traffic
@@ -240,7 +267,7 @@ class CapacitySpec(_SpecBase):
     headroom: float = Field(0.2, ge=0, le=10, description="extra capacity above peak, 0.2 = 20%")
     engine: Engine = Field("vllm", description="serving engine: its kernels and scheduler limits")
     resources: CapacityResources
-    measured: dict[Accelerator, MeasuredPoint] = Field(default_factory=dict)
+    measured: Measured = Field(default_factory=dict, description="{ACCELERATOR: operating point} or {from_sweep: NAME}")
 
 
 Spec = Annotated[SweepSpec | CapacitySpec, Field(discriminator="kind")]
