@@ -45,7 +45,7 @@ def main() -> None:
     args = ap.parse_args()
     offers = load_offers()
     est = synthetic_estimates(args.trials)
-    settings = PlanSettings(sweep="bench", method="full", precision="bf16", spot="auto", deadline_h=24.0,
+    settings = PlanSettings(sweep="bench", method="full", precision="bf16", spot="auto", deadline_s=24 * 3600.0,
                             max_parallel=64, budget_usd=1e12)
     plan_from_estimates(est.head(1000), offers, settings)  # warm-up (imports, catalog load)
     times, cpu = [], []
@@ -61,7 +61,7 @@ def main() -> None:
     print(f"trials: {args.trials:,} ({est.height:,} estimate rows: 1/2/4/8 GPUs); offers: {offers.height:,} "
           f"(whole bundled catalog, {offers['cloud'].n_unique()} clouds)")
     print(f"feasible trials: {feasible:,}; spot chosen: {int(tf['spot'].sum()):,}; "
-          f"total ${plan.total_est_cost_usd:,.0f}; makespan {plan.makespan_hours:,.1f} h on 64 slots")
+          f"total ${plan.total_est_cost_usd:,.0f}; makespan {plan.makespan_s / 3600:,.1f} h on 64 slots")
     print(f"plan_from_estimates: best {best:.3f} s wall of {args.repeats} (all: {', '.join(f'{t:.3f}' for t in times)}); "
           f"CPU time (all threads) best {min(cpu):.3f} s")
     print(f"machine: {os.cpu_count()} logical CPUs, load average {', '.join(f'{x:.1f}' for x in os.getloadavg())} "

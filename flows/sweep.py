@@ -238,13 +238,14 @@ def landing_dir_for(sweep_id: str) -> Path:
 
 def _make_launcher(name: str, spec: Any, max_parallel: int, landing: Path) -> Any:
     from gpuledger.launch import get_launcher
+    from gpuledger.plan import local_rate
 
     if name == "local":
         return get_launcher(
             "local",
             max_parallel=max_parallel,
             landing_dir=landing,
-            usd_per_hour=float(spec.local.usd_per_hour or 0.0),
+            usd_per_hour=local_rate(spec).usd_per_hour,
             default_timeout_s=spec.local.trial_timeout,
         )
     return get_launcher(name, landing_dir=landing)
@@ -257,7 +258,7 @@ def _requests(spec: Any, trials: list[Any], rows: dict[str, dict[str, Any]], swe
     for t in trials:
         row = rows.get(t.trial_id, {})
         local = launcher_name == "local"
-        rate = float(spec.local.usd_per_hour or 0.0) if local else float(row.get("usd_per_hour") or 0.0)
+        rate = float(row.get("usd_per_hour") or 0.0)  # local: the plan's local rate (spec or reference)
         out[t.trial_id] = LaunchRequest(
             sweep_id=sweep_id,
             sweep_name=spec.name,
@@ -278,31 +279,6 @@ def _requests(spec: Any, trials: list[Any], rows: dict[str, dict[str, Any]], swe
             on_demand_usd_per_hour=row.get("on_demand_usd_per_hour"),
             price_source="local" if local else "catalog",
         )
-    return out
-
-
-def _trial_rows_for_warehouse(trials: list[Any], rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for t in trials:
-        row = rows.get(t.trial_id, {})
-        est_hours = row.get("est_hours")
-        out.append({
-            "trial_id": t.trial_id,
-            "index": t.index,
-            "params": t.params,
-            "accelerator": row.get("accelerator"),
-            "gpus": row.get("gpus"),
-            "cloud": row.get("cloud"),
-            "region": row.get("region"),
-            "instance_type": row.get("instance_type"),
-            "spot": row.get("spot"),
-            "est_memory_gib": row.get("est_memory_gib"),
-            "est_wall_s": None if est_hours is None else float(est_hours) * 3600.0,
-            "est_cost_usd": row.get("est_cost_usd"),
-            "feasible": row.get("feasible", True),
-            "reason": row.get("reason"),
-            "status": "pending",
-        })
     return out
 
 
@@ -435,10 +411,10 @@ def sweep(
     trials = expand_trials(sp)
 
     # 1. plan
-    from gpuledger.warehouse import measured_preemption_if_any
+    from gpuledger.planning import planning_inputs
 
     plan = plan_sweep(sp, trials, max_parallel=max_parallel, launcher=launcher_name,
-                      measured_preemption=measured_preemption_if_any() or None)
+                      **planning_inputs(sp, launcher_name))
     plan_json = plan.to_json()
     rows = {r["trial_id"]: r for r in plan_json.get("trials", [])}
     cap = int(plan_json.get("max_parallel") or max_parallel or sp.resources.max_parallel or 1)
@@ -446,7 +422,7 @@ def sweep(
     log.info("Plan of sweep %s (%d trials, at most %d at once):\n%s", sweep_id, len(trials), cap,
              render_plan(plan))
     plan_columns = ["trial_id", "params", "accelerator", "gpus", "cloud", "region", "instance_type", "spot",
-                    "est_memory_gib", "est_hours", "est_cost_usd", "feasible", "reason"]
+                    "est_memory_gib", "est_wall_s", "est_basis", "est_cost_usd", "feasible", "reason"]
     with contextlib.suppress(Exception):
         create_table_artifact(
             key=_artifact_key("sweep", sp.name, "plan"),
@@ -490,7 +466,7 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
     landing = landing_dir_for(sweep_id)
 
     # 3. register; recover records an earlier (killed) run left behind; what is already done
-    from gpuledger.plan import prices_used
+    from gpuledger.plan import prices_used, warehouse_trial_rows
 
     with Warehouse.open() as wh:
         summary.warehouse = str(wh.path)
@@ -504,7 +480,7 @@ def _run(sp: Any, spec_path: Path, sweep_id: str, trials: list[Any], plan_json: 
             spec_yaml=_read_text(spec_path), spec_json=sp.model_dump(mode="json"),
             plan_json=plan_json, prices=prices_used(plan_json),
         )
-        wh.upsert_trials(sweep_id, _trial_rows_for_warehouse(trials, rows))
+        wh.upsert_trials(sweep_id, [{**r, "status": "pending"} for r in warehouse_trial_rows(plan_json, trials)])
         if landing.is_dir() and any(landing.glob("*.json")):
             recovered = wh.ingest_landing(landing)
             log.info("Recovered result records an earlier run left in %s: %s", landing, recovered.summary())

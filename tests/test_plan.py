@@ -22,6 +22,7 @@ from gpuledger.plan import (
     what_if_curve,
 )
 
+H = 3600.0  # seconds per hour: the planner works in seconds, these hand computations in hours
 # L4: 121 dense bf16 TFLOP/s; with MFU 0.5 one GPU-hour does 121e12 * 0.5 * 3600 FLOPs
 L4_GPU_HOUR = 121e12 * 0.5 * 3600
 ACCEL = pl.DataFrame({
@@ -52,7 +53,7 @@ def estimates(*rows):
 
 
 # overhead 0.1 h provisioning + 0.1 h setup = 0.2 h; restart = 0.2 h
-BASE = PlanSettings(provisioning_h=0.1, setup_h=0.1, budget_usd=100.0, max_parallel=2)
+BASE = PlanSettings(provisioning_s=0.1 * H, setup_s=0.1 * H, budget_usd=100.0, max_parallel=2)
 
 
 def one(plan, tid="t1"):
@@ -63,8 +64,8 @@ def test_on_demand_cost_hand_computed():
     p = plan_from_estimates(estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), BASE, accel=ACCEL)
     t = one(p)
     assert t["feasible"] and not t["spot"]
-    assert t["compute_hours"] == pytest.approx(2.0)
-    assert t["est_hours"] == pytest.approx(2.2)  # 2 h compute + 0.2 h overhead
+    assert t["compute_s"] / H == pytest.approx(2.0)
+    assert t["est_wall_s"] / H == pytest.approx(2.2)  # 2 h compute + 0.2 h overhead
     assert t["est_cost_usd"] == pytest.approx(2.2)
     assert t["usable_memory_gib"] == pytest.approx(22.49 * 0.95 - 0.5, abs=1e-3)
     assert p.total_est_cost_usd == pytest.approx(2.2)
@@ -72,20 +73,20 @@ def test_on_demand_cost_hand_computed():
 
 
 def test_spot_chosen_when_cheap_and_deadline_has_slack():
-    s = PlanSettings(**{**BASE.__dict__, "deadline_h": 8.0, "preemption_per_hour": 0.05})
+    s = PlanSettings(**{**BASE.__dict__, "deadline_s": 8.0 * H, "preemption_per_hour": 0.05})
     p = plan_from_estimates(estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.3)), s, accel=ACCEL)
     t = one(p)
     # T0 = 2.2; per preemption = restart 0.2 + lost (half the compute) 1.0 = 1.2
     # expected hours = 2.2 + 0.05 * 2.2 * 1.2 = 2.332; cost = 0.3 * 2.332
     assert t["spot"] is True
-    assert t["est_hours"] == pytest.approx(2.332)
+    assert t["est_wall_s"] / H == pytest.approx(2.332)
     assert t["est_cost_usd"] == pytest.approx(0.6996)
     assert t["on_demand_usd_per_hour"] == 1.0 and t["usd_per_hour"] == 0.3
 
 
 def test_on_demand_when_deadline_tight():
     # deadline 2.5 h: n_allowed = floor((2.5 - 2.2) / 1.2) = 0; P(N = 0) = exp(-0.11) = 0.896 < 0.9
-    s = PlanSettings(**{**BASE.__dict__, "deadline_h": 2.5, "preemption_per_hour": 0.05})
+    s = PlanSettings(**{**BASE.__dict__, "deadline_s": 2.5 * H, "preemption_per_hour": 0.05})
     e, o = estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.3))
     t = one(plan_from_estimates(e, o, s, accel=ACCEL))
     assert t["spot"] is False and t["est_cost_usd"] == pytest.approx(2.2) and t["reason"] is None
@@ -125,7 +126,7 @@ def test_cheapest_gpu_count_and_whole_instance_billing():
     t = one(plan_from_estimates(e, o, BASE, accel=ACCEL))
     # compute = 4 GPU-h / (2 GPUs * fsdp efficiency 0.85) = 2.3529 h; hours = 2.5529; cost = 8 $/h
     assert t["gpus"] == 2 and t["instance_type"] == "g6.48xlarge" and t["sharding"] == "fsdp"
-    assert t["est_hours"] == pytest.approx(0.2 + 4.0 / (2 * 0.85), rel=1e-4)
+    assert t["est_wall_s"] / H == pytest.approx(0.2 + 4.0 / (2 * 0.85), rel=1e-4)
     assert t["est_cost_usd"] == pytest.approx(8.0 * (0.2 + 4.0 / 1.7), rel=1e-4)
 
 
@@ -135,16 +136,16 @@ def test_cheaper_accelerator_wins_and_deadline_can_force_faster_one():
     o = offers(("aws", "g6.xlarge", "L4", 1, 1.0, None), ("aws", "p5.4xlarge", "H100", 1, 7.0, None))
     t = one(plan_from_estimates(e, o, BASE, accel=ACCEL))
     assert t["accelerator"] == "L4"  # 2.2 $ vs 7 * 0.4447 = 3.11 $
-    tight = PlanSettings(**{**BASE.__dict__, "deadline_h": 1.0})
+    tight = PlanSettings(**{**BASE.__dict__, "deadline_s": 1.0 * H})
     t = one(plan_from_estimates(e, o, tight, accel=ACCEL))
     assert t["accelerator"] == "H100" and t["reason"] is None
     assert t["est_cost_usd"] == pytest.approx(7.0 * (0.2 + 2.0 * 121 / 989), rel=1e-4)
 
 
 def test_misses_deadline_still_planned_with_reason():
-    s = PlanSettings(**{**BASE.__dict__, "deadline_h": 1.0})
+    s = PlanSettings(**{**BASE.__dict__, "deadline_s": 1.0 * H})
     t = one(plan_from_estimates(estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), s, accel=ACCEL))
-    assert t["feasible"] and t["reason"].startswith("misses deadline: 2.2 h > 1.0 h")
+    assert t["feasible"] and t["reason"].startswith("misses deadline: 7920 s > 3600 s")
 
 
 def test_impossible_trial_listed_with_reason_never_dropped():
@@ -163,22 +164,22 @@ def test_schedule_lpt_and_makespan():
     p = plan_from_estimates(e, offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), BASE, accel=ACCEL)
     # hours 1, 3, 2 -> LPT on 2 slots: b@0 (slot 0), c@0 (slot 1), a@2 (slot 1) -> makespan 3
     assert p.launch_order == ["b", "c", "a"]
-    assert one(p, "a")["start_hours"] == pytest.approx(2.0)
-    assert p.makespan_hours == pytest.approx(3.0)
+    assert one(p, "a")["start_s"] / H == pytest.approx(2.0)
+    assert p.makespan_s / H == pytest.approx(3.0)
     assert p.total_est_cost_usd == pytest.approx(6.0)
 
 
 def test_json_keys():
     p = plan_from_estimates(estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), BASE, accel=ACCEL)
     j = p.to_json()
-    for k in ("sweep", "trials", "total_est_cost_usd", "makespan_hours", "max_parallel", "budget_usd", "within_budget",
+    for k in ("sweep", "trials", "total_est_cost_usd", "makespan_s", "max_parallel", "budget_usd", "within_budget",
               "price_snapshot", "what_if", "assumptions"):
         assert k in j
     for k in ("trial_id", "params", "accelerator", "gpus", "cloud", "region", "instance_type", "spot", "est_memory_gib",
-              "usable_memory_gib", "est_hours", "est_cost_usd", "feasible", "reason"):
+              "usable_memory_gib", "est_wall_s", "est_basis", "est_cost_usd", "feasible", "reason"):
         assert k in j["trials"][0]
     assert [w["parallel"] for w in j["what_if"]] == [1, 2, 4, 8, 16, 32, 64]
-    assert set(j["what_if"][0]) == {"parallel", "time_to_recipe_hours", "cost_usd"}
+    assert set(j["what_if"][0]) == {"parallel", "time_to_recipe_s", "cost_usd"}
     assert j["price_snapshot"].startswith("px-")
 
 
@@ -206,11 +207,11 @@ def test_what_if_hand_computed():
     w = what_if_curve([1, 1, 1, 1], [1, 1, 1, 1], target_index=1, ks=(1, 2, 4))
     # K=1: finishes 1,2,3,4 -> t=2, started before 2: trials 0,1 -> $2
     # K=2: starts 0,0,1,1 -> t=1, started before 1: 2 -> $2; K=4: all start at 0 -> t=1, $4 (waste)
-    assert [(x["time_to_recipe_hours"], x["cost_usd"]) for x in w] == [(2.0, 2.0), (1.0, 2.0), (1.0, 4.0)]
+    assert [(x["time_to_recipe_s"], x["cost_usd"]) for x in w] == [(2.0, 2.0), (1.0, 2.0), (1.0, 4.0)]
     allrun = what_if_curve([1, 1, 1, 1], [1, 1, 1, 1], target_index=1, ks=(1, 4), stop_at_target=False)
     assert [x["cost_usd"] for x in allrun] == [4.0, 4.0]
     # uniform prior over the recipe position: K=1 mean finish (1+2+3+4)/4
-    assert what_if_curve([1, 1, 1, 1], [1, 1, 1, 1], ks=(1,))[0]["time_to_recipe_hours"] == 2.5
+    assert what_if_curve([1, 1, 1, 1], [1, 1, 1, 1], ks=(1,))[0]["time_to_recipe_s"] == 2.5
 
 
 durations = st.lists(st.floats(min_value=0.01, max_value=100, allow_nan=False), min_size=1, max_size=40)
@@ -221,7 +222,7 @@ durations = st.lists(st.floats(min_value=0.01, max_value=100, allow_nan=False), 
 def test_what_if_time_never_rises_with_k(d, data):
     target = data.draw(st.one_of(st.none(), st.integers(0, len(d) - 1)))
     w = what_if_curve(d, [1.0] * len(d), target_index=target, ks=(1, 2, 3, 4, 5, 8, 16, 32, 64))
-    times = [x["time_to_recipe_hours"] for x in w]
+    times = [x["time_to_recipe_s"] for x in w]
     assert all(b <= a + 1e-9 for a, b in zip(times, times[1:], strict=False))
     assert times[-1] >= (min(d) if target is None else d[target]) - 1e-6
 
@@ -258,19 +259,20 @@ def _brute_force(est_rows, offer_rows, s: PlanSettings, accel: dict):
                 continue
             eff = {"none": 1.0, "ddp": 0.9, "fsdp": 0.85}[sh]
             compute = flops / (g * peak * 1e12 * mfu * eff) / 3600
-            t0 = s.overhead_h + compute
-            options = [(od, t0, True if s.deadline_h is None else t0 <= s.deadline_h)] if s.spot != "always" else []
+            t0 = s.overhead_s / H + compute
+            dl = None if s.deadline_s is None else s.deadline_s / H
+            options = [(od, t0, True if dl is None else t0 <= dl)] if s.spot != "always" else []
             suspicious = sp is not None and (abs(sp / od - 0.1) <= 0.1 * 0.002 or sp >= od or sp / od < 0.08)
             if sp is not None and not suspicious and s.spot != "never":
                 rate = s.preemption_per_hour
-                per = s.restart_h + compute / 2
+                per = s.restart_s / H + compute / 2
                 hours = t0 * (1 + rate * per)
                 ok = True
-                if s.deadline_h is not None:
-                    if t0 > s.deadline_h:
+                if dl is not None:
+                    if t0 > dl:
                         ok = False
                     else:
-                        n_allowed = math.floor((s.deadline_h - t0) / per)
+                        n_allowed = math.floor((dl - t0) / per)
                         mu = rate * t0
                         cdf = sum(math.exp(-mu) * mu**k / math.factorial(k) for k in range(min(n_allowed, 150) + 1))
                         ok = cdf >= s.deadline_confidence
@@ -296,7 +298,7 @@ est_st = st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from([1, 2, 4, 8
        st.sampled_from([None, 3.0, 12.0]), st.sampled_from([0.0, 0.05, 0.5]), st.sampled_from(["auto", "never", "always"]))
 def test_pruned_choice_equals_brute_force(offer_rows, est_rows, deadline, rate, spot):
     est_rows = [(t, g, "none" if g == 1 else (sh if sh != "none" else "ddp"), m, h) for t, g, sh, m, h in est_rows]
-    s = PlanSettings(**{**BASE.__dict__, "deadline_h": deadline, "preemption_per_hour": rate, "spot": spot})
+    s = PlanSettings(**{**BASE.__dict__, "deadline_s": None if deadline is None else deadline * H, "preemption_per_hour": rate, "spot": spot})
     o = offers(*[(c, i, a, n, od, sp) for c, i, a, n, od, sp in offer_rows])
     e = pl.DataFrame({"trial_id": [r[0] for r in est_rows], "gpus": [r[1] for r in est_rows], "sharding": [r[2] for r in est_rows],
                       "est_memory_gib": [r[3] for r in est_rows], "flops_total": [r[4] * L4_GPU_HOUR for r in est_rows]})
@@ -314,17 +316,17 @@ def test_pruned_choice_equals_brute_force(offer_rows, est_rows, deadline, rate, 
 
 def test_sweep_makespan_over_deadline_is_warned():
     e = estimates(*[(f"t{i}", 1, "none", 1.0, 1.8) for i in range(4)])  # 2 h each
-    s = PlanSettings(**{**BASE.__dict__, "deadline_h": 3.0, "max_parallel": 1})
+    s = PlanSettings(**{**BASE.__dict__, "deadline_s": 3.0 * H, "max_parallel": 1})
     p = plan_from_estimates(e, offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), s, accel=ACCEL)
     assert all(t["reason"] is None for t in p.trials)  # each trial meets the deadline alone
-    assert p.makespan_hours == pytest.approx(8.0)
+    assert p.makespan_s / H == pytest.approx(8.0)
     assert any(a.startswith("WARNING deadline: the sweep's makespan 8.00 h on 1 slot(s)") and "4 slots would meet it" in a
                for a in p.assumptions)
 
 
 def test_measured_preemptions_replace_the_default_rate():
     e, o = estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.3))
-    default = PlanSettings(**{**BASE.__dict__, "deadline_h": 8.0})
+    default = PlanSettings(**{**BASE.__dict__, "deadline_s": 8.0 * H})
     t = one(plan_from_estimates(e, o, default, accel=ACCEL))
     assert t["spot"] is True and t["preemptions_per_hour"] == 0.03  # preemption.csv: aws g-family
     # the warehouse measured 2 preemptions per spot hour over 100 h: spot no longer pays

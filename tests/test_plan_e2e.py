@@ -56,7 +56,7 @@ def test_plan_cli_within_budget_table_and_capacity_spec(tmp_path, capsys, monkey
     plan = json.loads(capsys.readouterr().out)
     assert len(plan["trials"]) == 12 and all(t["feasible"] for t in plan["trials"])
     assert plan["within_budget"] and plan["price_snapshot"].startswith("px-")
-    times = [w["time_to_recipe_hours"] for w in plan["what_if"]]
+    times = [w["time_to_recipe_s"] for w in plan["what_if"]]
     assert times == sorted(times, reverse=True)
     assert main(["plan", str(spec)]) == 0
     out = capsys.readouterr().out
@@ -100,20 +100,67 @@ def test_impossible_trials_reported_from_real_estimates():
     assert plan.total_est_cost_usd == 0
 
 
-def test_local_plan_is_this_machine():
-    import psutil
+MACHINE = dict(hostname="test-host", cores=2, logical_cores=2, total_ram_gib=16.0, matmul_gflops_one_core=80.0,
+               method="literal (test)", measured_at="2026-11-01T00:00:00+00:00")
 
-    from gpuledger.plan import plan_sweep
+
+def test_local_plan_is_this_machine_at_the_reference_rate():
+    from gpuledger.catalog.local import local_reference
+    from gpuledger.machine import MachineSpeed
+    from gpuledger.plan import plan_sweep, render_plan
     from gpuledger.spec import load_spec
 
     spec = load_spec(ROOT / "specs" / "lora-grid.yaml")
-    plan = plan_sweep(spec)
-    assert plan.launcher == "local"
-    assert plan.max_parallel <= min(spec.resources.max_parallel, psutil.cpu_count(logical=False) or psutil.cpu_count())
+    machine = MachineSpeed(**MACHINE)
+    plan = plan_sweep(spec, machine=machine)
+    assert plan.launcher == "local" and plan.max_parallel == 2
     assert all(t["cloud"] == "local" and t["accelerator"] == "CPU" and not t["spot"] for t in plan.trials)
-    assert plan.total_est_cost_usd == 0.0
-    assert any("measured numpy float32 matmul" in a for a in plan.assumptions)
-    assert any("default 0: not billed" in a for a in plan.assumptions)
+    ref = local_reference()
+    assert ref.reference and ref.usd_per_hour > 0 and ref.as_of
+    # every trial is priced at the reference rate for its planned time
+    for t in plan.trials:
+        assert t["usd_per_hour"] == ref.usd_per_hour and t["price_as_of"] == ref.as_of
+        assert t["est_cost_usd"] == pytest.approx(ref.usd_per_hour * t["est_wall_s"] / 3600, rel=1e-3)
+        assert t["est_basis"] == "estimate"
+    assert plan.total_est_cost_usd > 0
+    assert any("reference rate, not a bill" in a and "n2-standard-2" in a for a in plan.assumptions)
+    assert any("80.0 GFLOP/s" in a for a in plan.assumptions)
+    # the what-if shows different costs per K (the target stops the sweep; more slots start more trials)
+    costs = [w["cost_usd"] for w in plan.what_if]
+    assert len(set(costs)) >= 3 and all(c > 0 for c in costs)
+    # beside the local figures: what the same trials would cost on the cloud GPU a cloud plan picks
+    eq = plan.cloud_equivalent
+    assert set(eq) == {t["trial_id"] for t in plan.trials}
+    cloud = plan_sweep(spec, launcher="skypilot")
+    for t in cloud.trials:
+        e = eq[t["trial_id"]]
+        assert (e["accelerator"], e["instance_type"], e["usd"], e["wall_s"]) == (
+            t["accelerator"], t["instance_type"], t["est_cost_usd"], t["est_wall_s"])
+        assert e["usd"] > 0 and e["accelerator"] != "CPU"
+    assert "cloud equivalent: the same 12 trial(s)" in render_plan(plan)
+    # the spec's own rate wins over the reference
+    own = load_spec(ROOT / "specs" / "lora-grid.yaml")
+    own = own.model_copy(update={"local": own.local.model_copy(update={"usd_per_hour": 0.0})})
+    own.local.model_fields_set.add("usd_per_hour")
+    assert plan_sweep(own, machine=machine).total_est_cost_usd == 0.0
+
+
+def test_two_plans_in_a_row_are_identical(tmp_path, monkeypatch):
+    """The machine is measured once (first plan), stored, and read by every later plan."""
+    from gpuledger.machine import machine_file
+    from gpuledger.plan import plan_sweep
+    from gpuledger.planning import planning_inputs
+    from gpuledger.spec import load_spec
+
+    monkeypatch.setenv("GPULEDGER_MACHINE_FILE", str(tmp_path / "machine.json"))
+    monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(tmp_path / "none.duckdb"))
+    spec = load_spec(ROOT / "specs" / "lora-grid.yaml")
+    first = plan_sweep(spec, **planning_inputs(spec)).to_json_text()
+    stored = json.loads(machine_file().read_text())
+    assert stored["matmul_gflops_one_core"] > 0 and stored["measured_at"] and "NUM_THREADS=1" in stored["method"]
+    second = plan_sweep(spec, **planning_inputs(spec)).to_json_text()
+    assert first == second
+    assert not (tmp_path / "none.duckdb").exists()
 
 
 def test_prices_used_lists_each_chosen_offer_once():

@@ -73,7 +73,7 @@ def test_what_if_uses_measured_durations_and_marks_actual_k(wh):
     data = load_sweep(wh, "lora-grid")
     durations, costs, target, ids = what_if_inputs(data)
     assert ids == ["aaaa00000000", "bbbb11111111", "cccc22222222", "dddd33333333", "eeee44444444"]
-    assert durations == pytest.approx([1.0, 0.5, 0.25, 1.5, 1.5])
+    assert durations == pytest.approx([3600.0, 1800.0, 900.0, 5400.0, 5400.0])  # seconds
     assert costs == pytest.approx([1.00, 0.20, 0.25, 1.50, 1.50])
     assert target == 3
     rows, why = what_if_rows(data)

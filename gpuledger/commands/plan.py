@@ -1,8 +1,9 @@
 """`gpuledger plan SPEC [--json]`: the plan (GPU, count, spot, cost per trial; schedule; what-if).
 
 Exit 0 within budget; 3 when the budget guard refuses (with --json the plan is printed first).
-Pure: nothing is launched and nothing is written (no warehouse file is created). Spot preemption
-rates measured in an existing warehouse replace the defaults once there are enough spot hours.
+Nothing is launched and no warehouse file is created. What the planner learns from outside comes
+from `gpuledger.planning.planning_inputs`: this machine's stored speed (measured once, on first
+use), spot preemptions and measured runs from an existing warehouse.
 """
 
 from __future__ import annotations
@@ -10,18 +11,6 @@ from __future__ import annotations
 import sys
 
 from gpuledger.errors import BudgetExceeded, UserError
-
-
-def _measured_preemption() -> dict | None:
-    """Spot preemptions measured in the warehouse, if one exists (DuckDB is imported only then)."""
-    from gpuledger.paths import resolve_path
-
-    path = resolve_path()
-    if not path.exists():
-        return None
-    from gpuledger.warehouse import measured_preemption_if_any
-
-    return measured_preemption_if_any(path) or None
 
 
 def run(args) -> int:
@@ -34,7 +23,9 @@ def run(args) -> int:
             f"{args.spec} is a capacity spec (kind: capacity); `gpuledger plan` plans sweeps. "
             f"Use `gpuledger capacity {args.spec}` for GPUs and $/month to serve it."
         )
-    plan = plan_sweep(spec, measured_preemption=_measured_preemption())
+    from gpuledger.planning import planning_inputs
+
+    plan = plan_sweep(spec, **planning_inputs(spec))
     if args.json:
         print(plan.to_json_text())
     else:

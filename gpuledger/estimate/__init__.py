@@ -12,6 +12,7 @@ from typing import Any
 
 from gpuledger.estimate.compute import (
     BASE_MFU,
+    CPU_TRAINING_EFFICIENCY,
     KIND_FACTOR,
     attention_flops_per_token,
     default_mfu,
@@ -31,7 +32,8 @@ MEMORY_KEYS = ("weights", "gradients", "optimizer", "activations", "logits", "kv
                "allocated", "reserved", "device")
 
 __all__ = [
-    "BASE_MFU", "KIND_FACTOR", "MEMORY_KEYS", "STACK_FIELDS", "Estimate", "Workload", "active_params", "attention_flops_per_token",
+    "BASE_MFU", "CPU_TRAINING_EFFICIENCY", "KIND_FACTOR", "MEMORY_KEYS", "STACK_FIELDS", "Estimate", "Workload",
+    "active_params", "attention_flops_per_token",
     "default_mfu", "estimate", "kv_cache_bytes_per_token", "layer_activation_bytes_per_token", "load_config",
     "train_time_s",
 ]

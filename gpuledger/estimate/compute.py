@@ -1,4 +1,8 @@
-"""Compute: FLOPs per token and training time on a GPU kind at a documented MFU."""
+"""Compute: FLOPs per token and training time on a GPU kind at a documented MFU.
+
+This module holds THE utilisation table of gpuledger (`BASE_MFU` × `KIND_FACTOR` for GPUs,
+`CPU_TRAINING_EFFICIENCY` for the local CPU launcher); the planner and the estimator both read it,
+and no other module keeps a copy or a fallback."""
 
 from __future__ import annotations
 
@@ -23,6 +27,18 @@ from gpuledger.models import ModelConfig
 BASE_MFU = {"full": 0.40, "lora": 0.35, "qlora": 0.25, "grpo": 0.15, "ppo": 0.12, "inference": 0.25}
 KIND_FACTOR = {"H100": 0.85, "H200": 0.85, "B200": 0.8, "L4": 0.8, "A10G": 0.8, "A10": 0.8, "T4": 0.8,
                "RTX4090": 0.8, "V100": 0.9}
+
+
+#: Local launcher (numpy on the CPU): achieved training FLOP/s / one core's measured float32 matmul
+#: rate (`gpuledger.machine`). Calibrated against `trainers/demo_lora.py` (model
+#: `gpuledger/demo-char-gpt`, one BLAS thread) on a 2-core machine: r=16/B=8 took 7.7 s of CPU for
+#: 124.9 GFLOP (estimator), r=4/B=32 8.6 s for 95.9 GFLOP, against a 92.6 GFLOP/s one-core matmul
+#: probe: 0.175 and 0.12 (Python per-op overhead on tiny matrices, evaluation passes, start-up). The
+#: 12-trial demo sweep (196,608 tokens each, 2 at a time on 2 cores) measured 17.7-23.2 s per trial
+#: (agent wall-clock incl. interpreter start, base load and evaluations) against 15.8 s planned at
+#: 0.15, i.e. 0.15 x 12.8 / 17.9 = 0.107 on the compute part: 0.11. Once a sweep has run, the planner
+#: calibrates this on the measured runs instead (gpuledger/plan/calibration.py).
+CPU_TRAINING_EFFICIENCY = 0.11
 
 
 def default_mfu(accelerator: str, method: str) -> float:

@@ -58,7 +58,6 @@ from gpuledger.serving import sweep_points
 #: |estimate − measured| / measured beyond which a trial is named on the accuracy charts
 OUTLIER_PCT = 25.0
 #: parallel slots of the what-if curve (the actual K is added when it is not among them)
-WHAT_IF_KS = (1, 2, 4, 8, 16, 32, 64)
 _FAILED = ("failed", "oom", "preempted", "cancelled")
 
 
@@ -256,14 +255,14 @@ def peak_concurrency(runs: pl.DataFrame) -> int:
 
 
 def what_if_inputs(data: SweepData) -> tuple[list[float], list[float], int | None, list[str]]:
-    """Returns (durations_h, costs_usd, target_index, trial_ids) of the trials with a measured result, in launch order.
+    """Returns (durations_s, costs_usd, target_index, trial_ids) of the trials with a measured result, in launch order.
 
     Duration and cost of a trial are those of all its attempts (what it really took); the target is
     the best trial. Trials without a result yet (running, skipped) are left out.
     """
     t = data.trials.filter(pl.col("wall_s").is_not_null() & (pl.col("attempts") > 0))
     ids = t["trial_id"].to_list()
-    durations = [float(w) / 3600.0 for w in t["wall_s"].to_list()]
+    durations = [float(w) for w in t["wall_s"].to_list()]
     costs = [float(c or 0.0) for c in t["cost_usd"].to_list()]
     best = data.roi.get("best_trial_id")
     target = ids.index(best) if best in ids else None
@@ -310,7 +309,7 @@ def what_if_rows(data: SweepData) -> tuple[list[dict[str, Any]], str | None]:
     if target is None:
         return [], "no succeeded trial with the objective metric, so there is no recipe to reach"
     try:
-        from gpuledger.plan import what_if_curve
+        from gpuledger.plan import WHAT_IF_KS, what_if_curve
     except ImportError:
         return [], "the planner's what-if (gpuledger.plan.what_if_curve) is not available in this install"
     actual = data.sweep.get("max_parallel") or peak_concurrency(data.runs) or None
@@ -321,11 +320,11 @@ def what_if_rows(data: SweepData) -> tuple[list[dict[str, Any]], str | None]:
     rows = []
     for item in raw:
         k = _row_get(item, "parallel", "k", "K")
-        h = _row_get(item, "time_to_recipe_hours", "time_to_recipe_h")
+        h = _row_get(item, "time_to_recipe_s")
         c = _row_get(item, "cost_usd", "cost_to_recipe_usd")
         if k is None or h is None or c is None:
             continue
-        rows.append({"parallel": int(k), "time_to_recipe_hours": float(h), "cost_usd": float(c)})
+        rows.append({"parallel": int(k), "time_to_recipe_hours": float(h) / 3600.0, "cost_usd": float(c)})
     flags = pareto_flags([(r["time_to_recipe_hours"], r["cost_usd"]) for r in rows])
     for r, f in zip(rows, flags, strict=True):
         r["pareto"] = f

@@ -175,7 +175,9 @@ class SweepsMixin:
 _TRIAL_INPUT_SCHEMA = {
     "trial_index": pl.Int32, "gpus": pl.Int32, "spot": pl.Boolean, "feasible": pl.Boolean,
     "est_memory_gib": pl.Float64, "est_wall_s": pl.Float64, "est_cost_usd": pl.Float64,
-    "params": pl.String,
+    "params": pl.String, "est_flops": pl.Float64, "est_basis": pl.String, "cloud_equiv_accelerator": pl.String,
+    "cloud_equiv_gpus": pl.Int32, "cloud_equiv_instance_type": pl.String, "cloud_equiv_cloud": pl.String,
+    "cloud_equiv_spot": pl.Boolean, "cloud_equiv_wall_s": pl.Float64, "cloud_equiv_usd": pl.Float64,
 }
 
 

@@ -1,0 +1,136 @@
+"""This machine's measured speed, measured once and stored (not re-probed by every plan).
+
+The local launcher's plan needs the machine's cores, RAM and one core's float32 matmul rate. They
+are measured by `measure_machine()` (a child Python with BLAS pinned to one thread, as the demo
+trainer pins itself) and stored as JSON with the date and the method in the cache file
+(`machine_file()`): `$GPULEDGER_MACHINE_FILE`, else `$XDG_CACHE_HOME/gpuledger/machine.json`, else
+`~/.cache/gpuledger/machine.json`. `local_machine()` reads that file (measuring and writing it only
+when it is missing, unreadable or from another host), so two plans in a row use the same numbers.
+The planner never calls this module: the plan command and the sweep flow pass its result in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+ENV_FILE = "GPULEDGER_MACHINE_FILE"
+
+#: How the matmul rate is measured (stored with the number).
+METHOD = ("best of >= 5 float32 {n}x{n} numpy matmuls (up to {budget_s} s) in a child Python with "
+          "OPENBLAS/OMP/MKL_NUM_THREADS=1; 2 n^3 FLOP / best time")
+
+_MATMUL_PROBE = """
+import math, sys, time
+import numpy as np
+n, budget = int(sys.argv[1]), float(sys.argv[2])
+a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+b = np.random.default_rng(1).standard_normal((n, n), dtype=np.float32)
+a @ b
+best, reps = math.inf, 0
+end = time.perf_counter() + budget
+while reps < 5 or (time.perf_counter() < end and reps < 5000):
+    t0 = time.perf_counter()
+    a @ b
+    best = min(best, time.perf_counter() - t0)
+    reps += 1
+print(2 * n**3 / max(best, 1e-9) / 1e9)
+"""
+
+
+@dataclass(frozen=True)
+class MachineSpeed:
+    """One machine's measured facts: what the local plan prices and times trials against."""
+
+    hostname: str
+    cores: int  # physical cores (psutil), what `max_parallel` is capped at
+    logical_cores: int
+    total_ram_gib: float
+    matmul_gflops_one_core: float
+    method: str
+    measured_at: str  # ISO 8601 UTC
+
+    @property
+    def measured_on(self) -> str:
+        """Returns the measurement's date (YYYY-MM-DD)."""
+        return self.measured_at[:10]
+
+    def describe(self) -> str:
+        return (f"{self.hostname}: {self.cores} cores, {self.total_ram_gib:.1f} GiB RAM, one core "
+                f"{self.matmul_gflops_one_core:.1f} GFLOP/s float32 matmul (measured {self.measured_at}: {self.method})")
+
+
+def machine_file() -> Path:
+    """Returns where this machine's measured speed is stored."""
+    env = os.environ.get(ENV_FILE)
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "gpuledger" / "machine.json"
+
+
+def matmul_gflops_one_core(n: int = 256, budget_s: float = 0.3) -> float:
+    """Returns one core's float32 matmul rate in GFLOP/s (see METHOD). The best sample is taken
+    because other load only ever slows it down."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", _MATMUL_PROBE, str(n), str(budget_s)], env=env,
+                         capture_output=True, text=True, timeout=120, check=True)
+    return float(out.stdout.strip())
+
+
+def measure_machine(n: int = 256, budget_s: float = 0.3) -> MachineSpeed:
+    """Returns this machine's facts, measured now (a child process for the matmul rate)."""
+    import psutil
+
+    vm = psutil.virtual_memory()
+    return MachineSpeed(
+        hostname=socket.gethostname() or "this-machine",
+        cores=int(psutil.cpu_count(logical=False) or psutil.cpu_count() or 1),
+        logical_cores=int(psutil.cpu_count() or 1),
+        total_ram_gib=round(vm.total / 2**30, 3),
+        matmul_gflops_one_core=round(matmul_gflops_one_core(n, budget_s), 2),
+        method=METHOD.format(n=n, budget_s=budget_s),
+        measured_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
+    )
+
+
+def read_machine(path: Path | None = None) -> MachineSpeed | None:
+    """Returns the stored facts, or None when the file is missing, unreadable or not of this host."""
+    path = path or machine_file()
+    try:
+        data = json.loads(path.read_text())
+        m = MachineSpeed(**{k: data[k] for k in MachineSpeed.__dataclass_fields__})
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    if m.hostname != (socket.gethostname() or "this-machine") or m.matmul_gflops_one_core <= 0:
+        return None
+    return m
+
+
+def store_machine(m: MachineSpeed, path: Path | None = None) -> Path:
+    """Writes `m` to the machine file (atomically); returns the path."""
+    path = path or machine_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(asdict(m), indent=2) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def local_machine(path: Path | None = None, *, remeasure: bool = False) -> MachineSpeed:
+    """Returns this machine's stored facts, measuring and storing them first when needed (or asked)."""
+    if not remeasure:
+        stored = read_machine(path)
+        if stored is not None:
+            return stored
+    m = measure_machine()
+    with contextlib.suppress(OSError):  # a read-only home: plan with the fresh measurement, it is only not kept
+        store_machine(m, path)
+    return m

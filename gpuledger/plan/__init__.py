@@ -1,0 +1,42 @@
+"""The planner: trials × offers → GPU choice, spot decision, schedule, budget guard, what-if.
+
+A package of small pure modules, each step a function named after what it returns:
+
+    settings.py     constants (each an assumption the plan states) and PlanSettings
+    estimates.py    trial_estimates(spec, trials, gpu_counts), accelerator_table(...)  (memory, FLOPs, MFU)
+    offers.py       candidate_offers(offers, gpu_counts, settings)  (exact dominance pruning)
+    local.py        the local launcher's one offer: this machine, from its stored measured speed
+    calibration.py  measured runs → a calibrated rate per accelerator, a trial's own measured time
+    scoring.py      scored_candidates(...)  (time, expected cost with spot preemptions, deadline test)
+    preemption.py   poisson_cdf, poisson_quantile
+    schedule.py     list_schedule(durations, slots)
+    whatif.py       WHAT_IF_KS, what_if_curve(durations_s, costs_usd, ...)
+    choice.py       plan_from_estimates(estimates, offers, settings) -> Plan
+    alternatives.py what the budget guard quotes
+    prices.py       the local rate, the cloud equivalent, prices_used, warehouse_trial_rows
+    render.py       render_plan(plan), budget_guard(plan), fmt_duration
+    sweep.py        plan_sweep(spec, ...) and settings_for(spec)
+
+One time unit inside: seconds. Nothing here writes anywhere, launches or measures anything, or
+imports Prefect/SkyPilot/DuckDB: this machine's speed (`gpuledger.machine`) and the warehouse's
+measurements are passed in, so two plans of the same inputs are identical.
+"""
+
+from gpuledger.plan.choice import plan_from_estimates
+from gpuledger.plan.estimates import accelerator_table, trial_estimates
+from gpuledger.plan.model import Plan
+from gpuledger.plan.offers import candidate_offers
+from gpuledger.plan.preemption import poisson_cdf, poisson_quantile
+from gpuledger.plan.prices import local_rate, prices_used, warehouse_trial_rows
+from gpuledger.plan.render import budget_guard, fmt_duration, render_plan
+from gpuledger.plan.schedule import list_schedule
+from gpuledger.plan.scoring import scored_candidates
+from gpuledger.plan.settings import PlanSettings
+from gpuledger.plan.sweep import plan_sweep, settings_for
+from gpuledger.plan.whatif import WHAT_IF_KS, what_if_curve
+
+__all__ = [
+    "WHAT_IF_KS", "Plan", "PlanSettings", "accelerator_table", "budget_guard", "candidate_offers", "fmt_duration",
+    "list_schedule", "local_rate", "plan_from_estimates", "plan_sweep", "poisson_cdf", "poisson_quantile", "prices_used",
+    "render_plan", "scored_candidates", "settings_for", "trial_estimates", "warehouse_trial_rows", "what_if_curve",
+]

@@ -1,0 +1,61 @@
+"""What the budget guard quotes when a plan is over budget: fewer trials, all spot, all
+on-demand, the cheapest ignoring the deadline, one accelerator for every trial."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from gpuledger.plan.scoring import scored_candidates
+from gpuledger.plan.settings import PlanSettings
+
+
+def alternatives(scored, trial_key, candidates, accel, table, s: PlanSettings, total: float, keys: pl.DataFrame) -> dict[str, Any]:
+    """Returns the totals the budget guard quotes (the cheaper alternatives only when over budget)."""
+    from gpuledger.plan.choice import top_drivers
+
+    out: dict[str, Any] = {}
+    feas = table.filter(pl.col("feasible"))
+    costs = np.sort(feas["est_cost_usd"].to_numpy())
+    out["trials_within_budget"] = int(np.searchsorted(np.cumsum(costs), s.budget_usd, side="right")) if len(costs) else 0
+    out["trials_feasible"] = int(feas.height)
+    out["top_cost_drivers"] = top_drivers(feas, total)
+    if not scored.height or total <= s.budget_usd:
+        return out
+    # per-accelerator totals need candidates pruned within each accelerator, deadline ignored
+    reduced = scored_candidates(keys, candidates, accel, replace(s, deadline_s=None),
+                                prune_within=("spot", "acc_id")).select("key", "acc_id", "spot", "est_cost_usd")
+    tk_key = trial_key["key"].to_numpy().astype(np.int64)
+    tk_trial = trial_key["trial_id"].rank("dense").to_numpy().astype(np.int64) - 1
+    n_keys, n_trials = int(tk_key.max()) + 1, int(tk_trial.max()) + 1
+    r_key = reduced["key"].to_numpy().astype(np.int64)
+    r_cost = reduced["est_cost_usd"].to_numpy()
+    r_spot = reduced["spot"].to_numpy()
+    r_acc = reduced["acc_id"].to_numpy()
+
+    def total_for(mask: np.ndarray) -> tuple[float, int]:
+        per_key = np.full(n_keys, np.inf)
+        np.minimum.at(per_key, r_key[mask], r_cost[mask])
+        per_trial = np.full(n_trials, np.inf)
+        np.minimum.at(per_trial, tk_trial, per_key[tk_key])
+        ok = np.isfinite(per_trial)
+        return float(per_trial[ok].sum()), int(ok.sum())
+
+    cheapest, n = total_for(np.ones(len(r_key), dtype=bool))
+    out["cheapest_ignoring_deadline_usd"] = {"total_usd": round(cheapest, 2), "trials": n}
+    for name, mask in (("all_spot_usd", r_spot), ("all_on_demand_usd", ~r_spot)):
+        if mask.any():
+            t, n = total_for(mask)
+            out[name] = {"total_usd": round(t, 2), "trials": n}
+    names = accel.select("accelerator").unique(maintain_order=True).with_row_index("acc_id")
+    by_acc = {}
+    for acc_id, acc in names.iter_rows():
+        mask = r_acc == acc_id
+        if mask.any():
+            t, n = total_for(mask)
+            by_acc[acc] = {"total_usd": round(t, 2), "trials": n, "of": int(feas.height)}
+    out["by_accelerator"] = dict(sorted(by_acc.items()))
+    return out

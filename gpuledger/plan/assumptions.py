@@ -1,0 +1,63 @@
+"""The assumptions a plan states (every number it prints has a source)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from gpuledger.plan.estimates import SHARDING_RULE
+from gpuledger.plan.settings import SCALING_EFFICIENCY, PlanSettings
+
+
+def plan_assumptions(s: PlanSettings, candidates: pl.DataFrame, offers: pl.DataFrame, accel: pl.DataFrame) -> list[str]:
+    """Returns the plan's assumptions, one sentence each."""
+    from gpuledger.plan.render import fmt_duration
+
+    local = s.launcher == "local"
+    a = []
+    if not local:
+        a.append(f"usable GPU memory = nvidia-smi total × {s.memory_safety_fraction} − {s.memory_reserve_gib} GiB "
+                 "(fragmentation, NCCL/cuBLAS buffers); a trial fits when the estimator's device-level memory is within it")
+    a.append(f"overhead per trial: provisioning {fmt_duration(s.provisioning_s)} + set-up {fmt_duration(s.setup_s)}, billed")
+    if not local:
+        a += [
+            "compute time = FLOPs / (GPUs × dense peak × MFU × multi-GPU efficiency "
+            + ", ".join(f"{k} {v}" for k, v in SCALING_EFFICIENCY.items() if k != "none") + ")",
+            "an instance is paid whole: a trial on an instance with more GPUs than it uses pays for all of them (no packing)",
+            SHARDING_RULE,
+        ]
+        if not accel.is_empty():
+            a.append("MFU from " + ", ".join(sorted(set(accel["mfu_source"].to_list()))))
+    if s.spot != "never":
+        ck = (f"half the checkpoint interval ({fmt_duration(s.checkpoint_interval_s)})" if s.checkpoint_interval_s is not None
+              else "half the trial's compute (trials are not assumed to checkpoint)")
+        a.append(
+            f"spot: expected time = T0 + rate × T0 × (restart {fmt_duration(s.restart_s)} + lost work = {ck}); "
+            f"chosen only when cheaper AND the deadline holds at {s.deadline_confidence:.0%} confidence "
+            "(preemptions ~ Poisson(rate × T0))"
+        )
+        rates = candidates.filter(pl.col("spot")).select("cloud", "accelerator", "preemptions_per_hour", "preemption_source").unique().sort("cloud", "accelerator")
+        for r in rates.head(12).iter_rows(named=True):
+            a.append(f"preemption rate {r['cloud']}/{r['accelerator']}: {r['preemptions_per_hour']:g}/h ({r['preemption_source']})")
+        if rates.height > 12:
+            a.append(f"... and {rates.height - 12} more (cloud, accelerator) preemption rates from gpuledger/catalog/preemption.csv")
+        sus = offers.filter(pl.col("spot_suspicious"))
+        if sus.height:
+            a.append(f"{sus.height} spot prices flagged suspicious (exactly 10% of on-demand, spot >= on-demand, "
+                     "or below 8%) and not used: those offers are planned on-demand only")
+    if s.spot == "always":
+        a.append("spot: always (spec) — only spot offers considered")
+    elif s.spot == "never" and not local:
+        a.append("spot: never (spec) — only on-demand offers considered")
+    if s.target is not None:
+        a.append("what-if: the sweep stops launching once objective.target is reached; trials in flight then run "
+                 "to completion and are paid; which trial reaches it is unknown, so time and cost are averaged "
+                 "over every position (uniform prior), trials launched longest first")
+    else:
+        a.append("what-if: no objective.target, every trial runs (cost is the same for every K unless slots share "
+                 "cores); time-to-recipe is averaged over which trial turns out best (uniform prior), trials "
+                 "launched longest first")
+    if not offers.is_empty() and not local:
+        srcs = offers.select("source", "as_of").unique().sort("source")
+        for r in srcs.head(8).iter_rows(named=True):
+            a.append(f"prices: {r['source']} (as of {r['as_of']})")
+    return a

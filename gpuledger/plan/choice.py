@@ -1,0 +1,255 @@
+"""Step 4 of the plan: the choice per trial, measured durations applied, the schedule, totals,
+the what-if and the alternatives the budget guard quotes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from gpuledger.plan.assumptions import plan_assumptions
+from gpuledger.plan.estimates import accelerator_table
+from gpuledger.plan.model import Plan
+from gpuledger.plan.offers import candidate_offers
+from gpuledger.plan.schedule import list_schedule, makespan_s
+from gpuledger.plan.scoring import scored_candidates
+from gpuledger.plan.settings import S_PER_H, PlanSettings
+from gpuledger.plan.whatif import what_if_curve
+
+#: The columns of a plan's trial table (plan.trials_frame), in order. `est_basis` says where the
+#: duration comes from: "measured" (this trial's own measured run), "calibrated on N runs" (a rate
+#: fitted to measured runs of the same model, method and accelerator) or "estimate" (FLOPs / (peak × MFU)).
+OUT_COLS = [
+    "trial_id", "trial_index", "accelerator", "gpus", "sharding", "cloud", "region", "instance_type", "spot",
+    "est_memory_gib", "usable_memory_gib", "flops_total", "compute_s", "est_wall_s", "est_cost_usd", "est_basis",
+    "usd_per_hour", "on_demand_usd_per_hour", "preemptions_per_hour", "expected_preemptions", "deadline_ok",
+    "price_source", "price_as_of", "feasible", "reason",
+]
+
+MEASURED_SCHEMA = {"trial_id": pl.String, "accelerator": pl.String, "gpus": pl.Int64, "wall_s": pl.Float64}
+
+
+def _pick(frame: pl.DataFrame, by: str) -> pl.DataFrame:
+    """Returns one row per `by`: deadline met first, then the lowest cost, then less time (a
+    single score and an arg-min per group: no sort of the big frame). For the dense integer `key`
+    the arg-min is done with numpy (`np.minimum.at`), else with a polars group-by."""
+    if frame.is_empty():
+        return frame
+    cost = frame["est_cost_usd"].to_numpy()
+    big = float(np.nanmax(cost)) * 2 + 1.0
+    score = cost + np.where(frame["deadline_ok"].to_numpy(), 0.0, big) + frame["est_wall_s"].to_numpy() * 1e-12
+    if by == "key":
+        key = frame["key"].to_numpy().astype(np.int64)
+        best = np.full(int(key.max()) + 1, np.inf)
+        np.minimum.at(best, key, score)
+        hit = np.flatnonzero(score <= best[key])
+        _, first = np.unique(key[hit], return_index=True)
+        return frame[np.sort(hit[first])]
+    rows = (
+        frame.select(by).with_columns(_score=pl.Series(score)).with_row_index("_row")
+        .group_by(by).agg(pl.col("_row").get(pl.col("_score").arg_min()))
+    )["_row"].sort()
+    return frame[rows.to_numpy()]
+
+
+def _infeasible_reasons(estimates: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame, settings: PlanSettings) -> pl.DataFrame:
+    """Returns trial_id, reason for trials with no fitting candidate."""
+    usable = (
+        candidates.select("accelerator", "gpus").unique()
+        .join(accel.select("accelerator", "memory_gib").unique("accelerator"), on="accelerator")
+        .with_columns(usable=pl.col("memory_gib") * settings.memory_safety_fraction - settings.memory_reserve_gib)
+    )
+    best = usable.sort("usable", descending=True).group_by("gpus", maintain_order=True).first()
+    largest = usable.sort("usable", descending=True).head(1)
+    per_trial = (
+        estimates.sort("est_memory_gib", nulls_last=True)
+        .group_by("trial_id", maintain_order=True)
+        .agg(pl.col("est_memory_gib").first(), pl.col("gpus").first(), pl.col("sharding").first(), pl.col("est_error").drop_nulls().first())
+        .join(best.select("gpus", pl.col("accelerator").alias("best_acc"), pl.col("usable").alias("best_usable")), on="gpus", how="left")
+    )
+    la, lu = (largest["accelerator"][0], largest["usable"][0]) if largest.height else (None, None)
+    reasons = []
+    for r in per_trial.iter_rows(named=True):
+        if r["est_memory_gib"] is None:
+            reasons.append(r["est_error"] or "no estimate")
+        elif la is None:
+            reasons.append("no offer for the candidate accelerators in the chosen clouds/regions")
+        else:
+            acc, us = (r["best_acc"], r["best_usable"]) if r["best_acc"] else (la, lu)
+            where = f" ({r['gpus']} GPU{'s' if r['gpus'] > 1 else ''}, {r['sharding']})"
+            reasons.append(f"needs {r['est_memory_gib']:.1f} GiB per GPU{where}; largest candidate {acc} has {us:.1f} GiB usable")
+    return pl.DataFrame({"trial_id": per_trial["trial_id"], "reason": reasons}, schema={"trial_id": pl.String, "reason": pl.String})
+
+
+def apply_measured(table: pl.DataFrame, measured: pl.DataFrame | None, s: PlanSettings) -> pl.DataFrame:
+    """Returns the chosen rows with a trial's own measured wall-clock in place of its estimate where
+    that trial was measured on the chosen accelerator and GPU count (est_basis "measured"): the
+    measurement is the whole run (start-up included), so T0 = wall_s and compute_s = wall_s −
+    overhead; spot rework and the cost follow from T0 as in `scored_candidates`."""
+    if measured is None or measured.is_empty():
+        return table
+    m = measured.select(pl.col("trial_id"), pl.col("accelerator").alias("_m_acc"), pl.col("gpus").cast(pl.Int64).alias("_m_gpus"),
+                        pl.col("wall_s").alias("_m_wall"))
+    t = table.join(m, on="trial_id", how="left")
+    hit = (pl.col("_m_wall").is_not_null() & (pl.col("_m_acc") == pl.col("accelerator")) & (pl.col("_m_gpus") == pl.col("gpus"))).fill_null(False)
+    lost = pl.lit(s.checkpoint_interval_s / 2) if s.checkpoint_interval_s is not None else (pl.col("_m_wall") - s.overhead_s).clip(0) / 2
+    rate_per_s = pl.col("preemptions_per_hour") / S_PER_H
+    wall = pl.when(pl.col("spot")).then(pl.col("_m_wall") * (1 + rate_per_s * (pl.lit(s.restart_s) + lost))).otherwise(pl.col("_m_wall"))
+    return t.with_columns(
+        compute_s=pl.when(hit).then((pl.col("_m_wall") - s.overhead_s).clip(0)).otherwise(pl.col("compute_s")),
+        est_wall_s=pl.when(hit).then(wall).otherwise(pl.col("est_wall_s")),
+        expected_preemptions=pl.when(hit).then(rate_per_s * pl.col("_m_wall")).otherwise(pl.col("expected_preemptions")),
+        est_basis=pl.when(hit).then(pl.lit("measured")).otherwise(pl.col("est_basis")),
+    ).with_columns(
+        est_cost_usd=pl.when(hit).then(pl.col("usd_per_hour") * pl.col("est_wall_s") / S_PER_H).otherwise(pl.col("est_cost_usd")),
+    ).drop("_m_acc", "_m_gpus", "_m_wall")
+
+
+def plan_from_estimates(
+    estimates: pl.DataFrame,
+    offers: pl.DataFrame,
+    settings: PlanSettings,
+    *,
+    trials_meta: pl.DataFrame | None = None,
+    accel: pl.DataFrame | None = None,
+    extra_assumptions: Sequence[str] = (),
+    measured: pl.DataFrame | None = None,
+    what_if_shared_cores: int | None = None,
+) -> Plan:
+    """Returns the Plan: per trial the cheapest (gpus, offer, spot) that meets the deadline (else
+    the cheapest that fits, with reason "misses deadline"), or infeasible with the reason; then the
+    LPT schedule on `max_parallel` slots, totals, the what-if curve and the alternatives the budget
+    guard quotes.
+
+    `estimates`: trial_id, gpus, sharding, est_memory_gib, flops_total (+ optional trial_index,
+    precision, est_error). `offers`: the columns of `load_offers`. `trials_meta`: trial_id,
+    params (JSON text) — for the output. `accel`: the `accelerator_table` (default: from the
+    catalog for the offers' accelerators; may carry `basis`, e.g. "calibrated on 12 runs").
+    `measured`: trial_id, accelerator, gpus, wall_s (see `apply_measured`).
+    """
+    s = settings
+    est = estimates
+    if "spot_suspicious" not in offers.columns:
+        from gpuledger.catalog.offers import spot_suspicious_expr
+
+        offers = offers.with_columns(spot_suspicious=spot_suspicious_expr())
+    if "precision" not in est.columns:
+        est = est.with_columns(precision=pl.lit(s.precision))
+    if "est_error" not in est.columns:
+        est = est.with_columns(est_error=pl.lit(None, dtype=pl.String))
+    if "trial_index" not in est.columns:
+        idx = est.select("trial_id").unique(maintain_order=True).with_row_index("trial_index").with_columns(pl.col("trial_index").cast(pl.Int64))
+        est = est.join(idx, on="trial_id", how="left")
+    est = est.with_columns(pl.col("gpus").cast(pl.Int64), pl.col("est_memory_gib").cast(pl.Float64), pl.col("flops_total").cast(pl.Float64))
+    if accel is None:
+        accel = accelerator_table(offers["accelerator"].unique().to_list(), est["precision"].unique().to_list(), s.method)
+    if "basis" not in accel.columns:
+        accel = accel.with_columns(basis=pl.lit("estimate"))
+    snapshot = offers["price_snapshot"][0] if "price_snapshot" in offers.columns and offers.height else None
+    if snapshot is None:
+        from gpuledger.catalog.offers import price_snapshot_id
+
+        snapshot = price_snapshot_id(offers)
+    candidates = candidate_offers(offers, est["gpus"].unique().to_list(), s).with_row_index("cand")
+
+    # distinct estimate keys: identical workloads are scored once
+    key_cols = ["gpus", "sharding", "precision", "est_memory_gib", "flops_total"]
+    keys = est.filter(pl.col("est_memory_gib").is_not_null()).select(key_cols).unique().with_row_index("key")
+    scored = scored_candidates(keys, candidates, accel, s)
+
+    spot_allowed = {"auto": None, "always": True, "never": False}[s.spot]
+    pool = scored if spot_allowed is None else scored.filter(pl.col("spot") == spot_allowed)
+    best_per_key = _pick(pool, "key") if pool.height else pool
+    trial_key = est.join(keys, on=key_cols, how="inner").select("trial_id", "trial_index", "key", "sharding", "est_memory_gib", "flops_total")
+    per_trial = _pick(trial_key.join(best_per_key.drop("gpus", "est_memory_gib"), on="key", how="inner"), "trial_id")
+    cand_strings = candidates.select(
+        "cand", "accelerator", "cloud", "region", "instance_type", "on_demand_usd_per_hour", "price_source", "price_as_of"
+    )
+    basis = accel.select("accelerator", pl.col("basis").alias("est_basis")).unique("accelerator", keep="first")
+    per_trial = (per_trial.join(cand_strings, on="cand", how="left").join(candidates.select("cand", "gpus"), on="cand", how="left")
+                 .join(basis, on="accelerator", how="left"))
+
+    trial_ids = est.select("trial_id", "trial_index").unique("trial_id", keep="first")
+    missing = trial_ids.join(per_trial.select("trial_id"), on="trial_id", how="anti")
+    dl = s.deadline_s
+    feasible = apply_measured(per_trial, measured, s).with_columns(
+        feasible=pl.lit(True),
+        reason=pl.when(pl.col("deadline_ok")).then(pl.lit(None, dtype=pl.String)).otherwise(
+            pl.lit("misses deadline: ") + pl.col("est_wall_s").round(0).cast(pl.Int64).cast(pl.String)
+            + pl.lit(f" s > {dl if dl is None else round(dl)} s")
+            + pl.when(pl.col("spot")).then(pl.lit(f" at {s.deadline_confidence:.0%} confidence")).otherwise(pl.lit(""))
+        ),
+    ).select(OUT_COLS)
+    if missing.height:
+        reasons = _infeasible_reasons(est.join(missing, on="trial_id", how="semi"), candidates, accel, s)
+        if spot_allowed is True:
+            reasons = reasons.with_columns(reason=pl.col("reason") + pl.lit("; spot: always and no trustworthy spot offer fits"))
+        min_mem = est.join(missing, on="trial_id", how="semi").sort("est_memory_gib", nulls_last=True).group_by("trial_id", maintain_order=True).first()
+        infeas = missing.join(reasons, on="trial_id").join(min_mem.select("trial_id", "gpus", "sharding", "est_memory_gib"), on="trial_id", how="left").with_columns(
+            feasible=pl.lit(False), spot=pl.lit(False), deadline_ok=pl.lit(False),
+        )
+        infeas = pl.concat([feasible.clear(), infeas], how="diagonal_relaxed").select(OUT_COLS)
+        table = pl.concat([feasible, infeas], how="vertical_relaxed")
+    else:
+        table = feasible
+
+    # schedule: LPT (longest first) list scheduling on max_parallel slots
+    k = max(1, int(s.max_parallel))
+    feas = table.filter(pl.col("feasible")).sort(["est_wall_s", "trial_index"], descending=[True, False])
+    durations = feas["est_wall_s"].to_numpy()
+    costs = feas["est_cost_usd"].to_numpy()
+    start, slot = list_schedule(durations, k)
+    makespan = float((start + durations).max()) if len(durations) else 0.0
+    table = table.join(pl.DataFrame({"trial_id": feas["trial_id"], "start_s": start, "slot": slot}), on="trial_id", how="left")
+    total = float(costs.sum()) if len(costs) else 0.0
+    what_if = what_if_curve(durations, costs, stop_at_target=s.target is not None, shared_cores=what_if_shared_cores,
+                            _schedules={k: (start, slot)})
+    from gpuledger.plan.alternatives import alternatives as _alternatives
+
+    alternatives = _alternatives(scored, trial_key, candidates, accel, table, s, total, keys)
+
+    if trials_meta is not None:
+        table = table.join(trials_meta.select("trial_id", "params"), on="trial_id", how="left")
+    else:
+        table = table.with_columns(params=pl.lit("{}"))
+    round_cols = {"est_memory_gib": 3, "usable_memory_gib": 3, "compute_s": 3, "est_wall_s": 3, "est_cost_usd": 6,
+                  "start_s": 3, "expected_preemptions": 4}
+    table = table.with_columns([pl.col(c).round(n) for c, n in round_cols.items()]).sort("trial_index")
+
+    assumptions = list(extra_assumptions) + plan_assumptions(s, candidates, offers, accel)
+    if dl is not None and len(durations):
+        assumptions.append(_deadline_note(durations, makespan, k, dl))
+    return Plan(
+        sweep=s.sweep, trials_frame=table, total_est_cost_usd=total, makespan_s=makespan, max_parallel=k,
+        budget_usd=s.budget_usd, within_budget=total <= s.budget_usd, price_snapshot=snapshot, what_if=what_if,
+        assumptions=assumptions, launcher=s.launcher, launch_order=feas["trial_id"].to_list(),
+        alternatives=alternatives, deadline_s=dl,
+    )
+
+
+def _deadline_note(durations: np.ndarray, makespan: float, k: int, dl: float) -> str:
+    from gpuledger.plan.render import fmt_duration
+
+    if makespan <= dl:
+        return (f"deadline: each trial's choice must finish within {fmt_duration(dl)}; the whole sweep's makespan "
+                f"{fmt_duration(makespan)} on {k} slot(s) meets it too")
+    need = next((kk for kk in (2**i for i in range(0, 11)) if kk > k and makespan_s(durations, kk) <= dl), None)
+    hint = f"; {need} slots would meet it" if need else "; no parallelism up to 1024 slots meets it"
+    return (f"WARNING deadline: the sweep's makespan {fmt_duration(makespan)} on {k} slot(s) exceeds the "
+            f"{fmt_duration(dl)} deadline{hint} (resources.max_parallel)")
+
+
+def top_drivers(feas: pl.DataFrame, total: float) -> list[dict[str, Any]]:
+    """Returns the (accelerator, gpus, spot, instance) groups that cost the most (at most 3)."""
+    drivers = (
+        feas.group_by("accelerator", "gpus", "spot", "instance_type")
+        .agg(pl.len().alias("trials"), pl.col("est_cost_usd").sum().alias("cost_usd"), pl.col("est_wall_s").sum().alias("wall_s"))
+        .sort("cost_usd", descending=True)
+        .head(3)
+    )
+    return [
+        {**r, "cost_usd": round(r["cost_usd"], 2), "wall_s": round(r["wall_s"], 1), "share": round(r["cost_usd"] / total, 4) if total else 0.0}
+        for r in drivers.iter_rows(named=True)
+    ]

@@ -1,0 +1,139 @@
+"""Step 1 of the plan: per-trial estimates (the only step that calls the estimator), and the
+accelerator table (memory, peak rate, MFU) the scoring step prices them against."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from gpuledger.errors import UserError
+from gpuledger.plan.settings import AUTO_GPU_COUNTS
+
+#: Search parameters that change a trial's workload (CONTRACTS.md); value: the Workload field.
+PARAM_TO_WORKLOAD = {
+    "lora_r": "lora_r",
+    "lora_targets": "lora_targets",
+    "micro_batch": "micro_batch",
+    "seq_len": "seq_len",
+    "group_size": "group_size",
+    "precision": "precision",
+    "optimizer": "optimizer",
+    "prompt_len": "prompt_len",
+    "completion_len": "completion_len",
+}
+
+SHARDING_RULE = (
+    "sharding auto: none on 1 GPU; on >1 GPU, fsdp for full/grpo/ppo (states sharded), and for "
+    "lora/qlora both ddp (replicated frozen base, faster) and fsdp (sharded base, when it does not "
+    "fit replicated) are estimated and the cheaper fitting one wins"
+)
+
+ESTIMATE_SCHEMA = {"trial_id": pl.String, "trial_index": pl.Int64, "gpus": pl.Int64, "sharding": pl.String,
+                   "precision": pl.String, "est_memory_gib": pl.Float64, "flops_total": pl.Float64,
+                   "est_error": pl.String}
+
+ACCEL_SCHEMA = {"accelerator": pl.String, "precision": pl.String, "memory_gib": pl.Float64,
+                "peak_tflops": pl.Float64, "mfu": pl.Float64, "mfu_source": pl.String}
+
+
+def sharding_options(method: str, gpus: int, spec_sharding: str = "auto") -> list[str]:
+    """Returns the sharding strategies to estimate for `gpus` GPUs (see SHARDING_RULE)."""
+    if gpus == 1:
+        return ["none"]
+    if spec_sharding not in ("auto", "none"):
+        return [spec_sharding]
+    if method in ("lora", "qlora"):
+        return ["ddp", "fsdp"]
+    return ["fsdp"]
+
+
+def trial_estimates(spec, trials, gpu_counts: Sequence[int] | None = None, *, device: str = "gpu") -> pl.DataFrame:
+    """Returns one row per trial × GPU count × sharding: trial_id, trial_index, gpus, sharding,
+    precision, est_memory_gib (per GPU, nvidia-smi level), flops_total, est_error (None or why the
+    estimator refused).
+
+    Search params named in PARAM_TO_WORKLOAD (and `gpus_per_trial`) override the spec's train
+    fields. Identical workloads are estimated once.
+    """
+    from gpuledger import estimate as est_mod
+
+    t = spec.train
+    tokens = t.tokens_per_trial
+    inference = spec.method == "inference"
+    if inference:  # a serving benchmark: its workload and tokens come from its serve settings
+        from gpuledger.serving import inference_workload, memory_fraction, serve_settings, serving_tokens
+    if tokens is None and not inference:
+        file, line, col = spec.position("train")
+        raise UserError(
+            f"{file}:{line}:{col}: train.tokens_per_trial is needed to estimate time and cost "
+            "(training tokens per trial, e.g. 20_000_000)"
+        )
+    base = {
+        "model": spec.model, "method": spec.method, "precision": spec.precision, "optimizer": t.optimizer,
+        "micro_batch": t.micro_batch, "seq_len": t.seq_len, "grad_ckpt": t.grad_checkpointing,
+        "flash_attn": t.flash_attention, "lora_r": t.lora_r, "lora_targets": t.lora_targets,
+        "prompt_len": t.prompt_len, "completion_len": t.completion_len, "group_size": t.group_size,
+        "device": device,
+        **{name: getattr(t, name) for name in est_mod.STACK_FIELDS},
+    }
+    if gpu_counts is None:
+        gpt = spec.resources.gpus_per_trial
+        gpu_counts = AUTO_GPU_COUNTS if gpt == "auto" else (int(gpt),)
+    cache: dict[tuple, tuple[float | None, float | None, str | None]] = {}
+    rows: dict[str, list] = {k: [] for k in ESTIMATE_SCHEMA}
+    for trial in trials:
+        wl = dict(base)
+        for name, value in trial.params.items():
+            if name in PARAM_TO_WORKLOAD:
+                wl[PARAM_TO_WORKLOAD[name]] = value
+        counts = gpu_counts
+        if "gpus_per_trial" in trial.params:
+            counts = (int(trial.params["gpus_per_trial"]),)
+        fraction = 1.0
+        if inference:  # weights + KV cache of max_num_seqs sequences on tensor_parallel GPUs, at the
+            settings = serve_settings(spec, trial.params)  # engine's memory fraction (serving/workload.py)
+            wl.update(inference_workload(settings))
+            counts = (wl.pop("gpus"),) if device == "gpu" else (1,)
+            tokens, fraction = serving_tokens(settings), memory_fraction(settings)
+        for g in counts:
+            for sh in sharding_options(spec.method, g, t.sharding) if device == "gpu" else ["none"]:
+                key = tuple(sorted({**wl, "gpus": g, "sharding": sh, "_t": tokens, "_f": fraction}.items(), key=lambda kv: kv[0]))
+                if key not in cache:
+                    try:
+                        e = est_mod.estimate(est_mod.Workload(**{**wl, "gpus": g, "sharding": sh}))
+                        cache[key] = (float(e.memory_gib["device"]) / fraction, float(e.flops_per_token) * tokens, None)
+                    except UserError:
+                        raise
+                    except Exception as err:  # the estimator refused this one workload: the trial says why
+                        cache[key] = (None, None, f"estimator: {str(err).splitlines()[0] if str(err) else type(err).__name__}")
+                mem, flops, err = cache[key]
+                for col, value in (("trial_id", trial.trial_id), ("trial_index", trial.index), ("gpus", g),
+                                   ("sharding", sh), ("precision", str(wl["precision"])), ("est_memory_gib", mem),
+                                   ("flops_total", flops), ("est_error", err)):
+                    rows[col].append(value)
+    return pl.DataFrame(rows, schema=ESTIMATE_SCHEMA)
+
+
+def accelerator_table(accelerators: Sequence[str], precisions: Sequence[str], method: str) -> pl.DataFrame:
+    """Returns accelerator, precision, memory_gib (nvidia-smi), peak_tflops (dense), mfu, mfu_source
+    for every known accelerator × precision. MFU: `gpuledger.estimate.default_mfu` (the one table)."""
+    from gpuledger.catalog import gpu_kinds
+    from gpuledger.estimate import default_mfu
+
+    kinds = gpu_kinds()
+    rows = []
+    for acc in dict.fromkeys(accelerators):
+        kind = kinds.get(acc)
+        if kind is None:
+            continue
+        mfu = float(default_mfu(acc, method))
+        src = f"gpuledger/estimate/compute.py (BASE_MFU[{method}] × KIND_FACTOR)"
+        for p in dict.fromkeys(precisions):
+            try:
+                peak = kind.peak_tflops(p)
+            except ValueError:
+                continue
+            rows.append({"accelerator": acc, "precision": p, "memory_gib": kind.memory_gib, "peak_tflops": peak,
+                         "mfu": mfu, "mfu_source": src})
+    return pl.DataFrame(rows, schema=ACCEL_SCHEMA)

@@ -1,0 +1,51 @@
+"""Step 2 of the plan: the candidate offers (exact dominance pruning of the catalog's offers)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from gpuledger.plan.settings import PlanSettings
+
+
+def candidate_offers(offers: pl.DataFrame, gpu_counts: Sequence[int], settings: PlanSettings) -> pl.DataFrame:
+    """Returns, per (accelerator, gpus needed): the cheapest on-demand instance with at least that
+    many GPUs, and per cloud the cheapest trustworthy spot instance, with its preemption rate.
+
+    This pruning is exact: for a given accelerator and GPU count every on-demand offer takes the
+    same time, so only the cheapest can win; spot offers of one cloud share a preemption rate,
+    so again only the cheapest can win. Suspicious spot prices are never candidates.
+    Columns: accelerator, gpus, spot, cloud, region, instance_type, accelerator_count,
+    usd_per_hour, on_demand_usd_per_hour, price_source, price_as_of, preemptions_per_hour,
+    preemption_source.
+    """
+    from gpuledger.catalog.offers import preemption_rates, spot_suspicious_expr
+
+    if "spot_suspicious" not in offers.columns:
+        offers = offers.with_columns(spot_suspicious=spot_suspicious_expr())
+    counts = pl.DataFrame({"gpus": sorted({int(g) for g in gpu_counts})}, schema={"gpus": pl.Int64})
+    base = offers.select(
+        "cloud", "region", "instance_type", "accelerator", "accelerator_count",
+        pl.col("usd_per_hour_on_demand").alias("on_demand_usd_per_hour"),
+        pl.col("usd_per_hour_spot"), "spot_suspicious",
+        pl.col("source").alias("price_source"), pl.col("as_of").alias("price_as_of"),
+    )
+    od = base.with_columns(spot=pl.lit(False), usd_per_hour=pl.col("on_demand_usd_per_hour"))
+    sp = base.filter(pl.col("usd_per_hour_spot").is_not_null() & ~pl.col("spot_suspicious")).with_columns(
+        spot=pl.lit(True), usd_per_hour=pl.col("usd_per_hour_spot")
+    )
+    both = pl.concat([od, sp]).drop("usd_per_hour_spot", "spot_suspicious")
+    joined = counts.join(both, how="cross").filter(pl.col("accelerator_count") >= pl.col("gpus"))
+    order = ["usd_per_hour", "accelerator_count", "cloud", "region", "instance_type"]
+    joined = joined.sort(order)
+    best_od = joined.filter(~pl.col("spot")).group_by("accelerator", "gpus", maintain_order=True).first()
+    best_sp = joined.filter(pl.col("spot")).group_by("accelerator", "gpus", "cloud", maintain_order=True).first()
+    cand = pl.concat([best_od, best_sp.select(best_od.columns)])
+    pairs = cand.select("cloud", "accelerator").unique()
+    rates = preemption_rates(pairs, override_per_hour=settings.preemption_per_hour, measured=settings.measured_preemption)
+    cand = cand.join(rates, on=["cloud", "accelerator"], how="left").with_columns(
+        preemptions_per_hour=pl.when(pl.col("spot")).then(pl.col("preemptions_per_hour")).otherwise(0.0),
+        preemption_source=pl.when(pl.col("spot")).then(pl.col("preemption_source")),
+    )
+    return cand.sort("accelerator", "gpus", "spot", "usd_per_hour", "cloud")

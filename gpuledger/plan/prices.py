@@ -1,0 +1,79 @@
+"""Money beside the plan: the local rate, the cloud equivalent of a local plan, and the price
+rows a plan chose (the warehouse's `prices` table)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuledger.catalog.local import LocalRate, local_rate_for
+from gpuledger.plan.model import Plan
+
+
+def local_rate(spec, machine=None) -> LocalRate:
+    """Returns the rate local trials of `spec` are planned (and billed) at: `local.usd_per_hour`
+    when the spec sets it, else the catalog's reference rate (gpuledger/catalog/local.py)."""
+    set_in_spec = "usd_per_hour" in spec.local.model_fields_set
+    return local_rate_for(spec.local.usd_per_hour if set_in_spec else None)
+
+
+def with_cloud_equivalent(plan: Plan, spec, trials, measurements=None) -> Plan:
+    """Returns `plan` with `cloud_equivalent`: per trial, what the same trial would cost on the
+    cloud GPU a `launcher: skypilot` plan of the same spec picks (accelerator, GPUs, cloud, region,
+    instance type, spot, wall_s, usd; from the bundled catalog, with the same formulas)."""
+    from gpuledger.plan.sweep import plan_sweep
+
+    cloud = plan_sweep(spec, trials, launcher="skypilot", measurements=measurements)
+    plan.cloud_equivalent = {
+        t["trial_id"]: {
+            "accelerator": t["accelerator"], "gpus": t["gpus"], "cloud": t["cloud"], "region": t["region"],
+            "instance_type": t["instance_type"], "spot": t["spot"], "wall_s": t["est_wall_s"],
+            "usd": t["est_cost_usd"], "usd_per_hour": t["usd_per_hour"], "price_source": t["price_source"],
+            "price_as_of": t["price_as_of"], "price_snapshot": cloud.price_snapshot,
+        }
+        for t in cloud.trials if t["feasible"]
+    }
+    return plan
+
+
+def prices_used(plan_json: dict[str, Any]) -> list[dict[str, Any]]:
+    """Returns the price rows a plan actually chose: one per distinct (cloud, region, instance type,
+    accelerator, spot) among its feasible trials, with the hourly price, the on-demand price, the
+    catalog source and date, and the plan's price snapshot id (the warehouse's `prices` table)."""
+    seen: dict[tuple, dict[str, Any]] = {}
+    for t in plan_json.get("trials", []):
+        if not t.get("feasible"):
+            continue
+        key = (t.get("cloud"), t.get("region"), t.get("instance_type"), t.get("accelerator"), bool(t.get("spot")))
+        row = seen.setdefault(key, {
+            "cloud": key[0], "region": key[1], "instance_type": key[2], "accelerator": key[3], "spot": key[4],
+            "usd_per_hour": t.get("usd_per_hour"), "on_demand_usd_per_hour": t.get("on_demand_usd_per_hour"),
+            "source": t.get("price_source"), "as_of": t.get("price_as_of"),
+            "price_snapshot": plan_json.get("price_snapshot"), "trial_gpus": t.get("gpus"), "trials": 0,
+        })
+        row["trials"] += 1
+    return list(seen.values())
+
+
+def warehouse_trial_rows(plan_json: dict[str, Any], trials) -> list[dict[str, Any]]:
+    """Returns the warehouse `trials` rows of a plan (`Plan.to_json()`; one row per trial of
+    `trials`, in order): the placement, estimates (est_wall_s, est_cost_usd, est_flops, est_basis)
+    and, for a local plan, the cloud equivalent (cloud_equiv_*). The one place a plan row becomes a
+    stored trial row."""
+    rows = {r["trial_id"]: r for r in plan_json.get("trials", [])}
+    equivalent = plan_json.get("cloud_equivalent") or {}
+    out = []
+    for t in trials:
+        row = rows.get(t.trial_id, {})
+        eq = equivalent.get(t.trial_id) or {}
+        out.append({
+            "trial_id": t.trial_id, "index": t.index, "params": t.params,
+            "accelerator": row.get("accelerator"), "gpus": row.get("gpus"), "cloud": row.get("cloud"),
+            "region": row.get("region"), "instance_type": row.get("instance_type"), "spot": row.get("spot"),
+            "est_memory_gib": row.get("est_memory_gib"), "est_wall_s": row.get("est_wall_s"),
+            "est_cost_usd": row.get("est_cost_usd"), "est_flops": row.get("flops_total"),
+            "est_basis": row.get("est_basis"), "feasible": row.get("feasible"), "reason": row.get("reason"),
+            "cloud_equiv_accelerator": eq.get("accelerator"), "cloud_equiv_gpus": eq.get("gpus"),
+            "cloud_equiv_instance_type": eq.get("instance_type"), "cloud_equiv_cloud": eq.get("cloud"),
+            "cloud_equiv_spot": eq.get("spot"), "cloud_equiv_wall_s": eq.get("wall_s"), "cloud_equiv_usd": eq.get("usd"),
+        })
+    return out

@@ -1,0 +1,123 @@
+"""The plan as text (`render_plan`) and the budget guard's refusal (`budget_guard`).
+
+Durations are seconds inside; they are converted here, for display only (`fmt_duration`)."""
+
+from __future__ import annotations
+
+import math
+
+from gpuledger.errors import BudgetExceeded
+from gpuledger.plan.model import Plan
+
+
+def fmt_usd(x: float) -> str:
+    """Returns dollars with cents and thousands separators ($1,234.56)."""
+    return f"${x:,.2f}"
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """Returns a duration for people: '42.0 s' under 2 min, '12.5 min' under 2 h, else '3.25 h'."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.2f} h"
+
+
+def budget_guard(plan: Plan) -> None:
+    """Raises BudgetExceeded (exit 3) when the plan's total is over its budget; the message gives
+    the estimated total, the budget, the top cost drivers, and what would fit."""
+    if plan.within_budget:
+        return
+    budget = plan.budget_usd or 0.0
+    total = plan.total_est_cost_usd
+    alt = plan.alternatives
+    lines = [
+        f"estimated cost {fmt_usd(total)} exceeds the budget {fmt_usd(budget)} "
+        f"(by {fmt_usd(total - budget)}) for {len(plan.feasible_trials)} trial(s) of sweep {plan.sweep}; nothing was launched.",
+        "top cost drivers:",
+    ]
+    for d in alt.get("top_cost_drivers", []):
+        lines.append(
+            f"  {d['trials']} trial(s) on {d['gpus']}x {d['accelerator']} {'spot' if d['spot'] else 'on-demand'} "
+            f"({d['instance_type']}): {fmt_usd(d['cost_usd'])} ({d['share']:.0%}), {fmt_duration(d['wall_s'])} of instance time"
+        )
+    lines.append("what would fit:")
+    lines.append(f"  {alt.get('trials_within_budget', 0)} of {alt.get('trials_feasible', 0)} trial(s) fit the budget (cheapest first): "
+                 "shrink the grid (fewer values, search.exclude, or strategy: random with n_trials)")
+    for key, label in (("all_spot_usd", "spot for every trial (resources.spot: always)"),
+                       ("cheapest_ignoring_deadline_usd", "the cheapest choice per trial, ignoring the deadline")):
+        v = alt.get(key)
+        if v and v["total_usd"] < total - 1e-9:
+            fits = "fits" if v["total_usd"] <= budget else "still over"
+            lines.append(f"  {label}: {fmt_usd(v['total_usd'])} ({fits})")
+    cheaper = sorted(
+        ((a, v) for a, v in alt.get("by_accelerator", {}).items() if v["trials"] == v["of"] and v["total_usd"] < total - 1e-9),
+        key=lambda kv: kv[1]["total_usd"],
+    )
+    for acc, v in cheaper[:2]:
+        fits = "fits" if v["total_usd"] <= budget else "still over"
+        lines.append(f"  every trial on {acc} (resources.accelerators: [{acc}]): {fmt_usd(v['total_usd'])} ({fits})")
+    lines.append(f"raise budget.max_usd to at least {fmt_usd(math.ceil(total * 100) / 100)}, change the spec as above, "
+                 "or pass --force to `gpuledger sweep` (recorded in the warehouse).")
+    raise BudgetExceeded("\n".join(lines))
+
+
+def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
+    """Returns the plan as text: a table of trials, then totals, the cloud equivalent of a local
+    plan, the what-if curve and the assumptions."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    buf = io.StringIO()
+    con = Console(file=buf, width=width, force_terminal=False, color_system=None, no_color=True)
+    t = Table(title=f"plan for {plan.sweep} ({len(plan.trials)} trials, launcher {plan.launcher})", show_lines=False)
+    for col, just in (("#", "right"), ("trial", "left"), ("params", "left"), ("GPU", "left"), ("where", "left"),
+                      ("spot", "left"), ("mem GiB", "right"), ("usable", "right"), ("time", "right"), ("basis", "left"),
+                      ("cost $", "right"), ("note", "left")):
+        t.add_column(col, justify=just, overflow="fold")
+    for r in plan.trials[:max_rows]:
+        params = " ".join(f"{k}={v}" for k, v in r["params"].items())
+        if r["feasible"]:
+            t.add_row(str(r["trial_index"]), r["trial_id"], params, f"{r['gpus']}x {r['accelerator']} ({r['sharding']})",
+                      f"{r['cloud']}/{r['region']} {r['instance_type']}", "yes" if r["spot"] else "no",
+                      f"{r['est_memory_gib']:.2f}", f"{r['usable_memory_gib']:.2f}", fmt_duration(r["est_wall_s"]),
+                      r.get("est_basis") or "estimate", f"{r['est_cost_usd']:.4f}" if r["est_cost_usd"] < 1 else f"{r['est_cost_usd']:.2f}",
+                      r["reason"] or "")
+        else:
+            mem = r.get("est_memory_gib")
+            t.add_row(str(r["trial_index"]), r["trial_id"], params, "-", "-", "-",
+                      f"{mem:.2f}" if mem is not None else "-", "-", "-", "-", "-", f"INFEASIBLE: {r['reason']}")
+    con.print(t)
+    if len(plan.trials) > max_rows:
+        con.print(f"... {len(plan.trials) - max_rows} more trials (use --json for all)")
+    infeasible = len(plan.trials) - len(plan.feasible_trials)
+    budget = plan.budget_usd if plan.budget_usd is not None and math.isfinite(plan.budget_usd) else None
+    con.print(
+        f"total {fmt_usd(plan.total_est_cost_usd)}"
+        + (f" of budget {fmt_usd(budget)} ({'within' if plan.within_budget else 'OVER'} budget)" if budget is not None else "")
+        + f"; makespan {fmt_duration(plan.makespan_s)} on {plan.max_parallel} slot(s)"
+        + (f"; deadline {fmt_duration(plan.deadline_s)}" if plan.deadline_s else "")
+        + f"; {len(plan.feasible_trials)} feasible, {infeasible} infeasible; prices {plan.price_snapshot}"
+    )
+    if plan.cloud_equivalent:
+        eq = list(plan.cloud_equivalent.values())
+        accs = sorted({f"{e['gpus']}x {e['accelerator']} ({e['cloud']} {e['instance_type']}"
+                       f"{', spot' if e['spot'] else ''})" for e in eq})
+        con.print(f"cloud equivalent: the same {len(eq)} trial(s) on {', '.join(accs)} would take "
+                  f"{fmt_duration(sum(e['wall_s'] for e in eq))} of instance time and cost "
+                  f"{fmt_usd(sum(e['usd'] for e in eq))} (what a cloud plan of this spec picks)")
+    w = Table(title="what-if: parallel slots vs expected time-to-recipe and cost")
+    for col in ("parallel", "time-to-recipe", "cost $"):
+        w.add_column(col, justify="right")
+    for p in plan.what_if:
+        w.add_row(str(p["parallel"]), fmt_duration(p["time_to_recipe_s"]), f"{p['cost_usd']:.4f}")
+    con.print(w)
+    con.print("assumptions:")
+    for a in plan.assumptions:
+        con.print(f"  - {a}", soft_wrap=True)
+    return buf.getvalue()

@@ -1,0 +1,78 @@
+"""The planner's constants (each one an assumption the plan states) and `PlanSettings`.
+
+One time unit inside the planner: seconds (`_s`). Prices stay per hour (`usd_per_hour`, as every
+catalog quotes them) and preemption rates per hour (as measured and published); the two places that
+multiply them by a duration divide by `S_PER_H`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+#: Seconds per hour: the one conversion between per-hour prices/rates and durations in seconds.
+S_PER_H = 3600.0
+
+#: Usable device memory = nvidia-smi total × this fraction − MEMORY_RESERVE_GIB. The 5% covers
+#: allocator fragmentation beyond what the estimator's `reserved` level models and run-to-run
+#: variation (PyTorch's caching allocator, NCCL buffers growing with message sizes).
+MEMORY_SAFETY_FRACTION = 0.95
+#: GiB kept free per GPU for things no estimator sees: NCCL/communication buffers, cuBLAS
+#: workspaces of a second stream, a monitoring process's context.
+MEMORY_RESERVE_GIB = 0.5
+
+#: Seconds from `sky jobs launch` to the job's first line on a fresh cloud VM (provisioning, image
+#: pull, SkyPilot runtime set-up): 3-8 min observed for GPU VMs; we plan with 5 min.
+CLOUD_PROVISIONING_S = 5 * 60.0
+#: Seconds of `task.setup` (pip install of the trainer's requirements, model download): 5 min.
+CLOUD_SETUP_S = 5 * 60.0
+#: Local launcher: no provisioning; a Python + numpy start-up of a few seconds.
+LOCAL_PROVISIONING_S = 0.0
+LOCAL_SETUP_S = 3.0
+
+#: Multi-GPU throughput relative to GPUs × single-GPU throughput (gradient all-reduce for DDP;
+#: parameter all-gather + reduce-scatter for FSDP/ZeRO-3), within one node (NVLink or PCIe).
+SCALING_EFFICIENCY = {"none": 1.0, "ddp": 0.90, "zero1": 0.90, "zero2": 0.88, "zero3": 0.85, "fsdp": 0.85}
+
+#: GPU counts `gpus_per_trial: auto` tries.
+AUTO_GPU_COUNTS = (1, 2, 4, 8)
+
+#: Local launcher: the fraction of this machine's total RAM (as stored with its measured speed)
+#: that trials may use. Total, not "available now": a plan must not change with the load of the
+#: moment (two plans in a row are identical).
+LOCAL_MEMORY_FRACTION = 0.80
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """What the choice step needs from a spec (plain values; tests build it by hand)."""
+
+    sweep: str = "sweep"
+    method: str = "lora"
+    precision: str = "bf16"
+    launcher: str = "skypilot"
+    spot: str = "auto"  # auto | always | never
+    deadline_s: float | None = None
+    deadline_confidence: float = 0.9
+    max_parallel: int = 4
+    budget_usd: float = math.inf
+    provisioning_s: float = CLOUD_PROVISIONING_S
+    setup_s: float = CLOUD_SETUP_S
+    #: seconds lost to a restart after a preemption (re-provision + set-up); None: provisioning + setup
+    restart_overhead_s: float | None = None
+    #: seconds between checkpoints; None: the trial is assumed NOT to checkpoint (a preemption loses
+    #: on average half of the compute done so far, i.e. half the trial)
+    checkpoint_interval_s: float | None = None
+    preemption_per_hour: float | None = None
+    measured_preemption: dict[tuple[str, str], tuple[float, float]] | None = None
+    target: float | None = None
+    memory_safety_fraction: float = MEMORY_SAFETY_FRACTION
+    memory_reserve_gib: float = MEMORY_RESERVE_GIB
+
+    @property
+    def overhead_s(self) -> float:
+        return self.provisioning_s + self.setup_s
+
+    @property
+    def restart_s(self) -> float:
+        return self.overhead_s if self.restart_overhead_s is None else self.restart_overhead_s

@@ -1,0 +1,159 @@
+"""`plan_sweep(spec, ...)`: every step of the plan for one sweep spec (pure: reads the bundled
+catalog; what the outside world measured — this machine's speed, spot preemptions, past runs —
+is passed in by the caller)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import polars as pl
+
+from gpuledger.errors import UserError
+from gpuledger.plan.choice import plan_from_estimates
+from gpuledger.plan.estimates import trial_estimates
+from gpuledger.plan.model import Plan
+from gpuledger.plan.render import fmt_duration
+from gpuledger.plan.settings import (
+    CLOUD_PROVISIONING_S,
+    CLOUD_SETUP_S,
+    LOCAL_MEMORY_FRACTION,
+    LOCAL_PROVISIONING_S,
+    LOCAL_SETUP_S,
+    PlanSettings,
+)
+
+
+def settings_for(spec, *, max_parallel: int | None = None, launcher: str | None = None,
+                 measured_preemption: dict | None = None) -> PlanSettings:
+    """Returns the PlanSettings a sweep spec implies (launcher and max_parallel overridable)."""
+    from gpuledger.spec import sweep_id_for
+
+    r = spec.resources
+    launcher = launcher or spec.launcher
+    local = launcher == "local"
+    return PlanSettings(
+        sweep=sweep_id_for(spec),
+        method=spec.method,
+        precision=spec.precision,
+        launcher=launcher,
+        spot="never" if local else r.spot,
+        deadline_s=float(spec.budget.deadline_s) if spec.budget.deadline_s else None,
+        deadline_confidence=r.deadline_confidence,
+        max_parallel=max_parallel or r.max_parallel,
+        budget_usd=spec.budget.max_usd,
+        provisioning_s=LOCAL_PROVISIONING_S if local else CLOUD_PROVISIONING_S,
+        setup_s=LOCAL_SETUP_S if local else CLOUD_SETUP_S,
+        preemption_per_hour=r.preemption_per_hour,
+        measured_preemption=measured_preemption,
+        target=spec.search.objective.target,
+    )
+
+
+def _trials_meta(trials) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"trial_id": [t.trial_id for t in trials], "params": [json.dumps(t.params, default=str) for t in trials]},
+        schema={"trial_id": pl.String, "params": pl.String},
+    )
+
+
+def _filtered_offers(spec, offers: pl.DataFrame | None) -> pl.DataFrame:
+    from gpuledger.catalog.offers import load_offers
+
+    r = spec.resources
+    if offers is None:
+        return load_offers(clouds=r.clouds, accelerators=r.accelerators or None, regions=r.regions)
+    if r.clouds:
+        offers = offers.filter(pl.col("cloud").is_in(r.clouds))
+    if r.accelerators:
+        offers = offers.filter(pl.col("accelerator").is_in(r.accelerators))
+    if r.regions:
+        offers = offers.filter(pl.col("region").is_in(r.regions))
+    return offers
+
+
+def plan_sweep(
+    spec,
+    trials=None,
+    *,
+    offers: pl.DataFrame | None = None,
+    max_parallel: int | None = None,
+    launcher: str | None = None,
+    measured_preemption: dict[tuple[str, str], tuple[float, float]] | None = None,
+    machine=None,
+    measurements: pl.DataFrame | None = None,
+) -> Plan:
+    """Returns the Plan of a sweep spec (pure: reads the bundled catalog; writes nothing, launches
+    nothing, measures nothing).
+
+    `offers`: a `load_offers` frame (default: `load_offers` filtered by the spec's clouds,
+    accelerators and regions). `measured_preemption`: {(cloud, accelerator): (spot_hours,
+    preemptions)} from the warehouse; used where spot_hours >= MEASURED_MIN_SPOT_HOURS.
+    `machine`: this machine's stored speed (`gpuledger.machine.local_machine()`), required for
+    `launcher: local`. `measurements`: measured runs of this model and method (the warehouse's
+    `plan_measurements` named query; see gpuledger/plan/calibration.py): a trial measured on the
+    chosen accelerator takes its measured wall-clock, the others a rate calibrated on them.
+    """
+    from gpuledger.spec import SweepSpec, expand_trials
+
+    if not isinstance(spec, SweepSpec):
+        raise UserError(f"{spec.name} is a capacity spec; plan it with `gpuledger capacity SPEC`")
+    if trials is None:
+        trials = expand_trials(spec)
+    s = settings_for(spec, max_parallel=max_parallel, launcher=launcher, measured_preemption=measured_preemption)
+    meta = _trials_meta(trials)
+    if s.launcher == "local":
+        if machine is None:
+            raise ValueError("plan_sweep(launcher local) needs machine=gpuledger.machine.local_machine()")
+        return _plan_local(spec, trials, s, meta, machine, measurements)
+    return _plan_cloud(spec, trials, s, meta, offers, measurements)
+
+
+def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.DataFrame | None,
+                measurements: pl.DataFrame | None) -> Plan:
+    from gpuledger.plan.calibration import calibrate
+    from gpuledger.plan.estimates import accelerator_table
+
+    r = spec.resources
+    offers = _filtered_offers(spec, offers)
+    est = trial_estimates(spec, trials)
+    notes = []
+    if offers.is_empty():
+        notes.append(f"no offers for accelerators {r.accelerators or 'any'} in clouds {r.clouds}"
+                     + (f" regions {r.regions}" if r.regions else ""))
+    accel = accelerator_table(offers["accelerator"].unique().to_list(), est["precision"].unique().to_list(), s.method)
+    accel, measured, cal_notes = calibrate(accel, est, measurements, s, model=spec.model)
+    return plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, measured=measured,
+                               extra_assumptions=notes + cal_notes)
+
+
+def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, measurements: pl.DataFrame | None) -> Plan:
+    from gpuledger.plan.calibration import calibrate
+    from gpuledger.plan.local import local_accel, local_offers, local_usable_gib
+    from gpuledger.plan.prices import local_rate
+
+    rate = local_rate(spec, machine)
+    offers = local_offers(machine, rate.usd_per_hour, rate.source, rate.as_of)
+    est = trial_estimates(spec, trials, gpu_counts=(1,), device="cpu")
+    accel = local_accel(machine, est["precision"].unique().to_list())
+    accel, measured, cal_notes = calibrate(accel, est, measurements, s, model=spec.model, hostname=machine.hostname)
+    usable = local_usable_gib(machine)
+    max_mem = est["est_memory_gib"].drop_nulls().max() if est.height else None
+    cap_mem = int(usable // max_mem) if max_mem else s.max_parallel
+    cap = max(1, min(s.max_parallel, machine.cores, max(cap_mem, 1)))
+    notes = [
+        f"launcher local: the one offer is this machine ({machine.describe()}); trials may use "
+        f"{LOCAL_MEMORY_FRACTION:.0%} of its RAM ({usable:.1f} GiB)",
+        f"local rate {rate.usd_per_hour:g} $/h per trial: {rate.label}",
+        f"CPU time = FLOPs / (one core's stored matmul rate {machine.matmul_gflops_one_core:.1f} GFLOP/s × efficiency), "
+        f"one core per trial; set-up {fmt_duration(s.setup_s)} per trial",
+        f"max_parallel {s.max_parallel} capped at {cap} (cores {machine.cores}, memory fits "
+        f"{cap_mem if max_mem else 'any'} trial(s) of {max_mem or 0:.2f} GiB)",
+        *cal_notes,
+    ]
+    s = replace(s, max_parallel=cap, spot="never")
+    plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, measured=measured,
+                               extra_assumptions=notes, what_if_shared_cores=machine.cores)
+    from gpuledger.plan.prices import with_cloud_equivalent
+
+    return with_cloud_equivalent(plan, spec, trials, measurements)
