@@ -147,3 +147,70 @@ def test_without_the_planner_the_spec_s_first_choices_are_used():
     reqs = launch_requests(spec, use_planner=False)
     assert {(r.accelerator, r.cloud, r.spot) for r in reqs} == {("A100-80GB", "aws", False)}
     assert all(Path(r.workdir) == Path(".") for r in reqs)
+
+
+def _render_subprocess(home: Path, spec: str, trial: int = 0):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("SKY_RUNTIME_DIR", "GPULEDGER_PRICES")}
+    env["HOME"] = str(home)
+    return subprocess.run([sys.executable, "-m", "gpuledger.cli", "render-task", str(REPO_ROOT / "specs" / spec),
+                           "--trial", str(trial)], cwd=home, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("spec", ["llama3-8b-lora-cloud.yaml", "lora-grid.yaml"])
+def test_offline_without_skypilot_catalog_stdout_is_the_yaml_alone(tmp_path, spec):
+    """No SkyPilot catalog cached and no network: exit 0, stdout parses as the task, nothing downloaded."""
+    r = _render_subprocess(tmp_path, spec)
+    assert r.returncode == 0, r.stderr[-2000:]
+    config = yaml.safe_load(r.stdout)
+    expected = launch_requests(load_spec(REPO_ROOT / "specs" / spec))[0]
+    assert config["resources"]["instance_type"] == expected.instance_type
+    assert config["resources"]["accelerators"] == {expected.accelerator: expected.gpus}
+    assert config["envs"]["GPULEDGER_TRIAL_ID"] == expected.trial_id
+    assert "sky-payload" not in r.stdout and "bundled catalog" in r.stdout.splitlines()[1]
+    assert not (tmp_path / ".sky").exists()  # SkyPilot was not asked (it would download its catalog)
+
+
+@pytest.mark.usefixtures("sky_offline")
+def test_offline_render_is_a_task_skypilot_accepts(tmp_path):
+    import sky
+
+    r = _render_subprocess(tmp_path, "llama3-8b-lora-cloud.yaml", trial=1)
+    assert r.returncode == 0, r.stderr[-2000:]
+    task = sky.Task.from_yaml_config(yaml.safe_load(r.stdout))
+    expected = launch_requests(load_spec(REPO_ROOT / "specs" / "llama3-8b-lora-cloud.yaml"))[1]
+    (res,) = _resources(task)
+    assert res.instance_type == expected.instance_type and res.region == expected.region
+
+
+def test_with_skypilots_catalog_cached_stdout_is_the_yaml_alone(tmp_path):
+    from sky_offline import catalog_available, fill_catalog
+
+    if not catalog_available():
+        pytest.skip("SkyPilot catalog snapshot not available")
+    fill_catalog(tmp_path)
+    r = _render_subprocess(tmp_path, "llama3-8b-lora-cloud.yaml")
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    assert lines[1] == "# validated by SkyPilot against its cached catalog"
+    assert all(not line.startswith("<sky-payload>") for line in lines)
+    assert yaml.safe_load(r.stdout)["resources"]["use_spot"] in (True, False)
+
+
+def test_stdout_to_stderr_moves_file_descriptor_writes(capfd):
+    import os
+    import sys
+
+    from gpuledger.commands.render_task import stdout_to_stderr
+
+    with stdout_to_stderr():
+        print("python-level")
+        os.write(1, b"<sky-payload>fd-level</sky-payload>\n")
+    print("after")
+    sys.stdout.flush()
+    out, err = capfd.readouterr()
+    assert out == "after\n"
+    assert "python-level" in err and "fd-level" in err

@@ -4,14 +4,21 @@ The placement comes from the planner (`gpuledger.plan.plan_sweep(spec, launcher=
 a spec with `launcher: local` renders what `--launcher skypilot` would send. Where the planner is
 not available, the spec's first accelerator and cloud are used (and said so on stderr).
 
-No API server is started and no credentials are needed: the task is parsed by SkyPilot's own
-`sky.Task.from_yaml_config` in-process (which reads SkyPilot's catalog to validate names).
+No API server is started, no credentials are needed and nothing is downloaded. Where SkyPilot's
+own catalog of the trial's cloud is cached (`~/.sky/catalogs/v8/<cloud>/vms.csv`), the task is
+parsed and validated by SkyPilot's `sky.Task.from_yaml_config` in-process; otherwise (offline, a
+fresh machine) it is validated against gpuledger's bundled catalog (gpuledger/catalog/offers.csv)
+without importing SkyPilot, which would try to download its catalog. Either way stdout carries only
+the YAML (`render-task ... > task.yaml`): whatever SkyPilot prints while validating goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,13 +104,68 @@ def run(args: argparse.Namespace) -> int:
     if request.accelerator is None and request.price_description.startswith("infeasible"):
         raise UserError(f"{args.spec}: trial {n} ({request.trial_id}) fits no offer: "
                         f"{request.price_description.removeprefix('infeasible: ')}; see `gpuledger plan {args.spec}`")
-    from gpuledger.launch.skypilot import build_task, task_yaml
+    from gpuledger.catalog.skypilot import cached_clouds
 
-    try:
-        task = build_task(request)
-    except ValueError as err:  # SkyPilot's own validation (unknown instance type, region, ...)
-        raise UserError(f"{args.spec}: trial {n}: SkyPilot rejects the task: {err}") from None
+    if request.cloud and cached_clouds((request.cloud,)):
+        from gpuledger.launch.skypilot import build_task, task_yaml
+
+        try:
+            with stdout_to_stderr():
+                text = task_yaml(build_task(request))
+        except ValueError as err:  # SkyPilot's own validation (unknown instance type, region, ...)
+            raise UserError(f"{args.spec}: trial {n}: SkyPilot rejects the task: {err}") from None
+        how = "validated by SkyPilot against its cached catalog"
+    else:
+        text = bundled_task_yaml(request, where=f"{args.spec}: trial {n}")
+        how = (f"SkyPilot's catalog of {request.cloud} is not cached here: validated against gpuledger's "
+               "bundled catalog (gpuledger/catalog/offers.csv)")
     sys.stdout.write(f"# gpuledger render-task {args.spec} --trial {n}: trial {request.trial_id} "
-                     f"{request.params}\n")
-    sys.stdout.write(task_yaml(task))
+                     f"{request.params}\n# {how}\n")
+    sys.stdout.write(text)
+    sys.stdout.flush()
     return 0
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Sends everything written to stdout inside the block to stderr: Python's `sys.stdout` and
+    file descriptor 1 (SkyPilot's logging handlers and `<sky-payload>` lines may hold either)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def bundled_task_yaml(request: LaunchRequest, *, where: str) -> str:
+    """Returns the task YAML of `request` (`task_config`, no SkyPilot import) after checking its
+    cloud, region, instance type and accelerator count against the bundled offers; raises
+    `UserError` naming what the bundled catalog does not have."""
+    import polars as pl
+    import yaml
+
+    from gpuledger.catalog.offers import load_offers
+    from gpuledger.launch.skypilot import task_config
+
+    offers = load_offers(clouds=[request.cloud] if request.cloud else None)
+    rows = offers.filter(pl.col("instance_type") == request.instance_type) if request.instance_type else offers
+    if request.region:
+        rows = rows.filter(pl.col("region") == request.region)
+    if request.accelerator:
+        rows = rows.filter((pl.col("accelerator") == request.accelerator) & (pl.col("accelerator_count") >= max(1, request.gpus)))
+    if rows.is_empty():
+        raise UserError(f"{where}: {request.cloud} {request.instance_type or ''} {request.region or ''} with "
+                        f"{request.gpus}x {request.accelerator} is not in the bundled catalog (gpuledger/catalog/offers.csv); "
+                        "fill SkyPilot's catalog (`sky check`, online) to validate against it instead")
+
+    class _NoAliases(yaml.SafeDumper):
+        def ignore_aliases(self, data):  # noqa: ARG002 - yaml's signature
+            return True
+
+    return yaml.dump(task_config(request), Dumper=_NoAliases, sort_keys=False, default_flow_style=False)
