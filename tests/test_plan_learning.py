@@ -74,7 +74,9 @@ def test_measured_trials_take_their_time_others_a_calibrated_rate():
 def test_replan_after_a_sweep_reads_the_warehouse(isolated):
     """Real DuckDB: the plan's rows stored as the sweep stores them, runs ingested as records; the
     re-plan of the same spec comes within 35% (median) of each trial's measured wall-clock."""
-    from gpuledger.warehouse import Warehouse, example_record
+    from record_fixtures import example_record
+
+    from gpuledger.warehouse import Warehouse
 
     store_machine(MACHINE)
     spec = load_spec(ROOT / "specs" / "lora-grid.yaml")
