@@ -133,7 +133,9 @@ def test_cli_bad_trial_number_is_a_clear_error(capsys):
     err = capsys.readouterr().err
     n = len(expand_trials(load_spec(spec)))
     assert "no trial 99" in err and f"numbered 0 to {n - 1}" in err and "Traceback" not in err
-    assert main(["render-task", spec, "--trial", "-1"]) == 1
+    with pytest.raises(SystemExit) as exit_:  # refused by the parser, before any planning
+        main(["render-task", spec, "--trial", "-1"])
+    assert exit_.value.code == 2 and "must be 0 or more" in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("sky_home")
