@@ -255,3 +255,15 @@ def test_planner_sizes_a_serving_trial_as_weights_plus_kv_at_the_engine_memory_f
                                    seq_len=1152, prompt_len=1024, completion_len=128, gpus=row["gpus"]))
         assert row["est_memory_gib"] == pytest.approx(direct.memory_gib["device"] / 0.9)
         assert row["flops_total"] == pytest.approx(direct.flops_per_token * 200 * 1152)  # num_prompts x tokens
+
+
+def test_batched_prefill_equals_one_prompt_at_a_time():
+    eng = _engine(slots=3)
+    prompts = [[3, 1, 4, 1, 5], [9, 2, 6, 5, 3], [5, 8, 9, 7, 9]]
+    batched = eng.prefill_batch([0, 1, 2], prompts)
+    for slot, prompt in enumerate(prompts):
+        assert np.allclose(batched[slot], _engine(slots=3).prefill(slot, prompt), atol=1e-5)
+    nxt = eng.decode([0, 1, 2], [2, 2, 2], [5, 5, 5])  # the batched caches serve decoding like single ones
+    single = _engine(slots=1)
+    single.prefill(0, prompts[1])
+    assert np.allclose(nxt[1], single.decode([0], [2], [5])[0], atol=1e-5)

@@ -48,8 +48,8 @@ MAX_BODY_BYTES = 1 << 20
 class KVEngine:
     """The numpy GPT-2 with a KV cache of `slots` sequences (float32).
 
-    `prefill(slot, tokens)` fills a slot's cache from a prompt and returns the logits after its last
-    token; `decode(slots, tokens, positions)` appends one token to each given slot and returns their
+    `prefill(slot, tokens)` (or `prefill_batch` for prompts of one length) fills a slot's cache from a
+    prompt and returns the logits after its last token; `decode(slots, tokens, positions)` appends one token to each given slot and returns their
     next-token logits [B, vocab]. Both compute exactly what a full causal forward over the same
     tokens computes (tests/test_serve_bench.py checks it).
     """
@@ -92,24 +92,30 @@ class KVEngine:
 
     def prefill(self, slot: int, tokens: list[int]):
         """Returns the logits [vocab] after `tokens`, having cached their keys and values in `slot`."""
+        return self.prefill_batch([slot], [tokens])[0]
+
+    def prefill_batch(self, slots: list[int], prompts: list[list[int]]):
+        """Returns the logits [B, vocab] after each prompt (all of one length), having cached their
+        keys and values in `slots` (one forward pass for the whole batch)."""
         np, p, c = self.np, self.p, self.cfg
-        T, H, hd, d = len(tokens), c.n_head, self.hd, c.n_embd
-        x = p["wte.weight"][np.asarray(tokens)] + p["wpe.weight"][:T]
+        B, T, H, hd, d = len(prompts), len(prompts[0]), c.n_head, self.hd, c.n_embd
+        slots = np.asarray(slots)
+        x = p["wte.weight"][np.asarray(prompts)] + p["wpe.weight"][:T]  # [B, T, d]
         mask = np.triu(np.ones((T, T), dtype=bool), 1)
         for i in range(c.n_layer):
             pre = f"h.{i}."
             qkv = self._ln(x, pre + "ln_1") @ p[pre + "attn.c_attn.weight"] + p[pre + "attn.c_attn.bias"]
-            q, k, v = (qkv[:, j * d:(j + 1) * d].reshape(T, H, hd).transpose(1, 0, 2) for j in range(3))
-            self.k[i][slot, :, :T] = k
-            self.v[i][slot, :, :T] = v
-            s = (q @ k.transpose(0, 2, 1)) * self.scale
-            s[:, mask] = -np.inf
+            q, k, v = (qkv[..., j * d:(j + 1) * d].reshape(B, T, H, hd).transpose(0, 2, 1, 3) for j in range(3))
+            self.k[i][slots, :, :T] = k
+            self.v[i][slots, :, :T] = v
+            s = (q @ k.transpose(0, 1, 3, 2)) * self.scale
+            s[..., mask] = -np.inf
             att = np.exp(s - s.max(-1, keepdims=True))
             att /= att.sum(-1, keepdims=True)
-            y = (att @ v).transpose(1, 0, 2).reshape(T, d)
+            y = (att @ v).transpose(0, 2, 1, 3).reshape(B, T, d)
             x = x + y @ p[pre + "attn.c_proj.weight"] + p[pre + "attn.c_proj.bias"]
             x = x + self._mlp(self._ln(x, pre + "ln_2"), pre)
-        return self._logits(x[-1])
+        return self._logits(x[:, -1])
 
     def decode(self, slots, tokens, positions):
         """Returns next-token logits [B, vocab] after appending `tokens[b]` at `positions[b]` of `slots[b]`."""
@@ -194,10 +200,14 @@ class Scheduler:
             for r, row in zip(decoding, logits, strict=True):
                 r.pos += 1
                 self._emit(r, row)
-        for req in admitted:
-            logits = self.engine.prefill(req.slot, req.tokens)
-            req.pos = len(req.tokens)
-            self._emit(req, logits)
+        by_len: dict[int, list[Request]] = {}
+        for req in admitted:  # prompts of one length are prefilled in one batched forward pass
+            by_len.setdefault(len(req.tokens), []).append(req)
+        for group in by_len.values():
+            logits = self.engine.prefill_batch([r.slot for r in group], [r.tokens for r in group])
+            for req, row in zip(group, logits, strict=True):
+                req.pos = len(req.tokens)
+                self._emit(req, row)
         self.steps += 1
         return True
 
