@@ -235,8 +235,15 @@ def test_a_placeholder_in_an_unsafe_spot_is_refused_with_its_line(tmp_path, run,
     text = _with_run(run, [p.format(m=tmp_path / "pwned") for p in PAYLOADS])
     message = _problems(text)
     spec_line = text.splitlines().index("  run: |") + 1 + line  # the command's line 1 follows `run: |`
-    assert f"adv.yaml:{spec_line}:" in message and "task.run: placeholder {x} on line" in message, message
+    assert f"adv.yaml:{spec_line}:" in message and "task.run: placeholder {x} sits " in message, message
     assert why in message
+
+
+def test_in_a_folded_command_the_line_is_the_file_line_of_the_unsafe_placeholder():
+    text = GOOD.replace("  run: python train.py --lr {lr}\n",
+                        '  run: >-\n    python train.py\n    --a {lr} --b {lr}\n    --c "{lr}"\n')
+    line = text.splitlines().index('    --c "{lr}"') + 1
+    assert _problems(text).startswith(f"adv.yaml:{line}:1: task.run: placeholder {{lr}} sits inside double quotes")
 
 
 def test_the_attack_is_real_without_the_check(tmp_path):

@@ -72,7 +72,7 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
             out.append((("task", part), str(err)))
             continue
         for u in unsafe_placeholders(template):
-            out.append((("task", part, "__text__", u.line), unsafe_message(u)))
+            out.append((("task", part, "__text__", u.line, u.name, u.nth), unsafe_message(u)))
         for name in names:
             if name not in allowed:
                 close = difflib.get_close_matches(name, sorted(allowed), n=1, cutoff=0.5)

@@ -29,9 +29,16 @@ def parse_spec(text: str, filename: str = "<spec>") -> SweepSpec | CapacitySpec:
         raise SpecError(problems + [Problem(filename, line, col, "kind", msg)])
 
     def located(path: tuple) -> tuple[int, int]:
-        if len(path) > 2 and path[-2] == "__text__":  # line N (0-based) of a scalar's text
-            line, col = positions.get((*path[:-2], "__text__")) or located(path[:-2])
-            return (line + path[-1], col if path[-1] == 0 else 1)
+        if "__text__" in path:  # (..., "__text__", N, name, k): the k-th {name}, on line N of a scalar's text
+            at = path.index("__text__")
+            scalar, n, name, k = path[:at], path[at + 1], path[at + 2], path[at + 3]
+            folded = positions.get((*scalar, "__folded__"))
+            if folded:  # a folded scalar's lines are not the file's: the file line of the k-th {name}
+                lines = text.splitlines()[folded[0] - 1: folded[1]]
+                hits = [i for i, s in enumerate(lines) for _ in range(s.count("{" + name + "}"))]
+                return (folded[0] + hits[min(k, len(hits) - 1)] if hits else folded[0], 1)
+            line, col = positions.get((*scalar, "__text__")) or located(scalar)
+            return (line + n, col if n == 0 else 1)
         if path and path[-1] == "__key__":  # a problem about a key itself
             if path in positions:
                 return positions[path]
@@ -42,7 +49,7 @@ def parse_spec(text: str, filename: str = "<spec>") -> SweepSpec | CapacitySpec:
         return positions.get(key, (1, 1))
 
     def problem(path: tuple, message: str) -> Problem:
-        shown = path[:-2] if len(path) > 2 and path[-2] == "__text__" else path
+        shown = path[: path.index("__text__")] if "__text__" in path else path
         return Problem(filename, *located(path), _dotted(tuple(p for p in shown if p != "__key__")), message)
 
     semantic = [problem(path, msg) for path, msg in _semantic_problems(data)]

@@ -36,6 +36,7 @@ class Unsafe:
     name: str
     line: int  # 0-based line of the template
     context: str  # a key of WHY
+    nth: int = 0  # which occurrence of {name} in the template (0-based)
 
     @property
     def why(self) -> str:
@@ -68,6 +69,7 @@ def unsafe_placeholders(template: str) -> list[Unsafe]:
     heredoc: tuple[str, bool, bool] | None = None
     line_text: list[str] = []
     line, i, out = 0, 0, []
+    seen: dict[str, int] = {}
     prev: str | _Field = "\n"
 
     def text_from(j: int) -> str:
@@ -81,16 +83,19 @@ def unsafe_placeholders(template: str) -> list[Unsafe]:
         item = items[i]
         top = stack[-1][0]
         if isinstance(item, _Field):
+            nth = seen[item.name] = seen.get(item.name, -1) + 1
+            context = None
             if heredoc is not None:
-                if heredoc[1]:
-                    out.append(Unsafe(item.name, line, "heredoc"))
+                context = "heredoc" if heredoc[1] else None
                 line_text.append("\0")
             elif top not in _PLAIN:
-                out.append(Unsafe(item.name, line, top))
+                context = top
             elif prev == "\\":
-                out.append(Unsafe(item.name, line, "escaped"))
+                context = "escaped"
             elif prev == "$":
-                out.append(Unsafe(item.name, line, "dollar"))
+                context = "dollar"
+            if context:
+                out.append(Unsafe(item.name, line, context, nth))
             prev, i = item, i + 1
             continue
         c = item

@@ -43,7 +43,7 @@ def _format_value(value: Any) -> str:
 
 def unsafe_message(u: Unsafe) -> str:
     """Returns the one-line refusal of a placeholder in an unsafe shell spot."""
-    return (f"placeholder {{{u.name}}} on line {u.line + 1} of the command sits {u.why}; "
+    return (f"placeholder {{{u.name}}} sits {u.why}; "
             f"write it bare, as in --flag {{{u.name}}}: each value is substituted already shell-quoted")
 
 

@@ -92,6 +92,8 @@ def _load_yaml(text: str, filename: str) -> tuple[Any, dict[tuple, tuple[int, in
             return [build(item, (*path, i)) for i, item in enumerate(node.value)]
         line, col = _mark(node)
         positions[(*path, "__text__")] = (line + 1, 1) if node.style in ("|", ">") else (line, col)
+        if node.style != "|" and node.end_mark.line > node.start_mark.line:  # folded: lines do not map 1:1
+            positions[(*path, "__folded__")] = (line, node.end_mark.line + 1)
         return scalar(node, path)
 
     try:
