@@ -162,6 +162,14 @@ def test_simulation_inputs_are_checked():
         tiny = Scheduler(8, 64, True, 5, False, 0.0)
         simulate(rep.cost, tiny, prompt_tokens=10, output_tokens=10, concurrency=1)
     assert issubclass(SimulationTooLong, RuntimeError)
+    # two half-prefilled prompts that fill a small cache between them: one is preempted, both finish
+    small = Scheduler(8, 300, True, 700, False, 0.0)
+    r = simulate(rep.cost, small, prompt_tokens=500, output_tokens=50, concurrency=2, n_requests=6)
+    assert r.requests == 6 and r.preemptions > 0
+    # a request that can never fit (prompt + output > cache) is one clear error, not a hang
+    with pytest.raises(ValueError, match="does not fit the cache of 520 tokens"):
+        simulate(rep.cost, Scheduler(8, 300, True, 520, False, 0.0), prompt_tokens=500, output_tokens=50,
+                 concurrency=1, n_requests=3)
 
 
 def test_max_throughput_reproduces_a_published_row():

@@ -28,6 +28,11 @@ SEED = 20_260_101
 MIN_REQUESTS, REQUESTS_PER_CLIENT, STEP_BUDGET = 24, 10, 6_000
 
 
+def longest_output(output_tokens: int) -> int:
+    """Returns the longest output length the simulated mix draws (mean × (1 + `OUTPUT_SPREAD`))."""
+    return round(output_tokens * (1 + OUTPUT_SPREAD)) if output_tokens > 1 else output_tokens
+
+
 @dataclass(frozen=True)
 class Replica:
     """Everything the simulation needs about one replica."""
@@ -46,7 +51,7 @@ def replica_setup(model: inf.ServingModel, hw: inf.Hardware, precision: str, eng
                   prompt_tokens: int, output_tokens: int) -> Replica | None:
     """Returns the `Replica` of this shape, or None when one request does not fit its KV cache."""
     kv = inf.kv_capacity_tokens(model, hw, precision, tp, engine)
-    if kv < prompt_tokens + output_tokens:
+    if kv < prompt_tokens + longest_output(output_tokens) + 1:  # the longest request of the simulated mix
         return None
     seqs, tokens = inf.engine_limits(engine, hw)
     sched = Scheduler(max_num_seqs=seqs, max_batched_tokens=max(tokens, seqs), chunked_prefill=engine.chunked_prefill,

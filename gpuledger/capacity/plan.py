@@ -25,6 +25,7 @@ from typing import Any
 
 from gpuledger.capacity import operating as op
 from gpuledger.capacity.measured import measured_points
+from gpuledger.capacity.simulate import SimulationTooLong
 from gpuledger.errors import UserError
 from gpuledger.estimate import inference as inf
 
@@ -223,13 +224,18 @@ def _estimate(model: inf.ServingModel, hw: inf.Hardware, spec, engine: inf.Engin
     t, slo = spec.traffic, spec.slo
     ttft_s, tpot_s = slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3
     found: list[tuple[int, int, op.Choice]] = []
+    problems: list[str] = []
     missed: op.Choice | None = None
     tps = [d for d in inf.TP_DEGREES if d <= max_tp]
     for tp in tps:
         rep = op.replica_setup(model, hw, spec.precision, engine, tp, t.prompt_tokens, t.output_tokens)
         if rep is None:
             continue
-        choice = op.choose(rep, t.prompt_tokens, t.output_tokens, ttft_s, tpot_s)
+        try:
+            choice = op.choose(rep, t.prompt_tokens, t.output_tokens, ttft_s, tpot_s)
+        except (ValueError, SimulationTooLong) as err:  # bounded: a shape the simulation cannot run
+            problems.append(f"TP {tp}: {err}")
+            continue
         if choice.point is None:
             if missed is None or choice.curve[0].tpot_p95_s < missed.curve[0].tpot_p95_s:
                 missed = choice
@@ -245,7 +251,7 @@ def _estimate(model: inf.ServingModel, hw: inf.Hardware, spec, engine: inf.Engin
         return {"choice": choice, "gpus": gpus, "replicas": gpus // tp, "reason": None, "missed": missed}
     if missed is None:
         return {"choice": None, "gpus": None, "replicas": None, "missed": None,
-                "reason": _does_not_fit(model, hw, spec, engine, tps[-1])}
+                "reason": "; ".join(problems) or _does_not_fit(model, hw, spec, engine, tps[-1])}
     r = missed.curve[0]
     reason = (f"even one request at a time misses the SLO on {missed.replica.tp} × {hw.name} ({engine.name}, "
               f"TP {missed.replica.tp}, the fastest shape tried): "

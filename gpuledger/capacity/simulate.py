@@ -234,10 +234,20 @@ def simulate(cost: StepCost, sched: Scheduler, *, prompt_tokens: int, output_tok
             budget -= c
             kv_used += (P + int(out_len[i])) if reserve else c
         if n_dec == 0 and not chunks:
-            # nothing fits: only possible when the cache is too small for a waiting prompt
-            if not arrivals and not prefilling:
-                raise ValueError("a request does not fit the KV cache")
-            t = arrivals[0][0] if arrivals else t
+            # nothing can run: partly prefilled prompts fill the cache between them, or one prompt
+            # (with the tokens a preempted request must recompute) is larger than the cache
+            if len(prefilling) > 1 and not reserve:
+                victim = prefilling.pop()
+                kv_used -= int(prefilled[victim])
+                prefilled[victim] = 0
+                epoch[victim] += 1
+                waiting.appendleft(victim)
+                preemptions += 1
+                continue
+            if prefilling or waiting:
+                raise ValueError(f"a request needing {int(target[(prefilling or list(waiting))[0]])} tokens of KV "
+                                 f"does not fit the cache of {cap} tokens")
+            t = max(t, arrivals[0][0])
             continue
 
         running = n_dec + len(prefilling)
