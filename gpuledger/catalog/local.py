@@ -35,10 +35,10 @@ def local_reference() -> LocalRate:
     with LOCAL_REFERENCE_CSV.open(newline="") as f:
         row = next(csv.DictReader(f))
     usd = float(row["usd_per_hour_on_demand"])
-    what = f"{row['cloud']} {row['instance_type']} {row['region']} on-demand"
+    what = f"{row['cloud']} {row['instance_type']} {row['region']}"
     return LocalRate(
         usd_per_hour=usd,
-        source=f"reference rate: {what} (gpuledger/catalog/local_reference.csv)",
+        source=f"reference rate: {what} on-demand (gpuledger/catalog/local_reference.csv)",
         as_of=row["as_of"],
         label=(f"reference rate, not a bill: the on-demand price of {what} ({row['vcpus']} vCPU = "
                f"{row['physical_cores']} physical core, {row['memory_gib']} GiB), ${usd:g}/h as of {row['as_of']} "

@@ -11,8 +11,11 @@ from gpuledger.plan.model import Plan
 
 
 def fmt_usd(x: float) -> str:
-    """Returns dollars with cents and thousands separators ($1,234.56)."""
-    return f"${x:,.2f}"
+    """Returns dollars with cents and thousands separators ($1,234.56); below a cent, four decimals
+    ($0.0042), so that a local trial priced at a reference rate does not read as free."""
+    if x != 0 and abs(x) < 0.01:
+        return f"{'-' if x < 0 else ''}${abs(x):.4f}"
+    return f"{'-' if x < 0 else ''}${abs(x):,.2f}"
 
 
 def fmt_duration(seconds: float | None) -> str:
@@ -78,7 +81,7 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
     t = Table(title=f"plan for {plan.sweep} ({len(plan.trials)} trials, launcher {plan.launcher})", show_lines=False)
     for col, just in (("#", "right"), ("trial", "left"), ("params", "left"), ("GPU", "left"), ("where", "left"),
                       ("spot", "left"), ("mem GiB", "right"), ("usable", "right"), ("time", "right"), ("basis", "left"),
-                      ("cost $", "right"), ("note", "left")):
+                      ("cost", "right"), ("note", "left")):
         t.add_column(col, justify=just, overflow="fold")
     for r in plan.trials[:max_rows]:
         params = " ".join(f"{k}={v}" for k, v in r["params"].items())
@@ -86,7 +89,7 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
             t.add_row(str(r["trial_index"]), r["trial_id"], params, f"{r['gpus']}x {r['accelerator']} ({r['sharding']})",
                       f"{r['cloud']}/{r['region']} {r['instance_type']}", "yes" if r["spot"] else "no",
                       f"{r['est_memory_gib']:.2f}", f"{r['usable_memory_gib']:.2f}", fmt_duration(r["est_wall_s"]),
-                      r.get("est_basis") or "estimate", f"{r['est_cost_usd']:.4f}" if r["est_cost_usd"] < 1 else f"{r['est_cost_usd']:.2f}",
+                      r.get("est_basis") or "estimate", fmt_usd(r["est_cost_usd"]),
                       r["reason"] or "")
         else:
             mem = r.get("est_memory_gib")
@@ -112,10 +115,10 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
                   f"{fmt_duration(sum(e['wall_s'] for e in eq))} of instance time and cost "
                   f"{fmt_usd(sum(e['usd'] for e in eq))} (what a cloud plan of this spec picks)")
     w = Table(title="what-if: parallel slots vs expected time-to-recipe and cost")
-    for col in ("parallel", "time-to-recipe", "cost $"):
+    for col in ("parallel", "time-to-recipe", "cost"):
         w.add_column(col, justify="right")
     for p in plan.what_if:
-        w.add_row(str(p["parallel"]), fmt_duration(p["time_to_recipe_s"]), f"{p['cost_usd']:.4f}")
+        w.add_row(str(p["parallel"]), fmt_duration(p["time_to_recipe_s"]), fmt_usd(p["cost_usd"]))
     con.print(w)
     con.print("assumptions:")
     for a in plan.assumptions:
