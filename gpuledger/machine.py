@@ -102,7 +102,8 @@ def measure_machine(n: int = 256, budget_s: float = 0.3) -> MachineSpeed:
 
 
 def read_machine(path: Path | None = None) -> MachineSpeed | None:
-    """Returns the stored facts, or None when the file is missing, unreadable or not of this host."""
+    """Returns the stored facts, or None when the file is missing, unreadable, of another host, or
+    of this host with other cores or RAM."""
     path = path or machine_file()
     try:
         data = json.loads(path.read_text())
@@ -110,6 +111,12 @@ def read_machine(path: Path | None = None) -> MachineSpeed | None:
     except (OSError, ValueError, TypeError, KeyError):
         return None
     if m.hostname != (socket.gethostname() or "this-machine") or m.matmul_gflops_one_core <= 0:
+        return None
+    import psutil
+
+    # a resized machine (cores or RAM changed) is another machine: measure it again
+    cores = int(psutil.cpu_count(logical=False) or psutil.cpu_count() or 1)
+    if m.cores != cores or abs(m.total_ram_gib - psutil.virtual_memory().total / 2**30) > 0.02 * m.total_ram_gib:
         return None
     return m
 

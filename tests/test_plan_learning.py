@@ -9,6 +9,7 @@ import statistics
 from pathlib import Path
 
 import polars as pl
+import psutil
 import pytest
 
 from gpuledger.machine import MachineSpeed, local_machine, machine_file, read_machine, store_machine
@@ -18,7 +19,10 @@ from gpuledger.spec import expand_trials, load_spec, sweep_id_for
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = socket.gethostname()
-MACHINE = MachineSpeed(hostname=HOST, cores=2, logical_cores=2, total_ram_gib=16.0, matmul_gflops_one_core=80.0,
+#: this host as it is (cores, RAM: a stored file of other values counts as another machine), at a literal speed
+MACHINE = MachineSpeed(hostname=HOST, cores=int(psutil.cpu_count(logical=False) or psutil.cpu_count() or 1),
+                       logical_cores=int(psutil.cpu_count() or 1),
+                       total_ram_gib=round(psutil.virtual_memory().total / 2**30, 3), matmul_gflops_one_core=80.0,
                        method="literal (test)", measured_at="2026-11-01T00:00:00+00:00")
 
 
@@ -36,6 +40,8 @@ def test_machine_is_measured_once_then_read(isolated):
     assert local_machine() == m  # read back, not re-measured
     # a file of another host, or an unreadable one, is not trusted: measured again and replaced
     store_machine(MachineSpeed(**{**m.__dict__, "hostname": "elsewhere"}))
+    assert read_machine() is None
+    store_machine(MachineSpeed(**{**m.__dict__, "total_ram_gib": m.total_ram_gib * 2}))  # resized
     assert read_machine() is None
     machine_file().write_text("{not json")
     assert read_machine() is None

@@ -9,14 +9,10 @@ import polars as pl
 from gpuledger.plan.estimates import ACCEL_SCHEMA
 from gpuledger.plan.settings import LOCAL_MEMORY_FRACTION, MEMORY_RESERVE_GIB, MEMORY_SAFETY_FRACTION
 
-OFFER_SCHEMA = {"cloud": pl.String, "region": pl.String, "instance_type": pl.String, "accelerator": pl.String,
-                "accelerator_count": pl.Int64, "usd_per_hour_on_demand": pl.Float64, "usd_per_hour_spot": pl.Float64,
-                "vcpus": pl.Float64, "memory_gib": pl.Float64, "source": pl.String, "as_of": pl.String}
-
 
 def local_offers(machine, usd_per_hour: float, rate_source: str, rate_as_of: str) -> pl.DataFrame:
     """Returns the one offer `local/CPU` (this machine) at `usd_per_hour`, with the rate's source and date."""
-    from gpuledger.catalog.offers import price_snapshot_id
+    from gpuledger.catalog.offers import OFFER_SCHEMA, price_snapshot_id
 
     offers = pl.DataFrame(
         [{"cloud": "local", "region": "local", "instance_type": machine.hostname, "accelerator": "CPU",

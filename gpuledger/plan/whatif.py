@@ -29,9 +29,9 @@ def what_if_curve(
     Trials are given in launch order and run by greedy list scheduling on K slots (a trial starts
     as soon as a slot is free). The "recipe" trial is `target_index` (the first trial to reach
     `objective.target`, or the best trial).
-    - time_to_recipe_s(K) = the moment the recipe trial finishes (start + duration); it never
-      rises with K (list scheduling of independent trials in a fixed order: a trial's start time
-      cannot increase when slots are added).
+    - time_to_recipe_s(K) = the moment the recipe trial finishes (start + duration); without
+      `shared_cores` it never rises with K (list scheduling of independent trials in a fixed order:
+      a trial's start time cannot increase when slots are added).
     - cost_usd(K), with `stop_at_target` (the sweep stops launching once the target is reached):
       the cost of every trial started before the recipe trial finished; trials in flight at that
       moment run to completion and are paid in full (the waste of parallelism: more slots start
