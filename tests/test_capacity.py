@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from gpuledger.capacity import OPTION_KEYS, cheapest_offer, fleet_cost, gpus_needed, plan_capacity
 from gpuledger.capacity.operating import max_throughput, replica_setup, run_closed
@@ -354,6 +355,19 @@ def test_engines_differ_where_their_schedulers_differ():
     widest = {e: p["curve"][-1]["concurrency"] for e, p in plans.items()}
     assert widest["vllm"] != widest["trtllm"]
     assert all(p["feasible"] and p["operating_point"]["engine"] == e for e, p in plans.items())
+
+
+def test_engine_args_replace_the_engine_defaults():
+    spec = _spec(engine_args={"max_num_seqs": 16, "gpu_memory_utilization": 0.5},
+                 resources={"accelerators": ["H100"], "clouds": ["aws"]}, slo={"p95_ttft_ms": 60_000, "p95_tpot_ms": 1000})
+    r = plan_capacity(spec, offers=OFFERS, model=LLAMA31_8B)
+    h = _opt(r, "H100")
+    assert max(p["concurrency"] for p in h["curve"]) == 16 == h["max_batch"]
+    assert "the engine's max sequences (16)" in h["operating_point"]["why"]
+    assert r["spec"]["engine_args"] == {"max_num_seqs": 16, "gpu_memory_utilization": 0.5}
+    assert "max_num_seqs 16, gpu_memory_utilization 0.5" in r["assumptions"][1]
+    with pytest.raises(ValidationError):
+        _spec(engine_args={"max_num_seqs": 0})
 
 
 def test_shipped_chat_capacity_spec_has_a_feasible_best(repo_root):

@@ -443,6 +443,9 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
         engine = inf.engine_for(getattr(spec, "engine", None))
     except ValueError as err:
         raise UserError(str(err)) from None
+    args = getattr(spec, "engine_args", None)
+    overrides = {k: v for k, v in (args.model_dump() if args is not None else {}).items() if v is not None}
+    engine = inf.engine_with(engine, **overrides)
     if offers is None:
         from gpuledger.catalog.offers import load_offers
 
@@ -470,6 +473,7 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
             "precision": precision,
             "engine": engine.name,
             "engine_version": engine.version,
+            "engine_args": overrides,
             "params_total": model.params_total,
             "weights_gib": round(inf.weights_bytes(model, precision) / inf.GIB, 2),
             "kv_bytes_per_token": model.kv_bytes_per_token,
@@ -491,6 +495,9 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
         "best_reason": None if best else _no_best_reason(options),
         "assumptions": assumptions(engine),
     }
+    if overrides:
+        flags = ", ".join(f"{k} {v}" for k, v in overrides.items())
+        result["assumptions"].insert(1, f"engine flags from the spec replace {engine.name}'s defaults: {flags}")
     ignored = sorted(set(points) - set(res.accelerators))
     if ignored:
         result["assumptions"].append(f"measured points for {', '.join(ignored)} ignored: not among resources.accelerators")

@@ -25,7 +25,7 @@ batch-1 decode of Llama-3.1-8B bf16 on an A100-40GB runs at 75 tokens/s in vLLM,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 GIB = 2**30
 
@@ -126,6 +126,21 @@ ENGINES: dict[str, Engine] = {
     ),
 }
 ENGINE_NAMES = tuple(ENGINES)
+
+
+def engine_with(engine: Engine, *, max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
+                chunked_prefill: bool | None = None, gpu_memory_utilization: float | None = None) -> Engine:
+    """Returns `engine` with the flags given (None keeps the default; a flag applies on every GPU size)."""
+    changes: dict = {}
+    if max_num_seqs is not None:
+        changes.update(max_num_seqs=max_num_seqs, max_num_seqs_small_gpu=max_num_seqs)
+    if max_num_batched_tokens is not None:
+        changes.update(max_batched_tokens=max_num_batched_tokens, max_batched_tokens_small_gpu=max_num_batched_tokens)
+    if chunked_prefill is not None:
+        changes["chunked_prefill"] = chunked_prefill
+    if gpu_memory_utilization is not None:
+        changes["kv_memory_fraction"] = gpu_memory_utilization
+    return replace(engine, **changes) if changes else engine
 
 
 def engine_for(name: str | None) -> Engine:

@@ -15,6 +15,7 @@ from gpuledger.spec.models import (
     Budget,
     CapacityResources,
     CapacitySpec,
+    EngineArgs,
     Local,
     MeasuredPoint,
     MeasuredRate,
@@ -34,7 +35,7 @@ from gpuledger.spec.templates import KNOWN_FIELDS, render_command, template_fiel
 from gpuledger.spec.types import MAX_TRIALS, parse_duration, parse_money
 
 __all__ = [
-    "KNOWN_FIELDS", "MAX_TRIALS", "Budget", "CapacityResources", "CapacitySpec", "Local", "MeasuredPoint", "MeasuredRate", "Objective",
+    "KNOWN_FIELDS", "MAX_TRIALS", "Budget", "CapacityResources", "CapacitySpec", "EngineArgs", "Local", "MeasuredPoint", "MeasuredRate", "Objective",
     "Problem", "RandomRange", "Resources", "Search", "Slo", "SpecError", "SweepSpec", "Task", "Traffic",
     "Train", "Trial", "expand_trials", "grid_size", "iter_trials", "json_schema", "load_spec", "parse_duration",
     "parse_money", "parse_spec", "render_command", "spec_hash", "sweep_id_for", "template_fields",

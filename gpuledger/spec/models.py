@@ -242,6 +242,17 @@ class MeasuredPoint(_Strict):
 MeasuredRate = MeasuredPoint
 
 
+class EngineArgs(_Strict):
+    """Engine flags a capacity plan assumes instead of the engine's defaults (same names as the
+    `serve` section of an inference sweep)."""
+
+    max_num_seqs: int | None = Field(None, ge=1, le=65_536, description="sequences batched together")
+    max_num_batched_tokens: int | None = Field(None, ge=1, le=1_048_576, description="tokens per engine step")
+    chunked_prefill: bool | None = Field(None, description="split long prompts across steps")
+    gpu_memory_utilization: float | None = Field(None, gt=0.1, le=0.99,
+                                                 description="fraction of GPU memory for weights + KV cache")
+
+
 class MeasuredFromSweep(_Strict):
     """`measured: {from_sweep: NAME}`: the operating points a `method: inference` sweep measured."""
 
@@ -266,6 +277,7 @@ class CapacitySpec(_SpecBase):
     slo: Slo
     headroom: float = Field(0.2, ge=0, le=10, description="extra capacity above peak, 0.2 = 20%")
     engine: Engine = Field("vllm", description="serving engine: its kernels and scheduler limits")
+    engine_args: EngineArgs = Field(default_factory=EngineArgs, description="engine flags instead of its defaults")
     resources: CapacityResources
     measured: Measured = Field(default_factory=dict, description="{ACCELERATOR: operating point} or {from_sweep: NAME}")
 
