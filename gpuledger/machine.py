@@ -79,10 +79,20 @@ def machine_file() -> Path:
 def matmul_gflops_one_core(n: int = 256, budget_s: float = 0.3) -> float:
     """Returns one core's float32 matmul rate in GFLOP/s (see METHOD). The best sample is taken
     because other load only ever slows it down."""
+    from gpuledger.errors import UserError
+
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", _MATMUL_PROBE, str(n), str(budget_s)], env=env,
-                         capture_output=True, text=True, timeout=120, check=True)
-    return float(out.stdout.strip())
+    try:
+        out = subprocess.run([sys.executable, "-c", _MATMUL_PROBE, str(n), str(budget_s)], env=env,
+                             capture_output=True, text=True, timeout=120, check=True)
+        rate = float(out.stdout.strip())
+    except (OSError, subprocess.SubprocessError, ValueError) as err:
+        detail = (getattr(err, "stderr", None) or str(err) or type(err).__name__).strip().splitlines()[-1:]
+        raise UserError(f"could not measure this machine's matmul speed (a child {sys.executable} running numpy): "
+                        f"{' '.join(detail)}; the local plan needs it once (stored in {machine_file()})") from None
+    if not rate > 0:
+        raise UserError(f"measuring this machine's matmul speed gave {rate} GFLOP/s; try again on a less loaded machine")
+    return rate
 
 
 def measure_machine(n: int = 256, budget_s: float = 0.3) -> MachineSpeed:

@@ -113,3 +113,14 @@ def test_replan_after_a_sweep_reads_the_warehouse(isolated):
     new = [t for t in plan_sweep(wider, **planning_inputs(wider)).trials if t["params"]["lora_r"] == 8]
     assert new and all(t["est_basis"] == "calibrated on 12 runs" for t in new)
     assert all(17.0 * 0.65 <= t["est_wall_s"] <= 22.5 * 1.35 for t in new)
+
+
+def test_a_failed_measurement_is_one_clear_error(isolated, monkeypatch):
+    import sys
+
+    from gpuledger.errors import UserError
+
+    monkeypatch.setattr(sys, "executable", str(isolated / "no-such-python"))
+    with pytest.raises(UserError, match="could not measure this machine's matmul speed") as err:
+        local_machine()
+    assert "\n" not in str(err.value) and not machine_file().exists()

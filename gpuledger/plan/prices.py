@@ -20,9 +20,14 @@ def with_cloud_equivalent(plan: Plan, spec, trials, measurements=None) -> Plan:
     """Returns `plan` with `cloud_equivalent`: per trial, what the same trial would cost on the
     cloud GPU a `launcher: skypilot` plan of the same spec picks (accelerator, GPUs, cloud, region,
     instance type, spot, wall_s, usd; from the bundled catalog, with the same formulas)."""
+    from gpuledger.errors import UserError
     from gpuledger.plan.sweep import plan_sweep
 
-    cloud = plan_sweep(spec, trials, launcher="skypilot", measurements=measurements)
+    try:
+        cloud = plan_sweep(spec, trials, launcher="skypilot", measurements=measurements)
+    except UserError as err:  # the local plan stands without it, and says why
+        plan.assumptions.append(f"cloud equivalent not computed: {err}")
+        return plan
     plan.cloud_equivalent = {
         t["trial_id"]: {
             "accelerator": t["accelerator"], "gpus": t["gpus"], "cloud": t["cloud"], "region": t["region"],
