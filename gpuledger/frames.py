@@ -32,6 +32,11 @@ class _Base(pa.DataFrameModel):
         coerce = True  # ints to floats, etc.; a value that cannot be coerced is an error
 
 
+def _finite(*cols: str) -> pl.Expr:
+    """True where every one of `cols` is finite or null (no NaN, no +-inf reaches a sum or a report)."""
+    return pl.all_horizontal([pl.col(c).is_finite().fill_null(True) for c in cols])
+
+
 class SpecsFrame(_Base):
     spec_id: str = pa.Field(str_length=_nonempty, unique=True)
     name: str = pa.Field(str_length=_nonempty)
@@ -134,11 +139,20 @@ class RunsFrame(_Base):
     def ends_after_start(cls, data: pa.PolarsData) -> pl.LazyFrame:
         return data.lazyframe.select(pl.col("ended_at") >= pl.col("started_at"))
 
+    @pa.dataframe_check
+    def numbers_finite(cls, data: pa.PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(_finite("wall_s", "peak_gpu_mem_gib", "peak_gpu_util_pct", "peak_rss_gib",
+                                             "cost_usd"))
+
 
 class FinalMetricsFrame(_Base):
     run_id: str = pa.Field(str_length=_nonempty)
     name: str = pa.Field(str_length=_nonempty)
     value: float = pa.Field(nullable=True)
+
+    @pa.dataframe_check
+    def value_finite(cls, data: pa.PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(_finite("value"))
 
 
 class MetricsFrame(_Base):
@@ -150,9 +164,10 @@ class MetricsFrame(_Base):
     value: float = pa.Field(nullable=True)
 
     @pa.dataframe_check
-    def keys_not_empty(cls, data: pa.PolarsData) -> pl.LazyFrame:
-        # one expression for both keys: cheaper than two str_length checks on a million rows
-        return data.lazyframe.select((pl.col("run_id").str.len_bytes() > 0) & (pl.col("name").str.len_bytes() > 0))
+    def keys_set_values_finite(cls, data: pa.PolarsData) -> pl.LazyFrame:
+        # one expression for keys and values: cheaper than separate checks on a million rows
+        return data.lazyframe.select((pl.col("run_id").str.len_bytes() > 0) & (pl.col("name").str.len_bytes() > 0)
+                                     & _finite("value", "t_s"))
 
 
 class BillingFrame(_Base):
@@ -165,6 +180,10 @@ class BillingFrame(_Base):
     cost_usd: float = pa.Field(ge=0)
     spot: bool = pa.Field()
     on_demand_usd_per_hour: float = pa.Field(nullable=True, ge=0)
+
+    @pa.dataframe_check
+    def numbers_finite(cls, data: pa.PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(_finite("usd_per_hour", "hours", "cost_usd", "on_demand_usd_per_hour"))
 
 
 class PricesFrame(_Base):

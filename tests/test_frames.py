@@ -28,12 +28,24 @@ def test_valid_frame_passes_and_is_coerced():
 @pytest.mark.parametrize("over, needle", [
     ({"seq": [0, -1, 2]}, "seq"),
     ({"t_s": [0.0, -3.0, 1.0]}, "t_s"),
-    ({"name": ["loss", "", "loss"]}, "keys_not_empty"),
+    ({"name": ["loss", "", "loss"]}, "keys_set_values_finite"),
+    ({"value": [1.0, float("nan"), 2.0]}, "keys_set_values_finite"),
+    ({"value": [1.0, float("inf"), 2.0]}, "keys_set_values_finite"),
     ({"value": ["a", "b", "c"]}, "value"),
 ])
 def test_bad_metric_values_are_named(over, needle):
     with pytest.raises(frames.FrameError, match=needle):
         frames.validate_frame("metrics", metrics_frame(**over))
+
+
+def test_non_finite_numbers_are_refused_by_every_frame_that_holds_them():
+    with pytest.raises(frames.FrameError, match="value_finite"):
+        frames.validate_frame("final_metrics", pl.DataFrame({"run_id": ["r"], "name": ["loss"],
+                                                             "value": [float("-inf")]}))
+    line = {"run_id": "r", "line_no": 0, "source": "catalog", "description": None, "usd_per_hour": 2.0,
+            "hours": float("inf"), "cost_usd": float("inf"), "spot": False, "on_demand_usd_per_hour": None}
+    with pytest.raises(frames.FrameError, match="numbers_finite"):
+        frames.validate_frame("billing", pl.DataFrame([line]))
 
 
 def test_unknown_column_and_bad_enum():
