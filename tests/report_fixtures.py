@@ -155,6 +155,45 @@ def build_weekly_fixture(path) -> None:
         wh.finish_sweep("eval-sweep-11112222", ended_at="2026-01-06T10:00:00")
 
 
+#: the demo-like local sweep: (index, trial_id, learning_rate, wall_s, eval_loss, cloud wall_s, cloud $)
+LOCAL_TRIALS = [
+    (0, "d0d0d0d0d0d0", 1e-3, 60.0, 0.95, 6.0, 0.0017),
+    (1, "d1d1d1d1d1d1", 3e-3, 90.0, 0.81, 9.0, 0.0025),
+    (2, "d2d2d2d2d2d2", 1e-2, 120.0, 0.77, 12.0, 0.0034),
+    (3, "d3d3d3d3d3d3", 3e-2, 90.0, 0.90, 9.0, 0.0025),
+]
+LOCAL_SWEEP_ID = "demo-lora-00001111"
+
+
+def build_local_demo(path) -> None:
+    """A finished local sweep `demo-lora` like the demo's: 4 trials on this machine, 2 at a time,
+    billed at the bundled reference rate (gpuledger/catalog/local_reference.csv), each with the plan's
+    cloud equivalent on 1 × A10G (aws g5.xlarge, on-demand $1.006/h): trial 0 and 1 start at 10:00,
+    2 at 10:01 (after 0), 3 at 10:01:30 (after 1); the best is trial 2 (0.77), ended 10:03.
+    """
+    from gpuledger.catalog.local import local_reference
+
+    rate = local_reference().usd_per_hour
+    starts = ["2026-01-05T10:00:00", "2026-01-05T10:00:00", "2026-01-05T10:01:00", "2026-01-05T10:01:30"]
+    with Warehouse.open(path) as wh:
+        wh.register_sweep(sweep_id=LOCAL_SWEEP_ID, name="demo-lora", project="demo", owner="me", method="lora",
+                          model="tiny", launcher="local", objective_metric="eval_loss", objective_goal="minimize",
+                          max_parallel=2, started_at=starts[0])
+        wh.upsert_trials(LOCAL_SWEEP_ID, [
+            {"trial_id": tid, "index": i, "params": {"learning_rate": lr}, "accelerator": None, "gpus": 0,
+             "est_memory_gib": 0.1, "est_wall_s": wall, "est_cost_usd": wall / 3600 * rate, "feasible": True,
+             "cloud_equiv_accelerator": "A10G", "cloud_equiv_gpus": 1, "cloud_equiv_cloud": "aws",
+             "cloud_equiv_instance_type": "g5.xlarge", "cloud_equiv_spot": False, "cloud_equiv_wall_s": cw,
+             "cloud_equiv_usd": cu}
+            for i, tid, lr, wall, _loss, cw, cu in LOCAL_TRIALS])
+        wh.ingest_records([
+            example_record(f"{tid}-1", tid, sweep_id=LOCAL_SWEEP_ID, started_at=starts[i], wall_s=wall,
+                           usd_per_hour=rate, final_metrics={"eval_loss": loss}, peak_rss_gib=0.12)
+            for i, tid, _lr, wall, loss, _cw, _cu in LOCAL_TRIALS])
+        wh.mark_trials(LOCAL_SWEEP_ID, [t[1] for t in LOCAL_TRIALS], "succeeded")
+        wh.finish_sweep(LOCAL_SWEEP_ID, status="succeeded", ended_at="2026-01-05T10:03:00")
+
+
 # ------------------------------------------------------------------------------- golden files
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import pytest
 from browser import browser
-from report_fixtures import CAPACITY_RESULT, build_all_failed, build_running, build_weekly_fixture
+from report_fixtures import (
+    CAPACITY_RESULT,
+    build_all_failed,
+    build_local_demo,
+    build_running,
+    build_weekly_fixture,
+)
 
 from gpuledger.report import write_capacity_report, write_sweep_report, write_weekly_report
 from gpuledger.warehouse import Warehouse
@@ -17,18 +23,20 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
-    """Writes every kind of report page (full, all-failed, running, weekly, empty week, capacity)."""
+    """Writes every kind of report page (full, all-failed, running, local with money, weekly, empty week, capacity)."""
     root = tmp_path_factory.mktemp("pages")
     wh_path = root / "ledger.duckdb"
     build_weekly_fixture(wh_path)
     build_all_failed(wh_path)
     build_running(wh_path)
+    build_local_demo(wh_path)
     out = root / "out"
     with Warehouse.open(wh_path, read_only=True) as wh:
         files = {
             "sweep": write_sweep_report(wh, "lora-grid", out_dir=out),
             "all-failed": write_sweep_report(wh, "broken", out_dir=out),
             "running": write_sweep_report(wh, "live", out_dir=out),
+            "local": write_sweep_report(wh, "demo-lora", out_dir=out),
             "weekly": write_weekly_report(wh, "2026-W02", out_dir=out),
             "empty-week": write_weekly_report(wh, "2026-W20", out_dir=out),
         }
@@ -42,7 +50,7 @@ def chromium():
         yield b
 
 
-@pytest.mark.parametrize("kind", ["sweep", "all-failed", "running", "weekly", "empty-week", "capacity"])
+@pytest.mark.parametrize("kind", ["sweep", "all-failed", "running", "local", "weekly", "empty-week", "capacity"])
 def test_report_renders_offline_without_errors(pages, chromium, kind, tmp_path):
     check = chromium.check(pages[kind], tmp_path / f"{kind}.png")
     assert check.console_errors == [] and check.page_errors == []

@@ -6,10 +6,12 @@ import os
 
 import pytest
 from report_fixtures import (
+    LOCAL_TRIALS,
     SWEEP_ID,
     assert_golden,
     build_all_failed,
     build_empty_sweep,
+    build_local_demo,
     build_roi_fixture,
     build_running,
 )
@@ -80,16 +82,17 @@ def test_what_if_uses_measured_durations_and_marks_actual_k(wh):
     assert why is None
     by_k = {r["parallel"]: r for r in rows}
     # K=1: all in order; trial 3 ends at 1 + 0.5 + 0.25 + 1.5 = 3.25 h; trials 0-3 started by then: $2.95.
-    assert by_k[1]["time_to_recipe_hours"] == pytest.approx(3.25)
+    assert by_k[1]["time_to_recipe_s"] == pytest.approx(3.25 * 3600)
     assert by_k[1]["cost_usd"] == pytest.approx(2.95)
     # K=2 (the sweep's max_parallel): slot A runs t0 (0-1), slot B t1 (0-0.5), t2 (0.5-0.75), t3 (0.75-2.25):
     # the replay gives the measured 2 h 15 min; t4 starts at 1.0 < 2.25, so it is paid: $4.45.
-    assert by_k[2]["time_to_recipe_hours"] == pytest.approx(2.25)
+    assert by_k[2]["time_to_recipe_s"] == pytest.approx(2.25 * 3600)
     assert by_k[2]["cost_usd"] == pytest.approx(4.45)
     assert by_k[2]["actual"] and sum(r["actual"] for r in rows) == 1
     # K=1 is cheapest, K=4 fastest: both on the front; K=2 is dominated by K=4; K=8.. repeat K=4 with more slots.
     assert [r["parallel"] for r in rows if r["pareto"]] == [1, 4]
-    times = [r["time_to_recipe_hours"] for r in rows]
+    times = [r["time_to_recipe_s"] for r in rows]
+    assert all(r["cloud_cost_usd"] is None for r in rows)  # a cloud sweep has no cloud equivalent
     assert times == sorted(times, reverse=True)
     assert peak_concurrency(data.runs) == 2
 
@@ -118,7 +121,7 @@ def test_default_paths_and_files(wh, tmp_path, monkeypatch):
     assert files.html == tmp_path.joinpath("reports/sweeps/lora-grid", f"{SWEEP_ID}.html").relative_to(tmp_path)
     assert files.markdown.name == f"{SWEEP_ID}.md"
     assert {p.name for p in files.csv} == {"headline.csv", "trials.csv", "runs.csv", "what-if.csv",
-                                           "estimate-accuracy.csv", "waste.csv"}
+                                           "estimate-accuracy.csv", "waste.csv", "cloud-equivalent.csv"}
     html = files.html.read_text()
     assert "<script" not in html.lower() and "http://" not in html.replace("http://www.w3.org/2000/svg", "")
     assert "https://" not in html
@@ -240,3 +243,47 @@ def test_local_rate_is_labelled(tmp_path):
         s = sweep_summary(load_sweep(w, "demo"))
     assert s["price_source"] == "local rate $0.00/h (a configured rate, not a cloud price)"
     assert s["total_cost_usd"] == 0.0
+
+
+def test_local_sweep_shows_money_and_its_cloud_equivalent(tmp_path):
+    """A demo-like local sweep: billed at the bundled reference rate, with the plan's cloud equivalent."""
+    import re
+
+    from gpuledger.catalog.local import local_reference
+
+    rate = local_reference().usd_per_hour
+    build_local_demo(tmp_path / "w.duckdb")
+    with Warehouse.open(tmp_path / "w.duckdb", read_only=True) as w:
+        data = load_sweep(w, "demo-lora")
+        files = write_sweep_report(w, "demo-lora", out_dir=tmp_path / "out")
+    s = sweep_summary(data)
+    walls = [t[3] for t in LOCAL_TRIALS]
+    assert s["total_cost_usd"] == pytest.approx(sum(walls) / 3600 * rate)
+    # best = trial 2 (0.77), ended 10:03: every run had ended by then -> cost to recipe = total
+    assert s["cost_to_recipe_usd"] == pytest.approx(s["total_cost_usd"])
+    assert s["price_source"].startswith(f"this machine at the reference rate ${rate:.4f}/h (gcp n2-standard-2")
+    assert "not a bill" in s["price_source"]
+    # the same 4 trials on 1 x A10G: sum of the plan's estimates; the what-if replays those at every K
+    from gpuledger.report.sweep import cloud_equivalent
+
+    cloud = cloud_equivalent(data)
+    assert cloud["offer"] == "1 × A10G (aws g5.xlarge, on-demand)" and cloud["trials"] == 4
+    assert cloud["total_usd"] == pytest.approx(sum(t[6] for t in LOCAL_TRIALS))
+    rows, _ = what_if_rows(data)
+    k1, k2 = rows[0], rows[1]
+    # K=1 on A10G: one after another, the recipe (trial 2) ends at 6+9+12 s, paid trials 0..2
+    assert k1["cloud_time_to_recipe_s"] == pytest.approx(27.0)
+    assert k1["cloud_cost_usd"] == pytest.approx(0.0017 + 0.0025 + 0.0034)
+    # K=2 (this sweep): 0 and 1 at 0 s, 2 at 6 s (ends 18 s), 3 at 9 s (ends 18 s): all four paid
+    assert k2["actual"] and k2["cloud_time_to_recipe_s"] == pytest.approx(18.0)
+    assert k2["cloud_cost_usd"] == pytest.approx(cloud["total_usd"])
+    # the what-if shows different costs per K (locally too)
+    assert len({round(r["cost_usd"], 9) for r in rows}) >= 2
+    md = files.markdown.read_text()
+    assert f"| same trials on A10G | ${cloud['total_usd']:.4f} | estimated, not billed" in md
+    assert "| cost to recipe on A10G |" in md and "A10G time (est., min)" in md
+    # at least 3 distinct non-zero dollar figures on the page (the hidden check on the demo's report)
+    html = files.html.read_text()
+    figures = {float(m.replace(",", "")) for m in re.findall(r"\$([\d,]+\.\d+)", html)}
+    assert len({f for f in figures if f > 0}) >= 3
+    assert (tmp_path / "out" / "demo-lora-00001111-csv" / "cloud-equivalent.csv").exists()

@@ -68,13 +68,17 @@ def _bad(x: object) -> bool:
 
 
 def usd(x: float | None) -> str:
-    """Returns dollars with cents ($1,234.50); below a cent, four decimals ($0.0042); None → '—'."""
+    """Returns dollars: cents from $0.10 up ($1,234.50, $0.25); below that three significant digits
+    ($0.0971, $0.00420), so a small rate or a short run never reads as $0.10 or $0.00; None → '—'."""
     if _bad(x):
         return "—"
     x = float(x)  # type: ignore[arg-type]
-    if x != 0 and abs(x) < 0.01:
-        return f"{'-' if x < 0 else ''}${abs(x):.4f}"
-    return f"{'-' if x < 0 else ''}${abs(x):,.2f}"
+    sign = "-" if x < 0 else ""
+    a = abs(x)
+    if a == 0 or a >= 0.1 - 5e-10:
+        return f"{sign}${a:,.2f}"
+    decimals = 2 - math.floor(math.log10(a))
+    return f"{sign}${a:.{decimals}f}"
 
 
 def duration(seconds: float | None) -> str:

@@ -75,6 +75,8 @@ class SweepData:
     billing_sources: pl.DataFrame  # source, description, usd_per_hour, spot, on_demand_usd_per_hour, lines
     price_dates: list[str]  # prices.as_of of the sweep's snapshot
     serving: Any = None  # gpuledger.serving.SweepPoints of a method: inference sweep, else None
+    cloud_equiv: pl.DataFrame  # per trial of a local sweep: the plan's cloud-GPU equivalent (accelerator, gpus,
+    #                            cloud, instance_type, spot, wall_s, cost_usd); empty for cloud sweeps
 
 
 # ------------------------------------------------------------------------------------------ load
@@ -124,6 +126,7 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
     waste = wh.query_named("report_sweep_waste", p)
     billing = wh.query_named("report_sweep_billing_sources", p)
     dates = wh.query_named("report_sweep_price_dates", p)
+    cloud_equiv = wh.query_named("report_sweep_cloud_equiv", p)
     return SweepData(
         roi=roi,
         sweep=sweep_rows[0] if sweep_rows else {},
@@ -136,6 +139,7 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
         billing_sources=billing,
         price_dates=[str(d) for d in dates["as_of"].to_list()] if dates.height else [],
         serving=sweep_points(wh, sid),
+        cloud_equiv=cloud_equiv,
     )
 
 
@@ -164,9 +168,18 @@ def price_source(data: SweepData) -> str:
     parts = []
     sources = set(b["source"].to_list())
     if "local" in sources:
+        from gpuledger.catalog.local import local_reference
+
+        ref = local_reference()
         rates = sorted({float(r) for r in b.filter(pl.col("source") == "local")["usd_per_hour"].to_list()})
-        rate_text = ", ".join(f"{usd(r)}/h" for r in rates)
-        parts.append(f"local rate {rate_text} (a configured rate, not a cloud price)")
+        if any(abs(r - ref.usd_per_hour) < 1e-9 for r in rates):
+            what = ref.source.split(" (")[0].removeprefix("reference rate: ")
+            parts.append(f"this machine at the reference rate {usd(ref.usd_per_hour)}/h ({what}, as of {ref.as_of}; "
+                         f"a reference price, not a bill)")
+        others = [r for r in rates if abs(r - ref.usd_per_hour) >= 1e-9]
+        if others:
+            rate_text = ", ".join(f"{usd(r)}/h" for r in others)
+            parts.append(f"local rate {rate_text} (a configured rate, not a cloud price)")
     if "catalog" in sources:
         dates = ", ".join(data.price_dates)
         parts.append("catalog prices" + (f" as of {dates}" if dates else " (date in the plan's price snapshot)"))
@@ -269,15 +282,6 @@ def what_if_inputs(data: SweepData) -> tuple[list[float], list[float], int | Non
     return durations, costs, target, ids
 
 
-def _row_get(row: Any, *keys: str) -> Any:
-    for k in keys:
-        if isinstance(row, dict) and k in row:
-            return row[k]
-        if hasattr(row, k):
-            return getattr(row, k)
-    return None
-
-
 def pareto_flags(points: list[tuple[float, float]]) -> list[bool]:
     """Returns, for each (time, cost) in order of increasing K, whether it is on the Pareto front.
 
@@ -295,11 +299,15 @@ def pareto_flags(points: list[tuple[float, float]]) -> list[bool]:
 def what_if_rows(data: SweepData) -> tuple[list[dict[str, Any]], str | None]:
     """Returns (rows, why_not): the what-if curve from the measured durations, or [] and the reason.
 
-    Each row: parallel (K), time_to_recipe_hours, cost_usd, pareto (bool), actual (K = the sweep's
-    max_parallel). The simulation is the planner's (`gpuledger.plan.what_if_curve`); this report
-    only feeds it measured durations and costs.
+    Each row: parallel (K), time_to_recipe_s, cost_usd, pareto (bool), actual (K = the sweep's
+    max_parallel), and for a local sweep whose trials all have a cloud equivalent, the same replay
+    on the plan's cloud-GPU estimates (cloud_time_to_recipe_s, cloud_cost_usd; else None). The
+    simulation is the planner's (`gpuledger.plan.what_if_curve`); this report only feeds it
+    measured durations and costs.
     """
-    durations, costs, target, _ids = what_if_inputs(data)
+    from gpuledger.plan import WHAT_IF_KS, what_if_curve
+
+    durations, costs, target, ids = what_if_inputs(data)
     unfinished = data.trials.filter(pl.col("status").is_in(["running", "pending"])).height if data.trials.height else 0
     if unfinished:
         return [], (f"the sweep is still running ({unfinished} trials have no result yet); the what-if replays "
@@ -308,28 +316,46 @@ def what_if_rows(data: SweepData) -> tuple[list[dict[str, Any]], str | None]:
         return [], "no trial has a measured duration yet"
     if target is None:
         return [], "no succeeded trial with the objective metric, so there is no recipe to reach"
-    try:
-        from gpuledger.plan import WHAT_IF_KS, what_if_curve
-    except ImportError:
-        return [], "the planner's what-if (gpuledger.plan.what_if_curve) is not available in this install"
     actual = data.sweep.get("max_parallel") or peak_concurrency(data.runs) or None
     ks = sorted(set(WHAT_IF_KS) | ({int(actual)} if actual else set()))
-    raw = what_if_curve(durations, costs, target_index=target, ks=ks)
-    if isinstance(raw, pl.DataFrame):
-        raw = raw.to_dicts()
-    rows = []
-    for item in raw:
-        k = _row_get(item, "parallel", "k", "K")
-        h = _row_get(item, "time_to_recipe_s")
-        c = _row_get(item, "cost_usd", "cost_to_recipe_usd")
-        if k is None or h is None or c is None:
-            continue
-        rows.append({"parallel": int(k), "time_to_recipe_hours": float(h) / 3600.0, "cost_usd": float(c)})
-    flags = pareto_flags([(r["time_to_recipe_hours"], r["cost_usd"]) for r in rows])
-    for r, f in zip(rows, flags, strict=True):
+    rows = [{"parallel": int(r["parallel"]), "time_to_recipe_s": float(r["time_to_recipe_s"]),
+             "cost_usd": float(r["cost_usd"])} for r in what_if_curve(durations, costs, target_index=target, ks=ks)]
+    flags = pareto_flags([(r["time_to_recipe_s"], r["cost_usd"]) for r in rows])
+    cloud = _cloud_by_trial(data)
+    cloud_rows = None
+    if cloud and all(i in cloud for i in ids):
+        cloud_rows = what_if_curve([cloud[i]["wall_s"] for i in ids], [cloud[i]["cost_usd"] for i in ids],
+                                   target_index=target, ks=ks)
+    for i, (r, f) in enumerate(zip(rows, flags, strict=True)):
         r["pareto"] = f
         r["actual"] = actual is not None and r["parallel"] == int(actual)
+        r["cloud_time_to_recipe_s"] = float(cloud_rows[i]["time_to_recipe_s"]) if cloud_rows else None
+        r["cloud_cost_usd"] = float(cloud_rows[i]["cost_usd"]) if cloud_rows else None
     return rows, None
+
+
+def _cloud_by_trial(data: SweepData) -> dict[str, dict[str, Any]]:
+    return {r["trial_id"]: r for r in data.cloud_equiv.to_dicts() if r["wall_s"] is not None}
+
+
+def cloud_equivalent(data: SweepData) -> dict[str, Any] | None:
+    """Returns what the trials that ran would cost on the cloud GPU the plan would pick (the plan's
+    estimate stored with each trial of a local sweep), or None when the sweep has none.
+
+    Keys: offer (e.g. '1 × A10G (aws g5.xlarge, on-demand)'), accelerator, trials (with an
+    equivalent), of_trials (that ran), total_usd, total_wall_s (Σ of the estimated times there).
+    """
+    _d, _c, _t, ids = what_if_inputs(data)
+    cloud = _cloud_by_trial(data)
+    ran = [cloud[i] for i in ids if i in cloud]
+    if not ran:
+        return None
+    offers = sorted({f"{r['gpus'] or 1} × {r['accelerator']} ({r['cloud']} {r['instance_type']}, "
+                     f"{'spot' if r['spot'] else 'on-demand'})" for r in ran})
+    accels = sorted({str(r["accelerator"]) for r in ran})
+    return {"offer": "; ".join(offers), "accelerator": ", ".join(accels), "trials": len(ran), "of_trials": len(ids),
+            "total_usd": float(sum(float(r["cost_usd"] or 0.0) for r in ran)),
+            "total_wall_s": float(sum(float(r["wall_s"] or 0.0) for r in ran))}
 
 
 def accuracy_rows(data: SweepData) -> list[dict[str, Any]]:
@@ -361,8 +387,11 @@ def _trial_label(trial_id: str, index: Any) -> str:
 
 
 def _in_unit(seconds: float, div: float) -> str:
-    """Returns a time in the report's unit with the digits that unit needs (h: 2, min: 1, s: 0)."""
-    return f"{seconds / div:,.{2 if div >= 3600 else 1 if div >= 60 else 0}f}"
+    """Returns a time in the report's unit with the digits that unit needs (h: 2, min: 1, s: 0; two
+    more below 1 unit, so a short time never reads as 0)."""
+    v = seconds / div
+    digits = 2 if div >= 3600 else 1 if div >= 60 else 0
+    return f"{v:,.{digits + 2 if 0 < abs(v) < 1 else digits}f}"
 
 
 def _time_axis(max_s: float) -> tuple[float, str]:
@@ -417,8 +446,9 @@ def sweep_tables(data: SweepData) -> dict[str, pl.DataFrame]:
     s = sweep_summary(data)
     headline = pl.DataFrame([{k: (str(v) if isinstance(v, datetime) else v) for k, v in s.items()}])
     wi, _ = what_if_rows(data)
-    wi_df = pl.DataFrame(wi, schema={"parallel": pl.Int64, "time_to_recipe_hours": pl.Float64,
-                                     "cost_usd": pl.Float64, "pareto": pl.Boolean, "actual": pl.Boolean})
+    wi_df = pl.DataFrame(wi, schema={"parallel": pl.Int64, "time_to_recipe_s": pl.Float64,
+                                     "cost_usd": pl.Float64, "pareto": pl.Boolean, "actual": pl.Boolean,
+                                     "cloud_time_to_recipe_s": pl.Float64, "cloud_cost_usd": pl.Float64})
     acc = accuracy_rows(data)
     acc_df = pl.DataFrame(acc) if acc else pl.DataFrame(schema={"trial": pl.String})
     tables = {
@@ -428,6 +458,7 @@ def sweep_tables(data: SweepData) -> dict[str, pl.DataFrame]:
         "what-if": wi_df,
         "estimate-accuracy": acc_df,
         "waste": data.waste,
+        "cloud-equivalent": data.cloud_equiv,
     }
     if data.serving is not None and data.serving.points:
         tables["serving-points"] = serving_table(data.serving)
@@ -437,8 +468,14 @@ def sweep_tables(data: SweepData) -> dict[str, pl.DataFrame]:
 # ------------------------------------------------------------------------------------------ render
 
 
-def _headline_cards(s: dict[str, Any]) -> list[Card]:
+def _short_source(s: dict[str, Any]) -> str:
+    """Returns the money source for a card: the whole statement when short, else a pointer to it."""
     src = s["price_source"]
+    return src if len(src) <= 60 else "prices: see Money under the cards"
+
+
+def _headline_cards(s: dict[str, Any]) -> list[Card]:
+    src = _short_source(s)
     metric = s["metric_name"] or "metric"
     if s["best_trial_id"] is not None:
         best = Card(f"best {metric} ({s['goal'] or 'minimize'})", num(s["best_metric"], 5),
@@ -475,6 +512,23 @@ def _headline_cards(s: dict[str, Any]) -> list[Card]:
     return [best, ttr, ctr, ttt, total, waste, spot, trials]
 
 
+def _cloud_cards(cloud: dict[str, Any] | None, wi: list[dict[str, Any]], s: dict[str, Any]) -> list[Card]:
+    """Returns the cards of what the same trials would cost on the cloud GPU the plan would pick (local sweeps)."""
+    if cloud is None:
+        return []
+    of = (f"the {cloud['trials']} trials that ran" if cloud["trials"] == cloud["of_trials"]
+          else f"{cloud['trials']} of the {cloud['of_trials']} trials that ran (the others have no cloud plan)")
+    cards = [Card(f"same trials on {cloud['accelerator']}", usd(cloud["total_usd"]),
+                  f"estimated, not billed: {of} on {cloud['offer']}, the plan's time there "
+                  f"({duration(cloud['total_wall_s'])} in all) × the catalog price")]
+    actual = next((r for r in wi if r["actual"] and r["cloud_cost_usd"] is not None), None)
+    if actual is not None:
+        cards.append(Card(f"cost to recipe on {cloud['accelerator']}", usd(actual["cloud_cost_usd"]),
+                          f"estimated: the what-if at K={actual['parallel']} on those times; recipe after "
+                          f"{duration(actual['cloud_time_to_recipe_s'])} (here: {duration(s['time_to_recipe_s'])})"))
+    return cards
+
+
 def _status_notes(s: dict[str, Any], data: SweepData) -> list[Note]:
     out = []
     if s["trials"] == 0 and s["runs"] == 0:
@@ -496,8 +550,8 @@ def _same_point_groups(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]
     """Returns the what-if rows grouped where consecutive Ks give the same (time, cost)."""
     groups: list[list[dict[str, Any]]] = []
     for r in rows:
-        key = (r["time_to_recipe_hours"], r["cost_usd"])
-        if groups and (groups[-1][0]["time_to_recipe_hours"], groups[-1][0]["cost_usd"]) == key:
+        key = (r["time_to_recipe_s"], r["cost_usd"])
+        if groups and (groups[-1][0]["time_to_recipe_s"], groups[-1][0]["cost_usd"]) == key:
             groups[-1].append(r)
         else:
             groups.append([r])
@@ -509,7 +563,7 @@ def report_time_unit(data: SweepData, what_if: list[dict[str, Any]]) -> tuple[fl
     the longest time it shows (the sweep's last run end, or the what-if at K=1)."""
     longest = max([0.0, *(float(e) for e in data.runs["end_offset_s"].to_list() if e is not None)]) \
         if data.runs.height else 0.0
-    longest = max([longest, *(3600.0 * r["time_to_recipe_hours"] for r in what_if)])
+    longest = max([longest, *(r["time_to_recipe_s"] for r in what_if)])
     return _time_axis(longest)
 
 
@@ -526,7 +580,7 @@ def _what_if_chart(wi: list[dict[str, Any]], why: str | None, div: float, unit: 
         label = f"K={ks[0]}" if len(ks) == 1 else f"K={ks[0]}–{ks[-1]}"
         actual = any(r["actual"] for r in group)
         kind = "actual" if actual else ("pareto" if any(r["pareto"] for r in group) else "dominated")
-        pts.append(charts.Point(group[0]["time_to_recipe_hours"] * 3600.0 / div, group[0]["cost_usd"], label,
+        pts.append(charts.Point(group[0]["time_to_recipe_s"] / div, group[0]["cost_usd"], label,
                                 highlight=actual, colour=WHAT_IF_COLOURS[kind]))
     svg = charts.scatter_chart(
         pts, title="parallelism what-if: time vs cost to recipe", x_label=f"time to recipe ({unit})",
@@ -625,18 +679,31 @@ def sweep_document(data: SweepData) -> Document:
     div, unit = report_time_unit(data, wi)
     figs = _charts(data, s, wi, why, div, unit)
     acc = accuracy_rows(data)
-    blocks: list = [*_status_notes(s, data), Cards(_headline_cards(s))]
+    cloud = cloud_equivalent(data)
+    blocks: list = [*_status_notes(s, data), Cards(_headline_cards(s) + _cloud_cards(cloud, wi, s))]
+    if _short_source(s) != s["price_source"]:
+        blocks.append(Note(f"Money: {s['price_source']}.", "small"))
     if s["best_params"] is not None:
         blocks.append(Note(f"Best recipe: {s['best_params']} (trial {s['best_trial_id']})."))
     if data.serving is not None:
         blocks.append(serving_section(data.serving))
     blocks.append(Section("Progress: best metric over time and money", [Columns([figs["best_time"], figs["best_cost"]])]))
+    wi_headers = ["K (parallel slots)", f"time to recipe ({unit})", "cost to recipe", "Pareto", "actual"]
+    wi_cloud = bool(wi) and wi[0]["cloud_cost_usd"] is not None
+    if wi_cloud:
+        wi_headers += [f"{cloud['accelerator']} time (est., {unit})", f"{cloud['accelerator']} cost (est.)"]
     wi_table = Table(
-        ["K (parallel slots)", f"time to recipe ({unit})", "cost to recipe", "Pareto", "actual"],
-        [[r["parallel"], _in_unit(r["time_to_recipe_hours"] * 3600.0, div), usd(r["cost_usd"]),
-          "yes" if r["pareto"] else "", "← this sweep" if r["actual"] else ""] for r in wi],
-        numeric=[0, 1, 2], highlight=[i for i, r in enumerate(wi) if r["actual"]], empty=f"No what-if: {why}.")
-    blocks.append(Section("Parallelism what-if (from measured durations)", [Columns([figs["what_if"], wi_table])]))
+        wi_headers,
+        [[r["parallel"], _in_unit(r["time_to_recipe_s"], div), usd(r["cost_usd"]),
+          "yes" if r["pareto"] else "", "← this sweep" if r["actual"] else ""]
+         + ([_in_unit(r["cloud_time_to_recipe_s"], div), usd(r["cloud_cost_usd"])] if wi_cloud else []) for r in wi],
+        numeric=[0, 1, 2, 5, 6], highlight=[i for i, r in enumerate(wi) if r["actual"]], empty=f"No what-if: {why}.")
+    wi_blocks: list = [Columns([figs["what_if"], wi_table])]
+    if wi_cloud:
+        wi_blocks.append(Note(f"The last two columns replay the plan's estimated time and cost of each trial on "
+                              f"{cloud['offer']} the same way (estimates, not measurements; nothing was billed "
+                              f"there).", "small"))
+    blocks.append(Section("Parallelism what-if (from measured durations)", wi_blocks))
     outliers = [a for a in acc if a["memory_outlier"] or a["time_outlier"]]
     out_table = Table(
         ["trial", "memory est.", "memory measured", "memory error", "time est.", "time measured", "time error"],
