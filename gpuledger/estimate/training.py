@@ -121,11 +121,16 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
             base_p = "nf4"
         quantised = base_p in ("nf4", "int4", "int8", "fp8")
         # prepare_model_for_kbit_training (PEFT) upcasts every non-quantised param to fp32
-        other_b = 4 if (quantised and w.framework == "hf") else (4 if p == "fp32" else 2)
+        # ... except for sharded QLoRA (FSDP / ZeRO-3): a flat parameter holds one dtype, so TRL skips
+        # the upcast (`is_sharded_qlora`), the 4-bit weights are stored in 16-bit words
+        # (bnb_4bit_quant_storage) and every other param and the adapters stay 16 bit (fsdp_qlora README:
+        # "sharded and unsharded params will be stored in bf16").
+        sharded_flat = sharding in ("fsdp", "zero3") and w.gpus > 1
+        other_b = 4 if (quantised and w.framework == "hf" and not sharded_flat) else (4 if p == "fp32" else 2)
         weights, quant_consts = _frozen_weight_bytes(cfg, total, base_p, other_b)
         # adapters: PEFT keeps them in fp32 (autocast_adapter_dtype=True) under a 16-bit or quantised
         # base; lit-gpt/torchtune keep them in the model dtype (pure bf16 -> 16-bit states).
-        adapter_fp32 = p == "fp32" or mixed or w.framework == "hf"
+        adapter_fp32 = p == "fp32" or mixed or (w.framework == "hf" and not sharded_flat)
         ad_b = 4 if adapter_fp32 else 2
         weights += trainable * ad_b
         grads = trainable * ad_b
