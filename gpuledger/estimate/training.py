@@ -125,7 +125,7 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         # the upcast (`is_sharded_qlora`), the 4-bit weights are stored in 16-bit words
         # (bnb_4bit_quant_storage) and every other param and the adapters stay 16 bit (fsdp_qlora README:
         # "sharded and unsharded params will be stored in bf16").
-        sharded_flat = sharding in ("fsdp", "zero3") and w.gpus > 1
+        sharded_flat = sharding in ("fsdp", "zero3")
         other_b = 4 if (quantised and w.framework == "hf" and not sharded_flat) else (4 if p == "fp32" else 2)
         weights, quant_consts = _frozen_weight_bytes(cfg, total, base_p, other_b)
         # adapters: PEFT keeps them in fp32 (autocast_adapter_dtype=True) under a 16-bit or quantised
