@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--precision", default="bf16",
                    choices=["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed", "fp8", "int8", "int4", "nf4"])
     s.add_argument("--optimizer", default="adamw",
-                   choices=["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"])
+                   choices=["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "adafactor"])
     s.add_argument("--batch", type=_positive_int, default=1, help="micro-batch per GPU")
     s.add_argument("--seq", type=_positive_int, default=2048, help="sequence length (tokens)")
     s.add_argument("--grad-ckpt", action=argparse.BooleanOptionalAction, default=True)

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = ROOT / "tests" / "data" / "memory_public.csv"
 #: the GPU each public family measured on (tests/data/memory_public.csv `version`/`url` columns)
 FAMILY_GPU = {"litgpt_hub": "A10G", "litgpt_tables": "A100", "fsdp_qlora": "RTX3090", "qwen_speed": "A100",
-              "peft_metamathqa": "H100", "torchtune_flags": "A100", "trl_grpo": "A100"}
+              "peft_metamathqa": "H100", "torchtune_flags": "A100", "trl_grpo": "A100", "torchtune_readme": "RTX4090"}
 
 
 def _records() -> list[dict]:

@@ -34,6 +34,10 @@ WEIGHT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "bf16-mixed": 2, "fp16-mixed": 
 #: int8: LLM.int8() keeps one fp32 scale per row (Dettmers et al. 2022): ~4/d_in, taken as 4/4096;
 #: fp8: one scale per tensor (Transformer Engine): ~0.
 QUANT_CONST_BYTES = {"nf4": 4 / 64, "int4": 2.5 / 128, "int8": 4 / 4096, "fp8": 0.0}
+#: torchtune's NF4 (torchao NF4Tensor, torchao/dtypes/nf4tensor.py: block_size 64, scaler_block_size
+#: 256) double-quantises the absmax scalers: one int8 scaler per 64 weights plus one fp32 factor per
+#: 256 scalers: (1 + 4/256) / 64 B per weight.
+NF4_DQ_CONST_BYTES = (1 + 4 / 256) / 64
 #: LoRA dropout when the workload does not say: the frameworks' defaults (peft LoraConfig
 #: lora_dropout=0.0; lit-gpt finetune/lora.py lora_dropout=0.05; torchtune's recipes/configs
 #: lora_dropout: 0.0). With p > 0 each adapted linear keeps its dropout output and a 1-byte mask
@@ -205,8 +209,9 @@ def loss_bytes_per_token(cfg: ModelConfig, precision: str, framework: str, chunk
     torchtune / `chunked=True` (CEWithChunkedOutputLoss, 8 chunks): the 16-bit logits of every chunk
     stay (a·V); each chunk's `F.cross_entropy(chunk.float())` saves its fp32 log-softmax until
     backward (4·V over all chunks); backward adds one chunk's fp32 and 16-bit gradient ((4 + a)·V/8).
-    With torch.compile the per-chunk loss is one fused graph that saves only its 16-bit input and
-    recomputes the softmax in backward: a·V + (4 + a)·V/8 (torchtune compiles `compute_cross_entropy`).
+    With torch.compile the per-chunk loss is one fused graph (torchtune compiles `compute_cross_entropy`)
+    that saves only its 16-bit input and recomputes the softmax in backward, writing the chunk's
+    gradient in 16 bit: a·V + a·V/8.
     `chunked` None = the framework's habit (litgpt and torchtune chunk, hf does not).
     """
     a, vocab = _act_bytes(precision), cfg.vocab_size
@@ -216,8 +221,9 @@ def loss_bytes_per_token(cfg: ModelConfig, precision: str, framework: str, chunk
         return (a + 12) * vocab
     if framework == "litgpt" and not compiled:
         return 4 * a * vocab
-    per_chunk = (4 + a) / 8
-    return (a + per_chunk) * vocab if compiled else (a + 4 + per_chunk) * vocab
+    if compiled:
+        return (a + a / 8) * vocab
+    return (a + 4 + (4 + a) / 8) * vocab
 
 
 def kv_cache_bytes_per_token(cfg: ModelConfig | str, kv_precision: str = "bf16") -> int:
@@ -240,24 +246,27 @@ def _quantised_split(cfg: ModelConfig, total: int) -> tuple[int, int]:
     return q, total - q
 
 
-def _frozen_weight_bytes(cfg: ModelConfig, total: int, precision: str, other_bytes: float) -> tuple[float, float]:
+def _frozen_weight_bytes(cfg: ModelConfig, total: int, precision: str, other_bytes: float,
+                         double_quant: bool = False) -> tuple[float, float]:
     """Returns (weight bytes, quantisation-constant bytes) of a frozen base at `precision`;
-    non-quantised params (embeddings, lm_head, norms, biases) take `other_bytes` each."""
+    non-quantised params (embeddings, lm_head, norms, biases) take `other_bytes` each;
+    `double_quant`: NF4 scalers themselves quantised (torchtune/torchao)."""
     if precision in ("int8", "int4", "nf4", "fp8"):
         qp, rest = _quantised_split(cfg, total)
-        return qp * WEIGHT_BYTES[precision] + rest * other_bytes, qp * QUANT_CONST_BYTES[precision]
+        const = NF4_DQ_CONST_BYTES if (double_quant and precision == "nf4") else QUANT_CONST_BYTES[precision]
+        return qp * WEIGHT_BYTES[precision] + rest * other_bytes, qp * const
     return total * WEIGHT_BYTES[precision], 0.0
 
 
 def _optimizer_state_bytes(optimizer: str, state_bytes: int, params: int, cfg: ModelConfig | None = None) -> float:
     """Returns optimizer-state bytes for `params` trainable parameters (master weights excluded).
 
-    adamw: two moments (Loshchilov & Hutter 2019) in the state dtype; adamw-8bit / paged: two
+    adamw / paged-adamw: two moments (Loshchilov & Hutter 2019) in the state dtype; adamw-8bit / paged: two
     blockwise-quantised 8-bit moments, 2 B/param plus fp32 absmax per 2048 (Dettmers et al. 2022,
     arXiv:2110.02861); sgd: one momentum buffer; adafactor: factored second moment, rows + columns
     per matrix in fp32, no first moment (Shazeer & Stern 2018; HF Adafactor beta1=None).
     """
-    if optimizer == "adamw":
+    if optimizer in ("adamw", "paged-adamw"):
         return 2 * state_bytes * params
     if optimizer in ("adamw-8bit", "paged-adamw-8bit"):
         return params * (2 + 2 * 4 / 2048)

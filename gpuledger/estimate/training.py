@@ -56,12 +56,42 @@ def _sharding(w: Workload, m: MemoryBreakdown) -> str:
     return sharding
 
 
-def _foreach_temp(w: Workload, state_b: int, trainable: float) -> float:
+def _optimizer_in_bwd(w: Workload) -> bool:
+    """Returns whether the optimizer steps inside backward: the option, else torchtune's habit (its
+    single-device full fine-tuning configs pair paged bitsandbytes optimizers with optimizer_in_bwd)."""
+    if w.optimizer_in_bwd is not None:
+        return w.optimizer_in_bwd
+    return w.framework == "torchtune" and w.method == "full" and w.gpus == 1 and w.optimizer.startswith("paged")
+
+
+#: bitsandbytes pages an optimizer state only for tensors of more than 1e5 elements
+#: (bitsandbytes/optim/optimizer.py `get_state_buffer`); smaller ones stay ordinary device tensors.
+PAGED_MIN_NUMEL = 1e5
+
+
+def _paged_fraction(w: Workload, cfg: ModelConfig, lora_lins: list, head_targets: list[str]) -> float:
+    """Returns the share of the optimizer states a paged bitsandbytes optimizer keeps in CUDA unified
+    memory (cudaMallocManaged via `F.get_paged`): outside PyTorch's allocator, resident on the GPU
+    while there is room and evicted to the host under pressure, so it never causes an OOM."""
+    if not w.optimizer.startswith("paged"):
+        return 0.0
+    if w.method not in ("lora", "qlora"):
+        return 1.0
+    r, d, vocab = w.lora_r, cfg.hidden_size, cfg.vocab_size
+    mats = [(r * lin.d_in, lin.count * cfg.num_layers) for lin in lora_lins]
+    mats += [(r * lin.d_out, lin.count * cfg.num_layers) for lin in lora_lins]
+    for _ in head_targets:
+        mats += [(r * d, 1), (r * vocab, 1)]
+    total = sum(n * c for n, c in mats)
+    return sum(n * c for n, c in mats if n > PAGED_MIN_NUMEL) / total if total else 0.0
+
+
+def _foreach_temp(w: Workload, state_b: int, trainable: float, in_bwd: bool) -> float:
     """Returns the optimizer step's temporaries. torch.optim.AdamW's default foreach path on CUDA
     (torch/optim/adamw.py `_multi_tensor_adamw`) builds `exp_avg_sq_sqrt = _foreach_sqrt(...)`, one
     tensor per state, before `_foreach_addcdiv_`: one more state-sized copy. torchtune's configs set
     `fused: True` (one kernel per group, no copy); bitsandbytes 8-bit optimizers update per tensor."""
-    if w.optimizer != "adamw" or w.framework == "torchtune" or w.optimizer_in_bwd:
+    if w.optimizer != "adamw" or w.framework == "torchtune" or in_bwd:
         return 0.0
     return trainable * state_b
 
@@ -127,7 +157,8 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         # "sharded and unsharded params will be stored in bf16").
         sharded_flat = sharding in ("fsdp", "zero3")
         other_b = 4 if (quantised and w.framework == "hf" and not sharded_flat) else (4 if p == "fp32" else 2)
-        weights, quant_consts = _frozen_weight_bytes(cfg, total, base_p, other_b)
+        weights, quant_consts = _frozen_weight_bytes(cfg, total, base_p, other_b,
+                                                     double_quant=w.framework == "torchtune")
         # adapters: PEFT keeps them in fp32 (autocast_adapter_dtype=True) under a 16-bit or quantised
         # base; lit-gpt/torchtune keep them in the model dtype (pure bf16 -> 16-bit states).
         adapter_fp32 = p == "fp32" or mixed or (w.framework == "hf" and not sharded_flat)
@@ -145,7 +176,13 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         m.notes["optimizer"] = f"{w.optimizer} states of the adapters"
         frozen_elem = WEIGHT_BYTES[base_p] + (quant_consts / max(1, total))
     m.params_trainable = int(trainable)
-    opt_temp = _foreach_temp(w, state_b, trainable)
+    in_bwd = _optimizer_in_bwd(w)
+    opt_temp = _foreach_temp(w, state_b, trainable, in_bwd)
+    paged = opt * _paged_fraction(w, cfg, lora_lins, [t for t in ("lm_head", "embed") if t in targets])
+    if paged:
+        opt -= paged
+        m.assumptions.append(f"paged optimizer: {paged / GIB:.2f} GiB of states in CUDA unified memory, outside "
+                             "PyTorch's allocator and evicted to the host under pressure: not counted")
 
     # --- load transient: a quantised base is loaded tensor by tensor in 16 bit and quantised on the
     # GPU (transformers' bitsandbytes quantizer `create_quantized_param`; Params4bit.cuda quantises on
@@ -287,13 +324,13 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
 
     # --- the phases ---
     accum = w.grad_accum if w.grad_accum is not None else (2 if w.framework == "litgpt" else 1)
-    accum_grads = grads if accum > 1 and not w.optimizer_in_bwd else 0.0
+    accum_grads = grads if accum > 1 and not in_bwd else 0.0
     # the output head's gradient (full fine-tuning) is allocated at the start of backward, next to the
     # logits' gradient
-    head_grad = 0.0 if lora_like or w.optimizer_in_bwd else min(grads, vocab * d * (4 if p == "fp32" else 2) / (
+    head_grad = 0.0 if lora_like or in_bwd else min(grads, vocab * d * (4 if p == "fp32" else 2) / (
         n if sharding in ("zero2", "zero3", "fsdp") else 1))
-    live_grads = 0.0 if w.optimizer_in_bwd else grads
-    if w.optimizer_in_bwd:
+    live_grads = 0.0 if in_bwd else grads
+    if in_bwd:
         # torchtune optimizer_in_bwd: a post-accumulate-grad hook steps and frees each parameter's
         # gradient, so at most the largest single gradient exists.
         live_grads = min(grads, max(vocab * d, max((lin.weight_params for lin in layer_linears(cfg)), default=0))
@@ -308,7 +345,7 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         "backward_end": dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers, gradients=live_grads,
                              activations=tokens * 2 * d * a),
         "optimizer_step": dict(weights=weights + extra_frozen, optimizer=opt + opt_temp, buffers=buffers,
-                               gradients=0.0 if w.optimizer_in_bwd else grads),
+                               gradients=0.0 if in_bwd else grads),
     }
     if rl:
         gen = _generation_phase(w, cfg, n_seq, seq, dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers), m)
@@ -323,8 +360,6 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     for attr in ("weights", "gradients", "optimizer", "activations", "logits", "kv_cache", "buffers"):
         setattr(m, attr, at.get(attr, 0.0))
     m.extra_device += CUDA_CONTEXT_GIB * GIB
-    if w.optimizer == "paged-adamw-8bit":
-        m.assumptions.append("paged optimizer states can spill to CPU under pressure; counted on the GPU")
     return m
 
 

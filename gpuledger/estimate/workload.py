@@ -8,7 +8,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 Method = Literal["full", "lora", "qlora", "grpo", "ppo", "inference"]
 Precision = Literal["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed", "fp8", "int8", "int4", "nf4"]
-Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
+Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "adafactor"]
 Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
 
 
@@ -66,8 +66,10 @@ class Workload(BaseModel):
     chunked_ce: bool | None = Field(None, validation_alias=AliasChoices(
         "chunked_ce", "chunked_cross_entropy", "chunked_loss"))
     #: optimizer step fused into backward: each gradient freed as soon as its parameter is updated
-    #: (torchtune `optimizer_in_bwd`), so the full gradient set never exists.
-    optimizer_in_bwd: bool = Field(False, validation_alias=AliasChoices(
+    #: (torchtune `optimizer_in_bwd`), so the full gradient set never exists. None = the framework's
+    #: habit: torchtune's single-device full fine-tuning configs that use a paged bitsandbytes
+    #: optimizer set it (recipes/configs/{llama3,llama3_1,llama3_2,qwen2,qwen2_5,qwen3}/*full_single_device).
+    optimizer_in_bwd: bool | None = Field(None, validation_alias=AliasChoices(
         "optimizer_in_bwd", "optimizer_in_backward", "fused_optimizer_step"))
     #: micro-batches per optimizer step; above 1 the gradients persist through the next forward pass.
     #: None = the framework's habit: lit-gpt's finetune scripts accumulate to a global batch (its

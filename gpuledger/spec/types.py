@@ -73,7 +73,7 @@ Scalar = str | int | float | bool
 Cloud = Literal["aws", "gcp", "azure", "lambda", "nebius", "vast", "runpod", "oci", "kubernetes"]
 Method = Literal["full", "lora", "qlora", "grpo", "ppo", "inference"]
 Precision = Literal["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed", "fp8", "int8", "int4", "nf4"]
-Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
+Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "adafactor"]
 Sharding = Literal["auto", "none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
 
 #: The most trials one sweep may have: a grid's points (the product of its lists' lengths, before
