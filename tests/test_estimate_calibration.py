@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import csv
+import json
 import statistics
 from pathlib import Path
 
+from gpuledger.estimate import Workload, estimate
 from gpuledger.estimate import calibration as cal
-from gpuledger.estimate import estimate
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = ROOT / "tests" / "data" / "memory_public.csv"
@@ -76,4 +77,39 @@ def test_cli_says_whether_it_calibrated(capsys, tmp_path):
     assert main(["estimate", "gpt2", "--accelerator", "A100", "--warehouse", str(tmp_path / "w.duckdb")]) == 0
     assert "not calibrated: 0 of your measured runs match lora/hf/ampere (5 needed)" in capsys.readouterr().out
     assert main(["estimate", "gpt2", "--no-calibration"]) == 0
+    assert "not calibrated (--no-calibration)" in capsys.readouterr().out
+
+
+def _warehouse_with_runs(path, ratios, *, method="lora", accelerator="A100"):
+    """A real warehouse with one sweep of `method` and one succeeded GPU run per ratio
+    (measured = 10 GiB x ratio against a 10 GiB estimate)."""
+    from record_fixtures import example_record
+
+    from gpuledger.warehouse import Warehouse
+
+    with Warehouse.open(path) as wh:
+        wh.register_sweep(sweep_id="cal-1", name="cal", method=method, started_at="2026-01-05T10:00:00")
+        wh.upsert_trials("cal-1", [{"trial_id": f"t{i}", "est_memory_gib": 10.0} for i in range(len(ratios))])
+        wh.ingest_records([example_record(f"r{i}", f"t{i}", sweep_id="cal-1", accelerator=accelerator, gpus=1,
+                                          peak_gpu_mem_gib=10.0 * q) for i, q in enumerate(ratios)])
+
+
+def test_learns_from_the_users_runs_and_says_so(capsys, tmp_path):
+    from gpuledger.cli import main
+
+    path = tmp_path / "w.duckdb"
+    _warehouse_with_runs(path, [0.9, 0.92, 0.88, 0.9, 0.95])
+    runs = cal.load_runs(path)
+    assert len(runs) == 5 and {r["method"] for r in runs} == {"lora"}
+    base = estimate(Workload(model="gpt2"))
+    assert main(["estimate", "gpt2", "--accelerator", "A100", "--warehouse", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["calibration"]["applied"] and out["calibration"]["runs"] == 5
+    assert out["calibration"]["factor"] == 0.9
+    assert out["calibration"]["device_gib"] == round(base.memory_gib["device"] * 0.9, 4)
+    assert out["calibration"]["note"] == "calibrated on 5 of your runs: x0.90 (lora/hf/ampere)"
+    # another GPU family or --no-calibration: the plain estimate, and the output says why
+    assert main(["estimate", "gpt2", "--accelerator", "H100", "--warehouse", str(path)]) == 0
+    assert "not calibrated: 0 of your measured runs match lora/hf/hopper (5 needed)" in capsys.readouterr().out
+    assert main(["estimate", "gpt2", "--accelerator", "A100", "--warehouse", str(path), "--no-calibration"]) == 0
     assert "not calibrated (--no-calibration)" in capsys.readouterr().out
