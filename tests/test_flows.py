@@ -163,7 +163,7 @@ def test_budget_guard_refuses_before_any_write_unless_forced(harness, workdir, _
 def test_trial_failure_is_recorded_not_retried_and_launcher_errors_are_retried(harness, workdir, monkeypatch):
     import flows.sweep as fs
 
-    real = fs._make_launcher
+    real = fs.launcher_factory
     calls = {"submit": 0}
 
     def flaky(*args, **kwargs):
@@ -179,7 +179,7 @@ def test_trial_failure_is_recorded_not_retried_and_launcher_errors_are_retried(h
         launcher.submit = first_submit_fails
         return launcher
 
-    monkeypatch.setattr(fs, "_make_launcher", flaky)
+    monkeypatch.setattr(fs, "launcher_factory", flaky)
     spec = write_spec(workdir, name="flaky-grid", xs=(0.1, 0.5), max_parallel=1, fail=0.5)
     summary = fs.sweep(spec=str(spec))
     # one retried launcher error (3 submits in all), one trial that failed on its own (1 attempt)

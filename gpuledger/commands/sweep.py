@@ -3,8 +3,11 @@
 Runs the Prefect flow `sweep` (flows/sweep.py) in this process. The flow talks to the configured
 Prefect server when one answers (`gpuledger serve`, or PREFECT_API_URL), else to a temporary server
 started for this run (Prefect's ephemeral mode). Progress: a rich progress bar on a terminal, one
-line per finished trial otherwise. Exit 0 when every launched trial succeeded (also after a budget
-stop), 1 when some failed, 3 when the budget guard refuses (before anything is launched).
+line per finished trial otherwise. Exit 0 when every launched trial succeeded and every record is
+stored (also after a budget stop); 1 when some failed, or when some records could not be stored
+(they are counted and named, and stay in the sweep's landing folder for the next run or
+`gpuledger ingest`); 3 when the budget guard refuses (before anything is launched); 130 when
+interrupted (finished trials' records are stored first).
 """
 
 from __future__ import annotations
@@ -18,15 +21,10 @@ from gpuledger.errors import UserError
 
 
 def _import_flow():
-    try:
-        from flows.sweep import progress_listener, sweep
-    except ModuleNotFoundError as err:
-        if err.name not in ("flows", "flows.sweep"):
-            raise
-        from gpuledger.serve import project_root
+    """Imports the flow (and Prefect) only now: `flows` is a package of this project, installed with it."""
+    from flows.sweep import sweep
+    from gpuledger.runtime.events import progress_listener
 
-        sys.path.insert(0, str(project_root()))
-        from flows.sweep import progress_listener, sweep
     return sweep, progress_listener
 
 
@@ -39,7 +37,8 @@ class _Lines:
             print(f"gpuledger sweep: {event['sweep_id']}: {event['todo']} to run, {event['done_before']} done "
                   f"before, of {event['total']} (at most {event['max_parallel']} at once)", flush=True)
         elif kind == "result":
-            print(f"gpuledger sweep: trial {event['trial_id']} {event['status']} ingested "
+            stored = "stored" if event.get("stored", True) else "NOT stored (kept in landing)"
+            print(f"gpuledger sweep: trial {event['trial_id']} {event['status']} {stored} "
                   f"({event['done']}/{event['total']}, spent ${event['spent_usd']:.4f})", flush=True)
         elif kind == "skipped-budget":
             print(f"gpuledger sweep: budget stop: {len(event['trial_ids'])} trial(s) skipped", flush=True)
@@ -130,4 +129,12 @@ def _report(s: dict[str, Any]) -> int:
         print(f"Report:    {s['report_html']}")
     if s.get("warehouse"):
         print(f"Warehouse: {s['warehouse']}")
-    return 1 if (s["failed"] or s["launcher_errors"]) else 0
+    if s.get("unrecorded"):
+        print(f"  NOT STORED: {s['unrecorded']} result record(s) could not be written to the warehouse; they "
+              f"stay in {s['landing']} and the next run of this sweep, or `gpuledger ingest {s['landing']}`, "
+              f"stores them:")
+        for name in s.get("unrecorded_files", [])[:20]:
+            print(f"    {name}")
+    from gpuledger.runtime.summary import SweepSummary
+
+    return SweepSummary(**s).exit_code()

@@ -1,4 +1,5 @@
-"""Launchers: where trials run. `local` (default, subprocesses) or `skypilot` (managed jobs)."""
+"""Launchers: where trials run. `local` (default, subprocesses), `skypilot` (managed jobs), or
+`fake` (deterministic and in-process: fast flow tests and benchmarks, `gpuledger.launch.fake`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ def get_launcher(name: str, **options) -> Launcher:
         from gpuledger.launch.skypilot import SkyPilotLauncher
 
         return SkyPilotLauncher(**options)
+    if name == "fake":
+        from gpuledger.launch.fake import FakeLauncher
+
+        return FakeLauncher(**options)
     raise ValueError(f"unknown launcher {name!r}: use local or skypilot")
 
 

@@ -41,10 +41,11 @@ class LaunchRequest:
     region: str | None = None
     instance_type: str | None = None
     spot: bool = False
-    usd_per_hour: float = 0.0  # price of the chosen offer (local: the local hourly rate)
+    #: price of the chosen offer (local: the plan's local rate); None: the launcher's own default
+    usd_per_hour: float | None = None
     on_demand_usd_per_hour: float | None = None
-    price_source: str = "local"  # local | catalog | invoice
-    price_description: str = ""
+    price_source: str = "local"  # gpuledger.protocol.PRICE_SOURCES
+    price_description: str = ""  # where the price comes from, for the billing line
 
 
 @runtime_checkable

@@ -22,9 +22,10 @@ What it does (docs/result-record.md describes the record):
   and records the attempt as `cancelled`; whatever is still alive after the grace period is
   SIGKILLed, by process group and by pid. Agents are started with `--exit-with-parent`, so even a
   SIGKILLed launcher leaves no orphan trial behind.
-- `collect` returns the record completed with placement (launcher "local", hostname) and one
-  billing line (source "local", `usd_per_hour`, hours = wall_s / 3600) and rewrites the landing
-  file with it. An agent that died without a record yields a synthesised `failed` record.
+- `collect` returns the record (`ResultRecord`) completed with placement (launcher "local",
+  hostname) and one billing line (source "local", hours = wall_s / 3600, at the request's
+  `usd_per_hour` and `price_description` when it has one, else this launcher's `usd_per_hour`)
+  and rewrites the landing file with it. An agent that died without a record yields a synthesised `failed` record.
 - Agent stdout+stderr go to `<landing_dir>/logs/<run_id>.log`.
 
 run_id = f"{trial_id}-a{attempt}-{8 hex}"; the attempt counts earlier records of the same trial in
@@ -494,10 +495,14 @@ class LocalLauncher:
             record["gpus"] = 0
         wall_s = float(record.get("wall_s") or 0.0)
         hours = wall_s / 3600.0
-        rate = self.usd_per_hour
+        if req.usd_per_hour is None:  # no rate in the request: this launcher's own
+            rate, description = self.usd_per_hour, f"local machine at ${self.usd_per_hour:.2f}/h ({USD_PER_HOUR_ENV})"
+        else:
+            rate = float(req.usd_per_hour)
+            description = req.price_description or f"local machine at ${rate:.2f}/h (plan)"
         record["billing"] = [{
             "source": "local",
-            "description": f"local machine at ${rate:.2f}/h ({USD_PER_HOUR_ENV})",
+            "description": description,
             "usd_per_hour": rate,
             "hours": hours,
             "cost_usd": rate * hours,

@@ -693,7 +693,7 @@ class SkyPilotLauncher:
         if priced is not None:
             usd, on_demand, desc = priced
         else:
-            usd = req.usd_per_hour
+            usd = req.usd_per_hour or 0.0
             on_demand = req.on_demand_usd_per_hour
             desc = req.price_description or (
                 f"{cloud} {instance} {region} {'spot' if spot else 'on-demand'}, plan price")

@@ -1,0 +1,15 @@
+"""The sweep's runtime, without Prefect: what happens between an accepted plan and a report.
+
+- `requests`: plan row -> `LaunchRequest` (the one place; `render-task` uses it too);
+- `launching`: the launcher for a sweep, and one trial submitted, polled and collected (with
+  retries when the launcher itself fails);
+- `budget`: the budget meter and the mid-sweep budget-stop rule;
+- `landing`: the sweep's landing folder, where each record waits until it is stored;
+- `writer`: the sweep's one warehouse writer (a thread that stores records in batches);
+- `events`: progress events for the CLI (`progress_listener`);
+- `summary`: what one run did (`SweepSummary`) and its final status;
+- `engine`: registering a sweep and running its trials on a plain thread pool.
+
+`flows/sweep.py` is a thin Prefect shell around `engine`: it adds logs, artifacts and the
+budget event, nothing the runtime decides.
+"""

@@ -1,0 +1,306 @@
+"""Running one sweep's trials: register, recover, launch on a plain thread pool, store, stop at the budget.
+
+    run = SweepRun(spec, spec_path, sweep_id, trials, plan_json, cap=2, launcher="local", summary=...)
+    execute(run, hooks)  # -> the SweepSummary, its status and counts filled in
+
+What `execute` does, in order (every step says what it did through `hooks.log`):
+1. registers the sweep, its spec, plan and prices, and its trials in the warehouse; stores the
+   records an earlier, killed run left in the sweep's landing folder; skips trials the warehouse
+   holds as succeeded (a re-run continues a sweep) and trials the plan found infeasible;
+2. launches the rest, at most `cap` at once, each on a thread of a plain `ThreadPoolExecutor`
+   (`gpuledger.runtime.launching.run_trial`: submit, poll, collect, retrying launcher errors);
+   before each launch, the budget rule (`gpuledger.runtime.budget`) may stop launching: the rest
+   are marked `skipped-budget` and `hooks.budget_stopped(stop, trial_ids)` is called;
+3. hands each finished trial's records to the writer thread (`gpuledger.runtime.writer`), which
+   stores them in batches while launching goes on;
+4. on Ctrl-C: stops launching, cancels what runs (the launcher's records say `cancelled`), and
+   still stores every record that finished; the run is `interrupted`;
+5. at the end: the writer stores everything queued (retrying once what failed), the sweep's final
+   status is written, and what is still waiting in the landing folder is counted and named in the
+   summary (status `unrecorded`, exit 1) for the next run or `gpuledger ingest` to store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuledger import protocol as P
+from gpuledger.record import ResultRecord
+from gpuledger.runtime import landing as L
+from gpuledger.runtime.budget import BudgetMeter, BudgetStop
+from gpuledger.runtime.events import notify
+from gpuledger.runtime.launching import TrialOutcome, make_launcher, run_trial
+from gpuledger.runtime.requests import launch_requests
+from gpuledger.runtime.summary import SweepSummary
+from gpuledger.runtime.writer import Writer
+
+#: After Ctrl-C: how long the trials being cancelled get to hand in their records (seconds).
+INTERRUPT_GRACE_S = 15.0
+
+
+class Hooks:
+    """What a caller (the Prefect flow, a test) adds to a run; the defaults log to `logging`."""
+
+    def __init__(self, log: Any = None) -> None:
+        self.log = log or logging.getLogger("gpuledger.sweep")
+
+    def progress(self, done: int, total: int, final: bool = False) -> None:
+        """Trials finished so far (stored or not)."""
+
+    def budget_stopped(self, stop: BudgetStop, trial_ids: list[str]) -> None:
+        """Launching stopped at the budget; `trial_ids` were not launched."""
+
+
+@dataclass
+class SweepRun:
+    """One accepted (planned, guarded) run of a sweep."""
+
+    spec: Any
+    spec_path: Path
+    sweep_id: str
+    trials: list[Any]
+    plan_json: dict[str, Any]
+    cap: int
+    launcher: str
+    summary: SweepSummary
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    launcher_factory: Any = make_launcher
+
+    def __post_init__(self) -> None:
+        if not self.rows:
+            self.rows = {r["trial_id"]: r for r in self.plan_json.get("trials", [])}
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def register(run: SweepRun, hooks: Hooks, landing: Path) -> tuple[list[Any], BudgetMeter]:
+    """Step 1: registers the sweep and its trials, stores leftovers; returns (trials to run, meter)."""
+    from gpuledger.plan import prices_used, warehouse_trial_rows
+    from gpuledger.warehouse import Warehouse
+
+    sp, summary = run.spec, run.summary
+    with Warehouse.open() as wh:
+        summary.warehouse = str(wh.path)
+        wh.register_sweep(
+            sweep_id=run.sweep_id, name=sp.name, project=sp.project, owner=sp.owner, kind="sweep",
+            method=sp.method, model=sp.model, launcher=run.launcher,
+            objective_metric=sp.search.objective.metric, objective_goal=sp.search.objective.goal,
+            objective_target=sp.search.objective.target, budget_usd=float(sp.budget.max_usd),
+            deadline_s=sp.budget.deadline_s, max_parallel=run.cap, forced=summary.forced,
+            spec_path=str(run.spec_path), spec_yaml=_read_text(run.spec_path), spec_json=sp.model_dump(mode="json"),
+            plan_json=run.plan_json, prices=prices_used(run.plan_json),
+        )
+        wh.upsert_trials(run.sweep_id, [{**r, "status": P.PENDING} for r in warehouse_trial_rows(run.plan_json, run.trials)])
+        if L.waiting(landing):
+            recovered = wh.ingest_landing(landing)
+            hooks.log.info("Stored the result records an earlier run left in %s: %s", landing, recovered.summary())
+        done_ids = wh.succeeded_trial_ids(run.sweep_id)
+        spent = float(wh.query_named("sweep_spent", {"sweep_id": run.sweep_id})["spent_usd"][0] or 0.0)
+        measured = [float(c) for c in wh.query_named("runs_measured_costs", {"sweep_id": run.sweep_id})["cost_usd"]]
+    todo = []
+    for t in run.trials:
+        row = run.rows.get(t.trial_id, {})
+        if t.trial_id in done_ids:
+            summary.skipped_done += 1
+        elif row and row.get("feasible") is False:
+            summary.not_feasible += 1
+            hooks.log.warning("Trial %s is not launched: %s", t.trial_id, row.get("reason") or "no offer fits")
+        else:
+            todo.append(t)
+    if summary.skipped_done:
+        hooks.log.info("%d trial(s) already succeeded in an earlier run of %s; skipping them.",
+                       summary.skipped_done, run.sweep_id)
+    meter = BudgetMeter.for_plan(float(sp.budget.max_usd), run.rows, spent_usd=spent, measured_usd=measured,
+                                 forced=summary.forced)
+    summary.spent_usd = spent
+    return todo, meter
+
+
+class _Loop:
+    """Steps 2-4: the launch loop of one run (owned by the calling thread)."""
+
+    def __init__(self, run: SweepRun, hooks: Hooks, launcher: Any, writer: Writer, meter: BudgetMeter,
+                 todo: list[Any]) -> None:
+        self.run, self.hooks, self.launcher, self.writer, self.meter = run, hooks, launcher, writer, meter
+        self.summary = run.summary
+        self.requests = launch_requests(run.spec, todo, run.rows, sweep_id=run.sweep_id, launcher=run.launcher)
+        self.pending = deque(todo)
+        self.inflight: dict[Future[TrialOutcome], Any] = {}
+        self.done_q: queue.Queue[Future[TrialOutcome]] = queue.Queue()
+
+    def _on_retry(self, trial_id: str, retry: int, err: BaseException) -> None:
+        self.hooks.log.warning("Launcher error on trial %s (retry %d): %s", trial_id, retry, err)
+
+    def _launch(self, pool: ThreadPoolExecutor) -> None:
+        while self.pending and len(self.inflight) < self.run.cap and not self.summary.budget_stopped:
+            t = self.pending[0]
+            stop = self.meter.check(t.trial_id)
+            if stop is not None:
+                self._budget_stop(stop)
+                return
+            self.pending.popleft()
+            fut = pool.submit(run_trial, self.launcher, self.requests[t.trial_id], on_retry=self._on_retry)
+            self.inflight[fut] = t
+            self.meter.launched(t.trial_id)
+            self.summary.launched += 1
+            fut.add_done_callback(self.done_q.put)
+            notify("launched", trial_id=t.trial_id)
+
+    def _budget_stop(self, stop: BudgetStop) -> None:
+        ids = [t.trial_id for t in self.pending]
+        self.pending.clear()
+        self.summary.budget_stopped = True
+        self.summary.skipped_budget = len(ids)
+        self.writer.mark(ids, P.SKIPPED_BUDGET, stop.reason)
+        self.hooks.log.warning("Stopping launches of %s: %s; %d trial(s) marked skipped-budget.",
+                               self.run.sweep_id, stop.reason, len(ids))
+        with contextlib.suppress(Exception):
+            self.hooks.budget_stopped(stop, ids)
+        notify("skipped-budget", trial_ids=ids, reason=stop.reason)
+
+    def _consume(self, futures: list[Future[TrialOutcome]]) -> None:
+        records: list[ResultRecord] = []
+        errors: dict[str, str] = {}
+        for fut in futures:
+            t = self.inflight.pop(fut)
+            try:
+                outcome = fut.result()
+            except BaseException as err:  # noqa: BLE001 - run_trial only lets interrupts through
+                outcome = TrialOutcome(t.trial_id, [], error=f"{type(err).__name__}: {err}")
+            for rec in outcome.records:
+                with contextlib.suppress(OSError):
+                    L.keep(self.writer.landing, rec)
+            self.meter.finished(t.trial_id, [(rec.cost_usd, rec.status == P.CANCELLED) for rec in outcome.records])
+            if outcome.error is not None:
+                errors[t.trial_id] = outcome.error
+                self.summary.launcher_errors += 1
+                self.summary.failures.append(f"{t.trial_id}: {outcome.error}")
+                self.hooks.log.error("Trial %s: %s", t.trial_id, outcome.error)
+            for rec in outcome.records:
+                records.append(rec)
+                if rec.status == P.SUCCEEDED:
+                    self.summary.succeeded += 1
+                    self.hooks.log.info("Trial %s succeeded in %.1f s (%s)", rec.trial_id, rec.wall_s,
+                                        _fmt_metrics(rec.final_metrics))
+                else:
+                    self.summary.failed += 1
+                    self.summary.failures.append(f"{rec.trial_id}: {rec.status}: {rec.reason}")
+                    self.hooks.log.warning("Trial %s %s: %s", rec.trial_id, rec.status, rec.reason)
+        self.summary.spent_usd = self.meter.spent_usd
+        self.writer.results(records, errors)
+
+    def loop(self) -> None:
+        pool = ThreadPoolExecutor(max_workers=self.run.cap, thread_name_prefix=f"trial-{self.run.sweep_id[:24]}")
+        try:
+            while self.pending or self.inflight:
+                self._launch(pool)
+                if not self.inflight:
+                    break
+                batch = [self.done_q.get()]
+                with contextlib.suppress(queue.Empty):
+                    while True:
+                        batch.append(self.done_q.get_nowait())
+                self._consume(batch)
+        except KeyboardInterrupt:
+            self._interrupted()
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _interrupted(self) -> None:
+        self.summary.interrupted = True
+        self.pending.clear()
+        self.hooks.log.warning("Interrupted: cancelling %d running trial(s); finished trials' records are stored.",
+                               len(self.inflight))
+        with contextlib.suppress(Exception):
+            close = getattr(self.launcher, "close", None)
+            if callable(close):
+                close()
+        done, _ = wait_futures(list(self.inflight), timeout=INTERRUPT_GRACE_S)
+        if done:
+            self._consume(list(done))
+
+
+def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
+    """Registers and runs the sweep's trials (steps 1-5 above); returns its summary."""
+    from gpuledger.warehouse import Warehouse
+
+    hooks = hooks or Hooks()
+    summary = run.summary
+    landing = L.landing_dir_for(run.sweep_id)
+    summary.landing = str(landing)
+    todo, meter = register(run, hooks, landing)
+    total = len(run.trials)
+    counter = {"done": summary.skipped_done}
+    hooks.progress(counter["done"], total)
+    notify("planned", sweep_id=run.sweep_id, total=total, todo=len(todo), done_before=summary.skipped_done,
+           max_parallel=run.cap)
+
+    def stored(records: list[ResultRecord], errors: dict[str, str], ok: bool) -> None:
+        for trial_id, status, cost in ([(r.trial_id, r.status, r.cost_usd) for r in records]
+                                       + [(t, P.FAILED, 0.0) for t in errors]):
+            counter["done"] += 1
+            notify("result", trial_id=trial_id, status=status, cost_usd=cost, done=counter["done"], total=total,
+                   spent_usd=summary.spent_usd, stored=ok)
+        hooks.progress(counter["done"], total)
+
+    writer = Writer(run.sweep_id, landing, hooks.log, stored)
+    launcher = run.launcher_factory(run.launcher, run.spec, run.cap, landing)
+    status = P.SWEEP_FAILED
+    try:
+        _Loop(run, hooks, launcher, writer, meter, todo).loop()
+        status = ""
+    finally:
+        close = getattr(launcher, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                close()
+        writer.close()  # everything queued is stored (or left in landing) before the status is written
+        waiting = L.waiting(landing)
+        summary.unrecorded = len(waiting)
+        summary.unrecorded_files = [str(p) for p in waiting]
+        if waiting:
+            hooks.log.error("%d result record(s) could not be stored in the warehouse (%s); they stay in %s and "
+                            "the next run of this sweep, or `gpuledger ingest %s`, stores them: %s", len(waiting),
+                            writer.last_error or "unknown error", landing, landing,
+                            ", ".join(p.name for p in waiting[:10]) + (" ..." if len(waiting) > 10 else ""))
+        status = status or summary.final_status()
+        summary.status = status
+        try:
+            with Warehouse.open(migrate=False) as wh:
+                wh.finish_sweep(run.sweep_id, status=status)
+        except Exception as err:  # noqa: BLE001 - said, and the summary's status already tells the truth
+            hooks.log.error("Could not write the final status %r of %s: %s", status, run.sweep_id, err)
+    hooks.progress(total, total, final=True)
+    return summary
+
+
+def best_recipe(sweep_id: str) -> dict[str, Any] | None:
+    """Returns the sweep's best recipe (trial_id, params, metric_name, best_metric, time_to_recipe_s,
+    cost_to_recipe_usd, total_cost_usd) from v_sweep_roi, or None when no trial has the metric."""
+    from gpuledger.warehouse import Warehouse
+
+    with Warehouse.open(read_only=True) as wh:
+        rows = wh.query_named("sweep_best_recipe", {"sweep_id": sweep_id}).to_dicts()
+    return rows[0] if rows else None
+
+
+def _fmt_metrics(metrics: dict[str, float]) -> str:
+    if not metrics:
+        return "no metrics"
+    return ", ".join(f"{k}={v:.4g}" for k, v in metrics.items())
+
+
+__all__ = ["Hooks", "SweepRun", "best_recipe", "execute", "register"]

@@ -1,0 +1,91 @@
+"""The launcher of a sweep, and one trial run through it (submit, poll, collect, with retries).
+
+A trial that ran and failed is a result (its record says so), never retried here. Only the
+launcher itself raising (cannot submit, cannot poll, cannot collect) is retried, after
+`LAUNCH_RETRY_DELAYS_S` (with +-20% jitter); the attempt is cancelled first, so a retry never
+leaves a twin running. After the last retry the error is returned as the trial's outcome.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuledger.launch.base import TERMINAL, LaunchRequest
+from gpuledger.record import ResultRecord
+
+#: Backoff between attempts when the launcher itself raises (not the trial): 3 retries.
+LAUNCH_RETRY_DELAYS_S = (2.0, 10.0, 30.0)
+RETRY_JITTER = 0.2
+#: Launchers a sweep can use (`fake`: tests and benchmarks only, `gpuledger.launch.fake`).
+SWEEP_LAUNCHERS = ("local", "skypilot", "fake")
+
+
+def make_launcher(name: str, spec: Any, max_parallel: int, landing: Path) -> Any:
+    """Returns the launcher `name` for a sweep of `spec` (records land in `landing`)."""
+    from gpuledger.launch import get_launcher
+
+    if name == "local":
+        return get_launcher("local", max_parallel=max_parallel, landing_dir=landing,
+                            default_timeout_s=spec.local.trial_timeout)
+    return get_launcher(name, landing_dir=landing)
+
+
+def poll_interval_s(launcher: Any) -> float:
+    """Returns how often to poll a launcher: its own `poll_interval_s`, else 20 ms locally, 10 s for clouds."""
+    explicit = getattr(launcher, "poll_interval_s", None)
+    if explicit is not None:
+        return float(explicit)
+    return 0.02 if getattr(launcher, "name", "") == "local" else 10.0
+
+
+def launch_and_collect(launcher: Any, request: LaunchRequest) -> list[ResultRecord]:
+    """Submits one trial, polls it to a terminal status, returns its records (one per attempt).
+
+    Raises only when the launcher raises; the attempt is cancelled first.
+    """
+    handle = launcher.submit(request)
+    try:
+        interval = poll_interval_s(launcher)
+        while launcher.poll(handle) not in TERMINAL:
+            time.sleep(interval)
+        return launcher.collect(handle)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            launcher.cancel(handle)
+        raise
+
+
+@dataclass
+class TrialOutcome:
+    """What running one trial gave: its records, or the launcher's error after every retry."""
+
+    trial_id: str
+    records: list[ResultRecord]
+    error: str | None = None
+    retries: int = 0
+
+
+def run_trial(launcher: Any, request: LaunchRequest, *, delays_s: tuple[float, ...] = LAUNCH_RETRY_DELAYS_S,
+              on_retry: Callable[[str, int, BaseException], None] | None = None,
+              sleep: Callable[[float], None] = time.sleep) -> TrialOutcome:
+    """Runs one trial through `launcher`, retrying launcher errors after `delays_s`; never raises
+    an `Exception` (a KeyboardInterrupt still does)."""
+    for attempt in range(len(delays_s) + 1):
+        try:
+            return TrialOutcome(request.trial_id, launch_and_collect(launcher, request), retries=attempt)
+        except Exception as err:  # noqa: BLE001 - the launcher's failure becomes the trial's outcome
+            if attempt == len(delays_s):
+                return TrialOutcome(request.trial_id, [], error=(
+                    f"launcher error after {len(delays_s)} retries: {type(err).__name__}: {err}"), retries=attempt)
+            if on_retry is not None:
+                with contextlib.suppress(Exception):
+                    on_retry(request.trial_id, attempt + 1, err)
+            delay = delays_s[attempt]
+            sleep(max(0.0, delay * (1 + random.uniform(-RETRY_JITTER, RETRY_JITTER))))
+    raise AssertionError("unreachable")

@@ -1,0 +1,95 @@
+"""Plan row -> `LaunchRequest`: the one place a planned trial becomes what a launcher runs.
+
+Used by the sweep (`gpuledger.runtime.engine`) and by `gpuledger render-task`. A plan row is one
+entry of `Plan.to_json()["trials"]` (placement, price and estimates of one trial).
+
+- `launcher == "local"`: no placement (this machine), the plan row's hourly rate (the spec's
+  `local.usd_per_hour`, or the planner's stated reference rate) and the spec's `local.trial_timeout`;
+- any other launcher: the row's accelerator, GPU count (at least 1 when it names an accelerator),
+  cloud, region, instance type, spot and price, described with the price's source and date;
+- a row the planner found infeasible: no placement, its reason in `price_description`;
+- no row at all (no plan): the spec's first accelerator, cloud and region, said so.
+
+The working folder is resolved against the current directory (where the spec is run from).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from gpuledger.launch.base import LaunchRequest
+
+INFEASIBLE_PREFIX = "infeasible: "
+
+
+def _price_description(row: dict[str, Any], local: bool) -> str:
+    source = row.get("price_source") or ("local" if local else "catalog")
+    as_of = row.get("price_as_of") or ""
+    if local:
+        return f"local machine at ${float(row.get('usd_per_hour') or 0.0):g}/h ({source} {as_of})".replace(" )", ")")
+    return (f"{row.get('cloud')} {row.get('instance_type')} {row.get('region')} "
+            f"{'spot' if row.get('spot') else 'on-demand'}, plan price ({source} {as_of})").replace(" )", ")")
+
+
+def _placement(spec: Any, row: dict[str, Any] | None, launcher: str) -> dict[str, Any]:
+    local = launcher == "local"
+    if row is not None and row.get("feasible", True) is False:
+        return dict(price_description=f"{INFEASIBLE_PREFIX}{row.get('reason') or 'no offer fits'}")
+    if local:
+        row = row or {}
+        return dict(usd_per_hour=float(row.get("usd_per_hour") or spec.local.usd_per_hour or 0.0),
+                    price_source="local", price_description=_price_description(row, True),
+                    timeout_s=spec.local.trial_timeout)
+    if row is not None and row.get("accelerator"):
+        return dict(
+            accelerator=row["accelerator"], gpus=max(1, int(row.get("gpus") or 1)), cloud=row.get("cloud"),
+            region=row.get("region"), instance_type=row.get("instance_type"), spot=bool(row.get("spot", False)),
+            usd_per_hour=float(row.get("usd_per_hour") or 0.0),
+            on_demand_usd_per_hour=row.get("on_demand_usd_per_hour"),
+            price_source="catalog", price_description=_price_description(row, False),
+        )
+    res = spec.resources
+    return dict(
+        accelerator=res.accelerators[0] if res.accelerators else None,
+        gpus=(res.gpus_per_trial if isinstance(res.gpus_per_trial, int) else 1) if res.accelerators else 0,
+        cloud=res.clouds[0] if res.clouds else None,
+        region=res.regions[0] if res.regions else None,
+        spot=res.spot == "always",
+        price_source="catalog",
+        price_description="spec's first choices (no plan)",
+    )
+
+
+def launch_request(spec: Any, trial: Any, row: dict[str, Any] | None, *, sweep_id: str, launcher: str,
+                   workdir: Path | None = None) -> LaunchRequest:
+    """Returns the request that runs `trial` of `spec` as planned in `row` (None: no plan)."""
+    base = Path(spec.task.workdir) if workdir is None else workdir
+    return LaunchRequest(
+        sweep_id=sweep_id, sweep_name=spec.name, trial_id=trial.trial_id, params=dict(trial.params),
+        run=trial.run, setup=trial.setup, workdir=base, env=dict(spec.task.env),
+        **_placement(spec, row, launcher),
+    )
+
+
+def launch_requests(spec: Any, trials: Iterable[Any], rows: dict[str, dict[str, Any]] | None, *, sweep_id: str,
+                    launcher: str, resolve_workdir: bool = True) -> dict[str, LaunchRequest]:
+    """Returns {trial_id: request} for `trials`; `rows` maps trial ids to plan rows (None: no plan).
+
+    `resolve_workdir`: the spec's `task.workdir` made absolute against the current directory (what
+    a sweep runs in); False keeps it as written (what `render-task` prints).
+    """
+    workdir = (Path.cwd() / spec.task.workdir).resolve() if resolve_workdir else Path(spec.task.workdir)
+    return {t.trial_id: launch_request(spec, t, None if rows is None else rows.get(t.trial_id), sweep_id=sweep_id,
+                                       launcher=launcher, workdir=workdir)
+            for t in trials}
+
+
+def is_infeasible(request: LaunchRequest) -> bool:
+    """True when the planner found no offer for the request's trial (its reason: `infeasible_reason`)."""
+    return request.price_description.startswith(INFEASIBLE_PREFIX)
+
+
+def infeasible_reason(request: LaunchRequest) -> str:
+    return request.price_description.removeprefix(INFEASIBLE_PREFIX)

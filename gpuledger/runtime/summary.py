@@ -1,0 +1,63 @@
+"""What one run of a sweep did (`SweepSummary`, the flow's return value as a dict) and the rule
+that names its final status (`gpuledger.protocol.SWEEP_STATUSES`)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gpuledger import protocol as P
+
+
+@dataclass
+class SweepSummary:
+    sweep_id: str
+    name: str
+    dry_run: bool = False
+    forced: bool = False
+    trials: int = 0
+    max_parallel: int = 0
+    skipped_done: int = 0  # succeeded in an earlier run of the same sweep
+    launched: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    launcher_errors: int = 0
+    skipped_budget: int = 0
+    not_feasible: int = 0
+    spent_usd: float = 0.0
+    budget_usd: float | None = None
+    budget_stopped: bool = False
+    interrupted: bool = False
+    #: records that exist (in the landing folder) but could not be stored in the warehouse
+    unrecorded: int = 0
+    unrecorded_files: list[str] = field(default_factory=list)
+    landing: str | None = None
+    status: str = P.SWEEP_PLANNED
+    report_html: str | None = None
+    report_markdown: str | None = None
+    warehouse: str | None = None
+    failures: list[str] = field(default_factory=list)
+    best: dict[str, Any] | None = None  # the best recipe: trial_id, params, metric, value, time/cost to it
+
+    def final_status(self) -> str:
+        """Returns the run's status: the worst thing that happened wins (unrecorded results, an
+        interruption, then a budget stop, failures, success)."""
+        if self.unrecorded:
+            return P.SWEEP_UNRECORDED
+        if self.interrupted:
+            return P.SWEEP_INTERRUPTED
+        if self.budget_stopped:
+            return P.SWEEP_BUDGET_STOPPED
+        if self.failed or self.launcher_errors or self.not_feasible:
+            return P.SWEEP_PARTIAL
+        return P.SWEEP_SUCCEEDED
+
+    def exit_code(self) -> int:
+        """0: every launched trial succeeded and every record is stored (also after a budget stop);
+        1: a trial failed or a record could not be stored; 130: interrupted."""
+        if self.interrupted:
+            return 130
+        return 1 if (self.failed or self.launcher_errors or self.unrecorded) else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,136 @@
+"""The sweep's one warehouse writer: a thread that stores finished trials' records in batches.
+
+The launch loop hands it records (and launcher errors, and trials to mark) and goes on launching;
+the thread drains everything queued into ONE transaction per batch, opening the warehouse only
+for that batch (so readers such as `gpuledger sql` get in between). While it writes, new results
+queue up and form the next batch, so validation's fixed cost (~40 ms a frame, measured) is paid per
+batch, not per trial. Stored records' files move to `landing/ingested/` (`gpuledger.runtime.landing`).
+
+A batch the warehouse cannot take (it retries while a reader holds the file, then raises) is not
+lost: its records stay in the landing folder, its marks are kept, and `close()` tries once more
+before the run ends; `failed_batches` and `last_error` say what happened, and the caller counts
+what is still waiting in the landing folder. `on_stored(records, errors, stored)` is called after
+each batch (progress, the CLI's lines).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import queue
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gpuledger import protocol as P
+from gpuledger.record import ResultRecord
+from gpuledger.runtime import landing as L
+
+#: How long the writer gathers finished trials into one transaction (seconds).
+WRITER_WINDOW_S = 0.3
+
+
+class Writer:
+    def __init__(self, sweep_id: str, landing: Path, log: Any,
+                 on_stored: Callable[[list[ResultRecord], dict[str, str], bool], None] | None = None,
+                 window_s: float = WRITER_WINDOW_S) -> None:
+        self.sweep_id = sweep_id
+        self.landing = landing
+        self.log = log
+        self.on_stored = on_stored
+        self.window_s = window_s
+        self.failed_batches = 0
+        self.last_error: str | None = None
+        self.rejected: dict[str, str] = {}  # run_id -> why the warehouse refused the record
+        self._unwritten_marks: list[tuple[list[str], str, str]] = []
+        self._queue: queue.Queue[Any] = queue.Queue()
+        # a copy of the caller's context: a Prefect logger keeps working from the thread
+        self._thread = threading.Thread(target=contextvars.copy_context().run, args=(self._loop,),
+                                        name=f"gpuledger-writer-{sweep_id}", daemon=True)
+        self._thread.start()
+
+    def results(self, records: list[ResultRecord], errors: dict[str, str]) -> None:
+        """Queues finished trials: their records, and {trial_id: launcher error} for those that have none."""
+        self._queue.put(("results", records, errors))
+
+    def mark(self, trial_ids: list[str], status: str, reason: str) -> None:
+        """Queues a status for trials that did not run (`skipped-budget`, ...)."""
+        self._queue.put(("mark", trial_ids, status, reason))
+
+    def close(self) -> None:
+        """Writes everything queued, retries what failed once, then stops the thread."""
+        self._queue.put(None)
+        self._thread.join()
+        if self.failed_batches:
+            self._retry_leftovers()
+
+    # -- the thread -------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        stop = False
+        while not stop:
+            items = [self._queue.get()]
+            window_end = time.monotonic() + self.window_s
+            while items[-1] is not None:
+                try:
+                    items.append(self._queue.get(timeout=max(0.0, window_end - time.monotonic())))
+                except queue.Empty:
+                    break
+            if None in items:
+                stop = True
+                items = [i for i in items if i is not None]
+            if items:
+                self._write(items)
+
+    def _write(self, items: list[Any]) -> None:
+        records = [r for kind, *rest in items if kind == "results" for r in rest[0]]
+        errors = {k: v for kind, *rest in items if kind == "results" for k, v in rest[1].items()}
+        marks = [(ids, P.FAILED, reason[:2000]) for ids, reason in (([t], r) for t, r in errors.items())]
+        marks += [tuple(rest) for kind, *rest in items if kind == "mark"]
+        stored = False
+        try:
+            self._store(records, marks)
+            stored = True
+        except Exception as err:  # noqa: BLE001 - the records stay in landing; close() retries, the run says so
+            self.failed_batches += 1
+            self.last_error = " ".join(str(err).split())[:500]
+            self._unwritten_marks.extend(marks)  # type: ignore[arg-type]
+            self.log.error("Could not store %d result record(s) in the warehouse (they stay in %s): %s",
+                           len(records), self.landing, self.last_error)
+        if self.on_stored is not None:
+            with contextlib.suppress(Exception):
+                self.on_stored(records, errors, stored)
+
+    def _store(self, records: list[ResultRecord], marks: list[Any]) -> None:
+        from gpuledger.warehouse import Warehouse
+
+        with Warehouse.open(migrate=False) as wh:
+            if records:
+                result = wh.ingest_records(records, sources=[r.run_id for r in records])
+                rejected = {rej.source: rej.reason for rej in result.rejected}
+                for run_id, reason in rejected.items():
+                    self.log.error("Result record %s rejected by the warehouse: %s", run_id, reason)
+                self.rejected.update(rejected)
+            else:
+                rejected = {}
+            for ids, status, reason in marks:
+                wh.mark_trials(self.sweep_id, ids, status, reason=reason)
+        L.settle(self.landing, [r.run_id for r in records if r.run_id not in rejected], rejected)
+
+    def _retry_leftovers(self) -> None:
+        """One more try for what failed: every record still waiting in landing, and the marks."""
+        from gpuledger.warehouse import Warehouse
+
+        try:
+            with Warehouse.open(migrate=False) as wh:
+                if L.waiting(self.landing):
+                    result = wh.ingest_landing(self.landing)
+                    self.log.info("Stored the records left in %s: %s", self.landing, result.summary())
+                for ids, status, reason in self._unwritten_marks:
+                    wh.mark_trials(self.sweep_id, ids, status, reason=reason)
+            self._unwritten_marks.clear()
+        except Exception as err:  # noqa: BLE001 - counted and named by the caller
+            self.last_error = " ".join(str(err).split())[:500]
+            self.log.error("The warehouse is still unavailable: %s", self.last_error)
