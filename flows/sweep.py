@@ -173,3 +173,15 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
              summary.skipped_done, summary.unrecorded, summary.spent_usd, float(sp.budget.max_usd))
     notify("finished", summary=summary.to_dict())
     return summary.to_dict()
+
+
+def drain_prefect(timeout_s: float = 10.0) -> None:
+    """Sends Prefect's queued logs and events before a (temporary) server goes away; best effort."""
+    import contextlib
+
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for service in (APILogWorker, EventsWorker):
+        with contextlib.suppress(Exception):  # never hide the sweep's own outcome
+            service.drain_all(timeout=timeout_s)

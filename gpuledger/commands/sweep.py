@@ -12,7 +12,6 @@ interrupted (finished trials' records are stored first).
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,10 @@ from gpuledger.errors import UserError
 
 def _import_flow():
     """Imports the flow (and Prefect) only now: `flows` is a package of this project, installed with it."""
-    from flows.sweep import sweep
+    from flows.sweep import drain_prefect, sweep
     from gpuledger.runtime.events import progress_listener
 
-    return sweep, progress_listener
+    return sweep, progress_listener, drain_prefect
 
 
 class _Lines:
@@ -86,7 +85,7 @@ def run(args) -> int:
         print(f"gpuledger sweep: {msg}", file=sys.stderr, flush=True)
 
     with prefect_api(say=say):
-        flow, progress_listener = _import_flow()
+        flow, progress_listener, drain_prefect = _import_flow()
         params = dict(spec=str(spec_path), launcher=args.launcher, max_parallel=args.max_parallel,
                       dry_run=bool(args.dry_run), force=bool(args.force))
         try:
@@ -97,21 +96,11 @@ def run(args) -> int:
                 with progress_listener(_Lines()):
                     state = flow(**params, return_state=True)
         finally:
-            _drain_prefect()
+            drain_prefect()
     summary = state.result(raise_on_failure=False)
     if isinstance(summary, BaseException):  # UserError / BudgetExceeded: one message, its exit code
         raise summary
     return _report(summary)
-
-
-def _drain_prefect(timeout_s: float = 10.0) -> None:
-    """Sends Prefect's queued logs and events before the (temporary) server goes away."""
-    from prefect.events.worker import EventsWorker
-    from prefect.logging.handlers import APILogWorker
-
-    for service in (APILogWorker, EventsWorker):
-        with contextlib.suppress(Exception):  # best effort; never hide the sweep's own outcome
-            service.drain_all(timeout=timeout_s)
 
 
 def _report(s: dict[str, Any]) -> int:

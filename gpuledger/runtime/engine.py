@@ -37,7 +37,7 @@ from gpuledger.record import ResultRecord
 from gpuledger.runtime import landing as L
 from gpuledger.runtime.budget import BudgetMeter, BudgetStop
 from gpuledger.runtime.events import notify
-from gpuledger.runtime.launching import TrialOutcome, make_launcher, run_trial
+from gpuledger.runtime.launching import LAUNCH_RETRY_DELAYS_S, TrialOutcome, make_launcher, run_trial
 from gpuledger.runtime.requests import launch_requests
 from gpuledger.runtime.summary import SweepSummary
 from gpuledger.runtime.writer import Writer
@@ -73,6 +73,7 @@ class SweepRun:
     summary: SweepSummary
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     launcher_factory: Any = make_launcher
+    retry_delays_s: tuple[float, ...] = LAUNCH_RETRY_DELAYS_S
 
     def __post_init__(self) -> None:
         if not self.rows:
@@ -152,7 +153,8 @@ class _Loop:
                 self._budget_stop(stop)
                 return
             self.pending.popleft()
-            fut = pool.submit(run_trial, self.launcher, self.requests[t.trial_id], on_retry=self._on_retry)
+            fut = pool.submit(run_trial, self.launcher, self.requests[t.trial_id], on_retry=self._on_retry,
+                              delays_s=self.run.retry_delays_s)
             self.inflight[fut] = t
             self.meter.launched(t.trial_id)
             self.summary.launched += 1

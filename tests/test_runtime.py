@@ -1,0 +1,188 @@
+"""The sweep's runtime without Prefect: request building, the budget rule, and whole runs of
+`gpuledger.runtime.engine.execute` with the fake launcher against a real DuckDB warehouse."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sweep_specs import write_spec
+
+from gpuledger import protocol as P
+from gpuledger.launch.fake import FakeLauncher
+from gpuledger.runtime import landing as L
+from gpuledger.runtime.budget import BudgetMeter
+from gpuledger.runtime.engine import Hooks, SweepRun, execute
+from gpuledger.runtime.requests import infeasible_reason, is_infeasible, launch_requests
+from gpuledger.runtime.summary import SweepSummary
+
+
+def _prepared(folder: Path, **kw):
+    from gpuledger.plan import plan_sweep
+    from gpuledger.spec import expand_trials, load_spec, sweep_id_for
+
+    spec_path = write_spec(folder, **kw)
+    sp = load_spec(spec_path)
+    trials = expand_trials(sp)
+    plan_json = plan_sweep(sp, trials, launcher="local").to_json()
+    return sp, spec_path, sweep_id_for(sp), trials, plan_json
+
+
+def _run(folder: Path, *, launcher_kw=None, forced=False, **spec_kw) -> tuple[SweepRun, list[FakeLauncher]]:
+    sp, spec_path, sweep_id, trials, plan_json = _prepared(folder, **spec_kw)
+    made: list[FakeLauncher] = []
+
+    def factory(name, spec, cap, landing):
+        made.append(FakeLauncher(landing_dir=landing, **(launcher_kw or {})))
+        return made[-1]
+
+    summary = SweepSummary(sweep_id=sweep_id, name=sp.name, trials=len(trials), max_parallel=2, forced=forced,
+                           budget_usd=float(sp.budget.max_usd))
+    run = SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id, trials=trials, plan_json=plan_json, cap=2,
+                   launcher="local", summary=summary, launcher_factory=factory, retry_delays_s=(0.01, 0.01))
+    return run, made
+
+
+def _wh():
+    from gpuledger.warehouse import Warehouse
+
+    return Warehouse.open(read_only=True)
+
+
+def test_requests_local_cloud_infeasible_and_unplanned(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    sp, _, sweep_id, trials, plan_json = _prepared(tmp_path, usd_per_hour=1.25)
+    rows = {r["trial_id"]: r for r in plan_json["trials"]}
+    local = launch_requests(sp, trials, rows, sweep_id=sweep_id, launcher="local")
+    req = local[trials[0].trial_id]
+    assert req.accelerator is None and req.gpus == 0 and req.cloud is None and req.price_source == "local"
+    assert req.usd_per_hour == pytest.approx(rows[trials[0].trial_id]["usd_per_hour"])
+    assert req.timeout_s == sp.local.trial_timeout and req.workdir == tmp_path.resolve()
+    cloud_row = {"trial_id": trials[0].trial_id, "accelerator": "A100", "gpus": 0, "cloud": "aws",
+                 "region": "us-east-1", "instance_type": "p4d.24xlarge", "spot": True, "usd_per_hour": 9.5,
+                 "price_source": "catalog", "price_as_of": "2026-05-20"}
+    (cloud,) = launch_requests(sp, trials[:1], {trials[0].trial_id: cloud_row}, sweep_id=sweep_id,
+                               launcher="skypilot", resolve_workdir=False).values()
+    assert (cloud.accelerator, cloud.gpus, cloud.spot, cloud.usd_per_hour) == ("A100", 1, True, 9.5)
+    assert cloud.workdir == Path(sp.task.workdir) and "2026-05-20" in cloud.price_description
+    (bad,) = launch_requests(sp, trials[:1], {trials[0].trial_id: {"feasible": False, "reason": "too big"}},
+                             sweep_id=sweep_id, launcher="skypilot").values()
+    assert is_infeasible(bad) and infeasible_reason(bad) == "too big" and bad.accelerator is None
+    (unplanned,) = launch_requests(sp, trials[:1], None, sweep_id=sweep_id, launcher="skypilot").values()
+    assert unplanned.price_description == "spec's first choices (no plan)"
+
+
+def test_budget_rule_counts_measured_in_flight_and_next_and_corrects_the_plan_by_measurements():
+    meter = BudgetMeter.for_plan(10.0, {"a": {"est_cost_usd": 3}, "b": {"est_cost_usd": 3}, "c": {"est_cost_usd": 3},
+                                        "d": {"est_cost_usd": "nan"}})
+    assert meter.check("a") is None
+    meter.launched("a")
+    meter.launched("b")
+    assert meter.check("c") is None  # 0 + 6 + 3 <= 10
+    meter.launched("c")
+    stop = meter.check("a2")  # unknown trial: estimate 0 -> fits
+    assert stop is None and meter.estimate_usd("d") == 0.0
+    meter.finished("a", [(5.0, False)])  # measured 5: every estimate is now max(plan, 5)
+    stop = meter.check("d")
+    assert stop is not None and stop.spent_usd == 5.0 and stop.in_flight_est_usd == 10.0 and stop.next_est_usd == 5.0
+    assert "would cross the $10.00 budget" in stop.reason
+    meter.finished("b", [(0.5, True)])  # a cancelled attempt is spent but is not a measurement
+    assert meter.spent_usd == 5.5 and meter.measured_usd == [5.0]
+    assert BudgetMeter.for_plan(1.0, {}, spent_usd=99.0, forced=True).check("x") is None
+
+
+def test_a_run_stores_every_record_and_a_rerun_continues(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run, made = _run(tmp_path, launcher_kw={"wall_s": 36.0}, usd_per_hour=1.0)
+    summary = execute(run, Hooks())
+    assert (summary.status, summary.launched, summary.succeeded, summary.unrecorded) == (P.SWEEP_SUCCEEDED, 4, 4, 0)
+    assert summary.spent_usd == pytest.approx(4 * 0.01) and summary.exit_code() == 0
+    landing = Path(summary.landing)
+    assert L.waiting(landing) == [] and len(list((landing / L.INGESTED).glob("*.json"))) == 4
+    with _wh() as wh:
+        runs = wh.query("SELECT launcher, status, cost_usd FROM runs WHERE sweep_id = ?", [run.sweep_id])
+        status = wh.scalar("SELECT status FROM sweeps WHERE sweep_id = ?", [run.sweep_id])
+    assert runs.height == 4 and set(runs["launcher"]) == {"fake"} and set(runs["status"]) == {"succeeded"}
+    assert runs["cost_usd"].sum() == pytest.approx(0.04) and status == P.SWEEP_SUCCEEDED
+
+    again, _ = _run(tmp_path, usd_per_hour=1.0)
+    summary = execute(again, Hooks())
+    assert summary.skipped_done == 4 and summary.launched == 0 and summary.status == P.SWEEP_SUCCEEDED
+
+
+def test_failures_launcher_errors_and_the_budget_stop(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a").mkdir()
+    run, made = _run(tmp_path / "a", name="mixed", launcher_kw={
+        "outcome": lambda req: {"status": "oom"} if req.params["x"] == 0.2 else {}, "submit_errors": 1})
+    summary = execute(run, Hooks())
+    assert made[0].submitted == 5  # one launcher error, retried
+    assert (summary.succeeded, summary.failed, summary.launcher_errors) == (3, 1, 0)
+    assert summary.status == P.SWEEP_PARTIAL and summary.exit_code() == 1
+    assert any("oom" in f for f in summary.failures)
+
+    # $3600/h = $1/s, 5 s per trial, plan ~0: after 2 measured trials the next would cross $12.5
+    (tmp_path / "b").mkdir()
+    run, _ = _run(tmp_path / "b", name="dear", max_parallel=1, usd_per_hour=3600, budget=12.5,
+                  launcher_kw={"wall_s": 5.0})
+    run.cap = 1
+    stops = []
+
+    class Recording(Hooks):
+        def budget_stopped(self, stop, trial_ids):
+            stops.append((stop, trial_ids))
+
+    summary = execute(run, Recording())
+    assert summary.budget_stopped and summary.status == P.SWEEP_BUDGET_STOPPED and summary.exit_code() == 0
+    assert summary.spent_usd <= 12.5 and summary.skipped_budget == len(stops[0][1]) > 0
+    with _wh() as wh:
+        skipped = wh.scalar("SELECT count(*) FROM trials WHERE sweep_id = ? AND status = 'skipped-budget'",
+                            [run.sweep_id])
+    assert skipped == summary.skipped_budget
+
+
+READER = """
+import sys, time, duckdb
+con = duckdb.connect(sys.argv[1], read_only=True)
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_records_that_cannot_be_stored_are_counted_named_and_stored_by_the_next_run(tmp_path, monkeypatch):
+    """A reader holds the warehouse while the trials finish: the run must not say they were stored."""
+    from gpuledger.paths import resolve_path
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GPULEDGER_LOCK_TIMEOUT_S", "0.5")
+    run, _ = _run(tmp_path, launcher_kw={"sleep_s": 0.3})
+    readers: list[subprocess.Popen] = []
+
+    class HoldOnStart(Hooks):
+        def progress(self, done, total, final=False):
+            if not readers:  # registered; before any result: a reader takes the file for 8 s
+                proc = subprocess.Popen([sys.executable, "-c", READER, str(resolve_path()), "8"],
+                                        stdout=subprocess.PIPE, text=True)
+                assert proc.stdout.readline().strip() == "holding"
+                readers.append(proc)
+
+    try:
+        summary = execute(run, HoldOnStart())
+    finally:
+        for proc in readers:
+            proc.kill()
+            proc.wait()
+    assert summary.status == P.SWEEP_UNRECORDED and summary.exit_code() == 1
+    assert summary.unrecorded == 4 and len(summary.unrecorded_files) == 4
+    assert all(Path(f).parent == Path(summary.landing) for f in summary.unrecorded_files)
+    # the next run stores them first, and skips the trials they show succeeded
+    time.sleep(0.1)
+    again, _ = _run(tmp_path)
+    summary = execute(again, Hooks())
+    assert summary.skipped_done == 4 and summary.launched == 0 and summary.unrecorded == 0
+    assert summary.status == P.SWEEP_SUCCEEDED
+    with _wh() as wh:
+        assert wh.scalar("SELECT count(*) FROM runs WHERE sweep_id = ?", [run.sweep_id]) == 4
