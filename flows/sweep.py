@@ -40,7 +40,9 @@ from gpuledger.errors import BudgetExceeded, UserError
 from gpuledger.runtime.budget import BudgetStop
 from gpuledger.runtime.engine import Hooks, SweepRun, best_recipe, execute
 from gpuledger.runtime.events import notify
+from gpuledger.runtime.ids import new_sweep_id
 from gpuledger.runtime.launching import SWEEP_LAUNCHERS, make_launcher
+from gpuledger.runtime.requests import planned_as
 from gpuledger.runtime.summary import SweepSummary
 
 BUDGET_EVENT = "gpuledger.budget.exceeded"
@@ -75,7 +77,7 @@ class PrefectHooks(Hooks):
 
 
 @task(name="plan-sweep", persist_result=False, cache_policy=NO_CACHE)
-def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None) -> dict[str, Any]:
+def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, new: bool = False) -> dict[str, Any]:
     """Loads, expands and plans the spec; logs and publishes the plan once; returns what the flow needs."""
     from gpuledger.plan import plan_sweep, render_plan
     from gpuledger.planning import planning_inputs
@@ -89,9 +91,9 @@ def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None) -
     launcher_name = launcher or sp.launcher
     if launcher_name not in SWEEP_LAUNCHERS:
         raise UserError(f"unknown launcher {launcher_name!r}: use local or skypilot")
-    sweep_id = sweep_id_for(sp)
+    sweep_id = new_sweep_id(sp) if new else sweep_id_for(sp)
     trials = expand_trials(sp)
-    plan = plan_sweep(sp, trials, max_parallel=max_parallel, launcher=launcher_name,
+    plan = plan_sweep(sp, trials, max_parallel=max_parallel, launcher=planned_as(launcher_name),
                       **planning_inputs(sp, planned_as(launcher_name)))
     plan_json = plan.to_json()
     cap = int(plan_json.get("max_parallel") or max_parallel or sp.resources.max_parallel or 1)
@@ -134,16 +136,17 @@ def write_report_task(name: str, summary: SweepSummary) -> SweepSummary:
 
 @flow(name="sweep", persist_result=False)
 def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = None, dry_run: bool = False,
-          force: bool = False) -> dict[str, Any] | State:
+          force: bool = False, new: bool = False) -> dict[str, Any] | State:
     """Plans, guards, runs and reports one sweep; returns its summary (a dict).
 
     A budget refusal (no `force`) ends the run Failed with the guard's message: calling the flow
-    raises `BudgetExceeded` (exit 3 from the CLI).
+    raises `BudgetExceeded` (exit 3 from the CLI). `new`: a fresh sweep of the spec (a new sweep id)
+    instead of continuing the spec's sweep.
     """
     from gpuledger.plan import budget_guard
 
     log = get_run_logger()
-    p = plan_sweep_task(spec, launcher, max_parallel)
+    p = plan_sweep_task(spec, launcher, max_parallel, new and not dry_run)
     sp, sweep_id = p["spec"], p["sweep_id"]
     summary = SweepSummary(sweep_id=sweep_id, name=sp.name, dry_run=dry_run, trials=len(p["trials"]),
                            max_parallel=p["cap"], budget_usd=float(sp.budget.max_usd))

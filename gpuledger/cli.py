@@ -91,6 +91,15 @@ def _sweep_id(text: str) -> str:
     return text
 
 
+def _prefect_port(text: str) -> int:
+    from gpuledger.serve import port_from
+
+    try:
+        return port_from(text, "port")  # type: ignore[return-value]
+    except Exception as err:  # UserError -> argparse's one-line message
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="gpuledger", description="Plan, launch, measure and account for GPU experiments.")
     p.add_argument("--version", action="version", version=f"gpuledger {__version__}")
@@ -141,6 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-parallel", type=_parallel, default=None, metavar="N")
     s.add_argument("--dry-run", action="store_true")
     s.add_argument("--force", action="store_true", help="launch even when the budget guard refuses")
+    s.add_argument("--new", action="store_true",
+                   help="start a fresh sweep of this spec (a new sweep id) instead of continuing its last one")
+    s.add_argument("--prefect-port", type=_prefect_port, default=None, metavar="PORT",
+                   help="the port of this checkout's `gpuledger serve` (default: $GPULEDGER_PREFECT_PORT, "
+                        "else prefect.toml's 4200)")
 
     s = sub.add_parser("render-task", help="print the SkyPilot task YAML that would be launched")
     s.add_argument("spec", metavar="SPEC")
@@ -175,7 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("export", help="export every warehouse table")
     s.add_argument("--parquet", required=True, metavar="DIR")
 
-    sub.add_parser("serve", help="local Prefect server + worker + the deployments of prefect.yaml")
+    s = sub.add_parser("serve", help="local Prefect server + worker + the deployments of prefect.yaml")
+    s.add_argument("--port", type=_prefect_port, default=None, metavar="PORT",
+                   help="listen on this port (default: $GPULEDGER_PREFECT_PORT, else prefect.toml's 4200)")
     from gpuledger.cli_help import document
 
     return document(p)

@@ -4,14 +4,19 @@ Prefect itself is never imported here: everything goes through the `prefect` com
 environment or a `uvicorn` subprocess, so that `gpuledger` stays fast to start.
 
 - `configured_api_url()`: `PREFECT_API_URL`, else `[api].url` of `./prefect.toml` (the project's).
+- `serve_api_url()`: where `gpuledger serve` listens: `--port`, else `$GPULEDGER_PREFECT_PORT`, else
+  the configured URL (port 4200 of prefect.toml).
+- `own_server_url()`: the API of THIS checkout's running `gpuledger serve`, known from the state file
+  it keeps in its Prefect home (`.prefect/gpuledger-serve.json`: pid, API URL, checkout path).
 - `prefect_api()`: a context manager `gpuledger sweep` runs its flow in. It points
-  `PREFECT_API_URL` at the configured server when that one answers; else at a temporary server it
-  starts (Prefect's ephemeral mode, but as our own child process: it dies with us even on SIGKILL,
-  where Prefect's own would be orphaned), and stops it afterwards.
+  `PREFECT_API_URL` at this checkout's own server when one runs (or at `PREFECT_API_URL` when the
+  user set it: their explicit choice); else at a temporary server it starts (Prefect's ephemeral
+  mode, but as our own child process: it dies with us even on SIGKILL), and stops it afterwards.
+  A server that merely answers on the configured port (another checkout's) is never attached to.
 - `serve()`: `gpuledger serve`: a local server on 127.0.0.1 with its state under the project
   (`.prefect/`), the process work pool, the deployments of `prefect.yaml`, and a worker. Ctrl-C
   (or SIGTERM) stops the worker, then the server. A second `gpuledger serve` while one runs says so
-  and exits 0; a server that is already up (started by hand) is reused, not restarted.
+  and exits 0; a port taken by a server that is not this checkout's is refused with the way out.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from urllib.parse import urlparse
 from gpuledger.errors import UserError
 
 DEFAULT_API_URL = "http://127.0.0.1:4200/api"
+#: the port `gpuledger serve` listens on and `gpuledger sweep` looks for (else prefect.toml's)
+PORT_ENV = "GPULEDGER_PREFECT_PORT"
 WORK_POOL = "gpuledger-local"
 STATE_FILE = "gpuledger-serve.json"
 #: what every Prefect process started from here gets: no telemetry, offline (shared/DESIGN.md)
@@ -67,6 +74,47 @@ def configured_api_url(cwd: Path | None = None) -> str | None:
         return None
     url = (data.get("api") or {}).get("url")
     return str(url).strip() or None if url else None
+
+
+def port_from(text: str | int | None, what: str = PORT_ENV) -> int | None:
+    """Returns a TCP port (1024-65535) from `text`, None when empty; a clear error otherwise."""
+    if text is None or str(text).strip() == "":
+        return None
+    try:
+        port = int(str(text).strip())
+    except ValueError:
+        port = -1
+    if not 1024 <= port <= 65535:
+        raise UserError(f"{what}={text!r} is not a port number between 1024 and 65535")
+    return port
+
+
+def serve_api_url(root: Path, port: int | None = None) -> str:
+    """Returns the API URL `gpuledger serve` uses: `port` (--port), else $GPULEDGER_PREFECT_PORT,
+    else the configured URL (PREFECT_API_URL or prefect.toml), else the default."""
+    port = port or port_from(os.environ.get(PORT_ENV))
+    if port is not None:
+        return f"http://127.0.0.1:{port}/api"
+    return configured_api_url(root) or DEFAULT_API_URL
+
+
+def state_path(root: Path) -> Path:
+    """Returns the file in which this checkout's `gpuledger serve` names itself (its Prefect home)."""
+    return Path(os.environ.get("PREFECT_HOME") or root / ".prefect") / STATE_FILE
+
+
+def own_server_url(root: Path) -> str | None:
+    """Returns the API URL of this checkout's running `gpuledger serve` (its state file names this
+    checkout, its process lives and its API answers), else None."""
+    try:
+        state = json.loads(state_path(root).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    url = state.get("api_url") if isinstance(state, dict) else None
+    if (not url or state.get("root") != str(root.resolve()) or not _pid_alive(state.get("pid"))
+            or not api_healthy(url)):
+        return None
+    return str(url)
 
 
 def api_healthy(api_url: str, timeout_s: float = 1.0) -> bool:
@@ -152,23 +200,31 @@ def start_temporary_server(home: Path | None = None, timeout_s: float = 60.0) ->
 
 
 @contextlib.contextmanager
-def prefect_api(cwd: Path | None = None, say: Callable[[str], None] | None = None) -> Iterator[str]:
-    """Sets `PREFECT_API_URL` for the body: the configured server if it answers, else a temporary one.
-
-    Yields the API URL. Restores the environment and stops a temporary server afterwards.
+def prefect_api(cwd: Path | None = None, say: Callable[[str], None] | None = None,
+                port: int | None = None) -> Iterator[str]:
+    """Sets `PREFECT_API_URL` for the body: PREFECT_API_URL when the user set it and it answers, else
+    this checkout's own `gpuledger serve` (on `port` / $GPULEDGER_PREFECT_PORT when given), else a
+    temporary server. Yields the API URL; restores the environment and stops a temporary server after.
     """
     saved = {k: os.environ.get(k) for k in ("PREFECT_API_URL", *QUIET_ENV)}
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
-    url = configured_api_url(cwd)
+    root = (cwd or project_root()).resolve()
+    explicit = os.environ.get("PREFECT_API_URL", "").strip() or None
+    own = own_server_url(root)
+    wanted = serve_api_url(root, port) if (port or os.environ.get(PORT_ENV)) else None
+    url = explicit if explicit and api_healthy(explicit) else own if own and (wanted in (None, own)) else None
     proc = None
     try:
-        if url and api_healthy(url):
+        if url:
             os.environ["PREFECT_API_URL"] = url
         else:
-            if url and say:
-                say(f"no Prefect server answers at {url}; using a temporary one for this run "
-                    f"(`gpuledger serve` starts the project's server)")
+            other = explicit or wanted or configured_api_url(root)
+            if other and say:
+                why = ("answers, but it is not this checkout's `gpuledger serve`" if api_healthy(other)
+                       else "does not answer")
+                say(f"the Prefect server at {other} {why}; using a temporary one for this run "
+                    f"(`gpuledger serve` starts this checkout's server)")
             proc, url = start_temporary_server()
             os.environ["PREFECT_API_URL"] = url
         yield url
@@ -220,12 +276,13 @@ def serve_env(root: Path, api_url: str) -> dict[str, str]:
     return env
 
 
-def serve(root: Path | None = None, say: Callable[[str], None] = print, ready_timeout_s: float = 120.0) -> int:
+def serve(root: Path | None = None, say: Callable[[str], None] = print, ready_timeout_s: float = 120.0,
+          port: int | None = None) -> int:
     """Runs `gpuledger serve` until Ctrl-C/SIGTERM; returns the exit code. See the module docstring."""
     root = (root or project_root()).resolve()
     if not (root / "prefect.yaml").is_file():
         raise UserError(f"no prefect.yaml in {root}; run `gpuledger serve` from the gpuledger checkout")
-    api_url = configured_api_url(root) or DEFAULT_API_URL
+    api_url = serve_api_url(root, port)
     parsed = urlparse(api_url)
     host, port = parsed.hostname or "127.0.0.1", parsed.port or 4200
     if host not in ("127.0.0.1", "localhost"):
@@ -235,11 +292,12 @@ def serve(root: Path | None = None, say: Callable[[str], None] = print, ready_ti
     env = serve_env(root, api_url)
     home = Path(env["PREFECT_HOME"])
     home.mkdir(parents=True, exist_ok=True)
-    state_path = home / STATE_FILE
+    state_file = home / STATE_FILE
     ui = f"http://{host}:{port}"
+    explicit = bool(os.environ.get("PREFECT_API_URL", "").strip()) and not (port or os.environ.get(PORT_ENV))
 
     with contextlib.suppress(OSError, ValueError):
-        state = json.loads(state_path.read_text(encoding="utf-8"))
+        state = json.loads(state_file.read_text(encoding="utf-8"))
         if state.get("pid") != os.getpid() and _pid_alive(state.get("pid")) and api_healthy(api_url):
             say(f"gpuledger serve is already running (pid {state['pid']}): UI {ui}, API {api_url}")
             say("  run a sweep:  prefect deployment run sweep/lora-grid --watch")
@@ -255,8 +313,12 @@ def serve(root: Path | None = None, say: Callable[[str], None] = print, ready_ti
     old_term = signal.signal(signal.SIGTERM, on_term)
     prefect = prefect_bin()
     try:
+        if api_healthy(api_url) and not explicit:
+            raise UserError(f"port {port} already has a Prefect server that is not this checkout's ({root}); "
+                            f"start this one on another port: `gpuledger serve --port N` or {PORT_ENV}=N "
+                            f"(`gpuledger sweep` then finds it by itself)")
         if api_healthy(api_url):
-            say(f"Prefect server already up at {api_url}; using it")
+            say(f"Prefect server already up at {api_url} (PREFECT_API_URL); using it")
         else:
             say(f"Starting Prefect server on {ui} (state in {home}) ...")
             log = open(home / "server.log", "ab")  # noqa: SIM115 - kept open for the child's lifetime
@@ -270,8 +332,8 @@ def serve(root: Path | None = None, say: Callable[[str], None] = print, ready_ti
                 tail = _tail(home / "server.log")
                 raise UserError(f"the Prefect server did not become healthy at {api_url} within "
                                 f"{ready_timeout_s:g} s; its log ({home / 'server.log'}) ends with:\n{tail}")
-        state_path.write_text(json.dumps({"pid": os.getpid(), "server_pid": server.pid if server else None,
-                                          "api_url": api_url}), encoding="utf-8")
+        state_file.write_text(json.dumps({"pid": os.getpid(), "server_pid": server.pid if server else None,
+                                          "api_url": api_url, "root": str(root)}), encoding="utf-8")
 
         if _run([prefect, "work-pool", "inspect", WORK_POOL], env, root).returncode != 0:
             say(f"Creating work pool {WORK_POOL} (process) ...")
@@ -289,8 +351,9 @@ def serve(root: Path | None = None, say: Callable[[str], None] = print, ready_ti
             env=env, cwd=str(root), stdin=subprocess.DEVNULL, start_new_session=True,
             preexec_fn=_die_with_parent,
         )
-        state_path.write_text(json.dumps({"pid": os.getpid(), "server_pid": server.pid if server else None,
-                                          "worker_pid": worker.pid, "api_url": api_url}), encoding="utf-8")
+        state_file.write_text(json.dumps({"pid": os.getpid(), "server_pid": server.pid if server else None,
+                                          "worker_pid": worker.pid, "api_url": api_url, "root": str(root)}),
+                              encoding="utf-8")
         say(f"gpuledger serve ready: UI {ui}  API {api_url}")
         say("  run a sweep:    prefect deployment run sweep/lora-grid --watch")
         say("  weekly report:  prefect deployment run cost-report/weekly   (scheduled Mondays 08:00 UTC)")
@@ -309,8 +372,8 @@ def serve(root: Path | None = None, say: Callable[[str], None] = print, ready_ti
         stop_process(worker, grace_s=20.0)
         stop_process(server, grace_s=20.0)
         with contextlib.suppress(OSError, ValueError):
-            if json.loads(state_path.read_text(encoding="utf-8")).get("pid") == os.getpid():
-                state_path.unlink()
+            if json.loads(state_file.read_text(encoding="utf-8")).get("pid") == os.getpid():
+                state_file.unlink()
         signal.signal(signal.SIGTERM, old_term)
         if worker is not None or server is not None:
             say("Stopped.")

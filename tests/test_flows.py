@@ -27,7 +27,7 @@ def harness(tmp_path_factory):
     from prefect.testing.utilities import prefect_test_harness
 
     try:
-        with prefect_test_harness(server_startup_timeout=60):
+        with prefect_test_harness(server_startup_timeout=240):
             yield PREFECT_API_URL.value()
     finally:
         for key, value in saved.items():

@@ -11,4 +11,4 @@ from __future__ import annotations
 def run(args) -> int:
     from gpuledger.serve import serve
 
-    return serve(say=lambda msg: print(msg, flush=True))
+    return serve(say=lambda msg: print(msg, flush=True), port=getattr(args, "port", None))

@@ -44,7 +44,11 @@ class _Lines:
 
 
 class _Bar:
-    """A rich progress bar of finished trials, with the spend so far."""
+    """A rich progress bar of finished trials, with the spend so far, on ONE console with Prefect's logs.
+
+    While the bar runs, every Prefect console log handler prints through the bar's console, so log
+    lines appear above the bar instead of glued to it; they get their own consoles back afterwards.
+    """
 
     def __init__(self) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -52,13 +56,19 @@ class _Bar:
         self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("{task.fields[spent]}"), TimeElapsedColumn(), transient=False)
         self.task = None
+        self.swapped: list[tuple[Any, Any]] = []
 
     def __enter__(self) -> _Bar:
         self.progress.start()
+        for handler in _console_handlers():
+            self.swapped.append((handler, handler.console))
+            handler.console = self.progress.console
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.progress.stop()
+        for handler, console in self.swapped:
+            handler.console = console
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event["kind"]
@@ -69,6 +79,20 @@ class _Bar:
             self.progress.update(self.task, completed=event["done"], spent=f"${event['spent_usd']:.4f}")
         elif kind == "skipped-budget" and self.task is not None:
             self.progress.update(self.task, description="budget stop")
+
+
+def _console_handlers() -> list[Any]:
+    """Returns the logging handlers that print Prefect's logs with a rich console (`.console`)."""
+    import logging
+
+    loggers = [logging.getLogger()] + [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
+                                       if name.startswith("prefect")]
+    found = []
+    for lg in loggers:
+        for handler in getattr(lg, "handlers", []):
+            if hasattr(handler, "console") and handler not in found:
+                found.append(handler)
+    return found
 
 
 def run(args) -> int:
@@ -84,10 +108,10 @@ def run(args) -> int:
     def say(msg: str) -> None:
         print(f"gpuledger sweep: {msg}", file=sys.stderr, flush=True)
 
-    with prefect_api(say=say):
+    with prefect_api(say=say, port=getattr(args, "prefect_port", None)):
         flow, progress_listener, drain_prefect = _import_flow()
         params = dict(spec=str(spec_path), launcher=args.launcher, max_parallel=args.max_parallel,
-                      dry_run=bool(args.dry_run), force=bool(args.force))
+                      dry_run=bool(args.dry_run), force=bool(args.force), new=bool(getattr(args, "new", False)))
         try:
             if sys.stdout.isatty() and not args.dry_run:
                 with _Bar() as bar, progress_listener(bar):
@@ -114,6 +138,15 @@ def _report(s: dict[str, Any]) -> int:
         print(f"  failed: {line}")
     if s.get("forced"):
         print("  forced past the budget guard (recorded in the warehouse)")
+    best = s.get("best")
+    if best:
+        tt = best.get("time_to_recipe_s")
+        print(f"Best recipe: trial {best['trial_id']} {best.get('params') or ''}: {best.get('metric_name')} = "
+              f"{best['best_metric']:.4g}; time-to-recipe {'-' if tt is None else f'{tt:.1f} s'}, "
+              f"cost-to-recipe ${float(best.get('cost_to_recipe_usd') or 0):.4f} "
+              f"(of ${float(best.get('total_cost_usd') or 0):.4f} spent in all)")
+    elif not s.get("dry_run"):
+        print("Best recipe: none yet (no succeeded trial reported the objective metric)")
     if s.get("report_html"):
         print(f"Report:    {s['report_html']}")
     if s.get("warehouse"):

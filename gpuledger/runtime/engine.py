@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import queue
+import secrets
+import socket
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
@@ -44,6 +47,14 @@ from gpuledger.runtime.writer import Writer
 
 #: After Ctrl-C: how long the trials being cancelled get to hand in their records (seconds).
 INTERRUPT_GRACE_S = 15.0
+#: The sweep's lease (one run of a sweep at a time) lasts this long unless renewed; the writer
+#: renews it with every batch and at least every third of it.
+LEASE_TTL_S = 120.0
+
+
+def lease_holder() -> str:
+    """Returns a name for this run as a lease holder: host, pid and a random tag."""
+    return f"gpuledger sweep on {socket.gethostname()} pid {os.getpid()} run {secrets.token_hex(4)}"
 
 
 class Hooks:
@@ -74,6 +85,8 @@ class SweepRun:
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     launcher_factory: Any = make_launcher
     retry_delays_s: tuple[float, ...] = LAUNCH_RETRY_DELAYS_S
+    holder: str = field(default_factory=lease_holder)
+    lease_ttl_s: float = LEASE_TTL_S
 
     def __post_init__(self) -> None:
         if not self.rows:
@@ -95,6 +108,8 @@ def register(run: SweepRun, hooks: Hooks, landing: Path) -> tuple[list[Any], Bud
     sp, summary = run.spec, run.summary
     with Warehouse.open() as wh:
         summary.warehouse = str(wh.path)
+        # a second run of the same sweep meanwhile refuses here (SweepBusy, exit 4, naming this holder)
+        wh.acquire_lease(run.sweep_id, run.holder, run.lease_ttl_s)
         wh.register_sweep(
             sweep_id=run.sweep_id, name=sp.name, project=sp.project, owner=sp.owner, kind="sweep",
             method=sp.method, model=sp.model, launcher=run.launcher,
@@ -146,6 +161,12 @@ class _Loop:
         self.hooks.log.warning("Launcher error on trial %s (retry %d): %s", trial_id, retry, err)
 
     def _launch(self, pool: ThreadPoolExecutor) -> None:
+        if self.writer.lost_lease and self.pending:
+            self.hooks.log.error("Stopping launches of %s: this run lost the sweep's lease (%s); %d trial(s) not "
+                                 "launched.", self.run.sweep_id, self.writer.lost_lease, len(self.pending))
+            self.summary.failures.append(f"lost the sweep's lease: {self.writer.lost_lease}")
+            self.summary.interrupted = True
+            self.pending.clear()
         while self.pending and len(self.inflight) < self.run.cap and not self.summary.budget_stopped:
             t = self.pending[0]
             stop = self.meter.check(t.trial_id)
@@ -237,13 +258,19 @@ class _Loop:
 
 def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
     """Registers and runs the sweep's trials (steps 1-5 above); returns its summary."""
-    from gpuledger.warehouse import Warehouse
+    from gpuledger.warehouse import SweepBusy, Warehouse
 
     hooks = hooks or Hooks()
     summary = run.summary
     landing = L.landing_dir_for(run.sweep_id)
     summary.landing = str(landing)
-    todo, meter = register(run, hooks, landing)
+    try:
+        todo, meter = register(run, hooks, landing)
+    except Exception as err:
+        if not isinstance(err, SweepBusy):  # ours: give it back (SweepBusy: another run's)
+            with contextlib.suppress(Exception), Warehouse.open(migrate=False) as wh:
+                wh.release_lease(run.sweep_id, run.holder)
+        raise
     total = len(run.trials)
     counter = {"done": summary.skipped_done}
     hooks.progress(counter["done"], total)
@@ -258,7 +285,7 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
                    spent_usd=summary.spent_usd, stored=ok)
         hooks.progress(counter["done"], total)
 
-    writer = Writer(run.sweep_id, landing, hooks.log, stored)
+    writer = Writer(run.sweep_id, landing, hooks.log, stored, lease=(run.holder, run.lease_ttl_s))
     launcher = run.launcher_factory(run.launcher, run.spec, run.cap, landing)
     status = P.SWEEP_FAILED
     try:
@@ -283,8 +310,10 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
         try:
             with Warehouse.open(migrate=False) as wh:
                 wh.finish_sweep(run.sweep_id, status=status)
+                wh.release_lease(run.sweep_id, run.holder)
         except Exception as err:  # noqa: BLE001 - said, and the summary's status already tells the truth
-            hooks.log.error("Could not write the final status %r of %s: %s", status, run.sweep_id, err)
+            hooks.log.error("Could not write the final status %r of %s (its lease expires by itself in %g s): %s",
+                            status, run.sweep_id, run.lease_ttl_s, err)
     hooks.progress(total, total, final=True)
     return summary
 

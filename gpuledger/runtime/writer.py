@@ -35,12 +35,14 @@ WRITER_WINDOW_S = 0.3
 class Writer:
     def __init__(self, sweep_id: str, landing: Path, log: Any,
                  on_stored: Callable[[list[ResultRecord], dict[str, str], bool], None] | None = None,
-                 window_s: float = WRITER_WINDOW_S) -> None:
+                 window_s: float = WRITER_WINDOW_S, lease: tuple[str, float] | None = None) -> None:
         self.sweep_id = sweep_id
         self.landing = landing
         self.log = log
         self.on_stored = on_stored
         self.window_s = window_s
+        self.lease = lease  # (holder, ttl_s): renewed with every batch and every ttl/3 while idle
+        self.lost_lease: str | None = None  # why this run no longer holds the sweep's lease
         self.failed_batches = 0
         self.last_error: str | None = None
         self.rejected: dict[str, str] = {}  # run_id -> why the warehouse refused the record
@@ -70,8 +72,13 @@ class Writer:
 
     def _loop(self) -> None:
         stop = False
+        idle_s = None if self.lease is None else max(1.0, self.lease[1] / 3)
         while not stop:
-            items = [self._queue.get()]
+            try:
+                items = [self._queue.get(timeout=idle_s)]
+            except queue.Empty:
+                self._renew()
+                continue
             window_end = time.monotonic() + self.window_s
             while items[-1] is not None:
                 try:
@@ -107,6 +114,7 @@ class Writer:
         from gpuledger.warehouse import Warehouse
 
         with Warehouse.open(migrate=False) as wh:
+            self._renew(wh)
             if records:
                 result = wh.ingest_records(records, sources=[r.run_id for r in records])
                 rejected = {rej.source: rej.reason for rej in result.rejected}
@@ -118,6 +126,27 @@ class Writer:
             for ids, status, reason in marks:
                 wh.mark_trials(self.sweep_id, ids, status, reason=reason)
         L.settle(self.landing, [r.run_id for r in records if r.run_id not in rejected], rejected)
+
+    def _renew(self, wh: Any = None) -> None:
+        """Renews the sweep's lease (opening the warehouse when `wh` is None); a busy warehouse is
+        tried again next time, a lease another run took over is remembered in `lost_lease`."""
+        if self.lease is None or self.lost_lease:
+            return
+        from gpuledger.warehouse import SweepBusy, Warehouse
+
+        try:
+            if wh is not None:
+                wh.renew_lease(self.sweep_id, *self.lease)
+                return
+            with Warehouse.open(migrate=False) as own:
+                own.renew_lease(self.sweep_id, *self.lease)
+        except SweepBusy as err:
+            self.lost_lease = str(err)
+            self.log.error("This run lost the lease of sweep %s: %s", self.sweep_id, err)
+        except Exception as err:  # noqa: BLE001 - busy warehouse: renewed with the next batch or tick
+            if wh is not None:
+                raise
+            self.log.warning("Could not renew the lease of sweep %s (tried again shortly): %s", self.sweep_id, err)
 
     def _retry_leftovers(self) -> None:
         """One more try for what failed: every record still waiting in landing, and the marks."""
