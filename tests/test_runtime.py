@@ -152,6 +152,28 @@ time.sleep(float(sys.argv[2]))
 """
 
 
+def test_a_second_run_of_a_running_sweep_refuses_naming_the_holder(tmp_path, monkeypatch):
+    from gpuledger.warehouse import SweepBusy
+
+    monkeypatch.chdir(tmp_path)
+    first, _ = _run(tmp_path, launcher_kw={"sleep_s": 2.0})
+    second, made = _run(tmp_path)
+    outcome = {}
+
+    class StartSecond(Hooks):
+        def progress(self, done, total, final=False):
+            if not outcome:
+                with pytest.raises(SweepBusy) as err:
+                    execute(second, Hooks())
+                outcome["err"] = err.value
+
+    summary = execute(first, StartSecond())
+    assert summary.status == P.SWEEP_SUCCEEDED and summary.launched == 4
+    assert outcome["err"].exit_code == 4 and first.holder in str(outcome["err"]) and not made  # launched nothing
+    third, _ = _run(tmp_path)  # the lease was given back at the end
+    assert execute(third, Hooks()).skipped_done == 4
+
+
 def test_records_that_cannot_be_stored_are_counted_named_and_stored_by_the_next_run(tmp_path, monkeypatch):
     """A reader holds the warehouse while the trials finish: the run must not say they were stored."""
     from gpuledger.paths import resolve_path
@@ -181,6 +203,9 @@ def test_records_that_cannot_be_stored_are_counted_named_and_stored_by_the_next_
     # the next run stores them first, and skips the trials they show succeeded
     time.sleep(0.1)
     again, _ = _run(tmp_path)
+    # the first run could not give its lease back either; a next run is another process, whose
+    # predecessor's pid is dead by then (which frees the lease): here, in one process, the same holder
+    again.holder = run.holder
     summary = execute(again, Hooks())
     assert summary.skipped_done == 4 and summary.launched == 0 and summary.unrecorded == 0
     assert summary.status == P.SWEEP_SUCCEEDED
