@@ -174,7 +174,7 @@ def stop_process(proc: subprocess.Popen | None, grace_s: float = 15.0, first: in
         proc.wait(timeout=5)
 
 
-def start_temporary_server(home: Path | None = None, timeout_s: float = 60.0) -> tuple[subprocess.Popen, str]:
+def start_temporary_server(home: Path | None = None, timeout_s: float = 120.0) -> tuple[subprocess.Popen, str]:
     """Starts a temporary Prefect API server (no UI, no services) on a free port; returns (process, api_url).
 
     The same command Prefect's ephemeral mode runs, but the child dies with this process.

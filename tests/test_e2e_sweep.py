@@ -60,11 +60,11 @@ def test_killed_sweep_resumes_without_rerunning_or_duplicating(tmp_path, _isolat
                 break
             seen.append(line)
             children = descendants(proc.pid) or children
-            if " ingested (1/4" in line:
+            if " stored (1/4" in line:
                 break
         else:
             pytest.fail("no result was ingested in time:\n" + "".join(seen[-40:]))
-        assert " ingested (1/4" in seen[-1], "".join(seen[-40:])
+        assert " stored (1/4" in seen[-1], "".join(seen[-40:])
         children = descendants(proc.pid) or children
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)

@@ -8,7 +8,8 @@
 - `writer`: the sweep's one warehouse writer (a thread that stores records in batches);
 - `events`: progress events for the CLI (`progress_listener`);
 - `summary`: what one run did (`SweepSummary`) and its final status;
-- `engine`: registering a sweep and running its trials on a plain thread pool.
+- `engine`: registering a sweep (under its lease) and running its trials on a plain thread pool;
+- `ids`: the id of a fresh sweep of an unchanged spec (`gpuledger sweep --new`).
 
 `flows/sweep.py` is a thin Prefect shell around `engine`: it adds logs, artifacts and the
 budget event, nothing the runtime decides.
