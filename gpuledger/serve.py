@@ -174,8 +174,10 @@ def stop_process(proc: subprocess.Popen | None, grace_s: float = 15.0, first: in
         proc.wait(timeout=5)
 
 
-def start_temporary_server(home: Path | None = None, timeout_s: float = 120.0) -> tuple[subprocess.Popen, str]:
+def start_temporary_server(home: Path | None = None, timeout_s: float = 300.0) -> tuple[subprocess.Popen, str]:
     """Starts a temporary Prefect API server (no UI, no services) on a free port; returns (process, api_url).
+
+    Waits up to `timeout_s` for it to answer; another port is tried only when the server exited.
 
     The same command Prefect's ephemeral mode runs, but the child dies with this process.
     """
@@ -194,7 +196,11 @@ def start_temporary_server(home: Path | None = None, timeout_s: float = 120.0) -
         api_url = f"http://127.0.0.1:{port}/api"
         if wait_healthy(api_url, timeout_s, proc):
             return proc, api_url
+        slow = proc.poll() is None  # still starting: another try would only start over
         stop_process(proc, grace_s=3.0, first=signal.SIGTERM)
+        if slow:
+            raise UserError(f"a temporary Prefect server did not answer within {timeout_s:g} s (a loaded "
+                            f"machine?); start one with `gpuledger serve` and retry")
     raise UserError("could not start a temporary Prefect server; start one with `gpuledger serve` "
                     "(or `prefect server start`) and retry")
 
