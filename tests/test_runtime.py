@@ -22,12 +22,13 @@ from gpuledger.runtime.summary import SweepSummary
 
 def _prepared(folder: Path, **kw):
     from gpuledger.plan import plan_sweep
+    from gpuledger.planning import planning_inputs
     from gpuledger.spec import expand_trials, load_spec, sweep_id_for
 
     spec_path = write_spec(folder, **kw)
     sp = load_spec(spec_path)
     trials = expand_trials(sp)
-    plan_json = plan_sweep(sp, trials, launcher="local").to_json()
+    plan_json = plan_sweep(sp, trials, launcher="local", **planning_inputs(sp, "local")).to_json()
     return sp, spec_path, sweep_id_for(sp), trials, plan_json
 
 
