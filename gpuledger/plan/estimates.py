@@ -62,7 +62,7 @@ def trial_estimates(spec, trials, gpu_counts: Sequence[int] | None = None, *, de
     tokens = t.tokens_per_trial
     inference = spec.method == "inference"
     if inference:  # a serving benchmark: its workload and tokens come from its serve settings
-        from gpuledger.serving import inference_workload, memory_fraction, serve_settings, serving_tokens
+        from gpuledger.serving import inference_workload, serve_settings, serving_memory_gib, serving_tokens
     if tokens is None and not inference:
         file, line, col = spec.position("train")
         raise UserError(
@@ -90,19 +90,20 @@ def trial_estimates(spec, trials, gpu_counts: Sequence[int] | None = None, *, de
         counts = gpu_counts
         if "gpus_per_trial" in trial.params:
             counts = (int(trial.params["gpus_per_trial"]),)
-        fraction = 1.0
-        if inference:  # weights + KV cache of max_num_seqs sequences on tensor_parallel GPUs, at the
-            settings = serve_settings(spec, trial.params)  # engine's memory fraction (serving/workload.py)
-            wl.update(inference_workload(settings))
+        settings = None
+        if inference:  # weights + KV cache of max_num_seqs sequences on tensor_parallel GPUs + one step's
+            settings = serve_settings(spec, trial.params)  # activations, at the engine's memory fraction
+            wl.update(inference_workload(settings))  # (gpuledger/serving/workload.py)
             counts = (wl.pop("gpus"),) if device == "gpu" else (1,)
-            tokens, fraction = serving_tokens(settings), memory_fraction(settings)
+            tokens = serving_tokens(settings)
         for g in counts:
             for sh in sharding_options(spec.method, g, t.sharding) if device == "gpu" else ["none"]:
-                key = tuple(sorted({**wl, "gpus": g, "sharding": sh, "_t": tokens, "_f": fraction}.items(), key=lambda kv: kv[0]))
+                key = tuple(sorted({**wl, "gpus": g, "sharding": sh, "_t": tokens, "_s": str(settings)}.items(), key=lambda kv: kv[0]))
                 if key not in cache:
                     try:
                         e = est_mod.estimate(est_mod.Workload(**{**wl, "gpus": g, "sharding": sh}))
-                        cache[key] = (float(e.memory_gib["device"]) / fraction, float(e.flops_per_token) * tokens, None)
+                        mem = serving_memory_gib(e.memory_gib, settings) if inference else float(e.memory_gib["device"])
+                        cache[key] = (mem, float(e.flops_per_token) * tokens, None)
                     except UserError:
                         raise
                     except Exception as err:  # the estimator refused this one workload: the trial says why

@@ -29,11 +29,13 @@ from gpuledger.serving.workload import (
     inference_workload,
     memory_fraction,
     serve_settings,
+    serving_memory_gib,
     serving_tokens,
+    step_tokens,
 )
 
 __all__ = [
     "LOAD_FIELDS", "SERVE_FIELDS", "SERVING_METRICS", "OperatingPoint", "PlacementChoice", "SweepPoints",
     "best_by_placement", "cheapest_meeting", "inference_workload", "load_points", "memory_fraction",
-    "points_from_frame", "serve_settings", "serving_tokens", "sweep_points",
+    "points_from_frame", "serve_settings", "serving_memory_gib", "serving_tokens", "step_tokens", "sweep_points",
 ]

@@ -41,6 +41,34 @@ def serving_tokens(settings: dict[str, Any]) -> int:
     return int(settings["num_prompts"]) * (int(settings["prompt_tokens"]) + int(settings["output_tokens"]))
 
 
+#: tokens one step of trainers/tiny_serve.py processes by default (its --max-num-batched-tokens)
+TINY_STEP_TOKENS = 256
+
+
+def step_tokens(settings: dict[str, Any]) -> int:
+    """Returns the tokens one engine step processes at most: `max_num_batched_tokens`, else the
+    engine's documented default for large GPUs (`gpuledger.estimate.inference.ENGINES`, e.g. vLLM
+    0.10: 8192), tiny_serve's 256."""
+    if settings.get("max_num_batched_tokens"):
+        return int(settings["max_num_batched_tokens"])
+    if settings["engine"] == "tiny":
+        return TINY_STEP_TOKENS
+    from gpuledger.estimate.inference import ENGINES
+
+    return int(ENGINES[settings["engine"]].max_batched_tokens)
+
+
+def serving_memory_gib(memory_gib: dict[str, float], settings: dict[str, Any]) -> float:
+    """Returns the GPU memory (GiB, nvidia-smi level) a serving trial needs, from the estimator's
+    breakdown of `inference_workload(settings)`: weights + KV cache of the whole batch stay; the
+    activations are those of one engine step, not of the whole batch's prefill at once (engines
+    prefill in chunks of `step_tokens`), scaled by tokens; divided by `memory_fraction`."""
+    batch_tokens = int(settings["max_num_seqs"]) * int(settings["prompt_tokens"])
+    act = float(memory_gib.get("activations") or 0.0)
+    step_act = act * min(1.0, step_tokens(settings) / max(1, batch_tokens))
+    return (float(memory_gib["device"]) - act + step_act) / memory_fraction(settings)
+
+
 def memory_fraction(settings: dict[str, Any]) -> float:
     """Returns the fraction of GPU memory the engine takes for itself: vLLM (and SGLang,
     TensorRT-LLM) preallocate `gpu_memory_utilization` of it (vLLM's default 0.9); the tiny CPU
