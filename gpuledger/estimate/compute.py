@@ -18,8 +18,11 @@ from gpuledger.models import ModelConfig
 #:   kernels; small adapter matmuls and dropout add overhead: 0.35;
 #: - QLoRA: dequantising NF4 weights before each matmul costs 30-40% of throughput over LoRA
 #:   (Dettmers et al. 2023 §5 / Unsloth and HF benchmarks): 0.25;
-#: - GRPO/PPO without vLLM: generation is memory-bound decode (<10% MFU) and takes most of the
+#: - GRPO without vLLM: generation is memory-bound decode (<10% MFU) and takes most of the
 #:   wall-clock (TRL docs: "generation is the bottleneck"): 0.15 overall;
+#: - PPO: GRPO's generation bottleneck plus a critic (value model) trained and a reward model run
+#:   on every batch, smaller matmuls below the policy's rate: 0.12 (0.8 x GRPO; a stated assumption,
+#:   not a measurement; the planner replaces it with a rate calibrated on measured runs when any);
 #: - inference (prefill + decode mix): 0.25.
 #: Newer/bigger GPUs achieve a lower fraction of a much higher peak (Hopper's fp16 rate is 3.2x
 #: A100's but HBM only 1.6x): Hopper/Blackwell x0.85; consumer/inference cards (L4, A10G, T4,
