@@ -1,8 +1,8 @@
 """`gpuledger render-task SPEC [--trial N]`: the SkyPilot task YAML that would be launched for trial N.
 
 The placement comes from the planner (`gpuledger.plan.plan_sweep(spec, launcher="skypilot")`), so
-a spec with `launcher: local` renders what `--launcher skypilot` would send. Where the planner is
-not available, the spec's first accelerator and cloud are used (and said so on stderr).
+a spec with `launcher: local` renders what `--launcher skypilot` would send; the plan row becomes a
+`LaunchRequest` in `gpuledger.runtime.requests`, as in a sweep.
 
 No API server is started, no credentials are needed and nothing is downloaded. Where SkyPilot's
 own catalog of the trial's cloud is cached (`~/.sky/catalogs/v8/<cloud>/vms.csv`), the task is
