@@ -210,6 +210,10 @@ def test_what_if_hand_computed():
     assert [(x["time_to_recipe_s"], x["cost_usd"]) for x in w] == [(2.0, 2.0), (1.0, 2.0), (1.0, 4.0)]
     allrun = what_if_curve([1, 1, 1, 1], [1, 1, 1, 1], target_index=1, ks=(1, 4), stop_at_target=False)
     assert [x["cost_usd"] for x in allrun] == [4.0, 4.0]
+    # local slots share 2 cores: at K=4 each trial takes (and is billed) 4/2 = 2x as long; all 4 start
+    # at 0 and finish at 2, so the recipe (trial 1) is at 2 s and all four are paid: 4 x $2
+    shared = what_if_curve([1, 1, 1, 1], [1, 1, 1, 1], target_index=1, ks=(2, 4), shared_cores=2)
+    assert [(x["time_to_recipe_s"], x["cost_usd"]) for x in shared] == [(1.0, 2.0), (2.0, 8.0)]
     # uniform prior over the recipe position: K=1 mean finish (1+2+3+4)/4
     assert what_if_curve([1, 1, 1, 1], [1, 1, 1, 1], ks=(1,))[0]["time_to_recipe_s"] == 2.5
 
