@@ -33,6 +33,7 @@ from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.patches import Patch
+from matplotlib.ticker import StrMethodFormatter
 from matplotlib.transforms import Bbox
 
 #: the palette (Paul Tol's "vibrant" scheme, colour-blind safe) and the word a caption uses for each
@@ -323,6 +324,8 @@ def bar_chart(items: Sequence[tuple[str, float]], *, title: str, value_label: st
         ax.grid(axis="y", visible=False)
         top = max(values) if max(values) > 0 else 1.0
         ax.set_xlim(0, top * 1.3)
+        if top >= 1000:  # 10,000 rather than 10000
+            ax.xaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
         for yi, v in zip(y, values, strict=True):
             ax.annotate(fmt(v), (v, yi), xytext=(4, 0), textcoords="offset points", va="center", ha="left")
         ax.set_title(title, loc="left")
