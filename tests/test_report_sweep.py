@@ -167,11 +167,16 @@ def test_running_sweep_gives_a_clear_page(tmp_path):
         s = sweep_summary(data)
         assert s["running"] == 2 and s["ended_at"] is None
         rows, why = what_if_rows(data)
-        assert rows == [] and "still running" in why
+        assert rows == [] and "2 trials have no result yet" in why
         files = write_sweep_report(w, "live", out_dir=tmp_path / "out")
     md = files.markdown.read_text()
     assert "still running" in md and "1 of 3 trials have a result" in md
     assert "| time to target | no target |" in md
+    # interrupted: the sweep ended (failed) with trials that never ran -> stopped, not "still running"
+    with Warehouse.open(tmp_path / "w.duckdb") as w:
+        w.finish_sweep("live-0000cafe", status="failed", ended_at="2026-01-05T10:20:00")
+        md = write_sweep_report(w, "live", out_dir=tmp_path / "out").markdown.read_text()
+    assert "> This sweep stopped (status failed) with 1 of 3 trials run" in md and "sweep is still running" not in md
 
 
 def test_sweep_without_trials(tmp_path):

@@ -218,9 +218,15 @@ def _status_notes(s: dict[str, Any], data: SweepData) -> list[Note]:
         out.append(Note("This sweep has no trials and no runs yet: nothing was planned or launched.", "info"))
     elif is_running(s):
         done = data.trials.filter(pl.col("attempts") > 0).height if data.trials.height else 0
-        out.append(Note(
-            f"This sweep is still running (status {s['status'] or 'unknown'}): {done} of {s['trials']} trials "
-            f"have a result. Every number below is as of the last result and will change.", "info"))
+        if s["status"] in (None, "running", "pending"):
+            out.append(Note(
+                f"This sweep is still running (status {s['status'] or 'unknown'}): {done} of {s['trials']} trials "
+                f"have a result. Every number below is as of the last result and will change.", "info"))
+        else:
+            out.append(Note(
+                f"This sweep stopped (status {s['status']}) with {done} of {s['trials']} trials run; the others "
+                f"never got a result. Every number below covers the trials that ran; running the sweep again "
+                f"continues it.", "warn"))
     if s["trials"] > 0 and s["succeeded"] == 0 and s["runs"] > 0 and not is_running(s):
         out.append(Note(
             f"No trial succeeded: all {s['runs']} runs ended failed, OOM, preempted or cancelled, so there is "

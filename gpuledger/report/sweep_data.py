@@ -271,8 +271,8 @@ def what_if_rows(data: SweepData) -> tuple[list[dict[str, Any]], str | None]:
     durations, costs, target, ids = what_if_inputs(data)
     unfinished = data.trials.filter(pl.col("status").is_in(["running", "pending"])).height if data.trials.height else 0
     if unfinished:
-        return [], (f"the sweep is still running ({unfinished} trials have no result yet); the what-if replays "
-                    f"the measured durations of a finished sweep")
+        return [], (f"{unfinished} trials have no result yet; the what-if replays the measured durations of "
+                    f"a sweep whose trials all ran")
     if not durations:
         return [], "no trial has a measured duration yet"
     if target is None:
