@@ -259,10 +259,7 @@ def report_time_unit(data: SweepData, what_if: list[dict[str, Any]]) -> tuple[fl
 WHAT_IF_COLOURS = {"actual": charts.RED, "pareto": charts.BLUE, "dominated": charts.GREY}
 
 
-def _what_if_chart(wi: list[dict[str, Any]], why: str | None, div: float, unit: str) -> Figure:
-    if not wi:
-        return Figure(charts.empty_chart("parallelism what-if", "no what-if (see the table)"),
-                      f"No what-if: {why}.")
+def _what_if_chart(wi: list[dict[str, Any]], div: float, unit: str) -> Figure:
     pts = []
     for group in _same_point_groups(wi):
         ks = [r["parallel"] for r in group]
@@ -303,7 +300,8 @@ def _charts(data: SweepData, s: dict[str, Any], wi: list[dict[str, Any]], why: s
         [("best so far", charts.TEAL, pts_c)], title=f"best {metric} so far vs spend",
         x_label="cumulative spend (USD)", y_label=f"best {metric}", hline=hline),
         "The same curve against cumulative spend (runs in the order they ended).")
-    out["what_if"] = _what_if_chart(wi, why, div, unit)
+    if wi:  # without a what-if the section says why instead of a chart
+        out["what_if"] = _what_if_chart(wi, div, unit)
     acc = accuracy_rows(data)
     ok, off = charts.BLUE, charts.RED
     legend = [(f"within ±{OUTLIER_PCT:g}%", ok), ("off by more", off)]
@@ -387,7 +385,7 @@ def sweep_document(data: SweepData) -> Document:
           "yes" if r["pareto"] else "", "← this sweep" if r["actual"] else ""]
          + ([_in_unit(r["cloud_time_to_recipe_s"], div), usd(r["cloud_cost_usd"])] if wi_cloud else []) for r in wi],
         numeric=[0, 1, 2, 5, 6], highlight=[i for i, r in enumerate(wi) if r["actual"]], empty=f"No what-if: {why}.")
-    wi_blocks: list = [Columns([figs["what_if"], wi_table])]
+    wi_blocks: list = [Columns([figs["what_if"], wi_table])] if wi else [Note(f"No what-if: {why}.", "small")]
     if wi_cloud:
         wi_blocks.append(Note(f"The last two columns replay the plan's estimated time and cost of each trial on "
                               f"{cloud['offer']} the same way (estimates, not measurements; nothing was billed "
