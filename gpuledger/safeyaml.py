@@ -9,8 +9,8 @@ read as a file never ends. Here every such input is answered at once with a `Yam
 - a file is read only when it is a regular file of at most `max_bytes` (256 KiB);
 - nesting at most `max_depth` (64) collections deep;
 - at most `max_aliases` (100) `*alias` references;
-- at most `max_nodes` (20,000) nodes once aliases are expanded (`NodeBudget`, used by whoever walks
-  the composed graph: an alias is a shared node, so the walk is where expansion happens);
+- at most `max_nodes` (20,000) nodes once aliases are expanded, and no alias cycles
+  (`check_expansion`, counting each distinct node once; `NodeBudget` guards a walk as well);
 - at most `max_seconds` (5 s) of composing and walking.
 
 YAML 1.2 floats: `3e-4` is read as a float (PyYAML's YAML 1.1 rules make it a string).
@@ -185,6 +185,51 @@ class NodeBudget:
                                  problem_mark=node.start_mark)
 
 
+def check_expansion(root: yaml.Node, limits: Limits = LIMITS) -> None:
+    """Raises YamlLimitError when the document, once its aliases are expanded, would hold more than
+    `max_nodes` values or nest deeper than `max_depth`, or when an alias refers to a collection that
+    contains it (a cycle, which no walk would finish). Counts each distinct node once (an alias is
+    a shared node), iteratively: the cost is the size of the file, not of the expansion."""
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    state: dict[int, int] = {}  # 1: on the current path, 2: counted
+
+    def children(node: yaml.Node) -> list[yaml.Node]:
+        if isinstance(node, yaml.SequenceNode):
+            return list(node.value)
+        if isinstance(node, yaml.MappingNode):
+            return [n for pair in node.value for n in pair]
+        return []
+
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            kids = children(node)
+            size[key] = 1 + sum(size[id(c)] for c in kids)
+            depth[key] = (1 if kids or isinstance(node, yaml.CollectionNode) else 0) + max(
+                (depth[id(c)] for c in kids), default=0)
+            state[key] = 2
+            if size[key] > limits.max_nodes:
+                raise YamlLimitError(problem=f"more than {limits.max_nodes:,} values (aliases expanded); a spec "
+                                             "needs far fewer", problem_mark=node.start_mark)
+            if depth[key] > limits.max_depth:
+                raise YamlLimitError(problem=f"nested more than {limits.max_depth} levels deep (aliases expanded)",
+                                     problem_mark=node.start_mark)
+            continue
+        if state.get(key) == 2:
+            continue
+        state[key] = 1
+        stack.append((node, True))
+        for child in children(node):
+            if state.get(id(child)) == 1:
+                raise YamlLimitError(problem="an alias refers to a collection that contains it (a cycle)",
+                                     problem_mark=child.start_mark)
+            if state.get(id(child)) != 2:
+                stack.append((child, False))
+
+
 def compose(text: str, limits: Limits | None = None) -> tuple[yaml.Node | None, BoundedLoader]:
     """Returns (root node or None for an empty document, the loader) of one YAML document.
 
@@ -196,6 +241,9 @@ def compose(text: str, limits: Limits | None = None) -> tuple[yaml.Node | None, 
                                      f"{_size_text(limits.max_bytes)} may be read")
     loader = BoundedLoader(text, limits)
     try:
-        return loader.get_single_node(), loader
+        root = loader.get_single_node()
     finally:
         loader.dispose()
+    if root is not None:
+        check_expansion(root, limits)
+    return root, loader

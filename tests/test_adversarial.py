@@ -81,6 +81,19 @@ def test_alias_bomb_is_refused_at_once(tmp_path):
     assert done.stderr.startswith(f"{bomb}:"), done.stderr
 
 
+@pytest.mark.parametrize("text", ["a: &a [1, *a]\n", "a: &a {b: *a}\n", "a: &a [[x, [*a]]]\n"])
+def test_a_recursive_alias_is_refused_not_a_recursion_error(text):
+    """An alias inside the collection it names made the positions walk recurse until RecursionError."""
+    assert "refused: an alias refers to a collection that contains it (a cycle)" in _problems(text)
+
+
+def test_aliases_chained_past_the_depth_limit_are_refused():
+    """Each anchor 60 deep holding an alias of the one before: 50 aliases nest 3,000 deep once expanded."""
+    lines = ["x0: &x0 " + "[" * 60 + "1" + "]" * 60]
+    lines += [f"x{i}: &x{i} " + "[" * 60 + f"*x{i - 1}" + "]" * 60 for i in range(1, 50)]
+    assert "nested more than 64 levels deep (aliases expanded)" in _problems("\n".join(lines) + "\n")
+
+
 def test_many_aliases_are_refused():
     text = "x: &x 1\ny: [" + ", ".join(["*x"] * 150) + "]\n"
     assert "more than 100 aliases" in _problems(text)
