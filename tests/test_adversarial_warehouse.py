@@ -224,6 +224,16 @@ def test_a_65_mb_record_is_refused_in_bounded_memory(ledger, tmp_path):
     assert peak_mb < 250, f"ingest of a {size_mb:.0f} MB record peaked at {peak_mb:.0f} MB"
 
 
+def test_a_fifo_or_a_device_in_landing_is_refused_without_blocking(ledger, tmp_path):
+    land = _landing(tmp_path, {"good.json": example_record("g1", "t2", sweep_id="s-1")})
+    os.mkfifo(land / "fifo.json")  # opening it for reading would block forever
+    (land / "zero.json").symlink_to("/dev/zero")  # reading it would never end
+    with Warehouse.open(ledger) as wh:
+        result = wh.ingest_landing(land)
+    assert result.ingested == 1 and sorted(Path(r.source).name for r in result.rejected) == ["fifo.json", "zero.json"]
+    assert "not a regular file" in _refused(land, "fifo.json") and "not a regular file" in _refused(land, "zero.json")
+
+
 def test_a_list_file_with_one_bad_item_keeps_the_good_ones(ledger, tmp_path):
     items = [example_record("l1", "t1", sweep_id="s-1"), example_record("l2", "ghost", sweep_id="s-1"),
              example_record("l3", "t2", sweep_id="s-1")]

@@ -188,7 +188,8 @@ class IngestMixin:
         land = Path(landing) if landing is not None else self.path.parent / "landing"
         if not land.is_dir():
             raise UserError(f"no landing folder at {land}; pass the folder that holds the result records")
-        files = sorted(p for p in land.glob("*.json") if p.is_file())
+        # everything named *.json but folders: a FIFO or a device there is refused, not skipped
+        files = sorted(p for p in land.glob("*.json") if not p.is_dir())
         total = IngestResult()
         batch: list[Path] = []
         size = 0
@@ -251,7 +252,8 @@ def read_record_file(path: Path) -> tuple[Any, str | None]:
     """Returns (decoded JSON, None) or (None, why not) for a landing file, reading at most
     `MAX_RECORD_FILE_BYTES` + 1 bytes whatever the file claims."""
     try:
-        with path.open("rb") as fh:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO put in its place must not block the open
+        with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                 return None, "not a regular file"
             raw = fh.read(MAX_RECORD_FILE_BYTES + 1)

@@ -54,6 +54,8 @@ READ_ONLY_TABLE_FUNCTIONS = frozenset({
     "duckdb_functions", "duckdb_indexes", "duckdb_keywords", "duckdb_memory", "duckdb_optimizers",
     "duckdb_schemas", "duckdb_sequences", "duckdb_settings", "duckdb_tables", "duckdb_types",
     "duckdb_variables", "duckdb_views", "duckdb_temporary_files", "duckdb_approx_database_count",
+    "duckdb_logs", "duckdb_log_contexts", "duckdb_connection_count", "duckdb_prepared_statements",
+    "duckdb_secret_types", "duckdb_table_sample", "duckdb_external_file_cache",
     "pragma_collations", "pragma_database_size", "pragma_metadata_info", "pragma_platform", "pragma_show",
     "pragma_storage_info", "pragma_table_info", "pragma_user_agent", "pragma_version",
 })
