@@ -76,8 +76,9 @@ class IngestMixin:
 
         Idempotent by run_id: a record ingested again replaces its run row and its metrics,
         final metrics and billing lines (nothing is duplicated). A record that fails validation
-        (pydantic record model, then the pandera frame schemas) is left out and listed in
-        `rejected` with its reason; the others are written. Also sets the status of each
+        (pydantic record model, the checks of `gpuledger.warehouse.checks`: registered sweep and
+        planned trial, cost = rate x hours, finite numbers, size caps; then the pandera frame
+        schemas) is left out and listed in `rejected` with its reason; the others are written. Also sets the status of each
         registered trial that got a run to the status of its latest attempt.
         """
         self._require_writer("ingest")
