@@ -88,6 +88,9 @@ class TrialsFrame(_Base):
     est_cost_usd: float = pa.Field(nullable=True, ge=0)
     feasible: bool = pa.Field(nullable=True)
     reason: str = pa.Field(nullable=True)
+    status: str = pa.Field(isin=list(TRIAL_STATUSES))
+    updated_at: _TS = pa.Field()
+    # migration 004 (columns added at the end of the table)
     est_flops: float = pa.Field(nullable=True, ge=0)
     est_basis: str = pa.Field(nullable=True)
     cloud_equiv_accelerator: str = pa.Field(nullable=True)
@@ -97,8 +100,6 @@ class TrialsFrame(_Base):
     cloud_equiv_spot: bool = pa.Field(nullable=True)
     cloud_equiv_wall_s: float = pa.Field(nullable=True, ge=0)
     cloud_equiv_usd: float = pa.Field(nullable=True, ge=0)
-    status: str = pa.Field(isin=list(TRIAL_STATUSES))
-    updated_at: _TS = pa.Field()
 
     @pa.dataframe_check
     def unique_key(cls, data: pa.PolarsData) -> pl.LazyFrame:
