@@ -35,6 +35,7 @@ from pathlib import Path
 
 from gpuledger.errors import UserError
 from gpuledger.paths import ENV_PATH, resolve_path
+from gpuledger.warehouse.billing import BillingIngestResult, BillingMixin
 from gpuledger.warehouse.connect import (
     DEFAULT_LOCK_TIMEOUT_S,
     ENV_LOCK_TIMEOUT,
@@ -64,10 +65,10 @@ from gpuledger.warehouse.sweeps import SweepsMixin
 
 #: base tables, in the order `export_parquet` writes them
 TABLES = ("schema_migrations", "schema_views", "specs", "sweeps", "trials", "runs", "final_metrics", "metrics",
-          "billing", "prices", "sweep_leases")
+          "billing", "prices", "sweep_leases", "billing_files", "billing_line_items")
 
 
-class Warehouse(IngestMixin, SweepsMixin, LeaseMixin, WarehouseBase):
+class Warehouse(IngestMixin, SweepsMixin, LeaseMixin, BillingMixin, WarehouseBase):
     """A connection to the DuckDB warehouse file. Use as a context manager; see the package doc."""
 
 
@@ -87,6 +88,6 @@ def measured_preemption_if_any(path: str | Path | None = None) -> dict[tuple[str
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT_S", "ENV_LOCK_TIMEOUT", "ENV_PATH", "MIGRATIONS_DIR", "QUERIES_DIR",
     "READ_ONLY_CONFIG", "READ_ONLY_STATEMENTS", "read_only_problems", "SQL_ROOT", "TABLES", "VIEWS_DIR", "VIEWS_DOC", "IngestResult",
-    "MigrationChanged", "Rejection", "SweepBusy", "Warehouse", "WarehouseBusy", "json_text", "measured_preemption_if_any",
+    "BillingIngestResult", "MigrationChanged", "Rejection", "SweepBusy", "Warehouse", "WarehouseBusy", "json_text", "measured_preemption_if_any",
     "named_sql", "records_to_frames", "resolve_path", "utc_naive", "writing_statements",
 ]
