@@ -186,6 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("ingest", help="ingest result records from a landing folder")
     s.add_argument("landing", nargs="?", default=None, metavar="DIR")
 
+    s = sub.add_parser("billing", help="the cloud's own bill: ingest FOCUS billing exports")
+    bsub = s.add_subparsers(dest="billing_action", metavar="ACTION", parser_class=_Parser)
+    bsub.required = True
+    b = bsub.add_parser("ingest", help="ingest FOCUS 1.0-1.2 exports (CSV, CSV.gz, Parquet)")
+    b.add_argument("paths", nargs="+", metavar="PATH")
+    b.add_argument("--export-name", default=None, metavar="NAME",
+                   help="what identifies a re-delivery of the same export (default: each file's name)")
+
     s = sub.add_parser("export", help="export every warehouse table")
     s.add_argument("--parquet", required=True, metavar="DIR")
 

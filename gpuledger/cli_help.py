@@ -65,6 +65,19 @@ DOCS: dict[str, tuple[str, list[str]]] = {
         "Ingest result records from a landing folder into the warehouse (what a sweep does after each "
         "trial); records that cannot be stored go to rejected/ with the reason.",
         ["gpuledger ingest", "gpuledger ingest warehouse/landing"]),
+    "billing": (
+        "The cloud's own bill next to the catalog estimate: ingest FOCUS billing exports, then compare "
+        "estimated, billed and effective cost per run and sweep (views v_billed_spend, v_run_billed, "
+        "v_sweep_billed, v_billing_attribution).",
+        ["gpuledger billing ingest exports/*.csv.gz"]),
+    "billing ingest": (
+        "Ingest the cloud's own bill: FOCUS 1.0-1.2 exports (AWS Data Exports, GCP's FOCUS view, Azure "
+        "Cost Management, OCI) as CSV, gzipped CSV or Parquet. Each file lands whole or not at all; the same "
+        "file again changes nothing; a later delivery of the same export (same file name, or --export-name) "
+        "restates the billing periods it covers. Line items are attributed to runs by their launch labels "
+        "(v_billing_attribution); see v_billed_spend, v_run_billed and v_sweep_billed.",
+        ["gpuledger billing ingest exports/focus-2026-02.csv.gz",
+         "gpuledger sql \"select * from v_billed_spend\""]),
     "export": (
         "Export every warehouse table as Parquet files.",
         ["gpuledger export --parquet /tmp/ledger"]),

@@ -55,6 +55,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpuledger import protocol as P
+from gpuledger.billing.labels import launch_labels
 from gpuledger.launch.base import LaunchRequest, TrialStatus
 from gpuledger.protocol import RESULT_LINE_PREFIX, SCHEMA
 from gpuledger.record import ResultRecord
@@ -174,6 +175,9 @@ def _resource(request: LaunchRequest, place: Placement, recovery: dict | None) -
     if request.accelerator:
         res["accelerators"] = {request.accelerator: max(1, request.gpus)}
     res["use_spot"] = bool(request.spot)
+    # the bill names the run: FOCUS Tags carry these labels (gpuledger.billing.labels)
+    res["labels"] = launch_labels(sweep_id=request.sweep_id, trial_id=request.trial_id,
+                                  sweep_name=request.sweep_name)
     if recovery:
         res["job_recovery"] = dict(recovery)
     return res
