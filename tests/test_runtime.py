@@ -212,3 +212,31 @@ def test_records_that_cannot_be_stored_are_counted_named_and_stored_by_the_next_
     assert summary.status == P.SWEEP_SUCCEEDED
     with _wh() as wh:
         assert wh.scalar("SELECT count(*) FROM runs WHERE sweep_id = ?", [run.sweep_id]) == 4
+
+
+def test_ctrl_c_stops_launching_cancels_what_runs_and_still_stores_what_finished(tmp_path, monkeypatch):
+    """#17.9: after Ctrl-C the finished trials' records are stored before the run ends, and it says interrupted."""
+    import signal
+    import threading
+
+    monkeypatch.chdir(tmp_path)
+    run, made = _run(tmp_path, max_parallel=2, launcher_kw={"sleep_s": 3.0})
+    timers: list[threading.Timer] = []
+
+    class InterruptAfterFirstResults(Hooks):
+        def progress(self, done, total, final=False):
+            if done >= 1 and not timers:  # the first trials stored, the next ones running: Ctrl-C
+                timers.append(threading.Timer(0.3, signal.raise_signal, args=(signal.SIGINT,)))
+                timers[0].start()
+
+    summary = execute(run, InterruptAfterFirstResults())
+    assert summary.interrupted and summary.status == P.SWEEP_INTERRUPTED and summary.exit_code() == 130
+    assert summary.succeeded >= 2 and summary.unrecorded == 0
+    with _wh() as wh:
+        runs = wh.query("SELECT status, count(*) AS n FROM runs WHERE sweep_id = ? GROUP BY status", [run.sweep_id])
+        status = wh.scalar("SELECT status FROM sweeps WHERE sweep_id = ?", [run.sweep_id])
+    counts = dict(zip(runs["status"], runs["n"], strict=True))
+    # every launched trial's record is stored: the finished ones succeeded, the running ones cancelled
+    # (on a very loaded machine the interrupt may come after they finished: then all succeeded)
+    assert set(counts) <= {"succeeded", "cancelled"} and sum(counts.values()) == summary.launched
+    assert counts["succeeded"] == summary.succeeded and status == P.SWEEP_INTERRUPTED

@@ -296,7 +296,13 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
         if callable(close):
             with contextlib.suppress(Exception):
                 close()
-        writer.close()  # everything queued is stored (or left in landing) before the status is written
+        while True:  # everything queued is stored (or left in landing) before the status is written
+            try:
+                writer.close()
+                break
+            except KeyboardInterrupt:  # Ctrl-C again: the records that finished are still stored first
+                summary.interrupted = True
+                hooks.log.warning("Interrupted: storing the finished trials' records before stopping ...")
         waiting = L.waiting(landing)
         summary.unrecorded = len(waiting)
         summary.unrecorded_files = [str(p) for p in waiting]

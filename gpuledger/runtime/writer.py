@@ -47,6 +47,8 @@ class Writer:
         self.last_error: str | None = None
         self.rejected: dict[str, str] = {}  # run_id -> why the warehouse refused the record
         self._unwritten_marks: list[tuple[list[str], str, str]] = []
+        self._closing = False
+        self._retried = False
         self._queue: queue.Queue[Any] = queue.Queue()
         # a copy of the caller's context: a Prefect logger keeps working from the thread
         self._thread = threading.Thread(target=contextvars.copy_context().run, args=(self._loop,),
@@ -62,10 +64,14 @@ class Writer:
         self._queue.put(("mark", trial_ids, status, reason))
 
     def close(self) -> None:
-        """Writes everything queued, retries what failed once, then stops the thread."""
-        self._queue.put(None)
+        """Writes everything queued, retries what failed once, then stops the thread. Safe to call
+        again (after a Ctrl-C interrupted it): it goes on where it was."""
+        if not self._closing:
+            self._closing = True
+            self._queue.put(None)
         self._thread.join()
-        if self.failed_batches:
+        if not self._retried and (self.failed_batches or self._unwritten_marks or L.waiting(self.landing)):
+            self._retried = True
             self._retry_leftovers()
 
     # -- the thread -------------------------------------------------------------------------
