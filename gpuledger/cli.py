@@ -194,6 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--export-name", default=None, metavar="NAME",
                    help="what identifies a re-delivery of the same export (default: each file's name)")
 
+    s = sub.add_parser("warehouse", help="the team warehouse: push a local ledger into DuckLake")
+    wsub = s.add_subparsers(dest="warehouse_action", metavar="ACTION", parser_class=_Parser)
+    wsub.required = True
+    w = wsub.add_parser("push", help="copy a local DuckDB ledger into the warehouse GPULEDGER_WAREHOUSE names")
+    w.add_argument("file", metavar="FILE")
+
     s = sub.add_parser("export", help="export every warehouse table")
     s.add_argument("--parquet", required=True, metavar="DIR")
 

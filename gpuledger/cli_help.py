@@ -78,6 +78,17 @@ DOCS: dict[str, tuple[str, list[str]]] = {
         "(v_billing_attribution); see v_billed_spend, v_run_billed and v_sweep_billed.",
         ["gpuledger billing ingest exports/focus-2026-02.csv.gz",
          "gpuledger sql \"select * from v_billed_spend\""]),
+    "warehouse": (
+        "The team warehouse (DuckLake: a PostgreSQL catalog and Parquet files on a shared path or S3), "
+        "selected by GPULEDGER_WAREHOUSE=ducklake:postgres:<connection string> and "
+        "GPULEDGER_WAREHOUSE_DATA=<path or s3://...>.",
+        ["gpuledger warehouse push warehouse/ledger.duckdb"]),
+    "warehouse push": (
+        "Copy every table of a local DuckDB ledger FILE into the team warehouse that GPULEDGER_WAREHOUSE "
+        "names, idempotently: rows are replaced by key, so pushing twice, or from two processes at once, "
+        "duplicates nothing (overlapping writers retry).",
+        ["GPULEDGER_WAREHOUSE='ducklake:postgres:dbname=ledger host=db' GPULEDGER_WAREHOUSE_DATA=/shared/ledger "
+         "gpuledger warehouse push warehouse/ledger.duckdb"]),
     "export": (
         "Export every warehouse table as Parquet files.",
         ["gpuledger export --parquet /tmp/ledger"]),

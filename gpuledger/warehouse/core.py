@@ -17,6 +17,7 @@ import polars as pl
 
 from gpuledger.errors import UserError
 from gpuledger.paths import ENV_PATH, resolve_path
+from gpuledger.warehouse import lake
 from gpuledger.warehouse import migrate as _migrate
 from gpuledger.warehouse import sqlfiles as sf
 from gpuledger.warehouse.connect import connect, one_line
@@ -28,6 +29,9 @@ class WarehouseBase:
 
     #: Test hook: called inside each ingest transaction just before COMMIT (crash tests set it).
     _before_commit: Callable[[str], None] | None = None
+
+    #: "duckdb" (one file) or "ducklake" (the team warehouse)
+    backend = "duckdb"
 
     def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, read_only: bool):
         self._con = con
@@ -48,7 +52,22 @@ class WarehouseBase:
         (a writer, or for a writer any reader), retries for `lock_timeout_s` (default
         `$GPULEDGER_LOCK_TIMEOUT_S` or 10 s), then raises `WarehouseBusy` (a `UserError`) naming
         that process and whether it reads or writes. `config`: DuckDB settings of the connection.
+
+        A `ducklake:postgres:<connection string>` (as `path` or `$GPULEDGER_WAREHOUSE`) opens the team
+        warehouse on DuckLake instead (`gpuledger.warehouse.lake`): same tables, views and writes.
         """
+        target = str(path) if path is not None else os.environ.get(ENV_PATH)
+        if lake.is_lake(target):
+            con = lake.connect(str(target), read_only=read_only)
+            wh = cls(con, Path(lake.redact(str(target))), read_only)
+            wh.backend = "ducklake"
+            if not read_only and migrate:
+                try:
+                    lake.ensure_schema(con)
+                except BaseException:
+                    con.close()
+                    raise
+            return wh
         p = resolve_path(path)
         if read_only and not p.exists():
             raise UserError(f"no warehouse at {p} yet; run `make demo` or `gpuledger sweep SPEC` "
@@ -93,8 +112,12 @@ class WarehouseBase:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Runs the body in one transaction: COMMIT at the end, ROLLBACK on any exception."""
+        """Runs the body in one transaction: COMMIT at the end, ROLLBACK on any exception.
+        On DuckLake the transaction first claims the writers' row, so that a concurrent writer's
+        commit conflicts instead of duplicating rows (`gpuledger.warehouse.lake`)."""
         with _migrate.transaction(self._con):
+            if self.backend == "ducklake":
+                lake.claim_writer(self._con, lake.holder_name())
             yield
 
     def _run(self, name: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
@@ -226,6 +249,14 @@ class WarehouseBase:
         """Inside a transaction: writes a validated frame. `update` overrides the SET expression of
         a column on conflict; `keep` lists columns left as they are on conflict."""
         if df.height == 0:
+            return
+        if self.backend == "ducklake":  # no primary keys there: replace the incoming keys' rows
+            name = f"_in_{table}"
+            self._con.register(name, df)
+            try:
+                lake.replace_rows(self._con, table, sf.ident(name), list(df.columns))
+            finally:
+                self._unregister(name)
             return
         if replace_where:
             name = f"_in_{table}"

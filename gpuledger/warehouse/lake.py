@@ -1,0 +1,307 @@
+"""A team warehouse on DuckLake: catalog in PostgreSQL, Parquet data files on a shared path or S3.
+
+Selected by `GPULEDGER_WAREHOUSE=ducklake:postgres:<libpq connection string>` and
+`GPULEDGER_WAREHOUSE_DATA=<path or s3://bucket/prefix>` (the data path is needed when the catalog
+is created; later connections read it from the catalog).
+
+- Extensions (ducklake, postgres_scanner, httpfs) come from the pip packages `duckdb-ext-*` pinned
+  with DuckDB 1.4 LTS and are loaded from site-packages: nothing is downloaded at run time.
+- Schema: DuckLake has no PRIMARY KEY or UNIQUE constraints, so the tables are created from a
+  reference schema (the migrations applied to an in-memory DuckDB: `reference()`), column by column,
+  without constraints; a column a later migration adds is added with ALTER TABLE. The same
+  `warehouse/views/*.sql` and the same views.yml comments as the file.
+- Idempotent writes: delete the rows with the incoming keys (the reference schema's primary keys),
+  then insert, in one transaction.
+- Several writers: DuckLake commits optimistically and lets concurrent INSERTs through, so every
+  writing transaction first updates the single row of `lake_writer`: two writers that overlap
+  conflict on that row, the later one's commit fails and it retries from the start (seeing the
+  earlier one's rows). Nothing is lost, nothing duplicated (`push_ledger`; tests/test_lake.py).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import random
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from gpuledger.errors import UserError
+from gpuledger.warehouse import sqlfiles as sf
+from gpuledger.warehouse.connect import now, one_line
+
+PREFIX = "ducklake:"
+ENV_DATA = "GPULEDGER_WAREHOUSE_DATA"
+ALIAS = "lake"
+#: tables of the file that stay local (bookkeeping of the file itself)
+LOCAL_ONLY = ("schema_migrations", "schema_views", "sweep_leases")
+#: how long a writer retries a transaction that conflicted with another writer
+RETRY_S = 120.0
+
+
+class LakeError(UserError):
+    """The DuckLake warehouse cannot be reached or used."""
+
+
+def is_lake(target: str | os.PathLike[str] | None) -> bool:
+    return target is not None and str(target).startswith(PREFIX)
+
+
+@dataclass(frozen=True)
+class TableShape:
+    name: str
+    columns: list[tuple[str, str]]  # (name, DuckDB type)
+    keys: list[str]
+
+
+@cache
+def reference() -> dict[str, TableShape]:
+    """The tables as the migrations define them (applied to an in-memory DuckDB), with their keys."""
+    from gpuledger.warehouse.migrate import migrate
+
+    con = duckdb.connect(":memory:")
+    try:
+        migrate(con)
+        shapes: dict[str, TableShape] = {}
+        for (table,) in sf.run(con, "tables_list").fetchall():
+            cols = [(c, t) for tb, c, t in sf.run(con, "database_columns", {"database": "memory"}).fetchall()
+                    if tb == table]
+            keys = sf.run(con, "table_primary_key", {"table": table}).fetchall()
+            shapes[table] = TableShape(table, [(c, t) for c, t in cols], list(keys[0][0]) if keys else [c for c, _ in cols])
+        return shapes
+    finally:
+        con.close()
+
+
+def _extension_dir() -> str:
+    import duckdb_ext  # type: ignore[import-not-found]  # the pip packages duckdb-ext-*
+
+    roots = [p for base in duckdb_ext.__path__ for p in glob.glob(os.path.join(base, "extensions"))]
+    if not roots:
+        raise LakeError("the DuckDB extension packages (duckdb-ext-ducklake, -postgres, -httpfs) are not "
+                        "installed; run `make setup`")
+    return roots[0]
+
+
+def connect(target: str, *, read_only: bool, data_path: str | None = None) -> duckdb.DuckDBPyConnection:
+    """Returns a connection with the DuckLake catalog attached as the default database."""
+    rest = target[len(PREFIX):]
+    if not rest.startswith("postgres:"):
+        raise LakeError(f"GPULEDGER_WAREHOUSE={target!r}: only ducklake:postgres:<connection string> is "
+                        "supported (a PostgreSQL catalog)")
+    data_path = data_path if data_path is not None else os.environ.get(ENV_DATA)
+    try:
+        con = duckdb.connect(":memory:", config={"extension_directory": _extension_dir(),
+                                                 "autoinstall_known_extensions": False,
+                                                 "autoload_known_extensions": True})
+        con.execute("LOAD ducklake")
+        con.execute("LOAD postgres_scanner")
+        if data_path and "://" in data_path:
+            con.execute("LOAD httpfs")
+        options = ["READ_ONLY"] if read_only else []
+        if data_path and not read_only:
+            if "://" not in data_path:
+                Path(data_path).mkdir(parents=True, exist_ok=True)
+            options.append(f"DATA_PATH {sf.literal(data_path)}")
+        opts = f" ({', '.join(options)})" if options else ""
+        _attach(con, f"ATTACH {sf.literal(target)} AS {ALIAS}{opts}")
+        con.execute(f"USE {ALIAS}")
+    except duckdb.Error as err:
+        raise LakeError(f"cannot open the DuckLake warehouse {redact(target)}: {one_line(err)}") from None
+    return con
+
+
+def _attach(con: duckdb.DuckDBPyConnection, statement: str, retry_s: float = 60.0) -> None:
+    """ATTACH, again while another process is creating the same new catalog (its metadata tables
+    'already exist' half-way, or a duplicate key): the first to create it wins, the others attach."""
+    deadline = time.monotonic() + retry_s
+    delay = 0.1
+    while True:
+        try:
+            con.execute(statement)
+            return
+        except duckdb.Error as err:
+            text = str(err).lower()
+            racing = "already exists" in text or "duplicate key" in text or "conflict" in text
+            if not racing or time.monotonic() >= deadline:
+                raise
+            time.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 2.0)
+
+
+def redact(target: str) -> str:
+    """The connection string without a password, for messages."""
+    import re
+
+    return re.sub(r"(password\s*=\s*)\S+", r"\1***", target, flags=re.I)
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection, *, retry_s: float = RETRY_S) -> None:
+    """Creates missing tables and columns (no constraints), then the views and their comments; again
+    from the start while another process creating them at the same moment conflicts (bounded)."""
+    deadline = time.monotonic() + retry_s
+    delay = 0.05
+    while True:
+        try:
+            _ensure_schema_once(con)
+            return
+        except duckdb.Error as err:
+            if "conflict" not in str(err).lower() or time.monotonic() >= deadline:
+                raise LakeError(f"cannot create the warehouse schema in the DuckLake catalog: {one_line(err)}") from None
+            time.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 2.0)
+
+
+def _ensure_schema_once(con: duckdb.DuckDBPyConnection) -> None:
+    have = {(t, c) for t, c, _ in sf.run(con, "database_columns", {"database": ALIAS}).fetchall()}
+    tables = {t for t, _ in have}
+    with transaction(con):
+        sf.run(con, "lake_writer_create")
+        sf.run(con, "lake_writer_seed", {"at": now()})
+        for shape in reference().values():
+            if shape.name in LOCAL_ONLY:
+                continue
+            if shape.name not in tables:
+                cols = ", ".join(f"{sf.ident(c)} {t}" for c, t in shape.columns)
+                con.execute(f"CREATE TABLE {sf.ident(shape.name)} ({cols})")
+                continue
+            for c, t in shape.columns:
+                if (shape.name, c) not in have:
+                    con.execute(f"ALTER TABLE {sf.ident(shape.name)} ADD COLUMN {sf.ident(c)} {t}")
+    _sync_views(con)
+
+
+def _sync_views(con: duckdb.DuckDBPyConnection) -> None:
+    wanted = sf.views()
+    existing = set(sf.run(con, "database_views", {"database": ALIAS}).fetchall())
+    names = {n for n, _ in existing}
+    docs = sf.view_docs()
+    marker = {n: f"-- gpuledger:{sf.checksum(sql)[:16]}" for n, sql in wanted.items()}
+    todo = [n for n in sf.dependency_order(wanted)
+            if n not in names or not any(n == e and marker[n] in s for e, s in existing)]
+    if not todo:
+        return
+    with transaction(con):
+        for n in todo:
+            con.execute(f"CREATE OR REPLACE VIEW {sf.ident(n)} AS\n{marker[n]}\n{wanted[n]}")
+            doc = docs.get(n)
+            if doc:
+                con.execute(f"COMMENT ON VIEW {sf.ident(n)} IS {sf.literal(doc['description'])}")
+
+
+def transaction(con: duckdb.DuckDBPyConnection):
+    from gpuledger.warehouse.migrate import transaction as tx
+
+    return tx(con)
+
+
+def claim_writer(con: duckdb.DuckDBPyConnection, holder: str) -> None:
+    """Inside a transaction: touches the writers' row, so that overlapping writers conflict."""
+    sf.run(con, "lake_writer_claim", {"holder": holder, "at": now()})
+
+
+def holder_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def with_retries(con: duckdb.DuckDBPyConnection, body: Callable[[], Any], *, what: str,
+                 retry_s: float = RETRY_S) -> Any:
+    """Runs `body` in a writing transaction, again from the start while it conflicts with another
+    writer (bounded by `retry_s`); returns what `body` returns."""
+    deadline = time.monotonic() + retry_s
+    delay = 0.05
+    attempts = 0
+    while True:
+        attempts += 1
+        con.begin()
+        try:
+            claim_writer(con, holder_name())
+            out = body()
+            con.commit()
+            return out
+        except duckdb.Error as err:
+            with _suppress():
+                con.rollback()
+            conflict = "conflict" in str(err).lower()
+            if conflict and time.monotonic() < deadline:
+                time.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 2.0)
+                continue
+            raise LakeError(f"{what}: {one_line(err)}"
+                            + (f" (after {attempts} attempts)" if conflict else "")) from None
+        except BaseException:
+            with _suppress():
+                con.rollback()
+            raise
+
+
+def _suppress():
+    from contextlib import suppress
+
+    return suppress(duckdb.Error)
+
+
+def replace_rows(con: duckdb.DuckDBPyConnection, table: str, source: str, columns: list[str]) -> int:
+    """Inside a transaction: deletes the rows of `table` whose keys appear in `source`, then inserts
+    `source` (only `columns`); returns the rows inserted."""
+    keys = [k for k in reference()[table].keys if k in columns]
+    t, s = sf.ident(table), source
+    if keys:
+        key_list = ", ".join(sf.ident(k) for k in keys)
+        con.execute(f"DELETE FROM {t} WHERE ({key_list}) IN (SELECT DISTINCT {key_list} FROM {s})")
+    cols = ", ".join(sf.ident(c) for c in columns)
+    con.execute(f"INSERT INTO {t} ({cols}) SELECT {cols} FROM {s}")
+    return int(con.execute(f"SELECT count(*) FROM {s}").fetchone()[0])  # identifiers only, as core.py
+
+
+@dataclass
+class PushResult:
+    file: str
+    target: str
+    rows: dict[str, int]
+    attempts: int = 1
+
+    def summary(self) -> str:
+        moved = ", ".join(f"{t} {n}" for t, n in self.rows.items() if n)
+        return f"pushed {self.file} into {redact(self.target)}: {moved or 'nothing (empty ledger)'}"
+
+
+def push_ledger(file: str | os.PathLike[str], target: str, *, data_path: str | None = None) -> PushResult:
+    """Copies every table of a local DuckDB ledger into the DuckLake warehouse `target`, idempotently:
+    rows are replaced by key, so pushing twice (or from two processes at once) duplicates nothing."""
+    path = Path(file)
+    if not target[len(PREFIX):].startswith("postgres:"):
+        connect(target, read_only=True)  # raises the one-line "only ducklake:postgres" message
+    if not path.is_file():
+        raise UserError(f"{path}: no such ledger file (a DuckDB warehouse file, e.g. warehouse/ledger.duckdb)")
+    con = connect(target, read_only=False, data_path=data_path)
+    try:
+        ensure_schema(con)
+        try:
+            con.execute(f"ATTACH {sf.literal(str(path.resolve()))} AS src (READ_ONLY)")
+        except duckdb.Error as err:
+            raise UserError(f"{path}: cannot be read as a DuckDB ledger: {one_line(err)}") from None
+        src_cols = {}
+        for t, c, _ in sf.run(con, "database_columns", {"database": "src"}).fetchall():
+            src_cols.setdefault(t, []).append(c)
+
+        def body() -> dict[str, int]:
+            rows: dict[str, int] = {}
+            for shape in reference().values():
+                if shape.name in LOCAL_ONLY or shape.name not in src_cols:
+                    continue
+                cols = [c for c, _ in shape.columns if c in src_cols[shape.name]]
+                rows[shape.name] = replace_rows(con, shape.name, f"src.{sf.ident(shape.name)}", cols)
+            return rows
+
+        rows = with_retries(con, body, what=f"push {path}")
+        return PushResult(str(path), target, rows)
+    finally:
+        con.close()
