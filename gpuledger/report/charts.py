@@ -183,9 +183,17 @@ _OFFSETS = [((6, 5), "left", "bottom"), ((6, -5), "left", "top"), ((-6, 5), "rig
             ((-6, -5), "right", "top"), ((0, 9), "center", "bottom"), ((0, -9), "center", "top")]
 
 
+#: a chart draws at most this many point labels (the first ones given: highlighted points first);
+#: more could not be read anyway, and measuring each candidate's text costs time (1,000-trial sweeps)
+MAX_LABELS = 40
+
+
 def place_labels(fig: MplFigure, ax, labels: Sequence[tuple[float, float, str, str]]) -> list[str]:
     """Draws each (x, y, text, colour) label beside its point at the first offset where it overlaps no
-    label placed before it and stays inside the axes; returns the texts left out (none fitted)."""
+    label placed before it and stays inside the axes; returns the texts left out (none fitted, or past
+    the first `MAX_LABELS`: those points are named in the table beside the chart)."""
+    left_over = [text for _, _, text, _ in labels[MAX_LABELS:]]
+    labels = labels[:MAX_LABELS]
     renderer = fig.canvas.get_renderer()
     fig.draw_without_rendering()
     area = ax.get_window_extent(renderer)
@@ -203,7 +211,7 @@ def place_labels(fig: MplFigure, ax, labels: Sequence[tuple[float, float, str, s
             ann.remove()
         else:
             left_out.append(text)
-    return left_out
+    return left_out + left_over
 
 
 def _legend_below(fig: MplFigure, handles: Sequence) -> None:
