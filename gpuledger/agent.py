@@ -217,7 +217,8 @@ class Agent:
             signal.signal(sig, self._on_signal)
 
         tmpdir = tempfile.mkdtemp(prefix="gpuledger-agent-")
-        metrics_path = Path(tmpdir) / "metrics.jsonl"
+        # --metrics-file: kept where the launcher reads intermediate values (pruning); else private
+        metrics_path = Path(opts.metrics_file) if opts.metrics_file else Path(tmpdir) / "metrics.jsonl"
         metrics_path.touch()
         env = dict(os.environ)
         env[METRICS_ENV] = str(metrics_path)
@@ -283,7 +284,8 @@ class Agent:
         tail.finish()
         gpus.close()
         with contextlib.suppress(OSError):
-            metrics_path.unlink()
+            if not opts.metrics_file:
+                metrics_path.unlink()
             os.rmdir(tmpdir)
 
         status, reason = self._classify(exit_code, launch_error, oom_kills_before)
@@ -441,6 +443,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds between SIGTERM/SIGINT and SIGKILL of the trial's group")
     p.add_argument("--sample-interval-s", type=float, default=0.25)
     p.add_argument("--workdir", default=None, help="directory to run the command in")
+    p.add_argument("--metrics-file", default=None, metavar="FILE",
+                   help="the JSONL file the trial's metrics go to (kept, so a launcher can read intermediate "
+                        "values while it runs); default: a private temporary file")
     p.add_argument("--exit-with-parent", action="store_true",
                    help="cancel the trial when the process that started the agent goes away")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")

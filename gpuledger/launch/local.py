@@ -194,6 +194,28 @@ class LocalLauncher:
                 self._signal_agent(handle, signal.SIGTERM)
         self._reap_within(handle, self.kill_grace_s + 5.0)
 
+    def metrics_path(self, handle: LocalHandle) -> Path:
+        """The trial's metrics JSONL (`gpuledger.track.log` lines), next to its log."""
+        return self.log_dir / f"{handle.run_id}.metrics.jsonl"
+
+    def progress(self, handle: LocalHandle, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+        """Returns (the metric points the running trial logged after byte `offset`, the new offset);
+        only whole lines are read, so a point being written is read next time."""
+        try:
+            with open(self.metrics_path(handle), "rb") as fh:
+                fh.seek(offset)
+                data = fh.read(1 << 20)
+        except OSError:
+            return [], offset
+        end = data.rfind(b"\n") + 1
+        points = []
+        for line in data[:end].splitlines():
+            with contextlib.suppress(ValueError):
+                point = json.loads(line)
+                if isinstance(point, dict):
+                    points.append(point)
+        return points, offset + end
+
     def collect(self, handle: LocalHandle) -> list[ResultRecord]:
         """Returns [the completed result record] of this attempt (waits for it to end first)."""
         self.wait([handle])
@@ -310,6 +332,7 @@ class LocalLauncher:
             "--params", json.dumps(req.params, sort_keys=True, default=str),
             "--kill-grace-s", f"{self.kill_grace_s:g}",
             "--exit-with-parent",
+            "--metrics-file", str(self.metrics_path(handle).resolve()),
         ]
         if handle.timeout_s is not None:
             cmd += ["--timeout-s", f"{handle.timeout_s:g}"]

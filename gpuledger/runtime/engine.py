@@ -15,7 +15,12 @@ What `execute` does, in order (every step says what it did through `hooks.log`):
    stores them in batches while launching goes on;
 4. on Ctrl-C: stops launching, cancels what runs (the launcher's records say `cancelled`), and
    still stores every record that finished; the run is `interrupted`;
-5. at the end: the writer stores everything queued (retrying once what failed), the sweep's final
+5. adaptive search (`search.strategy: tpe | asha`, `gpuledger.search`): instead of the planned
+   order, the next trial comes from the sweep's Optuna study whenever a slot frees; each running
+   trial's new objective values (the launcher's `progress`) are reported to the study, a trial the
+   pruner stops is cancelled through the launcher, billed for what it ran (its record says
+   `cancelled`) and marked `pruned`; every end is told to the study;
+6. at the end: the writer stores everything queued (retrying once what failed), the sweep's final
    status is written, and what is still waiting in the landing folder is counted and named in the
    summary (status `unrecorded`, exit 1) for the next run or `gpuledger ingest` to store.
 """
@@ -44,6 +49,7 @@ from gpuledger.runtime.launching import LAUNCH_RETRY_DELAYS_S, TrialOutcome, mak
 from gpuledger.runtime.requests import launch_requests
 from gpuledger.runtime.summary import SweepSummary
 from gpuledger.runtime.writer import Writer
+from gpuledger.search import AdaptiveSearch, is_adaptive
 
 #: After Ctrl-C: how long the trials being cancelled get to hand in their records (seconds).
 INTERRUPT_GRACE_S = 15.0
@@ -149,11 +155,14 @@ class _Loop:
     """Steps 2-4: the launch loop of one run (owned by the calling thread)."""
 
     def __init__(self, run: SweepRun, hooks: Hooks, launcher: Any, writer: Writer, meter: BudgetMeter,
-                 todo: list[Any]) -> None:
+                 todo: list[Any], search: Any = None) -> None:
         self.run, self.hooks, self.launcher, self.writer, self.meter = run, hooks, launcher, writer, meter
         self.summary = run.summary
         self.requests = launch_requests(run.spec, todo, run.rows, sweep_id=run.sweep_id, launcher=run.launcher)
-        self.pending = deque(todo)
+        self.search = search  # gpuledger.search.AdaptiveSearch: the next trial comes from its study
+        todo_ids = {t.trial_id for t in todo}
+        self.skip = {t.trial_id for t in run.trials if t.trial_id not in todo_ids}
+        self.pending = deque(todo if search is None else [])
         self.inflight: dict[Future[TrialOutcome], Any] = {}
         self.done_q: queue.Queue[Future[TrialOutcome]] = queue.Queue()
 
@@ -167,7 +176,13 @@ class _Loop:
             self.summary.failures.append(f"lost the sweep's lease: {self.writer.lost_lease}")
             self.summary.interrupted = True
             self.pending.clear()
-        while self.pending and len(self.inflight) < self.run.cap and not self.summary.budget_stopped:
+        while len(self.inflight) < self.run.cap and not self.summary.budget_stopped:
+            if not self.pending and self.search is not None and not self.summary.interrupted:
+                asked = self.search.ask(self.skip)
+                if asked is not None:
+                    self.pending.append(asked)
+            if not self.pending:
+                return
             t = self.pending[0]
             stop = self.meter.check(t.trial_id)
             if stop is not None:
@@ -175,15 +190,46 @@ class _Loop:
                 return
             self.pending.popleft()
             fut = pool.submit(run_trial, self.launcher, self.requests[t.trial_id], on_retry=self._on_retry,
-                              delays_s=self.run.retry_delays_s)
+                              delays_s=self.run.retry_delays_s,
+                              watch=self._watch_for(t.trial_id) if self.search is not None else None)
             self.inflight[fut] = t
             self.meter.launched(t.trial_id)
             self.summary.launched += 1
             fut.add_done_callback(self.done_q.put)
             notify("launched", trial_id=t.trial_id)
 
+    def _watch_for(self, trial_id: str) -> Any:
+        """Returns the pruning watch of one trial: its new objective values (one per step) go to the
+        study; answers why to stop it when the pruner says so."""
+        metric = self.search.metric
+        seen: dict[int, tuple[int, Any]] = {}  # id(handle) -> (byte offset in its metrics, last step)
+
+        def watch(launcher: Any, handle: Any) -> str | None:
+            progress = getattr(launcher, "progress", None)
+            if progress is None:
+                return None
+            offset, last_step = seen.get(id(handle), (0, object()))
+            points, offset = progress(handle, offset)
+            values = []
+            for p in points:
+                v = p.get("value")
+                if p.get("name") != metric or not isinstance(v, int | float) or p.get("step") == last_step:
+                    continue
+                last_step = p.get("step")
+                values.append(float(v))
+            seen[id(handle)] = (offset, last_step)
+            if self.search.report(trial_id, values):
+                return (f"pruned by ASHA after {self.search.rungs_of(trial_id)} value(s) of {metric} "
+                        f"(last {values[-1]:.4g})")
+            return None
+
+        return watch
+
     def _budget_stop(self, stop: BudgetStop) -> None:
         ids = [t.trial_id for t in self.pending]
+        if self.search is not None:
+            for tid in ids:
+                self.search.tell(tid, None)
         self.pending.clear()
         self.summary.budget_stopped = True
         self.summary.skipped_budget = len(ids)
@@ -197,6 +243,7 @@ class _Loop:
     def _consume(self, futures: list[Future[TrialOutcome]]) -> None:
         records: list[ResultRecord] = []
         errors: dict[str, str] = {}
+        pruned: dict[str, str] = {}
         for fut in futures:
             t = self.inflight.pop(fut)
             try:
@@ -212,9 +259,14 @@ class _Loop:
                 self.summary.launcher_errors += 1
                 self.summary.failures.append(f"{t.trial_id}: {outcome.error}")
                 self.hooks.log.error("Trial %s: %s", t.trial_id, outcome.error)
+            self._tell(t.trial_id, outcome)
             for rec in outcome.records:
                 records.append(rec)
-                if rec.status == P.SUCCEEDED:
+                if outcome.pruned and rec.status == P.CANCELLED:
+                    self.summary.pruned += 1
+                    pruned[rec.trial_id] = outcome.pruned
+                    self.hooks.log.info("Trial %s %s after %.1f s", rec.trial_id, outcome.pruned, rec.wall_s)
+                elif rec.status == P.SUCCEEDED:
                     self.summary.succeeded += 1
                     self.hooks.log.info("Trial %s succeeded in %.1f s (%s)", rec.trial_id, rec.wall_s,
                                         _fmt_metrics(rec.final_metrics))
@@ -224,11 +276,24 @@ class _Loop:
                     self.hooks.log.warning("Trial %s %s: %s", rec.trial_id, rec.status, rec.reason)
         self.summary.spent_usd = self.meter.spent_usd
         self.writer.results(records, errors)
+        for trial_id, why in pruned.items():  # after its record: the trial's status is `pruned`
+            self.writer.mark([trial_id], P.PRUNED, why)
+
+    def _tell(self, trial_id: str, outcome: TrialOutcome) -> None:
+        """Tells the study how the trial ended: pruned, its final objective value, or failed."""
+        if self.search is None:
+            return
+        if outcome.pruned:
+            self.search.tell_pruned(trial_id)
+            return
+        ok = [r for r in outcome.records if r.status == P.SUCCEEDED]
+        value = ok[-1].final_metrics.get(self.search.metric) if ok else None
+        self.search.tell(trial_id, value)
 
     def loop(self) -> None:
         pool = ThreadPoolExecutor(max_workers=self.run.cap, thread_name_prefix=f"trial-{self.run.sweep_id[:24]}")
         try:
-            while self.pending or self.inflight:
+            while True:
                 self._launch(pool)
                 if not self.inflight:
                     break
@@ -285,11 +350,16 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
                    spent_usd=summary.spent_usd, stored=ok)
         hooks.progress(counter["done"], total)
 
+    search = None
+    if is_adaptive(run.spec):
+        search = AdaptiveSearch.open(run.spec, run.sweep_id, run.trials)
+        hooks.log.info("Adaptive search (%s): study %s in %s; at most %d trial(s).", run.spec.search.strategy,
+                       run.sweep_id, search.path, search.n_trials)
     writer = Writer(run.sweep_id, landing, hooks.log, stored, lease=(run.holder, run.lease_ttl_s))
     launcher = run.launcher_factory(run.launcher, run.spec, run.cap, landing)
     status = P.SWEEP_FAILED
     try:
-        _Loop(run, hooks, launcher, writer, meter, todo).loop()
+        _Loop(run, hooks, launcher, writer, meter, todo, search).loop()
         status = ""
     finally:
         close = getattr(launcher, "close", None)

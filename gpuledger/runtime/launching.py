@@ -44,16 +44,31 @@ def poll_interval_s(launcher: Any) -> float:
     return 0.02 if getattr(launcher, "name", "") == "local" else 10.0
 
 
-def launch_and_collect(launcher: Any, request: LaunchRequest) -> list[ResultRecord]:
+#: How often a running trial's intermediate metrics are read for the pruner (seconds).
+WATCH_INTERVAL_S = 0.5
+
+
+def launch_and_collect(launcher: Any, request: LaunchRequest,
+                       watch: Callable[[Any, Any], str | None] | None = None) -> list[ResultRecord]:
     """Submits one trial, polls it to a terminal status, returns its records (one per attempt).
 
+    `watch(launcher, handle)`, called about every `WATCH_INTERVAL_S` while the trial runs, may
+    answer why to stop it (pruning): the trial is cancelled and its records (`cancelled`) returned.
     Raises only when the launcher raises; the attempt is cancelled first.
     """
     handle = launcher.submit(request)
     try:
         interval = poll_interval_s(launcher)
+        next_watch = time.monotonic()
         while launcher.poll(handle) not in TERMINAL:
+            if watch is not None and time.monotonic() >= next_watch:
+                next_watch = time.monotonic() + max(WATCH_INTERVAL_S, interval)
+                if watch(launcher, handle):
+                    launcher.cancel(handle)
+                    watch = None
             time.sleep(interval)
+        if watch is not None:  # the values logged since the last look still count (a final tell follows)
+            watch(launcher, handle)
         return launcher.collect(handle)
     except BaseException:
         with contextlib.suppress(Exception):
@@ -69,16 +84,28 @@ class TrialOutcome:
     records: list[ResultRecord]
     error: str | None = None
     retries: int = 0
+    pruned: str | None = None  # why the pruner stopped it (its records say `cancelled`)
 
 
 def run_trial(launcher: Any, request: LaunchRequest, *, delays_s: tuple[float, ...] = LAUNCH_RETRY_DELAYS_S,
               on_retry: Callable[[str, int, BaseException], None] | None = None,
-              sleep: Callable[[float], None] = time.sleep) -> TrialOutcome:
+              sleep: Callable[[float], None] = time.sleep,
+              watch: Callable[[Any, Any], str | None] | None = None) -> TrialOutcome:
     """Runs one trial through `launcher`, retrying launcher errors after `delays_s`; never raises
-    an `Exception` (a KeyboardInterrupt still does)."""
+    an `Exception` (a KeyboardInterrupt still does). `watch`: see `launch_and_collect`; the reason
+    it gave is the outcome's `pruned`."""
+    stopped: list[str] = []
+
+    def watching(launcher_: Any, handle: Any) -> str | None:
+        why = watch(launcher_, handle) if watch is not None else None
+        if why:
+            stopped.append(why)
+        return why
+
     for attempt in range(len(delays_s) + 1):
         try:
-            return TrialOutcome(request.trial_id, launch_and_collect(launcher, request), retries=attempt)
+            records = launch_and_collect(launcher, request, watching if watch is not None else None)
+            return TrialOutcome(request.trial_id, records, retries=attempt, pruned=stopped[0] if stopped else None)
         except Exception as err:  # noqa: BLE001 - the launcher's failure becomes the trial's outcome
             if attempt == len(delays_s):
                 return TrialOutcome(request.trial_id, [], error=(

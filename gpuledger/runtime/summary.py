@@ -21,6 +21,7 @@ class SweepSummary:
     launched: int = 0
     succeeded: int = 0
     failed: int = 0
+    pruned: int = 0  # stopped early by the adaptive search's pruner (their records say `cancelled`)
     launcher_errors: int = 0
     skipped_budget: int = 0
     not_feasible: int = 0

@@ -32,8 +32,9 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
     params = mapping(search.get("params"))
     strategy = search.get("strategy", "grid")
     for name, values in params.items():
-        if strategy == "grid" and isinstance(values, dict):
-            out.append((("search", "params", name), "a grid needs a list of values; ranges are for strategy: random"))
+        if strategy in ("grid", "tpe", "asha") and isinstance(values, dict):
+            out.append((("search", "params", name), f"strategy {strategy} needs a list of values here; ranges are "
+                        "for strategy: random"))
         elif isinstance(values, list) and not values:
             out.append((("search", "params", name), "empty list of values: the grid would have no trials"))
         elif isinstance(values, dict) and isinstance(values.get("low"), int | float) and isinstance(values.get("high"), int | float):
@@ -42,15 +43,17 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
             if values.get("log") and values["low"] <= 0:
                 out.append((("search", "params", name), "a log range needs low > 0"))
     lists = [v for v in params.values() if isinstance(v, list)]
-    if strategy == "grid" and lists and len(lists) == len(params):
+    if strategy in ("grid", "tpe", "asha") and lists and len(lists) == len(params):
         refused = grid_too_large(lists)
         if refused:
             out.append((("search", "params", "__key__"), refused))
     n_trials = search.get("n_trials")
-    if (strategy == "random" and lists and len(lists) == len(params) and isinstance(n_trials, int)
+    if (strategy in ("random", "tpe", "asha") and lists and len(lists) == len(params) and isinstance(n_trials, int)
             and not isinstance(n_trials, bool) and grid_points_total(lists) < n_trials <= MAX_TRIALS):
         out.append((("search", "n_trials"), f"n_trials ({n_trials}) is more than the {grid_points_total(lists)} "
                     "distinct combinations of the lists; use strategy: grid, or fewer trials"))
+    if search.get("pruning") is not None and strategy in ("grid", "random"):
+        out.append((("search", "pruning"), f"pruning needs strategy asha or tpe, not {strategy}"))
     if strategy == "random" and search.get("n_trials") is None:
         out.append((("search", "strategy"), "strategy: random needs n_trials (how many trials to draw)"))
     exclude = search.get("exclude")

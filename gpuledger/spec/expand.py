@@ -93,7 +93,8 @@ def _random_points(spec: SweepSpec):
 
 def iter_trials(spec: SweepSpec) -> Iterator[Trial]:
     """Yields the trials of a sweep spec one at a time, in a stable order, with rendered commands."""
-    points = _grid_points(spec) if spec.search.strategy == "grid" else _random_points(spec)
+    # tpe/asha: every point the search may ask for (it launches at most n_trials of them, in its order)
+    points = _random_points(spec) if spec.search.strategy == "random" else _grid_points(spec)
     for index, params in enumerate(points):
         tid = trial_id_for(spec.name, params)
         values = template_values(spec, params, tid, index)

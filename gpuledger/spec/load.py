@@ -67,7 +67,7 @@ def parse_spec(text: str, filename: str = "<spec>") -> SweepSpec | CapacitySpec:
     spec._positions = positions
     spec._source = filename
     problems += semantic
-    if not problems and isinstance(spec, SweepSpec) and spec.search.strategy == "grid" and grid_size(spec) == 0:
+    if not problems and isinstance(spec, SweepSpec) and spec.search.strategy != "random" and grid_size(spec) == 0:
         problems.append(Problem(filename, *located(("search", "exclude")), "search.exclude", "the exclude rules leave no trial"))
     if problems:
         raise SpecError(sorted(problems, key=lambda p: (p.line, p.col)))

@@ -47,7 +47,7 @@ class Objective(_Strict):
 
 
 class RandomRange(_Strict):
-    """A continuous or integer range for `strategy: random`."""
+    """A continuous or integer range for `strategy: random` (and, later, `tpe`/`asha`)."""
 
     low: float
     high: float
@@ -58,11 +58,26 @@ class RandomRange(_Strict):
 ParamValues = list[Scalar] | RandomRange
 
 
+class Pruning(_Strict):
+    """ASHA's settings (`gpuledger.search`): a trial's k-th reported value of the objective is its
+    resource k; the first rung is at `min_steps` values, each next one `reduction_factor` times later,
+    and a trial goes on from a rung only when its value is in the best 1/`reduction_factor` there."""
+
+    min_steps: int = Field(2, ge=1, le=1_000_000, description="objective values a trial reports before it "
+                           "can be pruned (its first rung)")
+    reduction_factor: int = Field(3, ge=2, le=100, description="1/reduction_factor of the trials at a rung "
+                                  "go on to the next")
+
+
 class Search(_Strict):
-    strategy: Literal["grid", "random"] = "grid"
+    strategy: Literal["grid", "random", "tpe", "asha"] = Field(
+        "grid", description="grid and random: every trial drawn up front; tpe and asha: Optuna asks for the "
+        "next trial as a slot frees (asha also prunes trials by their intermediate objective values)")
     params: dict[str, ParamValues] = Field(min_length=1)
     n_trials: int | None = Field(None, ge=1, le=MAX_TRIALS)
     seed: int = 0
+    pruning: Pruning | None = Field(None, description="strategy asha (default settings when absent), or tpe "
+                                    "(pruning only when set)")
     exclude: list[dict[str, Scalar | list[Scalar]]] = Field(
         default_factory=list, description="a trial matching every key of one rule is left out"
     )

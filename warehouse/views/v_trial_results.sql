@@ -29,6 +29,8 @@ SELECT k.sweep_id,
        t.params,
        CASE WHEN a.has_succeeded THEN 'succeeded'
             WHEN t.status = 'running' THEN 'running'
+            -- stopped by the adaptive search's pruner: its attempt was cancelled on purpose
+            WHEN t.status = 'pruned' AND a.last_status = 'cancelled' THEN 'pruned'
             ELSE coalesce(a.last_status, t.status) END AS status,
        s.objective_metric AS metric_name,
        a.metric_value,

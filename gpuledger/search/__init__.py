@@ -1,0 +1,15 @@
+"""Adaptive search (`search.strategy: tpe | asha`): Optuna's ask/tell study behind the sweep runtime.
+
+    search = AdaptiveSearch.open(spec, sweep_id, candidates)   # the study, persisted beside the warehouse
+    trial = search.ask()                                       # the next candidate to launch, or None
+    search.report(trial.trial_id, value)                       # each new value of the objective
+    search.should_prune(trial.trial_id)                        # -> True: cancel it
+    search.tell(trial.trial_id, value) / search.tell_pruned(...) / search.tell_failed(...)
+
+Only this package imports Optuna. See `gpuledger.search.study` for the samplers, the pruner and the
+storage.
+"""
+
+from gpuledger.search.study import STUDY_DIR, AdaptiveSearch, is_adaptive, study_path_for
+
+__all__ = ["STUDY_DIR", "AdaptiveSearch", "is_adaptive", "study_path_for"]

@@ -1,0 +1,209 @@
+"""One sweep's Optuna study: which candidate to launch next, and whether a running one is pruned.
+
+The candidates are the sweep's planned trials (for tpe/asha: every point of the lists' grid, so each
+one has a plan row, a price and a stable trial id). The study only chooses among them:
+
+- `asha`: every point of the grid once, in an order shuffled by `search.seed` (each next point is
+  enqueued in the study, `Study.enqueue_trial`, then asked; Optuna's `GridSampler` is not used: in
+  ask/tell mode it calls `Study.stop`, which raises outside `optimize`), with Optuna's `SuccessiveHalvingPruner`, which is asynchronous successive halving (ASHA, Li et al.
+  2020): a trial's resource is the number of objective values it has reported (k = 1, 2, ...); at
+  rung i (k = min_steps * reduction_factor**i) it goes on only when its value is among the best
+  1/reduction_factor of every value reported at that rung so far (the first trials at a rung: only
+  when best). Trials never wait for a rung to fill, so `max_parallel` slots stay busy.
+- `tpe`: Optuna's `TPESampler(seed, multivariate, constant_liar=True)`: a trial still running counts
+  as if it had the worst value seen, so parallel slots do not ask for the same region twice (the
+  constant liar of Ginsbourger et al.). The first `n_startup` trials are drawn at random. A point
+  TPE asks for again gets the value it already has (told at once) and TPE is asked again. Pruning
+  only when `search.pruning` is set (the same pruner as asha).
+
+The study is Optuna's own `JournalStorage` in `studies/<sweep_id>.journal` beside the warehouse
+file: a killed sweep's next run opens the same study (trials it left running are told failed, since
+the sweep's lease guarantees nobody else runs them), and the trials already asked are never asked
+again. `n_trials` (default: every candidate) counts trials asked over all runs of the sweep.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: The folder (beside the warehouse file) that holds the studies.
+STUDY_DIR = "studies"
+#: How many times one ask may land on a point already asked before the search counts as exhausted.
+MAX_REPEATS = 64
+TRIAL_ID_ATTR = "gpuledger_trial_id"
+
+
+def is_adaptive(spec: Any) -> bool:
+    """True when the spec's strategy asks an Optuna study for its trials (tpe, asha)."""
+    return getattr(getattr(spec, "search", None), "strategy", None) in ("tpe", "asha")
+
+
+def study_path_for(sweep_id: str) -> Path:
+    """Returns the study's journal file: `studies/SWEEP_ID.journal` beside the warehouse file."""
+    from gpuledger.paths import resolve_path
+
+    return resolve_path().resolve().parent / STUDY_DIR / f"{sweep_id}.journal"
+
+
+def _key(params: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in params.items()))
+
+
+@dataclass
+class AdaptiveSearch:
+    """The ask/tell interface the sweep runtime uses (thread-safe: trials report from their threads)."""
+
+    study: Any
+    candidates: dict[tuple, Any]
+    space: dict[str, list[Any]]
+    n_trials: int
+    metric: str
+    prunes: bool
+    asked: set[str] = field(default_factory=set)
+    live: dict[str, Any] = field(default_factory=dict)  # trial_id -> optuna Trial (asked, not told)
+    reported: dict[str, int] = field(default_factory=dict)  # trial_id -> values reported so far
+    path: Path | None = None
+    order: list[Any] = field(default_factory=list)  # asha: the candidates in the order they are tried
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+
+    @classmethod
+    def open(cls, spec: Any, sweep_id: str, candidates: list[Any], path: Path | None = None) -> AdaptiveSearch:
+        """Opens (creating or resuming) the study of `sweep_id` over `candidates` (planned trials)."""
+        import optuna
+        from optuna.storages import JournalStorage
+        from optuna.storages.journal import JournalFileBackend
+        from optuna.trial import TrialState
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        s = spec.search
+        space: dict[str, list[Any]] = {name: list(values) for name, values in s.params.items()}
+        path = path or study_path_for(sweep_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        storage = JournalStorage(JournalFileBackend(str(path)))
+        n_trials = min(s.n_trials or len(candidates), len(candidates))
+        pruning = s.pruning
+        if s.strategy == "asha" and pruning is None:
+            from gpuledger.spec.models import Pruning
+
+            pruning = Pruning()
+        if pruning is not None:
+            pruner: Any = optuna.pruners.SuccessiveHalvingPruner(
+                min_resource=pruning.min_steps, reduction_factor=pruning.reduction_factor,
+                min_early_stopping_rate=0)
+        else:
+            pruner = optuna.pruners.NopPruner()
+        order: list[Any] = []
+        if s.strategy == "asha":
+            import random
+
+            sampler: Any = optuna.samplers.RandomSampler(seed=s.seed)  # never asked: each point is enqueued
+            order = sorted(candidates, key=lambda t: t.trial_id)
+            random.Random(s.seed).shuffle(order)
+        else:
+            sampler = optuna.samplers.TPESampler(seed=s.seed, multivariate=True, constant_liar=True,
+                                                 n_startup_trials=max(2, min(10, n_trials // 3)))
+        direction = "minimize" if s.objective.goal == "minimize" else "maximize"
+        study = optuna.create_study(study_name=sweep_id, storage=storage, sampler=sampler, pruner=pruner,
+                                    direction=direction, load_if_exists=True)
+        self = cls(study=study, candidates={_key(t.params): t for t in candidates}, space=space, n_trials=n_trials,
+                   metric=s.objective.metric, prunes=pruning is not None, path=path, order=order)
+        for ft in study.get_trials(deepcopy=False):
+            tid = ft.user_attrs.get(TRIAL_ID_ATTR)
+            if ft.state == TrialState.RUNNING:  # left by a killed run of this sweep (we hold its lease)
+                study.tell(ft.number, state=TrialState.FAIL)
+                continue
+            if tid and ft.state in (TrialState.COMPLETE, TrialState.PRUNED):
+                self.asked.add(tid)
+        return self
+
+    # -- ask ----------------------------------------------------------------------------------
+
+    def ask(self, skip: set[str] | None = None) -> Any | None:
+        """Returns the next candidate to launch, or None when the search is done (n_trials asked,
+        or the sampler keeps returning points already asked). `skip`: ids not to launch (already
+        succeeded in the warehouse, or not feasible): told failed to the study, asked again."""
+        from optuna.trial import TrialState
+
+        skip = skip or set()
+        with self._lock:
+            for _ in range(MAX_REPEATS):
+                if len(self.asked) >= self.n_trials:
+                    return None
+                if self.order:
+                    nxt = next((t for t in self.order if t.trial_id not in self.asked and t.trial_id not in self.live
+                                and t.trial_id not in skip), None)
+                    if nxt is None:
+                        return None
+                    self.study.enqueue_trial(nxt.params, skip_if_exists=False)
+                trial = self.study.ask()
+                params = {name: trial.suggest_categorical(name, values) for name, values in self.space.items()}
+                cand = self.candidates.get(_key(params))
+                if cand is None:  # excluded by search.exclude: never run
+                    self.study.tell(trial, state=TrialState.FAIL)
+                    continue
+                tid = cand.trial_id
+                if tid in self.asked or tid in self.live or tid in skip:
+                    self._tell_repeat(trial, tid)
+                    if tid in skip:
+                        self.asked.add(tid)
+                    continue
+                trial.set_user_attr(TRIAL_ID_ATTR, tid)
+                self.asked.add(tid)
+                self.live[tid] = trial
+                self.reported[tid] = 0
+                return cand
+            return None
+
+    def _tell_repeat(self, trial: Any, tid: str) -> None:
+        """A point asked again: told the value it already has, else failed (it runs, or did not finish)."""
+        from optuna.trial import TrialState
+
+        for ft in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+            if ft.user_attrs.get(TRIAL_ID_ATTR) == tid and ft.value is not None:
+                self.study.tell(trial, ft.value)
+                return
+        self.study.tell(trial, state=TrialState.FAIL)
+
+    # -- intermediate values and pruning ------------------------------------------------------
+
+    def report(self, trial_id: str, values: list[float]) -> bool:
+        """Reports the trial's objective values seen since the last call (in order); returns True
+        when the pruner stops the trial."""
+        with self._lock:
+            trial = self.live.get(trial_id)
+            if trial is None or not values:
+                return False
+            for v in values:
+                self.reported[trial_id] += 1
+                trial.report(float(v), step=self.reported[trial_id])
+            return self.prunes and trial.should_prune()
+
+    # -- tell ---------------------------------------------------------------------------------
+
+    def tell(self, trial_id: str, value: float | None) -> None:
+        """The trial ended: its final objective value (None: it failed or has no value)."""
+        from optuna.trial import TrialState
+
+        with self._lock:
+            trial = self.live.pop(trial_id, None)
+            if trial is None:
+                return
+            if value is None:
+                self.study.tell(trial, state=TrialState.FAIL)
+            else:
+                self.study.tell(trial, float(value))
+
+    def tell_pruned(self, trial_id: str) -> None:
+        from optuna.trial import TrialState
+
+        with self._lock:
+            trial = self.live.pop(trial_id, None)
+            if trial is not None:
+                self.study.tell(trial, state=TrialState.PRUNED)
+
+    def rungs_of(self, trial_id: str) -> int:
+        """How many objective values the trial reported (its resource)."""
+        return self.reported.get(trial_id, 0)

@@ -1,0 +1,152 @@
+"""Adaptive search (gpuledger.search): the spec's tpe/asha fields, the Optuna study (ask/tell, pruning,
+persistence beside the warehouse), and a whole ASHA run through the runtime with the real local launcher,
+real trial subprocesses reporting intermediate values and a real DuckDB warehouse."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpuledger import protocol as P
+from gpuledger.search import AdaptiveSearch, study_path_for
+from gpuledger.spec import expand_trials, load_spec, sweep_id_for
+from gpuledger.spec.problems import SpecError
+
+# eval_loss(x, step) = (|x - 0.3| + 1) * (1 + 1/step): every trial improves, x = 0.3 is best at every step
+TRIAL = textwrap.dedent("""
+    import argparse, time
+    from gpuledger.track import log
+    p = argparse.ArgumentParser()
+    p.add_argument("--x", type=float, required=True)
+    a = p.parse_args()
+    for step in range(1, 9):
+        log(step=step, eval_loss=(abs(a.x - 0.3) + 1.0) * (1 + 1 / step))
+        time.sleep(0.4)
+    log(step=8, eval_loss=(abs(a.x - 0.3) + 1.0) * (1 + 1 / 8))
+""")
+
+
+def _spec(folder: Path, strategy: str = "asha", extra: str = "", xs=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
+          params: str | None = None, max_parallel: int = 1) -> Path:
+    (folder / "trial.py").write_text(TRIAL, encoding="utf-8")
+    path = folder / "adaptive.yaml"
+    params = params or f"{{x: [{', '.join(str(x) for x in xs)}]}}"
+    path.write_text(textwrap.dedent(f"""
+        kind: sweep
+        name: tiny-adaptive
+        project: tests
+        owner: ci
+        model: gpuledger/demo-char-gpt
+        method: lora
+        precision: fp32
+        train: {{seq_len: 64, tokens_per_trial: 1000, grad_checkpointing: false, flash_attention: false}}
+        search:
+          strategy: {strategy}
+          params: {params}
+          objective: {{metric: eval_loss, goal: minimize}}
+        EXTRA
+        resources: {{max_parallel: {max_parallel}}}
+        budget: {{max_usd: 5}}
+        launcher: local
+        local: {{usd_per_hour: 3.6, trial_timeout: 2m}}
+        task:
+          run: python {folder / 'trial.py'} --x {{x}}
+    """).replace("EXTRA\n", extra + "\n" if extra else ""), encoding="utf-8")
+    return path
+
+
+def test_spec_accepts_tpe_and_asha_and_refuses_what_they_cannot_do(tmp_path):
+    sp = load_spec(_spec(tmp_path, "asha"))
+    assert sp.search.strategy == "asha" and sp.search.pruning is None
+    assert len(expand_trials(sp)) == 6  # the candidates: every point of the lists
+    sp = load_spec(_spec(tmp_path, "tpe", extra="  pruning: {min_steps: 3, reduction_factor: 4}"))
+    assert (sp.search.pruning.min_steps, sp.search.pruning.reduction_factor) == (3, 4)
+    with pytest.raises(SpecError, match="pruning needs strategy asha or tpe"):
+        load_spec(_spec(tmp_path, "grid", extra="  pruning: {min_steps: 2}"))
+    with pytest.raises(SpecError, match="strategy asha needs a list of values"):
+        load_spec(_spec(tmp_path, "asha", params="{x: {low: 0.1, high: 1.0}}"))
+    with pytest.raises(SpecError, match="n_trials"):
+        load_spec(_spec(tmp_path, "tpe", extra="  n_trials: 7"))
+    with pytest.raises(SpecError, match="reduction_factor"):
+        load_spec(_spec(tmp_path, "asha", extra="  pruning: {reduction_factor: 1}"))
+
+
+def test_study_asks_each_point_once_prunes_and_resumes_from_its_journal(tmp_path):
+    sp = load_spec(_spec(tmp_path, "asha", extra="  pruning: {min_steps: 1, reduction_factor: 2}"))
+    trials = expand_trials(sp)
+    path = tmp_path / "study.journal"
+    search = AdaptiveSearch.open(sp, "sweep-1", trials, path=path)
+    first = search.ask()
+    second = search.ask()
+    assert first.trial_id != second.trial_id
+    # the first at a rung goes on only when best; a worse one at the same rung is pruned
+    best, worse = sorted([first, second], key=lambda t: abs(t.params["x"] - 0.3))
+    assert search.report(best.trial_id, [abs(best.params["x"] - 0.3) + 1.0]) is False
+    assert search.report(worse.trial_id, [abs(worse.params["x"] - 0.3) + 1.5]) is True
+    search.tell_pruned(worse.trial_id)
+    search.tell(best.trial_id, abs(best.params["x"] - 0.3) + 1.0)
+    running = search.ask()  # left running: a killed sweep
+    again = AdaptiveSearch.open(sp, "sweep-1", trials, path=path)
+    assert again.asked == {best.trial_id, worse.trial_id}  # the running one is told failed, asked again
+    rest = [again.ask() for _ in range(4)]
+    assert again.ask() is None and len({t.trial_id for t in rest} | again.asked) == 6
+    assert running.trial_id in {t.trial_id for t in rest}
+    # the seed fixes the order
+    other = AdaptiveSearch.open(sp, "sweep-2", trials, path=tmp_path / "other.journal")
+    assert other.ask().trial_id == first.trial_id
+
+
+def test_tpe_tells_repeats_their_value_and_stops_at_n_trials(tmp_path):
+    sp = load_spec(_spec(tmp_path, "tpe", extra="  n_trials: 4\n  seed: 3"))
+    search = AdaptiveSearch.open(sp, "sweep-tpe", expand_trials(sp), path=tmp_path / "tpe.journal")
+    seen = []
+    while (t := search.ask()) is not None:
+        seen.append(t.trial_id)
+        search.tell(t.trial_id, abs(t.params["x"] - 0.3))
+    assert len(seen) == len(set(seen)) == 4
+
+
+def test_asha_sweep_prunes_through_the_local_launcher_and_records_pruned(tmp_path, monkeypatch):
+    from gpuledger.plan import plan_sweep
+    from gpuledger.planning import planning_inputs
+    from gpuledger.runtime.engine import SweepRun, execute
+    from gpuledger.runtime.summary import SweepSummary
+    from gpuledger.warehouse import Warehouse
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(tmp_path / "wh" / "ledger.duckdb"))
+    spec_path = _spec(tmp_path, "asha", extra="  pruning: {min_steps: 2, reduction_factor: 2}",
+                      xs=(0.6, 0.5, 0.3, 0.1))
+    sp = load_spec(spec_path)
+    trials = expand_trials(sp)
+    plan_json = plan_sweep(sp, trials, launcher="local", **planning_inputs(sp, "local")).to_json()
+    sweep_id = sweep_id_for(sp)
+    summary = SweepSummary(sweep_id=sweep_id, name=sp.name, trials=len(trials), max_parallel=1,
+                           budget_usd=float(sp.budget.max_usd))
+    run = SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id, trials=trials, plan_json=plan_json, cap=1,
+                   launcher="local", summary=summary)
+    execute(run)
+    assert summary.succeeded + summary.pruned == 4 and summary.pruned >= 1 and summary.failed == 0
+    assert summary.status == P.SWEEP_SUCCEEDED
+    with Warehouse.open(read_only=True) as wh:
+        rows = {r["trial_id"]: r for r in wh.query(
+            "select trial_id, params, status, metric_value, wall_s, cost_usd from v_trial_results").to_dicts()}
+        runs = wh.query("select trial_id, status from v_runs").to_dicts()
+    by_x = {t.params["x"]: rows[t.trial_id] for t in trials}
+    assert by_x[0.3]["status"] == P.SUCCEEDED and by_x[0.3]["metric_value"] == pytest.approx(1.125)
+    pruned = [r for r in rows.values() if r["status"] == P.PRUNED]
+    assert len(pruned) == summary.pruned
+    full = by_x[0.3]["wall_s"]
+    for r in pruned:  # stopped early, billed for what they ran, their attempt cancelled
+        assert r["metric_value"] is None and 0 < r["wall_s"] < full and r["cost_usd"] > 0
+    assert {r["status"] for r in runs if rows[r["trial_id"]]["status"] == P.PRUNED} == {P.CANCELLED}
+    assert study_path_for(sweep_id).is_file()
+    # a second run of the same sweep resumes the study: nothing is asked again
+    summary2 = SweepSummary(sweep_id=sweep_id, name=sp.name, trials=len(trials), max_parallel=1,
+                            budget_usd=float(sp.budget.max_usd))
+    run2 = SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id, trials=trials, plan_json=plan_json, cap=1,
+                    launcher="local", summary=summary2)
+    execute(run2)
+    assert summary2.launched == 0 and summary2.status == P.SWEEP_SUCCEEDED
