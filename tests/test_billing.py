@@ -234,7 +234,7 @@ def test_not_a_bill_is_one_line(tmp_path):
 
 def test_every_skypilot_launch_carries_the_billing_labels(tmp_path):
     from gpuledger.billing.labels import SWEEP, TRIAL
-    from gpuledger.launch.skypilot import task_config
+    from gpuledger.launch.skypilot_task import task_config
 
     req = LaunchRequest(sweep_id="lora-grid-12345678", sweep_name="lora-grid", trial_id="aaaaaaaaaaaa",
                         params={}, run="python train.py", setup=None, accelerator="A100", gpus=1,

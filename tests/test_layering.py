@@ -17,13 +17,11 @@ MAX_MODULE_LINES = 600
 MAX_SWEEP_FLOW_LINES = 250
 #: Modules over the limit today, being split by the engineers who own them. Remove a line once split;
 #: the test fails when a listed module is already under the limit (so the list cannot go stale).
-KNOWN_LONG = {
-    "gpuledger/launch/skypilot.py",  # SkyPilot launcher
-}
+KNOWN_LONG: set[str] = set()
 #: top-level module -> where it may be imported (path prefixes relative to the repo)
 ALLOWED = {
     "prefect": ("flows/",),
-    "sky": ("gpuledger/launch/skypilot.py", "gpuledger/catalog/skypilot.py"),
+    "sky": ("gpuledger/launch/skypilot.py", "gpuledger/launch/skypilot_task.py", "gpuledger/catalog/skypilot.py"),
     "duckdb": ("gpuledger/warehouse/",),
 }
 

@@ -20,8 +20,8 @@ from gpuledger.launch.skypilot import (
     offers_catalog_price,
     parse_cluster_resources,
     parse_result_lines,
-    task_config,
 )
+from gpuledger.launch.skypilot_task import task_config
 from gpuledger.record import parse_record
 
 # (cloud, region, instance, spot) -> $/h ; on-demand by (cloud, region, instance)

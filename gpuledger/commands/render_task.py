@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuledger.catalog.skypilot import cached_clouds
 
     if request.cloud and cached_clouds((request.cloud,)):
-        from gpuledger.launch.skypilot import build_task, task_yaml
+        from gpuledger.launch.skypilot_task import build_task, task_yaml
 
         try:
             with stdout_to_stderr():
@@ -107,7 +107,7 @@ def bundled_task_yaml(request: LaunchRequest, *, where: str) -> str:
     import yaml
 
     from gpuledger.catalog.offers import load_offers
-    from gpuledger.launch.skypilot import task_config
+    from gpuledger.launch.skypilot_task import task_config
 
     offers = load_offers(clouds=[request.cloud] if request.cloud else None)
     rows = offers.filter(pl.col("instance_type") == request.instance_type) if request.instance_type else offers

@@ -1,6 +1,7 @@
 """SkyPilot managed jobs: one `sky.jobs.launch` per trial, measured per attempt, billed at catalog prices.
 
-The only launcher module that imports `sky` (lazily: importing this module does not). Three parts:
+The launcher modules that import `sky` (lazily) are this one and `skypilot_task` (part 1, the task,
+which this module re-exports). Three parts:
 
 1. The task. `task_config(request)` returns the SkyPilot task as a plain YAML-shaped dict (pure, no
    `sky` import); `build_task(request)` parses it with SkyPilot's own `sky.Task.from_yaml_config`,
@@ -46,8 +47,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
-import shlex
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -55,18 +54,23 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpuledger import protocol as P
-from gpuledger.billing.labels import launch_labels
 from gpuledger.launch.base import LaunchRequest, TrialStatus
+from gpuledger.launch.skypilot_task import (  # noqa: F401 - the task part, re-exported
+    AGENT_SETUP,
+    DEFAULT_MAX_RESTARTS_ON_ERRORS,
+    PARAM_ENV_PREFIX,
+    RESULT_PATH,
+    Placement,
+    build_task,
+    job_name,
+    param_env_name,
+    task_config,
+    task_envs,
+    task_yaml,
+    wrapped_run,
+)
 from gpuledger.protocol import RESULT_LINE_PREFIX, SCHEMA
 from gpuledger.record import ResultRecord
-
-#: Where the agent writes its record inside the job (the record also goes to the logs).
-RESULT_PATH = "/tmp/gpuledger-result.json"
-PARAM_ENV_PREFIX = P.ENV_PARAM_PREFIX
-#: Installs what the in-job agent needs; the agent itself comes with the synced workdir.
-AGENT_SETUP = "python3 -m pip install --quiet 'psutil>=5.9' 'pydantic>=2,<3' 'nvidia-ml-py>=12'"
-#: Spot: restart on the trial's own errors this often (besides preemption recoveries, unlimited).
-DEFAULT_MAX_RESTARTS_ON_ERRORS = 1
 
 #: ManagedJobStatus (sky/jobs/state.py, 0.14.1) -> the Launcher protocol's status.
 STATUS_MAP: dict[str, TrialStatus] = {
@@ -103,157 +107,6 @@ QUEUE_FIELDS = (
     "job_duration", "recovery_count", "status", "cloud", "region", "zone", "infra",
     "cluster_resources", "cluster_resources_full", "last_recovered_at", "failure_reason", "details",
 )
-
-
-# --------------------------------------------------------------------------------------------
-# The task
-
-
-@dataclass(frozen=True)
-class Placement:
-    """One candidate placement: where a trial may run (a fallback to the planned one)."""
-
-    cloud: str | None = None
-    region: str | None = None
-    instance_type: str | None = None
-
-
-def job_name(request: LaunchRequest) -> str:
-    """Returns the managed job's name: `gl-<sweep name>-<trial id>` (SkyPilot-safe characters)."""
-    name = f"gl-{request.sweep_name}-{request.trial_id}".lower()
-    return re.sub(r"[^a-z0-9-]", "-", name)[:63].rstrip("-")
-
-
-def param_env_name(name: str) -> str:
-    """Returns `GPULEDGER_PARAM_<NAME>` with the name upper-cased and non-identifier characters as `_`."""
-    return PARAM_ENV_PREFIX + re.sub(r"[^A-Z0-9_]", "_", name.upper())
-
-
-def _env_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str | int | float):
-        return str(value)
-    return json.dumps(value, sort_keys=True)
-
-
-def task_envs(request: LaunchRequest) -> dict[str, str]:
-    """Returns the job's environment: params, ids, planned placement, then the spec's own env."""
-    envs = {param_env_name(k): _env_value(v) for k, v in request.params.items()}
-    envs.update(
-        {P.ENV_PARAMS: json.dumps(request.params, sort_keys=True, default=str),
-         P.ENV_TRIAL_ID: request.trial_id,
-         P.ENV_SWEEP_ID: request.sweep_id,
-         P.ENV_SWEEP_NAME: request.sweep_name,
-         P.ENV_LAUNCHER: "skypilot",
-         P.ENV_SPOT: "true" if request.spot else "false"}
-    )
-    for key, value in ((P.ENV_CLOUD, request.cloud), (P.ENV_REGION, request.region),
-                       (P.ENV_INSTANCE_TYPE, request.instance_type),
-                       (P.ENV_ACCELERATOR, request.accelerator)):
-        if value:
-            envs[key] = value
-    if request.accelerator:
-        envs[P.ENV_GPUS] = str(request.gpus)
-    if request.timeout_s:
-        envs[P.ENV_TIMEOUT_S] = str(request.timeout_s)
-    envs.update({k: str(v) for k, v in request.env.items()})
-    return envs
-
-
-def wrapped_run(run: str, result_path: str = RESULT_PATH) -> str:
-    """Returns the trial command wrapped by the agent (`bash -c` of the shell-quoted command)."""
-    return f"python3 -m gpuledger.agent --result {shlex.quote(result_path)} -- bash -c {shlex.quote(run)}"
-
-
-def _resource(request: LaunchRequest, place: Placement, recovery: dict | None) -> dict[str, Any]:
-    res: dict[str, Any] = {}
-    if place.cloud:
-        res["infra"] = f"{place.cloud}/{place.region}" if place.region else place.cloud
-    if place.instance_type:
-        res["instance_type"] = place.instance_type
-    if request.accelerator:
-        res["accelerators"] = {request.accelerator: max(1, request.gpus)}
-    res["use_spot"] = bool(request.spot)
-    # the bill names the run: FOCUS Tags carry these labels (gpuledger.billing.labels)
-    res["labels"] = launch_labels(sweep_id=request.sweep_id, trial_id=request.trial_id,
-                                  sweep_name=request.sweep_name)
-    if recovery:
-        res["job_recovery"] = dict(recovery)
-    return res
-
-
-def task_config(
-    request: LaunchRequest,
-    *,
-    alternatives: Sequence[Placement] = (),
-    region_failover: bool = False,
-    agent_setup: str | None = AGENT_SETUP,
-    max_restarts_on_errors: int = DEFAULT_MAX_RESTARTS_ON_ERRORS,
-    result_path: str = RESULT_PATH,
-) -> dict[str, Any]:
-    """Returns the SkyPilot task of one trial as a YAML-shaped dict (what `sky.Task.from_yaml_config` reads).
-
-    Pure: no `sky` import. `alternatives` are fallback placements after the planned one;
-    `region_failover` adds "same cloud and instance type, any region" as the last fallback (spot).
-    """
-    planned = Placement(request.cloud, request.region, request.instance_type)
-    places = [planned, *[p for p in alternatives if p != planned]]
-    if region_failover and request.cloud and request.region:
-        anywhere = Placement(request.cloud, None, request.instance_type)
-        if anywhere not in places:
-            places.append(anywhere)
-    recovery = None
-    if request.spot:
-        movable = len(places) > 1 or not request.region
-        recovery = {
-            "strategy": "EAGER_NEXT_REGION" if movable else "FAILOVER",
-            "max_restarts_on_errors": int(max_restarts_on_errors),
-        }
-    resources = [_resource(request, p, recovery) for p in places]
-    setup = "\n".join(s for s in (agent_setup, request.setup) if s) or None
-    config: dict[str, Any] = {"name": job_name(request)}
-    config["workdir"] = str(request.workdir)
-    config["resources"] = resources[0] if len(resources) == 1 else {"ordered": resources}
-    config["envs"] = task_envs(request)
-    if setup:
-        config["setup"] = setup
-    config["run"] = wrapped_run(request.run, result_path)
-    return config
-
-
-def build_task(request: LaunchRequest, **options):
-    """Returns the `sky.Task` of one trial, parsed and validated by SkyPilot (see `task_config`).
-
-    Side effect: SkyPilot reads its catalog (`~/.sky/catalogs/v8`) to validate instance types and
-    regions, and downloads a missing catalog file.
-    """
-    import sky
-
-    return sky.Task.from_yaml_config(task_config(request, **options))
-
-
-class _NoAliasDumper:
-    """Builds a yaml Dumper that never writes anchors/aliases (SkyPilot shares one job_recovery dict)."""
-
-    @staticmethod
-    def make():
-        import yaml
-
-        class Dumper(yaml.SafeDumper):
-            def ignore_aliases(self, data):  # noqa: ARG002 - yaml's signature
-                return True
-
-        return Dumper
-
-
-def task_yaml(task) -> str:
-    """Returns the YAML text of a `sky.Task` (its `to_yaml_config()`), keys in SkyPilot's order."""
-    import yaml
-
-    config = {k: v for k, v in task.to_yaml_config().items() if not k.startswith("_")}  # internal keys
-    return yaml.dump(config, Dumper=_NoAliasDumper.make(), sort_keys=False,
-                     default_flow_style=False)
 
 
 # --------------------------------------------------------------------------------------------
