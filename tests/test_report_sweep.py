@@ -121,7 +121,7 @@ def test_default_paths_and_files(wh, tmp_path, monkeypatch):
     assert files.html == tmp_path.joinpath("reports/sweeps/lora-grid", f"{SWEEP_ID}.html").relative_to(tmp_path)
     assert files.markdown.name == f"{SWEEP_ID}.md"
     assert {p.name for p in files.csv} == {"headline.csv", "trials.csv", "runs.csv", "what-if.csv",
-                                           "estimate-accuracy.csv", "waste.csv", "cloud-equivalent.csv"}
+                                           "estimate-accuracy.csv", "waste.csv", "cloud-equivalent.csv", "billed.csv"}
     html = files.html.read_text()
     assert "<script" not in html.lower() and "http://" not in html.replace("http://www.w3.org/2000/svg", "")
     assert "https://" not in html

@@ -24,6 +24,7 @@ from typing import Any
 import polars as pl
 
 from gpuledger.report import charts
+from gpuledger.report.billed import sweep_billed_cards, sweep_billed_notes, sweep_billed_table
 from gpuledger.report.common import (
     DEFAULT_ROOT,
     ReportFiles,
@@ -142,6 +143,7 @@ def sweep_tables(data: SweepData) -> dict[str, pl.DataFrame]:
         "estimate-accuracy": acc_df,
         "waste": data.waste,
         "cloud-equivalent": data.cloud_equiv,
+        "billed": sweep_billed_table(data.billed),
     }
     if data.serving is not None and data.serving.points:
         tables["serving-points"] = serving_table(data.serving)
@@ -345,6 +347,10 @@ HOW_TO_READ = [
     ("Time / cost to target", "The same, for the first run whose metric met objective.target."),
     ("Total spend", "Σ billing lines of every run: hours × $/h. The source of the price (local rate, "
                     "catalog with its date, invoice) is named on each card."),
+    ("Billed / effective (FOCUS export)", "From the cloud's FOCUS billing export ('gpuledger billing ingest'): "
+                                          "Σ BilledCost and Σ EffectiveCost (commitments amortised) of the USD line "
+                                          "items matched to the sweep's runs by label, resource name or time "
+                                          "(v_sweep_billed); the card says how many runs the bill covers."),
     ("Waste", "Σ cost of runs that ended failed, OOM, preempted or cancelled: money that bought no result."),
     ("Realised spot savings", "Σ over spot billing lines of hours × (on-demand $/h − paid $/h), with the "
                               "on-demand price recorded for that instance when it was billed."),
@@ -367,7 +373,8 @@ def sweep_document(data: SweepData) -> Document:
     figs = _charts(data, s, wi, why, div, unit)
     acc = accuracy_rows(data)
     cloud = cloud_equivalent(data)
-    blocks: list = [*_status_notes(s, data), Cards(_headline_cards(s) + _cloud_cards(cloud, wi, s))]
+    blocks: list = [*_status_notes(s, data), Cards(_headline_cards(s) + sweep_billed_cards(data.billed)
+                                                   + _cloud_cards(cloud, wi, s)), *sweep_billed_notes(data.billed)]
     if _short_source(s) != s["price_source"]:
         blocks.append(Note(f"Money: {s['price_source']}.", "small"))
     if s["best_params"] is not None:
@@ -413,7 +420,7 @@ def sweep_document(data: SweepData) -> Document:
     subtitle = (f"sweep {s['sweep_id']} · project {s['project'] or '—'} · owner {s['owner'] or '—'} · "
                 f"launcher {s['launcher'] or '—'} · started {_ts(s['started_at'])} UTC · status {s['status'] or '—'}")
     footer = (f"From the warehouse views v_sweep_roi, v_trial_results, v_trial_timeline, v_estimate_accuracy, "
-              f"v_spot_savings, v_waste. Money: {s['price_source']}. Times: measured by the agent in each job.")
+              f"v_spot_savings, v_waste, v_sweep_billed. Money: {s['price_source']}. Times: measured by the agent in each job.")
     return Document(f"Sweep ROI: {s['sweep_name'] or s['sweep_id']}", subtitle, blocks, footer, generated_now())
 
 

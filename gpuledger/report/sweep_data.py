@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 
 from gpuledger.errors import UserError
+from gpuledger.report.billed import load_sweep_billed
 from gpuledger.report.common import check_name, usd
 from gpuledger.serving import sweep_points
 
@@ -38,6 +39,7 @@ class SweepData:
     cloud_equiv: pl.DataFrame  # per trial of a local sweep: the plan's cloud-GPU equivalent (accelerator, gpus,
     #                            cloud, instance_type, spot, wall_s, cost_usd); empty for cloud sweeps
     serving: Any = None  # gpuledger.serving.SweepPoints of a method: inference sweep, else None
+    billed: dict[str, Any] | None = None  # v_sweep_billed: estimated vs billed vs effective USD (FOCUS exports)
 
 
 # ------------------------------------------------------------------------------------------ load
@@ -101,6 +103,7 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
         price_dates=[str(d) for d in dates["as_of"].to_list()] if dates.height else [],
         serving=sweep_points(wh, sid),
         cloud_equiv=cloud_equiv,
+        billed=load_sweep_billed(wh, sid),
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from gpuledger.report import charts
+from gpuledger.report.billed import WeekBilled, load_week_billed, week_billed_section, week_billed_tables
 from gpuledger.report.common import (
     DEFAULT_ROOT,
     ReportFiles,
@@ -81,6 +82,7 @@ class WeekData:
     weeks_with_data: pl.DataFrame = None  # type: ignore[assignment]  # week, runs, cost_usd; newest first
     chosen_because: str = ""  # when no week was asked for: which week was chosen and why
     so_far: bool = False  # the current week, not complete yet
+    billed: WeekBilled | None = None  # the bill's line items charged in the week (FOCUS exports), if read
 
 
 def load_week(wh, week: str | None = None, now: datetime | date | None = None) -> WeekData:
@@ -100,7 +102,8 @@ def load_week(wh, week: str | None = None, now: datetime | date | None = None) -
     sweeps = wh.query_named("report_week_sweeps", {"week": week})
     waste = wh.query_named("report_week_waste", {"week": week})
     budgets = wh.query_named("report_week_budgets", {"week": week})
-    return WeekData(week, start, prev, spend, prev_spend, sweeps, waste, budgets, weeks, why, so_far)
+    return WeekData(week, start, prev, spend, prev_spend, sweeps, waste, budgets, weeks, why, so_far,
+                    load_week_billed(wh, week))
 
 
 def _by(spend: pl.DataFrame, prev: pl.DataFrame, key: str) -> list[dict[str, Any]]:
@@ -208,6 +211,10 @@ HOW_TO_READ = [
                                  "in the spend)."),
     ("Waste", "Spend of runs that ended failed, OOM, preempted or cancelled."),
     ("Budget used", "A sweep's spend over all weeks ÷ its budget (budget.max_usd of its spec)."),
+    ("Billed vs estimated", "From the cloud's FOCUS billing export ('gpuledger billing ingest'): the line items "
+                            "whose charge period starts in the week (UTC). Billed = Σ BilledCost, effective = "
+                            "Σ EffectiveCost (commitments amortised), USD only; other currencies are listed, never "
+                            "added. Unattributed = line items matching no run by label, resource name or time."),
 ]
 
 
@@ -242,6 +249,8 @@ def weekly_document(data: WeekData) -> Document:
                                               empty="No spend either week.")]))
     blocks.append(Section("Top sweeps", [Table(_SWEEP_HEADERS, _sweep_rows(data), numeric=[2, 3, 4, 5, 6],
                                                max_rows=20, empty="No sweep ran this week.")]))
+    if data.billed is not None:
+        blocks.append(week_billed_section(data.billed))
     blocks.append(Section("Waste", [Table(
         ["reason", "runs", "GPU-hours", "cost"],
         [[w["reason"], w["runs"], hours(w["gpu_hours"]), usd(w["cost_usd"])] for w in data.waste.to_dicts()],
@@ -252,7 +261,9 @@ def weekly_document(data: WeekData) -> Document:
     blocks.append(Section("How to read this", [Definitions(HOW_TO_READ)]))
     return Document(f"Weekly GPU cost: {data.week}" + (" (so far)" if data.so_far else ""),
                     f"{s['week_start']} – {s['week_end']} (UTC), compared with {data.prev_week}", blocks,
-                    "From the views v_weekly_spend, v_runs and v_sweep_roi.",
+                    "From the views v_weekly_spend, v_runs and v_sweep_roi"
+                    + (", and v_billing_attribution and v_run_billed (FOCUS exports)."
+                       if data.billed and data.billed.loaded.exports else "."),
                     generated_now())
 
 
@@ -292,6 +303,8 @@ def weekly_tables(data: WeekData) -> dict[str, pl.DataFrame]:
     s = weekly_summary(data)
     out = {"headline": pl.DataFrame([s]), "spend": data.spend, "sweeps": data.sweeps, "waste": data.waste,
            "budgets": data.budgets, "weeks": data.weeks_with_data}
+    if data.billed is not None:
+        out.update(week_billed_tables(data.billed))
     for key, _ in DIMENSIONS:
         rows = _by(data.spend, data.prev_spend, key)
         out[f"by-{key}"] = pl.DataFrame(rows, schema={key: pl.String, "cost_usd": pl.Float64,

@@ -1,0 +1,251 @@
+"""Billed vs estimated, for the weekly and the sweep ROI reports (issue 19): what the cloud's FOCUS
+billing export says beside what gpuledger estimated (hours × the catalog or local $/h recorded per run).
+
+Every figure names its source: "billed (FOCUS export)" is Σ BilledCost, "effective (FOCUS export)"
+Σ EffectiveCost (commitments amortised, discounts applied), "estimated (catalog)" the runs' own cost.
+USD only is summed; other currencies are listed as they are, never added to USD. Reads are the named
+queries `report_billing_loaded`, `report_week_billed`, `report_week_unattributed`,
+`report_week_runs_billed` and `report_sweep_billed` over the views v_billing_attribution,
+v_run_billed and v_sweep_billed.
+
+A line item counts in the ISO week its charge period STARTS (UTC), as a run counts in the week it
+started; one whose charge period runs past that week (monthly tax, a commitment purchase) counts
+whole there, and the section says how many do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from gpuledger.report.common import usd
+from gpuledger.report.document import Card, Note, Section, Table
+
+BILLED = "billed (FOCUS export)"
+EFFECTIVE = "effective (FOCUS export)"
+ESTIMATED = "estimated (catalog)"
+HOW_TO_INGEST = "'gpuledger billing ingest PATH...' (the cloud's FOCUS billing export)"
+#: unattributed line items listed in the weekly report (the CSV has them all)
+UNATTRIBUTED_LISTED = 10
+
+
+@dataclass
+class Loaded:
+    """The bills the warehouse holds."""
+
+    exports: int
+    line_items: int
+    first_period_start: Any = None
+    last_period_start: Any = None
+
+
+def load_loaded(wh) -> Loaded:
+    row = wh.query_named("report_billing_loaded").to_dicts()[0]
+    return Loaded(int(row["exports"] or 0), int(row["line_items"] or 0), row["first_period_start"],
+                  row["last_period_start"])
+
+
+def _period(loaded: Loaded) -> str:
+    first, last = (str(d)[:10] for d in (loaded.first_period_start, loaded.last_period_start))
+    return f"billing period starting {first}" if first == last else f"billing periods starting {first} to {last}"
+
+
+# ------------------------------------------------------------------------------------------ weekly
+
+
+@dataclass
+class WeekBilled:
+    """The bill of one ISO week beside the estimate of the runs that started in it."""
+
+    week: str
+    loaded: Loaded
+    by_currency: pl.DataFrame  # report_week_billed: one row per currency
+    unattributed: pl.DataFrame  # report_week_unattributed: the line items matching no run
+    runs: dict[str, Any]  # report_week_runs_billed: the week's runs, estimated vs billed
+
+    def usd_row(self) -> dict[str, Any] | None:
+        rows = self.by_currency.filter(pl.col("billing_currency") == "USD").to_dicts()
+        return rows[0] if rows else None
+
+    def other_currencies(self) -> list[dict[str, Any]]:
+        return self.by_currency.filter(pl.col("billing_currency").ne_missing("USD")).to_dicts()
+
+
+def load_week_billed(wh, week: str) -> WeekBilled:
+    """Returns the bill of ISO week `week` (line items charged in it) and its runs' estimate."""
+    p = {"week": week}
+    return WeekBilled(week, load_loaded(wh), wh.query_named("report_week_billed", p),
+                      wh.query_named("report_week_unattributed", p),
+                      wh.query_named("report_week_runs_billed", p).to_dicts()[0])
+
+
+def week_billed_summary(b: WeekBilled) -> dict[str, Any]:
+    """Returns the week's billed vs estimated numbers (USD; None where the bill has no USD line item)."""
+    u = b.usd_row() or {}
+    r = b.runs
+    return {
+        "bills_ingested": b.loaded.exports,
+        "billed_usd": u.get("billed_cost"),
+        "effective_usd": u.get("effective_cost"),
+        "list_usd": u.get("list_cost"),
+        "billed_line_items": int(u.get("line_items") or 0),
+        "attributed_effective_usd": u.get("attributed_effective_cost"),
+        "unattributed_billed_usd": u.get("unattributed_billed_cost"),
+        "unattributed_effective_usd": u.get("unattributed_effective_cost"),
+        "unattributed_line_items": int(u.get("unattributed_line_items") or 0),
+        "estimated_usd": float(r["estimated_usd"] or 0.0),
+        "runs": int(r["runs"] or 0),
+        "runs_billed": int(r["runs_billed"] or 0),
+        "estimated_usd_of_billed_runs": float(r["estimated_usd_of_billed_runs"] or 0.0),
+        "billed_usd_of_billed_runs": r["billed_usd"],
+        "effective_usd_of_billed_runs": r["effective_usd"],
+        "other_currencies": ", ".join(str(o["billing_currency"]) for o in b.other_currencies()) or None,
+    }
+
+
+def _week_notes(b: WeekBilled) -> list[Note]:
+    notes = []
+    u = b.usd_row() or {}
+    spanning = int(b.by_currency["spanning_past_week"].sum()) if b.by_currency.height else 0
+    if spanning:
+        notes.append(Note(f"{spanning} line items have a charge period that runs past {b.week} (monthly charges, "
+                          f"tax, commitment purchases): each counts whole in the week its charge period starts.",
+                          "small"))
+    if u.get("attributed_by_time"):
+        notes.append(Note(f"{u['attributed_by_time']} line items match a run only by time overlap (same cloud and "
+                          f"region, no label or resource id): a guess, flagged as such in v_billing_attribution.",
+                          "warn"))
+    assumed = int(b.by_currency["currency_assumed_line_items"].sum()) if b.by_currency.height else 0
+    if assumed:
+        notes.append(Note(f"{assumed} line items had no BillingCurrency; the export's currency was assumed.", "small"))
+    return notes
+
+
+def week_billed_section(b: WeekBilled) -> Section:
+    """Returns the "Billed vs estimated" section of the weekly report."""
+    s = week_billed_summary(b)
+    est = (ESTIMATED, usd(s["estimated_usd"]),
+           f"{s['runs']} runs started in {b.week}: hours × the $/h recorded per run (catalog, local rate)")
+    if b.loaded.exports == 0:
+        return Section("Billed vs estimated", [Note(
+            f"No bill ingested: every dollar in this report is an estimate, not the bill. To compare with the bill, "
+            f"run {HOW_TO_INGEST}.", "info")])
+    if b.by_currency.height == 0:
+        return Section("Billed vs estimated", [
+            Note(f"The {b.loaded.exports} ingested exports ({_period(b.loaded)}) have no line item charged in "
+                 f"{b.week}; ingest that period with {HOW_TO_INGEST}.", "info"),
+            Table(["", "USD", "source"], [list(est)], numeric=[1])])
+    rows: list[list[Any]] = []
+    u = b.usd_row()
+    if u is not None:
+        items = (f"{u['line_items']} USD line items charged in {b.week}, from {u['exports']} "
+                 f"export{'s' if u['exports'] != 1 else ''}")
+        rows += [
+            [BILLED, usd(u["billed_cost"]), f"Σ BilledCost of {items}"],
+            [EFFECTIVE, usd(u["effective_cost"]), "Σ EffectiveCost of the same: commitments amortised, "
+                                                  "discounts applied"],
+            ["of which matching a run", usd(u["attributed_effective_cost"]),
+             f"EffectiveCost of {u['line_items'] - u['unattributed_line_items']} line items labelled with, or "
+             f"named after, a run (v_billing_attribution)"],
+            ["of which unattributed (matching no run)", usd(u["unattributed_effective_cost"]),
+             f"EffectiveCost of {u['unattributed_line_items']} line items (billed "
+             f"{usd(u['unattributed_billed_cost'])}): idle clusters, forgotten instances, storage, tax"],
+        ]
+    rows.append(list(est))
+    if s["runs_billed"]:
+        rows.append([f"of which runs the bill covers ({s['runs_billed']} of {s['runs']})",
+                     usd(s["estimated_usd_of_billed_runs"]),
+                     f"estimated; the bill says {usd(s['billed_usd_of_billed_runs'])} billed, "
+                     f"{usd(s['effective_usd_of_billed_runs'])} effective for them (any charge period)"])
+    else:
+        rows.append(["runs the bill covers", f"0 of {s['runs']}", "no line item matches a run of this week"])
+    blocks: list = [Table(["", "USD", "source"], rows, numeric=[1])]
+    blocks += _week_notes(b)
+    others = b.other_currencies()
+    if others:
+        blocks.append(Section("Other currencies (never added to USD)", [Table(
+            ["currency", "line items", "billed", "effective", "unattributed (effective)"],
+            [[o["billing_currency"] or "—", o["line_items"], _money(o["billed_cost"]), _money(o["effective_cost"]),
+              _money(o["unattributed_effective_cost"])] for o in others], numeric=[1, 2, 3, 4])], level=3))
+    un = b.unattributed
+    blocks.append(Section("Unattributed line items", [Table(
+        ["charge", "service", "resource", "charge period", "currency", "billed", "effective", "export row"],
+        [[f"{r['charge_category']}{' (' + r['charge_class'] + ')' if r['charge_class'] else ''}",
+          r["service_name"] or r["provider_name"] or "—", r["resource_id"] or "—",
+          f"{_ts(r['charge_period_start'])} – {_ts(r['charge_period_end'])}", r["billing_currency"] or "—",
+          _money(r["billed_cost"]), _money(r["effective_cost"]), f"{r['export_name']}:{r['source_row']}"]
+         for r in un.to_dicts()],
+        numeric=[5, 6], max_rows=UNATTRIBUTED_LISTED, markdown_columns=7,
+        empty="Every line item of the week matches a run.")], level=3))
+    return Section("Billed vs estimated", blocks)
+
+
+def week_billed_tables(b: WeekBilled) -> dict[str, pl.DataFrame]:
+    """Returns the section's tables for CSV export."""
+    return {"billed": b.by_currency, "unattributed": b.unattributed}
+
+
+# ------------------------------------------------------------------------------------------ sweep
+
+
+def load_sweep_billed(wh, sweep_id: str) -> dict[str, Any]:
+    """Returns the sweep's estimated / billed / effective USD (report_sweep_billed) and `bills_ingested`."""
+    rows = wh.query_named("report_sweep_billed", {"sweep_id": sweep_id}).to_dicts()
+    out = rows[0] if rows else {"sweep_id": sweep_id, "runs": 0, "runs_billed": 0}
+    out["bills_ingested"] = load_loaded(wh).exports
+    return out
+
+
+def sweep_billed_cards(b: dict[str, Any] | None) -> list[Card]:
+    """Returns the billed and effective cards shown beside the estimate, when the bill covers a run."""
+    if not b or not b.get("runs_billed"):
+        return []
+    covers = f"{b['runs_billed']} of {b['runs']} runs"
+    return [
+        Card(BILLED, usd(b["billed_usd"]),
+             f"Σ BilledCost of {b['line_items']} line items matched to {covers} (by {b['attribution_methods']}); "
+             f"estimated for them: {usd(b['estimated_usd_of_billed_runs'])}"),
+        Card(EFFECTIVE, usd(b["effective_usd"]),
+             f"Σ EffectiveCost (commitments amortised, discounts applied) of the same {covers}"),
+    ]
+
+
+def sweep_billed_notes(b: dict[str, Any] | None) -> list[Note]:
+    """Returns what the sweep report says about the bill: how many runs it covers, or why none."""
+    if not b:
+        return []
+    runs, billed = int(b.get("runs") or 0), int(b.get("runs_billed") or 0)
+    out = []
+    if billed == 0:
+        why = ("no bill is ingested" if not b["bills_ingested"]
+               else f"no line item of the {b['bills_ingested']} ingested exports matches them")
+        out.append(Note(f"The bill covers 0 of this sweep's {runs} runs ({why}): every dollar here is {ESTIMATED} "
+                        f"or a local rate. To compare with the bill, run {HOW_TO_INGEST}.", "small"))
+    elif billed < runs:
+        out.append(Note(f"The bill covers {billed} of this sweep's {runs} runs: {BILLED} and {EFFECTIVE} are for "
+                        f"those runs only (estimated for them: {usd(b['estimated_usd_of_billed_runs'])}; for all "
+                        f"runs: {usd(b['estimated_usd'])}).", "small"))
+    if b.get("other_currency_line_items"):
+        out.append(Note(f"{b['other_currency_line_items']} of its line items are in another currency than USD: "
+                        f"listed in v_billing_attribution, never added to the USD figures.", "small"))
+    if b.get("attribution_methods") and "time" in str(b["attribution_methods"]).split(", "):
+        out.append(Note("Some line items match its runs only by time overlap: a guess (v_billing_attribution).",
+                        "warn"))
+    return out
+
+
+def sweep_billed_table(b: dict[str, Any] | None) -> pl.DataFrame:
+    """Returns the sweep's billed row for CSV export."""
+    keys = ("estimated_usd", "billed_usd", "effective_usd", "runs", "runs_billed", "estimated_usd_of_billed_runs")
+    return pl.DataFrame([{k: (b or {}).get(k) for k in keys}],
+                        schema={k: (pl.Int64 if k.startswith("runs") else pl.Float64) for k in keys})
+
+
+def _money(x: float | None) -> str:
+    return "—" if x is None else f"{x:,.2f}"
+
+
+def _ts(value: Any) -> str:
+    return "—" if value is None else str(value)[:16].replace("T", " ")

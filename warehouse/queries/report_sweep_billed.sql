@@ -1,0 +1,12 @@
+-- One sweep's estimated (catalog) vs billed vs effective cost (v_sweep_billed: USD line items), how
+-- its line items were matched to its runs, and how many are in another currency (never summed).
+SELECT s.sweep_id, s.estimated_usd, s.billed_usd, s.effective_usd, s.runs, s.runs_billed,
+       s.estimated_usd_of_billed_runs, a.line_items, a.other_currency_line_items, a.attribution_methods
+FROM v_sweep_billed s
+LEFT JOIN (SELECT sweep_id, count(*) AS line_items,
+                  count(*) FILTER (WHERE billing_currency IS DISTINCT FROM 'USD') AS other_currency_line_items,
+                  string_agg(DISTINCT attribution_method, ', ' ORDER BY attribution_method) AS attribution_methods
+           FROM v_billing_attribution
+           WHERE sweep_id = $sweep_id
+           GROUP BY sweep_id) a USING (sweep_id)
+WHERE s.sweep_id = $sweep_id
