@@ -90,7 +90,6 @@ class TrialsFrame(_Base):
     reason: str = pa.Field(nullable=True)
     status: str = pa.Field(isin=list(TRIAL_STATUSES))
     updated_at: _TS = pa.Field()
-    # migration 004 (columns added at the end of the table)
     est_flops: float = pa.Field(nullable=True, ge=0)
     est_basis: str = pa.Field(nullable=True)
     cloud_equiv_accelerator: str = pa.Field(nullable=True)
@@ -100,6 +99,7 @@ class TrialsFrame(_Base):
     cloud_equiv_spot: bool = pa.Field(nullable=True)
     cloud_equiv_wall_s: float = pa.Field(nullable=True, ge=0)
     cloud_equiv_usd: float = pa.Field(nullable=True, ge=0)
+    # migration 004 (columns added at the end of the table)
 
     @pa.dataframe_check
     def unique_key(cls, data: pa.PolarsData) -> pl.LazyFrame:
