@@ -17,6 +17,7 @@ from report_fixtures import (
 
 from gpuledger.report import write_capacity_report, write_sweep_report, write_weekly_report
 from gpuledger.warehouse import Warehouse
+from tests.test_billing import DATA, _runs, ingest
 
 pytestmark = pytest.mark.browser
 
@@ -41,6 +42,12 @@ def pages(tmp_path_factory):
             "empty-week": write_weekly_report(wh, "2026-W20", out_dir=out),
         }
     files["capacity"] = write_capacity_report(CAPACITY_RESULT, out_dir=out)
+    with Warehouse.open(root / "billed.duckdb") as wh:  # a week and a sweep with a FOCUS bill ingested
+        _runs(wh)
+        ingest(wh, DATA / "gpu_cloud_2026-02.csv")
+        ingest(wh, DATA / "gpu_cloud_eur_2026-02.csv")
+        files["billed-week"] = write_weekly_report(wh, "2026-W06", out_dir=out / "billed")
+        files["billed-sweep"] = write_sweep_report(wh, "lora-grid", out_dir=out / "billed")
     return {k: f.html for k, f in files.items()}
 
 
@@ -50,7 +57,8 @@ def chromium():
         yield b
 
 
-@pytest.mark.parametrize("kind", ["sweep", "all-failed", "running", "local", "weekly", "empty-week", "capacity"])
+@pytest.mark.parametrize("kind", ["sweep", "all-failed", "running", "local", "weekly", "empty-week", "capacity",
+                                  "billed-week", "billed-sweep"])
 def test_report_renders_offline_without_errors(pages, chromium, kind, tmp_path):
     check = chromium.check(pages[kind], tmp_path / f"{kind}.png")
     assert check.console_errors == [] and check.page_errors == []
