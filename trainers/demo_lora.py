@@ -247,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq-len", type=int, default=64, help="tokens per sequence (default 64, at most 64)")
     p.add_argument("--tokens", type=int, default=196_608, help="training tokens (default 196,608)")
     p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: tokens / (B*T))")
-    p.add_argument("--eval-every", type=int, default=None, help="steps between evals (default steps/8)")
+    p.add_argument("--eval-every", type=int, default=None, help="steps between evals (default steps/16: often enough for ASHA to prune early)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (default 1)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         print("demo_lora: --lora-r and --micro-batch must be >= 1 and --lr > 0", file=sys.stderr)
         return 2
     steps = args.steps or max(1, args.tokens // (args.micro_batch * args.seq_len))
-    eval_every = args.eval_every or max(1, steps // 8)
+    eval_every = args.eval_every or max(1, steps // 16)
 
     def log(msg: str) -> None:
         if not args.quiet:

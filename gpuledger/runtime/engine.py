@@ -155,11 +155,12 @@ class _Loop:
     """Steps 2-4: the launch loop of one run (owned by the calling thread)."""
 
     def __init__(self, run: SweepRun, hooks: Hooks, launcher: Any, writer: Writer, meter: BudgetMeter,
-                 todo: list[Any], search: Any = None) -> None:
+                 todo: list[Any], search: Any = None, pruned_ids: set[str] | None = None) -> None:
         self.run, self.hooks, self.launcher, self.writer, self.meter = run, hooks, launcher, writer, meter
         self.summary = run.summary
         self.requests = launch_requests(run.spec, todo, run.rows, sweep_id=run.sweep_id, launcher=run.launcher)
         self.search = search  # gpuledger.search.AdaptiveSearch: the next trial comes from its study
+        self.pruned_ids = pruned_ids if pruned_ids is not None else set()
         todo_ids = {t.trial_id for t in todo}
         self.skip = {t.trial_id for t in run.trials if t.trial_id not in todo_ids}
         self.pending = deque(todo if search is None else [])
@@ -265,6 +266,7 @@ class _Loop:
                 if outcome.pruned and rec.status == P.CANCELLED:
                     self.summary.pruned += 1
                     pruned[rec.trial_id] = outcome.pruned
+                    self.pruned_ids.add(rec.trial_id)
                     self.hooks.log.info("Trial %s %s after %.1f s", rec.trial_id, outcome.pruned, rec.wall_s)
                 elif rec.status == P.SUCCEEDED:
                     self.summary.succeeded += 1
@@ -338,12 +340,14 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
         raise
     total = len(run.trials)
     counter = {"done": summary.skipped_done}
+    pruned_ids: set[str] = set()
     hooks.progress(counter["done"], total)
     notify("planned", sweep_id=run.sweep_id, total=total, todo=len(todo), done_before=summary.skipped_done,
            max_parallel=run.cap)
 
     def stored(records: list[ResultRecord], errors: dict[str, str], ok: bool) -> None:
-        for trial_id, status, cost in ([(r.trial_id, r.status, r.cost_usd) for r in records]
+        for trial_id, status, cost in ([(r.trial_id, P.PRUNED if r.trial_id in pruned_ids else r.status, r.cost_usd)
+                                        for r in records]
                                        + [(t, P.FAILED, 0.0) for t in errors]):
             counter["done"] += 1
             notify("result", trial_id=trial_id, status=status, cost_usd=cost, done=counter["done"], total=total,
@@ -359,7 +363,7 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
     launcher = run.launcher_factory(run.launcher, run.spec, run.cap, landing)
     status = P.SWEEP_FAILED
     try:
-        _Loop(run, hooks, launcher, writer, meter, todo, search).loop()
+        _Loop(run, hooks, launcher, writer, meter, todo, search, pruned_ids).loop()
         status = ""
     finally:
         close = getattr(launcher, "close", None)
