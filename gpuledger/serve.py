@@ -38,6 +38,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from gpuledger.errors import UserError
+from gpuledger.procs import pid_alive
 
 DEFAULT_API_URL = "http://127.0.0.1:4200/api"
 #: the port `gpuledger serve` listens on and `gpuledger sweep` looks for (else prefect.toml's)
@@ -111,7 +112,7 @@ def own_server_url(root: Path) -> str | None:
     except (OSError, ValueError):
         return None
     url = state.get("api_url") if isinstance(state, dict) else None
-    if (not url or state.get("root") != str(root.resolve()) or not _pid_alive(state.get("pid"))
+    if (not url or state.get("root") != str(root.resolve()) or not pid_alive(state.get("pid"))
             or not api_healthy(url)):
         return None
     return str(url)
@@ -246,22 +247,6 @@ def prefect_api(cwd: Path | None = None, say: Callable[[str], None] | None = Non
 # -- gpuledger serve ------------------------------------------------------------------------------
 
 
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is not alive
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            return fh.read().split(") ", 1)[1][:1] != "Z"
-    except OSError:
-        return True
-
-
 def _run(cmd: list[str], env: dict[str, str], cwd: Path, timeout_s: float = 300.0) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, env=env, cwd=str(cwd), capture_output=True, text=True, timeout=timeout_s,
                           stdin=subprocess.DEVNULL)
@@ -304,7 +289,7 @@ def serve(root: Path | None = None, say: Callable[[str], None] = print, ready_ti
 
     with contextlib.suppress(OSError, ValueError):
         state = json.loads(state_file.read_text(encoding="utf-8"))
-        if state.get("pid") != os.getpid() and _pid_alive(state.get("pid")) and api_healthy(api_url):
+        if state.get("pid") != os.getpid() and pid_alive(state.get("pid")) and api_healthy(api_url):
             say(f"gpuledger serve is already running (pid {state['pid']}): UI {ui}, API {api_url}")
             say("  run a sweep:  prefect deployment run sweep/lora-grid --watch")
             return 0

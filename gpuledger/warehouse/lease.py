@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gpuledger.errors import UserError
+from gpuledger.procs import pid_alive
 from gpuledger.warehouse.connect import now
 
 
@@ -32,24 +33,6 @@ class SweepBusy(UserError):
 
 def _host() -> str:
     return socket.gethostname()
-
-
-def pid_alive(pid: int) -> bool:
-    """Returns whether process `pid` exists on this host (a zombie counts as dead)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, another user's
-    try:
-        import psutil
-
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except Exception:  # psutil missing or the process just went: trust kill(0)
-        return True
 
 
 def _ttl(ttl_s: float) -> timedelta:
