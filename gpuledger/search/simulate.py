@@ -1,0 +1,272 @@
+"""ASHA replayed over learning curves: what a sweep would have done with other slots (or none pruned).
+
+    curves = curves_from_points(rows, metric="eval_loss")   # rows of warehouse/queries/learning_curves.sql
+    sim = simulate_asha(curves, slots=4, min_steps=2, reduction_factor=3, goal="minimize")
+    sim.trial_seconds, sim.makespan_s, sim.pruned, sim.best_value, sim.timeline
+
+A discrete-event replay of the sweep runtime (`gpuledger.runtime.engine`) under `strategy: asha`: the
+trials start in `order` on `slots` parallel slots (a freed slot takes the next trial at once), each
+reports its curve's values at its curve's times, and every value goes to Optuna's own
+`SuccessiveHalvingPruner` in an in-memory study with the runtime's settings (min_resource=min_steps,
+reduction_factor, min_early_stopping_rate=0; the k-th value is step k, see `gpuledger.search.study`),
+so a prune decision is exactly the one the runtime's study makes given the same reports in the same
+order. Pure and deterministic: same curves and arguments, same result (simultaneous events are taken
+in launch order; nothing is timed, nothing is read or written).
+
+Assumptions (each one a choice the measured curves cannot settle, said here and in docs/CONTRACTS.md):
+- the simulation asks the pruner after every value; the runtime reads a trial's new values every 0.5 s
+  and asks once per batch (a batch of several values is judged on its last one, so a rung's value may
+  be a later step's; with values seconds apart, as on the demo, batches are single values);
+- a trial pruned at its k-th value ends `cancel_s` (default 0) after that value, except a cut curve
+  pruned at the last rung its values reach (where the real run was stopped: it reports on while its
+  cancel takes effect), which ends at its measured `wall_s` (the real cancel included);
+- a cut curve (a trial pruned or cancelled for real) that the replay promotes past its end is
+  extended to `full_length` values (default: the longest complete curve's length) at its own measured
+  seconds per value, holding its last value, and then ends after the mean tail (wall_s after the last
+  value) of the complete curves; such trials are counted in `SimResult.extrapolated`;
+- a complete curve's final objective is its last value; a curve without values ends at its `wall_s`
+  as a failed trial;
+- `setup_s` is added before every trial's first value and paid in full (the measured times already
+  hold the measured setup; pass it only for curves whose times start after setup).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+PRUNED = "pruned"
+COMPLETED = "completed"
+FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One run's learning curve of the objective."""
+
+    trial_id: str
+    values: tuple[float, ...]  # the objective's values in the order reported
+    times_s: tuple[float, ...]  # seconds from the trial's start at which each was reported
+    wall_s: float  # the run's measured wall-clock (to its end, or to where it was pruned)
+    complete: bool  # True: ran to its end; False: cut (pruned/cancelled) after these values
+    failed: bool = False  # ran to its end but failed (no objective told to the study, never the best)
+
+    def __post_init__(self) -> None:
+        if len(self.values) != len(self.times_s):
+            raise ValueError(f"curve {self.trial_id}: {len(self.values)} values but {len(self.times_s)} times")
+
+
+@dataclass(frozen=True)
+class SimTrial:
+    """How one trial went in the replay."""
+
+    trial_id: str
+    start_s: float
+    end_s: float
+    values_reported: int
+    status: str  # completed | pruned | failed
+    extrapolated: bool
+    final_value: float | None
+
+    @property
+    def seconds(self) -> float:
+        return self.end_s - self.start_s
+
+
+@dataclass(frozen=True)
+class SimResult:
+    slots: int
+    trial_seconds: float  # sum over trials of (end - start), setup included
+    makespan_s: float  # the last trial's end
+    pruned: int
+    completed: int
+    best_trial_id: str | None
+    best_value: float | None
+    time_to_best_s: float | None  # when the best trial ended
+    extrapolated: int  # trials promoted past the end of a cut curve
+    timeline: tuple[tuple[float, float | None, float], ...]  # per trial end: (time_s, best so far, trial-seconds spent by then)
+    trials: tuple[SimTrial, ...] = ()  # in launch order
+    failed: int = 0
+
+    def trial(self, trial_id: str) -> SimTrial | None:
+        return next((t for t in self.trials if t.trial_id == trial_id), None)
+
+
+@dataclass
+class _Running:
+    curve: Curve
+    start_s: float
+    values: list[float]
+    times_s: list[float]
+    end_tail_s: float  # seconds after the last value until the trial's end when not pruned
+    trial: Any = None
+    k: int = 0  # values reported
+    extrapolated: bool = False
+
+
+def _seconds_per_value(c: Curve) -> float:
+    if len(c.times_s) >= 2:
+        return max(0.0, (c.times_s[-1] - c.times_s[0]) / (len(c.times_s) - 1))
+    return max(0.0, c.times_s[0]) if c.times_s else 0.0
+
+
+def _last_rung_step(n_values: int, min_steps: int, reduction_factor: int) -> int | None:
+    """The highest rung step (min_steps * reduction_factor**i) a curve of `n_values` values reaches."""
+    step, last = min_steps, None
+    while step <= n_values:
+        last, step = step, step * reduction_factor
+    return last
+
+
+def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduction_factor: int, goal: str,
+                  order: Sequence[str] | None = None, full_length: int | None = None, setup_s: float = 0.0,
+                  cancel_s: float = 0.0) -> SimResult:
+    """Replays ASHA over `curves` at `slots` parallel slots (see the module's docstring)."""
+    import optuna
+    from optuna.trial import TrialState
+
+    if slots < 1:
+        raise ValueError(f"slots must be >= 1 (got {slots})")
+    if goal not in ("minimize", "maximize"):
+        raise ValueError(f"goal must be minimize or maximize (got {goal!r})")
+    by_id = {c.trial_id: c for c in curves}
+    if len(by_id) != len(curves):
+        raise ValueError("two curves have the same trial_id")
+    ids = list(order) if order is not None else [c.trial_id for c in curves]
+    unknown = [t for t in ids if t not in by_id]
+    if unknown:
+        raise ValueError(f"order names trials without a curve: {', '.join(unknown[:5])}")
+    complete = [c for c in curves if c.complete and c.values]
+    if full_length is None:
+        full_length = max((len(c.values) for c in complete), default=max((len(c.values) for c in curves), default=0))
+    tails = [max(0.0, c.wall_s - c.times_s[-1]) for c in complete]
+    mean_tail_s = sum(tails) / len(tails) if tails else 0.0
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        direction="minimize" if goal == "minimize" else "maximize",
+        sampler=optuna.samplers.RandomSampler(seed=0),  # never asked for a value: the trials are given
+        pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=min_steps, reduction_factor=reduction_factor,
+                                                      min_early_stopping_rate=0))
+
+    events: list[tuple[float, int, str, str]] = []  # (time, seq, kind, trial_id); seq: launch order ties
+    seq = [0]
+    running: dict[str, _Running] = {}
+    done: list[SimTrial] = []
+    queue = list(reversed(ids))
+
+    def push(t: float, kind: str, tid: str) -> None:
+        heapq.heappush(events, (t, seq[0], kind, tid))
+        seq[0] += 1
+
+    def start(now: float) -> None:
+        while queue and len(running) < slots:
+            tid = queue.pop()
+            c = by_id[tid]
+            r = _Running(curve=c, start_s=now, values=list(c.values), times_s=list(c.times_s),
+                         end_tail_s=max(0.0, c.wall_s - c.times_s[-1]) if c.times_s else max(0.0, c.wall_s),
+                         trial=study.ask())
+            running[tid] = r
+            if r.values:
+                push(now + setup_s + r.times_s[0], "value", tid)
+            else:
+                push(now + setup_s + max(0.0, c.wall_s), "end", tid)
+
+    def finish(tid: str, now: float, status: str) -> None:
+        r = running.pop(tid)
+        final = r.values[r.k - 1] if status == COMPLETED and r.k else None
+        if status == COMPLETED and (final is None or math.isnan(final)):
+            status = FAILED
+        if status == COMPLETED:
+            study.tell(r.trial, final)
+        else:
+            study.tell(r.trial, state=TrialState.PRUNED if status == PRUNED else TrialState.FAIL)
+        done.append(SimTrial(trial_id=tid, start_s=r.start_s, end_s=now, values_reported=r.k, status=status,
+                             extrapolated=r.extrapolated, final_value=final if status == COMPLETED else None))
+
+    start(0.0)
+    while events:
+        now, _, kind, tid = heapq.heappop(events)
+        r = running[tid]
+        base = r.start_s + setup_s
+        if kind in ("end", "pruned"):
+            ok = r.values and not (r.curve.failed and not r.extrapolated)
+            finish(tid, now, PRUNED if kind == "pruned" else (COMPLETED if ok else FAILED))
+            start(now)
+            continue
+        r.trial.report(float(r.values[r.k]), step=r.k + 1)
+        r.k += 1
+        if r.trial.should_prune():
+            cut_at_own_end = (not r.curve.complete and not r.extrapolated
+                              and r.k == _last_rung_step(len(r.curve.values), min_steps, reduction_factor))
+            push(max(now, base + r.curve.wall_s) if cut_at_own_end else now + cancel_s, "pruned", tid)
+            continue
+        if r.k < len(r.values):
+            push(base + r.times_s[r.k], "value", tid)
+            continue
+        if not r.curve.complete and len(r.values) < full_length:  # promoted past the end of a cut curve
+            spv = _seconds_per_value(r.curve)
+            last_t, last_v = r.times_s[-1], r.values[-1]
+            n_more = full_length - len(r.values)
+            r.values += [last_v] * n_more
+            r.times_s += [last_t + spv * (i + 1) for i in range(n_more)]
+            r.end_tail_s = mean_tail_s
+            r.extrapolated = True
+            push(base + r.times_s[r.k], "value", tid)
+            continue
+        end = base + max(r.times_s[-1] + r.end_tail_s, 0.0 if r.extrapolated else r.curve.wall_s)
+        push(max(now, end), "end", tid)
+    return _result(done, slots, goal, ids)
+
+
+def _result(done: list[SimTrial], slots: int, goal: str, ids: Sequence[str]) -> SimResult:
+    better = (lambda a, b: a < b) if goal == "minimize" else (lambda a, b: a > b)
+    order = {tid: i for i, tid in enumerate(ids)}
+    by_end = sorted(done, key=lambda t: (t.end_s, order[t.trial_id]))
+    timeline: list[tuple[float, float | None, float]] = []
+    best: SimTrial | None = None
+    best_at: float | None = None
+    for t in by_end:
+        if t.status == COMPLETED and t.final_value is not None and (best is None or better(t.final_value, best.final_value)):
+            best, best_at = t, t.end_s
+        spent = sum(min(o.end_s, t.end_s) - o.start_s for o in done if o.start_s < t.end_s)
+        timeline.append((t.end_s, best.final_value if best else None, spent))
+    trials = tuple(sorted(done, key=lambda t: order[t.trial_id]))
+    return SimResult(
+        slots=slots, trial_seconds=sum(t.seconds for t in done), makespan_s=max((t.end_s for t in done), default=0.0),
+        pruned=sum(t.status == PRUNED for t in done), completed=sum(t.status == COMPLETED for t in done),
+        failed=sum(t.status == FAILED for t in done), best_trial_id=best.trial_id if best else None,
+        best_value=best.final_value if best else None, time_to_best_s=best_at,
+        extrapolated=sum(t.extrapolated for t in done), timeline=tuple(timeline), trials=trials)
+
+
+def curves_from_points(rows: Iterable[Mapping[str, Any]]) -> list[Curve]:
+    """Builds one curve per trial from the rows of `warehouse/queries/learning_curves.sql` (one row per
+    objective point, or one row without a point for a run that logged none; ordered by run start, run,
+    seq). The values are the ones the runtime reports to the study: numeric, a point repeating the
+    step of the last one taken is skipped (the trainer logs its final value again at the last step).
+    A trial with several runs (attempts) keeps its last run. `complete`: the run succeeded or failed
+    by itself (`failed` then); pruned or cancelled runs are cut curves."""
+    runs: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        run = runs.get(row["run_id"])
+        if run is None:
+            run = runs[row["run_id"]] = {"trial_id": row["trial_id"], "status": row["status"],
+                                         "wall_s": float(row["wall_s"] or 0.0), "values": [], "times": [],
+                                         "last_step": object()}
+        v, step = row.get("value"), row.get("step")
+        if row.get("seq") is None or not isinstance(v, int | float) or (step is not None and step == run["last_step"]):
+            continue
+        run["last_step"] = step
+        run["values"].append(float(v))
+        run["times"].append(float(row.get("t_s") or 0.0))
+    by_trial: dict[str, Curve] = {}
+    for run in runs.values():
+        by_trial.pop(run["trial_id"], None)  # the last run of a trial, in the rows' order
+        by_trial[run["trial_id"]] = Curve(
+            trial_id=run["trial_id"], values=tuple(run["values"]), times_s=tuple(run["times"]), wall_s=run["wall_s"],
+            complete=run["status"] in ("succeeded", "failed"), failed=run["status"] == "failed")
+    return list(by_trial.values())
