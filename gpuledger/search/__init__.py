@@ -10,9 +10,12 @@
                                                                # over measured learning curves (what-if)
 
 Only this package imports Optuna. See `gpuledger.search.study` for the samplers, the pruner and the
-storage.
+storage, `gpuledger.search.space` for the suggest calls (lists categorical, ranges numeric) and the
+seeded points a spec with a range plans.
 """
 
-from gpuledger.search.study import STUDY_DIR, AdaptiveSearch, is_adaptive, study_path_for
+from gpuledger.search.space import sample_points, suggest
+from gpuledger.search.study import STUDY_DIR, AdaptiveSearch, asks_new_points, is_adaptive, study_path_for
 
-__all__ = ["STUDY_DIR", "AdaptiveSearch", "is_adaptive", "study_path_for"]
+__all__ = ["STUDY_DIR", "AdaptiveSearch", "asks_new_points", "is_adaptive", "sample_points", "study_path_for",
+           "suggest"]

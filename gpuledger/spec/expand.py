@@ -28,7 +28,8 @@ class Trial:
     setup: str | None
 
 
-def _excluded(params: dict[str, Any], rules: list[dict[str, Any]]) -> bool:
+def excluded(params: dict[str, Any], rules: list[dict[str, Any]]) -> bool:
+    """True when `params` match every key of one of the `search.exclude` rules."""
     for rule in rules:
         if all(params.get(k) in (v if isinstance(v, list) else [v]) for k, v in rule.items()):
             return True
@@ -63,7 +64,7 @@ def _grid_points(spec: SweepSpec):
         raise UserError(f"{spec.name}: search.params: {refused}")
     for combo in itertools.product(*lists):
         params = dict(zip(names, combo, strict=True))
-        if not _excluded(params, spec.search.exclude):
+        if not excluded(params, spec.search.exclude):
             yield params
 
 
@@ -84,27 +85,44 @@ def _random_points(spec: SweepSpec):
             else:
                 params[name] = rng.choice(values)
         key = json.dumps(params, sort_keys=True, default=str)
-        if key in seen or _excluded(params, s.exclude):
+        if key in seen or excluded(params, s.exclude):
             continue
         seen.add(key)
         yield params
 
 
 
+def has_ranges(spec: SweepSpec) -> bool:
+    """True when a search parameter is a range `{low, high, ...}` (numeric), not a list (categorical)."""
+    return any(isinstance(values, RandomRange) for values in spec.search.params.values())
+
+
+def trial_for(spec: SweepSpec, params: dict[str, Any], index: int) -> Trial:
+    """Returns the trial of `params` (its stable id, rendered commands); `index` is its position."""
+    tid = trial_id_for(spec.name, params)
+    values = template_values(spec, params, tid, index)
+    return Trial(index=index, trial_id=tid, params=params, run=render_command(spec.task.run, values),
+                 setup=render_command(spec.task.setup, values) if spec.task.setup else None)
+
+
 def iter_trials(spec: SweepSpec) -> Iterator[Trial]:
-    """Yields the trials of a sweep spec one at a time, in a stable order, with rendered commands."""
-    # tpe/asha: every point the search may ask for (it launches at most n_trials of them, in its order)
-    points = _random_points(spec) if spec.search.strategy == "random" else _grid_points(spec)
+    """Yields the trials of a sweep spec one at a time, in a stable order, with rendered commands.
+
+    grid: every point of the lists; random: n_trials points drawn with the seed; tpe/asha over lists:
+    every point the search may ask for (it launches at most n_trials of them, in its order); tpe/asha
+    with a range: n_trials points drawn from the ranges with the seed by Optuna's RandomSampler
+    (`gpuledger.search.space.sample_points`): the points asha runs, in its order; for tpe the
+    representative points its plan and budget guard price (tpe asks its own, each planned then)."""
+    if spec.search.strategy == "random":
+        points: Any = _random_points(spec)
+    elif has_ranges(spec):
+        from gpuledger.search.space import sample_points
+
+        points = sample_points(spec)
+    else:
+        points = _grid_points(spec)
     for index, params in enumerate(points):
-        tid = trial_id_for(spec.name, params)
-        values = template_values(spec, params, tid, index)
-        yield Trial(
-            index=index,
-            trial_id=tid,
-            params=params,
-            run=render_command(spec.task.run, values),
-            setup=render_command(spec.task.setup, values) if spec.task.setup else None,
-        )
+        yield trial_for(spec, params, index)
 
 
 def expand_trials(spec: SweepSpec) -> list[Trial]:
