@@ -65,8 +65,8 @@ def test_spec_accepts_tpe_and_asha_and_refuses_what_they_cannot_do(tmp_path):
     assert (sp.search.pruning.min_steps, sp.search.pruning.reduction_factor) == (3, 4)
     with pytest.raises(SpecError, match="pruning needs strategy asha or tpe"):
         load_spec(_spec(tmp_path, "grid", extra="  pruning: {min_steps: 2}"))
-    with pytest.raises(SpecError, match="strategy asha needs a list of values"):
-        load_spec(_spec(tmp_path, "asha", params="{x: {low: 0.1, high: 1.0}}"))
+    with pytest.raises(SpecError, match="strategy asha with a range \\(x\\) needs n_trials"):
+        load_spec(_spec(tmp_path, "asha", params="{x: {low: 0.1, high: 1.0}}"))  # ranges: tests/test_search_ranges.py
     with pytest.raises(SpecError, match="n_trials"):
         load_spec(_spec(tmp_path, "tpe", extra="  n_trials: 7"))
     with pytest.raises(SpecError, match="reduction_factor"):

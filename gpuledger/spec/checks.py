@@ -4,9 +4,10 @@ type errors (every problem at once)."""
 from __future__ import annotations
 
 import difflib
+import math
 from typing import Any
 
-from gpuledger.spec.expand import grid_points_total, grid_too_large
+from gpuledger.spec.expand import grid_too_large
 from gpuledger.spec.shellctx import unsafe_placeholders
 from gpuledger.spec.templates import KNOWN_FIELDS, template_fields, unsafe_message
 from gpuledger.spec.types import MAX_TRIALS
@@ -31,27 +32,37 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
     search = mapping(data.get("search"))
     params = mapping(search.get("params"))
     strategy = search.get("strategy", "grid")
+    ranges: list[str] = []
+    sizes: list[int] = []  # distinct values of each list or int range (None once a float range is seen)
     for name, values in params.items():
-        if strategy in ("grid", "tpe", "asha") and isinstance(values, dict):
-            out.append((("search", "params", name), f"strategy {strategy} needs a list of values here; ranges are "
-                        "for strategy: random"))
+        if isinstance(values, dict):
+            ranges.append(name)
+        if strategy == "grid" and isinstance(values, dict):
+            out.append((("search", "params", name), "strategy grid needs a list of values here; ranges are for "
+                        "strategy random, tpe or asha"))
         elif isinstance(values, list) and not values:
             out.append((("search", "params", name), "empty list of values: the grid would have no trials"))
-        elif isinstance(values, dict) and isinstance(values.get("low"), int | float) and isinstance(values.get("high"), int | float):
-            if values["high"] < values["low"]:
-                out.append((("search", "params", name), f"high ({values['high']}) is below low ({values['low']})"))
-            if values.get("log") and values["low"] <= 0:
-                out.append((("search", "params", name), "a log range needs low > 0"))
+        elif isinstance(values, dict):
+            out += [(("search", "params", name), msg) for msg in _range_problems(values)]
+        if isinstance(values, list):
+            sizes.append(len(values))
+        elif _is_int_range(values):
+            sizes.append(int(values["high"]) - int(values["low"]) + 1)
     lists = [v for v in params.values() if isinstance(v, list)]
     if strategy in ("grid", "tpe", "asha") and lists and len(lists) == len(params):
         refused = grid_too_large(lists)
         if refused:
             out.append((("search", "params", "__key__"), refused))
     n_trials = search.get("n_trials")
-    if (strategy in ("random", "tpe", "asha") and lists and len(lists) == len(params) and isinstance(n_trials, int)
-            and not isinstance(n_trials, bool) and grid_points_total(lists) < n_trials <= MAX_TRIALS):
-        out.append((("search", "n_trials"), f"n_trials ({n_trials}) is more than the {grid_points_total(lists)} "
-                    "distinct combinations of the lists; use strategy: grid, or fewer trials"))
+    distinct = math.prod(sizes) if params and len(sizes) == len(params) and all(n > 0 for n in sizes) else None
+    if (strategy in ("random", "tpe", "asha") and distinct is not None and isinstance(n_trials, int)
+            and not isinstance(n_trials, bool) and distinct < n_trials <= MAX_TRIALS):
+        what = "lists" if not ranges else "lists and int ranges"
+        out.append((("search", "n_trials"), f"n_trials ({n_trials}) is more than the {distinct} distinct combinations "
+                    f"of the {what}; use strategy: grid, or fewer trials"))
+    if strategy in ("tpe", "asha") and ranges and n_trials is None:
+        out.append((("search", "n_trials"), f"strategy {strategy} with a range ({', '.join(ranges)}) needs n_trials "
+                    "(how many trials to ask); only lists default to every point of their grid"))
     if search.get("pruning") is not None and strategy in ("grid", "random"):
         out.append((("search", "pruning"), f"pruning needs strategy asha or tpe, not {strategy}"))
     if strategy == "random" and search.get("n_trials") is None:
@@ -96,3 +107,28 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
         out.append((("train", "completion_len"), f"method {method} needs train.completion_len"))
     return out
 
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_int_range(values: Any) -> bool:
+    return (isinstance(values, dict) and values.get("type") == "int" and _number(values.get("low"))
+            and _number(values.get("high")) and float(values["low"]).is_integer()
+            and float(values["high"]).is_integer() and values["low"] <= values["high"])
+
+
+def _range_problems(values: dict[str, Any]) -> list[str]:
+    """Returns what is wrong with a range `{low, high, log, type}` (its types are pydantic's to check)."""
+    low, high = values.get("low"), values.get("high")
+    if not (_number(low) and _number(high)):
+        return []
+    out = []
+    if high < low:
+        out.append(f"high ({high}) is below low ({low})")
+    if values.get("log") is True and low <= 0:
+        out.append(f"a log range needs low > 0 (got {low})")
+    if values.get("type") == "int" and not (float(low).is_integer() and float(high).is_integer()):
+        out.append(f"an int range needs whole numbers for low and high (got {low}, {high})")
+    return out

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from gpuledger.safeyaml import FileRefused, read_text_file
 from gpuledger.spec.checks import _semantic_problems
-from gpuledger.spec.expand import grid_size
+from gpuledger.spec.expand import grid_size, has_ranges
 from gpuledger.spec.models import _SPEC_ADAPTER, CapacitySpec, SweepSpec
 from gpuledger.spec.problems import Problem, SpecError, _dotted, _problems_from_validation
 from gpuledger.spec.strict import scalar_problems
@@ -67,7 +67,8 @@ def parse_spec(text: str, filename: str = "<spec>") -> SweepSpec | CapacitySpec:
     spec._positions = positions
     spec._source = filename
     problems += semantic
-    if not problems and isinstance(spec, SweepSpec) and spec.search.strategy != "random" and grid_size(spec) == 0:
+    if (not problems and isinstance(spec, SweepSpec) and spec.search.strategy != "random" and not has_ranges(spec)
+            and grid_size(spec) == 0):
         problems.append(Problem(filename, *located(("search", "exclude")), "search.exclude", "the exclude rules leave no trial"))
     if problems:
         raise SpecError(sorted(problems, key=lambda p: (p.line, p.col)))

@@ -47,12 +47,13 @@ class Objective(_Strict):
 
 
 class RandomRange(_Strict):
-    """A continuous or integer range for `strategy: random` (and, later, `tpe`/`asha`)."""
+    """A numeric range of a search parameter (`strategy: random | tpe | asha`; a list of values is
+    categorical): `suggest_float(low, high, log)` or, with `type: int`, `suggest_int` in Optuna."""
 
-    low: float
-    high: float
-    log: bool = False
-    type: Literal["float", "int"] = "float"
+    low: float = Field(description="smallest value (> 0 when log)")
+    high: float = Field(description="largest value (>= low)")
+    log: bool = Field(False, description="drawn uniformly in log space (learning rates)")
+    type: Literal["float", "int"] = Field("float", description="int: whole numbers from low to high")
 
 
 ParamValues = list[Scalar] | RandomRange
@@ -73,9 +74,12 @@ class Search(_Strict):
     strategy: Literal["grid", "random", "tpe", "asha"] = Field(
         "grid", description="grid and random: every trial drawn up front; tpe and asha: Optuna asks for the "
         "next trial as a slot frees (asha also prunes trials by their intermediate objective values)")
-    params: dict[str, ParamValues] = Field(min_length=1)
-    n_trials: int | None = Field(None, ge=1, le=MAX_TRIALS)
-    seed: int = 0
+    params: dict[str, ParamValues] = Field(min_length=1, description="a list of values (categorical) or a range "
+                                           "{low, high, log, type} (numeric; not for strategy grid)")
+    n_trials: int | None = Field(None, ge=1, le=MAX_TRIALS, description="trials to run; required with a range "
+                                 "(random, tpe, asha); default for tpe/asha over lists: every point of the grid")
+    seed: int = Field(0, description="makes the sweep reproducible: random's draws, asha's points and order, "
+                      "tpe's first (random) points")
     pruning: Pruning | None = Field(None, description="strategy asha (default settings when absent), or tpe "
                                     "(pruning only when set)")
     exclude: list[dict[str, Scalar | list[Scalar]]] = Field(
