@@ -1,9 +1,12 @@
-"""One sweep's Optuna study: which candidate to launch next, and whether a running one is pruned.
+"""One sweep's Optuna study: which trial to launch next, and whether a running one is pruned.
 
-The candidates are the sweep's planned trials (for tpe/asha: every point of the lists' grid, so each
-one has a plan row, a price and a stable trial id). The study only chooses among them:
+The candidates are the sweep's planned trials, each with a plan row, a price and a stable trial id:
+over lists, every point of the lists' grid; with a range (`{low, high, log, type}`), the `n_trials`
+points `gpuledger.search.space.sample_points` draws with the seed. The suggest calls are
+`gpuledger.search.space.suggest`'s (lists categorical, ranges numeric, log scale where `log`).
 
-- `asha`: every point of the grid once, in an order shuffled by `search.seed` (each next point is
+- `asha`: every point of the grid once, in an order shuffled by `search.seed` (with a range: the
+  drawn points, in the order drawn, so the plan prices exactly what runs) (each next point is
   enqueued in the study, `Study.enqueue_trial`, then asked; Optuna's `GridSampler` is not used: in
   ask/tell mode it calls `Study.stop`, which raises outside `optimize`), with Optuna's `SuccessiveHalvingPruner`, which is asynchronous successive halving (ASHA, Li et al.
   2020): a trial's resource is the number of objective values it has reported (k = 1, 2, ...); at
@@ -14,12 +17,16 @@ one has a plan row, a price and a stable trial id). The study only chooses among
   as if it had the worst value seen, so parallel slots do not ask for the same region twice (the
   constant liar of Ginsbourger et al.). The first `n_startup` trials are drawn at random. A point
   TPE asks for again gets the value it already has (told at once) and TPE is asked again. Pruning
-  only when `search.pruning` is set (the same pruner as asha).
+  only when `search.pruning` is set (the same pruner as asha). With a range TPE asks points no plan
+  foresaw: `ask` returns them as new trials (`Trial.index` = the study's trial number, the id the
+  expansion's hash of the params), and the runtime plans and registers each before launching it
+  (`gpuledger.runtime.admit`).
 
 The study is Optuna's own `JournalStorage` in `studies/<sweep_id>.journal` beside the warehouse
 file: a killed sweep's next run opens the same study (trials it left running are told failed, since
 the sweep's lease guarantees nobody else runs them), and the trials already asked are never asked
-again. `n_trials` (default: every candidate) counts trials asked over all runs of the sweep.
+again (ids are the hash of the params, so they stay the same). `n_trials` (default: every
+candidate; required with a range) counts trials asked over all runs of the sweep.
 """
 
 from __future__ import annotations
@@ -28,6 +35,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from gpuledger.search.space import suggest
+from gpuledger.spec.expand import excluded, trial_for
 
 #: The folder (beside the warehouse file) that holds the studies.
 STUDY_DIR = "studies"
@@ -48,6 +58,14 @@ def study_path_for(sweep_id: str) -> Path:
     return resolve_path().resolve().parent / STUDY_DIR / f"{sweep_id}.journal"
 
 
+def asks_new_points(spec: Any) -> bool:
+    """True when the study may ask points that no plan foresaw (tpe over a range): each is planned
+    and registered when asked, not at the sweep's start."""
+    from gpuledger.spec.expand import has_ranges
+
+    return getattr(getattr(spec, "search", None), "strategy", None) == "tpe" and has_ranges(spec)
+
+
 def _key(params: dict[str, Any]) -> tuple:
     return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
@@ -58,7 +76,7 @@ class AdaptiveSearch:
 
     study: Any
     candidates: dict[tuple, Any]
-    space: dict[str, list[Any]]
+    space: dict[str, Any]  # name -> list of values (categorical) or RandomRange (numeric)
     n_trials: int
     metric: str
     prunes: bool
@@ -67,6 +85,7 @@ class AdaptiveSearch:
     reported: dict[str, int] = field(default_factory=dict)  # trial_id -> values reported so far
     path: Path | None = None
     order: list[Any] = field(default_factory=list)  # asha: the candidates in the order they are tried
+    spec: Any = None  # tpe over a range: makes the trials of points no plan foresaw
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
     @classmethod
@@ -79,11 +98,15 @@ class AdaptiveSearch:
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         s = spec.search
-        space: dict[str, list[Any]] = {name: list(values) for name, values in s.params.items()}
+        from gpuledger.spec.expand import has_ranges
+
+        space: dict[str, Any] = dict(s.params)
+        ranged = has_ranges(spec)
         path = path or study_path_for(sweep_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         storage = JournalStorage(JournalFileBackend(str(path)))
-        n_trials = min(s.n_trials or len(candidates), len(candidates))
+        # over lists at most every candidate; a tpe range asks beyond the planned (representative) points
+        n_trials = s.n_trials if ranged and s.strategy == "tpe" else min(s.n_trials or len(candidates), len(candidates))
         pruning = s.pruning
         if s.strategy == "asha" and pruning is None:
             from gpuledger.spec.models import Pruning
@@ -100,8 +123,10 @@ class AdaptiveSearch:
             import random
 
             sampler: Any = optuna.samplers.RandomSampler(seed=s.seed)  # never asked: each point is enqueued
-            order = sorted(candidates, key=lambda t: t.trial_id)
-            random.Random(s.seed).shuffle(order)
+            order = list(candidates)  # with a range: in the order drawn (already random, by the seed)
+            if not ranged:
+                order = sorted(candidates, key=lambda t: t.trial_id)
+                random.Random(s.seed).shuffle(order)
         else:
             sampler = optuna.samplers.TPESampler(seed=s.seed, multivariate=True, constant_liar=True,
                                                  n_startup_trials=max(2, min(10, n_trials // 3)))
@@ -109,7 +134,8 @@ class AdaptiveSearch:
         study = optuna.create_study(study_name=sweep_id, storage=storage, sampler=sampler, pruner=pruner,
                                     direction=direction, load_if_exists=True)
         self = cls(study=study, candidates={_key(t.params): t for t in candidates}, space=space, n_trials=n_trials,
-                   metric=s.objective.metric, prunes=pruning is not None, path=path, order=order)
+                   metric=s.objective.metric, prunes=pruning is not None, path=path, order=order,
+                   spec=spec if asks_new_points(spec) else None)
         for ft in study.get_trials(deepcopy=False):
             tid = ft.user_attrs.get(TRIAL_ID_ATTR)
             if ft.state == TrialState.RUNNING:  # left by a killed run of this sweep (we hold its lease)
@@ -139,8 +165,10 @@ class AdaptiveSearch:
                         return None
                     self.study.enqueue_trial(nxt.params, skip_if_exists=False)
                 trial = self.study.ask()
-                params = {name: trial.suggest_categorical(name, values) for name, values in self.space.items()}
+                params = suggest(trial, self.space)
                 cand = self.candidates.get(_key(params))
+                if cand is None and self.spec is not None and not excluded(params, self.spec.search.exclude):
+                    cand = trial_for(self.spec, params, trial.number)  # a point no plan foresaw (tpe range)
                 if cand is None:  # excluded by search.exclude: never run
                     self.study.tell(trial, state=TrialState.FAIL)
                     continue
