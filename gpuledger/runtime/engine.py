@@ -16,7 +16,9 @@ What `execute` does, in order (every step says what it did through `hooks.log`):
 4. on Ctrl-C: stops launching, cancels what runs (the launcher's records say `cancelled`), and
    still stores every record that finished; the run is `interrupted`;
 5. adaptive search (`search.strategy: tpe | asha`, `gpuledger.search`): instead of the planned
-   order, the next trial comes from the sweep's Optuna study whenever a slot frees; each running
+   order, the next trial comes from the sweep's Optuna study whenever a slot frees (a point of a
+   tpe range that no plan foresaw is first planned and registered, `gpuledger.runtime.admit`;
+   over a tpe range step 1 registers none of the plan's representative points); each running
    trial's new objective values (the launcher's `progress`) are reported to the study, a trial the
    pruner stops is cancelled through the launcher, billed for what it ran (its record says
    `cancelled`) and marked `pruned`; every end is told to the study;
@@ -49,7 +51,7 @@ from gpuledger.runtime.launching import LAUNCH_RETRY_DELAYS_S, TrialOutcome, mak
 from gpuledger.runtime.requests import launch_requests
 from gpuledger.runtime.summary import SweepSummary
 from gpuledger.runtime.writer import Writer
-from gpuledger.search import AdaptiveSearch, is_adaptive
+from gpuledger.search import AdaptiveSearch, asks_new_points, is_adaptive
 
 #: After Ctrl-C: how long the trials being cancelled get to hand in their records (seconds).
 INTERRUPT_GRACE_S = 15.0
@@ -125,7 +127,8 @@ def register(run: SweepRun, hooks: Hooks, landing: Path) -> tuple[list[Any], Bud
             spec_path=str(run.spec_path), spec_yaml=_read_text(run.spec_path), spec_json=sp.model_dump(mode="json"),
             plan_json=run.plan_json, prices=prices_used(run.plan_json),
         )
-        wh.upsert_trials(run.sweep_id, [{**r, "status": P.PENDING} for r in warehouse_trial_rows(run.plan_json, run.trials)])
+        planned = [] if asks_new_points(sp) else run.trials  # tpe over a range: each one registered when asked
+        wh.upsert_trials(run.sweep_id, [{**r, "status": P.PENDING} for r in warehouse_trial_rows(run.plan_json, planned)])
         if L.waiting(landing):
             recovered = wh.ingest_landing(landing)
             hooks.log.info("Stored the result records an earlier run left in %s: %s", landing, recovered.summary())
@@ -133,7 +136,7 @@ def register(run: SweepRun, hooks: Hooks, landing: Path) -> tuple[list[Any], Bud
         spent = float(wh.query_named("sweep_spent", {"sweep_id": run.sweep_id})["spent_usd"][0] or 0.0)
         measured = [float(c) for c in wh.query_named("runs_measured_costs", {"sweep_id": run.sweep_id})["cost_usd"]]
     todo = []
-    for t in run.trials:
+    for t in planned:
         row = run.rows.get(t.trial_id, {})
         if t.trial_id in done_ids:
             summary.skipped_done += 1
@@ -155,14 +158,17 @@ class _Loop:
     """Steps 2-4: the launch loop of one run (owned by the calling thread)."""
 
     def __init__(self, run: SweepRun, hooks: Hooks, launcher: Any, writer: Writer, meter: BudgetMeter,
-                 todo: list[Any], search: Any = None, pruned_ids: set[str] | None = None) -> None:
+                 todo: list[Any], search: Any = None, pruned_ids: set[str] | None = None,
+                 admission: Any = None) -> None:
         self.run, self.hooks, self.launcher, self.writer, self.meter = run, hooks, launcher, writer, meter
         self.summary = run.summary
         self.requests = launch_requests(run.spec, todo, run.rows, sweep_id=run.sweep_id, launcher=run.launcher)
         self.search = search  # gpuledger.search.AdaptiveSearch: the next trial comes from its study
+        self.admission = admission  # gpuledger.runtime.admit.Admission: plans and registers unforeseen trials
         self.pruned_ids = pruned_ids if pruned_ids is not None else set()
         todo_ids = {t.trial_id for t in todo}
-        self.skip = {t.trial_id for t in run.trials if t.trial_id not in todo_ids}
+        planned = run.trials if admission is None else []  # tpe over a range: the plan's points are not candidates
+        self.skip = {t.trial_id for t in planned if t.trial_id not in todo_ids}
         self.pending = deque(todo if search is None else [])
         self.inflight: dict[Future[TrialOutcome], Any] = {}
         self.done_q: queue.Queue[Future[TrialOutcome]] = queue.Queue()
@@ -180,6 +186,8 @@ class _Loop:
         while len(self.inflight) < self.run.cap and not self.summary.budget_stopped:
             if not self.pending and self.search is not None and not self.summary.interrupted:
                 asked = self.search.ask(self.skip)
+                if asked is not None and asked.trial_id not in self.requests and not self._admit(asked):
+                    continue
                 if asked is not None:
                     self.pending.append(asked)
             if not self.pending:
@@ -198,6 +206,14 @@ class _Loop:
             self.summary.launched += 1
             fut.add_done_callback(self.done_q.put)
             notify("launched", trial_id=t.trial_id)
+
+    def _admit(self, trial: Any) -> bool:
+        """A trial the search asked that no plan foresaw: planned and registered before it may launch
+        (`gpuledger.runtime.admit`); one that may not is told failed to the study."""
+        if self.admission is not None and self.admission.admit(trial, self.writer, self.meter, self.requests):
+            return True
+        self.search.tell(trial.trial_id, None)
+        return False
 
     def _watch_for(self, trial_id: str) -> Any:
         """Returns the pruning watch of one trial: its new objective values (one per step) go to the
@@ -356,14 +372,19 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
 
     search = None
     if is_adaptive(run.spec):
-        search = AdaptiveSearch.open(run.spec, run.sweep_id, run.trials)
+        search = AdaptiveSearch.open(run.spec, run.sweep_id, [] if asks_new_points(run.spec) else run.trials)
         hooks.log.info("Adaptive search (%s): study %s in %s; at most %d trial(s).", run.spec.search.strategy,
                        run.sweep_id, search.path, search.n_trials)
+    admission = None
+    if search is not None and asks_new_points(run.spec):  # before the writer opens the warehouse
+        from gpuledger.runtime.admit import Admission
+
+        admission = Admission.for_run(run, hooks)
     writer = Writer(run.sweep_id, landing, hooks.log, stored, lease=(run.holder, run.lease_ttl_s))
     launcher = run.launcher_factory(run.launcher, run.spec, run.cap, landing)
     status = P.SWEEP_FAILED
     try:
-        _Loop(run, hooks, launcher, writer, meter, todo, search, pruned_ids).loop()
+        _Loop(run, hooks, launcher, writer, meter, todo, search, pruned_ids, admission).loop()
         status = ""
     finally:
         close = getattr(launcher, "close", None)

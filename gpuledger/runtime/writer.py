@@ -1,6 +1,7 @@
 """The sweep's one warehouse writer: a thread that stores finished trials' records in batches.
 
 The launch loop hands it records (and launcher errors, and trials to mark) and goes on launching;
+trials the adaptive search asked for are registered through it too (`register`, which waits);
 the thread drains everything queued into ONE transaction per batch, opening the warehouse only
 for that batch (so readers such as `gpuledger sql` get in between). While it writes, new results
 queue up and form the next batch, so validation's fixed cost (~40 ms a frame, measured) is paid per
@@ -30,6 +31,8 @@ from gpuledger.runtime import landing as L
 
 #: How long the writer gathers finished trials into one transaction (seconds).
 WRITER_WINDOW_S = 0.3
+#: How long `register` waits for its rows to be written (the warehouse's own lock wait is shorter).
+REGISTER_WAIT_S = 120.0
 
 
 class Writer:
@@ -59,6 +62,16 @@ class Writer:
         """Queues finished trials: their records, and {trial_id: launcher error} for those that have none."""
         self._queue.put(("results", records, errors))
 
+    def register(self, rows: list[dict[str, Any]]) -> bool:
+        """Stores `trials` rows (trials the search asked for, `Warehouse.upsert_trials`) ahead of the
+        records of the same batch and waits until they are written; returns False when the warehouse
+        could not take them (`last_error` says why)."""
+        done = threading.Event()
+        outcome: dict[str, bool] = {}
+        self._queue.put(("trials", rows, done, outcome))
+        done.wait(REGISTER_WAIT_S)
+        return outcome.get("stored", False)
+
     def mark(self, trial_ids: list[str], status: str, reason: str) -> None:
         """Queues a status for trials that did not run (`skipped-budget`, ...)."""
         self._queue.put(("mark", trial_ids, status, reason))
@@ -86,7 +99,8 @@ class Writer:
                 self._renew()
                 continue
             window_end = time.monotonic() + self.window_s
-            while items[-1] is not None:
+            # a registration is waited for (a trial launches after it): the batch is written once one arrives
+            while items[-1] is not None and items[-1][0] != "trials":
                 try:
                     items.append(self._queue.get(timeout=max(0.0, window_end - time.monotonic())))
                 except queue.Empty:
@@ -102,9 +116,10 @@ class Writer:
         errors = {k: v for kind, *rest in items if kind == "results" for k, v in rest[1].items()}
         marks = [(ids, P.FAILED, reason[:2000]) for ids, reason in (([t], r) for t, r in errors.items())]
         marks += [tuple(rest) for kind, *rest in items if kind == "mark"]
+        registered = [item for item in items if item[0] == "trials"]
         stored = False
         try:
-            self._store(records, marks)
+            self._store(records, marks, [row for item in registered for row in item[1]])
             stored = True
         except Exception as err:  # noqa: BLE001 - the records stay in landing; close() retries, the run says so
             self.failed_batches += 1
@@ -112,15 +127,20 @@ class Writer:
             self._unwritten_marks.extend(marks)  # type: ignore[arg-type]
             self.log.error("Could not store %d result record(s) in the warehouse (they stay in %s): %s",
                            len(records), self.landing, self.last_error)
+        for _kind, _rows, done, outcome in registered:
+            outcome["stored"] = stored
+            done.set()
         if self.on_stored is not None:
             with contextlib.suppress(Exception):
                 self.on_stored(records, errors, stored)
 
-    def _store(self, records: list[ResultRecord], marks: list[Any]) -> None:
+    def _store(self, records: list[ResultRecord], marks: list[Any], trials: list[dict[str, Any]] | None = None) -> None:
         from gpuledger.warehouse import Warehouse
 
         with Warehouse.open(migrate=False) as wh:
             self._renew(wh)
+            if trials:
+                wh.upsert_trials(self.sweep_id, trials)
             if records:
                 result = wh.ingest_records(records, sources=[r.run_id for r in records])
                 rejected = {rej.source: rej.reason for rej in result.rejected}
