@@ -57,6 +57,24 @@ def _trials_meta(trials) -> pl.DataFrame:
     )
 
 
+def search_notes(spec, trials) -> list[str]:
+    """Returns what the plan assumes about which points run (tpe/asha with a range: drawn points)."""
+    from gpuledger.spec.expand import has_ranges
+
+    s = spec.search
+    if s.strategy not in ("tpe", "asha") or not has_ranges(spec):
+        return []
+    ranges = ", ".join(name for name, v in s.params.items() if not isinstance(v, list))
+    drawn = (f"{len(trials)} points drawn from the ranges ({ranges}) with seed {s.seed} by Optuna's RandomSampler "
+             "(gpuledger.search.space.sample_points)")
+    if s.strategy == "asha":
+        return [f"search asha over ranges: the plan prices the {drawn}; asha runs exactly these points, in the "
+                "order drawn (pruned ones cost less)"]
+    return [f"search tpe over ranges: the plan and budget guard price {drawn} as representatives of the "
+            f"{s.n_trials} trials TPE will ask; each asked point is planned alone, with these settings, "
+            "and registered before it launches"]
+
+
 def _filtered_offers(spec, offers: pl.DataFrame | None) -> pl.DataFrame:
     from gpuledger.catalog.offers import load_offers
 
@@ -124,7 +142,7 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
     accel = accelerator_table(offers["accelerator"].unique().to_list(), est["precision"].unique().to_list(), s.method)
     accel, measured, cal_notes = calibrate(accel, est, measurements, s, model=spec.model)
     return plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, measured=measured,
-                               extra_assumptions=notes + cal_notes)
+                               extra_assumptions=notes + cal_notes + search_notes(spec, trials))
 
 
 def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, measurements: pl.DataFrame | None) -> Plan:
@@ -150,6 +168,7 @@ def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, meas
         f"max_parallel {s.max_parallel} capped at {cap} (cores {machine.cores}, memory fits "
         f"{cap_mem if max_mem else 'any'} trial(s) of {max_mem or 0:.2f} GiB)",
         *cal_notes,
+        *search_notes(spec, trials),
     ]
     s = replace(s, max_parallel=cap, spot="never")
     plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, measured=measured,
