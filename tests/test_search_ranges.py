@@ -199,7 +199,7 @@ def test_a_resumed_tpe_sweep_asks_nothing_again_and_keeps_its_ids(tmp_path, monk
     second = _tpe_run(tmp_path, monkeypatch, budget=5.0, n_trials=6)
     assert second.sweep_id == first.sweep_id
     s2 = execute(second)
-    assert s2.status == P.SWEEP_SUCCEEDED and s2.launched == 3 and s2.succeeded == 3
+    assert s2.status == P.SWEEP_SUCCEEDED and (s2.skipped_done, s2.launched, s2.succeeded) == (3, 3, 3)
     after = _study_trials(first.sweep_id)
     complete = {tid: a for tid, a in after.items() if a["state"] == "COMPLETE"}
     for tid, a in before.items():  # the same ids, the same params, the same study trial

@@ -354,11 +354,24 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
             with contextlib.suppress(Exception), Warehouse.open(migrate=False) as wh:
                 wh.release_lease(run.sweep_id, run.holder)
         raise
-    total = len(run.trials)
+    search = None
+    if is_adaptive(run.spec):
+        search = AdaptiveSearch.open(run.spec, run.sweep_id, [] if asks_new_points(run.spec) else run.trials)
+        hooks.log.info("Adaptive search (%s): study %s in %s; at most %d trial(s).", run.spec.search.strategy,
+                       run.sweep_id, search.path, search.n_trials)
+    admission = None
+    to_run = len(todo)
+    if search is not None and asks_new_points(run.spec):  # before the writer opens the warehouse
+        from gpuledger.runtime.admit import Admission
+
+        admission = Admission.for_run(run, hooks)
+        summary.skipped_done = len(search.asked)  # asked, and finished or pruned, by earlier runs
+        to_run = max(0, search.n_trials - summary.skipped_done)
+    total = len(run.trials) if admission is None else search.n_trials
     counter = {"done": summary.skipped_done}
     pruned_ids: set[str] = set()
     hooks.progress(counter["done"], total)
-    notify("planned", sweep_id=run.sweep_id, total=total, todo=len(todo), done_before=summary.skipped_done,
+    notify("planned", sweep_id=run.sweep_id, total=total, todo=to_run, done_before=summary.skipped_done,
            max_parallel=run.cap)
 
     def stored(records: list[ResultRecord], errors: dict[str, str], ok: bool) -> None:
@@ -370,16 +383,6 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
                    spent_usd=summary.spent_usd, stored=ok)
         hooks.progress(counter["done"], total)
 
-    search = None
-    if is_adaptive(run.spec):
-        search = AdaptiveSearch.open(run.spec, run.sweep_id, [] if asks_new_points(run.spec) else run.trials)
-        hooks.log.info("Adaptive search (%s): study %s in %s; at most %d trial(s).", run.spec.search.strategy,
-                       run.sweep_id, search.path, search.n_trials)
-    admission = None
-    if search is not None and asks_new_points(run.spec):  # before the writer opens the warehouse
-        from gpuledger.runtime.admit import Admission
-
-        admission = Admission.for_run(run, hooks)
     writer = Writer(run.sweep_id, landing, hooks.log, stored, lease=(run.holder, run.lease_ttl_s))
     launcher = run.launcher_factory(run.launcher, run.spec, run.cap, landing)
     status = P.SWEEP_FAILED
