@@ -11,6 +11,12 @@ passes its stdout/stderr through unchanged, and meanwhile
 - collects the trial's metrics from stdout lines `GPULEDGER_METRIC {"name", "value", "step"}` and
   from the JSONL file `$GPULEDGER_METRICS` (a temporary file the agent creates for the child;
   `gpuledger.track.log` writes there);
+- with `--echo-metrics NAME[,NAME]`, echoes the named metrics it reads from the file to its own
+  stdout as `GPULEDGER_METRIC {"name", "value", "step", "time"}` lines, so that a launcher that
+  only sees the job's logs (SkyPilot) can read a running trial's objective (pruning). Bounded: only
+  the named metrics, at most one line per metric per `--echo-interval-s` (default 1 s); a metric
+  logged faster is coalesced to its latest point, and the last point is always echoed before the
+  result line. The record keeps every point either way;
 - forwards SIGINT/SIGTERM/SIGHUP to the child's process group (SIGKILL after `--kill-grace-s`);
 - enforces `--timeout-s` (kills the group; status `failed`, reason "timeout after N s").
 
@@ -81,6 +87,38 @@ def _signal_name(num: int) -> str:
         return signal.Signals(num).name
     except ValueError:
         return f"signal {num}"
+
+
+class Echo:
+    """`--echo-metrics`: writes the named metrics' new points to stdout as `GPULEDGER_METRIC` lines,
+    at most one line per metric per `interval_s` (faster points coalesced to the latest)."""
+
+    def __init__(self, names: set[str], interval_s: float, started: float, write: Any) -> None:
+        self.names, self.interval_s, self.started, self.write = names, interval_s, started, write
+        self.last: dict[str, float] = {}  # name -> monotonic time of its last echo
+        self.pending: dict[str, dict[str, Any]] = {}  # name -> the latest point not echoed yet
+        self.lines = 0
+        self.lock = threading.Lock()
+
+    def offer(self, points: list[dict[str, Any]]) -> None:
+        with self.lock:
+            for p in points:
+                if p["name"] in self.names:
+                    self.pending[p["name"]] = p
+        self.flush()
+
+    def flush(self, force: bool = False) -> None:
+        now = time.monotonic()
+        with self.lock:
+            due = [n for n in self.pending if force or now - self.last.get(n, -1e18) >= self.interval_s]
+            points = [self.pending.pop(n) for n in due]
+            for n in due:
+                self.last[n] = now
+            self.lines += len(points)
+        for p in points:
+            line = {"name": p["name"], "value": p["value"], "step": p["step"],
+                    "time": round(self.started + p["t_s"], 3)}
+            self.write(METRIC_LINE_PREFIX + json.dumps(line, separators=(",", ":")) + "\n")
 
 
 class Agent:
@@ -190,12 +228,14 @@ class Agent:
         if util:
             self.peak_gpu_util = max(self.peak_gpu_util or 0.0, max(util))
 
-    def _sampler(self, gpus: Gpus, tail: FileTail, started_mono: float) -> None:
+    def _sampler(self, gpus: Gpus, tail: FileTail, started_mono: float, echo: Echo | None = None) -> None:
         parent = os.getppid()
         interval = self.opts.sample_interval_s
         while not self.done.is_set():
             self._sample_once(gpus)
             tail.poll()
+            if echo is not None:
+                echo.flush()
             now = time.monotonic()
             if self.opts.timeout_s and not self.timed_out and now - started_mono > self.opts.timeout_s:
                 self.timed_out = True
@@ -237,7 +277,10 @@ class Agent:
         started = time.time()
         started_mono = time.monotonic()
         metrics = Metrics(started)
-        tail = FileTail(metrics_path, metrics)
+        echo = None
+        if opts.echo_metrics:
+            echo = Echo(set(opts.echo_metrics), opts.echo_interval_s, started, self._print_line)
+        tail = FileTail(metrics_path, metrics, on_points=echo.offer if echo is not None else None)
         exit_code: int | None = None
         launch_error: str | None = None
         threads: list[threading.Thread] = []
@@ -259,7 +302,7 @@ class Agent:
                 threading.Thread(target=self._pump_stdout, args=(self.proc.stdout, metrics), daemon=True),
                 threading.Thread(target=self._pump_stderr, args=(self.proc.stderr,), daemon=True),
             ]
-            sampler = threading.Thread(target=self._sampler, args=(gpus, tail, started_mono), daemon=True)
+            sampler = threading.Thread(target=self._sampler, args=(gpus, tail, started_mono, echo), daemon=True)
             for t in threads:
                 t.start()
             sampler.start()
@@ -282,6 +325,8 @@ class Agent:
             ended = time.time()
             self.done.set()
         tail.finish()
+        if echo is not None:
+            echo.flush(force=True)  # the last point of each echoed metric, before the result line
         gpus.close()
         with contextlib.suppress(OSError):
             if not opts.metrics_file:
@@ -385,11 +430,17 @@ class Agent:
         line = json.dumps(record, separators=(",", ":"), allow_nan=False)
         if self.opts.result:
             write_json_atomic(Path(self.opts.result), record)
+        self._print_line(RESULT_LINE_PREFIX + line + "\n")
+
+    def _print_line(self, text: str) -> None:
+        """Prints one line of the agent's own on stdout, on a line of its own (the child's partial
+        last line, if any, is ended first)."""
         with self.out_lock:
             prefix = "" if self.stdout_ends_with_newline else "\n"
             with contextlib.suppress(OSError, ValueError):
-                sys.stdout.write(prefix + RESULT_LINE_PREFIX + line + "\n")
+                sys.stdout.write(prefix + text)
                 sys.stdout.flush()
+            self.stdout_ends_with_newline = True
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -407,6 +458,14 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _names(text: str) -> list[str]:
+    """Parses `--echo-metrics`: comma-separated metric names."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("give at least one metric name")
+    return names
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -446,6 +505,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics-file", default=None, metavar="FILE",
                    help="the JSONL file the trial's metrics go to (kept, so a launcher can read intermediate "
                         "values while it runs); default: a private temporary file")
+    p.add_argument("--echo-metrics", type=_names, default=[], metavar="NAME[,NAME]",
+                   help="echo these metrics from the metrics file to stdout as GPULEDGER_METRIC lines (a launcher "
+                        "that reads the job's logs sees intermediate values), at most one line per metric per "
+                        "--echo-interval-s")
+    p.add_argument("--echo-interval-s", type=float, default=1.0,
+                   help="the least time between two echoed lines of one metric (faster points: the latest is echoed)")
     p.add_argument("--exit-with-parent", action="store_true",
                    help="cancel the trial when the process that started the agent goes away")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
@@ -462,6 +527,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no command given: python -m gpuledger.agent --result FILE -- CMD ARGS...")
     if opts.sample_interval_s <= 0 or opts.sample_interval_s > 0.5:
         parser.error("--sample-interval-s must be in (0, 0.5]")
+    if not opts.echo_interval_s >= 0:  # also refuses NaN
+        parser.error("--echo-interval-s must be >= 0")
     agent = Agent(cmd, opts)
     record, code = agent.run()
     agent.emit(record)

@@ -17,6 +17,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -121,29 +122,27 @@ class Metrics:
         self.dropped = 0
         self.lock = threading.Lock()
 
-    def add_json(self, text: str) -> None:
+    def add_json(self, text: str) -> list[dict[str, Any]]:
+        """Adds the point(s) of one JSON line; returns them as stored (name, value, step, t_s)."""
         try:
             obj = json.loads(text)
         except ValueError:
-            return
-        if isinstance(obj, list):
-            for item in obj:
-                self._add(item)
-        else:
-            self._add(obj)
+            return []
+        added = [self._add(item) for item in (obj if isinstance(obj, list) else [obj])]
+        return [p for p in added if p is not None]
 
-    def _add(self, obj: Any) -> None:
+    def _add(self, obj: Any) -> dict[str, Any] | None:
         if not isinstance(obj, dict):
-            return
+            return None
         name = obj.get("name")
         if not isinstance(name, str) or not name:
-            return
+            return None
         try:
             value = float(obj.get("value"))
         except (TypeError, ValueError):
-            return
+            return None
         if not math.isfinite(value):
-            return
+            return None
         step = obj.get("step")
         try:
             step = None if step is None else int(step)
@@ -157,20 +156,24 @@ class Metrics:
             t_s = max(0.0, float(obj["t_s"]))
         else:
             t_s = max(0.0, time.time() - self.started)
+        point = {"name": name, "value": value, "step": step, "t_s": round(t_s, 3)}
         with self.lock:
             self.final[name] = value
             if len(self.points) < MAX_METRIC_POINTS:
-                self.points.append({"name": name, "value": value, "step": step, "t_s": round(t_s, 3)})
+                self.points.append(point)
             else:
                 self.dropped += 1
+        return point
 
 
 class FileTail:
-    """Reads complete new lines of the metrics JSONL file as it grows."""
+    """Reads complete new lines of the metrics JSONL file as it grows; `on_points(points)`, if
+    given, is called with the points of each line read (the agent's `--echo-metrics`)."""
 
-    def __init__(self, path: Path, metrics: Metrics) -> None:
+    def __init__(self, path: Path, metrics: Metrics, on_points: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
         self.path = path
         self.metrics = metrics
+        self.on_points = on_points
         self.offset = 0
         self.partial = b""
         self.lock = threading.Lock()
@@ -190,13 +193,18 @@ class FileTail:
             *lines, self.partial = data.split(b"\n")
             for line in lines:
                 if line.strip():
-                    self.metrics.add_json(line.decode("utf-8", "replace"))
+                    self._add(line)
+
+    def _add(self, line: bytes) -> None:
+        points = self.metrics.add_json(line.decode("utf-8", "replace"))
+        if points and self.on_points is not None:
+            self.on_points(points)
 
     def finish(self) -> None:
         self.poll()
         with self.lock:
             if self.partial.strip():
-                self.metrics.add_json(self.partial.decode("utf-8", "replace"))
+                self._add(self.partial)
             self.partial = b""
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpuledger import track
-from gpuledger.protocol import RESULT_LINE_PREFIX
+from gpuledger.protocol import METRIC_LINE_PREFIX, RESULT_LINE_PREFIX
 from gpuledger.record import parse_record
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,6 +69,41 @@ def test_success_metrics_passthrough_and_result_line(tmp_path):
     assert record["final_metrics"] == {"train_loss": 1.0, "eval_loss": 1.25}
     assert all(m["t_s"] is not None and m["t_s"] >= 0 for m in record["metrics"])
     assert record["wall_s"] > 0.9
+
+
+def test_echo_metrics_prints_the_named_metric_bounded_and_its_last_point(tmp_path):
+    # a trainer logging 5,000 points of the objective as fast as it can, plus another metric
+    proc, record = _agent(tmp_path, """
+        import time
+        from gpuledger import track
+        t0 = time.time()
+        for step in range(1, 5001):
+            track.log(step=step, eval_loss=1.0 + 1.0 / step, train_loss=2.0)
+        time.sleep(1.8)  # the flood's last point is echoed meanwhile (coalesced), then one more point
+        track.log(step=5001, eval_loss=0.5)
+        time.sleep(0.6)
+        """, "--echo-metrics", "eval_loss", "--echo-interval-s", "1.0")
+    assert proc.returncode == 0 and record["status"] == "succeeded"
+    out = proc.stdout.decode().splitlines()
+    echoed = [json.loads(ln[len(METRIC_LINE_PREFIX):]) for ln in out if ln.startswith(METRIC_LINE_PREFIX)]
+    # bounded: one line per metric per second at most, over a run of a few seconds
+    assert 2 <= len(echoed) <= 2 + int(record["wall_s"]) + 1, echoed
+    assert {e["name"] for e in echoed} == {"eval_loss"}  # only the named metric
+    steps = [e["step"] for e in echoed]
+    assert steps == sorted(steps) and steps[-1] == 5001 and echoed[-1]["value"] == 0.5
+    assert 5000 in steps  # the flood's last point, echoed once the interval passed (coalesced)
+    assert all(isinstance(e["time"], float) for e in echoed)
+    # the record still has every point of the file; the echo adds nothing to it
+    assert record["final_metrics"]["eval_loss"] == 0.5
+    assert sum(m["name"] == "eval_loss" for m in record["metrics"]) == 5001
+    assert out[-1].startswith(RESULT_LINE_PREFIX)
+
+
+def test_echo_metrics_refuses_an_empty_name_list(tmp_path):
+    proc = subprocess.run([PY, "-m", "gpuledger.agent", "--echo-metrics", ",", "--", "true"], capture_output=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2 and b"give at least one metric name" in proc.stderr
+    assert b"Traceback" not in proc.stderr
 
 
 def test_crash_keeps_exit_code_and_stderr_tail(tmp_path):
