@@ -16,7 +16,8 @@ passes its stdout/stderr through unchanged, and meanwhile
   only sees the job's logs (SkyPilot) can read a running trial's objective (pruning). Bounded: only
   the named metrics, at most one line per metric per `--echo-interval-s` (default 1 s); a metric
   logged faster is coalesced to its latest point, and the last point is always echoed before the
-  result line. The record keeps every point either way;
+  result line; a point without a step is echoed with its number (1, 2, ... per metric). The
+  record keeps every point either way;
 - forwards SIGINT/SIGTERM/SIGHUP to the child's process group (SIGKILL after `--kill-grace-s`);
 - enforces `--timeout-s` (kills the group; status `failed`, reason "timeout after N s").
 
@@ -97,6 +98,7 @@ class Echo:
         self.names, self.interval_s, self.started, self.write = names, interval_s, started, write
         self.last: dict[str, float] = {}  # name -> monotonic time of its last echo
         self.pending: dict[str, dict[str, Any]] = {}  # name -> the latest point not echoed yet
+        self.seen: dict[str, int] = {}  # name -> points read so far
         self.lines = 0
         self.lock = threading.Lock()
 
@@ -104,7 +106,9 @@ class Echo:
         with self.lock:
             for p in points:
                 if p["name"] in self.names:
-                    self.pending[p["name"]] = p
+                    self.seen[p["name"]] = n = self.seen.get(p["name"], 0) + 1
+                    # a point without a step is numbered (1, 2, ... per metric) so a reader can place it
+                    self.pending[p["name"]] = p if p["step"] is not None else {**p, "step": n}
         self.flush()
 
     def flush(self, force: bool = False) -> None:

@@ -46,6 +46,9 @@ class LaunchRequest:
     on_demand_usd_per_hour: float | None = None
     price_source: str = "local"  # gpuledger.protocol.PRICE_SOURCES
     price_description: str = ""  # where the price comes from, for the billing line
+    #: metrics the in-job agent echoes to the job's logs while it runs (`--echo-metrics`): the sweep's
+    #: objective when its trials can be pruned, so a launcher that only reads logs (SkyPilot) sees them
+    echo_metrics: tuple[str, ...] = ()
 
 
 @runtime_checkable

@@ -81,9 +81,14 @@ def task_envs(request: LaunchRequest) -> dict[str, str]:
     return envs
 
 
-def wrapped_run(run: str, result_path: str = RESULT_PATH) -> str:
-    """Returns the trial command wrapped by the agent (`bash -c` of the shell-quoted command)."""
-    return f"python3 -m gpuledger.agent --result {shlex.quote(result_path)} -- bash -c {shlex.quote(run)}"
+def wrapped_run(run: str, result_path: str = RESULT_PATH, echo_metrics: Sequence[str] = ()) -> str:
+    """Returns the trial command wrapped by the agent (`bash -c` of the shell-quoted command).
+
+    `echo_metrics`: the agent echoes these metrics to the job's logs as it reads them (at most one
+    line per metric per second), where `SkyPilotLauncher.progress` reads them for the pruner.
+    """
+    echo = f" --echo-metrics {shlex.quote(','.join(echo_metrics))}" if echo_metrics else ""
+    return f"python3 -m gpuledger.agent --result {shlex.quote(result_path)}{echo} -- bash -c {shlex.quote(run)}"
 
 
 def _resource(request: LaunchRequest, place: Placement, recovery: dict | None) -> dict[str, Any]:
@@ -138,7 +143,7 @@ def task_config(
     config["envs"] = task_envs(request)
     if setup:
         config["setup"] = setup
-    config["run"] = wrapped_run(request.run, result_path)
+    config["run"] = wrapped_run(request.run, result_path, request.echo_metrics)
     return config
 
 

@@ -10,6 +10,10 @@ entry of `Plan.to_json()["trials"]` (placement, price and estimates of one trial
 - a row the planner found infeasible: no placement, its reason in `price_description`;
 - no row at all (no plan): the spec's first accelerator, cloud and region, said so.
 
+When the sweep prunes (`gpuledger.search.prunes`: asha, or tpe with `pruning`), the request names the
+objective metric in `echo_metrics`: the SkyPilot job's agent echoes it to the logs, where the pruning
+watch reads it (`SkyPilotLauncher.progress`).
+
 The working folder is resolved against the current directory (where the spec is run from).
 """
 
@@ -70,10 +74,13 @@ def _placement(spec: Any, row: dict[str, Any] | None, launcher: str) -> dict[str
 def launch_request(spec: Any, trial: Any, row: dict[str, Any] | None, *, sweep_id: str, launcher: str,
                    workdir: Path | None = None) -> LaunchRequest:
     """Returns the request that runs `trial` of `spec` as planned in `row` (None: no plan)."""
+    from gpuledger.search import prunes
+
     base = Path(spec.task.workdir) if workdir is None else workdir
     return LaunchRequest(
         sweep_id=sweep_id, sweep_name=spec.name, trial_id=trial.trial_id, params=dict(trial.params),
         run=trial.run, setup=trial.setup, workdir=base, env=dict(spec.task.env),
+        echo_metrics=(spec.search.objective.metric,) if prunes(spec) else (),
         **_placement(spec, row, launcher),
     )
 

@@ -51,6 +51,13 @@ def is_adaptive(spec: Any) -> bool:
     return getattr(getattr(spec, "search", None), "strategy", None) in ("tpe", "asha")
 
 
+def prunes(spec: Any) -> bool:
+    """True when the sweep's running trials can be pruned: asha always, tpe with `search.pruning`."""
+    search = getattr(spec, "search", None)
+    strategy = getattr(search, "strategy", None)
+    return strategy == "asha" or (strategy == "tpe" and getattr(search, "pruning", None) is not None)
+
+
 def study_path_for(sweep_id: str) -> Path:
     """Returns the study's journal file: `studies/SWEEP_ID.journal` beside the warehouse file."""
     from gpuledger.paths import resolve_path
@@ -108,7 +115,7 @@ class AdaptiveSearch:
         # over lists at most every candidate; a tpe range asks beyond the planned (representative) points
         n_trials = s.n_trials if ranged and s.strategy == "tpe" else min(s.n_trials or len(candidates), len(candidates))
         pruning = s.pruning
-        if s.strategy == "asha" and pruning is None:
+        if prunes(spec) and pruning is None:  # asha without settings: the defaults
             from gpuledger.spec.models import Pruning
 
             pruning = Pruning()
