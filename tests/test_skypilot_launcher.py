@@ -83,9 +83,10 @@ class FakeSky:
             out.append({"job_id": job_id, **rec})
         return out
 
-    def tail_logs(self, job_id):
-        self.calls.append(("tail_logs", job_id))
-        return self.logs[job_id - 1] if job_id - 1 < len(self.logs) else ""
+    def tail_logs(self, job_id, tail=None):
+        self.calls.append(("tail_logs", job_id) if tail is None else ("tail_logs", job_id, tail))
+        text = self.logs[job_id - 1] if job_id - 1 < len(self.logs) else ""
+        return text if tail is None else "".join(text.splitlines(keepends=True)[-tail:])
 
     def cancel(self, job_id):
         self.calls.append(("cancel", job_id))
@@ -378,3 +379,99 @@ def test_parse_helpers():
     assert parse_cluster_resources(None) == (None, None)
     text = "noise\nGPULEDGER_RESULT {bad json\n(task, pid=1) GPULEDGER_RESULT {\"a\": 1}\n"
     assert parse_result_lines(text) == [{"a": 1}]
+
+
+def metric_line(step, value, name="eval_loss") -> str:
+    return "(task, pid=4242) GPULEDGER_METRIC " + json.dumps({"name": name, "value": value, "step": step,
+                                                              "time": T0 + step})
+
+
+def test_progress_reads_the_echoed_objective_from_the_logs_with_a_step_watermark():
+    clock = Clock()
+    script = [{"t": 0, "status": "PENDING"}, {"t": 60, "status": "RUNNING", "start_at": 60},
+              {"t": 120, "status": "RUNNING", "start_at": 60}]
+    fake = FakeSky(clock, [script, script], logs=[""])
+    launcher = launcher_for(fake, clock, progress_tail_lines=50)
+    handle = launcher.submit(request(echo_metrics=("eval_loss",)))
+    launcher.poll(handle)
+    assert launcher.progress(handle, 0) == ([], 0)  # pending: no API call at all
+    assert not [c for c in fake.calls if c[0] == "tail_logs"]
+    launcher.poll(handle)
+    fake.logs[0] = "\n".join(["setup ...", metric_line(1, 2.5), metric_line(1, 2.5, "train_loss"),
+                              "GPULEDGER_METRIC {bad json", metric_line(2, 2.0)]) + "\n"
+    points, offset = launcher.progress(handle, 0)
+    assert [(p["name"], p["step"], p["value"]) for p in points] == [("eval_loss", 1, 2.5), ("eval_loss", 2, 2.0)]
+    assert offset == 3
+    assert fake.calls[-1] == ("tail_logs", 1, 50)  # only the log's last lines
+    assert launcher.progress(handle, offset) == ([], 3)  # the same log read again: nothing new
+    fake.logs[0] += metric_line(2, 1.9) + "\n" + metric_line(3, 1.5) + "\n"  # step 2 twice: read once
+    points, offset = launcher.progress(handle, offset)
+    assert [(p["step"], p["value"]) for p in points] == [(3, 1.5)] and offset == 4
+    # a sweep that does not prune echoes nothing: nothing is read
+    other = launcher.submit(request(trial_id="feedfacecafe"))
+    assert launcher.progress(other, 0) == ([], 0)
+
+
+def test_progress_after_a_recovery_resumes_at_the_step_the_last_attempt_reached():
+    clock = Clock()
+    script = [{"t": 0, "status": "RUNNING", "start_at": 0},
+              {"t": 600, "status": "RECOVERING", "start_at": 0},
+              {"t": 900, "status": "RUNNING", "start_at": 0, "recovery_count": 1, "last_recovered_at": 900},
+              {"t": 1800, "status": "RUNNING", "start_at": 0, "recovery_count": 1, "last_recovered_at": 900}]
+    attempt1 = "".join(metric_line(s, 3.0 - 0.1 * s) + "\n" for s in (1, 2, 3))
+    fake = FakeSky(clock, [script], logs=[attempt1])
+    launcher = launcher_for(fake, clock)
+    handle = launcher.submit(request(echo_metrics=("eval_loss",)))
+    launcher.poll(handle)
+    points, offset = launcher.progress(handle, 0)
+    assert [p["step"] for p in points] == [1, 2, 3] and offset == 4
+    assert launcher.poll(handle) == "recovering"
+    calls = len(fake.calls)
+    assert launcher.progress(handle, offset) == ([], 4) and len(fake.calls) == calls  # recovering: not read
+    # the new cluster's log starts over: the restarted trainer logs steps 1, 2 again (not counted twice)
+    fake.logs[0] = "".join(metric_line(s, 3.0 - 0.1 * s) + "\n" for s in (1, 2))
+    launcher.poll(handle)
+    assert launcher.progress(handle, offset) == ([], 4)
+    fake.logs[0] += "".join(metric_line(s, 3.0 - 0.1 * s) + "\n" for s in (3, 4, 5))
+    launcher.poll(handle)
+    points, offset = launcher.progress(handle, offset)
+    assert [p["step"] for p in points] == [4, 5] and offset == 6
+    # a log that holds both attempts (a finished job's copy) gives the same answer
+    fake.logs[0] = attempt1 + "".join(metric_line(s, 3.0 - 0.1 * s) + "\n" for s in range(1, 6))
+    assert [p["step"] for p in launcher.progress(handle, 0)[0]] == [1, 2, 3, 4, 5]
+
+
+def test_progress_at_the_end_reads_the_whole_log_once_and_collect_reuses_it():
+    clock = Clock()
+    script = [{"t": 0, "status": "RUNNING", "start_at": 0},
+              {"t": 700, "status": "SUCCEEDED", "start_at": 0, "end_at": 700}]
+    logs = metric_line(1, 2.0) + "\n" + metric_line(2, 1.5) + "\n" + result_line(5, 690) + "\n"
+    fake = FakeSky(clock, [script], logs=[logs])
+    launcher = launcher_for(fake, clock, progress_tail_lines=1)
+    handle = launcher.submit(request(echo_metrics=("eval_loss",)))
+    run_to_end(launcher, handle)
+    points, offset = launcher.progress(handle, 2)
+    assert [(p["step"], p["value"]) for p in points] == [(2, 1.5)] and offset == 3
+    (rec,) = launcher.collect(handle)
+    assert rec.status == "succeeded" and rec.final_metrics == {"eval_loss": 1.07}
+    assert [c for c in fake.calls if c[0] == "tail_logs"] == [("tail_logs", 1)]  # one read, whole log
+
+
+def test_progress_when_the_logs_cannot_be_read_gives_nothing_new():
+    clock = Clock()
+
+    class Broken(FakeSky):
+        def tail_logs(self, job_id, tail=None):
+            raise ConnectionError("API server unreachable")
+
+    fake = Broken(clock, [[{"t": 0, "status": "RUNNING", "start_at": 0}]])
+    launcher = launcher_for(fake, clock)
+    handle = launcher.submit(request(echo_metrics=("eval_loss",)))
+    launcher.poll(handle)
+    assert launcher.progress(handle, 7) == ([], 7)
+
+
+def test_the_task_echoes_the_objective_only_when_asked():
+    assert "--echo-metrics" not in task_config(request())["run"]
+    run = task_config(request(echo_metrics=("eval_loss",)))["run"]
+    assert run.startswith("python3 -m gpuledger.agent --result /tmp/gpuledger-result.json --echo-metrics eval_loss -- ")

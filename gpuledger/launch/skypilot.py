@@ -46,7 +46,6 @@ which this module re-exports). Three parts:
 from __future__ import annotations
 
 import io
-import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +54,7 @@ from typing import Any
 
 from gpuledger import protocol as P
 from gpuledger.launch.base import LaunchRequest, TrialStatus
+from gpuledger.launch.skypilot_logs import new_points, parse_result_lines
 from gpuledger.launch.skypilot_task import (  # noqa: F401 - the task part, re-exported
     AGENT_SETUP,
     DEFAULT_MAX_RESTARTS_ON_ERRORS,
@@ -69,7 +69,7 @@ from gpuledger.launch.skypilot_task import (  # noqa: F401 - the task part, re-e
     task_yaml,
     wrapped_run,
 )
-from gpuledger.protocol import RESULT_LINE_PREFIX, SCHEMA
+from gpuledger.protocol import SCHEMA
 from gpuledger.record import ResultRecord
 
 #: ManagedJobStatus (sky/jobs/state.py, 0.14.1) -> the Launcher protocol's status.
@@ -101,6 +101,13 @@ FAILURE_REASONS = {
 }
 #: Exit codes of an agent killed with its machine (SIGTERM/SIGKILL/SIGHUP, as 128+N or -N) or none.
 KILLED_EXIT_CODES = frozenset({None, 129, 137, 143, -1, -9, -15})
+#: How often the pruning watch reads a running job's log (one `tail_logs` API call, which reaches
+#: the job's cluster through the controller): a pruned trial runs at most about this long past the
+#: value that pruned it, plus the cancel's teardown.
+PROGRESS_INTERVAL_S = 60.0
+#: How many of the log's last lines the watch reads (bounded memory and transfer per look; the
+#: agent echoes at most one objective line per second, so a minute of a chatty trainer still fits).
+PROGRESS_TAIL_LINES = 10_000
 #: Fields asked of `queue_v2` (its defaults plus where the job actually runs).
 QUEUE_FIELDS = (
     "job_id", "task_id", "job_name", "task_name", "resources", "submitted_at", "start_at", "end_at",
@@ -141,11 +148,12 @@ class SkySDK:
         records = result[0] if isinstance(result, tuple) else result
         return [_plain_job(r) for r in records]
 
-    def tail_logs(self, job_id: int) -> str:
+    def tail_logs(self, job_id: int, tail: int | None = None) -> str:
+        """Returns the job's log text (`tail`: only its last lines)."""
         import sky
 
         buf = io.StringIO()
-        sky.jobs.tail_logs(job_id=job_id, follow=False, output_stream=buf)
+        sky.jobs.tail_logs(job_id=job_id, follow=False, tail=tail, output_stream=buf)
         return buf.getvalue()
 
     def cancel(self, job_id: int) -> None:
@@ -225,6 +233,7 @@ class SkyJob:
     failure_reason: str | None = None
     last_record: dict[str, Any] = field(default_factory=dict)
     cancel_requested: bool = False
+    final_logs: str | None = None  # the log read once the job ended (the last watch and collect share it)
 
 
 def parse_cluster_resources(text: str | None) -> tuple[str | None, bool | None]:
@@ -264,25 +273,6 @@ def _ts(value: Any) -> float | None:
         return None
 
 
-def parse_result_lines(logs: str) -> list[dict[str, Any]]:
-    """Returns every `GPULEDGER_RESULT {json}` record in `logs`, in order (bad JSON skipped).
-
-    Tolerates SkyPilot's log prefixes (`(task, pid=123) GPULEDGER_RESULT {...}`).
-    """
-    records = []
-    for line in logs.splitlines():
-        pos = line.find(RESULT_LINE_PREFIX)
-        if pos < 0:
-            continue
-        try:
-            data = json.loads(line[pos + len(RESULT_LINE_PREFIX):].strip())
-        except json.JSONDecodeError:
-            continue
-        if isinstance(data, dict):
-            records.append(data)
-    return records
-
-
 class SkyPilotLauncher:
     """Runs each trial as a SkyPilot managed job (see the module docstring)."""
 
@@ -293,6 +283,8 @@ class SkyPilotLauncher:
         sdk: Any = None,
         *,
         poll_interval_s: float = 30.0,
+        progress_interval_s: float = PROGRESS_INTERVAL_S,
+        progress_tail_lines: int = PROGRESS_TAIL_LINES,
         catalog_price: CatalogPrice | None = None,
         task_builder: Callable[..., Any] | None = None,
         alternatives: Callable[[LaunchRequest], Sequence[Placement]] | None = None,
@@ -304,6 +296,8 @@ class SkyPilotLauncher:
     ):
         self.sdk = sdk if sdk is not None else SkySDK()
         self.poll_interval_s = poll_interval_s
+        self.progress_interval_s = progress_interval_s
+        self.progress_tail_lines = progress_tail_lines
         self.catalog_price = catalog_price if catalog_price is not None else offers_catalog_price
         self.task_builder = task_builder or build_task
         self.alternatives = alternatives
@@ -344,6 +338,35 @@ class SkyPilotLauncher:
             return
         self.sdk.cancel(handle.job_id)
         handle.cancel_requested = True
+
+    def progress(self, handle: SkyJob, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+        """Returns (the echoed objective points the running trial logged at steps >= `offset`, the new
+        offset): the pruning watch's read (`skypilot_logs.new_points`; `offset` is a step watermark).
+
+        One `tail_logs` call of the last `progress_tail_lines` lines, only while the job was last
+        seen running (nothing to read while it is pending or recovering) or once at its end (the
+        whole log, kept for `collect`); none when the request echoes nothing (a sweep that does not
+        prune). The runtime calls it every `progress_interval_s`. A log that cannot be read now
+        gives nothing new (the next look reads it again).
+        """
+        names = handle.request.echo_metrics
+        ended = handle.status in P.LAUNCH_TERMINAL
+        if not names or not (ended or handle.sky_status in ("RUNNING", "WINDING_DOWN")):
+            return [], offset
+        try:
+            logs = self._logs(handle) if ended else self.sdk.tail_logs(handle.job_id, tail=self.progress_tail_lines)
+        except Exception:  # noqa: BLE001 - best effort: the trial goes on, its record is read at the end
+            return [], offset
+        return new_points(logs, offset, names)
+
+    def _logs(self, handle: SkyJob) -> str:
+        """Returns the job's whole log; read once after the job ended, then kept."""
+        if handle.final_logs is not None:
+            return handle.final_logs
+        logs = self.sdk.tail_logs(handle.job_id)
+        if handle.status in P.LAUNCH_TERMINAL:
+            handle.final_logs = logs
+        return logs
 
     def wait(self, handle: SkyJob, timeout_s: float | None = None) -> TrialStatus:
         """Polls every `poll_interval_s` until a terminal status (or `timeout_s`); returns the status."""
@@ -411,7 +434,7 @@ class SkyPilotLauncher:
     def collect(self, handle: SkyJob) -> list[ResultRecord]:
         """Returns one validated `ResultRecord` per attempt."""
         try:
-            logs = self.sdk.tail_logs(handle.job_id)
+            logs = self._logs(handle)
         except Exception as err:  # noqa: BLE001 - logs are best effort; the queue still tells the story
             logs = ""
             handle.failure_reason = handle.failure_reason or f"could not read the job's logs: {err}"

@@ -44,25 +44,36 @@ def poll_interval_s(launcher: Any) -> float:
     return 0.02 if getattr(launcher, "name", "") == "local" else 10.0
 
 
-#: How often a running trial's intermediate metrics are read for the pruner (seconds).
+#: How often a running trial's intermediate metrics are read for the pruner (seconds), at least;
+#: a launcher whose read is costly says its own `progress_interval_s` (SkyPilot: an API call).
 WATCH_INTERVAL_S = 0.5
+
+
+def watch_interval_s(launcher: Any) -> float:
+    """Returns how often the pruning watch reads a launcher's `progress`: its own `progress_interval_s`,
+    else every poll but at most every `WATCH_INTERVAL_S`."""
+    explicit = getattr(launcher, "progress_interval_s", None)
+    if explicit is not None:
+        return float(explicit)
+    return max(WATCH_INTERVAL_S, poll_interval_s(launcher))
 
 
 def launch_and_collect(launcher: Any, request: LaunchRequest,
                        watch: Callable[[Any, Any], str | None] | None = None) -> list[ResultRecord]:
     """Submits one trial, polls it to a terminal status, returns its records (one per attempt).
 
-    `watch(launcher, handle)`, called about every `WATCH_INTERVAL_S` while the trial runs, may
+    `watch(launcher, handle)`, called about every `watch_interval_s(launcher)` while the trial runs, may
     answer why to stop it (pruning): the trial is cancelled and its records (`cancelled`) returned.
     Raises only when the launcher raises; the attempt is cancelled first.
     """
     handle = launcher.submit(request)
     try:
         interval = poll_interval_s(launcher)
+        every = watch_interval_s(launcher)
         next_watch = time.monotonic()
         while launcher.poll(handle) not in TERMINAL:
             if watch is not None and time.monotonic() >= next_watch:
-                next_watch = time.monotonic() + max(WATCH_INTERVAL_S, interval)
+                next_watch = time.monotonic() + every
                 if watch(launcher, handle):
                     launcher.cancel(handle)
                     watch = None

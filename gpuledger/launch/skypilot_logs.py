@@ -1,0 +1,73 @@
+"""What a SkyPilot job's logs say: its `GPULEDGER_RESULT` records and `GPULEDGER_METRIC` points.
+
+No `sky` import: pure text parsing, shared by `SkyPilotLauncher.collect` (result lines) and
+`SkyPilotLauncher.progress` (a running trial's metric points for the pruner). Both tolerate
+SkyPilot's log prefixes (`(task, pid=123) GPULEDGER_RESULT {...}`) and skip bad JSON.
+
+`new_points(logs, offset, names)` is the pruning watch's read of a log that is re-read (or
+tailed) in full each time. `offset` is not a position in the text but a step watermark: the
+next step not returned yet (0 at first). It returns the points of `names` whose step is at
+least the watermark, in log order, each step once (a step logged twice: its first point), and
+the new watermark (the last step returned + 1). So
+
+- re-reading the same log returns nothing new; tailing only its last lines loses nothing that
+  is still in the window;
+- a managed job's recovery restarts the trainer on a new cluster whose log starts empty (or, for
+  a finished job, the controller's copy holds several attempts): the restarted trainer's steps
+  below the watermark are skipped and reporting resumes where the last attempt stopped, so the
+  pruner counts each step once and its resource (the number of values reported) stays the
+  trainer's progress, not the number of attempts;
+- a point without an integer step cannot be placed and is skipped (the agent's `--echo-metrics`
+  numbers such points itself, 1, 2, ... per attempt).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Collection, Iterator
+from typing import Any
+
+from gpuledger.protocol import METRIC_LINE_PREFIX, RESULT_LINE_PREFIX
+
+
+def _prefixed_json(logs: str, prefix: str) -> Iterator[Any]:
+    for line in logs.splitlines():
+        pos = line.find(prefix)
+        if pos < 0:
+            continue
+        try:
+            yield json.loads(line[pos + len(prefix):].strip())
+        except json.JSONDecodeError:
+            continue
+
+
+def parse_result_lines(logs: str) -> list[dict[str, Any]]:
+    """Returns every `GPULEDGER_RESULT {json}` record in `logs`, in order (bad JSON skipped)."""
+    return [data for data in _prefixed_json(logs, RESULT_LINE_PREFIX) if isinstance(data, dict)]
+
+
+def parse_metric_lines(logs: str) -> list[dict[str, Any]]:
+    """Returns every `GPULEDGER_METRIC {json}` point in `logs`, in order (a line may hold a list)."""
+    points = []
+    for data in _prefixed_json(logs, METRIC_LINE_PREFIX):
+        points.extend(p for p in (data if isinstance(data, list) else [data]) if isinstance(p, dict))
+    return points
+
+
+def new_points(logs: str, offset: int, names: Collection[str]) -> tuple[list[dict[str, Any]], int]:
+    """Returns (the points of `names` at steps >= `offset`, each step once, the new watermark);
+    see the module docstring."""
+    out: list[dict[str, Any]] = []
+    watermark = offset
+    for p in parse_metric_lines(logs):
+        step, value = p.get("step"), p.get("value")
+        if p.get("name") not in names or not isinstance(step, int) or isinstance(step, bool):
+            continue
+        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+            continue
+        if step < watermark:  # returned before, or re-logged by a restarted attempt
+            continue
+        out.append({"name": p["name"], "value": float(value), "step": step, "time": p.get("time")})
+        watermark = step + 1
+    return out, watermark
