@@ -464,6 +464,13 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
         raise
 
 
+def _float_arg(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
 def _names(text: str) -> list[str]:
     """Parses `--echo-metrics`: comma-separated metric names."""
     names = [n.strip() for n in text.split(",") if n.strip()]
@@ -513,8 +520,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="echo these metrics from the metrics file to stdout as GPULEDGER_METRIC lines (a launcher "
                         "that reads the job's logs sees intermediate values), at most one line per metric per "
                         "--echo-interval-s")
-    p.add_argument("--echo-interval-s", type=float, default=1.0,
-                   help="the least time between two echoed lines of one metric (faster points: the latest is echoed)")
+    # a string default goes through `type` too: a bad variable is the same one-line usage error
+    p.add_argument("--echo-interval-s", type=_float_arg, default=_env(P.ENV_ECHO_INTERVAL_S, "1.0"),
+                   help="the least time between two echoed lines of one metric (faster points: the latest is "
+                        f"echoed) [{P.ENV_ECHO_INTERVAL_S}]")
     p.add_argument("--exit-with-parent", action="store_true",
                    help="cancel the trial when the process that started the agent goes away")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")

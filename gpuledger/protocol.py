@@ -95,6 +95,8 @@ ENV_ACCELERATOR = "GPULEDGER_ACCELERATOR"
 ENV_GPUS = "GPULEDGER_GPUS"
 ENV_SPOT = "GPULEDGER_SPOT"
 ENV_TIMEOUT_S = "GPULEDGER_TIMEOUT_S"
+#: The agent's `--echo-interval-s` (least seconds between two echoed lines of one metric).
+ENV_ECHO_INTERVAL_S = "GPULEDGER_ECHO_INTERVAL_S"
 
 #: Launchers a record can name (`fake`: the deterministic in-process launcher of fast flow tests).
 LAUNCHERS: tuple[str, ...] = ("local", "skypilot", "fake")
