@@ -15,7 +15,14 @@ seeded points a spec with a range plans.
 """
 
 from gpuledger.search.space import sample_points, suggest
-from gpuledger.search.study import STUDY_DIR, AdaptiveSearch, asks_new_points, is_adaptive, prunes, study_path_for
+from gpuledger.search.study import (
+           STUDY_DIR,
+           AdaptiveSearch,
+           asks_new_points,
+           is_adaptive,
+           prunes,
+           study_path_for,
+)
 
 __all__ = ["STUDY_DIR", "AdaptiveSearch", "asks_new_points", "is_adaptive", "prunes", "sample_points",
            "study_path_for", "suggest"]
