@@ -9,7 +9,7 @@ arithmetic on an accepted week never overflows (`9999-W52` or `0001-W01` are ref
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from gpuledger.errors import UserError
 
@@ -44,6 +44,19 @@ def week_start(week: str) -> date:
 def week_end(week: str) -> date:
     """Returns the Monday after ISO week `week` (the exclusive end of its dates)."""
     return week_start(week) + timedelta(days=7)
+
+
+def week_bounds(week: str) -> dict[str, datetime]:
+    """Returns {"week_start", "week_end"}: the half-open UTC range [Monday 00:00, next Monday 00:00) of
+    ISO week `week`, as naive datetimes (the warehouse stores UTC as TIMESTAMP), for the named queries'
+    `$week_start` / `$week_end`.
+
+    `ts >= week_start AND ts < week_end` holds exactly when `strftime(ts, '%G-W%V') = week` (the rule of
+    `v_weekly_spend`), and unlike that expression DuckDB can check it against a column's min/max per
+    row group (zone maps), so a week's rows are found without computing the week of every row.
+    """
+    start = datetime.combine(week_start(week), time())
+    return {"week_start": start, "week_end": start + timedelta(days=7)}
 
 
 def iso_week(d: date | datetime) -> str:

@@ -9,8 +9,8 @@ queries `report_billing_loaded`, `report_week_billed`, `report_week_unattributed
 v_run_billed and v_sweep_billed.
 
 A line item counts in the ISO week its charge period STARTS (UTC), as a run counts in the week it
-started; one whose charge period runs past that week (monthly tax, a commitment purchase) counts
-whole there, and the section says how many do.
+started (the half-open range of `gpuledger.weeks.week_bounds`); one whose charge period runs past
+that week (monthly tax, a commitment purchase) counts whole there, and the section says how many do.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import polars as pl
 
 from gpuledger.report.common import usd
 from gpuledger.report.document import Card, Note, Section, Table
+from gpuledger.weeks import week_bounds
 
 BILLED = "billed (FOCUS export)"
 EFFECTIVE = "effective (FOCUS export)"
@@ -75,7 +76,7 @@ class WeekBilled:
 
 def load_week_billed(wh, week: str) -> WeekBilled:
     """Returns the bill of ISO week `week` (line items charged in it) and its runs' estimate."""
-    p = {"week": week}
+    p = week_bounds(week)
     return WeekBilled(week, load_loaded(wh), wh.query_named("report_week_billed", p),
                       wh.query_named("report_week_unattributed", p),
                       wh.query_named("report_week_runs_billed", p).to_dicts()[0])

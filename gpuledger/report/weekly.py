@@ -1,9 +1,12 @@
 """The weekly cost report: where the money of one ISO week went, compared with the week before.
 
-Spend by project, owner, accelerator and spot/on-demand (view `v_weekly_spend`), week-over-week
-change, top sweeps, cost per succeeded trial and waste (named queries `report_week_*` over the
-run-level view `v_runs`, filtered to the week with the same ISO-week rule as `v_weekly_spend`: the week of each
-run's START, UTC), and budget burn of the week's sweeps that have a budget (`v_sweep_roi`).
+Spend by project, owner, accelerator and spot/on-demand (the rows of view `v_weekly_spend`),
+week-over-week change, top sweeps, cost per succeeded trial and waste (as `v_runs` defines them),
+and budget burn of the week's sweeps that have a budget (as `v_sweep_roi`). A run counts in the
+week of its START (UTC), the ISO-week rule of `v_weekly_spend`. The named queries `report_week_*`
+read the base tables for the week's half-open range [Monday 00:00, next Monday 00:00)
+(`gpuledger.weeks.week_bounds`), which DuckDB prunes by zone maps, instead of filtering whole views
+by `strftime(started_at, '%G-W%V')`, which computes every run's billing and metric joins first.
 
 A week is the ISO week 'YYYY-Www' (Monday to Sunday, UTC; gpuledger.weeks). Without a week: the
 last complete week that has data (saying so), else the current week so far; the page lists the
@@ -43,7 +46,14 @@ from gpuledger.report.document import (
 )
 from gpuledger.report.html import render_html
 from gpuledger.report.markdown import render_markdown
-from gpuledger.weeks import check_week, current_week, last_complete_week, previous_week, week_start
+from gpuledger.weeks import (
+    check_week,
+    current_week,
+    last_complete_week,
+    previous_week,
+    week_bounds,
+    week_start,
+)
 
 
 def choose_week(weeks_with_data: list[str], now: datetime | date | None = None) -> tuple[str, bool, str]:
@@ -97,11 +107,12 @@ def load_week(wh, week: str | None = None, now: datetime | date | None = None) -
         so_far = week == current_week(now)
     start = week_start(week)
     prev = previous_week(week)
-    spend = wh.query_named("report_week_spend", {"week": week})
-    prev_spend = wh.query_named("report_week_spend", {"week": prev})
-    sweeps = wh.query_named("report_week_sweeps", {"week": week})
-    waste = wh.query_named("report_week_waste", {"week": week})
-    budgets = wh.query_named("report_week_budgets", {"week": week})
+    bounds = week_bounds(week)
+    spend = wh.query_named("report_week_spend", bounds)
+    prev_spend = wh.query_named("report_week_spend", week_bounds(prev))
+    sweeps = wh.query_named("report_week_sweeps", bounds)
+    waste = wh.query_named("report_week_waste", bounds)
+    budgets = wh.query_named("report_week_budgets", bounds)
     return WeekData(week, start, prev, spend, prev_spend, sweeps, waste, budgets, weeks, why, so_far,
                     load_week_billed(wh, week))
 

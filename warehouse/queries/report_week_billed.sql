@@ -1,6 +1,7 @@
--- The bill of ISO week $week, per currency: the line items whose charge period STARTS in the week
--- (UTC, the rule runs follow in v_weekly_spend), billed / effective / list cost, what matches a run
--- and what matches none (v_billing_attribution). Each currency is its own row, never summed.
+-- The bill of the ISO week [$week_start, $week_end) (gpuledger.weeks.week_bounds), per currency: the
+-- line items whose charge period STARTS in the week (UTC, the rule runs follow in v_weekly_spend),
+-- billed / effective / list cost, what matches a run and what matches none (v_billing_attribution).
+-- Each currency is its own row, never summed.
 SELECT billing_currency,
        count(*) AS line_items,
        count(DISTINCT file_sha256) AS exports,
@@ -17,6 +18,6 @@ SELECT billing_currency,
            AS spanning_past_week,
        count(*) FILTER (WHERE currency_assumed) AS currency_assumed_line_items
 FROM v_billing_attribution
-WHERE strftime(charge_period_start, '%G-W%V') = $week
+WHERE charge_period_start >= $week_start AND charge_period_start < $week_end
 GROUP BY billing_currency
 ORDER BY billing_currency = 'USD' DESC, billing_currency

@@ -1,0 +1,22 @@
+-- The bill of ISO week $week, per currency: the line items whose charge period STARTS in the week
+-- (UTC, the rule runs follow in v_weekly_spend), billed / effective / list cost, what matches a run
+-- and what matches none (v_billing_attribution). Each currency is its own row, never summed.
+SELECT billing_currency,
+       count(*) AS line_items,
+       count(DISTINCT file_sha256) AS exports,
+       sum(billed_cost) AS billed_cost,
+       sum(effective_cost) AS effective_cost,
+       sum(list_cost) AS list_cost,
+       coalesce(sum(billed_cost) FILTER (WHERE run_id IS NOT NULL), 0) AS attributed_billed_cost,
+       coalesce(sum(effective_cost) FILTER (WHERE run_id IS NOT NULL), 0) AS attributed_effective_cost,
+       coalesce(sum(billed_cost) FILTER (WHERE run_id IS NULL), 0) AS unattributed_billed_cost,
+       coalesce(sum(effective_cost) FILTER (WHERE run_id IS NULL), 0) AS unattributed_effective_cost,
+       count(*) FILTER (WHERE run_id IS NULL) AS unattributed_line_items,
+       count(*) FILTER (WHERE attribution_method = 'time') AS attributed_by_time,
+       count(*) FILTER (WHERE charge_period_end > date_trunc('week', charge_period_start) + INTERVAL 7 DAY)
+           AS spanning_past_week,
+       count(*) FILTER (WHERE currency_assumed) AS currency_assumed_line_items
+FROM v_billing_attribution
+WHERE strftime(charge_period_start, '%G-W%V') = $week
+GROUP BY billing_currency
+ORDER BY billing_currency = 'USD' DESC, billing_currency
