@@ -4,12 +4,18 @@ seconds, on the DuckDB file and on the team's DuckLake?
     python benchmarks/warehouse_scale.py                       # 1,000,000 runs, 50,000,000 metric points
     python benchmarks/warehouse_scale.py --sweeps 2000         # a tenth of that
     python benchmarks/warehouse_scale.py --lake 'dbname=ledger host=127.0.0.1 port=5432 user=postgres'
+    python benchmarks/warehouse_scale.py --weekly-only         # the weekly comparison alone, no view reads
 
 The data is synthetic and deterministic (benchmarks/sql/scale_generate.sql): `--sweeps` sweeps of
-`--runs-per-sweep` trials with one run each and `--metrics-per-run` metric points per run, spread over
-52 weeks and 50 owners. Each view is read whole (every row fetched); the weekly report is written for
-one week. With `--lake`, the file is pushed into a DuckLake warehouse on that PostgreSQL catalog
-(`gpuledger warehouse push`'s code path) and the same reads are timed there.
+`--runs-per-sweep` trials with one run and one billing line each and `--metrics-per-run` metric points
+per run, spread over 52 weeks (stored in time order) and 50 owners. Each view is read whole (every
+row fetched). The weekly report's queries are then timed side by side on the same warehouse, best of
+`--repeat`, alternating which goes first: as they were (benchmarks/sql/weekly_strftime/: whole views
+filtered by `strftime(ts, '%G-W%V') = $week`) and as they are (warehouse/queries/: the week's range
+`gpuledger.weeks.week_bounds` on base tables), each pair checked to give the same rows; and the whole
+report (queries + charts + HTML/markdown/CSV) written with either set. With `--lake`, the file is
+pushed into a DuckLake warehouse on that PostgreSQL catalog (`gpuledger warehouse push`'s code path)
+and the same reads are timed there.
 """
 
 from __future__ import annotations
@@ -27,9 +33,70 @@ import duckdb
 from gpuledger.report.weekly import write_weekly_report
 from gpuledger.warehouse import Warehouse, lake
 from gpuledger.warehouse.sqlfiles import view_docs
+from gpuledger.weeks import iso_week, week_bounds
 
 REPO = Path(__file__).resolve().parent.parent
 GENERATE = REPO / "benchmarks" / "sql" / "scale_generate.sql"
+BEFORE = REPO / "benchmarks" / "sql" / "weekly_strftime"
+WEEK = "2025-W30"
+
+
+class StrftimeQueries:
+    """The warehouse as the weekly report saw it before: its named queries `report_week*` answered by
+    the files of benchmarks/sql/weekly_strftime (given `$week`), every other call passed through."""
+
+    def __init__(self, wh: Warehouse):
+        self._wh = wh
+
+    def query_named(self, name: str, params: dict | None = None):
+        old = BEFORE / f"{name}.sql"
+        if not old.exists():
+            return self._wh.query_named(name, params)
+        week = {"week": iso_week(params["week_start"])} if params and "week_start" in params else None
+        return self._wh.query(old.read_text(), week)
+
+    def __getattr__(self, name: str):
+        return getattr(self._wh, name)
+
+
+def _rows(df) -> list[tuple]:
+    """The rows, order-free, numbers rounded to 9 significant digits (sums may add in another order)."""
+    def value(v):
+        return float(f"{float(v):.9g}") if isinstance(v, int | float) and not isinstance(v, bool) else v
+    return sorted((tuple(value(v) for v in row) for row in df.iter_rows()), key=repr)
+
+
+def _pair(before, now, repeat: int) -> tuple[float, float]:
+    """Returns the best seconds of `before()` and of `now()` over `repeat` rounds, alternating which goes first."""
+    best = [float("inf"), float("inf")]
+    for i in range(repeat):
+        for k in ((0, 1) if i % 2 == 0 else (1, 0)):
+            t0 = time.perf_counter()
+            (before, now)[k]()
+            best[k] = min(best[k], time.perf_counter() - t0)
+    return best[0], best[1]
+
+
+def time_weekly(target: str, out_dir: Path, repeat: int) -> dict[str, tuple[float, float]]:
+    """Returns {read: (seconds before, seconds now)}: each weekly query and the whole report, best of
+    `repeat` (the two alternate which runs first); raises when a pair's rows differ."""
+    times: dict[str, tuple[float, float]] = {}
+    bounds = week_bounds(WEEK)
+    with Warehouse.open(target, read_only=True) as wh:
+        old_wh = StrftimeQueries(wh)
+        wh.query("SELECT count(*) FROM runs")  # the process's first query pays for set-up
+        for path in sorted(BEFORE.glob("*.sql")):
+            name = path.stem
+            params = None if name == "report_weeks_with_data" else bounds
+            old = old_wh.query_named(name, params)
+            if _rows(old) != _rows(wh.query_named(name, params)):
+                raise SystemExit(f"{name}: the range filter's rows differ from the ISO-week rule's on {target}")
+            times[name] = _pair(lambda n=name, p=params: old_wh.query_named(n, p),
+                                lambda n=name, p=params: wh.query_named(n, p), repeat)
+        times[f"weekly report ({WEEK})"] = _pair(
+            lambda: write_weekly_report(old_wh, week=WEEK, out_dir=out_dir / "before"),
+            lambda: write_weekly_report(wh, week=WEEK, out_dir=out_dir / "now"), repeat)
+    return times
 
 
 def generate(path: Path, sweeps: int, runs_per_sweep: int, metrics_per_run: int) -> float:
@@ -59,9 +126,6 @@ def time_reads(target: str, out_dir: Path) -> dict[str, float]:
             t0 = time.perf_counter()
             wh.query(f'SELECT * FROM "{view}"')  # every row fetched; identifiers from views.yml
             times[view] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        write_weekly_report(wh, week="2025-W30", out_dir=out_dir)
-        times["weekly report (2025-W30)"] = time.perf_counter() - t0
     return times
 
 
@@ -71,6 +135,8 @@ def main() -> int:
     ap.add_argument("--runs-per-sweep", type=int, default=50)
     ap.add_argument("--metrics-per-run", type=int, default=50)
     ap.add_argument("--lake", default=None, metavar="LIBPQ", help="also push into DuckLake on this PostgreSQL")
+    ap.add_argument("--repeat", type=int, default=3, help="weekly reads: best of this many (default 3)")
+    ap.add_argument("--weekly-only", action="store_true", help="skip reading every view whole")
     args = ap.parse_args()
     runs = args.sweeps * args.runs_per_sweep
     with tempfile.TemporaryDirectory(prefix="gpuledger-scale-") as tmp:
@@ -79,17 +145,26 @@ def main() -> int:
         size = path.stat().st_size / 2**30
         print(f"generated {runs:,} runs, {runs * args.metrics_per_run:,} metric points in {gen_s:.1f} s "
               f"({size:.2f} GiB file; load average {os.getloadavg()[0]:.1f})")
-        results = {"duckdb file": time_reads(str(path), Path(tmp) / "r1")}
+        targets = {"duckdb file": str(path)}
         if args.lake:
-            target = f"ducklake:postgres:{args.lake}"
+            targets["ducklake"] = f"ducklake:postgres:{args.lake}"
             t0 = time.perf_counter()
-            lake.push_ledger(path, target, data_path=str(Path(tmp) / "lake"))
+            lake.push_ledger(path, targets["ducklake"], data_path=str(Path(tmp) / "lake"))
             print(f"pushed into DuckLake in {time.perf_counter() - t0:.1f} s")
-            results["ducklake"] = time_reads(target, Path(tmp) / "r2")
-        names = list(next(iter(results.values())))
-        print(f"{'read':36}" + "".join(f"{k:>16}" for k in results))
-        for n in names:
-            print(f"{n:36}" + "".join(f"{r[n]:15.2f}s" for r in results.values()))
+        if not args.weekly_only:
+            results = {k: time_reads(t, Path(tmp) / f"views-{i}") for i, (k, t) in enumerate(targets.items())}
+            print(f"{'read (whole view)':36}" + "".join(f"{k:>16}" for k in results))
+            for n in next(iter(results.values())):
+                print(f"{n:36}" + "".join(f"{r[n]:15.2f}s" for r in results.values()))
+        for i, (k, t) in enumerate(targets.items()):
+            weekly = time_weekly(t, Path(tmp) / f"weekly-{i}", args.repeat)
+            print(f"\n{k}, {WEEK}, best of {args.repeat} (load average {os.getloadavg()[0]:.1f}); same rows each pair")
+            print(f"{'read':36}{'strftime, views':>16}{'range, tables':>16}{'ratio':>8}")
+            for n, (before, now) in weekly.items():
+                print(f"{n:36}{before:15.3f}s{now:15.3f}s{before / now:7.1f}x")
+            queries = [v for n, v in weekly.items() if not n.startswith("weekly report")]
+            before, now = sum(b for b, _ in queries), sum(n for _, n in queries)
+            print(f"{'the queries together':36}{before:15.3f}s{now:15.3f}s{before / now:7.1f}x")
     return 0
 
 
