@@ -20,12 +20,15 @@ which this module re-exports). Three parts:
      resolves to the synced package; the set-up therefore only installs the agent's own
      dependencies (`AGENT_SETUP`: psutil, pydantic, nvidia-ml-py) before the spec's set-up. When
      the workdir is not a gpuledger checkout, pass `agent_setup="python3 -m pip install gpuledger"`.
-   - run: `python3 -m gpuledger.agent --result /tmp/gpuledger-result.json -- bash -c '<run>'`; the
-     agent prints one `GPULEDGER_RESULT {json}` line at exit, which ends up in the job's logs.
+   - run: `python3 -m gpuledger.agent --result /tmp/gpuledger-result.json [--echo-metrics OBJ] --
+     bash -c '<run>'`; the agent prints one `GPULEDGER_RESULT {json}` line at exit, which ends up in
+     the job's logs, and with `--echo-metrics` (a sweep that prunes) the objective's points as it
+     reads them (at most one line per second).
 
 2. The SDK boundary: `SkySDK`, four methods (`launch`, `queue`, `tail_logs`, `cancel`) over
    `sky.jobs.launch` + `sky.stream_and_get`, `sky.jobs.queue_v2` + `sky.get`, `sky.jobs.tail_logs`
-   (follow=False, captured) and `sky.jobs.cancel` + `sky.get`. Tests substitute a fake here.
+   (follow=False, optionally the last `tail` lines, captured) and `sky.jobs.cancel` + `sky.get`.
+   Tests substitute a fake here.
 
 3. `SkyPilotLauncher` (the `Launcher` protocol). `poll` maps `ManagedJobStatus` to the protocol's
    statuses and tracks attempts: an attempt opens when the job is seen RUNNING and closes as
@@ -35,6 +38,10 @@ which this module re-exports). Three parts:
    attempt: its duration x the catalog price of the resources actually used (cloud/region/instance
    from the queue's record, else the plan; spot or on-demand), with `on_demand_usd_per_hour` so
    the warehouse can show realised savings.
+
+   `progress(handle, offset)` is the pruning watch's read of a running job: the echoed objective in
+   the last `progress_tail_lines` lines of its log, `offset` a step watermark that survives a
+   recovery's restarted trainer (`gpuledger.launch.skypilot_logs`), every `progress_interval_s`.
 
    Per-attempt counters (summed over a trial's attempts by the warehouse): `preemptions` = 1 for an
    attempt that ended in a preemption, `recoveries` = 1 for an attempt that is a recovery (attempt
