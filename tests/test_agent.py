@@ -218,3 +218,20 @@ def test_every_mapped_name_is_a_catalog_accelerator():
 
     known = set(known_accelerators())
     assert {name for _, name in _NVML_NAMES} | {"A100-80GB"} <= known
+
+
+def test_echo_numbers_points_without_a_step_and_coalesces_within_the_interval():
+    from gpuledger.agent import Echo
+
+    lines: list[str] = []
+    echo = Echo({"eval_loss"}, interval_s=3600.0, started=1000.0, write=lines.append)
+    echo.offer([{"name": "eval_loss", "value": 2.0, "step": None, "t_s": 1.0},
+                {"name": "train_loss", "value": 9.0, "step": None, "t_s": 1.0}])
+    echo.offer([{"name": "eval_loss", "value": 1.5, "step": None, "t_s": 2.0}])  # within the interval: held
+    echo.offer([{"name": "eval_loss", "value": 1.25, "step": None, "t_s": 3.0}])  # replaces the held one
+    assert len(lines) == 1
+    echo.flush(force=True)  # the end: the latest held point goes out
+    points = [json.loads(ln[len(METRIC_LINE_PREFIX):]) for ln in lines]
+    assert [(p["name"], p["value"], p["step"], p["time"]) for p in points] == [
+        ("eval_loss", 2.0, 1, 1001.0), ("eval_loss", 1.25, 3, 1003.0)]
+    assert all(ln.endswith("\n") and ln.startswith(METRIC_LINE_PREFIX) for ln in lines) and echo.lines == 2

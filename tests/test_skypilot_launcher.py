@@ -475,3 +475,12 @@ def test_the_task_echoes_the_objective_only_when_asked():
     assert "--echo-metrics" not in task_config(request())["run"]
     run = task_config(request(echo_metrics=("eval_loss",)))["run"]
     assert run.startswith("python3 -m gpuledger.agent --result /tmp/gpuledger-result.json --echo-metrics eval_loss -- ")
+
+
+def test_the_watch_reads_skypilot_logs_every_progress_interval_not_every_poll(tmp_path):
+    from gpuledger.launch.local import LocalLauncher
+    from gpuledger.runtime.launching import WATCH_INTERVAL_S, watch_interval_s
+
+    assert watch_interval_s(SkyPilotLauncher(sdk=object())) == 60.0
+    assert watch_interval_s(SkyPilotLauncher(sdk=object(), progress_interval_s=5)) == 5.0
+    assert watch_interval_s(LocalLauncher(landing_dir=tmp_path)) == WATCH_INTERVAL_S
