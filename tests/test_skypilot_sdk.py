@@ -4,6 +4,8 @@ functions are replaced, so nothing reaches an API server."""
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 from sky_offline import no_network, sky_home  # noqa: F401 - fixtures used by name
 
@@ -32,9 +34,12 @@ def test_sdk_wraps_jobs_launch_queue_v2_tail_logs_and_cancel(monkeypatch):
             return [rec], 1, {}, 1
         return None
 
-    def tail_logs(job_id=None, follow=True, output_stream=None, **kw):
-        calls.append(("tail_logs", job_id, follow))
-        output_stream.write("GPULEDGER_RESULT {}\n")
+    real_tail_logs = inspect.signature(sky.jobs.tail_logs)
+
+    def tail_logs(*args, **kw):
+        real_tail_logs.bind(*args, **kw)  # arguments SkyPilot's own tail_logs accepts
+        calls.append(("tail_logs", kw.get("job_id"), kw.get("follow"), kw.get("tail")))
+        kw["output_stream"].write("GPULEDGER_RESULT {}\n")
 
     monkeypatch.setattr(sky.jobs, "queue_v2", queue_v2)
     monkeypatch.setattr(sky, "get", get)
@@ -46,10 +51,12 @@ def test_sdk_wraps_jobs_launch_queue_v2_tail_logs_and_cancel(monkeypatch):
     (job,) = sdk.queue([7])
     assert job["job_id"] == 7 and job["status"] == "RECOVERING" and job["recovery_count"] == 1
     assert sdk.tail_logs(7) == "GPULEDGER_RESULT {}\n"
+    assert sdk.tail_logs(7, tail=100) == "GPULEDGER_RESULT {}\n"  # the pruning watch: the last lines only
     sdk.cancel(7)
     assert calls[0] == ("launch", "TASK", "gl-x") and calls[1] == ("stream_and_get", "req-1")
     assert calls[2][:3] == ("queue_v2", False, [7]) and "cluster_resources_full" in calls[2][3]
-    assert ("tail_logs", 7, False) in calls and ("cancel", [7]) in calls and calls[-1] == ("get", "req-3")
+    assert ("tail_logs", 7, False, None) in calls and ("tail_logs", 7, False, 100) in calls
+    assert ("cancel", [7]) in calls and calls[-1] == ("get", "req-3")
 
 
 @pytest.mark.usefixtures("sky_home")
