@@ -116,7 +116,8 @@ def _lr_loss(params: dict) -> float:
     return round(1.0 + (math.log10(params["learning_rate"]) - math.log10(3e-3)) ** 2 - params["lora_r"] / 1000, 6)
 
 
-def _tpe_run(folder: Path, monkeypatch, *, budget: float = 5.0, n_trials: int = 8, cap: int = 1, seed: int = 0):
+def _ranged_run(folder: Path, monkeypatch, *, budget: float = 5.0, n_trials: int = 8, cap: int = 1, seed: int = 0,
+             strategy: str = "tpe"):
     from gpuledger.launch.fake import FakeLauncher
     from gpuledger.plan import plan_sweep
     from gpuledger.planning import planning_inputs
@@ -126,7 +127,7 @@ def _tpe_run(folder: Path, monkeypatch, *, budget: float = 5.0, n_trials: int = 
     monkeypatch.chdir(folder)
     monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(folder / "wh" / "ledger.duckdb"))
     spec_path = _spec(folder, f"{{learning_rate: {LR}, lora_r: {{low: 4, high: 64, type: int}}, micro_batch: [8, 32]}}",
-                      "tpe", extra=f"  n_trials: {n_trials}\n  seed: {seed}", budget=budget)
+                      strategy, extra=f"  n_trials: {n_trials}\n  seed: {seed}", budget=budget)
     sp = load_spec(spec_path)
     trials = expand_trials(sp)  # the representative points the plan prices
     plan_json = plan_sweep(sp, trials, launcher="local", **planning_inputs(sp, "local")).to_json()
@@ -155,7 +156,7 @@ def test_a_tpe_sweep_over_a_log_range_plans_and_registers_every_asked_point(tmp_
     from gpuledger.runtime.engine import execute
     from gpuledger.warehouse import Warehouse
 
-    run = _tpe_run(tmp_path, monkeypatch)
+    run = _ranged_run(tmp_path, monkeypatch)
     assert any("search tpe over ranges" in a for a in run.plan_json["assumptions"])
     summary = execute(run)
     assert (summary.status, summary.launched, summary.succeeded, summary.failed) == (P.SWEEP_SUCCEEDED, 8, 8, 0)
@@ -191,12 +192,12 @@ def test_a_resumed_tpe_sweep_asks_nothing_again_and_keeps_its_ids(tmp_path, monk
 
     # the first run stops at the budget after 3 trials ($0.01 each: 36 s at $1/h); the budget is not
     # part of the sweep's identity, so the second run (a larger budget) is the same sweep, resumed
-    first = _tpe_run(tmp_path, monkeypatch, budget=0.035, n_trials=6)
+    first = _ranged_run(tmp_path, monkeypatch, budget=0.035, n_trials=6)
     s1 = execute(first)
     assert s1.budget_stopped and s1.succeeded == 3
     before = {tid: a for tid, a in _study_trials(first.sweep_id).items() if a["state"] == "COMPLETE"}
     assert len(before) == 3
-    second = _tpe_run(tmp_path, monkeypatch, budget=5.0, n_trials=6)
+    second = _ranged_run(tmp_path, monkeypatch, budget=5.0, n_trials=6)
     assert second.sweep_id == first.sweep_id
     s2 = execute(second)
     assert s2.status == P.SWEEP_SUCCEEDED and (s2.skipped_done, s2.launched, s2.succeeded) == (3, 3, 3)
@@ -209,6 +210,24 @@ def test_a_resumed_tpe_sweep_asks_nothing_again_and_keeps_its_ids(tmp_path, monk
         runs = wh.query("select trial_id, count(*) as n from runs where sweep_id = ? group by trial_id",
                         [first.sweep_id]).to_dicts()
     assert {r["trial_id"] for r in runs} == set(complete) and {r["n"] for r in runs} == {1}  # none ran twice
+
+
+def test_an_asha_sweep_over_ranges_runs_exactly_the_planned_points_in_their_order(tmp_path, monkeypatch):
+    from gpuledger.runtime.engine import execute
+    from gpuledger.warehouse import Warehouse
+
+    run = _ranged_run(tmp_path, monkeypatch, strategy="asha", n_trials=5, cap=2)
+    assert any("asha runs exactly these points" in a for a in run.plan_json["assumptions"])
+    summary = execute(run)
+    assert (summary.status, summary.launched, summary.succeeded) == (P.SWEEP_SUCCEEDED, 5, 5)
+    asked = sorted(_study_trials(run.sweep_id).items(), key=lambda kv: kv[1]["number"])
+    assert [tid for tid, _ in asked] == [t.trial_id for t in run.trials]  # the plan's points, in its order
+    with Warehouse.open(read_only=True) as wh:
+        rows = wh.query("select trial_id, est_cost_usd, status from trials where sweep_id = ?",
+                        [run.sweep_id]).to_dicts()
+    plan_cost = {r["trial_id"]: r["est_cost_usd"] for r in run.plan_json["trials"]}
+    assert {r["trial_id"]: r["est_cost_usd"] for r in rows} == pytest.approx(plan_cost)
+    assert {r["status"] for r in rows} == {P.SUCCEEDED}
 
 
 def test_the_seed_reproduces_asha_sequences_and_tpe_first_points(tmp_path):
