@@ -116,11 +116,21 @@ def test_setup_runs_first_and_a_failing_setup_fails_the_trial(tmp_path):
     assert bad_rec["status"] == "failed" and "nope" in bad_rec["stderr_tail"]
 
 
+def _wait_for_child_named(name: str, timeout_s: float = 60.0) -> None:
+    """Waits until a process called `name` runs below this one (a fixed sleep is too short under load)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(k.name() == name for k in psutil.Process().children(recursive=True)):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {name} process started within {timeout_s} s")
+
+
 def test_cancel_pending_and_running(tmp_path):
     with LocalLauncher(max_parallel=1, landing_dir=tmp_path) as launcher:
         running = launcher.submit(_req("r", "sleep 1000"))
         pending = launcher.submit(_req("p", "sleep 1000"))
-        time.sleep(0.5)
+        _wait_for_child_named("sleep")  # the agent runs the trial (its signal handlers are set)
         launcher.cancel(pending)
         launcher.cancel(running)
         launcher.cancel(running)  # idempotent
