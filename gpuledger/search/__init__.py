@@ -20,9 +20,10 @@ from gpuledger.search.study import (
            AdaptiveSearch,
            asks_new_points,
            is_adaptive,
+           launch_order,
            prunes,
            study_path_for,
 )
 
-__all__ = ["STUDY_DIR", "AdaptiveSearch", "asks_new_points", "is_adaptive", "prunes", "sample_points",
-           "study_path_for", "suggest"]
+__all__ = ["STUDY_DIR", "AdaptiveSearch", "asks_new_points", "is_adaptive", "launch_order", "prunes",
+           "sample_points", "study_path_for", "suggest"]

@@ -73,6 +73,19 @@ def asks_new_points(spec: Any) -> bool:
     return getattr(getattr(spec, "search", None), "strategy", None) == "tpe" and has_ranges(spec)
 
 
+def launch_order(trial_ids: list[str], seed: int, ranged: bool = False) -> list[str]:
+    """asha: the order the candidates are tried in: over lists the sorted ids shuffled by `search.seed`;
+    with a range the drawn points in the order drawn (`ranged`). The planner's replay
+    (gpuledger.plan.pruning) uses the same order."""
+    import random
+
+    if ranged:
+        return list(trial_ids)
+    order = sorted(trial_ids)
+    random.Random(seed).shuffle(order)
+    return order
+
+
 def _key(params: dict[str, Any]) -> tuple:
     return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
@@ -127,13 +140,9 @@ class AdaptiveSearch:
             pruner = optuna.pruners.NopPruner()
         order: list[Any] = []
         if s.strategy == "asha":
-            import random
-
             sampler: Any = optuna.samplers.RandomSampler(seed=s.seed)  # never asked: each point is enqueued
-            order = list(candidates)  # with a range: in the order drawn (already random, by the seed)
-            if not ranged:
-                order = sorted(candidates, key=lambda t: t.trial_id)
-                random.Random(s.seed).shuffle(order)
+            by_id = {t.trial_id: t for t in candidates}
+            order = [by_id[tid] for tid in launch_order(list(by_id), s.seed, ranged=ranged)]
         else:
             sampler = optuna.samplers.TPESampler(seed=s.seed, multivariate=True, constant_liar=True,
                                                  n_startup_trials=max(2, min(10, n_trials // 3)))
