@@ -37,6 +37,9 @@ class Plan:
     #: for a local plan: what the same trials would cost on the cloud GPU a cloud plan picks
     #: ({trial_id: {accelerator, gpus, cloud, region, instance_type, spot, wall_s, usd}}); see prices.py
     cloud_equivalent: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: strategy asha (or tpe with pruning): the expected spend under pruning and its source
+    #: (`gpuledger.plan.pruning.PrunedSpend.to_json()`); the budget guard uses its expected_usd when known
+    pruning: dict[str, Any] | None = None
 
     @functools.cached_property
     def trials(self) -> list[dict[str, Any]]:
@@ -54,7 +57,8 @@ class Plan:
     def to_json(self) -> dict[str, Any]:
         """Returns the plan as a JSON-ready dict (keys: sweep, trials, total_est_cost_usd,
         makespan_s, max_parallel, budget_usd, within_budget, price_snapshot, what_if, assumptions,
-        launcher, launch_order, alternatives, deadline_s, cloud_equivalent)."""
+        launcher, launch_order, alternatives, deadline_s, cloud_equivalent, and pruning for a sweep that
+        prunes)."""
         budget = self.budget_usd if self.budget_usd is not None and math.isfinite(self.budget_usd) else None
         return {
             "sweep": self.sweep,
@@ -72,6 +76,7 @@ class Plan:
             "alternatives": self.alternatives,
             "deadline_s": self.deadline_s,
             "cloud_equivalent": self.cloud_equivalent,
+            **({"pruning": self.pruning} if self.pruning is not None else {}),
         }
 
     def to_json_text(self) -> str:

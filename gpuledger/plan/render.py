@@ -37,11 +37,20 @@ def budget_guard(plan: Plan) -> None:
     budget = plan.budget_usd or 0.0
     total = plan.total_est_cost_usd
     alt = plan.alternatives
-    lines = [
-        f"estimated cost {fmt_usd(total)} exceeds the budget {fmt_usd(budget)} "
-        f"(by {fmt_usd(total - budget)}) for {len(plan.feasible_trials)} trial(s) of sweep {plan.sweep}; nothing was launched.",
-        "top cost drivers:",
-    ]
+    pr = plan.pruning or {}
+    if pr.get("expected_usd") is not None:
+        expected = pr["expected_usd"]
+        lines = [f"expected spend under pruning {fmt_usd(expected)} ({pr['source']}: {pr['basis']}) exceeds the budget "
+                 f"{fmt_usd(budget)} (by {fmt_usd(expected - budget)}); the full, unpruned spend of the "
+                 f"{len(plan.feasible_trials)} trial(s) of sweep {plan.sweep} is {fmt_usd(total)}; nothing was launched."]
+        total = expected
+    else:
+        lines = [f"estimated cost {fmt_usd(total)} exceeds the budget {fmt_usd(budget)} "
+                 f"(by {fmt_usd(total - budget)}) for {len(plan.feasible_trials)} trial(s) of sweep {plan.sweep}; "
+                 "nothing was launched."]
+        if pr:
+            lines.append(f"spend under pruning: {pr['basis']}")
+    lines.append("top cost drivers:")
     for d in alt.get("top_cost_drivers", []):
         lines.append(
             f"  {d['trials']} trial(s) on {d['gpus']}x {d['accelerator']} {'spot' if d['spot'] else 'on-demand'} "
@@ -107,6 +116,13 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
         + (f"; deadline {fmt_duration(plan.deadline_s)}" if plan.deadline_s else "")
         + f"; {len(plan.feasible_trials)} feasible, {infeasible} infeasible; prices {plan.price_snapshot}"
     )
+    if plan.pruning:
+        pr = plan.pruning
+        if pr.get("expected_usd") is not None:
+            con.print(f"expected spend under pruning {fmt_usd(pr['expected_usd'])} (the budget guard's number; full, "
+                      f"unpruned {fmt_usd(pr['full_usd'])}); source {pr['source']}: {pr['basis']}", soft_wrap=True)
+        else:
+            con.print(f"expected spend under pruning: {pr['basis']}", soft_wrap=True)
     if plan.cloud_equivalent:
         eq = list(plan.cloud_equivalent.values())
         accs = sorted({f"{e['gpus']}x {e['accelerator']} ({e['cloud']} {e['instance_type']}"

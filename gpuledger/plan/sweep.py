@@ -100,6 +100,7 @@ def plan_sweep(
     measured_preemption: dict[tuple[str, str], tuple[float, float]] | None = None,
     machine=None,
     measurements: pl.DataFrame | None = None,
+    curves: dict | None = None,
 ) -> Plan:
     """Returns the Plan of a sweep spec (pure: reads the bundled catalog; writes nothing, launches
     nothing, measures nothing).
@@ -111,6 +112,8 @@ def plan_sweep(
     `launcher: local`. `measurements`: measured runs of this model and method (the warehouse's
     `plan_measurements` named query; see gpuledger/plan/calibration.py): a trial measured on the
     chosen accelerator takes its measured wall-clock, the others a rate calibrated on them.
+    `curves`: {params key: learning curve} of earlier runs of the same model, method, objective and
+    train settings (`gpuledger.planning`), for the expected spend under pruning (gpuledger/plan/pruning.py).
     """
     from gpuledger.spec import SweepSpec, expand_trials
 
@@ -123,8 +126,25 @@ def plan_sweep(
     if s.launcher == "local":
         if machine is None:
             raise ValueError("plan_sweep(launcher local) needs machine=gpuledger.machine.local_machine()")
-        return _plan_local(spec, trials, s, meta, machine, measurements)
-    return _plan_cloud(spec, trials, s, meta, offers, measurements)
+        plan = _plan_local(spec, trials, s, meta, machine, measurements)
+    else:
+        plan = _plan_cloud(spec, trials, s, meta, offers, measurements)
+    return _with_pruning(plan, spec, s, curves)
+
+
+def _with_pruning(plan: Plan, spec, s: PlanSettings, curves: dict | None) -> Plan:
+    """A sweep that prunes: the expected spend under pruning beside the full one; the budget guard
+    decides on it when known (gpuledger/plan/pruning.py)."""
+    from gpuledger.plan.pruning import pruned_spend
+
+    spend = pruned_spend(plan.trials, spec, max_parallel=plan.max_parallel, overhead_s=s.overhead_s, curves=curves)
+    if spend is None:
+        return plan
+    per_trial = {tid: round(v, 6) for tid, v in spend.per_trial_usd.items()}
+    frame = plan.trials_frame.with_columns(
+        est_pruned_cost_usd=pl.col("trial_id").replace_strict(per_trial, default=None, return_dtype=pl.Float64))
+    decided = spend.expected_usd if spend.expected_usd is not None else plan.total_est_cost_usd
+    return replace(plan, trials_frame=frame, pruning=spend.to_json(), within_budget=decided <= s.budget_usd)
 
 
 def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.DataFrame | None,

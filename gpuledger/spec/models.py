@@ -68,6 +68,10 @@ class Pruning(_Strict):
                            "can be pruned (its first rung)")
     reduction_factor: int = Field(3, ge=2, le=100, description="1/reduction_factor of the trials at a rung "
                                   "go on to the next")
+    values_per_trial: int | None = Field(None, ge=1, le=1_000_000, description="objective values a trial "
+                                         "that runs to its end reports (the planner's successive-halving "
+                                         "estimate of the spend under pruning, when no earlier learning curves "
+                                         "of the model are measured)")
 
 
 class Search(_Strict):

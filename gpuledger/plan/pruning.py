@@ -1,0 +1,181 @@
+"""The expected spend of an adaptive sweep under pruning (`strategy: asha`, or `tpe` with
+`search.pruning`), and its source. Pure: the measured curves are passed in.
+
+    spend = pruned_spend(plan.trials, spec, max_parallel=plan.max_parallel, overhead_s=s.overhead_s,
+                         curves=curves)        # curves: {canonical params JSON: Curve} (gpuledger.planning)
+    spend.source, spend.expected_usd, spend.full_usd, spend.per_trial_usd, spend.basis
+
+Three sources, the first that applies:
+- `measured`: earlier learning curves of the same model, method, objective metric and train settings
+  that ran to their end, for points of this sweep (a grid that ran): ASHA replayed over them
+  (`gpuledger.search.simulate.simulate_asha`) at the plan's max_parallel, in the order the sweep will
+  try them (asha: `gpuledger.search.launch_order`; tpe: plan order, TPE's own order being unknown
+  beforehand). A point's fraction = its replayed seconds / its measured wall-clock; a point without a
+  curve takes the mean fraction of the replay (its seconds over the curves' seconds).
+- `formula`: synchronous successive halving: with V values per full trial and rungs at
+  r_i = min_steps * eta**i < V, every trial runs to r_0 and a fraction eta**-i of them from r_{i-1}
+  on to r_i (the last fraction to V): fraction = (r_0 + sum_i eta**-i (r_i - r_{i-1}) + eta**-m (V -
+  r_{m-1})) / V of the run, at a constant time per value. V: the median length of the measured
+  complete curves of the model (same method, metric, train settings), else
+  `search.pruning.values_per_trial`. ASHA promotes the first trials at a rung and, with more slots,
+  trials before better ones report, so it prunes somewhat less than this; the mid-sweep budget stop
+  (gpuledger/runtime/budget.py, on full estimates) still holds the real budget.
+- `unknown`: neither: the budget guard uses the full spend and the plan says why.
+
+Each trial's overhead (provisioning + set-up, `PlanSettings.overhead_s`) is paid in full; only the
+run part (est_wall_s - overhead_s) shrinks by the fraction: expected = cost × (1 - run share × (1 -
+fraction)). `n_trials` below the candidates: asha runs the first n_trials of its order, tpe n_trials
+trials at the mean expected cost.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+MEASURED = "measured"
+FORMULA = "formula"
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class PrunedSpend:
+    """The expected spend under pruning (None when unknown) beside the full, unpruned one."""
+
+    source: str  # measured | formula | unknown
+    expected_usd: float | None
+    full_usd: float
+    basis: str  # where the number comes from, in words
+    run_fraction: float | None = None  # the run part a trial runs under pruning, on average (0..1)
+    per_trial_usd: dict[str, float] = field(default_factory=dict)  # trial_id -> expected cost
+    values_per_trial: int | None = None
+    curves: int = 0  # measured curves the replay used
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "expected_usd": None if self.expected_usd is None else round(self.expected_usd, 6),
+                "full_usd": round(self.full_usd, 6), "basis": self.basis,
+                "run_fraction": None if self.run_fraction is None else round(self.run_fraction, 6),
+                "values_per_trial": self.values_per_trial, "curves": self.curves}
+
+
+def params_key(params: Mapping[str, Any]) -> str:
+    """The canonical JSON of a point's params: how a measured curve is matched to a planned trial."""
+    return json.dumps(dict(params), sort_keys=True, separators=(",", ":"), default=str)
+
+
+def prunes(spec: Any) -> bool:
+    """True when the sweep prunes trials: strategy asha, or tpe with search.pruning."""
+    s = spec.search
+    return s.strategy == "asha" or (s.strategy == "tpe" and s.pruning is not None)
+
+
+def successive_halving_fraction(values_per_trial: int, min_steps: int, reduction_factor: int) -> float:
+    """The expected fraction of a full run a trial runs under synchronous successive halving (see the
+    module's docstring), at a constant time per value."""
+    v, eta = int(values_per_trial), int(reduction_factor)
+    rungs = []
+    r = int(min_steps)
+    while r < v:
+        rungs.append(r)
+        r *= eta
+    if not rungs:
+        return 1.0
+    run = float(rungs[0])
+    for i in range(1, len(rungs)):
+        run += eta ** -i * (rungs[i] - rungs[i - 1])
+    run += eta ** -len(rungs) * (v - rungs[-1])
+    return run / v
+
+
+def _settings(spec: Any) -> tuple[int, int, int | None]:
+    from gpuledger.spec.models import Pruning
+
+    p = spec.search.pruning or Pruning()
+    return p.min_steps, p.reduction_factor, p.values_per_trial
+
+
+def _cost_at(row: Mapping[str, Any], fraction: float, overhead_s: float) -> float:
+    cost, wall = float(row.get("est_cost_usd") or 0.0), float(row.get("est_wall_s") or 0.0)
+    if wall <= 0:
+        return cost
+    run_share = max(0.0, wall - overhead_s) / wall
+    return cost * (1.0 - run_share * (1.0 - fraction))
+
+
+def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel: int, overhead_s: float,
+                 curves: Mapping[str, Any] | None = None) -> PrunedSpend | None:
+    """Returns the expected spend under pruning of a plan's `trials` (rows of `Plan.trials`), or None
+    when the sweep does not prune. `curves`: {params_key: Curve} of earlier runs of the same model,
+    method, objective metric and train settings (`gpuledger.planning`)."""
+    if not prunes(spec):
+        return None
+    from gpuledger.search import launch_order
+
+    s = spec.search
+    min_steps, eta, spec_values = _settings(spec)
+    feasible = [t for t in trials if t.get("feasible")]
+    ids = [t["trial_id"] for t in trials]
+    n_trials = min(s.n_trials or len(ids), len(ids))
+    if s.strategy == "asha":
+        order = launch_order(ids, s.seed)
+        run_ids = set(order[:n_trials])
+    else:
+        run_ids = {t["trial_id"] for t in feasible}
+        order = [t["trial_id"] for t in sorted(trials, key=lambda t: t.get("trial_index") or 0)]
+    running = [t for t in feasible if t["trial_id"] in run_ids]
+    full = sum(float(t.get("est_cost_usd") or 0.0) for t in running)
+    if s.strategy != "asha" and n_trials < len(feasible) and feasible:
+        full = full / len(feasible) * n_trials
+    curves = dict(curves or {})
+    complete = {k: c for k, c in curves.items() if c.complete and c.values}
+    matched = {t["trial_id"]: complete[params_key(t["params"])] for t in running if params_key(t["params"]) in complete}
+    fractions: dict[str, float]
+    if len(matched) >= 2:
+        from dataclasses import replace
+
+        from gpuledger.search.simulate import simulate_asha
+
+        sim_curves = [replace(c, trial_id=tid) for tid, c in matched.items()]
+        sim = simulate_asha(sim_curves, slots=max(1, int(max_parallel)), min_steps=min_steps, reduction_factor=eta,
+                            goal=s.objective.goal, order=[tid for tid in order if tid in matched])
+        fractions = {}
+        for tid, c in matched.items():
+            st = sim.trial(tid)
+            fractions[tid] = min(1.0, st.seconds / c.wall_s) if st is not None and c.wall_s > 0 else 1.0
+        measured_s = sum(c.wall_s for c in matched.values())
+        mean = min(1.0, sim.trial_seconds / measured_s) if measured_s > 0 else 1.0
+        source, values = MEASURED, None
+        basis = (f"ASHA replayed (gpuledger.search.simulate) over {len(matched)} measured learning curve(s) of "
+                 f"{s.objective.metric} of this model, method and train settings at {max(1, int(max_parallel))} "
+                 f"slot(s): {sim.pruned} pruned, {mean:.0%} of their measured seconds"
+                 + (f"; the {len(running) - len(matched)} point(s) without a curve at that mean fraction"
+                    if len(running) > len(matched) else ""))
+    else:
+        lengths = [len(c.values) for c in complete.values()]
+        if lengths:
+            values = int(statistics.median_low(lengths))
+            where = f"the median length of {len(lengths)} measured complete curve(s) of this model"
+        elif spec_values:
+            values, where = int(spec_values), "search.pruning.values_per_trial"
+        else:
+            return PrunedSpend(
+                source=UNKNOWN, expected_usd=None, full_usd=full, basis=(
+                    f"unknown: no earlier learning curves of {s.objective.metric} for model {spec.model}, method "
+                    f"{spec.method} and these train settings, and no search.pruning.values_per_trial; the budget "
+                    "guard uses the full spend"))
+        mean = successive_halving_fraction(values, min_steps, eta)
+        fractions = {}
+        source = FORMULA
+        basis = (f"successive-halving formula: {values} value(s) per full trial ({where}), rungs at "
+                 f"min_steps {min_steps} x reduction_factor {eta}**i: a trial runs {mean:.0%} of its run part on "
+                 "average; set-up paid in full")
+    per_trial = {t["trial_id"]: _cost_at(t, fractions.get(t["trial_id"], mean), overhead_s) for t in running}
+    expected = sum(per_trial.values())
+    if s.strategy != "asha" and n_trials < len(running) and running:
+        expected = expected / len(running) * n_trials
+    return PrunedSpend(source=source, expected_usd=expected, full_usd=full, basis=basis,
+                       run_fraction=mean, per_trial_usd=per_trial,
+                       values_per_trial=values, curves=len(matched) if source == MEASURED else 0)
