@@ -100,6 +100,7 @@ class TrialsFrame(_Base):
     cloud_equiv_wall_s: float = pa.Field(nullable=True, ge=0)
     cloud_equiv_usd: float = pa.Field(nullable=True, ge=0)
     # migration 004 (columns added at the end of the table)
+    est_pruned_cost_usd: float = pa.Field(nullable=True, ge=0)  # migration 008
 
     @pa.dataframe_check
     def unique_key(cls, data: pa.PolarsData) -> pl.LazyFrame:

@@ -61,7 +61,8 @@ def prices_used(plan_json: dict[str, Any]) -> list[dict[str, Any]]:
 
 def warehouse_trial_rows(plan_json: dict[str, Any], trials) -> list[dict[str, Any]]:
     """Returns the warehouse `trials` rows of a plan (`Plan.to_json()`; one row per trial of
-    `trials`, in order): the placement, estimates (est_wall_s, est_cost_usd, est_flops, est_basis)
+    `trials`, in order): the placement, estimates (est_wall_s, est_cost_usd, est_flops, est_basis,
+    est_pruned_cost_usd for a sweep that prunes)
     and, for a local plan, the cloud equivalent (cloud_equiv_*). The one place a plan row becomes a
     stored trial row."""
     rows = {r["trial_id"]: r for r in plan_json.get("trials", [])}
@@ -80,5 +81,6 @@ def warehouse_trial_rows(plan_json: dict[str, Any], trials) -> list[dict[str, An
             "cloud_equiv_accelerator": eq.get("accelerator"), "cloud_equiv_gpus": eq.get("gpus"),
             "cloud_equiv_instance_type": eq.get("instance_type"), "cloud_equiv_cloud": eq.get("cloud"),
             "cloud_equiv_spot": eq.get("spot"), "cloud_equiv_wall_s": eq.get("wall_s"), "cloud_equiv_usd": eq.get("usd"),
+            "est_pruned_cost_usd": row.get("est_pruned_cost_usd"),
         })
     return out

@@ -178,6 +178,7 @@ _TRIAL_INPUT_SCHEMA = {
     "params": pl.String, "est_flops": pl.Float64, "est_basis": pl.String, "cloud_equiv_accelerator": pl.String,
     "cloud_equiv_gpus": pl.Int32, "cloud_equiv_instance_type": pl.String, "cloud_equiv_cloud": pl.String,
     "cloud_equiv_spot": pl.Boolean, "cloud_equiv_wall_s": pl.Float64, "cloud_equiv_usd": pl.Float64,
+    "est_pruned_cost_usd": pl.Float64,
 }
 
 
