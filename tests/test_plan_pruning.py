@@ -200,18 +200,20 @@ def test_the_mid_sweep_budget_stop_holds_when_the_expected_pruned_spend_fits_but
 
     xs = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
     pruning = "{min_steps: 1, reduction_factor: 2, values_per_trial: 5}"
-    sp, plan = _plan(_spec(tmp_path, name="prune-stop", pruning=pruning, xs=xs))
+    sp, plan = _plan(_spec(tmp_path, name="prune-stop", pruning=pruning, xs=xs, max_parallel=1))
     wall = max(t["est_wall_s"] for t in plan.trials)
-    # every trial better than all before it in the launch order: ASHA promotes each one at every rung
+    # every trial better than all before it in the launch order: ASHA promotes each one at every rung (one
+    # slot: with two, a better trial started beside a worse one may reach a rung first and prune it)
     order = launch_order([t["trial_id"] for t in plan.trials], sp.search.seed)
     x_of = {t["trial_id"]: t["params"]["x"] for t in plan.trials}
     (tmp_path / "map.json").write_text(json.dumps({repr(x_of[tid]): 10.0 - i for i, tid in enumerate(order)}))
     # each trial runs about as long as the plan estimates (5 values, wall / 5 apart)
     extra = f" --map {tmp_path / 'map.json'} --sleep {min(wall, 15.0) / 5:.3f}"
-    sp, plan = _plan(_spec(tmp_path, name="prune-stop", pruning=pruning, xs=xs, run_extra=extra))
+    sp, plan = _plan(_spec(tmp_path, name="prune-stop", pruning=pruning, xs=xs, run_extra=extra, max_parallel=1))
     expected, full = plan.pruning["expected_usd"], plan.total_est_cost_usd
     budget = round((expected + full) / 2, 4)
-    spec_path = _spec(tmp_path, name="prune-stop", pruning=pruning, xs=xs, run_extra=extra, budget=budget)
+    spec_path = _spec(tmp_path, name="prune-stop", pruning=pruning, xs=xs, run_extra=extra, budget=budget,
+                      max_parallel=1)
     sp, plan = _plan(spec_path)
     assert plan.within_budget and expected <= budget < full
     budget_guard(plan)
