@@ -47,7 +47,7 @@ def _measured(spec) -> tuple[dict | None, Any, dict | None]:
     path = resolve_path()
     if not path.exists():
         return None, None, None
-    from gpuledger.plan.pruning import prunes
+    from gpuledger.search import prunes
     from gpuledger.warehouse import Warehouse
 
     try:

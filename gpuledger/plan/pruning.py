@@ -66,12 +66,6 @@ def params_key(params: Mapping[str, Any]) -> str:
     return json.dumps(dict(params), sort_keys=True, separators=(",", ":"), default=str)
 
 
-def prunes(spec: Any) -> bool:
-    """True when the sweep prunes trials: strategy asha, or tpe with search.pruning."""
-    s = spec.search
-    return s.strategy == "asha" or (s.strategy == "tpe" and s.pruning is not None)
-
-
 def successive_halving_fraction(values_per_trial: int, min_steps: int, reduction_factor: int) -> float:
     """The expected fraction of a full run a trial runs under synchronous successive halving (see the
     module's docstring), at a constant time per value."""
@@ -110,9 +104,11 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
     """Returns the expected spend under pruning of a plan's `trials` (rows of `Plan.trials`), or None
     when the sweep does not prune. `curves`: {params_key: Curve} of earlier runs of the same model,
     method, objective metric and train settings (`gpuledger.planning`)."""
+    from gpuledger.search import launch_order, prunes
+    from gpuledger.spec.expand import has_ranges
+
     if not prunes(spec):
         return None
-    from gpuledger.search import launch_order
 
     s = spec.search
     min_steps, eta, spec_values = _settings(spec)
@@ -120,7 +116,7 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
     ids = [t["trial_id"] for t in trials]
     n_trials = min(s.n_trials or len(ids), len(ids))
     if s.strategy == "asha":
-        order = launch_order(ids, s.seed)
+        order = launch_order(ids, s.seed, ranged=has_ranges(spec))
         run_ids = set(order[:n_trials])
     else:
         run_ids = {t["trial_id"] for t in feasible}
