@@ -5,8 +5,8 @@ over lists, every point of the lists' grid; with a range (`{low, high, log, type
 points `gpuledger.search.space.sample_points` draws with the seed. The suggest calls are
 `gpuledger.search.space.suggest`'s (lists categorical, ranges numeric, log scale where `log`).
 
-- `asha`: every point of the grid once, in an order shuffled by `search.seed` (with a range: the
-  drawn points, in the order drawn, so the plan prices exactly what runs) (each next point is
+- `asha`: every point of the grid once, in an order shuffled by `search.seed`; with a range, the
+  drawn points in the order drawn, so the plan prices exactly what runs (each next point is
   enqueued in the study, `Study.enqueue_trial`, then asked; Optuna's `GridSampler` is not used: in
   ask/tell mode it calls `Study.stop`, which raises outside `optimize`), with Optuna's `SuccessiveHalvingPruner`, which is asynchronous successive halving (ASHA, Li et al.
   2020): a trial's resource is the number of objective values it has reported (k = 1, 2, ...); at
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuledger.search.space import suggest
-from gpuledger.spec.expand import excluded, trial_for
+from gpuledger.spec.expand import excluded, has_ranges, trial_for
 
 #: The folder (beside the warehouse file) that holds the studies.
 STUDY_DIR = "studies"
@@ -68,8 +68,6 @@ def study_path_for(sweep_id: str) -> Path:
 def asks_new_points(spec: Any) -> bool:
     """True when the study may ask points that no plan foresaw (tpe over a range): each is planned
     and registered when asked, not at the sweep's start."""
-    from gpuledger.spec.expand import has_ranges
-
     return getattr(getattr(spec, "search", None), "strategy", None) == "tpe" and has_ranges(spec)
 
 
@@ -118,8 +116,6 @@ class AdaptiveSearch:
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         s = spec.search
-        from gpuledger.spec.expand import has_ranges
-
         space: dict[str, Any] = dict(s.params)
         ranged = has_ranges(spec)
         path = path or study_path_for(sweep_id)
