@@ -261,3 +261,65 @@ def test_the_seed_reproduces_asha_sequences_and_tpe_first_points(tmp_path):
     assert tpe_first(3, "t3") != tpe_first(4, "t4")
     sp3 = load_spec(_spec(tmp_path, params, "tpe", extra="  n_trials: 12\n  seed: 3", name="t3"))
     assert [t.params for t in expand_trials(sp3)][:4] == tpe_first(3, "t5")
+
+
+def test_a_tpe_point_the_planner_finds_infeasible_is_registered_with_its_reason_and_not_launched(tmp_path, monkeypatch):
+    """Planned on the cloud (bundled catalog), launched by the fake launcher: micro_batch changes the
+    memory estimate, and the points that do not fit one A100-80GB are registered, not launched."""
+    from gpuledger.launch.fake import FakeLauncher
+    from gpuledger.plan import plan_sweep
+    from gpuledger.runtime.engine import SweepRun, execute
+    from gpuledger.runtime.summary import SweepSummary
+    from gpuledger.warehouse import Warehouse
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(tmp_path / "wh" / "ledger.duckdb"))
+    spec_path = tmp_path / "cloud.yaml"
+    spec_path.write_text(textwrap.dedent("""
+        kind: sweep
+        name: cloud-ranged
+        project: tests
+        owner: ci
+        model: meta-llama/Meta-Llama-3-8B
+        method: lora
+        precision: bf16
+        train: {seq_len: 2048, tokens_per_trial: 1000000}
+        search:
+          strategy: tpe
+          n_trials: 8
+          seed: 2
+          params:
+            micro_batch: {low: 1, high: 64, type: int, log: true}
+            learning_rate: {low: 1.0e-5, high: 1.0e-3, log: true}
+          objective: {metric: eval_loss}
+        resources: {accelerators: [A100-80GB], gpus_per_trial: 1, clouds: [aws]}
+        budget: {max_usd: 5000}
+        launcher: skypilot
+        task:
+          run: python train.py --mb {micro_batch} --lr {learning_rate}
+    """), encoding="utf-8")
+    sp = load_spec(spec_path)
+    trials = expand_trials(sp)
+    plan_json = plan_sweep(sp, trials, launcher="skypilot").to_json()
+    sweep_id = sweep_id_for(sp)
+    summary = SweepSummary(sweep_id=sweep_id, name=sp.name, trials=len(trials), max_parallel=2,
+                           budget_usd=float(sp.budget.max_usd))
+    run = SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id, trials=trials, plan_json=plan_json, cap=2,
+                   launcher="skypilot", summary=summary, retry_delays_s=(0.01,),
+                   launcher_factory=lambda name, spec, cap, landing: FakeLauncher(landing_dir=landing, wall_s=60.0))
+    execute(run)
+    with Warehouse.open(read_only=True) as wh:
+        rows = wh.query("select trial_id, params, feasible, reason, status, accelerator, est_memory_gib from trials "
+                        "where sweep_id = ?", [sweep_id]).to_dicts()
+        launched = set(wh.query("select trial_id from runs where sweep_id = ?", [sweep_id])["trial_id"])
+    infeasible = [r for r in rows if r["feasible"] is False]
+    feasible = [r for r in rows if r["feasible"] is True]
+    assert len(rows) == 8 and infeasible and feasible  # every asked point is registered
+    assert summary.not_feasible == len(infeasible) and summary.launched == len(feasible) == len(launched)
+    for r in infeasible:
+        assert "A100-80GB" in r["reason"] and r["trial_id"] not in launched and r["status"] == P.PENDING
+    for r in feasible:
+        assert r["accelerator"] == "A100-80GB" and r["status"] == P.SUCCEEDED
+    # the memory estimate grows with micro_batch; what fits is below what does not
+    assert max(json.loads(r["params"])["micro_batch"] for r in feasible) < min(
+        json.loads(r["params"])["micro_batch"] for r in infeasible)
