@@ -277,9 +277,12 @@ class _Loop:
                 self.summary.failures.append(f"{t.trial_id}: {outcome.error}")
                 self.hooks.log.error("Trial %s: %s", t.trial_id, outcome.error)
             self._tell(t.trial_id, outcome)
-            for rec in outcome.records:
+            for i, rec in enumerate(outcome.records):
                 records.append(rec)
-                if outcome.pruned and rec.status == P.CANCELLED:
+                if rec.status == P.PREEMPTED and i < len(outcome.records) - 1:  # recovered: a later attempt
+                    self.hooks.log.info("Trial %s: attempt %d preempted after %.1f s; recovered", rec.trial_id,
+                                        rec.attempt, rec.wall_s)
+                elif outcome.pruned and rec.status == P.CANCELLED:
                     self.summary.pruned += 1
                     pruned[rec.trial_id] = outcome.pruned
                     self.pruned_ids.add(rec.trial_id)
