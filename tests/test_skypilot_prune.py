@@ -8,9 +8,14 @@ in-job agent with `--echo-metrics`, around the trial script) as a subprocess, it
 stderr merged, as SkyPilot keeps it), the cancel (SIGTERM to the job's process group), billing at
 the bundled catalog price, and the DuckDB warehouse.
 
+It also recovers one job the way a managed job does: once the watch has read a few of its values,
+its "machine" is lost (the process group SIGKILLed, no result line), the job is RECOVERING, then
+its `run` starts over on a "new cluster" whose log starts empty; the pruner must count each step of
+that trial once.
+
 What the fake cluster does not do: provision, sync the workdir (the job runs in it), run the
-task's `setup` (pip installs), or recover; the job's `/tmp/gpuledger-result.json` is the test's
-temporary folder (a cluster's /tmp is its own).
+task's `setup` (pip installs); the job's `/tmp/gpuledger-result.json` is the test's temporary folder
+(a cluster's /tmp is its own).
 """
 
 from __future__ import annotations
@@ -23,7 +28,10 @@ import textwrap
 import time
 from pathlib import Path
 
+import optuna
 import pytest
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend
 from sky_offline import no_network, sky_offline  # noqa: F401 - fixtures used by name
 
 from gpuledger import protocol as P
@@ -66,10 +74,14 @@ task:
 
 
 class FakeCluster:
-    """The `SkySDK` boundary: each launched task is optimized by SkyPilot, then its `run` runs here."""
+    """The `SkySDK` boundary: each launched task is optimized by SkyPilot, then its `run` runs here.
 
-    def __init__(self, folder: Path):
+    `preempt`: (env name, value) of the one job whose cluster is lost once the watch read 3 values.
+    """
+
+    def __init__(self, folder: Path, preempt: tuple[str, str] | None = None):
         self.folder = folder
+        self.preempt = preempt
         self.jobs: dict[int, dict] = {}
         self.calls: list[tuple] = []
 
@@ -83,40 +95,63 @@ class FakeCluster:
         best = task.best_resources
         job_id = len(self.jobs) + 1
         self.calls.append(("launch", job_id, name))
-        log = self.folder / f"job-{job_id}.log"
+        acc, count = next(iter(best.accelerators.items()))
+        spot = "[spot]" if best.use_spot else ""
+        job = {"task": task, "log": self.folder / f"job-{job_id}.log", "end": None, "cancelled": False,
+               "cloud": str(best.cloud), "region": best.region, "windows": [], "values_read": 0,
+               "recovery_count": 0, "recovered_at": None, "state": "RUNNING",
+               "preempt": self.preempt is not None and task.envs.get(self.preempt[0]) == self.preempt[1],
+               "resources": f"1x{spot}(gpus={acc}:{count}, {best.instance_type}, ...)"}
+        self.jobs[job_id] = job
+        self._start(job_id)
+        return job_id
+
+    def _start(self, job_id: int) -> None:
+        """Runs the task's `run` on a fresh "cluster": a new process group, a log that starts empty."""
+        job, task = self.jobs[job_id], self.jobs[job_id]["task"]
         run = task.run.replace(RESULT_PATH, str(self.folder / f"job-{job_id}-result.json"))
         bin_dir = str(Path(sys.executable).parent)  # `python3` is this interpreter, with gpuledger
         env = {**os.environ, **task.envs, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
-        with open(log, "wb") as out:
-            proc = subprocess.Popen(["bash", "-c", run], cwd=task.workdir, env=env, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
-        acc, count = next(iter(best.accelerators.items()))
-        spot = "[spot]" if best.use_spot else ""
-        self.jobs[job_id] = {"proc": proc, "log": log, "start": time.time(), "end": None, "cancelled": False,
-                             "cloud": str(best.cloud), "region": best.region,
-                             "resources": f"1x{spot}(gpus={acc}:{count}, {best.instance_type}, ...)"}
-        return job_id
+        with open(job["log"], "wb") as out:
+            job["proc"] = subprocess.Popen(["bash", "-c", run], cwd=task.workdir, env=env, stdout=out,
+                                           stderr=subprocess.STDOUT, start_new_session=True)
+        job["windows"].append([time.time(), None])
 
     def queue(self, job_ids=None) -> list[dict]:
         out = []
         for job_id in job_ids or list(self.jobs):
             job = self.jobs[job_id]
+            if job["state"] == "RECOVERING":  # back on a new cluster
+                self._start(job_id)
+                job["state"], job["recovery_count"] = "RUNNING", 1
+                job["recovered_at"] = job["windows"][-1][0]
+            elif job["preempt"] and job["values_read"] >= 3 and job["proc"].poll() is None:
+                os.killpg(job["proc"].pid, signal.SIGKILL)  # the machine is gone: no result line
+                job["proc"].wait()
+                job["windows"][-1][1] = time.time()
+                job["preempt"], job["state"] = False, "RECOVERING"
             code = job["proc"].poll()
-            if code is not None and job["end"] is None:
-                job["end"] = time.time()
-            if code is None:
+            if job["state"] == "RECOVERING":
+                status = "RECOVERING"
+            elif code is None:
                 status = "CANCELLING" if job["cancelled"] else "RUNNING"
             else:
+                if job["end"] is None:
+                    job["end"] = job["windows"][-1][1] = time.time()
                 status = "CANCELLED" if job["cancelled"] else ("SUCCEEDED" if code == 0 else "FAILED")
-            out.append({"job_id": job_id, "status": status, "start_at": job["start"], "end_at": job["end"],
-                        "recovery_count": 0, "cloud": job["cloud"], "region": job["region"],
-                        "cluster_resources_full": job["resources"]})
+            out.append({"job_id": job_id, "status": status, "start_at": job["windows"][0][0],
+                        "end_at": job["end"], "recovery_count": job["recovery_count"],
+                        "last_recovered_at": job["recovered_at"], "cloud": job["cloud"],
+                        "region": job["region"], "cluster_resources_full": job["resources"]})
         return out
 
     def tail_logs(self, job_id: int, tail: int | None = None) -> str:
         self.calls.append(("tail_logs", job_id, tail))
-        text = self.jobs[job_id]["log"].read_text(encoding="utf-8", errors="replace")
-        return text if tail is None else "".join(text.splitlines(keepends=True)[-tail:])
+        job = self.jobs[job_id]
+        text = job["log"].read_text(encoding="utf-8", errors="replace")
+        text = text if tail is None else "".join(text.splitlines(keepends=True)[-tail:])
+        job["values_read"] = max(job["values_read"], text.count(P.METRIC_LINE_PREFIX))
+        return text
 
     def cancel(self, job_id: int) -> None:
         self.calls.append(("cancel", job_id))
@@ -133,12 +168,13 @@ class FakeCluster:
 
 
 @pytest.mark.usefixtures("sky_offline")
-def test_asha_sweep_on_the_skypilot_launcher_prunes_cancels_and_bills_what_ran(tmp_path, monkeypatch):
+def test_asha_sweep_on_the_skypilot_launcher_prunes_cancels_bills_what_ran_and_survives_a_recovery(tmp_path, monkeypatch):
     from gpuledger.launch.skypilot import SkyPilotLauncher
     from gpuledger.plan import plan_sweep
     from gpuledger.planning import planning_inputs
     from gpuledger.runtime.engine import SweepRun, execute
     from gpuledger.runtime.summary import SweepSummary
+    from gpuledger.search import study_path_for
     from gpuledger.spec import expand_trials, load_spec, sweep_id_for
     from gpuledger.warehouse import Warehouse
 
@@ -151,7 +187,7 @@ def test_asha_sweep_on_the_skypilot_launcher_prunes_cancels_and_bills_what_ran(t
     trials = expand_trials(sp)
     plan_json = plan_sweep(sp, trials, launcher="skypilot", **planning_inputs(sp, "skypilot")).to_json()
     sweep_id = sweep_id_for(sp)
-    cluster = FakeCluster(tmp_path)
+    cluster = FakeCluster(tmp_path, preempt=("GPULEDGER_PARAM_X", "0.3"))
     launchers = []
 
     def factory(name, spec, cap, landing):
@@ -180,15 +216,25 @@ def test_asha_sweep_on_the_skypilot_launcher_prunes_cancels_and_bills_what_ran(t
             "select trial_id, status, metric_value, wall_s, cost_usd from v_trial_results").to_dicts()}
         runs = wh.query("select trial_id, status, launcher, cloud, instance_type, wall_s, cost_usd "
                         "from v_runs").to_dicts()
-    by_x = {t.params["x"]: rows[t.trial_id] for t in trials}
+    trials_by_x = {t.params["x"]: t for t in trials}
+    by_x = {x: rows[t.trial_id] for x, t in trials_by_x.items()}
     best = by_x[0.3]
     assert best["status"] == P.SUCCEEDED and best["metric_value"] == pytest.approx(1.1)
-    # billed: the job's whole time on its cluster (from its start to its end) at aws g5.xlarge on-demand
+    # billed: each attempt's time on its cluster (start to end) at aws g5.xlarge on-demand
     jobs = {name.rsplit("-", 1)[1]: cluster.jobs[job_id] for kind, job_id, name in
             (c for c in cluster.calls if c[0] == "launch")}
     for trial_id, r in rows.items():
-        job = jobs[trial_id]
-        assert r["cost_usd"] == pytest.approx((job["end"] - job["start"]) / 3600 * 1.006, rel=1e-6)
+        seconds = sum(end - start for start, end in jobs[trial_id]["windows"])
+        assert r["cost_usd"] == pytest.approx(seconds / 3600 * 1.006, abs=0.2 / 3600 * 1.006)
+    # the best trial lost its cluster once: two attempts, and the pruner saw each of its steps once
+    best_runs = sorted((r for r in runs if r["trial_id"] == trials_by_x[0.3].trial_id), key=lambda r: r["wall_s"])
+    assert sorted(r["status"] for r in best_runs) == [P.PREEMPTED, P.SUCCEEDED]
+    assert len(jobs[trials_by_x[0.3].trial_id]["windows"]) == 2
+    study = optuna.load_study(study_name=sweep_id, storage=JournalStorage(JournalFileBackend(
+        str(study_path_for(sweep_id)))))
+    (best_trial,) = [t for t in study.get_trials() if t.user_attrs.get("gpuledger_trial_id")
+                     == trials_by_x[0.3].trial_id]
+    assert best_trial.intermediate_values == {k: pytest.approx(1 + 1 / k) for k in range(1, 11)}
     pruned = [r for r in rows.values() if r["status"] == P.PRUNED]
     assert len(pruned) == summary.pruned
     for r in pruned:  # stopped early, billed for what they ran
