@@ -21,6 +21,7 @@ from gpuledger.launch.skypilot import (
     parse_cluster_resources,
     parse_result_lines,
 )
+from gpuledger.launch.skypilot_logs import parse_metric_lines
 from gpuledger.launch.skypilot_task import task_config
 from gpuledger.record import parse_record
 
@@ -379,6 +380,9 @@ def test_parse_helpers():
     assert parse_cluster_resources(None) == (None, None)
     text = "noise\nGPULEDGER_RESULT {bad json\n(task, pid=1) GPULEDGER_RESULT {\"a\": 1}\n"
     assert parse_result_lines(text) == [{"a": 1}]
+    coloured = '\x1b[36m(task, pid=1)\x1b[0m GPULEDGER_METRIC {"name": "eval_loss", "value": 1.5, "step": 4}\x1b[0m\r\n'
+    assert parse_metric_lines(coloured) == [{"name": "eval_loss", "value": 1.5, "step": 4}]
+    assert parse_metric_lines('GPULEDGER_METRIC [{"name": "a", "value": 1}, 3]\n') == [{"name": "a", "value": 1}]
 
 
 def metric_line(step, value, name="eval_loss") -> str:

@@ -2,7 +2,8 @@
 
 No `sky` import: pure text parsing, shared by `SkyPilotLauncher.collect` (result lines) and
 `SkyPilotLauncher.progress` (a running trial's metric points for the pruner). Both tolerate
-SkyPilot's log prefixes (`(task, pid=123) GPULEDGER_RESULT {...}`) and skip bad JSON.
+SkyPilot's log prefixes (`(task, pid=123) GPULEDGER_RESULT {...}`) and whatever follows the JSON on
+its line (colour codes), and skip bad JSON.
 
 `new_points(logs, offset, names)` is the pruning watch's read of a log that is re-read (or
 tailed) in full each time. `offset` is not a position in the text but a step watermark: the
@@ -30,16 +31,21 @@ from typing import Any
 
 from gpuledger.protocol import METRIC_LINE_PREFIX, RESULT_LINE_PREFIX
 
+_DECODER = json.JSONDecoder()
+
 
 def _prefixed_json(logs: str, prefix: str) -> Iterator[Any]:
+    """Yields the JSON value after `prefix` on each line that has it; what follows the value on the
+    line (a terminal's colour reset, a carriage return) is ignored."""
     for line in logs.splitlines():
         pos = line.find(prefix)
         if pos < 0:
             continue
         try:
-            yield json.loads(line[pos + len(prefix):].strip())
+            value, _end = _DECODER.raw_decode(line[pos + len(prefix):].lstrip())
         except json.JSONDecodeError:
             continue
+        yield value
 
 
 def parse_result_lines(logs: str) -> list[dict[str, Any]]:
