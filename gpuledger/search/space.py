@@ -1,14 +1,12 @@
-"""A sweep's search space in Optuna's terms: the one place a spec's parameters become suggest calls,
-and the one place points are drawn from it.
+"""The search space of tpe/asha in Optuna's terms: the one place a spec's parameters become suggest calls.
 
 - a list of values is categorical: `trial.suggest_categorical(name, values)`;
 - a range `{low, high, log, type}` is numeric: `trial.suggest_float(name, low, high, log=log)`, or
   with `type: int` `trial.suggest_int(name, int(low), int(high), log=log)`.
 
 `sample_points(spec)` draws a spec's `n_trials` points from its ranges with Optuna's `RandomSampler`
-seeded by `search.seed`, making exactly these suggest calls in an in-memory study: the points
-`strategy: random` runs, the points asha over a range runs (in this order) and the representative
-points a tpe plan over a range prices. A point drawn twice, or left
+seeded by `search.seed`, making exactly these suggest calls in an in-memory study: the points asha
+runs (in this order) and the representative points a tpe plan prices. A point drawn twice, or left
 out by `search.exclude`, is drawn again (at most `DRAWS_PER_POINT` draws per point are tried).
 """
 

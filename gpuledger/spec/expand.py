@@ -1,9 +1,11 @@
-"""Expansion of a sweep into trials (the grid of its lists, or points drawn with its seed)."""
+"""Expansion of a sweep into trials (grid or random), and the stable ids of trials and sweeps."""
 
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +68,30 @@ def _grid_points(spec: SweepSpec):
             yield params
 
 
+def _random_points(spec: SweepSpec):
+    s = spec.search
+    rng = random.Random(s.seed)
+    seen: set[str] = set()
+    n = s.n_trials or 0
+    attempts = 0
+    while len(seen) < n and attempts < n * 50:
+        attempts += 1
+        params: dict[str, Any] = {}
+        for name, values in s.params.items():
+            if isinstance(values, RandomRange):
+                lo, hi = values.low, values.high
+                x = math.exp(rng.uniform(math.log(lo), math.log(hi))) if values.log else rng.uniform(lo, hi)
+                params[name] = int(round(x)) if values.type == "int" else float(f"{x:.6g}")
+            else:
+                params[name] = rng.choice(values)
+        key = json.dumps(params, sort_keys=True, default=str)
+        if key in seen or excluded(params, s.exclude):
+            continue
+        seen.add(key)
+        yield params
+
+
+
 def has_ranges(spec: SweepSpec) -> bool:
     """True when a search parameter is a range `{low, high, ...}` (numeric), not a list (categorical)."""
     return any(isinstance(values, RandomRange) for values in spec.search.params.values())
@@ -82,15 +108,17 @@ def trial_for(spec: SweepSpec, params: dict[str, Any], index: int) -> Trial:
 def iter_trials(spec: SweepSpec) -> Iterator[Trial]:
     """Yields the trials of a sweep spec one at a time, in a stable order, with rendered commands.
 
-    grid: every point of the lists; tpe/asha over lists: every point the search may ask for (it
-    launches at most n_trials of them, in its order); random, and tpe/asha with a range: n_trials
-    distinct points drawn with the seed by Optuna's RandomSampler (`gpuledger.search.space.sample_points`,
-    the one place points are drawn): what random runs, and asha in this order; for tpe the
+    grid: every point of the lists; random: n_trials points drawn with the seed; tpe/asha over lists:
+    every point the search may ask for (it launches at most n_trials of them, in its order); tpe/asha
+    with a range: n_trials points drawn from the ranges with the seed by Optuna's RandomSampler
+    (`gpuledger.search.space.sample_points`): the points asha runs, in its order; for tpe the
     representative points its plan and budget guard price (tpe asks its own, each planned then)."""
-    if spec.search.strategy == "random" or has_ranges(spec):
+    if spec.search.strategy == "random":
+        points: Any = _random_points(spec)
+    elif has_ranges(spec):
         from gpuledger.search.space import sample_points
 
-        points: Any = sample_points(spec)
+        points = sample_points(spec)
     else:
         points = _grid_points(spec)
     for index, params in enumerate(points):
