@@ -414,6 +414,41 @@ def curve_chart(series: Sequence[tuple[str, str, Sequence[tuple[float, float]], 
     return _render(draw, title)
 
 
+def progress_chart(best: Sequence[tuple[float, float]],
+                   groups: Sequence[tuple[str, str, str, Sequence[tuple[float, float]]]], *, title: str,
+                   x_label: str, y_label: str, hline: tuple[float, str] | None = None,
+                   width_in: float = HALF_IN) -> str:
+    """Returns a best-so-far step line (blue) over every trial's end as a point: `groups` are (name,
+    colour, matplotlib marker, [(x, y)...]), e.g. succeeded trials at their final value and pruned ones
+    (marker 'x') at the last value they reported; `hline` (y, label) a dashed red reference line."""
+    if not best and not any(pts for _, _, _, pts in groups):
+        return empty_chart(title, "no data yet", width_in)
+
+    def draw() -> MplFigure:
+        fig, ax = _new(width_in, HEIGHT_IN)
+        handles = []
+        if best:
+            (line,) = ax.step([p[0] for p in best], [p[1] for p in best], where="post", color=BLUE,
+                              linewidth=1.8, label="best so far", zorder=2)
+            handles.append(line)
+        for name, colour, marker, pts in groups:
+            pts = [p for p in pts if _finite(p) == [float(p[0]), float(p[1])]]
+            if pts:
+                handles.append(ax.scatter([p[0] for p in pts], [p[1] for p in pts], c=colour, marker=marker,
+                                          s=26, linewidths=1.4 if marker == "x" else 0.6, zorder=3, label=name,
+                                          edgecolors=None if marker == "x" else "white"))
+        if hline is not None:
+            handles.append(ax.axhline(hline[0], color=RED, linestyle="--", linewidth=1.2, label=hline[1]))
+        ax.margins(y=0.1)
+        ax.set_xlim(left=0)
+        ax.set_title(title, loc="left")
+        ax.set_xlabel(x_label)
+        ax.set_ylabel(y_label)
+        _legend_below(fig, handles)
+        return fig
+    return _render(draw, title)
+
+
 __all__ = ["BLUE", "COLOUR_NAMES", "CYAN", "FONT_PT", "FULL_IN", "GREEN", "GREY", "GanttBar", "HALF_IN",
            "MAGENTA", "ORANGE", "Point", "RED", "STATUS_COLOURS", "TEAL", "bar_chart", "colour_name", "curve_chart",
-           "empty_chart", "gantt_chart", "place_labels", "scatter_chart", "step_chart"]
+           "empty_chart", "gantt_chart", "place_labels", "progress_chart", "scatter_chart", "step_chart"]
