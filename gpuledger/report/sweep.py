@@ -24,6 +24,7 @@ from typing import Any
 import polars as pl
 
 from gpuledger.report import charts
+from gpuledger.report.adaptive import adaptive_sections, adaptive_tables, progress_section
 from gpuledger.report.billed import sweep_billed_cards, sweep_billed_notes, sweep_billed_table
 from gpuledger.report.common import (
     DEFAULT_ROOT,
@@ -147,6 +148,7 @@ def sweep_tables(data: SweepData) -> dict[str, pl.DataFrame]:
     }
     if data.serving is not None and data.serving.points:
         tables["serving-points"] = serving_table(data.serving)
+    tables.update(adaptive_tables(data))
     return tables
 
 
@@ -381,7 +383,12 @@ def sweep_document(data: SweepData) -> Document:
         blocks.append(Note(f"Best recipe: {s['best_params']} (trial {s['best_trial_id']})."))
     if data.serving is not None:
         blocks.append(serving_section(data.serving))
-    blocks.append(Section("Progress: best metric over time and money", [Columns([figs["best_time"], figs["best_cost"]])]))
+    if data.adaptive is not None:  # tpe/asha: every trial's end on the curves, then the grid and pruning sections
+        blocks.append(progress_section(data, data.adaptive, s, div, unit))
+        blocks.extend(adaptive_sections(data, s))
+    else:
+        blocks.append(Section("Progress: best metric over time and money",
+                              [Columns([figs["best_time"], figs["best_cost"]])]))
     wi_headers = ["K (parallel slots)", f"time to recipe ({unit})", "cost to recipe", "Pareto", "actual"]
     wi_cloud = bool(wi) and wi[0]["cloud_cost_usd"] is not None
     if wi_cloud:

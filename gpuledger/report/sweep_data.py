@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 
 from gpuledger.errors import UserError
+from gpuledger.report.adaptive_data import load_adaptive
 from gpuledger.report.billed import load_sweep_billed
 from gpuledger.report.common import check_name, usd
 from gpuledger.serving import sweep_points
@@ -40,6 +41,7 @@ class SweepData:
     #                            cloud, instance_type, spot, wall_s, cost_usd); empty for cloud sweeps
     serving: Any = None  # gpuledger.serving.SweepPoints of a method: inference sweep, else None
     billed: dict[str, Any] | None = None  # v_sweep_billed: estimated vs billed vs effective USD (FOCUS exports)
+    adaptive: Any = None  # gpuledger.report.adaptive_data.AdaptiveData of a tpe/asha sweep, else None
 
 
 # ------------------------------------------------------------------------------------------ load
@@ -104,6 +106,7 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
         serving=sweep_points(wh, sid),
         cloud_equiv=cloud_equiv,
         billed=load_sweep_billed(wh, sid),
+        adaptive=load_adaptive(wh, sid, trials),
     )
 
 

@@ -1,0 +1,221 @@
+"""The adaptive sweep's (strategy tpe or asha) part of the ROI report: its data and the numbers
+derived from it. No rendering here (`gpuledger.report.adaptive` builds the sections).
+
+Reads (named queries): `report_sweep_search` (strategy and ASHA settings from the stored spec),
+`report_sweep_trial_ends` (every run's end: offset, cumulative spend, final or last reported
+objective value, the trial's status), `report_grid_twin_trials` (the grid sweeps of the same
+experiment) and `report_sweep_est_basis` (where the plan's estimates come from).
+
+Derived:
+- `grid_twin`: the grid sweep of the same experiment (same model, method, objective and training
+  settings, the same set of points), the newest among those with the most points run to their end;
+- `full_grid(data)`: what every point of the grid would cost, estimated (Σ of this sweep's plan rows,
+  one per candidate point) and measured (Σ of the twin grid's runs), beside what this sweep cost;
+- `pruning_savings(data)`: per pruned trial, its full-run cost (the twin grid's measured cost of the
+  same point when it ran to its end there, else this sweep's plan estimate) minus what it cost here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+#: the strategies whose sweeps get the adaptive sections
+ADAPTIVE_STRATEGIES = ("tpe", "asha")
+
+
+@dataclass
+class GridTwin:
+    """A grid sweep of the same experiment that tried the same points."""
+
+    sweep_id: str
+    sweep_name: str
+    points: int  # planned points (= this sweep's)
+    succeeded: int  # points run to their end there
+    cost_usd: float  # Σ cost of every run of that grid (measured)
+    trial_s: float  # Σ wall-clock of every run of that grid (measured)
+    best_value: float | None  # its best objective value
+    by_point: dict[str, dict[str, Any]] = field(default_factory=dict)  # canonical params → v_trial_results row
+
+
+@dataclass
+class AdaptiveData:
+    """What the adaptive sections show, as read from the warehouse."""
+
+    strategy: str  # tpe | asha
+    metric: str
+    goal: str
+    min_steps: int | None  # ASHA's settings (None: no pruning, e.g. tpe without `pruning`)
+    reduction_factor: int | None
+    ends: pl.DataFrame  # report_sweep_trial_ends
+    est_basis: list[tuple[str, int]]  # (basis, trials) of the plan's estimates
+    twin: GridTwin | None = None
+    twin_candidates: int = 0  # grid sweeps of the same experiment examined (any points)
+    curves: Any = None  # the measured learning curves (gpuledger.search.simulate.Curve), asha only
+
+
+def point_key(params: Any) -> str:
+    """Returns a trial's params as canonical JSON (keys sorted): the same point in two sweeps has the same key."""
+    if isinstance(params, str):
+        try:
+            params = json.loads(params)
+        except ValueError:
+            return params
+    return json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def load_adaptive(wh, sweep_id: str, trials: pl.DataFrame) -> AdaptiveData | None:
+    """Returns the adaptive data of `sweep_id`, or None when its strategy is not tpe or asha
+    (grid and random sweeps' reports have no adaptive sections). `trials`: its v_trial_results rows."""
+    p = {"sweep_id": sweep_id}
+    info = wh.query_named("report_sweep_search", p).to_dicts()
+    if not info or info[0]["strategy"] not in ADAPTIVE_STRATEGIES:
+        return None
+    i = info[0]
+    min_steps, factor = i["min_steps"], i["reduction_factor"]
+    if i["strategy"] == "asha" and (min_steps is None or factor is None):
+        from gpuledger.spec.models import Pruning  # asha without `pruning`: the defaults
+
+        d = Pruning()
+        min_steps, factor = min_steps or d.min_steps, factor or d.reduction_factor
+    basis = [(r["est_basis"], int(r["trials"])) for r in wh.query_named("report_sweep_est_basis", p).to_dicts()]
+    goal = i["objective_goal"] or "minimize"
+    twin, candidates = _grid_twin(wh.query_named("report_grid_twin_trials", p), trials, goal)
+    return AdaptiveData(strategy=i["strategy"], metric=i["objective_metric"] or "metric",
+                        goal=goal, min_steps=min_steps, reduction_factor=factor,
+                        ends=wh.query_named("report_sweep_trial_ends", p), est_basis=basis, twin=twin,
+                        twin_candidates=candidates)
+
+
+def _grid_twin(rows: pl.DataFrame, trials: pl.DataFrame, goal: str) -> tuple[GridTwin | None, int]:
+    """Returns (the grid sweep that tried the same set of points, or None; grid sweeps examined)."""
+    mine = {point_key(p) for p in trials["params"].to_list()} if trials.height else set()
+    if not mine or rows.height == 0:
+        return None, 0
+    order = list(dict.fromkeys(rows["sweep_id"].to_list()))  # newest first (the query's order)
+    best: GridTwin | None = None
+    for sid in order:
+        part = rows.filter(pl.col("sweep_id") == sid).to_dicts()
+        by_point = {point_key(r["params"]): r for r in part}
+        if set(by_point) != mine:
+            continue
+        values = [r["metric_value"] for r in part if r["status"] == "succeeded" and r["metric_value"] is not None]
+        twin = GridTwin(
+            sweep_id=sid, sweep_name=part[0]["sweep_name"], points=len(by_point),
+            succeeded=sum(1 for r in part if r["status"] == "succeeded"),
+            cost_usd=float(sum(float(r["cost_usd"] or 0.0) for r in part)),
+            trial_s=float(sum(float(r["wall_s"] or 0.0) for r in part)),
+            best_value=best_of(values, goal), by_point=by_point)
+        if best is None or twin.succeeded > best.succeeded:  # ties: the newer (seen first) stays
+            best = twin
+    return best, len(order)
+
+
+def best_of(values: list[float], goal: str) -> float | None:
+    """Returns the best of `values` for the objective's goal (None when there is none)."""
+    if not values:
+        return None
+    return max(values) if goal == "maximize" else min(values)
+
+
+# ------------------------------------------------------------------------------------------ derive
+
+
+def _sum(values: list[Any]) -> float:
+    return float(sum(float(v) for v in values if v is not None))
+
+
+def est_basis_text(ad: AdaptiveData) -> str:
+    """Returns where the plan's estimates come from, e.g. 'estimate for 10 trials, measured for 2'."""
+    if not ad.est_basis:
+        return "no plan estimate"
+    return ", ".join(f"{basis} for {n} trial{'s' if n != 1 else ''}" for basis, n in ad.est_basis)
+
+
+def full_grid(trials: pl.DataFrame, ad: AdaptiveData) -> dict[str, Any]:
+    """Returns what the full grid would have cost beside what this sweep cost.
+
+    Keys: points (candidates planned), est_points (with a plan estimate), est_cost_usd, est_trial_s
+    (Σ of the plan rows), cost_usd, trial_s (Σ of this sweep's runs, pruned ones included), ran,
+    pruned, best_value (this sweep's), saved_vs_est_usd / _pct; and from the twin grid (None without
+    one): grid_sweep_id, grid_sweep_name, grid_succeeded, grid_cost_usd, grid_trial_s, grid_best_value,
+    saved_vs_grid_usd / _pct, trial_s_vs_grid_pct (this sweep's trial-seconds as % of the grid's).
+    """
+    t = trials.to_dicts()
+    est = [r for r in t if r["est_cost_usd"] is not None]
+    out: dict[str, Any] = {
+        "points": len(t),
+        "est_points": len(est),
+        "est_cost_usd": _sum([r["est_cost_usd"] for r in est]),
+        "est_trial_s": _sum([r["est_wall_s"] for r in est]),
+        "cost_usd": _sum([r["cost_usd"] for r in t]),
+        "trial_s": _sum([r["wall_s"] for r in t]),
+        "ran": sum(1 for r in t if (r["attempts"] or 0) > 0),
+        "pruned": sum(1 for r in t if r["status"] == "pruned"),
+        "best_value": best_of([r["metric_value"] for r in t if r["status"] == "succeeded"
+                               and r["metric_value"] is not None], ad.goal),
+    }
+    out["saved_vs_est_usd"] = out["est_cost_usd"] - out["cost_usd"] if est else None
+    out["saved_vs_est_pct"] = _pct(out["saved_vs_est_usd"], out["est_cost_usd"])
+    tw = ad.twin
+    out.update({
+        "grid_sweep_id": tw.sweep_id if tw else None,
+        "grid_sweep_name": tw.sweep_name if tw else None,
+        "grid_succeeded": tw.succeeded if tw else None,
+        "grid_cost_usd": tw.cost_usd if tw else None,
+        "grid_trial_s": tw.trial_s if tw else None,
+        "grid_best_value": tw.best_value if tw else None,
+        "saved_vs_grid_usd": tw.cost_usd - out["cost_usd"] if tw else None,
+    })
+    out["saved_vs_grid_pct"] = _pct(out["saved_vs_grid_usd"], out["grid_cost_usd"])
+    out["trial_s_vs_grid_pct"] = (100.0 * out["trial_s"] / tw.trial_s) if tw and tw.trial_s > 0 else None
+    return out
+
+
+def _pct(part: float | None, whole: float | None) -> float | None:
+    return 100.0 * part / whole if part is not None and whole else None
+
+
+def pruning_savings(trials: pl.DataFrame, ad: AdaptiveData) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Returns (rows, total): per pruned trial what running it to its end would have cost, and what it did.
+
+    Row keys: trial_id, trial_index, params, values_reported (objective values it reported before it
+    was stopped), wall_s, cost_usd (measured, all its attempts), full_wall_s, full_cost_usd, basis
+    ('grid' = the twin grid's measured run of the same point, which ran to its end; 'plan' = this
+    sweep's plan estimate; None = neither), saved_usd, saved_s. Total keys: pruned, saved_usd, saved_s,
+    cost_usd (what the pruned trials cost), from_grid, from_plan, unknown (trials with neither).
+    """
+    reported: dict[str, int] = {}
+    for r in ad.ends.to_dicts():
+        reported[r["trial_id"]] = max(reported.get(r["trial_id"], 0), int(r["values_reported"] or 0))
+    rows = []
+    for t in trials.filter(pl.col("status") == "pruned").to_dicts():
+        g = ad.twin.by_point.get(point_key(t["params"])) if ad.twin else None
+        if g is not None and g["status"] == "succeeded" and g["cost_usd"] is not None:
+            full_cost, full_s, basis = float(g["cost_usd"]), g["wall_s"], "grid"
+        elif t["est_cost_usd"] is not None:
+            full_cost, full_s, basis = float(t["est_cost_usd"]), t["est_wall_s"], "plan"
+        else:
+            full_cost, full_s, basis = None, None, None
+        cost, wall = float(t["cost_usd"] or 0.0), t["wall_s"]
+        rows.append({
+            "trial_id": t["trial_id"], "trial_index": t["trial_index"], "params": t["params"],
+            "values_reported": reported.get(t["trial_id"], 0), "wall_s": wall, "cost_usd": cost,
+            "full_wall_s": float(full_s) if full_s is not None else None, "full_cost_usd": full_cost,
+            "basis": basis,
+            "saved_usd": full_cost - cost if full_cost is not None else None,
+            "saved_s": float(full_s) - float(wall or 0.0) if full_s is not None else None,
+        })
+    total = {
+        "pruned": len(rows),
+        "saved_usd": _sum([r["saved_usd"] for r in rows]),
+        "saved_s": _sum([r["saved_s"] for r in rows]),
+        "cost_usd": _sum([r["cost_usd"] for r in rows]),
+        "from_grid": sum(1 for r in rows if r["basis"] == "grid"),
+        "from_plan": sum(1 for r in rows if r["basis"] == "plan"),
+        "unknown": sum(1 for r in rows if r["basis"] is None),
+    }
+    return rows, total

@@ -1,0 +1,78 @@
+"""A small ASHA sweep and the grid of the same points, run for real (local launcher, trial subprocesses
+reporting intermediate values through gpuledger.track, a real DuckDB warehouse): the inputs of the
+adaptive ROI report's tests.
+
+The two specs are a smaller variant of specs/lora-asha.yaml and specs/lora-grid.yaml: the same model,
+method, objective and training settings, 6 points of one parameter, and a trial script whose eval_loss
+is known in closed form, (|x - 0.3| + 1) * (1 + 1/step), reported once per step (8 steps, 0.3 s apart),
+so ASHA (min_steps 2, reduction_factor 2) prunes the points far from 0.3 and the grid runs them all.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+TRIAL = textwrap.dedent("""
+    import argparse, time
+    from gpuledger.track import log
+    p = argparse.ArgumentParser()
+    p.add_argument("--x", type=float, required=True)
+    a = p.parse_args()
+    for step in range(1, 9):
+        log(step=step, eval_loss=(abs(a.x - 0.3) + 1.0) * (1 + 1 / step))
+        time.sleep(0.3)
+    log(step=8, eval_loss=(abs(a.x - 0.3) + 1.0) * (1 + 1 / 8))
+""")
+
+XS = (0.6, 0.1, 0.5, 0.3, 0.9, 0.2)
+
+
+def write_spec(folder: Path, strategy: str, max_parallel: int = 1, xs: tuple[float, ...] = XS,
+               name: str | None = None) -> Path:
+    """Writes the trial script and the spec `name` (default `tiny-<strategy>`; grid or asha) under `folder`."""
+    name = name or f"tiny-{strategy}"
+    (folder / "trial.py").write_text(TRIAL, encoding="utf-8")
+    search = "strategy: asha\n  seed: 2\n  pruning: {min_steps: 2, reduction_factor: 2}" if strategy == "asha" \
+        else f"strategy: {strategy}"
+    path = folder / f"{name}.yaml"
+    path.write_text(textwrap.dedent(f"""
+        kind: sweep
+        name: {name}
+        project: tests
+        owner: ci
+        model: gpuledger/demo-char-gpt
+        method: lora
+        precision: fp32
+        train: {{seq_len: 64, tokens_per_trial: 1000, grad_checkpointing: false, flash_attention: false}}
+        search:
+          SEARCH
+          params: {{x: [{', '.join(str(x) for x in xs)}]}}
+          objective: {{metric: eval_loss, goal: minimize}}
+        resources: {{max_parallel: {max_parallel}}}
+        budget: {{max_usd: 5}}
+        launcher: local
+        local: {{usd_per_hour: 3.6, trial_timeout: 2m}}
+        task:
+          run: python {folder / 'trial.py'} --x {{x}}
+    """).replace("SEARCH", search), encoding="utf-8")
+    return path
+
+
+def run_sweep(spec_path: Path, cap: int = 1):
+    """Runs the sweep of `spec_path` into the warehouse of $GPULEDGER_WAREHOUSE; returns its summary."""
+    from gpuledger.plan import plan_sweep
+    from gpuledger.planning import planning_inputs
+    from gpuledger.runtime.engine import SweepRun, execute
+    from gpuledger.runtime.summary import SweepSummary
+    from gpuledger.spec import expand_trials, load_spec, sweep_id_for
+
+    sp = load_spec(spec_path)
+    trials = expand_trials(sp)
+    plan_json = plan_sweep(sp, trials, launcher="local", **planning_inputs(sp, "local")).to_json()
+    sweep_id = sweep_id_for(sp)
+    summary = SweepSummary(sweep_id=sweep_id, name=sp.name, trials=len(trials), max_parallel=cap,
+                           budget_usd=float(sp.budget.max_usd))
+    execute(SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id, trials=trials, plan_json=plan_json, cap=cap,
+                     launcher="local", summary=summary))
+    return summary

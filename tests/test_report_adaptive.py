@@ -1,0 +1,161 @@
+"""The ROI report of an adaptive sweep (issue 18 item 5), on real sweeps: a small ASHA sweep and grids of
+the same experiment (tests/adaptive_sweeps.py: local launcher, real trial subprocesses, a real DuckDB
+warehouse). Every number the adaptive sections show is checked against the warehouse by SQL written
+here, independently of the report's named queries; the page opens in headless Chromium."""
+
+from __future__ import annotations
+
+import pytest
+from adaptive_sweeps import XS, run_sweep, write_spec
+
+from gpuledger import protocol as P
+from gpuledger.report import write_sweep_report
+from gpuledger.report.common import usd
+from gpuledger.report.sweep import load_sweep, sweep_markdown, sweep_tables
+from gpuledger.warehouse import Warehouse
+
+SECTIONS = ("What the full grid would have cost", "Money saved by pruning")
+
+
+def _loss(x: float, step: int) -> float:
+    """The trial script's eval_loss at its k-th reported value (step k)."""
+    return (abs(x - 0.3) + 1.0) * (1 + 1 / step)
+
+
+@pytest.fixture(scope="module")
+def ledger(tmp_path_factory):
+    """Runs the ASHA sweep alone (its report then has no measured grid), then the grid of the same 6
+    points and a grid of 2 of them (same experiment, other points: never the twin)."""
+    root = tmp_path_factory.mktemp("adaptive")
+    wh_path = root / "wh" / "ledger.duckdb"
+    out: dict = {"root": root, "wh": wh_path}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        mp.setenv("GPULEDGER_WAREHOUSE", str(wh_path))
+        asha = run_sweep(write_spec(root, "asha"), cap=1)
+        with Warehouse.open(wh_path, read_only=True) as wh:
+            out["before"] = load_sweep(wh, sweep_id=asha.sweep_id)
+        grid = run_sweep(write_spec(root, "grid", max_parallel=2), cap=2)
+        few = run_sweep(write_spec(root, "grid", xs=XS[:2], name="tiny-few"), cap=2)
+        with Warehouse.open(wh_path, read_only=True) as wh:
+            out["after"] = load_sweep(wh, sweep_id=asha.sweep_id)
+            out["grid_data"] = load_sweep(wh, sweep_id=grid.sweep_id)
+            out["files"] = write_sweep_report(wh, sweep_id=asha.sweep_id, out_dir=root / "out")
+            out["grid_files"] = write_sweep_report(wh, sweep_id=grid.sweep_id, out_dir=root / "out")
+    out.update(asha=asha, grid=grid, few=few)
+    return out
+
+
+def _sql(ledger, sql: str, params: dict | None = None) -> list[dict]:
+    with Warehouse.open(ledger["wh"], read_only=True) as wh:
+        return wh.query(sql, params).to_dicts()
+
+
+def test_the_sweeps_ran_and_asha_pruned(ledger):
+    asha, grid = ledger["asha"], ledger["grid"]
+    assert asha.pruned >= 1 and asha.failed == 0 and asha.succeeded + asha.pruned == len(XS)
+    assert grid.succeeded == len(XS) and grid.pruned == 0
+    rows = _sql(ledger, "select status, count(*) n from v_trial_results where sweep_id = $s group by all",
+                {"s": asha.sweep_id})
+    assert {r["status"]: r["n"] for r in rows}.get(P.PRUNED) == asha.pruned
+
+
+def test_grid_reports_have_no_adaptive_sections(ledger):
+    data = ledger["grid_data"]
+    assert data.adaptive is None
+    md = ledger["grid_files"].markdown_text
+    assert not any(s in md for s in SECTIONS)
+    assert not {"full-grid", "pruning-savings"} & set(sweep_tables(data))
+    html = ledger["grid_files"].html.read_text(encoding="utf-8")
+    assert not any(s in html for s in SECTIONS) and "best eval_loss so far vs wall-clock" in html
+
+
+def test_full_grid_estimated_and_measured_match_the_warehouse(ledger):
+    a, g = ledger["asha"].sweep_id, ledger["grid"].sweep_id
+    est = _sql(ledger, "select count(*) n, sum(est_cost_usd) usd, sum(est_wall_s) s from trials where sweep_id = $s",
+               {"s": a})[0]
+    mine = _sql(ledger, "select sum(cost_usd) usd, sum(wall_s) s from runs where sweep_id = $s", {"s": a})[0]
+    grid = _sql(ledger, "select sum(cost_usd) usd, sum(wall_s) s from runs where sweep_id = $s", {"s": g})[0]
+    table = sweep_tables(ledger["after"])["full-grid"].to_dicts()[0]
+    assert table["points"] == est["n"] == len(XS)
+    assert table["est_cost_usd"] == pytest.approx(est["usd"]) and table["est_trial_s"] == pytest.approx(est["s"])
+    assert table["cost_usd"] == pytest.approx(mine["usd"]) and table["trial_s"] == pytest.approx(mine["s"])
+    assert table["grid_sweep_id"] == g  # the 2-point grid of the same experiment is not the twin
+    assert table["grid_cost_usd"] == pytest.approx(grid["usd"]) and table["grid_trial_s"] == pytest.approx(grid["s"])
+    assert table["saved_vs_grid_usd"] == pytest.approx(grid["usd"] - mine["usd"])
+    assert table["best_value"] == table["grid_best_value"] == pytest.approx(_loss(0.3, 8))
+    md = ledger["files"].markdown_text
+    section = md[md.index("## What the full grid would have cost"):md.index("## Money saved by pruning")]
+    for value in (est["usd"], mine["usd"], grid["usd"], grid["usd"] - mine["usd"]):
+        assert usd(value) in section
+    assert f"measured: Σ of every run of grid sweep {g}" in section and "estimate: Σ of this sweep's plan rows" in section
+
+
+def test_without_a_grid_the_report_says_so_and_prices_pruning_by_the_plan(ledger):
+    data = ledger["before"]
+    md = sweep_markdown(data)
+    assert "No measured grid: this warehouse holds no grid sweep of the same model" in md
+    rows = _sql(ledger, """
+        select t.trial_id, t.est_cost_usd - sum(r.cost_usd) saved from trials t join runs r using (sweep_id, trial_id)
+        where t.sweep_id = $s and t.status = 'pruned' group by t.trial_id, t.est_cost_usd""",
+                {"s": ledger["asha"].sweep_id})
+    table = {r["trial_id"]: r for r in sweep_tables(data)["pruning-savings"].to_dicts()}
+    assert set(table) == {r["trial_id"] for r in rows}
+    for r in rows:
+        assert table[r["trial_id"]]["basis"] == "plan"
+        assert table[r["trial_id"]]["saved_usd"] == pytest.approx(r["saved"])
+    assert usd(sum(r["saved"] for r in rows)) in md
+
+
+def test_pruning_savings_use_the_grid_run_of_the_same_point(ledger):
+    rows = _sql(ledger, """
+        with mine as (select t.trial_id, t.params::varchar p, sum(r.cost_usd) usd, sum(r.wall_s) s
+                      from trials t join runs r using (sweep_id, trial_id)
+                      where t.sweep_id = $a and t.status = 'pruned' group by all),
+             grid as (select t.params::varchar p, sum(r.cost_usd) usd, sum(r.wall_s) s
+                      from trials t join runs r using (sweep_id, trial_id)
+                      where t.sweep_id = $g and r.status = 'succeeded' group by all)
+        select mine.trial_id, grid.usd - mine.usd saved_usd, grid.s - mine.s saved_s
+        from mine join grid using (p)""", {"a": ledger["asha"].sweep_id, "g": ledger["grid"].sweep_id})
+    assert len(rows) == ledger["asha"].pruned
+    table = {r["trial_id"]: r for r in sweep_tables(ledger["after"])["pruning-savings"].to_dicts()}
+    for r in rows:
+        assert table[r["trial_id"]]["basis"] == "grid"
+        assert table[r["trial_id"]]["saved_usd"] == pytest.approx(r["saved_usd"]) and r["saved_usd"] > 0
+        assert table[r["trial_id"]]["saved_s"] == pytest.approx(r["saved_s"])
+    md = ledger["files"].markdown_text
+    section = md[md.index("## Money saved by pruning"):]
+    assert usd(sum(r["saved_usd"] for r in rows)) in section
+    assert f"measured in grid sweep {ledger['grid'].sweep_id}" in section
+
+
+def test_progress_points_are_every_run_end_with_pruned_at_their_last_value(ledger):
+    ad = ledger["after"].adaptive
+    runs = _sql(ledger, "select run_id from runs where sweep_id = $s", {"s": ledger["asha"].sweep_id})
+    assert sorted(ad.ends["run_id"].to_list()) == sorted(r["run_id"] for r in runs)
+    pruned = [r for r in ad.ends.to_dicts() if r["trial_status"] == P.PRUNED]
+    assert len(pruned) == ledger["asha"].pruned
+    for r in pruned:
+        last = _sql(ledger, """select arg_max(value, seq) v, count(*) n from metrics
+                               where run_id = $r and name = 'eval_loss'""", {"r": r["run_id"]})[0]
+        x = _sql(ledger, "select params->>'x' x from trials where sweep_id = $s and trial_id = $t",
+                 {"s": ledger["asha"].sweep_id, "t": r["trial_id"]})[0]["x"]
+        assert r["last_value"] == pytest.approx(last["v"]) and r["values_reported"] == last["n"]
+        assert r["last_value"] == pytest.approx(_loss(float(x), last["n"]))  # the trial's own formula
+        assert 2 <= r["values_reported"] < 9  # stopped at a rung, before its end
+    html = ledger["files"].html.read_text(encoding="utf-8")
+    for title in ("best eval_loss so far vs elapsed time", "best eval_loss so far vs dollars spent"):
+        assert title in html
+    assert html.count(">pruned<") >= 2  # the legend of both progress charts
+
+
+@pytest.mark.browser
+def test_adaptive_report_renders_in_chromium(ledger, tmp_path):
+    from browser import browser
+
+    with browser() as b:
+        check = b.check(ledger["files"].html, tmp_path / "adaptive.png")
+    assert check.console_errors == [] and check.page_errors == []
+    assert check.requests == [check.url], f"the page asked the network for {check.foreign_requests}"
+    assert check.pixel_stddev > 10 and check.distinct_colours > 50  # not blank
+    assert check.text_overlaps == []
