@@ -4,8 +4,9 @@ adaptive ROI report's tests.
 
 The two specs are a smaller variant of specs/lora-asha.yaml and specs/lora-grid.yaml: the same model,
 method, objective and training settings, 6 points of one parameter, and a trial script whose eval_loss
-is known in closed form, (|x - 0.3| + 1) * (1 + 1/step), reported once per step (8 steps, 0.3 s apart),
-so ASHA (min_steps 2, reduction_factor 2) prunes the points far from 0.3 and the grid runs them all.
+is known in closed form, (|x - 0.3| + 1) * (1 + 1/step), reported once per step (8 steps, 0.6 s apart:
+more than the runtime's 0.5 s poll, so each value reaches the pruner alone), so ASHA (min_steps 2,
+reduction_factor 2) prunes points far from 0.3 and the grid runs them all.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ TRIAL = textwrap.dedent("""
     a = p.parse_args()
     for step in range(1, 9):
         log(step=step, eval_loss=(abs(a.x - 0.3) + 1.0) * (1 + 1 / step))
-        time.sleep(0.3)
+        time.sleep(0.6)
     log(step=8, eval_loss=(abs(a.x - 0.3) + 1.0) * (1 + 1 / 8))
 """)
 
