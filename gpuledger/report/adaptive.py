@@ -11,7 +11,14 @@ from typing import Any
 import polars as pl
 
 from gpuledger.report import charts
-from gpuledger.report.adaptive_data import AdaptiveData, est_basis_text, full_grid, point_key, pruning_savings
+from gpuledger.report.adaptive_data import (
+    AdaptiveData,
+    asha_what_if,
+    est_basis_text,
+    full_grid,
+    point_key,
+    pruning_savings,
+)
 from gpuledger.report.common import duration, num, pct, usd
 from gpuledger.report.document import Card, Cards, Columns, Figure, Note, Section, Table
 from gpuledger.report.sweep_data import SweepData, params_text, trial_label
@@ -100,7 +107,8 @@ def grid_section(data: SweepData, ad: AdaptiveData, s: dict[str, Any]) -> Sectio
         cards.append(Card("saved vs the grid (estimated)", usd(g["saved_vs_est_usd"]),
                           f"plan estimate of all {g['est_points']} points {usd(g['est_cost_usd'])} − this sweep's "
                           f"measured {usd(g['cost_usd'])}"))
-    rows = [["full grid: plan estimate", usd(g["est_cost_usd"]) if g["est_points"] else "—",
+    what = "every planned point" if ad.ranges else "full grid"
+    rows = [[f"{what}: plan estimate", usd(g["est_cost_usd"]) if g["est_points"] else "—",
              duration(g["est_trial_s"]) if g["est_points"] else "—", f"{g['est_points']} of {g['points']}", "—",
              f"estimate: Σ of this sweep's plan rows, one per candidate point ({est_basis_text(ad)})"]]
     if g["grid_sweep_id"] is not None:
@@ -123,6 +131,10 @@ def grid_section(data: SweepData, ad: AdaptiveData, s: dict[str, Any]) -> Sectio
                            f"method, objective ({metric}, {ad.goal}), training settings and the same "
                            f"{g['points']} points; {g['grid_succeeded']} of them ran to their end there.", "small"))
     blocks.append(Note(f"Money: {money}. Trial-seconds: Σ wall-clock of every run (attempt).", "small"))
+    if ad.ranges:
+        blocks.insert(0, Note(f"The search space has a range, so there is no grid: the {g['points']} planned points "
+                              f"are the ones the search drew, and 'every planned point' is what running each of them "
+                              f"to its end would cost.", "small"))
     return Section("What the full grid would have cost", blocks)
 
 
@@ -165,6 +177,68 @@ def pruning_section(data: SweepData, ad: AdaptiveData, s: dict[str, Any]) -> Sec
     return Section("Money saved by pruning", [Cards(cards), table, note])
 
 
+# ------------------------------------------------------------------------------------------ what-if
+
+
+def _in_unit(seconds: float | None, div: float) -> str:
+    if seconds is None:
+        return "—"
+    v = seconds / div
+    digits = 2 if div >= 3600 else 1
+    return f"{v:,.{digits}f}"
+
+
+def what_if_section(data: SweepData, ad: AdaptiveData, s: dict[str, Any], div: float, unit: str) -> Section:
+    """Returns the parallelism what-if under ASHA: the sweep's measured learning curves replayed at
+    1, 2, 4, ... slots (trial-seconds, makespan, cost, best found, time to best per slot count)."""
+    actual = data.sweep.get("max_parallel")
+    rows, basis, why = asha_what_if(data.trials, ad, actual)
+    title = "Parallelism what-if under ASHA (replayed from the measured learning curves)"
+    if not rows:
+        return Section(title, [Note(f"No what-if: {why}.", "small")])
+    metric = ad.metric
+    best = s["best_metric"]
+    worse = [r for r in rows if r["best_value"] is None or (best is not None and abs(r["best_value"] - best) > 1e-12
+                                                             and (r["best_value"] > best) == (ad.goal == "minimize"))]
+    colours = {"actual": charts.RED, "same": charts.BLUE, "worse": charts.ORANGE}
+    pts = [charts.Point(r["time_to_best_s"] / div, r["cost_usd"], f"K={r['slots']}", highlight=r["actual"],
+                        colour=colours["actual"] if r["actual"] else colours["worse" if r in worse else "same"])
+           for r in rows if r["time_to_best_s"] is not None]
+    c = charts.colour_name
+    fig = Figure(charts.scatter_chart(
+        pts, title="ASHA what-if: time to best vs cost", x_label=f"time to best ({unit})", y_label="cost (USD)",
+        connect=True, label_all=True, x_zero=True, y_zero=True,
+        legend=[("this sweep's K", colours["actual"]), ("same best", colours["same"]),
+                ("worse best found", colours["worse"])]),
+        f"Each point is K parallel slots: when the replay's best trial ended, and what every trial of the replay "
+        f"cost. {c(colours['worse'])} = the replay at that K ends with a worse best {metric} than this sweep "
+        f"found (more slots promote more trials before the best is known, and prune differently).")
+    table = Table(
+        ["K (slots)", f"trial-seconds ({unit})", f"makespan ({unit})", "cost", "pruned", "ran to end", "extrapolated",
+         f"best {metric}", f"time to best ({unit})", "actual"],
+        [[r["slots"], _in_unit(r["trial_seconds"], div), _in_unit(r["makespan_s"], div), usd(r["cost_usd"]),
+          r["pruned"], r["completed"], r["extrapolated"], num(r["best_value"], 5), _in_unit(r["time_to_best_s"], div),
+          "← this sweep" if r["actual"] else ""] for r in rows],
+        numeric=[0, 1, 2, 3, 4, 5, 6, 7, 8], highlight=[i for i, r in enumerate(rows) if r["actual"]])
+    notes = [Note(
+        f"Simulated, not measured: ASHA (min_steps {ad.min_steps}, reduction_factor {ad.reduction_factor}, Optuna's "
+        f"SuccessiveHalvingPruner as the sweep ran it) replayed by gpuledger.search.simulate over the "
+        f"{basis['curves']} learning curves this sweep measured ({metric} and its time, warehouse `metrics`), the "
+        f"trials in the order this sweep launched them. Cost = trial-seconds × this sweep's measured "
+        f"{usd(basis['usd_per_trial_s'] * 3600)} per trial-hour ({usd(basis['measured_cost_usd'])} over "
+        f"{duration(basis['measured_trial_s'])} of runs; {s['price_source']}). Extrapolated: trials the replay "
+        f"promoted past where their real run was pruned, their curve held at its last value (their final {metric} "
+        f"is the last one measured, likely worse than a full run would reach). The replay has no launch overhead between "
+        f"trials, so its makespan is shorter than the sweep's.", "small")]
+    mine = next((r for r in rows if r["actual"]), None)
+    if mine is not None:
+        notes.append(Note(f"Check at this sweep's K={mine['slots']}: the replay spends "
+                          f"{duration(mine['trial_seconds'])} of trial time and prunes {_n(mine['pruned'], 'trial')}; "
+                          f"measured: {duration(basis['measured_trial_s'])} and "
+                          f"{data.trials.filter(pl.col('status') == 'pruned').height} pruned.", "small"))
+    return Section(title, [Columns([fig, table]), *notes])
+
+
 # ------------------------------------------------------------------------------------------ all
 
 
@@ -183,10 +257,14 @@ def adaptive_tables(data: SweepData) -> dict[str, pl.DataFrame]:
         return {}
     g = full_grid(data.trials, ad)
     rows, _ = pruning_savings(data.trials, ad)
+    sim, _basis, _why = asha_what_if(data.trials, ad, data.sweep.get("max_parallel"))
     pruned = pl.DataFrame([{**r, "params": point_key(r["params"])} for r in rows]) if rows else \
         pl.DataFrame(schema={"trial_id": pl.String, "saved_usd": pl.Float64})
-    return {"full-grid": pl.DataFrame([g]), "pruning-savings": pruned}
+    tables = {"full-grid": pl.DataFrame([g]), "pruning-savings": pruned}
+    if sim:
+        tables["asha-what-if"] = pl.DataFrame(sim)
+    return tables
 
 
 __all__ = ["END_STYLES", "adaptive_sections", "adaptive_tables", "grid_section", "progress_section",
-           "pruning_section"]
+           "pruning_section", "what_if_section"]

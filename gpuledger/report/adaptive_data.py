@@ -12,7 +12,9 @@ Derived:
 - `full_grid(data)`: what every point of the grid would cost, estimated (Σ of this sweep's plan rows,
   one per candidate point) and measured (Σ of the twin grid's runs), beside what this sweep cost;
 - `pruning_savings(data)`: per pruned trial, its full-run cost (the twin grid's measured cost of the
-  same point when it ran to its end there, else this sweep's plan estimate) minus what it cost here.
+  same point when it ran to its end there, else this sweep's plan estimate) minus what it cost here;
+- `asha_what_if(...)`: ASHA replayed over this sweep's measured learning curves (named query
+  `learning_curves`, `gpuledger.search.simulate`) at the slot counts of `gpuledger.plan.WHAT_IF_KS`.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class AdaptiveData:
     est_basis: list[tuple[str, int]]  # (basis, trials) of the plan's estimates
     twin: GridTwin | None = None
     twin_candidates: int = 0  # grid sweeps of the same experiment examined (any points)
+    ranges: bool = False  # the space has a range: the candidates are drawn points, not a grid
     curves: Any = None  # the measured learning curves (gpuledger.search.simulate.Curve), asha only
 
 
@@ -84,10 +87,24 @@ def load_adaptive(wh, sweep_id: str, trials: pl.DataFrame) -> AdaptiveData | Non
     basis = [(r["est_basis"], int(r["trials"])) for r in wh.query_named("report_sweep_est_basis", p).to_dicts()]
     goal = i["objective_goal"] or "minimize"
     twin, candidates = _grid_twin(wh.query_named("report_grid_twin_trials", p), trials, goal)
+    curves = None
+    if i["strategy"] == "asha":
+        from gpuledger.search.simulate import curves_from_points
+
+        curves = curves_from_points(wh.query_named(
+            "learning_curves", {"sweep_id": sweep_id, "model": None, "method": None, "metric": None}).to_dicts())
     return AdaptiveData(strategy=i["strategy"], metric=i["objective_metric"] or "metric",
                         goal=goal, min_steps=min_steps, reduction_factor=factor,
                         ends=wh.query_named("report_sweep_trial_ends", p), est_basis=basis, twin=twin,
-                        twin_candidates=candidates)
+                        twin_candidates=candidates, curves=curves, ranges=_has_range(i["params_json"]))
+
+
+def _has_range(params_json: str | None) -> bool:
+    try:
+        space = json.loads(params_json) if params_json else {}
+    except ValueError:
+        return False
+    return isinstance(space, dict) and any(isinstance(v, dict) for v in space.values())
 
 
 def _grid_twin(rows: pl.DataFrame, trials: pl.DataFrame, goal: str) -> tuple[GridTwin | None, int]:
@@ -219,3 +236,50 @@ def pruning_savings(trials: pl.DataFrame, ad: AdaptiveData) -> tuple[list[dict[s
         "unknown": sum(1 for r in rows if r["basis"] is None),
     }
     return rows, total
+
+
+def asha_what_if(trials: pl.DataFrame, ad: AdaptiveData, actual_slots: int | None
+                 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None, str | None]:
+    """Returns (rows, basis, why_not): ASHA replayed over the sweep's measured learning curves at each
+    slot count of `WHAT_IF_KS` (and the sweep's own), or [] and the reason.
+
+    The replay is `gpuledger.search.simulate.simulate_asha` with the sweep's min_steps,
+    reduction_factor and goal, the trials in the order this sweep launched them. Row keys: slots,
+    trial_seconds, makespan_s, cost_usd (trial_seconds × the sweep's measured USD per trial-second),
+    pruned, completed, extrapolated (trials promoted past where their measured curve was cut: the
+    curve held at its last value), best_value, best_trial_id, time_to_best_s, actual (the sweep's
+    slots). `basis`: usd_per_trial_s, measured_cost_usd, measured_trial_s, curves.
+    """
+    from gpuledger.plan import WHAT_IF_KS
+    from gpuledger.search.simulate import simulate_asha
+
+    if ad.strategy != "asha" or ad.min_steps is None or ad.reduction_factor is None:
+        return [], None, "the replay is of ASHA's pruning; this sweep's strategy is " + ad.strategy
+    t = trials.filter(pl.col("attempts") > 0)
+    if trials.filter(pl.col("status") == "running").height:
+        return [], None, "the sweep is still running; the replay needs every measured curve"
+    curves = [c for c in (ad.curves or []) if c.values or c.complete]
+    if not curves:
+        return [], None, f"no run of this sweep logged {ad.metric} (the learning curves the replay needs)"
+    measured_cost, measured_s = _sum(t["cost_usd"].to_list()), _sum(t["wall_s"].to_list())
+    if measured_s <= 0:
+        return [], None, "no measured trial-seconds to price the replay with"
+    rate = measured_cost / measured_s
+    have = {c.trial_id for c in curves}
+    order = [r["trial_id"] for r in t.sort("started_at", nulls_last=True).to_dicts() if r["trial_id"] in have]
+    order += [c.trial_id for c in curves if c.trial_id not in set(order)]
+    # more slots than trials change nothing: the Ks up to the first that runs every trial at once
+    enough = min([k for k in WHAT_IF_KS if k >= len(curves)], default=max(WHAT_IF_KS))
+    ks = sorted({k for k in WHAT_IF_KS if k <= enough} | ({int(actual_slots)} if actual_slots else set()))
+    rows = []
+    for k in ks:
+        sim = simulate_asha(curves, slots=k, min_steps=ad.min_steps, reduction_factor=ad.reduction_factor,
+                            goal=ad.goal, order=order)
+        rows.append({"slots": k, "trial_seconds": sim.trial_seconds, "makespan_s": sim.makespan_s,
+                     "cost_usd": sim.trial_seconds * rate, "pruned": sim.pruned, "completed": sim.completed,
+                     "extrapolated": sim.extrapolated, "best_value": sim.best_value,
+                     "best_trial_id": sim.best_trial_id, "time_to_best_s": sim.time_to_best_s,
+                     "actual": actual_slots is not None and k == int(actual_slots)})
+    basis = {"usd_per_trial_s": rate, "measured_cost_usd": measured_cost, "measured_trial_s": measured_s,
+             "curves": len(curves)}
+    return rows, basis, None

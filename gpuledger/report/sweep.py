@@ -24,7 +24,7 @@ from typing import Any
 import polars as pl
 
 from gpuledger.report import charts
-from gpuledger.report.adaptive import adaptive_sections, adaptive_tables, progress_section
+from gpuledger.report.adaptive import adaptive_sections, adaptive_tables, progress_section, what_if_section
 from gpuledger.report.billed import sweep_billed_cards, sweep_billed_notes, sweep_billed_table
 from gpuledger.report.common import (
     DEFAULT_ROOT,
@@ -404,7 +404,10 @@ def sweep_document(data: SweepData) -> Document:
         wi_blocks.append(Note(f"The last two columns replay the plan's estimated time and cost of each trial on "
                               f"{cloud['offer']} the same way (estimates, not measurements; nothing was billed "
                               f"there).", "small"))
-    blocks.append(Section("Parallelism what-if (from measured durations)", wi_blocks))
+    if data.adaptive is not None and data.adaptive.strategy == "asha":  # pruning depends on K: replay the curves
+        blocks.append(what_if_section(data, data.adaptive, s, div, unit))
+    else:
+        blocks.append(Section("Parallelism what-if (from measured durations)", wi_blocks))
     outliers = [a for a in acc if a["memory_outlier"] or a["time_outlier"]]
     out_table = Table(
         ["trial", "memory est.", "memory measured", "memory error", "time est.", "time measured", "time error"],
