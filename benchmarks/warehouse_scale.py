@@ -21,11 +21,13 @@ and the same reads are timed there.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
 import tempfile
 import time
+from decimal import Decimal
 from pathlib import Path
 
 import duckdb
@@ -59,11 +61,20 @@ class StrftimeQueries:
         return getattr(self._wh, name)
 
 
-def _rows(df) -> list[tuple]:
-    """The rows, order-free, numbers rounded to 9 significant digits (sums may add in another order)."""
-    def value(v):
-        return float(f"{float(v):.9g}") if isinstance(v, int | float) and not isinstance(v, bool) else v
-    return sorted((tuple(value(v) for v in row) for row in df.iter_rows()), key=repr)
+def _differ(old, new) -> str | None:
+    """Returns the first difference of two results (rows in any order; numbers within 1e-9 relative, since
+    sums may add in another order), or None when they give the same rows."""
+    def rows(df):
+        return sorted(df.iter_rows(), key=lambda r: repr([v for v in r if not isinstance(v, float)]))
+
+    if old.columns != new.columns or old.height != new.height:
+        return f"columns {old.columns} x {old.height} rows vs {new.columns} x {new.height} rows"
+    for a, b in zip(rows(old), rows(new), strict=True):
+        for x, y in zip(a, b, strict=True):
+            numbers = all(isinstance(v, int | float | Decimal) and not isinstance(v, bool) for v in (x, y))
+            if not (math.isclose(float(x), float(y), rel_tol=1e-9) if numbers else x == y):
+                return f"{a} vs {b}"
+    return None
 
 
 def _pair(before, now, repeat: int) -> tuple[float, float]:
@@ -88,9 +99,9 @@ def time_weekly(target: str, out_dir: Path, repeat: int) -> dict[str, tuple[floa
         for path in sorted(BEFORE.glob("*.sql")):
             name = path.stem
             params = None if name == "report_weeks_with_data" else bounds
-            old = old_wh.query_named(name, params)
-            if _rows(old) != _rows(wh.query_named(name, params)):
-                raise SystemExit(f"{name}: the range filter's rows differ from the ISO-week rule's on {target}")
+            differ = _differ(old_wh.query_named(name, params), wh.query_named(name, params))
+            if differ:
+                raise SystemExit(f"{name}: the range filter's rows differ from the ISO-week rule's: {differ}")
             times[name] = _pair(lambda n=name, p=params: old_wh.query_named(n, p),
                                 lambda n=name, p=params: wh.query_named(n, p), repeat)
         times[f"weekly report ({WEEK})"] = _pair(
