@@ -471,6 +471,13 @@ def _float_arg(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
 
+def _int_arg(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
 def _names(text: str) -> list[str]:
     """Parses `--echo-metrics`: comma-separated metric names."""
     names = [n.strip() for n in text.split(",") if n.strip()]
@@ -490,7 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-id", default=_env(P.ENV_RUN_ID), help=f"[{P.ENV_RUN_ID}]")
     p.add_argument("--trial-id", default=_env(P.ENV_TRIAL_ID), help=f"[{P.ENV_TRIAL_ID}]")
     p.add_argument("--sweep-id", default=_env(P.ENV_SWEEP_ID), help=f"[{P.ENV_SWEEP_ID}]")
-    p.add_argument("--attempt", type=int, default=int(_env(P.ENV_ATTEMPT, "1") or 1),
+    p.add_argument("--attempt", type=_int_arg, default=_env(P.ENV_ATTEMPT) or "1",
                    help=f"[{P.ENV_ATTEMPT}]")
     p.add_argument("--params", default=_env(P.ENV_PARAMS), metavar="JSON",
                    help=f"the trial's parameters as a JSON object [{P.ENV_PARAMS}]")
@@ -501,13 +508,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instance-type", default=_env(P.ENV_INSTANCE_TYPE), help=f"[{P.ENV_INSTANCE_TYPE}]")
     p.add_argument("--accelerator", default=_env(P.ENV_ACCELERATOR),
                    help=f"[{P.ENV_ACCELERATOR}]; default: the NVML name of GPU 0, if any")
-    gpus_env = _env(P.ENV_GPUS)
-    p.add_argument("--gpus", type=int, default=int(gpus_env) if gpus_env else None,
+    # string defaults from the environment go through `type`: a bad variable is a one-line usage error
+    p.add_argument("--gpus", type=_int_arg, default=_env(P.ENV_GPUS) or None,
                    help=f"[{P.ENV_GPUS}]; default: the number of visible GPUs")
     p.add_argument("--spot", action=argparse.BooleanOptionalAction, default=_truthy(_env(P.ENV_SPOT)),
                    help=f"[{P.ENV_SPOT}]")
-    timeout_env = _env(P.ENV_TIMEOUT_S)
-    p.add_argument("--timeout-s", type=float, default=float(timeout_env) if timeout_env else None,
+    p.add_argument("--timeout-s", type=_float_arg, default=_env(P.ENV_TIMEOUT_S) or None,
                    help=f"kill the trial after this many seconds [{P.ENV_TIMEOUT_S}]")
     p.add_argument("--kill-grace-s", type=float, default=5.0,
                    help="seconds between SIGTERM/SIGINT and SIGKILL of the trial's group")
@@ -540,6 +546,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no command given: python -m gpuledger.agent --result FILE -- CMD ARGS...")
     if opts.sample_interval_s <= 0 or opts.sample_interval_s > 0.5:
         parser.error("--sample-interval-s must be in (0, 0.5]")
+    if opts.timeout_s is not None and not opts.timeout_s > 0:  # also refuses NaN
+        parser.error("--timeout-s must be > 0")
+    if opts.gpus is not None and opts.gpus < 0:
+        parser.error("--gpus must be >= 0")
     if not opts.echo_interval_s >= 0:  # also refuses NaN
         parser.error("--echo-interval-s must be >= 0")
     agent = Agent(cmd, opts)

@@ -106,6 +106,20 @@ def test_echo_metrics_refuses_an_empty_name_list(tmp_path):
     assert b"Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize(("env", "says"), [
+    ({"GPULEDGER_TIMEOUT_S": "ten"}, b"not a number: 'ten'"),
+    ({"GPULEDGER_TIMEOUT_S": "0"}, b"--timeout-s must be > 0"),
+    ({"GPULEDGER_GPUS": "two"}, b"not a whole number: 'two'"),
+    ({"GPULEDGER_ATTEMPT": "1.5"}, b"not a whole number: '1.5'"),
+    ({"GPULEDGER_ECHO_INTERVAL_S": "x"}, b"not a number: 'x'"),
+])
+def test_bad_environment_variables_are_one_usage_line(tmp_path, env, says):
+    proc = subprocess.run([PY, "-m", "gpuledger.agent", "--", "true"], capture_output=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **env})
+    assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+    assert b"Traceback" not in proc.stderr
+
+
 def test_crash_keeps_exit_code_and_stderr_tail(tmp_path):
     proc, record = _agent(tmp_path, """
         import sys
