@@ -240,3 +240,20 @@ def test_ctrl_c_stops_launching_cancels_what_runs_and_still_stores_what_finished
     # (on a very loaded machine the interrupt may come after they finished: then all succeeded)
     assert set(counts) <= {"succeeded", "cancelled"} and sum(counts.values()) == summary.launched
     assert counts["succeeded"] == summary.succeeded and status == P.SWEEP_INTERRUPTED
+
+
+def test_the_pruning_watch_counts_each_step_once_over_attempts_and_every_step_less_point():
+    from gpuledger.runtime.engine import objective_values
+
+    first = [{"name": "eval_loss", "value": 3.0, "step": 0}, {"name": "loss", "value": 9.0, "step": 1},
+             {"name": "eval_loss", "value": 2.5, "step": 10}, {"name": "eval_loss", "value": 2.5, "step": 10},
+             {"name": "eval_loss", "value": True, "step": 11}, {"name": "eval_loss", "value": "x", "step": 12}]
+    values, high = objective_values(first, "eval_loss", float("-inf"))
+    assert values == [3.0, 2.5] and high == 10
+    # a retry's new attempt starts its steps again: only the steps past 10 are new
+    retry = [{"name": "eval_loss", "value": 3.1, "step": 0}, {"name": "eval_loss", "value": 2.6, "step": 10},
+             {"name": "eval_loss", "value": 2.0, "step": 20}]
+    assert objective_values(retry, "eval_loss", high) == ([2.0], 20)
+    # a trainer that logs no step: each point is a value
+    bare = [{"name": "eval_loss", "value": v} for v in (1.0, 0.9, 0.8)]
+    assert objective_values(bare, "eval_loss", float("-inf")) == ([1.0, 0.9, 0.8], float("-inf"))

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import queue
 import secrets
@@ -76,6 +77,25 @@ class Hooks:
 
     def budget_stopped(self, stop: BudgetStop, trial_ids: list[str]) -> None:
         """Launching stopped at the budget; `trial_ids` were not launched."""
+
+
+def objective_values(points: list[dict[str, Any]], metric: str, high_step: float) -> tuple[list[float], float]:
+    """Returns (the values of `metric` among a running trial's new metric points, the highest step
+    seen): one value per step, so a point whose step is not above `high_step` (the highest already
+    reported for this trial, over its attempts) is skipped: a trainer logging a step twice, or a
+    launcher retry's new attempt starting its steps again, is counted once by the pruner (as a
+    SkyPilot recovery is). Points without a step each count (`progress` returns each line once)."""
+    values = []
+    for p in points:
+        v, step = p.get("value"), p.get("step")
+        if p.get("name") != metric or not isinstance(v, int | float) or isinstance(v, bool):
+            continue
+        if isinstance(step, int | float) and not isinstance(step, bool):
+            if step <= high_step:
+                continue
+            high_step = float(step)
+        values.append(float(v))
+    return values, high_step
 
 
 @dataclass
@@ -216,25 +236,18 @@ class _Loop:
         return False
 
     def _watch_for(self, trial_id: str) -> Any:
-        """Returns the pruning watch of one trial: its new objective values (one per step) go to the
-        study; answers why to stop it when the pruner says so."""
+        """Returns the pruning watch of one trial: its new objective values (`objective_values`, over
+        all its attempts) go to the study; answers why to stop it when the pruner says so."""
         metric = self.search.metric
-        seen: dict[int, tuple[int, Any]] = {}  # id(handle) -> (byte offset in its metrics, last step)
+        offsets: dict[int, int] = {}  # id(handle) -> where `progress` reads on (per attempt)
+        high: list[float] = [-math.inf]  # the highest step reported for this trial, over its attempts
 
         def watch(launcher: Any, handle: Any) -> str | None:
             progress = getattr(launcher, "progress", None)
             if progress is None:
                 return None
-            offset, last_step = seen.get(id(handle), (0, object()))
-            points, offset = progress(handle, offset)
-            values = []
-            for p in points:
-                v = p.get("value")
-                if p.get("name") != metric or not isinstance(v, int | float) or p.get("step") == last_step:
-                    continue
-                last_step = p.get("step")
-                values.append(float(v))
-            seen[id(handle)] = (offset, last_step)
+            points, offsets[id(handle)] = progress(handle, offsets.get(id(handle), 0))
+            values, high[0] = objective_values(points, metric, high[0])
             if self.search.report(trial_id, values):
                 return (f"pruned by ASHA after {self.search.rungs_of(trial_id)} value(s) of {metric} "
                         f"(last {values[-1]:.4g})")
