@@ -9,8 +9,9 @@ Statuses, from the smallest unit up:
 - what a launcher's `poll` answers while an attempt runs: `LAUNCH_STATUSES` (terminal ones in
   `LAUNCH_TERMINAL`); `launch_status_of(run_status)` maps a record's status onto it;
 - a trial (the warehouse's `trials.status`): `TRIAL_STATUSES` = pending/running, an attempt's
-  status, or one the sweep gives a trial it did not run (`skipped-budget`; `pruned` for the
-  adaptive search: stopped early because it could not beat the best);
+  status, or one the sweep gives a trial it did not run (`skipped-budget`; for the adaptive
+  search `pruned`: stopped early because it could not beat the best, and `not-asked`: a candidate
+  point the search ended without asking for, n_trials being reached);
 - a sweep run (the warehouse's `sweeps.status`, the flow's summary): `SWEEP_STATUSES`.
 
 The record protocol (docs/result-record.md): `SCHEMA` names the record version; a job prints its
@@ -33,6 +34,7 @@ RUNNING = "running"
 RECOVERING = "recovering"
 SKIPPED_BUDGET = "skipped-budget"
 PRUNED = "pruned"
+NOT_ASKED = "not-asked"
 
 #: Terminal states of one attempt (a result record's `status`).
 RUN_STATUSES: tuple[str, ...] = (SUCCEEDED, FAILED, OOM, PREEMPTED, CANCELLED)
@@ -40,7 +42,7 @@ RUN_STATUSES: tuple[str, ...] = (SUCCEEDED, FAILED, OOM, PREEMPTED, CANCELLED)
 LAUNCH_STATUSES: tuple[str, ...] = (PENDING, RUNNING, RECOVERING, SUCCEEDED, FAILED, CANCELLED)
 LAUNCH_TERMINAL: frozenset[str] = frozenset({SUCCEEDED, FAILED, CANCELLED})
 #: Statuses a sweep gives a trial it did not run to the end itself.
-NOT_RUN_STATUSES: tuple[str, ...] = (SKIPPED_BUDGET, PRUNED)
+NOT_RUN_STATUSES: tuple[str, ...] = (SKIPPED_BUDGET, PRUNED, NOT_ASKED)
 #: Every status a trial can have.
 TRIAL_STATUSES: tuple[str, ...] = (PENDING, RUNNING, *RUN_STATUSES, *NOT_RUN_STATUSES)
 #: A trial in one of these will not change any more (a re-run of the sweep still retries failures).

@@ -22,7 +22,8 @@ TRIAL = textwrap.dedent("""
 
 
 def write_spec(folder: Path, name: str = "tiny-grid", xs=(0.1, 0.2, 0.3, 0.4), sleep: float = 0.0,
-               max_parallel: int = 2, usd_per_hour: float = 0.0, budget: float = 5.0, fail: float = -1.0) -> Path:
+               max_parallel: int = 2, usd_per_hour: float = 0.0, budget: float = 5.0, fail: float = -1.0,
+               strategy: str = "grid", n_trials: int | None = None) -> Path:
     """Writes trial.py and a sweep spec running it once per x; returns the spec's path."""
     trial = folder / "trial.py"
     trial.write_text(TRIAL, encoding="utf-8")
@@ -37,7 +38,7 @@ def write_spec(folder: Path, name: str = "tiny-grid", xs=(0.1, 0.2, 0.3, 0.4), s
         precision: fp32
         train: {{seq_len: 64, tokens_per_trial: 1000, grad_checkpointing: false, flash_attention: false}}
         search:
-          strategy: grid
+          strategy: {strategy}{"" if n_trials is None else f"{chr(10)}          n_trials: {n_trials}"}
           params: {{x: [{", ".join(str(x) for x in xs)}]}}
           objective: {{metric: eval_loss, goal: minimize}}
         resources: {{max_parallel: {max_parallel}}}

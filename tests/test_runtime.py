@@ -257,3 +257,16 @@ def test_the_pruning_watch_counts_each_step_once_over_attempts_and_every_step_le
     # a trainer that logs no step: each point is a value
     bare = [{"name": "eval_loss", "value": v} for v in (1.0, 0.9, 0.8)]
     assert objective_values(bare, "eval_loss", float("-inf")) == ([1.0, 0.9, 0.8], float("-inf"))
+
+
+def test_candidates_a_search_never_asks_for_end_not_asked_not_pending(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run, _ = _run(tmp_path, strategy="tpe", n_trials=2)
+    summary = execute(run)
+    assert (summary.launched, summary.succeeded, summary.not_asked) == (2, 2, 2)
+    with _wh() as wh:
+        statuses = sorted(wh.query("select status from trials where sweep_id = ?", [run.sweep_id])["status"])
+    assert statuses == [P.NOT_ASKED, P.NOT_ASKED, P.SUCCEEDED, P.SUCCEEDED]
+    again, _ = _run(tmp_path, strategy="tpe", n_trials=2)  # the same sweep again: nothing more to ask
+    summary = execute(again)
+    assert (summary.launched, summary.not_asked) == (0, 2)

@@ -134,6 +134,8 @@ def _report(s: dict[str, Any]) -> int:
     print(f"gpuledger sweep: {s['sweep_id']} {s['status']}: {s['launched']} launched, {s['succeeded']} succeeded, "
           f"{s['failed'] + s['launcher_errors']} failed, {s['skipped_budget']} skipped (budget), "
           f"{s['skipped_done']} done before; spent ${s['spent_usd']:.4f} of ${s['budget_usd']:.2f}")
+    if s.get("not_asked"):
+        print(f"  {s['not_asked']} candidate point(s) not asked for by the search (n_trials reached): `not-asked`")
     for line in s.get("failures", [])[:20]:
         print(f"  failed: {line}")
     if s.get("forced"):

@@ -355,6 +355,26 @@ class _Loop:
             self._consume(list(done))
 
 
+def _mark_unasked(search: AdaptiveSearch, strategy: str, todo: list[Any], writer: Writer, hooks: Hooks,
+                  summary: SweepSummary) -> None:
+    """The candidates the search never asked for are not left `pending` as if still to run (they keep
+    their plan rows: the full grid's estimate): `skipped-budget` when the budget stop ended the
+    search (a later run may ask for them), else `not-asked` (n_trials were asked)."""
+    ids = [t.trial_id for t in todo if t.trial_id not in search.asked and t.trial_id not in search.live]
+    if not ids:
+        return
+    if summary.budget_stopped:
+        writer.mark(ids, P.SKIPPED_BUDGET, "the budget stop ended the search before it asked for this point")
+        summary.skipped_budget += len(ids)
+        status = P.SKIPPED_BUDGET
+    else:
+        writer.mark(ids, P.NOT_ASKED, f"the {strategy} search asked for its {search.n_trials} trial(s) "
+                    "without this point")
+        summary.not_asked = len(ids)
+        status = P.NOT_ASKED
+    hooks.log.info("%d candidate point(s) the search did not ask for: marked %s.", len(ids), status)
+
+
 def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
     """Registers and runs the sweep's trials (steps 1-5 above); returns its summary."""
     from gpuledger.warehouse import SweepBusy, Warehouse
@@ -404,6 +424,8 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
     status = P.SWEEP_FAILED
     try:
         _Loop(run, hooks, launcher, writer, meter, todo, search, pruned_ids, admission).loop()
+        if search is not None and admission is None and not summary.interrupted:
+            _mark_unasked(search, run.spec.search.strategy, todo, writer, hooks, summary)
         status = ""
     finally:
         close = getattr(launcher, "close", None)

@@ -21,6 +21,7 @@ class SweepSummary:
     launched: int = 0
     succeeded: int = 0
     failed: int = 0
+    not_asked: int = 0  # candidates the adaptive search ended without asking for (`not-asked`)
     pruned: int = 0  # stopped early by the adaptive search's pruner (their records say `cancelled`)
     launcher_errors: int = 0
     skipped_budget: int = 0
