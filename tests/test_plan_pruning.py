@@ -222,7 +222,7 @@ def test_the_mid_sweep_budget_stop_holds_when_the_expected_pruned_spend_fits_but
     assert summary.spent_usd <= budget
     with Warehouse.open(read_only=True) as wh:
         rows = wh.query("select status, cost_usd from v_trial_results").to_dicts()
-        stored = wh.query("select sum(est_pruned_cost_usd) as e, sum(est_cost_usd) as f from trials").to_dicts()[0]
+        stored = wh.query("select sum(est_pruned_cost_usd) as e, sum(est_cost_usd) as f from v_trial_results").to_dicts()[0]
         plan_json = json.loads(wh.query("select plan_json from sweeps")["plan_json"][0])
     # the expected pruned spend is stored with the plan's estimates (trials.est_pruned_cost_usd, plan_json)
     assert stored["e"] == pytest.approx(expected, rel=1e-4) and stored["f"] == pytest.approx(full, rel=1e-4)
