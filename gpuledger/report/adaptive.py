@@ -201,13 +201,26 @@ def what_if_section(data: SweepData, ad: AdaptiveData, s: dict[str, Any], div: f
     worse = [r for r in rows if r["best_value"] is None or (best is not None and abs(r["best_value"] - best) > 1e-12
                                                              and (r["best_value"] > best) == (ad.goal == "minimize"))]
     colours = {"actual": charts.RED, "same": charts.BLUE, "worse": charts.ORANGE}
-    pts = [charts.Point(r["time_to_best_s"] / div, r["cost_usd"], f"K={r['slots']}", highlight=r["actual"],
-                        colour=colours["actual"] if r["actual"] else colours["worse" if r in worse else "same"])
-           for r in rows if r["time_to_best_s"] is not None]
+    groups: list[list[dict[str, Any]]] = []  # consecutive Ks at the same point share one label
+    for r in rows:
+        if r["time_to_best_s"] is None:
+            continue
+        if groups and (groups[-1][0]["time_to_best_s"], groups[-1][0]["cost_usd"]) == (r["time_to_best_s"], r["cost_usd"]):
+            groups[-1].append(r)
+        else:
+            groups.append([r])
+    pts = []
+    for grp in groups:
+        ks = [r["slots"] for r in grp]
+        actual = any(r["actual"] for r in grp)
+        kind = "actual" if actual else ("worse" if grp[0] in worse else "same")
+        pts.append(charts.Point(grp[0]["time_to_best_s"] / div, grp[0]["cost_usd"],
+                                f"K={ks[0]}" if len(ks) == 1 else f"K={ks[0]}–{ks[-1]}", highlight=actual,
+                                colour=colours[kind]))
     c = charts.colour_name
     fig = Figure(charts.scatter_chart(
         pts, title="ASHA what-if: time to best vs cost", x_label=f"time to best ({unit})", y_label="cost (USD)",
-        connect=True, label_all=True, x_zero=True, y_zero=True,
+        connect=True, label_all=True, x_zero=True, y_zero=True, width_in=charts.FULL_IN,
         legend=[("this sweep's K", colours["actual"]), ("same best", colours["same"]),
                 ("worse best found", colours["worse"])]),
         f"Each point is K parallel slots: when the replay's best trial ended, and what every trial of the replay "
@@ -236,7 +249,7 @@ def what_if_section(data: SweepData, ad: AdaptiveData, s: dict[str, Any], div: f
                           f"{duration(mine['trial_seconds'])} of trial time and prunes {_n(mine['pruned'], 'trial')}; "
                           f"measured: {duration(basis['measured_trial_s'])} and "
                           f"{data.trials.filter(pl.col('status') == 'pruned').height} pruned.", "small"))
-    return Section(title, [Columns([fig, table]), *notes])
+    return Section(title, [fig, table, *notes])  # the table is too wide to sit beside the chart
 
 
 # ------------------------------------------------------------------------------------------ all
