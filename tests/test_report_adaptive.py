@@ -131,6 +131,11 @@ def test_pruning_savings_use_the_grid_run_of_the_same_point(ledger):
     section = md[md.index("## Money saved by pruning"):]
     assert usd(sum(r["saved_usd"] for r in rows)) in section
     assert f"measured in grid sweep {ledger['grid'].sweep_id}" in section
+    pruned_usd = _sql(ledger, """select sum(cost_usd) v from v_trial_results where sweep_id = $s and status = 'pruned'""",
+                      {"s": ledger["asha"].sweep_id})[0]["v"]
+    n = ledger["asha"].pruned
+    assert f", {n} pruned |" in md  # the trials card counts them, apart from failures
+    assert f"{usd(pruned_usd)} of it the {n} pruned trials" in md  # the waste card says how much of it they are
 
 
 def test_progress_points_are_every_run_end_with_pruned_at_their_last_value(ledger):

@@ -186,7 +186,9 @@ def _headline_cards(s: dict[str, Any]) -> list[Card]:
         total.source += f"; {pct(s['budget_used_pct'])} of the {usd(s['budget_usd'])} budget"
     waste_pct = 100.0 * s["waste_usd"] / s["total_cost_usd"] if s["total_cost_usd"] > 0 else None
     waste = Card("waste", usd(s["waste_usd"]),
-                 "failed, OOM, preempted, cancelled runs" + (f" ({pct(waste_pct)} of spend)" if waste_pct else ""))
+                 "failed, OOM, preempted, cancelled runs" + (f" ({pct(waste_pct)} of spend)" if waste_pct else "")
+                 + (f"; {usd(s['pruned_cost_usd'])} of it the {s['pruned']} pruned trials (the search's price)"
+                    if s["pruned"] else ""))
     if s["spot_hours"] > 0:
         spot = Card("realised spot savings", usd(s["spot_saved_usd"]),
                     f"paid {usd(s['spot_paid_usd'])} vs {usd(s['spot_on_demand_equiv_usd'])} on demand "
@@ -195,6 +197,7 @@ def _headline_cards(s: dict[str, Any]) -> list[Card]:
         spot = Card("realised spot savings", usd(0.0), "no spot runs in this sweep")
     trials = Card("trials", f"{s['trials']}",
                   f"{s['succeeded']} succeeded, {s['failed']} failed, {s['running']} pending/running"
+                  + (f", {s['pruned']} pruned" if s["pruned"] else "")
                   + (f", {s['skipped']} skipped (budget)" if s["skipped"] else ""))
     return [best, ttr, ctr, ttt, total, waste, spot, trials]
 

@@ -174,6 +174,7 @@ def sweep_summary(data: SweepData) -> dict[str, Any]:
             best_index = row["trial_index"][0]
     statuses = t["status"].to_list() if t.height else []
     running = sum(1 for s in statuses if s in ("running", "pending"))
+    pruned = t.filter(pl.col("status") == "pruned") if t.height else t
     return {
         "sweep_id": r["sweep_id"],
         "sweep_name": r.get("sweep_name"),
@@ -208,6 +209,8 @@ def sweep_summary(data: SweepData) -> dict[str, Any]:
         "failed": int(r.get("failed") or 0),
         "skipped": int(r.get("skipped") or 0),
         "running": running,
+        "pruned": pruned.height,  # stopped by the adaptive search (their runs are cancelled: in waste_usd)
+        "pruned_cost_usd": float(sum(float(c or 0.0) for c in pruned["cost_usd"].to_list())) if pruned.height else 0.0,
         "runs": int(r.get("runs") or 0),
         "cost_per_succeeded_trial_usd": r.get("cost_per_succeeded_trial_usd"),
         "max_parallel": data.sweep.get("max_parallel"),
