@@ -107,15 +107,18 @@ def test_failures_and_bad_arguments():
 
 
 def test_curves_from_points_keeps_what_the_runtime_reports():
-    rows = [  # the trainer logs its last value again at the same step; a retried trial keeps its last run
+    rows = [  # a step not above the highest seen is skipped (the trainer logs its last value again at the same
+        # step), a step-less point counts, as in the runtime's watch; a retried trial keeps its last run
         {"run_id": "r1", "trial_id": "t1", "seq": 0, "step": 0, "t_s": 1.0, "value": 3.0, "wall_s": 5.0, "status": "succeeded"},
         {"run_id": "r1", "trial_id": "t1", "seq": 1, "step": 10, "t_s": 2.0, "value": 2.0, "wall_s": 5.0, "status": "succeeded"},
         {"run_id": "r1", "trial_id": "t1", "seq": 2, "step": 10, "t_s": 2.1, "value": 2.0, "wall_s": 5.0, "status": "succeeded"},
+        {"run_id": "r1", "trial_id": "t1", "seq": 3, "step": 5, "t_s": 2.2, "value": 9.0, "wall_s": 5.0, "status": "succeeded"},
+        {"run_id": "r1", "trial_id": "t1", "seq": 4, "step": None, "t_s": 2.5, "value": 1.5, "wall_s": 5.0, "status": "succeeded"},
         {"run_id": "r2", "trial_id": "t2", "seq": None, "step": None, "t_s": None, "value": None, "wall_s": 0.5, "status": "failed"},
         {"run_id": "r3", "trial_id": "t2", "seq": 0, "step": 0, "t_s": 1.5, "value": 4.0, "wall_s": 1.9, "status": "cancelled"},
     ]
     c1, c2 = curves_from_points(rows)
-    assert c1 == Curve("t1", (3.0, 2.0), (1.0, 2.0), 5.0, True)
+    assert c1 == Curve("t1", (3.0, 2.0, 1.5), (1.0, 2.0, 2.5), 5.0, True)
     assert c2 == Curve("t2", (4.0,), (1.5,), 1.9, False)
 
 

@@ -53,6 +53,7 @@ from gpuledger.runtime.requests import launch_requests
 from gpuledger.runtime.summary import SweepSummary
 from gpuledger.runtime.writer import Writer
 from gpuledger.search import AdaptiveSearch, asks_new_points, is_adaptive
+from gpuledger.search.values import objective_values
 
 #: After Ctrl-C: how long the trials being cancelled get to hand in their records (seconds).
 INTERRUPT_GRACE_S = 15.0
@@ -77,25 +78,6 @@ class Hooks:
 
     def budget_stopped(self, stop: BudgetStop, trial_ids: list[str]) -> None:
         """Launching stopped at the budget; `trial_ids` were not launched."""
-
-
-def objective_values(points: list[dict[str, Any]], metric: str, high_step: float) -> tuple[list[float], float]:
-    """Returns (the values of `metric` among a running trial's new metric points, the highest step
-    seen): one value per step, so a point whose step is not above `high_step` (the highest already
-    reported for this trial, over its attempts) is skipped: a trainer logging a step twice, or a
-    launcher retry's new attempt starting its steps again, is counted once by the pruner (as a
-    SkyPilot recovery is). Points without a step each count (`progress` returns each line once)."""
-    values = []
-    for p in points:
-        v, step = p.get("value"), p.get("step")
-        if p.get("name") != metric or not isinstance(v, int | float) or isinstance(v, bool):
-            continue
-        if isinstance(step, int | float) and not isinstance(step, bool):
-            if step <= high_step:
-                continue
-            high_step = float(step)
-        values.append(float(v))
-    return values, high_step
 
 
 @dataclass

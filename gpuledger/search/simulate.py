@@ -246,27 +246,27 @@ def _result(done: list[SimTrial], slots: int, goal: str, ids: Sequence[str]) -> 
 def curves_from_points(rows: Iterable[Mapping[str, Any]]) -> list[Curve]:
     """Builds one curve per trial from the rows of `warehouse/queries/learning_curves.sql` (one row per
     objective point, or one row without a point for a run that logged none; ordered by run start, run,
-    seq). The values are the ones the runtime reports to the study: numeric, a point repeating the
-    step of the last one taken is skipped (the trainer logs its final value again at the last step).
-    A trial with several runs (attempts) keeps its last run. `complete`: the run succeeded or failed
-    by itself (`failed` then); pruned or cancelled runs are cut curves."""
+    seq). The values are the ones the runtime reports to the study (`gpuledger.search.values`:
+    numeric, one per step, a step not above the highest already seen skipped, step-less points each
+    counted). A trial with several runs (attempts) keeps its last run. `complete`: the run succeeded
+    or failed by itself (`failed` then); pruned or cancelled runs are cut curves."""
+    from gpuledger.search.values import objective_points
+
     runs: dict[str, dict[str, Any]] = {}
     for row in rows:
         run = runs.get(row["run_id"])
         if run is None:
             run = runs[row["run_id"]] = {"trial_id": row["trial_id"], "status": row["status"],
-                                         "wall_s": float(row["wall_s"] or 0.0), "values": [], "times": [],
-                                         "last_step": object()}
-        v, step = row.get("value"), row.get("step")
-        if row.get("seq") is None or not isinstance(v, int | float) or (step is not None and step == run["last_step"]):
-            continue
-        run["last_step"] = step
-        run["values"].append(float(v))
-        run["times"].append(float(row.get("t_s") or 0.0))
+                                         "wall_s": float(row["wall_s"] or 0.0), "points": []}
+        if row.get("seq") is not None:
+            run["points"].append({"name": "objective", "value": row.get("value"), "step": row.get("step"),
+                                  "t_s": row.get("t_s")})
     by_trial: dict[str, Curve] = {}
     for run in runs.values():
+        kept, _ = objective_points(run["points"], "objective", float("-inf"))
         by_trial.pop(run["trial_id"], None)  # the last run of a trial, in the rows' order
         by_trial[run["trial_id"]] = Curve(
-            trial_id=run["trial_id"], values=tuple(run["values"]), times_s=tuple(run["times"]), wall_s=run["wall_s"],
+            trial_id=run["trial_id"], values=tuple(float(p["value"]) for p in kept),
+            times_s=tuple(float(p["t_s"] or 0.0) for p in kept), wall_s=run["wall_s"],
             complete=run["status"] in ("succeeded", "failed"), failed=run["status"] == "failed")
     return list(by_trial.values())
