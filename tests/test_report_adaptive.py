@@ -193,3 +193,13 @@ def test_asha_what_if_replays_the_measured_curves_at_each_slot_count(ledger):
     section = md[md.index("## Parallelism what-if under ASHA"):]
     assert "Simulated, not measured" in section and usd(one["cost_usd"]) in section
     assert "## Parallelism what-if (from measured durations)" not in md
+
+
+def test_a_sweep_with_too_many_curves_says_why_there_is_no_replay(ledger, monkeypatch):
+    from gpuledger.report import adaptive_data
+
+    monkeypatch.setattr(adaptive_data, "MAX_REPLAY_CURVES", len(XS) - 1)
+    md = sweep_markdown(ledger["after"])
+    assert (f"No what-if: the sweep has {len(XS)} learning curves; the report replays at most {len(XS) - 1}"
+            in md)
+    assert "asha-what-if" not in sweep_tables(ledger["after"])

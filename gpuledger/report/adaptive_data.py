@@ -27,6 +27,10 @@ import polars as pl
 
 #: the strategies whose sweeps get the adaptive sections
 ADAPTIVE_STRATEGIES = ("tpe", "asha")
+#: the most learning curves the report replays: Optuna's pruner reads every trial of its study at each
+#: value, so a replay grows with the square of the trials (measured on the 2-core dev VM, 17 values a
+#: trial, one slot count: 1,000 trials 3.8 s, 10,000 trials 141 s; the report replays up to 7 counts)
+MAX_REPLAY_CURVES = 1_000
 
 
 @dataclass
@@ -261,6 +265,10 @@ def asha_what_if(trials: pl.DataFrame, ad: AdaptiveData, actual_slots: int | Non
     curves = [c for c in (ad.curves or []) if c.values or c.complete]
     if not curves:
         return [], None, f"no run of this sweep logged {ad.metric} (the learning curves the replay needs)"
+    if len(curves) > MAX_REPLAY_CURVES:
+        return [], None, (f"the sweep has {len(curves):,} learning curves; the report replays at most "
+                          f"{MAX_REPLAY_CURVES:,} (a replay's time grows with the square of the trials); "
+                          f"gpuledger.search.simulate.simulate_asha replays it outside the report")
     measured_cost, measured_s = _sum(t["cost_usd"].to_list()), _sum(t["wall_s"].to_list())
     if measured_s <= 0:
         return [], None, "no measured trial-seconds to price the replay with"
