@@ -233,3 +233,42 @@ def test_the_mid_sweep_budget_stop_holds_when_the_expected_pruned_spend_fits_but
     assert sum(ran) / len(ran) * 6 > budget
     # the trial asked when the stop came, and those the study never asked for, are skipped-budget
     assert {r["status"] for r in rows} == {P.SUCCEEDED, P.SKIPPED_BUDGET}
+
+
+def test_pruned_spend_by_hand_measured_curves_missing_points_and_tpe(tmp_path):
+    from gpuledger.plan.pruning import pruned_spend
+    from gpuledger.search import launch_order
+
+    sp = load_spec(_spec(tmp_path, xs=(0.1, 0.2, 0.3), pruning="{min_steps: 1, reduction_factor: 2}"))
+    trials = expand_trials(sp)
+    # each trial: $1.00 for 100 s, of which 10 s overhead (run share 0.9)
+    rows = [{"trial_id": t.trial_id, "trial_index": t.index, "params": t.params, "feasible": True,
+             "est_cost_usd": 1.0, "est_wall_s": 100.0} for t in trials]
+    by_x = {t.params["x"]: t for t in trials}
+    # curves for x = 0.1 and 0.3 only (4 values 1 s apart, 4.5 s each); x = 0.2 has none
+    curves = {params_key({"x": 0.1}): _curve_of([3, 3, 3, 3]), params_key({"x": 0.3}): _curve_of([2, 2, 2, 2])}
+    spend = pruned_spend(rows, sp, max_parallel=1, overhead_s=10.0, curves=curves)
+    order = [tid for tid in launch_order([t.trial_id for t in trials], sp.search.seed)
+             if tid in (by_x[0.1].trial_id, by_x[0.3].trial_id)]
+    # one slot, eta 2, min_steps 1: whichever of the two runs second meets the first at rung 0
+    first, second = order
+    worse_second = second == by_x[0.1].trial_id  # 3 after 2: pruned after its 1st value (1 s of 4.5 s)
+    f = {first: 1.0, second: (1.0 / 4.5) if worse_second else 1.0}
+    mean = sum(f.values()) * 4.5 / 9.0
+    assert spend.source == "measured" and spend.curves == 2 and spend.run_fraction == pytest.approx(mean)
+    for tid, frac in [*f.items(), (by_x[0.2].trial_id, mean)]:  # the point without a curve: the mean
+        assert spend.per_trial_usd[tid] == pytest.approx(1.0 - 0.9 * (1 - frac))
+    assert spend.full_usd == 3.0 and spend.expected_usd == pytest.approx(sum(spend.per_trial_usd.values()))
+    # tpe with pruning and n_trials 2 of 3: two trials at the mean expected cost, in plan order
+    tpe = load_spec(_spec(tmp_path, name="prune-tpe", strategy="tpe", xs=(0.1, 0.2, 0.3),
+                          pruning="{min_steps: 1, reduction_factor: 2, values_per_trial: 4}\n  n_trials: 2"))
+    rows_tpe = [{**r, "trial_id": t.trial_id} for r, t in zip(rows, expand_trials(tpe), strict=True)]
+    spend = pruned_spend(rows_tpe, tpe, max_parallel=1, overhead_s=10.0, curves=None)
+    frac = successive_halving_fraction(4, 1, 2)
+    assert spend.source == "formula" and spend.full_usd == pytest.approx(2.0)
+    assert spend.expected_usd == pytest.approx(2 * (1.0 - 0.9 * (1 - frac)))
+
+
+def _curve_of(values) -> Curve:
+    return Curve("c", tuple(float(v) for v in values), tuple(float(i + 1) for i in range(len(values))),
+                 len(values) + 0.5, True)
