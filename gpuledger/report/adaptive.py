@@ -254,6 +254,34 @@ def what_if_section(data: SweepData, ad: AdaptiveData, s: dict[str, Any], div: f
 
 # ------------------------------------------------------------------------------------------ all
 
+#: the adaptive sections' definitions (added to "How to read this"; for asha the what-if one replaces
+#: the definition of the what-if from measured durations)
+HOW_TO_READ = [
+    ("Full grid (estimated)", "Σ of the sweep's own plan rows (trials.est_cost_usd, est_wall_s): one per point "
+                              "of the search's lists, whether the search ran it or not."),
+    ("Full grid (measured)", "Σ cost and wall-clock of every run of a grid sweep in the warehouse with the same "
+                             "model, method, objective, training settings and set of points (the newest with the "
+                             "most points run to their end; its id is named)."),
+    ("Saved by pruning", "Per pruned trial: its full-run cost (the measured grid's run of the same point when it "
+                         "ran to its end there, else the plan estimate) − what its runs cost; summed."),
+    ("ASHA what-if", "Simulated: the sweep's measured learning curves replayed through Optuna's "
+                     "SuccessiveHalvingPruner with the sweep's settings at K slots (gpuledger.search.simulate), "
+                     "priced at the sweep's measured USD per trial-second. Time to best: when the replay's best "
+                     "trial ended."),
+]
+
+
+def how_to_read(data: SweepData, base: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Returns the report's definitions: `base` plus the adaptive ones (asha: the ASHA what-if instead of
+    the what-if from measured durations; tpe: without it); `base` unchanged for grid and random sweeps."""
+    ad = data.adaptive
+    if ad is None:
+        return base
+    if ad.strategy == "asha":
+        return [d for d in base if d[0] != "Parallelism what-if"] + HOW_TO_READ
+    return base + HOW_TO_READ[:3]
+
+
 
 def adaptive_sections(data: SweepData, s: dict[str, Any]) -> list[Section]:
     """Returns the adaptive sections that follow the progress section (none for grid/random sweeps)."""
@@ -279,5 +307,5 @@ def adaptive_tables(data: SweepData) -> dict[str, pl.DataFrame]:
     return tables
 
 
-__all__ = ["END_STYLES", "adaptive_sections", "adaptive_tables", "grid_section", "progress_section",
+__all__ = ["END_STYLES", "HOW_TO_READ", "adaptive_sections", "how_to_read", "adaptive_tables", "grid_section", "progress_section",
            "pruning_section", "what_if_section"]

@@ -24,7 +24,13 @@ from typing import Any
 import polars as pl
 
 from gpuledger.report import charts
-from gpuledger.report.adaptive import adaptive_sections, adaptive_tables, progress_section, what_if_section
+from gpuledger.report.adaptive import (
+    adaptive_sections,
+    adaptive_tables,
+    progress_section,
+    what_if_section,
+)
+from gpuledger.report.adaptive import how_to_read as adaptive_how_to_read
 from gpuledger.report.billed import sweep_billed_cards, sweep_billed_notes, sweep_billed_table
 from gpuledger.report.common import (
     DEFAULT_ROOT,
@@ -429,11 +435,14 @@ def sweep_document(data: SweepData) -> Document:
                                                     empty="Every run succeeded.")], level=3),
         Section("Waste by reason", [Table(["reason", "runs", "wall-clock", "cost"], waste_rows, numeric=[1, 2, 3],
                                           empty="No waste.")], level=3)]))
-    blocks.append(Section("How to read this", [Definitions(HOW_TO_READ)]))
+    blocks.append(Section("How to read this", [Definitions(adaptive_how_to_read(data, HOW_TO_READ))]))
     subtitle = (f"sweep {s['sweep_id']} · project {s['project'] or '—'} · owner {s['owner'] or '—'} · "
                 f"launcher {s['launcher'] or '—'} · started {_ts(s['started_at'])} UTC · status {s['status'] or '—'}")
     footer = (f"From the warehouse views v_sweep_roi, v_trial_results, v_trial_timeline, v_estimate_accuracy, "
               f"v_spot_savings, v_waste, v_sweep_billed. Money: {s['price_source']}. Times: measured by the agent in each job.")
+    if data.adaptive is not None:
+        footer += (" Adaptive sections: the trials' plan rows, the objective's points (metrics) and, where one ran, "
+                   "a grid sweep of the same experiment; the ASHA what-if is a simulation over those points.")
     return Document(f"Sweep ROI: {s['sweep_name'] or s['sweep_id']}", subtitle, blocks, footer, generated_now())
 
 
