@@ -204,6 +204,7 @@ def _headline_cards(s: dict[str, Any]) -> list[Card]:
     trials = Card("trials", f"{s['trials']}",
                   f"{s['succeeded']} succeeded, {s['failed']} failed, {s['running']} pending/running"
                   + (f", {s['pruned']} pruned" if s["pruned"] else "")
+                  + (f", {s['not_asked']} not asked by the search" if s["not_asked"] else "")
                   + (f", {s['skipped']} skipped (budget)" if s["skipped"] else ""))
     return [best, ttr, ctr, ttt, total, waste, spot, trials]
 

@@ -210,6 +210,7 @@ def sweep_summary(data: SweepData) -> dict[str, Any]:
         "skipped": int(r.get("skipped") or 0),
         "running": running,
         "pruned": pruned.height,  # stopped by the adaptive search (their runs are cancelled: in waste_usd)
+        "not_asked": sum(1 for s in statuses if s == "not-asked"),  # candidates the adaptive search never asked for
         "pruned_cost_usd": float(sum(float(c or 0.0) for c in pruned["cost_usd"].to_list())) if pruned.height else 0.0,
         "runs": int(r.get("runs") or 0),
         "cost_per_succeeded_trial_usd": r.get("cost_per_succeeded_trial_usd"),
