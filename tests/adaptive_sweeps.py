@@ -31,11 +31,12 @@ XS = (0.6, 0.1, 0.5, 0.3, 0.9, 0.2)
 
 def write_spec(folder: Path, strategy: str, max_parallel: int = 1, xs: tuple[float, ...] = XS,
                name: str | None = None) -> Path:
-    """Writes the trial script and the spec `name` (default `tiny-<strategy>`; grid or asha) under `folder`."""
+    """Writes the trial script and the spec `name` (default `tiny-<strategy>`; grid, asha, or tpe asking
+    for 3 of the points, without pruning) under `folder`."""
     name = name or f"tiny-{strategy}"
     (folder / "trial.py").write_text(TRIAL, encoding="utf-8")
-    search = "strategy: asha\n  seed: 2\n  pruning: {min_steps: 2, reduction_factor: 2}" if strategy == "asha" \
-        else f"strategy: {strategy}"
+    search = {"asha": "strategy: asha\n  seed: 2\n  pruning: {min_steps: 2, reduction_factor: 2}",
+              "tpe": "strategy: tpe\n  n_trials: 3\n  seed: 1"}.get(strategy, f"strategy: {strategy}")
     path = folder / f"{name}.yaml"
     path.write_text(textwrap.dedent(f"""
         kind: sweep

@@ -25,7 +25,7 @@ def _loss(x: float, step: int) -> float:
 @pytest.fixture(scope="module")
 def ledger(tmp_path_factory):
     """Runs the ASHA sweep alone (its report then has no measured grid), then the grid of the same 6
-    points and a grid of 2 of them (same experiment, other points: never the twin)."""
+    points, a grid of 2 of them (same experiment, other points: never the twin) and a TPE sweep asking 3."""
     root = tmp_path_factory.mktemp("adaptive")
     wh_path = root / "wh" / "ledger.duckdb"
     out: dict = {"root": root, "wh": wh_path}
@@ -37,12 +37,14 @@ def ledger(tmp_path_factory):
             out["before"] = load_sweep(wh, sweep_id=asha.sweep_id)
         grid = run_sweep(write_spec(root, "grid", max_parallel=2), cap=2)
         few = run_sweep(write_spec(root, "grid", xs=XS[:2], name="tiny-few"), cap=2)
+        tpe = run_sweep(write_spec(root, "tpe"), cap=1)
         with Warehouse.open(wh_path, read_only=True) as wh:
             out["after"] = load_sweep(wh, sweep_id=asha.sweep_id)
             out["grid_data"] = load_sweep(wh, sweep_id=grid.sweep_id)
             out["files"] = write_sweep_report(wh, sweep_id=asha.sweep_id, out_dir=root / "out")
             out["grid_files"] = write_sweep_report(wh, sweep_id=grid.sweep_id, out_dir=root / "out")
-    out.update(asha=asha, grid=grid, few=few)
+            out["tpe_data"] = load_sweep(wh, sweep_id=tpe.sweep_id)
+    out.update(asha=asha, grid=grid, few=few, tpe=tpe)
     return out
 
 
@@ -203,3 +205,20 @@ def test_a_sweep_with_too_many_curves_says_why_there_is_no_replay(ledger, monkey
     assert (f"No what-if: the sweep has {len(XS)} learning curves; the report replays at most {len(XS) - 1}"
             in md)
     assert "asha-what-if" not in sweep_tables(ledger["after"])
+
+
+def test_tpe_report_compares_with_the_grid_and_keeps_the_duration_what_if(ledger):
+    data, t, g = ledger["tpe_data"], ledger["tpe"].sweep_id, ledger["grid"].sweep_id
+    assert data.adaptive is not None and data.adaptive.strategy == "tpe" and data.adaptive.curves is None
+    md = sweep_markdown(data)
+    statuses = {r["status"]: r["n"] for r in _sql(
+        ledger, "select status, count(*) n from v_trial_results where sweep_id = $s group by all", {"s": t})}
+    assert statuses == {P.SUCCEEDED: 3, P.NOT_ASKED: len(XS) - 3}
+    assert f"{len(XS) - 3} not asked by the search" in md
+    mine = _sql(ledger, "select sum(cost_usd) v from runs where sweep_id = $s", {"s": t})[0]["v"]
+    grid = _sql(ledger, "select sum(cost_usd) v from runs where sweep_id = $s", {"s": g})[0]["v"]
+    assert f"measured: grid sweep {g} cost {usd(grid)}, this sweep {usd(mine)}" in md
+    assert "3 of 6 (0 pruned)" in md
+    assert "No trial was pruned: the search prunes nothing without" in md
+    assert "## Parallelism what-if (from measured durations)" in md and "under ASHA" not in md
+    assert "asha-what-if" not in sweep_tables(data)
