@@ -11,7 +11,7 @@ export DO_NOT_TRACK := 1
 .PHONY: help setup demo test lint serve bench clean
 
 help:
-	@echo "make demo    set up, run the demo LoRA sweep locally, write its ROI report"
+	@echo "make demo    set up, run the demo LoRA grid then the same points by ASHA locally, write their ROI reports"
 	@echo "make test    set up, run the test suite (and ruff)"
 	@echo "make serve   local Prefect server + worker + deployments (Ctrl-C stops)"
 	@echo "make bench   run the benchmarks (ratios measured side by side)"
@@ -28,9 +28,10 @@ demo: setup
 	$(BIN)/gpuledger plan specs/lora-grid.yaml
 	$(BIN)/python trainers/demo_lora.py --prepare-base
 	$(BIN)/gpuledger sweep specs/lora-grid.yaml
+	$(BIN)/gpuledger sweep specs/lora-asha.yaml
 	@echo
-	@echo "Open the report above in a browser; query the warehouse with SQL, for example:"
-	@echo "  $(BIN)/gpuledger sql \"select sweep_name, best_trial_id, best_metric, time_to_recipe_s, cost_to_recipe_usd from v_sweep_roi\""
+	@echo "Open the reports above in a browser (the ASHA one compares itself with the grid); query the warehouse with SQL, for example:"
+	@echo "  $(BIN)/gpuledger sql \"select sweep_name, best_trial_id, best_metric, time_to_recipe_s, cost_to_recipe_usd, total_cost_usd from v_sweep_roi\""
 	@echo "  $(BIN)/gpuledger sql \"select trial_id, params, status, metric_value, peak_rss_gib, wall_s from v_trial_results order by metric_value\""
 	@echo "  $(BIN)/gpuledger sql \"select * from v_weekly_spend\" --format csv"
 
