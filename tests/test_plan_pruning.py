@@ -272,3 +272,18 @@ def test_pruned_spend_by_hand_measured_curves_missing_points_and_tpe(tmp_path):
 def _curve_of(values) -> Curve:
     return Curve("c", tuple(float(v) for v in values), tuple(float(i + 1) for i in range(len(values))),
                  len(values) + 0.5, True)
+
+
+def test_more_matching_curves_than_a_replay_takes_fall_back_to_the_formula_over_their_length(tmp_path, monkeypatch):
+    from gpuledger.plan.pruning import pruned_spend
+    from gpuledger.search import simulate
+
+    sp = load_spec(_spec(tmp_path, xs=(0.1, 0.2, 0.3), pruning="{min_steps: 1, reduction_factor: 2}"))
+    rows = [{"trial_id": t.trial_id, "trial_index": t.index, "params": t.params, "feasible": True,
+             "est_cost_usd": 1.0, "est_wall_s": 100.0} for t in expand_trials(sp)]
+    curves = {params_key({"x": x}): _curve_of([3, 2, 2, 2]) for x in (0.1, 0.2, 0.3)}
+    monkeypatch.setattr(simulate, "MAX_REPLAY_CURVES", 2)  # 3 matching curves: over the bound
+    spend = pruned_spend(rows, sp, max_parallel=1, overhead_s=10.0, curves=curves)
+    assert spend.source == "formula" and spend.values_per_trial == 4
+    assert "more than the 2 a replay takes" in spend.basis
+    assert spend.run_fraction == pytest.approx(successive_halving_fraction(4, 1, 2))

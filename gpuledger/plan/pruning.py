@@ -12,6 +12,8 @@ Three sources, the first that applies:
   try them (asha: `gpuledger.search.launch_order`; tpe: plan order, TPE's own order being unknown
   beforehand). A point's fraction = its replayed seconds / its measured wall-clock; a point without a
   curve takes the mean fraction of the replay (its seconds over the curves' seconds).
+  At most `simulate.MAX_REPLAY_CURVES` curves are replayed (a replay grows with the square of the
+  trials); with more, the formula below over their median length, said in the basis.
 - `formula`: synchronous successive halving: with V values per full trial and rungs at
   r_i = min_steps * eta**i < V, every trial runs to r_0 and a fraction eta**-i of them from r_{i-1}
   on to r_i (the last fraction to V): fraction = (r_0 + sum_i eta**-i (r_i - r_{i-1}) + eta**-m (V -
@@ -129,7 +131,9 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
     complete = {k: c for k, c in curves.items() if c.complete and c.values}
     matched = {t["trial_id"]: complete[params_key(t["params"])] for t in running if params_key(t["params"]) in complete}
     fractions: dict[str, float]
-    if len(matched) >= 2:
+    from gpuledger.search.simulate import MAX_REPLAY_CURVES
+
+    if 2 <= len(matched) <= MAX_REPLAY_CURVES:
         from dataclasses import replace
 
         from gpuledger.search.simulate import simulate_asha
@@ -154,6 +158,9 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
         if lengths:
             values = int(statistics.median_low(lengths))
             where = f"the median length of {len(lengths)} measured complete curve(s) of this model"
+            if len(matched) > MAX_REPLAY_CURVES:
+                where += (f"; {len(matched):,} of them match this sweep's points, more than the "
+                          f"{MAX_REPLAY_CURVES:,} a replay takes in bounded time")
         elif spec_values:
             values, where = int(spec_values), "search.pruning.values_per_trial"
         else:

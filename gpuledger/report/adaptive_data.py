@@ -25,12 +25,12 @@ from typing import Any
 
 import polars as pl
 
+from gpuledger.search.simulate import MAX_REPLAY_CURVES as SIMULATOR_MAX_CURVES
+
 #: the strategies whose sweeps get the adaptive sections
 ADAPTIVE_STRATEGIES = ("tpe", "asha")
-#: the most learning curves the report replays: Optuna's pruner reads every trial of its study at each
-#: value, so a replay grows with the square of the trials (measured on the 2-core dev VM, 17 values a
-#: trial, one slot count: 1,000 trials 3.8 s, 10,000 trials 141 s; the report replays up to 7 counts)
-MAX_REPLAY_CURVES = 1_000
+#: the most learning curves the report replays (at up to 7 slot counts): the simulator's bound
+MAX_REPLAY_CURVES = SIMULATOR_MAX_CURVES
 
 
 @dataclass
