@@ -11,15 +11,11 @@ reduction_factor 2) prunes points far from 0.3 and the grid runs them all.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-TRIAL = textwrap.dedent("""
-    import argparse, time
-    from gpuledger.track import log
-    p = argparse.ArgumentParser()
-    p.add_argument("--x", type=float, required=True)
-    a = p.parse_args()
+from sweep_specs import sweep_spec, trial_script, x_points
+
+TRIAL = trial_script("""
     for step in range(1, 9):
         log(step=step, eval_loss=(abs(a.x - 0.3) + 1.0) * (1 + 1 / step))
         time.sleep(0.6)
@@ -33,32 +29,10 @@ def write_spec(folder: Path, strategy: str, max_parallel: int = 1, xs: tuple[flo
                name: str | None = None) -> Path:
     """Writes the trial script and the spec `name` (default `tiny-<strategy>`; grid, asha, or tpe asking
     for 3 of the points, without pruning) under `folder`."""
-    name = name or f"tiny-{strategy}"
-    (folder / "trial.py").write_text(TRIAL, encoding="utf-8")
-    search = {"asha": "strategy: asha\n  seed: 2\n  pruning: {min_steps: 2, reduction_factor: 2}",
-              "tpe": "strategy: tpe\n  n_trials: 3\n  seed: 1"}.get(strategy, f"strategy: {strategy}")
-    path = folder / f"{name}.yaml"
-    path.write_text(textwrap.dedent(f"""
-        kind: sweep
-        name: {name}
-        project: tests
-        owner: ci
-        model: gpuledger/demo-char-gpt
-        method: lora
-        precision: fp32
-        train: {{seq_len: 64, tokens_per_trial: 1000, grad_checkpointing: false, flash_attention: false}}
-        search:
-          SEARCH
-          params: {{x: [{', '.join(str(x) for x in xs)}]}}
-          objective: {{metric: eval_loss, goal: minimize}}
-        resources: {{max_parallel: {max_parallel}}}
-        budget: {{max_usd: 5}}
-        launcher: local
-        local: {{usd_per_hour: 3.6, trial_timeout: 2m}}
-        task:
-          run: python {folder / 'trial.py'} --x {{x}}
-    """).replace("SEARCH", search), encoding="utf-8")
-    return path
+    search = {"asha": "strategy: asha\nseed: 2\npruning: {min_steps: 2, reduction_factor: 2}",
+              "tpe": "strategy: tpe\nn_trials: 3\nseed: 1"}.get(strategy, f"strategy: {strategy}")
+    return sweep_spec(folder, name=name or f"tiny-{strategy}", search=search, params=x_points(xs), trial=TRIAL,
+                      max_parallel=max_parallel)
 
 
 def run_sweep(spec_path: Path, cap: int = 1):

@@ -6,10 +6,10 @@ when the expected pruned spend fits but the trials do not get pruned (real subpr
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
+from sweep_specs import sweep_spec, trial_script, x_points
 
 from gpuledger.errors import BudgetExceeded
 from gpuledger.plan import budget_guard, plan_sweep, render_plan
@@ -18,48 +18,23 @@ from gpuledger.search.simulate import Curve, simulate_asha
 from gpuledger.spec import expand_trials, load_spec, sweep_id_for
 
 # reports eval_loss = |x - 0.3| + 1 + 0.001 / step five times (or the value the map gives x), SLEEP s apart
-TRIAL = textwrap.dedent("""
-    import argparse, json, time
-    from gpuledger.track import log
-    p = argparse.ArgumentParser()
-    p.add_argument("--x", type=float, required=True)
-    p.add_argument("--sleep", type=float, default=0.2)
-    p.add_argument("--map", default="")
-    a = p.parse_args()
+TRIAL = trial_script("""
     base = json.load(open(a.map))[repr(a.x)] if a.map else abs(a.x - 0.3) + 1.0
     for step in range(1, 6):
         log(step=step, eval_loss=base + 0.001 / step)
         time.sleep(a.sleep)
+""", options="""
+    p.add_argument("--sleep", type=float, default=0.2)
+    p.add_argument("--map", default="")
 """)
 
 
 def _spec(folder: Path, *, name: str = "prune-plan", strategy: str = "asha", pruning: str = "", budget: float = 100.0,
           tokens: int = 20_000, run_extra: str = "", max_parallel: int = 2, xs=(0.7, 0.57, 0.3, 0.2, 0.42, 0.05),
           usd_per_hour: float = 36.0) -> Path:
-    (folder / "trial.py").write_text(TRIAL, encoding="utf-8")
-    path = folder / f"{name}.yaml"
-    path.write_text(textwrap.dedent(f"""
-        kind: sweep
-        name: {name}
-        project: tests
-        owner: ci
-        model: gpuledger/demo-char-gpt
-        method: lora
-        precision: fp32
-        train: {{seq_len: 64, tokens_per_trial: {tokens}, grad_checkpointing: false, flash_attention: false}}
-        search:
-          strategy: {strategy}
-          params: {{x: [{', '.join(str(x) for x in xs)}]}}
-          objective: {{metric: eval_loss, goal: minimize}}
-        PRUNING
-        resources: {{max_parallel: {max_parallel}}}
-        budget: {{max_usd: {budget}}}
-        launcher: local
-        local: {{usd_per_hour: {usd_per_hour}, trial_timeout: 2m}}
-        task:
-          run: python {folder / 'trial.py'} --x {{x}}{run_extra}
-    """).replace("PRUNING\n", f"  pruning: {pruning}\n" if pruning else ""), encoding="utf-8")
-    return path
+    return sweep_spec(folder, name=name, search=f"strategy: {strategy}" + (f"\npruning: {pruning}" if pruning else ""),
+                      params=x_points(xs), trial=TRIAL, run=f"python {folder / 'trial.py'} --x {{x}}{run_extra}",
+                      tokens_per_trial=tokens, max_parallel=max_parallel, budget_usd=budget, usd_per_hour=usd_per_hour)
 
 
 def _plan(spec_path: Path, curves=None):

@@ -4,10 +4,10 @@ real trial subprocesses reporting intermediate values and a real DuckDB warehous
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
+from sweep_specs import sweep_spec, trial_script, x_points
 
 from gpuledger import protocol as P
 from gpuledger.search import AdaptiveSearch, study_path_for
@@ -15,12 +15,7 @@ from gpuledger.spec import expand_trials, load_spec, sweep_id_for
 from gpuledger.spec.problems import SpecError
 
 # eval_loss(x, step) = (|x - 0.3| + 1) * (1 + 1/step): every trial improves, x = 0.3 is best at every step
-TRIAL = textwrap.dedent("""
-    import argparse, time
-    from gpuledger.track import log
-    p = argparse.ArgumentParser()
-    p.add_argument("--x", type=float, required=True)
-    a = p.parse_args()
+TRIAL = trial_script("""
     for step in range(1, 9):
         log(step=step, eval_loss=(abs(a.x - 0.3) + 1.0) * (1 + 1 / step))
         time.sleep(0.4)
@@ -30,51 +25,28 @@ TRIAL = textwrap.dedent("""
 
 def _spec(folder: Path, strategy: str = "asha", extra: str = "", xs=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
           params: str | None = None, max_parallel: int = 1) -> Path:
-    (folder / "trial.py").write_text(TRIAL, encoding="utf-8")
-    path = folder / "adaptive.yaml"
-    params = params or f"{{x: [{', '.join(str(x) for x in xs)}]}}"
-    path.write_text(textwrap.dedent(f"""
-        kind: sweep
-        name: tiny-adaptive
-        project: tests
-        owner: ci
-        model: gpuledger/demo-char-gpt
-        method: lora
-        precision: fp32
-        train: {{seq_len: 64, tokens_per_trial: 1000, grad_checkpointing: false, flash_attention: false}}
-        search:
-          strategy: {strategy}
-          params: {params}
-          objective: {{metric: eval_loss, goal: minimize}}
-        EXTRA
-        resources: {{max_parallel: {max_parallel}}}
-        budget: {{max_usd: 5}}
-        launcher: local
-        local: {{usd_per_hour: 3.6, trial_timeout: 2m}}
-        task:
-          run: python {folder / 'trial.py'} --x {{x}}
-    """).replace("EXTRA\n", extra + "\n" if extra else ""), encoding="utf-8")
-    return path
+    return sweep_spec(folder, name="tiny-adaptive", search=f"strategy: {strategy}\n{extra}",
+                      params=params or x_points(xs), trial=TRIAL, max_parallel=max_parallel)
 
 
 def test_spec_accepts_tpe_and_asha_and_refuses_what_they_cannot_do(tmp_path):
     sp = load_spec(_spec(tmp_path, "asha"))
     assert sp.search.strategy == "asha" and sp.search.pruning is None
     assert len(expand_trials(sp)) == 6  # the candidates: every point of the lists
-    sp = load_spec(_spec(tmp_path, "tpe", extra="  pruning: {min_steps: 3, reduction_factor: 4}"))
+    sp = load_spec(_spec(tmp_path, "tpe", extra="pruning: {min_steps: 3, reduction_factor: 4}"))
     assert (sp.search.pruning.min_steps, sp.search.pruning.reduction_factor) == (3, 4)
     with pytest.raises(SpecError, match="pruning needs strategy asha or tpe"):
-        load_spec(_spec(tmp_path, "grid", extra="  pruning: {min_steps: 2}"))
+        load_spec(_spec(tmp_path, "grid", extra="pruning: {min_steps: 2}"))
     with pytest.raises(SpecError, match="strategy asha with a range \\(x\\) needs n_trials"):
         load_spec(_spec(tmp_path, "asha", params="{x: {low: 0.1, high: 1.0}}"))  # ranges: tests/test_search_ranges.py
     with pytest.raises(SpecError, match="n_trials"):
-        load_spec(_spec(tmp_path, "tpe", extra="  n_trials: 7"))
+        load_spec(_spec(tmp_path, "tpe", extra="n_trials: 7"))
     with pytest.raises(SpecError, match="reduction_factor"):
-        load_spec(_spec(tmp_path, "asha", extra="  pruning: {reduction_factor: 1}"))
+        load_spec(_spec(tmp_path, "asha", extra="pruning: {reduction_factor: 1}"))
 
 
 def test_study_asks_each_point_once_prunes_and_resumes_from_its_journal(tmp_path):
-    sp = load_spec(_spec(tmp_path, "asha", extra="  pruning: {min_steps: 1, reduction_factor: 2}"))
+    sp = load_spec(_spec(tmp_path, "asha", extra="pruning: {min_steps: 1, reduction_factor: 2}"))
     trials = expand_trials(sp)
     path = tmp_path / "study.journal"
     search = AdaptiveSearch.open(sp, "sweep-1", trials, path=path)
@@ -99,7 +71,7 @@ def test_study_asks_each_point_once_prunes_and_resumes_from_its_journal(tmp_path
 
 
 def test_tpe_tells_repeats_their_value_and_stops_at_n_trials(tmp_path):
-    sp = load_spec(_spec(tmp_path, "tpe", extra="  n_trials: 4\n  seed: 3"))
+    sp = load_spec(_spec(tmp_path, "tpe", extra="n_trials: 4\nseed: 3"))
     search = AdaptiveSearch.open(sp, "sweep-tpe", expand_trials(sp), path=tmp_path / "tpe.journal")
     seen = []
     while (t := search.ask()) is not None:
@@ -117,7 +89,7 @@ def test_asha_sweep_prunes_through_the_local_launcher_and_records_pruned(tmp_pat
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(tmp_path / "wh" / "ledger.duckdb"))
-    spec_path = _spec(tmp_path, "asha", extra="  pruning: {min_steps: 2, reduction_factor: 2}",
+    spec_path = _spec(tmp_path, "asha", extra="pruning: {min_steps: 2, reduction_factor: 2}",
                       xs=(0.6, 0.5, 0.3, 0.1))
     sp = load_spec(spec_path)
     trials = expand_trials(sp)

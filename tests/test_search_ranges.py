@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from sweep_specs import sweep_spec
 
 from gpuledger import protocol as P
 from gpuledger.search import AdaptiveSearch, sample_points, study_path_for
@@ -24,31 +25,11 @@ from gpuledger.spec.problems import SpecError
 LR = "{low: 1.0e-4, high: 1.0e-1, log: true}"
 
 
-def _spec(folder: Path, params: str, strategy: str = "tpe", extra: str = "  n_trials: 8", name: str = "ranged",
+def _spec(folder: Path, params: str, strategy: str = "tpe", extra: str = "n_trials: 8", name: str = "ranged",
           usd_per_hour: float = 1.0, budget: float = 5.0) -> Path:
-    path = folder / f"{name}.yaml"
-    path.write_text(textwrap.dedent(f"""
-        kind: sweep
-        name: {name}
-        project: tests
-        owner: ci
-        model: gpuledger/demo-char-gpt
-        method: lora
-        precision: fp32
-        train: {{seq_len: 64, tokens_per_trial: 20000, grad_checkpointing: false, flash_attention: false}}
-        search:
-          strategy: {strategy}
-          params: {params}
-          objective: {{metric: eval_loss, goal: minimize}}
-        EXTRA
-        resources: {{max_parallel: 1}}
-        budget: {{max_usd: {budget}}}
-        launcher: local
-        local: {{usd_per_hour: {usd_per_hour}, trial_timeout: 2m}}
-        task:
-          run: python trial.py --lr {{learning_rate}} --r {{lora_r}} --mb {{micro_batch}}
-    """).replace("EXTRA\n", extra + "\n" if extra else ""), encoding="utf-8")
-    return path
+    return sweep_spec(folder, name=name, search=f"strategy: {strategy}\n{extra}", params=params,
+                      run="python trial.py --lr {learning_rate} --r {lora_r} --mb {micro_batch}", tokens_per_trial=20000,
+                      budget_usd=budget, usd_per_hour=usd_per_hour)
 
 
 def _messages(path: Path) -> str:
@@ -70,7 +51,7 @@ def test_ranges_validate_for_tpe_and_asha_with_n_trials_and_are_refused_where_wr
     # n_trials is required as soon as one parameter is a range (lists alone default to the grid)
     msg = _messages(_spec(tmp_path, params, "tpe", extra=""))
     assert "search.n_trials" in msg and "needs n_trials" in msg and "learning_rate, lora_r" in msg
-    assert "needs n_trials" in _messages(_spec(tmp_path, params, "asha", extra="  seed: 1"))
+    assert "needs n_trials" in _messages(_spec(tmp_path, params, "asha", extra="seed: 1"))
     assert len(expand_trials(load_spec(_spec(tmp_path, "{learning_rate: [0.01], lora_r: [4, 8], micro_batch: [8, 32]}", "tpe",
                                              extra="")))) == 4
     # a log range needs low > 0; an int range whole numbers; high >= low; grid needs lists
@@ -91,10 +72,10 @@ def test_ranges_validate_for_tpe_and_asha_with_n_trials_and_are_refused_where_wr
 
 def test_the_suggest_calls_are_numeric_for_ranges_log_scale_for_log_and_seeded(tmp_path):
     params = f"{{learning_rate: {LR}, lora_r: {{low: 4, high: 64, type: int}}, micro_batch: [8, 32]}}"
-    sp = load_spec(_spec(tmp_path, params, "asha", extra="  n_trials: 400\n  seed: 7"))
+    sp = load_spec(_spec(tmp_path, params, "asha", extra="n_trials: 400\nseed: 7"))
     points = sample_points(sp)
     assert points == sample_points(sp)  # the seed fixes the draws
-    other = load_spec(_spec(tmp_path, params, "asha", extra="  n_trials: 400\n  seed: 8", name="other"))
+    other = load_spec(_spec(tmp_path, params, "asha", extra="n_trials: 400\nseed: 8", name="other"))
     assert sample_points(other) != points
     lrs = [p["learning_rate"] for p in points]
     # log scale: about as many draws in each decade (uniform would put ~90% in the top decade)
@@ -127,7 +108,7 @@ def _ranged_run(folder: Path, monkeypatch, *, budget: float = 5.0, n_trials: int
     monkeypatch.chdir(folder)
     monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(folder / "wh" / "ledger.duckdb"))
     spec_path = _spec(folder, f"{{learning_rate: {LR}, lora_r: {{low: 4, high: 64, type: int}}, micro_batch: [8, 32]}}",
-                      strategy, extra=f"  n_trials: {n_trials}\n  seed: {seed}", budget=budget)
+                      strategy, extra=f"n_trials: {n_trials}\nseed: {seed}", budget=budget)
     sp = load_spec(spec_path)
     trials = expand_trials(sp)  # the representative points the plan prices
     plan_json = plan_sweep(sp, trials, launcher="local", **planning_inputs(sp, "local")).to_json()
@@ -232,7 +213,7 @@ def test_an_asha_sweep_over_ranges_runs_exactly_the_planned_points_in_their_orde
 
 def test_the_seed_reproduces_asha_sequences_and_tpe_first_points(tmp_path):
     params = f"{{learning_rate: {LR}, lora_r: {{low: 4, high: 64, type: int}}, micro_batch: [8, 32]}}"
-    asha = load_spec(_spec(tmp_path, params, "asha", extra="  n_trials: 6\n  seed: 5"))
+    asha = load_spec(_spec(tmp_path, params, "asha", extra="n_trials: 6\nseed: 5"))
     planned = expand_trials(asha)
 
     def asha_sequence(journal: str) -> list[str]:
@@ -247,7 +228,7 @@ def test_the_seed_reproduces_asha_sequences_and_tpe_first_points(tmp_path):
     assert asha_sequence("a1") == asha_sequence("a2") == [t.trial_id for t in planned]
 
     def tpe_first(seed: int, journal: str, k: int = 4) -> list[dict]:
-        sp = load_spec(_spec(tmp_path, params, "tpe", extra=f"  n_trials: 12\n  seed: {seed}", name=f"t{seed}"))
+        sp = load_spec(_spec(tmp_path, params, "tpe", extra=f"n_trials: 12\nseed: {seed}", name=f"t{seed}"))
         search = AdaptiveSearch.open(sp, journal, [], path=tmp_path / journal)
         out = []
         for _ in range(k):
@@ -259,7 +240,7 @@ def test_the_seed_reproduces_asha_sequences_and_tpe_first_points(tmp_path):
     # tpe: the same seed, the same startup points (and they are the first points its plan priced)
     assert tpe_first(3, "t1") == tpe_first(3, "t2")
     assert tpe_first(3, "t3") != tpe_first(4, "t4")
-    sp3 = load_spec(_spec(tmp_path, params, "tpe", extra="  n_trials: 12\n  seed: 3", name="t3"))
+    sp3 = load_spec(_spec(tmp_path, params, "tpe", extra="n_trials: 12\nseed: 3", name="t3"))
     assert [t.params for t in expand_trials(sp3)][:4] == tpe_first(3, "t5")
 
 

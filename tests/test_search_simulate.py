@@ -4,9 +4,9 @@ a real ASHA sweep (local launcher, real trial subprocesses, real DuckDB) that pr
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
+from adaptive_sweeps import run_sweep
+from sweep_specs import sweep_spec, trial_script
 
 from gpuledger.search.simulate import Curve, curves_from_points, simulate_asha
 
@@ -125,12 +125,7 @@ def test_curves_from_points_keeps_what_the_runtime_reports():
 # eval_loss = (|x - 0.3| + 1) + 0.001 / step, the |x - 0.3| at least 0.02 apart: the trials' order is
 # the same at every step, so where the runtime judges a rung on a later step's value (it reads new values
 # every 0.5 s and asks the pruner once per batch), it decides as the replay does (which asks at each value).
-TRIAL = textwrap.dedent("""
-    import argparse, time
-    from gpuledger.track import log
-    p = argparse.ArgumentParser()
-    p.add_argument("--x", type=float, required=True)
-    a = p.parse_args()
+TRIAL = trial_script("""
     for step in range(1, 6):
         log(step=step, eval_loss=abs(a.x - 0.3) + 1.0 + 0.001 / step)
         time.sleep(0.25)
@@ -139,47 +134,15 @@ TRIAL = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_replaying_a_real_asha_sweep_prunes_the_same_trials(tmp_path, monkeypatch):
-    from gpuledger.plan import plan_sweep
-    from gpuledger.planning import planning_inputs
-    from gpuledger.runtime.engine import SweepRun, execute
-    from gpuledger.runtime.summary import SweepSummary
-    from gpuledger.spec import expand_trials, load_spec, sweep_id_for
+    from gpuledger.spec import expand_trials, load_spec
     from gpuledger.warehouse import Warehouse
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(tmp_path / "wh" / "ledger.duckdb"))
-    (tmp_path / "trial.py").write_text(TRIAL, encoding="utf-8")
-    spec_path = tmp_path / "asha.yaml"
-    spec_path.write_text(textwrap.dedent(f"""
-        kind: sweep
-        name: replay-asha
-        project: tests
-        owner: ci
-        model: gpuledger/demo-char-gpt
-        method: lora
-        precision: fp32
-        train: {{seq_len: 64, tokens_per_trial: 1000, grad_checkpointing: false, flash_attention: false}}
-        search:
-          strategy: asha
-          seed: 2
-          pruning: {{min_steps: 1, reduction_factor: 2}}
-          params: {{x: [0.7, 0.57, 0.3, 0.2, 0.42, 0.05]}}
-          objective: {{metric: eval_loss, goal: minimize}}
-        resources: {{max_parallel: 1}}
-        budget: {{max_usd: 5}}
-        launcher: local
-        local: {{usd_per_hour: 3.6, trial_timeout: 2m}}
-        task:
-          run: python {tmp_path / 'trial.py'} --x {{x}}
-    """), encoding="utf-8")
-    sp = load_spec(spec_path)
-    trials = expand_trials(sp)
-    plan_json = plan_sweep(sp, trials, launcher="local", **planning_inputs(sp, "local")).to_json()
-    sweep_id = sweep_id_for(sp)
-    summary = SweepSummary(sweep_id=sweep_id, name=sp.name, trials=len(trials), max_parallel=1,
-                           budget_usd=float(sp.budget.max_usd))
-    execute(SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id, trials=trials, plan_json=plan_json, cap=1,
-                     launcher="local", summary=summary))
+    spec_path = sweep_spec(tmp_path, name="replay-asha", params="{x: [0.7, 0.57, 0.3, 0.2, 0.42, 0.05]}", trial=TRIAL,
+                           search="strategy: asha\nseed: 2\npruning: {min_steps: 1, reduction_factor: 2}")
+    summary = run_sweep(spec_path, cap=1)
+    sweep_id = summary.sweep_id
     assert summary.pruned >= 3 and summary.succeeded + summary.pruned == 6
     with Warehouse.open(read_only=True) as wh:
         rows = wh.query_named("learning_curves", {"sweep_id": sweep_id, "model": None, "method": None,
@@ -204,5 +167,5 @@ def test_replaying_a_real_asha_sweep_prunes_the_same_trials(tmp_path, monkeypatc
         else:
             assert by_id[t.trial_id].times_s[t.values_reported - 1] - 1e-9 <= t.seconds <= wall[t.trial_id] + 1e-9
     assert sim.trial_seconds <= sum(wall.values()) + 1e-9
-    best = next(t.trial_id for t in trials if t.params["x"] == 0.3)
+    best = next(t.trial_id for t in expand_trials(load_spec(spec_path)) if t.params["x"] == 0.3)
     assert sim.best_trial_id == best and sim.best_value == pytest.approx(1.0002)
