@@ -31,8 +31,10 @@ TRIAL = trial_script("""
 
 def _spec(folder: Path, *, name: str = "prune-plan", strategy: str = "asha", pruning: str = "", budget: float = 100.0,
           tokens: int = 20_000, run_extra: str = "", max_parallel: int = 2, xs=(0.7, 0.57, 0.3, 0.2, 0.42, 0.05),
-          usd_per_hour: float = 36.0) -> Path:
-    return sweep_spec(folder, name=name, search=f"strategy: {strategy}" + (f"\npruning: {pruning}" if pruning else ""),
+          usd_per_hour: float = 36.0, n_trials: int | None = None) -> Path:
+    search = "\n".join([f"strategy: {strategy}", *([f"pruning: {pruning}"] if pruning else []),
+                         *([f"n_trials: {n_trials}"] if n_trials is not None else [])])
+    return sweep_spec(folder, name=name, search=search,
                       params=x_points(xs), trial=TRIAL, run=f"python {folder / 'trial.py'} --x {{x}}{run_extra}",
                       tokens_per_trial=tokens, max_parallel=max_parallel, budget_usd=budget, usd_per_hour=usd_per_hour)
 
@@ -236,7 +238,7 @@ def test_pruned_spend_by_hand_measured_curves_missing_points_and_tpe(tmp_path):
     assert spend.full_usd == 3.0 and spend.expected_usd == pytest.approx(sum(spend.per_trial_usd.values()))
     # tpe with pruning and n_trials 2 of 3: two trials at the mean expected cost, in plan order
     tpe = load_spec(_spec(tmp_path, name="prune-tpe", strategy="tpe", xs=(0.1, 0.2, 0.3),
-                          pruning="{min_steps: 1, reduction_factor: 2, values_per_trial: 4}\n  n_trials: 2"))
+                          pruning="{min_steps: 1, reduction_factor: 2, values_per_trial: 4}", n_trials=2))
     rows_tpe = [{**r, "trial_id": t.trial_id} for r, t in zip(rows, expand_trials(tpe), strict=True)]
     spend = pruned_spend(rows_tpe, tpe, max_parallel=1, overhead_s=10.0, curves=None)
     frac = successive_halving_fraction(4, 1, 2)
