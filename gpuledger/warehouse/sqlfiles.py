@@ -83,9 +83,11 @@ def view_docs() -> dict[str, dict[str, Any]]:
 
 
 def dependency_order(views_sql: dict[str, str]) -> list[str]:
-    """Returns the view names so that each comes after the views its SQL mentions."""
+    """Returns the view names so that each comes after the views its SQL mentions (outside `--`
+    comments: a comment may name the view that builds on this one)."""
+    code = {n: re.sub(r"--[^\n]*", "", sql) for n, sql in views_sql.items()}
     deps = {n: {m for m in views_sql if m != n and re.search(rf"\b{re.escape(m)}\b", sql)}
-            for n, sql in views_sql.items()}
+            for n, sql in code.items()}
     order: list[str] = []
     seen: set[str] = set()
 

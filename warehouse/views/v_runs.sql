@@ -1,5 +1,5 @@
--- One row per attempt, with its sweep's attribution, cost and objective metric.
--- Accelerator: 'cpu' for a CPU-only run (gpus = 0 and no accelerator recorded).
+-- One row per attempt, with its sweep's attribution, cost and objective metric: v_run_facts (the
+-- run-level facts: accelerator label, GPU-hours, ...) with the run's billing lines and final metric.
 WITH bill AS (
     SELECT run_id,
            sum(hours) AS billed_hours,
@@ -11,23 +11,22 @@ WITH bill AS (
 )
 SELECT r.run_id,
        r.sweep_id,
-       s.name AS sweep_name,
-       s.project,
-       s.owner,
+       r.sweep_name,
+       r.project,
+       r.owner,
        r.trial_id,
        r.attempt,
        r.launcher,
        r.cloud,
        r.region,
        r.instance_type,
-       CASE WHEN r.accelerator IS NULL AND r.gpus = 0 THEN 'cpu'
-            ELSE coalesce(r.accelerator, 'unknown') END AS accelerator,
+       r.accelerator,
        r.gpus,
        r.spot,
        r.started_at,
        r.ended_at,
        r.wall_s,
-       r.gpus * r.wall_s / 3600.0 AS gpu_hours,
+       r.gpu_hours,
        coalesce(b.billed_hours, 0.0) AS billed_hours,
        r.status,
        r.reason,
@@ -38,10 +37,9 @@ SELECT r.run_id,
        r.recoveries,
        r.cost_usd,
        coalesce(b.on_demand_equiv_usd, r.cost_usd) AS on_demand_equiv_usd,
-       s.objective_metric AS metric_name,
+       r.metric_name,
        fm.value AS metric_value,
        r.params
-FROM runs r
-LEFT JOIN sweeps s ON s.sweep_id = r.sweep_id
+FROM v_run_facts r
 LEFT JOIN bill b ON b.run_id = r.run_id
-LEFT JOIN final_metrics fm ON fm.run_id = r.run_id AND fm.name = s.objective_metric
+LEFT JOIN final_metrics fm ON fm.run_id = r.run_id AND fm.name = r.metric_name

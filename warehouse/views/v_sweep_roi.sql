@@ -38,11 +38,11 @@ spend AS (
            sum(r.cost_usd) AS total_cost_usd,
            sum(r.gpu_hours) AS gpu_hours,
            count(*) AS runs,
-           sum(r.cost_usd) FILTER (WHERE r.status IN ('failed', 'oom', 'preempted', 'cancelled')) AS waste_usd,
+           sum(r.cost_usd) FILTER (WHERE r.wasted) AS waste_usd,
            sum(r.cost_usd) FILTER (WHERE r.ended_at <= bs.ended_at) AS cost_to_recipe_usd,
            sum(r.cost_usd) FILTER (WHERE r.ended_at <= tg.reached_at) AS cost_to_target_usd,
            max(r.ended_at) AS last_run_end
-    FROM v_runs r
+    FROM v_run_facts r
     LEFT JOIN best bs ON bs.sweep_id = r.sweep_id
     LEFT JOIN target tg ON tg.sweep_id = r.sweep_id
     WHERE r.sweep_id IS NOT NULL

@@ -5,6 +5,6 @@ SELECT sweep_id,
        sum(wall_s) AS wall_s,
        sum(gpu_hours) AS gpu_hours,
        sum(cost_usd) AS cost_usd
-FROM v_runs
-WHERE sweep_id IS NOT NULL AND status IN ('failed', 'oom', 'preempted', 'cancelled')
+FROM v_run_facts
+WHERE sweep_id IS NOT NULL AND wasted
 GROUP BY sweep_id, status

@@ -1,0 +1,36 @@
+-- One row per attempt with its sweep's attribution and the run-level facts derived from the row
+-- itself: the one definition of a run's accelerator label, GPU-hours and whether its spend produced
+-- no result. No aggregation and no billing or metric join, so a filter on started_at (the weekly
+-- report's week range) reaches the runs scan; v_runs adds the billing lines and the objective.
+SELECT r.run_id,
+       r.sweep_id,
+       s.name AS sweep_name,
+       s.project,
+       s.owner,
+       r.trial_id,
+       r.attempt,
+       r.launcher,
+       r.cloud,
+       r.region,
+       r.instance_type,
+       CASE WHEN r.accelerator IS NULL AND r.gpus = 0 THEN 'cpu'
+            ELSE coalesce(r.accelerator, 'unknown') END AS accelerator,
+       r.gpus,
+       r.spot,
+       r.started_at,
+       r.ended_at,
+       r.wall_s,
+       r.gpus * r.wall_s / 3600.0 AS gpu_hours,
+       r.status,
+       r.status IN ('failed', 'oom', 'preempted', 'cancelled') AS wasted,
+       r.reason,
+       r.exit_code,
+       r.peak_gpu_mem_gib,
+       r.peak_rss_gib,
+       r.preemptions,
+       r.recoveries,
+       r.cost_usd,
+       s.objective_metric AS metric_name,
+       r.params
+FROM runs r
+LEFT JOIN sweeps s ON s.sweep_id = r.sweep_id
