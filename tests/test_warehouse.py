@@ -62,6 +62,26 @@ def test_an_edited_applied_migration_is_a_clear_error(tmp_path, monkeypatch):
         assert wh.scalar("select count(*) from schema_migrations") >= 1
 
 
+def test_a_reader_brings_a_warehouse_of_an_older_version_up_to_date_first(tmp_path):
+    import duckdb
+
+    path = tmp_path / "ledger.duckdb"
+    Warehouse.open(path).close()
+    # as an older gpuledger left it: before migration 008 and the view v_run_facts, older view texts
+    con = duckdb.connect(str(path))
+    con.execute("DROP VIEW v_trial_results; DROP VIEW v_runs; DROP VIEW v_run_facts")
+    con.execute("ALTER TABLE trials DROP COLUMN est_pruned_cost_usd")
+    con.execute("DELETE FROM schema_migrations WHERE version = 8")
+    con.execute("DELETE FROM schema_views WHERE name IN ('v_trial_results', 'v_runs', 'v_run_facts')")
+    con.close()
+    with Warehouse.open(path, read_only=True) as wh:  # the weekly report and the adaptive report read these
+        assert wh.query("select * from v_run_facts").height == 0
+        assert "est_pruned_cost_usd" in wh.query("select * from v_trial_results").columns
+        assert 8 in wh.query("select version from schema_migrations")["version"].to_list()
+    with Warehouse.open(path) as wh:
+        assert wh.migrate() == []  # nothing left for a writer
+
+
 def test_views_yml_is_applied_as_comments(tmp_path):
     import yaml
 

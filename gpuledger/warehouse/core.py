@@ -24,6 +24,25 @@ from gpuledger.warehouse.connect import connect, one_line
 from gpuledger.warehouse.records import frames_module
 
 
+def _migrated_then_reopened(con: duckdb.DuckDBPyConnection, path: Path, lock_timeout_s: float | None,
+                            config: dict[str, Any] | None) -> duckdb.DuckDBPyConnection:
+    """A reader found the file behind this version's schema (a migration or a view written by an
+    older gpuledger): brings it up to date through a short writer open, then reads again. When no
+    writer can open it now (another process holds it, or the file is read-only), reads it as it is:
+    a query of something newer then fails with its own one-line message."""
+    con.close()
+    try:
+        writer = connect(path, read_only=False, timeout_s=lock_timeout_s)
+    except (UserError, duckdb.Error, OSError):
+        writer = None
+    if writer is not None:
+        try:
+            _migrate.migrate(writer)  # MigrationChanged (an edited migration) is said, as to a writer
+        finally:
+            writer.close()
+    return connect(path, read_only=True, timeout_s=lock_timeout_s, config=config)
+
+
 class WarehouseBase:
     """A connection to the DuckDB warehouse file. Use as a context manager; see the package doc."""
 
@@ -48,7 +67,9 @@ class WarehouseBase:
 
         `path`: the file; else `$GPULEDGER_WAREHOUSE`; else `warehouse/ledger.duckdb` under the
         current directory. Writers create the parent folder and migrate (unless `migrate=False`).
-        Readers (`read_only=True`) need the file to exist. While another process holds the file
+        Readers (`read_only=True`) need the file to exist; one that finds the file behind this
+        version's migrations or views (written by an older gpuledger) brings it up to date first
+        through a short writer open, when one is possible. While another process holds the file
         (a writer, or for a writer any reader), retries for `lock_timeout_s` (default
         `$GPULEDGER_LOCK_TIMEOUT_S` or 10 s), then raises `WarehouseBusy` (a `UserError`) naming
         that process and whether it reads or writes. `config`: DuckDB settings of the connection.
@@ -75,6 +96,8 @@ class WarehouseBase:
         if not read_only:
             p.parent.mkdir(parents=True, exist_ok=True)
         con = connect(p, read_only=read_only, timeout_s=lock_timeout_s, config=config)
+        if read_only and migrate and not _migrate.is_current(con):
+            con = _migrated_then_reopened(con, p, lock_timeout_s, config)
         wh = cls(con, p, read_only)
         if not read_only and migrate:
             try:

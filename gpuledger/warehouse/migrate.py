@@ -64,6 +64,18 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     return done
 
 
+def is_current(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when every migration file is applied and every view has its file's text (read-only:
+    a reader checks this before it reads; comments are not checked)."""
+    try:
+        applied = {v for v, _name, _checksum in sf.run(con, "schema_migrations_applied").fetchall()}
+        known = dict(sf.run(con, "schema_views_known").fetchall())
+    except duckdb.Error:  # no schema_migrations / schema_views yet
+        return False
+    return ({v for v, _name, _sql in sf.migrations()} <= applied
+            and all(known.get(n) == sf.checksum(s) for n, s in sf.views().items()))
+
+
 def sync_views(con: duckdb.DuckDBPyConnection) -> None:
     """Creates or replaces every view of `warehouse/views/` whose SQL changed; drops removed ones."""
     sf.run(con, "schema_views_create")
