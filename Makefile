@@ -26,7 +26,7 @@ $(BIN)/gpuledger: pyproject.toml uv.lock
 demo: setup
 	$(BIN)/gpuledger validate specs/*.yaml
 	$(BIN)/gpuledger plan specs/lora-grid.yaml
-	$(BIN)/python trainers/demo_lora.py --prepare-base
+	$(BIN)/python -m gpuledger.trainers.demo_lora --prepare-base
 	$(BIN)/gpuledger sweep specs/lora-grid.yaml
 	$(BIN)/gpuledger sweep specs/lora-asha.yaml
 	@echo
@@ -52,4 +52,4 @@ bench: setup
 	$(BIN)/python benchmarks/spec_inputs.py
 
 clean:
-	rm -rf reports/sweeps reports/weekly reports/capacity warehouse/*.duckdb warehouse/landing .pytest_cache
+	rm -rf reports/sweeps reports/weekly reports/capacity .gpuledger .pytest_cache

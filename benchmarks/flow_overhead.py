@@ -101,11 +101,11 @@ def main() -> int:
         os.environ["PREFECT_HOME"] = str(tmpdir / "prefect-home")
         os.environ.pop("PREFECT_API_URL", None)
         os.chdir(tmpdir)
-        from gpuledger.serve import prefect_api
+        from gpuledger.flows.server import prefect_api
 
         results = []
         with prefect_api() as api_url:  # before Prefect is imported: it reads PREFECT_API_URL then
-            from flows.sweep import drain_prefect, sweep
+            from gpuledger.flows.sweep import drain_prefect, sweep
 
             warm = write_spec(tmpdir, 4, args.parallel)
             sweep(spec=str(warm), launcher=args.launcher)  # warm-up: imports, plan, first flow run

@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from gpuledger import frames
+from gpuledger.warehouse import frames
 from gpuledger.warehouse import Warehouse
 
 

@@ -9,7 +9,7 @@ time-to-recipe (`v_sweep_roi`: sweep start to the end of the best trial). Ratios
 grid. Goal (issue #18): ASHA's best within 2 % of the grid's, at most 50 % of its trial-seconds.
 
 Run: `.venv/bin/python benchmarks/search_compare.py` (about 6-10 minutes on a loaded 2-core machine;
-`python trainers/demo_lora.py --prepare-base` first).
+`python -m gpuledger.trainers.demo_lora --prepare-base` first).
 """
 
 from __future__ import annotations

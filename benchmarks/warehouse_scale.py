@@ -11,7 +11,7 @@ The data is synthetic and deterministic (benchmarks/sql/scale_generate.sql): `--
 per run, spread over 52 weeks (stored in time order) and 50 owners. Each view is read whole (every
 row fetched). The weekly report's queries are then timed side by side on the same warehouse, best of
 `--repeat`, alternating which goes first: as they were (benchmarks/sql/weekly_strftime/: whole views
-filtered by `strftime(ts, '%G-W%V') = $week`) and as they are (warehouse/queries/: the week's range
+filtered by `strftime(ts, '%G-W%V') = $week`) and as they are (gpuledger/warehouse/sql/queries/: the week's range
 `gpuledger.weeks.week_bounds` on base tables), each pair checked to give the same rows; and the whole
 report (queries + charts + HTML/markdown/CSV) written with either set. With `--lake`, the file is
 pushed into a DuckLake warehouse on that PostgreSQL catalog (`gpuledger warehouse push`'s code path)

@@ -37,8 +37,8 @@ def write_spec(folder: Path, strategy: str, max_parallel: int = 1, xs: tuple[flo
 
 def run_sweep(spec_path: Path, cap: int = 1):
     """Runs the sweep of `spec_path` into the warehouse of $GPULEDGER_WAREHOUSE; returns its summary."""
+    from gpuledger.inputs.ledger import planning_inputs
     from gpuledger.plan import plan_sweep
-    from gpuledger.planning import planning_inputs
     from gpuledger.runtime.engine import SweepRun, execute
     from gpuledger.runtime.summary import SweepSummary
     from gpuledger.spec import expand_trials, load_spec, sweep_id_for

@@ -221,13 +221,13 @@ def test_track_log_appends_to_file(tmp_path, monkeypatch):
     ("Some Future GPU", 10, "Some Future GPU"),
 ])
 def test_accelerator_names_follow_the_catalog(nvml, mem, name):
-    from gpuledger.agent_measure import accelerator_name
+    from gpuledger.agent.measure import accelerator_name
 
     assert accelerator_name(nvml, mem) == name
 
 
 def test_every_mapped_name_is_a_catalog_accelerator():
-    from gpuledger.agent_measure import _NVML_NAMES
+    from gpuledger.agent.measure import _NVML_NAMES
     from gpuledger.catalog import known_accelerators
 
     known = set(known_accelerators())

@@ -70,7 +70,7 @@ def test_every_command_help_has_a_description_defaults_and_an_example():
 
 def test_the_schema_file_editors_read_is_current():
     """`gpuledger schema --write` wrote specs/gpuledger.schema.json; a change to the models must rewrite it."""
-    from gpuledger.commands.schema import MODELINE, SCHEMA_FILE, schema_text
+    from gpuledger.cli.commands.schema import MODELINE, SCHEMA_FILE, schema_text
 
     assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(), "run `gpuledger schema --write`"
     for spec in sorted(SCHEMA_FILE.parent.glob("*.yaml")):

@@ -13,12 +13,9 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-TRAINERS = REPO / "trainers"
-sys.path.insert(0, str(TRAINERS))
-
-import demo_lora  # noqa: E402
-from make_corpus import CHARSET, base_corpus, encode, shifted_corpus  # noqa: E402
-from tinygpt import Config, Model, clip_grads, init_lora, init_params, param_shapes  # noqa: E402
+from gpuledger.trainers import demo_lora
+from gpuledger.trainers.make_corpus import CHARSET, base_corpus, encode, shifted_corpus
+from gpuledger.trainers.tinygpt import Config, Model, clip_grads, init_lora, init_params, param_shapes
 
 CONFIG_JSON = REPO / "gpuledger" / "models" / "configs" / "gpuledger__demo-char-gpt.json"
 DEMO_PARAMS = 207_040  # 45*64 + 64*64 + 4*(12*64^2 + 13*64) + 2*64
@@ -142,7 +139,7 @@ def demo_env(tmp_path_factory) -> dict[str, str]:
 def _run_trainer(*args: str, tmp_env: dict | None = None) -> tuple[dict, list[dict]]:
     env = {**os.environ, **(tmp_env or {})}
     env.pop("GPULEDGER_METRICS", None)
-    proc = subprocess.run([sys.executable, str(TRAINERS / "demo_lora.py"), *args, "--quiet"],
+    proc = subprocess.run([sys.executable, "-m", "gpuledger.trainers.demo_lora", *args, "--quiet"],
                           capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     metrics = [json.loads(ln.removeprefix("GPULEDGER_METRIC ")) for ln in proc.stdout.splitlines()
@@ -163,7 +160,7 @@ def test_trainer_cli_reports_metrics_and_learns(demo_env):
 
 
 def test_trainer_rejects_bad_arguments():
-    proc = subprocess.run([sys.executable, str(TRAINERS / "demo_lora.py"), "--seq-len", "500"],
+    proc = subprocess.run([sys.executable, "-m", "gpuledger.trainers.demo_lora", "--seq-len", "500"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--seq-len" in proc.stderr
 
@@ -174,12 +171,12 @@ def test_demo_trials_under_the_local_launcher(tmp_path, demo_env):
     from gpuledger.launch.local import LocalLauncher
     from gpuledger.record import parse_record
 
-    prep = subprocess.run([sys.executable, str(TRAINERS / "demo_lora.py"), "--prepare-base", "--quiet"],
+    prep = subprocess.run([sys.executable, "-m", "gpuledger.trainers.demo_lora", "--prepare-base", "--quiet"],
                           capture_output=True, text=True, timeout=300, env={**os.environ, **demo_env})
     assert prep.returncode == 0, prep.stderr  # the (small) base is cached before the trials start
     assert Path(prep.stdout.strip()).parent == Path(demo_env["GPULEDGER_CACHE_DIR"])
     reqs = [LaunchRequest(sweep_id="demo-1", sweep_name="demo", trial_id=f"b{batch}", params={"micro_batch": batch},
-                          run=f"python trainers/demo_lora.py --lora-r 4 --lr 3e-2 --micro-batch {batch} "
+                          run=f"python -m gpuledger.trainers.demo_lora --lora-r 4 --lr 3e-2 --micro-batch {batch} "
                               f"--steps {steps} --eval-every 4 --quiet",
                           workdir=REPO, env=demo_env)
             for batch, steps in ((2, 8), (64, 8))]

@@ -42,7 +42,7 @@ def read_until(proc: subprocess.Popen, needle: str, timeout_s: float, seen: list
 @pytest.mark.slow
 @pytest.mark.timeout(480)
 def test_serve_deploy_run_sweep_deployment_and_shut_down_cleanly(tmp_path, repo_root, _isolated_warehouse):
-    from gpuledger.serve import free_port
+    from gpuledger.flows.server import free_port
 
     spec = write_spec(tmp_path, name="e2e-grid", xs=(0.1, 0.3))
     port = free_port()

@@ -72,7 +72,7 @@ def _wh():
 
 @pytest.mark.slow
 def test_sweep_flow_runs_four_trials_ingests_reports_and_publishes_artifacts(harness, workdir):
-    from flows.sweep import sweep
+    from gpuledger.flows.sweep import sweep
 
     spec = write_spec(workdir)
     summary = sweep(spec=str(spec))
@@ -109,7 +109,7 @@ def test_sweep_flow_runs_four_trials_ingests_reports_and_publishes_artifacts(har
 def test_budget_stop_mid_sweep_skips_the_rest_and_emits_the_event(harness, workdir):
     """$3600/h = $1/s; a trial sleeps 4.5 s (~5 s billed), planned ~3 s each: the guard passes
     (4 x ~3 s < $12.5) but after 2 measured trials the next would cross the budget."""
-    from flows.sweep import sweep
+    from gpuledger.flows.sweep import sweep
 
     spec = write_spec(workdir, name="budget-grid", sleep=4.5, max_parallel=1, usd_per_hour=3600, budget=12.5)
     summary = sweep(spec=str(spec))
@@ -141,8 +141,8 @@ def test_budget_stop_mid_sweep_skips_the_rest_and_emits_the_event(harness, workd
 
 @pytest.mark.slow
 def test_budget_guard_refuses_before_any_write_unless_forced(harness, workdir, _isolated_warehouse):
-    from flows.sweep import sweep
     from gpuledger.errors import BudgetExceeded
+    from gpuledger.flows.sweep import sweep
 
     spec = write_spec(workdir, name="too-dear", xs=(0.1, 0.2), usd_per_hour=1_000_000, budget=1)
     with pytest.raises(BudgetExceeded):
@@ -161,7 +161,7 @@ def test_budget_guard_refuses_before_any_write_unless_forced(harness, workdir, _
 
 @pytest.mark.slow
 def test_trial_failure_is_recorded_not_retried_and_launcher_errors_are_retried(harness, workdir, monkeypatch):
-    import flows.sweep as fs
+    import gpuledger.flows.sweep as fs
 
     real = fs.launcher_factory
     calls = {"submit": 0}
@@ -193,8 +193,8 @@ def test_trial_failure_is_recorded_not_retried_and_launcher_errors_are_retried(h
 
 @pytest.mark.slow
 def test_cost_report_and_capacity_flows_write_reports_and_artifacts(harness, workdir, repo_root):
-    from flows.capacity import capacity
-    from flows.cost_report import cost_report, last_complete_week
+    from gpuledger.flows.capacity import capacity
+    from gpuledger.flows.cost_report import cost_report, last_complete_week
     from gpuledger.warehouse import Warehouse
 
     with Warehouse.open():
@@ -212,8 +212,8 @@ def test_cost_report_and_capacity_flows_write_reports_and_artifacts(harness, wor
 def test_last_complete_week_and_week_check():
     from datetime import UTC, datetime
 
-    from flows.cost_report import check_week, last_complete_week
     from gpuledger.errors import UserError
+    from gpuledger.flows.cost_report import check_week, last_complete_week
 
     assert last_complete_week(datetime(2026, 1, 12, 8, tzinfo=UTC)) == "2026-W02"  # a Monday
     assert last_complete_week(datetime(2026, 1, 4, tzinfo=UTC)) == "2025-W52"  # Sunday of 2026-W01
@@ -227,6 +227,6 @@ def test_cli_commands_that_must_not_import_prefect_do_not():
     import subprocess
     import sys
 
-    code = ("import sys; from gpuledger.cli import main; import gpuledger.serve, gpuledger.commands.sweep, "
-            "gpuledger.commands.serve; assert 'prefect' not in sys.modules, 'prefect imported'")
+    code = ("import sys; from gpuledger.cli import main; import gpuledger.flows.server, gpuledger.cli.commands.sweep, "
+            "gpuledger.cli.commands.serve; assert 'prefect' not in sys.modules, 'prefect imported'")
     subprocess.run([sys.executable, "-c", code], check=True)

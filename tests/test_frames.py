@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuledger import frames
-from gpuledger.warehouse import Warehouse
+from gpuledger.warehouse import Warehouse, frames
 
 
 def metrics_frame(n=3, **over):

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TRAINER = REPO / "trainers" / "peft_lora.py"
+TRAINER = REPO / "gpuledger" / "scaffold" / "trainers" / "peft_lora.py"
 
 
 def test_compiles():
@@ -25,6 +25,6 @@ def test_help_works_without_the_heavy_libraries():
 
 def test_requirements_list_the_cloud_libraries():
     names = {line.split(">")[0].split("=")[0].split("<")[0].strip().lower()
-             for line in (REPO / "trainers" / "requirements.txt").read_text().splitlines()
+             for line in (TRAINER.parent / "requirements.txt").read_text().splitlines()
              if line.strip() and not line.startswith("#")}
     assert {"torch", "transformers", "peft", "datasets", "psutil", "nvidia-ml-py"} <= names

@@ -106,7 +106,7 @@ MACHINE = dict(hostname="test-host", cores=2, logical_cores=2, total_ram_gib=16.
 
 def test_local_plan_is_this_machine_at_the_reference_rate():
     from gpuledger.catalog.local import local_reference
-    from gpuledger.machine import MachineSpeed
+    from gpuledger.inputs.machine import MachineSpeed
     from gpuledger.plan import plan_sweep, render_plan
     from gpuledger.spec import load_spec
 
@@ -147,9 +147,9 @@ def test_local_plan_is_this_machine_at_the_reference_rate():
 
 def test_two_plans_in_a_row_are_identical(tmp_path, monkeypatch):
     """The machine is measured once (first plan), stored, and read by every later plan."""
-    from gpuledger.machine import machine_file
+    from gpuledger.inputs.ledger import planning_inputs
+    from gpuledger.inputs.machine import machine_file
     from gpuledger.plan import plan_sweep
-    from gpuledger.planning import planning_inputs
     from gpuledger.spec import load_spec
 
     monkeypatch.setenv("GPULEDGER_MACHINE_FILE", str(tmp_path / "machine.json"))

@@ -12,9 +12,9 @@ import polars as pl
 import psutil
 import pytest
 
-from gpuledger.machine import MachineSpeed, local_machine, machine_file, read_machine, store_machine
+from gpuledger.inputs.ledger import planning_inputs
+from gpuledger.inputs.machine import MachineSpeed, local_machine, machine_file, read_machine, store_machine
 from gpuledger.plan import plan_sweep, warehouse_trial_rows
-from gpuledger.planning import planning_inputs
 from gpuledger.spec import expand_trials, load_spec, sweep_id_for
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -40,7 +40,7 @@ def _spec(folder: Path, *, name: str = "prune-plan", strategy: str = "asha", pru
 
 
 def _plan(spec_path: Path, curves=None):
-    from gpuledger.planning import planning_inputs
+    from gpuledger.inputs.ledger import planning_inputs
 
     sp = load_spec(spec_path)
     inputs = planning_inputs(sp, "local")

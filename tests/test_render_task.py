@@ -13,7 +13,7 @@ import yaml
 from sky_offline import REPO_ROOT, no_network, sky_home, sky_offline  # noqa: F401 - fixtures used by name
 
 from gpuledger.cli import main
-from gpuledger.commands.render_task import launch_requests
+from gpuledger.cli.commands.render_task import launch_requests
 from gpuledger.spec import SweepSpec, expand_trials, load_spec
 
 SPECS = sorted(p for p in (REPO_ROOT / "specs").glob("*.yaml") if isinstance(load_spec(p), SweepSpec))
@@ -206,7 +206,7 @@ def test_stdout_to_stderr_moves_file_descriptor_writes(capfd):
     import os
     import sys
 
-    from gpuledger.commands.render_task import stdout_to_stderr
+    from gpuledger.cli.commands.render_task import stdout_to_stderr
 
     with stdout_to_stderr():
         print("python-level")

@@ -21,8 +21,8 @@ from gpuledger.runtime.summary import SweepSummary
 
 
 def _prepared(folder: Path, **kw):
+    from gpuledger.inputs.ledger import planning_inputs
     from gpuledger.plan import plan_sweep
-    from gpuledger.planning import planning_inputs
     from gpuledger.spec import expand_trials, load_spec, sweep_id_for
 
     spec_path = write_spec(folder, **kw)
@@ -177,7 +177,7 @@ def test_a_second_run_of_a_running_sweep_refuses_naming_the_holder(tmp_path, mon
 
 def test_records_that_cannot_be_stored_are_counted_named_and_stored_by_the_next_run(tmp_path, monkeypatch):
     """A reader holds the warehouse while the trials finish: the run must not say they were stored."""
-    from gpuledger.paths import resolve_path
+    from gpuledger.settings import resolve_path
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GPULEDGER_LOCK_TIMEOUT_S", "0.5")

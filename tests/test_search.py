@@ -81,8 +81,8 @@ def test_tpe_tells_repeats_their_value_and_stops_at_n_trials(tmp_path):
 
 
 def test_asha_sweep_prunes_through_the_local_launcher_and_records_pruned(tmp_path, monkeypatch):
+    from gpuledger.inputs.ledger import planning_inputs
     from gpuledger.plan import plan_sweep
-    from gpuledger.planning import planning_inputs
     from gpuledger.runtime.engine import SweepRun, execute
     from gpuledger.runtime.summary import SweepSummary
     from gpuledger.warehouse import Warehouse

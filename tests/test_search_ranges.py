@@ -99,9 +99,9 @@ def _lr_loss(params: dict) -> float:
 
 def _ranged_run(folder: Path, monkeypatch, *, budget: float = 5.0, n_trials: int = 8, cap: int = 1, seed: int = 0,
              strategy: str = "tpe"):
+    from gpuledger.inputs.ledger import planning_inputs
     from gpuledger.launch.fake import FakeLauncher
     from gpuledger.plan import plan_sweep
-    from gpuledger.planning import planning_inputs
     from gpuledger.runtime.engine import SweepRun
     from gpuledger.runtime.summary import SweepSummary
 

@@ -14,12 +14,8 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-TRAINERS = REPO / "trainers"
-sys.path.insert(0, str(TRAINERS))
-
-import loadgen  # noqa: E402
-import serve_bench  # noqa: E402
-from tiny_serve import CONFIG_PATH, KVEngine, Request, Scheduler  # noqa: E402
+from gpuledger.trainers import loadgen, serve_bench
+from gpuledger.trainers.tiny_serve import CONFIG_PATH, KVEngine, Request, Scheduler
 
 VLLM_RESULT = REPO / "tests" / "data" / "bench_serve_result.json"  # vLLM --save-result format (see _provenance)
 
@@ -149,7 +145,7 @@ def test_loadgen_against_the_tiny_server_counts_every_token(tmp_path):
 
 def test_serve_bench_runs_for_real_and_reports_the_eight_metrics(tmp_path):
     metrics_file = tmp_path / "metrics.jsonl"
-    done = subprocess.run([sys.executable, str(TRAINERS / "serve_bench.py"), "--concurrency", "2", "--num-prompts", "16",
+    done = subprocess.run([sys.executable, "-m", "gpuledger.trainers.serve_bench", "--concurrency", "2", "--num-prompts", "16",
                            "--output-len", "8", "--max-duration", "20", "--result-dir", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=120,
                           env={"GPULEDGER_METRICS": str(metrics_file), "PATH": "/usr/bin:/bin"})
@@ -165,7 +161,7 @@ def test_serve_bench_runs_for_real_and_reports_the_eight_metrics(tmp_path):
 
 
 def test_serve_bench_refuses_bad_settings_in_one_line():
-    done = subprocess.run([sys.executable, str(TRAINERS / "serve_bench.py"), "--concurrency", "0"],
+    done = subprocess.run([sys.executable, "-m", "gpuledger.trainers.serve_bench", "--concurrency", "0"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0 and "--concurrency" in done.stderr
 
@@ -202,7 +198,7 @@ search:
   objective: {{metric: output_tokens_per_s, goal: maximize}}
 budget: {{max_usd: 1}}
 task:
-  run: python trainers/serve_bench.py --engine {{engine}} --concurrency {{concurrency}} --max-num-seqs {{max_num_seqs}}
+  run: python -m gpuledger.trainers.serve_bench --engine {{engine}} --concurrency {{concurrency}} --max-num-seqs {{max_num_seqs}}
 """
 
 
@@ -212,7 +208,7 @@ def test_inference_spec_renders_serving_settings_quoted():
     spec = parse_spec(_inference_spec(), "s.yaml")
     trials = expand_trials(spec)
     assert [t.params for t in trials] == [{"concurrency": 1}, {"concurrency": 4}]
-    assert trials[1].run == "python trainers/serve_bench.py --engine tiny --concurrency 4 --max-num-seqs 256"
+    assert trials[1].run == "python -m gpuledger.trainers.serve_bench --engine tiny --concurrency 4 --max-num-seqs 256"
 
 
 @pytest.mark.parametrize(("text", "message"), [

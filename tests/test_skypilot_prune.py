@@ -169,9 +169,9 @@ class FakeCluster:
 
 @pytest.mark.usefixtures("sky_offline")
 def test_asha_sweep_on_the_skypilot_launcher_prunes_cancels_bills_what_ran_and_survives_a_recovery(tmp_path, monkeypatch):
+    from gpuledger.inputs.ledger import planning_inputs
     from gpuledger.launch.skypilot import SkyPilotLauncher
     from gpuledger.plan import plan_sweep
-    from gpuledger.planning import planning_inputs
     from gpuledger.runtime.engine import SweepRun, execute
     from gpuledger.runtime.summary import SweepSummary
     from gpuledger.search import study_path_for

@@ -109,7 +109,13 @@ def test_path_resolution(tmp_path, monkeypatch):
     assert resolve_path() == tmp_path / "env.duckdb"
     assert resolve_path(tmp_path / "x.duckdb") == tmp_path / "x.duckdb"
     monkeypatch.delenv("GPULEDGER_WAREHOUSE")
-    assert resolve_path() == Path("warehouse") / "ledger.duckdb"
+    (tmp_path / "proj" / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "proj" / "gpuledger.toml").write_text("[paths]\n")
+    monkeypatch.chdir(tmp_path / "proj" / "sub" / "deeper")
+    assert resolve_path() == tmp_path / "proj" / ".gpuledger" / "ledger.duckdb"  # the project's, from a subfolder
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match="gpuledger init"):
+        resolve_path()  # outside a project, no explicit warehouse: one line saying how to make one
 
 
 def test_reader_of_a_missing_warehouse_gets_a_clear_message(tmp_path):

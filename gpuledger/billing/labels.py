@@ -3,7 +3,7 @@
 SkyPilot passes `resources.labels` to the instances it starts (AWS tags, GCP labels, Azure tags);
 cloud billing exports carry them in FOCUS `Tags`. Keys and values keep to the strictest cloud's rule
 (GCP: lower-case letters, digits, '-' and '_', at most 63 characters). The views that attribute line
-items to runs read the same keys (`warehouse/views/v_billing_attribution.sql`).
+items to runs read the same keys (`gpuledger/warehouse/sql/views/v_billing_attribution.sql`).
 """
 
 from __future__ import annotations

@@ -122,7 +122,7 @@ def estimate(w: Workload) -> Estimate:
         *m.assumptions,
     ]
     if w.device == "cpu":
-        assumptions.append("CPU mode: NOT yet calibrated against trainers/demo_lora.py's measured peak RSS "
+        assumptions.append("CPU mode: NOT yet calibrated against gpuledger/trainers/demo_lora.py's measured peak RSS "
                            "(the trainer was not runnable when this was written); interpreter baseline assumed")
     return Estimate(
         workload=w,

@@ -1,6 +1,6 @@
 """Learn from use: a per-(method, framework, accelerator family) memory correction fitted on the
 user's own measured runs (warehouse view `v_estimate_accuracy`, named query
-`warehouse/queries/estimate_calibration.sql`).
+`gpuledger/warehouse/sql/queries/estimate_calibration.sql`).
 
 The correction is the median of measured / estimated over the group's runs (the median ignores a
 few odd runs, e.g. one that shared its GPU); it applies once `MIN_RUNS` runs exist and is stated in
@@ -78,7 +78,7 @@ def load_runs(path: str | Path | None = None) -> list[dict]:
     """Returns the warehouse's measured runs (named query estimate_calibration), [] when there is no
     warehouse (never creates one) or a running sweep holds it."""
     from gpuledger.errors import UserError
-    from gpuledger.paths import resolve_path
+    from gpuledger.settings import resolve_path
 
     target = resolve_path(path)
     if not target.exists():

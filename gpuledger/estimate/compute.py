@@ -33,7 +33,7 @@ KIND_FACTOR = {"H100": 0.85, "H200": 0.85, "B200": 0.8, "L4": 0.8, "A10G": 0.8, 
 
 
 #: Local launcher (numpy on the CPU): achieved training FLOP/s / one core's measured float32 matmul
-#: rate (`gpuledger.machine`). Calibrated against `trainers/demo_lora.py` (model
+#: rate (`gpuledger.inputs.machine`). Calibrated against `gpuledger/trainers/demo_lora.py` (model
 #: `gpuledger/demo-char-gpt`, one BLAS thread) on a 2-core machine: r=16/B=8 took 7.7 s of CPU for
 #: 124.9 GFLOP (estimator), r=4/B=32 8.6 s for 95.9 GFLOP, against a 92.6 GFLOP/s one-core matmul
 #: probe: 0.175 and 0.12 (Python per-op overhead on tiny matrices, evaluation passes, start-up). The

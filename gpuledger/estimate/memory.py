@@ -64,7 +64,7 @@ GRPO_DEFAULT_GROUP = 8
 #: trainer's imports loaded, before any model array, and the factor by which numpy's expression
 #: temporaries (softmax/GELU intermediates, the activation gradients of the backward pass held next
 #: to the saved forward tensors) inflate the saved activations and logits. Both fitted to two
-#: measurements of `trainers/demo_lora.py` (r=16, seq 64) under `gpuledger.agent` on this project's
+#: measurements of `gpuledger/trainers/demo_lora.py` (r=16, seq 64) under `gpuledger.agent` on this project's
 #: 2-core CI machine: peak RSS 61 MiB at micro-batch 8 and 120 MiB at micro-batch 32
 #: (`python -c "import numpy"` alone peaks at ~30 MiB, consistent with the fitted baseline).
 CPU_BASELINE_MIB = 33.0

@@ -18,7 +18,7 @@ A package of small pure modules, each step a function named after what it return
     sweep.py        plan_sweep(spec, ...) and settings_for(spec)
 
 One time unit inside: seconds. Nothing here writes anywhere, launches or measures anything, or
-imports Prefect/SkyPilot/DuckDB: this machine's speed (`gpuledger.machine`) and the warehouse's
+imports Prefect/SkyPilot/DuckDB: this machine's speed (`gpuledger.inputs.machine`) and the warehouse's
 measurements are passed in, so two plans of the same inputs are identical.
 """
 

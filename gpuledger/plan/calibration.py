@@ -1,7 +1,7 @@
 """Estimates that learn: measured runs calibrate the rate of similar trials, and a trial that was
 measured takes its own measured wall-clock (pure: the caller passes the measurements in).
 
-`measurements` is the warehouse's `plan_measurements` named query (warehouse/queries/
+`measurements` is the warehouse's `plan_measurements` named query (gpuledger/warehouse/sql/queries/
 plan_measurements.sql) for the spec's model and method: trial_id, accelerator ('CPU' for the local
 launcher), gpus, hostname, wall_s (median of the trial's succeeded runs there), runs, est_flops
 (the trial's FLOPs as planned, NULL for sweeps planned before it was stored).

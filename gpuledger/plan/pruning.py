@@ -2,7 +2,7 @@
 `search.pruning`), and its source. Pure: the measured curves are passed in.
 
     spend = pruned_spend(plan.trials, spec, max_parallel=plan.max_parallel, overhead_s=s.overhead_s,
-                         curves=curves)        # curves: {canonical params JSON: Curve} (gpuledger.planning)
+                         curves=curves)        # curves: {canonical params JSON: Curve} (gpuledger.inputs.ledger)
     spend.source, spend.expected_usd, spend.full_usd, spend.per_trial_usd, spend.basis
 
 Three sources, the first that applies:
@@ -105,7 +105,7 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
                  curves: Mapping[str, Any] | None = None) -> PrunedSpend | None:
     """Returns the expected spend under pruning of a plan's `trials` (rows of `Plan.trials`), or None
     when the sweep does not prune. `curves`: {params_key: Curve} of earlier runs of the same model,
-    method, objective metric and train settings (`gpuledger.planning`)."""
+    method, objective metric and train settings (`gpuledger.inputs.ledger`)."""
     from gpuledger.search import launch_order, prunes
     from gpuledger.spec.expand import has_ranges
 

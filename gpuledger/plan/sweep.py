@@ -108,12 +108,12 @@ def plan_sweep(
     `offers`: a `load_offers` frame (default: `load_offers` filtered by the spec's clouds,
     accelerators and regions). `measured_preemption`: {(cloud, accelerator): (spot_hours,
     preemptions)} from the warehouse; used where spot_hours >= MEASURED_MIN_SPOT_HOURS.
-    `machine`: this machine's stored speed (`gpuledger.machine.local_machine()`), required for
+    `machine`: this machine's stored speed (`gpuledger.inputs.machine.local_machine()`), required for
     `launcher: local`. `measurements`: measured runs of this model and method (the warehouse's
     `plan_measurements` named query; see gpuledger/plan/calibration.py): a trial measured on the
     chosen accelerator takes its measured wall-clock, the others a rate calibrated on them.
     `curves`: {params key: learning curve} of earlier runs of the same model, method, objective and
-    train settings (`gpuledger.planning`), for the expected spend under pruning (gpuledger/plan/pruning.py).
+    train settings (`gpuledger.inputs.ledger`), for the expected spend under pruning (gpuledger/plan/pruning.py).
     """
     from gpuledger.spec import SweepSpec, expand_trials
 
@@ -125,7 +125,7 @@ def plan_sweep(
     meta = _trials_meta(trials)
     if s.launcher == "local":
         if machine is None:
-            raise ValueError("plan_sweep(launcher local) needs machine=gpuledger.machine.local_machine()")
+            raise ValueError("plan_sweep(launcher local) needs machine=gpuledger.inputs.machine.local_machine()")
         plan = _plan_local(spec, trials, s, meta, machine, measurements)
     else:
         plan = _plan_cloud(spec, trials, s, meta, offers, measurements)

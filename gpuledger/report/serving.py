@@ -5,7 +5,7 @@ SLO (or the closest), and the cheapest configuration that meets it.
 
 `serving_section(points)` returns a `Section` of the report document; `serving_table(points)` the
 same rows as a frame for the report's CSV. The points come from `gpuledger.serving.sweep_points`
-(named query `serving_points`: the final metrics trainers/serve_bench.py reported, the hourly price
+(named query `serving_points`: the final metrics gpuledger/trainers/serve_bench.py reported, the hourly price
 each run was billed at).
 """
 
@@ -119,7 +119,7 @@ def serving_section(sp: SweepPoints) -> Section:
     highlight = [i for i, p in enumerate(ordered) if slo and p.meets(*slo)]
     blocks.append(Table(HEADERS, rows, numeric=list(range(2, 12)), highlight=highlight, markdown_columns=10))
     blocks.append(Note(f"Operating points {sp.label}: final metrics of each succeeded benchmark run "
-                       "(trainers/serve_bench.py; TTFT and TPOT percentiles over its requests, measured by the client). "
+                       "(gpuledger/trainers/serve_bench.py; TTFT and TPOT percentiles over its requests, measured by the client). "
                        "$ per million output tokens = the run's billed hourly price ÷ (output tokens/s × 3600) × 10⁶.",
                        "small"))
     return Section("Serving: latency against throughput", blocks)

@@ -7,7 +7,7 @@ planner's what-if on the MEASURED trial durations) → `sweep_html` / `sweep_mar
 `write_sweep_report` does all of it and writes the files. Reading and deriving live in
 `gpuledger.report.sweep_data`; this module turns them into the report's document.
 
-Every read is a named query (`warehouse/queries/report_sweep_*.sql`) over the views v_sweep_roi
+Every read is a named query (`gpuledger/warehouse/sql/queries/report_sweep_*.sql`) over the views v_sweep_roi
 (headline), v_spot_savings, v_waste, v_trial_results (trials table, what-if input), v_trial_timeline
 + v_runs (Gantt, best-so-far curves), v_estimate_accuracy (scatter). Two small facts have no view
 and are read from tables: `sweeps` (launcher, max_parallel: the actual K) and the price sources

@@ -11,6 +11,6 @@
 - `engine`: registering a sweep (under its lease) and running its trials on a plain thread pool;
 - `ids`: the id of a fresh sweep of an unchanged spec (`gpuledger sweep --new`).
 
-`flows/sweep.py` is a thin Prefect shell around `engine`: it adds logs, artifacts and the
+`gpuledger/flows/sweep.py` is a thin Prefect shell around `engine`: it adds logs, artifacts and the
 budget event, nothing the runtime decides.
 """

@@ -35,7 +35,7 @@ class Admission:
     @classmethod
     def for_run(cls, run: Any, hooks: Any) -> Admission:
         """Reads the planning inputs once (the warehouse is opened read-only: call before the writer starts)."""
-        from gpuledger.planning import planning_inputs
+        from gpuledger.inputs.ledger import planning_inputs
 
         return cls(run, hooks, planning_inputs(run.spec, planned_as(run.launcher)))
 

@@ -14,7 +14,7 @@ from typing import Any
 
 def new_sweep_id(spec: Any) -> str:
     """Returns an id for a fresh sweep of `spec` that the warehouse does not hold yet."""
-    from gpuledger.paths import resolve_path
+    from gpuledger.settings import resolve_path
     from gpuledger.spec.ids import spec_hash
 
     base = spec_hash(spec)

@@ -21,10 +21,11 @@ REJECTED = "rejected"
 
 
 def landing_dir_for(sweep_id: str) -> Path:
-    """Returns the sweep's landing folder: `landing/SWEEP_ID/` beside the warehouse file."""
-    from gpuledger.paths import resolve_path
+    """Returns the sweep's landing folder: `landing/SWEEP_ID/` beside the warehouse file
+    (`gpuledger.settings.Settings.landing_dir`)."""
+    from gpuledger import settings
 
-    return resolve_path().resolve().parent / "landing" / sweep_id
+    return settings.current().landing_dir / sweep_id
 
 
 def record_path(landing: Path, run_id: str) -> Path:

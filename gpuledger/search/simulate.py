@@ -1,6 +1,6 @@
 """ASHA replayed over learning curves: what a sweep would have done with other slots (or none pruned).
 
-    curves = curves_from_points(rows, metric="eval_loss")   # rows of warehouse/queries/learning_curves.sql
+    curves = curves_from_points(rows, metric="eval_loss")   # rows of gpuledger/warehouse/sql/queries/learning_curves.sql
     sim = simulate_asha(curves, slots=4, min_steps=2, reduction_factor=3, goal="minimize")
     sim.trial_seconds, sim.makespan_s, sim.pruned, sim.best_value, sim.timeline
 
@@ -249,7 +249,7 @@ def _result(done: list[SimTrial], slots: int, goal: str, ids: Sequence[str]) -> 
 
 
 def curves_from_points(rows: Iterable[Mapping[str, Any]]) -> list[Curve]:
-    """Builds one curve per trial from the rows of `warehouse/queries/learning_curves.sql` (one row per
+    """Builds one curve per trial from the rows of `gpuledger/warehouse/sql/queries/learning_curves.sql` (one row per
     objective point, or one row without a point for a run that logged none; ordered by run start, run,
     seq). The values are the ones the runtime reports to the study (`gpuledger.search.values`:
     numeric, one per step, a step not above the highest already seen skipped, step-less points each

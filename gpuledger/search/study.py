@@ -59,10 +59,11 @@ def prunes(spec: Any) -> bool:
 
 
 def study_path_for(sweep_id: str) -> Path:
-    """Returns the study's journal file: `studies/SWEEP_ID.journal` beside the warehouse file."""
-    from gpuledger.paths import resolve_path
+    """Returns the study's journal file: `studies/SWEEP_ID.journal` beside the warehouse file
+    (`gpuledger.settings.Settings.studies_dir`)."""
+    from gpuledger import settings
 
-    return resolve_path().resolve().parent / STUDY_DIR / f"{sweep_id}.journal"
+    return settings.current().studies_dir / f"{sweep_id}.journal"
 
 
 def asks_new_points(spec: Any) -> bool:

@@ -5,7 +5,7 @@ points its trials measured (for capacity plans and reports).
   serving settings, the estimator workload (weights + KV cache of `max_num_seqs` sequences) and the
   memory the engine takes (its memory fraction).
 - `points`: the measured operating points of a sweep, read from the warehouse through the named
-  query `warehouse/queries/serving_points.sql`, and the choices made from them (per accelerator and
+  query `gpuledger/warehouse/sql/queries/serving_points.sql`, and the choices made from them (per accelerator and
   tensor-parallel size: the highest throughput whose p95 TTFT and TPOT meet an SLO, else the
   closest point; the cheapest point per million output tokens that meets it).
 

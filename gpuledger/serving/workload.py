@@ -7,7 +7,7 @@ from typing import Any
 from gpuledger.spec import SweepSpec
 from gpuledger.spec.models import Serve
 
-#: The metrics trainers/serve_bench.py reports (through gpuledger.track), by these exact names.
+#: The metrics gpuledger/trainers/serve_bench.py reports (through gpuledger.track), by these exact names.
 SERVING_METRICS = ("output_tokens_per_s", "requests_per_s", "ttft_ms_p50", "ttft_ms_p95", "ttft_ms_p99",
                    "tpot_ms_p50", "tpot_ms_p95", "tpot_ms_p99")
 #: Serving settings a search parameter of the same name overrides per trial.
@@ -41,7 +41,7 @@ def serving_tokens(settings: dict[str, Any]) -> int:
     return int(settings["num_prompts"]) * (int(settings["prompt_tokens"]) + int(settings["output_tokens"]))
 
 
-#: tokens one step of trainers/tiny_serve.py processes by default (its --max-num-batched-tokens)
+#: tokens one step of gpuledger/trainers/tiny_serve.py processes by default (its --max-num-batched-tokens)
 TINY_STEP_TOKENS = 256
 
 

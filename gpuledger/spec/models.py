@@ -201,7 +201,7 @@ class Serve(_Strict):
     same name, which overrides it per trial; every field is a task-template placeholder)."""
 
     engine: Literal["tiny", "vllm", "sglang", "trtllm"] = Field(
-        "vllm", description="server the trial starts: tiny (trainers/tiny_serve.py, CPU) or a GPU engine")
+        "vllm", description="server the trial starts: tiny (gpuledger/trainers/tiny_serve.py, CPU) or a GPU engine")
     prompt_tokens: int = Field(512, ge=1, le=1_000_000, description="prompt tokens per request")
     output_tokens: int = Field(128, ge=2, le=1_000_000, description="output tokens per request (>= 2: TPOT)")
     max_num_seqs: int = Field(256, ge=1, le=4096, description="sequences batched together (engine flag)")

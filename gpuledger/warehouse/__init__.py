@@ -34,7 +34,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuledger.errors import UserError
-from gpuledger.paths import ENV_PATH, resolve_path
+from gpuledger.settings import ENV_PATH, resolve_path
 from gpuledger.warehouse.billing import BillingIngestResult, BillingMixin
 from gpuledger.warehouse.connect import (
     DEFAULT_LOCK_TIMEOUT_S,

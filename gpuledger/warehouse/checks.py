@@ -3,7 +3,7 @@
 A record (after the pydantic model of `gpuledger.record`) is refused, with the reason, when:
 - its landing file is over `MAX_RECORD_FILE_BYTES` (checked from the file's size and while reading,
   so a huge file costs no memory), or it has more than `MAX_METRIC_POINTS` metric points (the agent's
-  own cap, `gpuledger.agent_measure`) or `MAX_FINAL_METRICS` final metrics;
+  own cap, `gpuledger.agent.measure`) or `MAX_FINAL_METRICS` final metrics;
 - it names no sweep, a sweep the warehouse does not know (`sweeps`), or a trial that sweep did
   not plan (`trials`): the flow registers both before it launches anything;
 - a number is not finite (NaN, inf) among wall_s, peaks, metric values and times, final metrics,
@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuledger.agent_measure import MAX_METRIC_POINTS
+from gpuledger.agent.measure import MAX_METRIC_POINTS
 
 #: largest landing file read (bytes); a record at the agent's metric cap is a few MB
 MAX_RECORD_FILE_BYTES = 8 * 1024 * 1024
@@ -42,7 +42,7 @@ def precheck(data: Any) -> str | None:
         metrics = data.get("metrics")
         if isinstance(metrics, list) and len(metrics) > MAX_METRIC_POINTS:
             return (f"{len(metrics)} metric points; a record holds at most {MAX_METRIC_POINTS} "
-                    "(the agent's cap, gpuledger/agent_measure.py)")
+                    "(the agent's cap, gpuledger/agent/measure.py)")
         final = data.get("final_metrics")
         if isinstance(final, dict) and len(final) > MAX_FINAL_METRICS:
             return f"{len(final)} final metrics; a record holds at most {MAX_FINAL_METRICS}"

@@ -16,7 +16,7 @@ import duckdb
 import polars as pl
 
 from gpuledger.errors import UserError
-from gpuledger.paths import ENV_PATH, resolve_path
+from gpuledger.settings import ENV_PATH, resolve_path
 from gpuledger.warehouse import lake
 from gpuledger.warehouse import migrate as _migrate
 from gpuledger.warehouse import sqlfiles as sf
@@ -144,7 +144,7 @@ class WarehouseBase:
             yield
 
     def _run(self, name: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
-        """Runs the named query `warehouse/queries/<name>.sql`; returns its rows (tuples)."""
+        """Runs the named query `gpuledger/warehouse/sql/queries/<name>.sql`; returns its rows (tuples)."""
         cur = sf.run(self._con, name, params)
         return cur.fetchall() if cur.description else []
 
@@ -173,7 +173,7 @@ class WarehouseBase:
             raise UserError(one_line(err)) from None
 
     def query_named(self, name: str, params: dict[str, Any] | None = None) -> pl.DataFrame:
-        """Runs the named query `warehouse/queries/<name>.sql` with DuckDB named parameters (`$week`).
+        """Runs the named query `gpuledger/warehouse/sql/queries/<name>.sql` with DuckDB named parameters (`$week`).
 
         Every SQL statement of gpuledger lives in a .sql file under warehouse/ (views, migrations and
         these named queries); callers pass values, never SQL text.
@@ -250,7 +250,7 @@ class WarehouseBase:
 
     # The three statement shapes below are generated from identifiers only (a table of the
     # migrations, its primary key read from DuckDB, the columns of a validated frame): the one
-    # place where the warehouse builds SQL instead of reading it from warehouse/queries/.
+    # place where the warehouse builds SQL instead of reading it from gpuledger/warehouse/sql/queries/.
 
     def _delete_in(self, table: str, column: str, source: str) -> None:
         """Inside a transaction: deletes the rows of `table` whose `column` appears in `source`."""

@@ -9,7 +9,7 @@ is created; later connections read it from the catalog).
 - Schema: DuckLake has no PRIMARY KEY or UNIQUE constraints, so the tables are created from a
   reference schema (the migrations applied to an in-memory DuckDB: `reference()`), column by column,
   without constraints; a column a later migration adds is added with ALTER TABLE. The same
-  `warehouse/views/*.sql` and the same views.yml comments as the file.
+  `gpuledger/warehouse/sql/views/*.sql` and the same views.yml comments as the file.
 - Idempotent writes: delete the rows with the incoming keys (the reference schema's primary keys),
   then insert, in one transaction.
 - Several writers: DuckLake commits optimistically and lets concurrent INSERTs through, so every

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gpuledger.errors import UserError
-from gpuledger.procs import pid_alive
+from gpuledger.launch.procs import pid_alive
 from gpuledger.warehouse.connect import now
 
 

@@ -1,12 +1,12 @@
 """Schema migrations, views and their documentation, applied by every writer that opens the file.
 
-1. `warehouse/migrations/NNN_name.sql` in version order, each in its own transaction together with
+1. `gpuledger/warehouse/sql/migrations/NNN_name.sql` in version order, each in its own transaction together with
    its `schema_migrations` row (version, name, sha256 of the text). An already-applied migration
    whose file text changed since is refused (`MigrationChanged`, naming the file): migrations are
    never edited, a new one is added instead.
-2. `warehouse/views/<name>.sql`: (re)created when their text changed (`schema_views` keeps the
+2. `gpuledger/warehouse/sql/views/<name>.sql`: (re)created when their text changed (`schema_views` keeps the
    checksum), in dependency order; views whose file was removed are dropped.
-3. `warehouse/views.yml` applied as `COMMENT ON VIEW` / `COMMENT ON COLUMN` wherever the database's
+3. `gpuledger/warehouse/sql/views.yml` applied as `COMMENT ON VIEW` / `COMMENT ON COLUMN` wherever the database's
    comment differs, so any SQL client (the duckdb CLI's `.schema`, DBeaver, `duckdb_columns()`)
    shows the documentation.
 """
@@ -77,7 +77,7 @@ def is_current(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def sync_views(con: duckdb.DuckDBPyConnection) -> None:
-    """Creates or replaces every view of `warehouse/views/` whose SQL changed; drops removed ones."""
+    """Creates or replaces every view of `gpuledger/warehouse/sql/views/` whose SQL changed; drops removed ones."""
     sf.run(con, "schema_views_create")
     known = dict(sf.run(con, "schema_views_known").fetchall())
     existing = {n for (n,) in sf.run(con, "schema_views_existing").fetchall()}

@@ -17,9 +17,9 @@ from gpuledger.warehouse.connect import now, utc_naive
 
 
 def frames_module():
-    """Returns `gpuledger.frames`, imported on first use: pandera is slow to import, and readers
+    """Returns `gpuledger.warehouse.frames`, imported on first use: pandera is slow to import, and readers
     (`gpuledger sql`, reports) never validate."""
-    from gpuledger import frames
+    from gpuledger.warehouse import frames
 
     return frames
 

@@ -1,9 +1,10 @@
-"""The SQL text of the warehouse, read from `warehouse/` of the source tree (no SQL in Python strings).
+"""The SQL text of the warehouse: package data under `gpuledger/warehouse/sql/`, read through
+`importlib.resources` so an installed gpuledger finds it (no SQL in Python strings).
 
-- `warehouse/migrations/NNN_name.sql`: schema changes, applied once each, in order;
-- `warehouse/views/<name>.sql`: one SELECT per view, (re)created when its text changes;
-- `warehouse/views.yml`: the documentation of every view and column (applied as `COMMENT ON`);
-- `warehouse/queries/<name>.sql`: every other statement, one per file, DuckDB `$param` placeholders.
+- `gpuledger/warehouse/sql/migrations/NNN_name.sql`: schema changes, applied once each, in order;
+- `gpuledger/warehouse/sql/views/<name>.sql`: one SELECT per view, (re)created when its text changes;
+- `gpuledger/warehouse/sql/views.yml`: the documentation of every view and column (applied as `COMMENT ON`);
+- `gpuledger/warehouse/sql/queries/<name>.sql`: every other statement, one per file, DuckDB `$param` placeholders.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-#: `warehouse/` of the source tree: migrations, views, views.yml, queries
-SQL_ROOT = Path(__file__).resolve().parent.parent.parent / "warehouse"
+#: the package data folder `gpuledger/warehouse/sql/`: migrations, views, views.yml, queries
+SQL_ROOT = Path(str(resources.files("gpuledger.warehouse").joinpath("sql")))
 MIGRATIONS_DIR = SQL_ROOT / "migrations"
 VIEWS_DIR = SQL_ROOT / "views"
 VIEWS_DOC = SQL_ROOT / "views.yml"
@@ -32,7 +34,7 @@ def checksum(text: str) -> str:
 
 @functools.cache
 def named_sql(name: str) -> str:
-    """Returns the text of `warehouse/queries/<name>.sql` (a known name: no path from user input)."""
+    """Returns the text of `gpuledger/warehouse/sql/queries/<name>.sql` (a known name: no path from user input)."""
     if not _NAME_RE.fullmatch(name):
         raise ValueError(f"named query {name!r}: names are lower-case letters, digits and '_'")
     path = QUERIES_DIR / f"{name}.sql"
@@ -42,7 +44,7 @@ def named_sql(name: str) -> str:
 
 
 def migrations() -> list[tuple[int, str, str]]:
-    """Returns (version, name, sql) of `warehouse/migrations/NNN_name.sql`, in version order."""
+    """Returns (version, name, sql) of `gpuledger/warehouse/sql/migrations/NNN_name.sql`, in version order."""
     out = []
     for f in sorted(MIGRATIONS_DIR.glob("*.sql")):
         m = _MIGRATION_RE.match(f.name)
@@ -61,7 +63,7 @@ def migration_file(version: int, name: str) -> Path:
 
 
 def views() -> dict[str, str]:
-    """Returns {name: select sql} of `warehouse/views/<name>.sql`."""
+    """Returns {name: select sql} of `gpuledger/warehouse/sql/views/<name>.sql`."""
     return {f.stem: f.read_text(encoding="utf-8").strip().rstrip(";") for f in sorted(VIEWS_DIR.glob("*.sql"))}
 
 

@@ -1,0 +1,5 @@
+"""`python -m gpuledger ...`: the same as the `gpuledger` command."""
+
+from gpuledger.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,237 @@
+"""The `gpuledger` command: a thin layer over the library.
+
+Imports are lazy: `validate`, `schema`, `estimate`, `plan` and `sql` never import Prefect or
+SkyPilot. Each sub-command lives in `gpuledger/cli/commands/<name>.py` as `run(args) -> int`.
+A `UserError` becomes one message on stderr and its exit code; an `OSError` (a path that cannot be
+read or written) one message and exit 1; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import re
+import sys
+
+from gpuledger import __version__
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse exits 2 on bad usage; say what to do
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n(see `{self.prog} --help`)\n")
+
+
+#: the largest whole number an option takes (beyond it no estimate or plan means anything)
+_MAX_INT = 10**15
+
+
+def _whole_number(text: str) -> int:
+    """Returns the whole number of `2048`, `1_000` or `1e9`; ArgumentTypeError otherwise."""
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        try:
+            number = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if not math.isfinite(number) or number != int(number):
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        value = int(number)
+    if abs(value) > _MAX_INT:
+        raise argparse.ArgumentTypeError(f"{text} is too large (at most {_MAX_INT:.0e})")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = _whole_number(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _parallel(text: str) -> int:
+    from gpuledger.spec.models import Resources
+
+    value = _positive_int(text)
+    most = next(m.le for m in Resources.model_fields["max_parallel"].metadata if getattr(m, "le", None))
+    if value > most:
+        raise argparse.ArgumentTypeError(f"at most {most} trials run at once (resources.max_parallel), got {value}")
+    return value
+
+
+def _index(text: str) -> int:
+    value = _whole_number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more (trials are numbered from 0), got {value}")
+    return value
+
+
+def _week(text: str) -> str:
+    from gpuledger.errors import UserError
+    from gpuledger.weeks import check_week
+
+    try:
+        return check_week(text)
+    except UserError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _sweep_name(text: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sweep name (the spec's name: lowercase letters, "
+                                         "digits and '-')")
+    return text
+
+
+def _sweep_id(text: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}-[0-9a-f]{8}", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sweep id (NAME-xxxxxxxx, as `gpuledger plan` prints)")
+    return text
+
+
+def _prefect_port(text: str) -> int:
+    from gpuledger.flows.server import port_from
+
+    try:
+        return port_from(text, "port")  # type: ignore[return-value]
+    except Exception as err:  # UserError -> argparse's one-line message
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="gpuledger", description="Plan, launch, measure and account for GPU experiments.")
+    p.add_argument("--version", action="version", version=f"gpuledger {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    s = sub.add_parser("validate", help="check experiment specs; one line per problem")
+    s.add_argument("specs", nargs="+", metavar="SPEC")
+
+    s = sub.add_parser("schema", help="print (or --write) the JSON Schema of the spec language")
+    s.add_argument("--write", action="store_true",
+                   help="write specs/gpuledger.schema.json (the file the shipped specs name) instead of printing")
+
+    s = sub.add_parser("estimate", help="memory, compute and time one training/inference setup needs")
+    s.add_argument("model", metavar="MODEL", help="registry name or path to an HF config.json")
+    s.add_argument("--method", default="lora", choices=["full", "lora", "qlora", "grpo", "ppo", "inference"])
+    s.add_argument("--precision", default="bf16",
+                   choices=["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed", "fp8", "int8", "int4", "nf4"])
+    s.add_argument("--optimizer", default="adamw",
+                   choices=["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "adafactor"])
+    s.add_argument("--batch", type=_positive_int, default=1, help="micro-batch per GPU")
+    s.add_argument("--seq", type=_positive_int, default=2048, help="sequence length (tokens)")
+    s.add_argument("--grad-ckpt", action=argparse.BooleanOptionalAction, default=True)
+    s.add_argument("--flash-attn", action=argparse.BooleanOptionalAction, default=True)
+    s.add_argument("--lora-r", type=_positive_int, default=16)
+    s.add_argument("--lora-targets", default="q,v", help="comma list (q,k,v,o,gate,up,down) or all-linear")
+    s.add_argument("--gpus", type=_positive_int, default=1)
+    s.add_argument("--sharding", default="none", choices=["none", "ddp", "zero1", "zero2", "zero3", "fsdp"])
+    s.add_argument("--prompt-len", type=_positive_int, default=None)
+    s.add_argument("--completion-len", type=_positive_int, default=None)
+    s.add_argument("--group-size", type=_positive_int, default=None)
+    s.add_argument("--framework", default="hf", choices=["hf", "litgpt", "torchtune"],
+                   help="training stack: how logits/loss and LoRA/QLoRA dtypes are held (default hf)")
+    s.add_argument("--device", default="gpu", choices=["gpu", "cpu"],
+                   help="cpu: estimate resident memory of a CPU run (the local demo)")
+    from gpuledger.cli.commands.estimate import add_stack_options
+
+    add_stack_options(s)
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("plan", help="choose GPUs, spot/on-demand and schedule; exit 3 over budget")
+    s.add_argument("spec", metavar="SPEC")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("sweep", help="plan, launch, measure and report a sweep")
+    s.add_argument("spec", metavar="SPEC")
+    s.add_argument("--launcher", choices=["local", "skypilot"], default=None)
+    s.add_argument("--max-parallel", type=_parallel, default=None, metavar="N")
+    s.add_argument("--dry-run", action="store_true")
+    s.add_argument("--force", action="store_true", help="launch even when the budget guard refuses")
+    s.add_argument("--new", action="store_true",
+                   help="start a fresh sweep of this spec (a new sweep id) instead of continuing its last one")
+    s.add_argument("--prefect-port", type=_prefect_port, default=None, metavar="PORT",
+                   help="the port of this checkout's `gpuledger serve` (default: $GPULEDGER_PREFECT_PORT, "
+                        "else prefect.toml's 4200)")
+
+    s = sub.add_parser("render-task", help="print the SkyPilot task YAML that would be launched")
+    s.add_argument("spec", metavar="SPEC")
+    s.add_argument("--trial", type=_index, default=0, metavar="N", help="trial index (0-based)")
+
+    s = sub.add_parser("capacity", help="GPUs and $/month to serve a traffic level within an SLO")
+    s.add_argument("spec", metavar="SPEC")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("report", help="write a sweep ROI or weekly cost report")
+    rsub = s.add_subparsers(dest="report_kind", metavar="KIND", parser_class=_Parser)
+    rsub.required = True
+    r = rsub.add_parser("sweep", help="ROI report of the latest sweep of NAME")
+    r.add_argument("name", metavar="NAME", type=_sweep_name, help="the sweep's name (the spec's name:)")
+    r.add_argument("--sweep-id", default=None, type=_sweep_id, help="a given run of it (default: the latest)")
+    r.add_argument("--out", default=None, metavar="DIR")
+    r = rsub.add_parser("weekly", help="weekly cost report")
+    r.add_argument("--week", default=None, metavar="YYYY-Www", type=_week, help="ISO week, e.g. 2026-W05; without it the report picks the week and says which")
+    r.add_argument("--out", default=None, metavar="DIR")
+    r = rsub.add_parser("capacity", help="capacity report of a capacity spec")
+    r.add_argument("spec", metavar="SPEC")
+    r.add_argument("--out", default=None, metavar="DIR")
+
+    s = sub.add_parser("sql", help="run SQL against the warehouse (read-only unless --write)")
+    s.add_argument("query", metavar="QUERY")
+    s.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    s.add_argument("--write", action="store_true", help="allow statements that change the warehouse")
+
+    s = sub.add_parser("ingest", help="ingest result records from a landing folder")
+    s.add_argument("landing", nargs="?", default=None, metavar="DIR")
+
+    s = sub.add_parser("billing", help="the cloud's own bill: ingest FOCUS billing exports")
+    bsub = s.add_subparsers(dest="billing_action", metavar="ACTION", parser_class=_Parser)
+    bsub.required = True
+    b = bsub.add_parser("ingest", help="ingest FOCUS 1.0-1.2 exports (CSV, CSV.gz, Parquet)")
+    b.add_argument("paths", nargs="+", metavar="PATH")
+    b.add_argument("--export-name", default=None, metavar="NAME",
+                   help="what identifies a re-delivery of the same export (default: each file's name)")
+
+    s = sub.add_parser("warehouse", help="the team warehouse: push a local ledger into DuckLake")
+    wsub = s.add_subparsers(dest="warehouse_action", metavar="ACTION", parser_class=_Parser)
+    wsub.required = True
+    w = wsub.add_parser("push", help="copy a local DuckDB ledger into the warehouse GPULEDGER_WAREHOUSE names")
+    w.add_argument("file", metavar="FILE")
+
+    s = sub.add_parser("export", help="export every warehouse table")
+    s.add_argument("--parquet", required=True, metavar="DIR")
+
+    s = sub.add_parser("serve", help="local Prefect server + worker + the deployments of prefect.yaml")
+    s.add_argument("--port", type=_prefect_port, default=None, metavar="PORT",
+                   help="listen on this port (default: $GPULEDGER_PREFECT_PORT, else prefect.toml's 4200)")
+    from gpuledger.cli.help import document
+
+    return document(p)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    name = args.command.replace("-", "_")
+    from gpuledger.errors import UserError
+
+    try:
+        module = importlib.import_module(f"gpuledger.cli.commands.{name}")
+        return int(module.run(args) or 0)
+    except UserError as err:
+        print(f"gpuledger {args.command}: {err}", file=sys.stderr)
+        return err.exit_code
+    except OSError as err:  # a path that cannot be read or written: the user's environment, not a bug
+        where = f" {err.filename}" if getattr(err, "filename", None) else ""
+        print(f"gpuledger {args.command}: cannot use{where}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"gpuledger {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `gpuledger sql ... | head`
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,14 @@
+"""`gpuledger serve`: local Prefect server + process worker + the deployments of prefect.yaml.
+
+Starts (or reuses) the server on 127.0.0.1 (port of `prefect.toml`, or PREFECT_API_URL), keeps
+its state in `.prefect/`, creates the work pool `gpuledger-local`, runs `prefect deploy --all`,
+and runs a worker until Ctrl-C, which stops the worker and then the server. See gpuledger/flows/server.py.
+"""
+
+from __future__ import annotations
+
+
+def run(args) -> int:
+    from gpuledger.flows.server import serve
+
+    return serve(say=lambda msg: print(msg, flush=True), port=getattr(args, "port", None))

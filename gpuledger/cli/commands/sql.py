@@ -1,0 +1,56 @@
+"""`gpuledger sql QUERY [--format table|csv|json] [--write]`: ad-hoc SQL against the warehouse.
+
+Read-only by default, and read-only means it writes nothing anywhere: each statement is checked
+with DuckDB's own parser (`gpuledger.warehouse.readonly`: statement types, pragmas and table
+functions on allow-lists; COPY, EXPORT, ATTACH, INSTALL/LOAD, SET, `pragma profile_output`,
+`enable_logging(...)` are refused unless `--write`), and it runs on a read-only connection whose
+configuration is locked and which loads no extension. It still reads the user's files
+(`select * from 'x.parquet'`, `read_csv(...)`). Table output fits the terminal
+(`$COLUMNS`, else 120): a table when the columns fit, else one block per row, one `column | value`
+line each (`gpuledger.cli.table_text`). SQL errors become one line
+(`gpuledger sql: Binder Error: ...`), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+
+from gpuledger.errors import UserError
+
+#: rows shown by --format table (csv/json print every row)
+TABLE_ROWS = 200
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuledger.cli import table_text
+    from gpuledger.warehouse import READ_ONLY_CONFIG, Warehouse, read_only_problems, writing_statements
+
+    query: str = args.query
+    writes = writing_statements(query)
+    if not args.write:
+        if writes:
+            raise UserError(f"refusing a statement that changes the warehouse ({', '.join(writes)}); "
+                            "add --write if you mean it")
+        problems = read_only_problems(query)
+        if problems:
+            raise UserError(f"refusing, without --write: {'; '.join(problems)}")
+    with Warehouse.open(read_only=not args.write, config=None if args.write else READ_ONLY_CONFIG) as wh:
+        df = wh.query(query)
+    out = sys.stdout
+    if args.format == "csv":
+        out.write(df.write_csv())
+    elif args.format == "json":
+        out.write(df.write_json() + "\n")
+    else:
+        if df.width == 0 or (writes and df.columns == ["Count"]):
+            changed = f" ({df.item()} rows)" if df.shape == (1, 1) else ""
+            print(f"ok{changed}")
+            return 0
+        print(table_text.render(df.columns, df.head(TABLE_ROWS).rows(), shutil.get_terminal_size((120, 24)).columns))
+        note = f"{df.height} row{'s' if df.height != 1 else ''}"
+        if df.height > TABLE_ROWS:
+            note += f", first {TABLE_ROWS} shown (use --format csv for all)"
+        print(note)
+    return 0

@@ -1,0 +1,164 @@
+"""`gpuledger sweep SPEC [--launcher local|skypilot] [--max-parallel N] [--dry-run] [--force]`.
+
+Runs the Prefect flow `sweep` (gpuledger/flows/sweep.py) in this process. The flow talks to the configured
+Prefect server when one answers (`gpuledger serve`, or PREFECT_API_URL), else to a temporary server
+started for this run (Prefect's ephemeral mode). Progress: a rich progress bar on a terminal, one
+line per finished trial otherwise. Exit 0 when every launched trial succeeded and every record is
+stored (also after a budget stop); 1 when some failed, or when some records could not be stored
+(they are counted and named, and stay in the sweep's landing folder for the next run or
+`gpuledger ingest`); 3 when the budget guard refuses (before anything is launched); 130 when
+interrupted (finished trials' records are stored first).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from gpuledger.errors import UserError
+
+
+def _import_flow():
+    """Imports the flow (and Prefect) only now: `flows` is a package of this project, installed with it."""
+    from gpuledger.flows.sweep import drain_prefect, sweep
+    from gpuledger.runtime.events import progress_listener
+
+    return sweep, progress_listener, drain_prefect
+
+
+class _Lines:
+    """Plain progress lines (not a terminal: logs, CI, tests)."""
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event["kind"]
+        if kind == "planned":
+            print(f"gpuledger sweep: {event['sweep_id']}: {event['todo']} to run, {event['done_before']} done "
+                  f"before, of {event['total']} (at most {event['max_parallel']} at once)", flush=True)
+        elif kind == "result":
+            stored = "stored" if event.get("stored", True) else "NOT stored (kept in landing)"
+            print(f"gpuledger sweep: trial {event['trial_id']} {event['status']} {stored} "
+                  f"({event['done']}/{event['total']}, spent ${event['spent_usd']:.4f})", flush=True)
+        elif kind == "skipped-budget":
+            print(f"gpuledger sweep: budget stop: {len(event['trial_ids'])} trial(s) skipped", flush=True)
+
+
+class _Bar:
+    """A rich progress bar of finished trials, with the spend so far, on ONE console with Prefect's logs.
+
+    While the bar runs, every Prefect console log handler prints through the bar's console, so log
+    lines appear above the bar instead of glued to it; they get their own consoles back afterwards.
+    """
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[spent]}"), TimeElapsedColumn(), transient=False)
+        self.task = None
+        self.swapped: list[tuple[Any, Any]] = []
+
+    def __enter__(self) -> _Bar:
+        self.progress.start()
+        for handler in _console_handlers():
+            self.swapped.append((handler, handler.console))
+            handler.console = self.progress.console
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+        for handler, console in self.swapped:
+            handler.console = console
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event["kind"]
+        if kind == "planned":
+            self.task = self.progress.add_task(event["sweep_id"], total=event["total"],
+                                               completed=event["done_before"], spent="$0.0000")
+        elif kind == "result" and self.task is not None:
+            self.progress.update(self.task, completed=event["done"], spent=f"${event['spent_usd']:.4f}")
+        elif kind == "skipped-budget" and self.task is not None:
+            self.progress.update(self.task, description="budget stop")
+
+
+def _console_handlers() -> list[Any]:
+    """Returns the logging handlers that print Prefect's logs with a rich console (`.console`)."""
+    import logging
+
+    loggers = [logging.getLogger()] + [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
+                                       if name.startswith("prefect")]
+    found = []
+    for lg in loggers:
+        for handler in getattr(lg, "handlers", []):
+            if hasattr(handler, "console") and handler not in found:
+                found.append(handler)
+    return found
+
+
+def run(args) -> int:
+    from gpuledger.spec import load_spec
+
+    spec_path = Path(args.spec)
+    spec = load_spec(spec_path)  # fast, located errors before any server starts
+    if spec.kind != "sweep":
+        raise UserError(f"{args.spec} is a `kind: {spec.kind}` spec; `gpuledger sweep` runs sweeps "
+                        f"(try `gpuledger capacity {args.spec}`)")
+    from gpuledger.flows.server import prefect_api
+
+    def say(msg: str) -> None:
+        print(f"gpuledger sweep: {msg}", file=sys.stderr, flush=True)
+
+    with prefect_api(say=say, port=getattr(args, "prefect_port", None)):
+        flow, progress_listener, drain_prefect = _import_flow()
+        params = dict(spec=str(spec_path), launcher=args.launcher, max_parallel=args.max_parallel,
+                      dry_run=bool(args.dry_run), force=bool(args.force), new=bool(getattr(args, "new", False)))
+        try:
+            if sys.stdout.isatty() and not args.dry_run:
+                with _Bar() as bar, progress_listener(bar):
+                    state = flow(**params, return_state=True)
+            else:
+                with progress_listener(_Lines()):
+                    state = flow(**params, return_state=True)
+        finally:
+            drain_prefect()
+    summary = state.result(raise_on_failure=False)
+    if isinstance(summary, BaseException):  # UserError / BudgetExceeded: one message, its exit code
+        raise summary
+    return _report(summary)
+
+
+def _report(s: dict[str, Any]) -> int:
+    if s.get("dry_run"):
+        print(f"gpuledger sweep: dry run of {s['sweep_id']}: {s['trials']} trials planned, nothing launched")
+        return 0
+    print(f"gpuledger sweep: {s['sweep_id']} {s['status']}: {s['launched']} launched, {s['succeeded']} succeeded, "
+          f"{s['failed'] + s['launcher_errors']} failed, {s['skipped_budget']} skipped (budget), "
+          f"{s['skipped_done']} done before; spent ${s['spent_usd']:.4f} of ${s['budget_usd']:.2f}")
+    if s.get("not_asked"):
+        print(f"  {s['not_asked']} candidate point(s) not asked for by the search (n_trials reached): `not-asked`")
+    for line in s.get("failures", [])[:20]:
+        print(f"  failed: {line}")
+    if s.get("forced"):
+        print("  forced past the budget guard (recorded in the warehouse)")
+    best = s.get("best")
+    if best:
+        tt = best.get("time_to_recipe_s")
+        print(f"Best recipe: trial {best['trial_id']} {best.get('params') or ''}: {best.get('metric_name')} = "
+              f"{best['best_metric']:.4g}; time-to-recipe {'-' if tt is None else f'{tt:.1f} s'}, "
+              f"cost-to-recipe ${float(best.get('cost_to_recipe_usd') or 0):.4f} "
+              f"(of ${float(best.get('total_cost_usd') or 0):.4f} spent in all)")
+    elif not s.get("dry_run"):
+        print("Best recipe: none yet (no succeeded trial reported the objective metric)")
+    if s.get("report_html"):
+        print(f"Report:    {s['report_html']}")
+    if s.get("warehouse"):
+        print(f"Warehouse: {s['warehouse']}")
+    if s.get("unrecorded"):
+        print(f"  NOT STORED: {s['unrecorded']} result record(s) could not be written to the warehouse; they "
+              f"stay in {s['landing']} and the next run of this sweep, or `gpuledger ingest {s['landing']}`, "
+              f"stores them:")
+        for name in s.get("unrecorded_files", [])[:20]:
+            print(f"    {name}")
+    from gpuledger.runtime.summary import SweepSummary
+
+    return SweepSummary(**s).exit_code()

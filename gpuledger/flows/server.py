@@ -1,0 +1,377 @@
+"""The local Prefect machinery: which API to talk to, a temporary server, and `gpuledger serve`.
+
+Prefect itself is never imported here: everything goes through the `prefect` command of this
+environment or a `uvicorn` subprocess, so that `gpuledger` stays fast to start.
+
+- `configured_api_url()`: `PREFECT_API_URL`, else `[api].url` of `./prefect.toml` (the project's).
+- `serve_api_url()`: where `gpuledger serve` listens: `--port`, else `$GPULEDGER_PREFECT_PORT`, else
+  the configured URL (port 4200 of prefect.toml).
+- `own_server_url()`: the API of THIS checkout's running `gpuledger serve`, known from the state file
+  it keeps in its Prefect home (`.prefect/gpuledger-serve.json`: pid, API URL, checkout path).
+- `prefect_api()`: a context manager `gpuledger sweep` runs its flow in. It points
+  `PREFECT_API_URL` at this checkout's own server when one runs (or at `PREFECT_API_URL` when the
+  user set it: their explicit choice); else at a temporary server it starts (Prefect's ephemeral
+  mode, but as our own child process: it dies with us even on SIGKILL), and stops it afterwards.
+  A server that merely answers on the configured port (another checkout's) is never attached to.
+- `serve()`: `gpuledger serve`: a local server on 127.0.0.1 with its state under the project
+  (`.prefect/`), the process work pool, the deployments of `prefect.yaml`, and a worker. Ctrl-C
+  (or SIGTERM) stops the worker, then the server. A second `gpuledger serve` while one runs says so
+  and exits 0; a port taken by a server that is not this checkout's is refused with the way out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import tomllib
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+from gpuledger.errors import UserError
+from gpuledger.launch.procs import pid_alive
+
+DEFAULT_API_URL = "http://127.0.0.1:4200/api"
+#: the port `gpuledger serve` listens on and `gpuledger sweep` looks for (else prefect.toml's)
+PORT_ENV = "GPULEDGER_PREFECT_PORT"
+WORK_POOL = "gpuledger-local"
+STATE_FILE = "gpuledger-serve.json"
+#: what every Prefect process started from here gets: no telemetry, offline (shared/DESIGN.md)
+QUIET_ENV = {
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT": "false",
+}
+
+
+def project_root() -> Path:
+    """Returns the folder with `prefect.yaml`: the current one if it has it, else this checkout."""
+    here = Path.cwd()
+    if (here / "prefect.yaml").is_file():
+        return here
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "prefect.yaml").is_file():
+        return checkout
+    return here
+
+
+def configured_api_url(cwd: Path | None = None) -> str | None:
+    """Returns the Prefect API URL configured for `cwd` (env, then ./prefect.toml), or None."""
+    if "PREFECT_API_URL" in os.environ:
+        return os.environ["PREFECT_API_URL"].strip() or None
+    toml = (cwd or Path.cwd()) / "prefect.toml"
+    try:
+        data = tomllib.loads(toml.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    url = (data.get("api") or {}).get("url")
+    return str(url).strip() or None if url else None
+
+
+def port_from(text: str | int | None, what: str = PORT_ENV) -> int | None:
+    """Returns a TCP port (1024-65535) from `text`, None when empty; a clear error otherwise."""
+    if text is None or str(text).strip() == "":
+        return None
+    try:
+        port = int(str(text).strip())
+    except ValueError:
+        port = -1
+    if not 1024 <= port <= 65535:
+        raise UserError(f"{what}={text!r} is not a port number between 1024 and 65535")
+    return port
+
+
+def serve_api_url(root: Path, port: int | None = None) -> str:
+    """Returns the API URL `gpuledger serve` uses: `port` (--port), else $GPULEDGER_PREFECT_PORT,
+    else the configured URL (PREFECT_API_URL or prefect.toml), else the default."""
+    port = port or port_from(os.environ.get(PORT_ENV))
+    if port is not None:
+        return f"http://127.0.0.1:{port}/api"
+    return configured_api_url(root) or DEFAULT_API_URL
+
+
+def state_path(root: Path) -> Path:
+    """Returns the file in which this checkout's `gpuledger serve` names itself (its Prefect home)."""
+    return Path(os.environ.get("PREFECT_HOME") or root / ".prefect") / STATE_FILE
+
+
+def own_server_url(root: Path) -> str | None:
+    """Returns the API URL of this checkout's running `gpuledger serve` (its state file names this
+    checkout, its process lives and its API answers), else None."""
+    try:
+        state = json.loads(state_path(root).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    url = state.get("api_url") if isinstance(state, dict) else None
+    if (not url or state.get("root") != str(root.resolve()) or not pid_alive(state.get("pid"))
+            or not api_healthy(url)):
+        return None
+    return str(url)
+
+
+def api_healthy(api_url: str, timeout_s: float = 1.0) -> bool:
+    """Returns True when the Prefect API at `api_url` answers its health check."""
+    try:
+        with urllib.request.urlopen(api_url.rstrip("/") + "/health", timeout=timeout_s) as resp:  # noqa: S310
+            return resp.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def wait_healthy(api_url: str, timeout_s: float, proc: subprocess.Popen | None = None) -> bool:
+    """Waits until the API answers (True), `proc` exits or `timeout_s` passes (False)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if api_healthy(api_url, timeout_s=1.0):
+            return True
+        if proc is not None and proc.poll() is not None:
+            return False
+        time.sleep(0.2)
+    return False
+
+
+def free_port() -> int:
+    """Returns a TCP port on 127.0.0.1 that was free a moment ago."""
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """preexec_fn: the child gets SIGTERM when the process that started it dies (Linux prctl)."""
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+
+
+def prefect_bin() -> str:
+    """Returns the `prefect` command of this environment."""
+    candidate = Path(sys.executable).parent / "prefect"
+    return str(candidate) if candidate.exists() else "prefect"
+
+
+def stop_process(proc: subprocess.Popen | None, grace_s: float = 15.0, first: int = signal.SIGINT) -> None:
+    """Stops `proc` and its process group: `first` signal, then SIGKILL after `grace_s`; returns once reaped."""
+    if proc is None:
+        return
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, first)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace_s)
+    # whatever is left in its group (uvicorn workers, flow-run subprocesses)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+
+
+def start_temporary_server(home: Path | None = None, timeout_s: float = 300.0) -> tuple[subprocess.Popen, str]:
+    """Starts a temporary Prefect API server (no UI, no services) on a free port; returns (process, api_url).
+
+    Waits up to `timeout_s` for it to answer; another port is tried only when the server exited.
+
+    The same command Prefect's ephemeral mode runs, but the child dies with this process.
+    """
+    env = {**os.environ, **QUIET_ENV, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
+           "PREFECT__SERVER_FINAL": "1"}
+    env.pop("PREFECT_API_URL", None)
+    if home is not None:
+        env["PREFECT_HOME"] = str(home)
+    for _ in range(3):
+        port = free_port()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app",
+             "--host", "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"],
+            env=env, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent, start_new_session=True,
+        )
+        api_url = f"http://127.0.0.1:{port}/api"
+        if wait_healthy(api_url, timeout_s, proc):
+            return proc, api_url
+        slow = proc.poll() is None  # still starting: another try would only start over
+        stop_process(proc, grace_s=3.0, first=signal.SIGTERM)
+        if slow:
+            raise UserError(f"a temporary Prefect server did not answer within {timeout_s:g} s (a loaded "
+                            f"machine?); start one with `gpuledger serve` and retry")
+    raise UserError("could not start a temporary Prefect server; start one with `gpuledger serve` "
+                    "(or `prefect server start`) and retry")
+
+
+@contextlib.contextmanager
+def prefect_api(cwd: Path | None = None, say: Callable[[str], None] | None = None,
+                port: int | None = None) -> Iterator[str]:
+    """Sets `PREFECT_API_URL` for the body: PREFECT_API_URL when the user set it and it answers, else
+    this checkout's own `gpuledger serve` (on `port` / $GPULEDGER_PREFECT_PORT when given), else a
+    temporary server. Yields the API URL; restores the environment and stops a temporary server after.
+    """
+    saved = {k: os.environ.get(k) for k in ("PREFECT_API_URL", *QUIET_ENV)}
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    root = (cwd or project_root()).resolve()
+    explicit = os.environ.get("PREFECT_API_URL", "").strip() or None
+    own = own_server_url(root)
+    wanted = serve_api_url(root, port) if (port or os.environ.get(PORT_ENV)) else None
+    url = explicit if explicit and api_healthy(explicit) else own if own and (wanted in (None, own)) else None
+    proc = None
+    try:
+        if url:
+            os.environ["PREFECT_API_URL"] = url
+        else:
+            other = explicit or wanted or configured_api_url(root)
+            if other and say:
+                why = ("answers, but it is not this checkout's `gpuledger serve`" if api_healthy(other)
+                       else "does not answer")
+                say(f"the Prefect server at {other} {why}; using a temporary one for this run "
+                    f"(`gpuledger serve` starts this checkout's server)")
+            proc, url = start_temporary_server()
+            os.environ["PREFECT_API_URL"] = url
+        yield url
+    finally:
+        stop_process(proc, grace_s=5.0, first=signal.SIGTERM)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+# -- gpuledger serve ------------------------------------------------------------------------------
+
+
+def _run(cmd: list[str], env: dict[str, str], cwd: Path, timeout_s: float = 300.0) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, env=env, cwd=str(cwd), capture_output=True, text=True, timeout=timeout_s,
+                          stdin=subprocess.DEVNULL)
+
+
+def serve_env(root: Path, api_url: str) -> dict[str, str]:
+    """Returns the environment of the server, `prefect` commands and the worker."""
+    env = dict(os.environ)
+    for key, value in QUIET_ENV.items():
+        env.setdefault(key, value)
+    env["PREFECT_API_URL"] = api_url
+    env.setdefault("PREFECT_HOME", str(root / ".prefect"))
+    env.setdefault("PREFECT_WORKER_QUERY_SECONDS", "2")  # pick up a run within seconds, not 10 s
+    env.setdefault("GPULEDGER_HOME", str(root))
+    env["PYTHONUNBUFFERED"] = "1"
+    # the flow runs must find the same python and `gpuledger`
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def serve(root: Path | None = None, say: Callable[[str], None] = print, ready_timeout_s: float = 120.0,
+          port: int | None = None) -> int:
+    """Runs `gpuledger serve` until Ctrl-C/SIGTERM; returns the exit code. See the module docstring."""
+    root = (root or project_root()).resolve()
+    if not (root / "prefect.yaml").is_file():
+        raise UserError(f"no prefect.yaml in {root}; run `gpuledger serve` from the gpuledger checkout")
+    api_url = serve_api_url(root, port)
+    parsed = urlparse(api_url)
+    host, port = parsed.hostname or "127.0.0.1", parsed.port or 4200
+    if host not in ("127.0.0.1", "localhost"):
+        raise UserError(f"PREFECT_API_URL is {api_url}, not a local server; `gpuledger serve` starts one on "
+                        f"127.0.0.1: unset PREFECT_API_URL, or start a worker against that server with "
+                        f"`prefect worker start --pool {WORK_POOL}`")
+    env = serve_env(root, api_url)
+    home = Path(env["PREFECT_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    state_file = home / STATE_FILE
+    ui = f"http://{host}:{port}"
+    explicit = bool(os.environ.get("PREFECT_API_URL", "").strip()) and not (port or os.environ.get(PORT_ENV))
+
+    with contextlib.suppress(OSError, ValueError):
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+        if state.get("pid") != os.getpid() and pid_alive(state.get("pid")) and api_healthy(api_url):
+            say(f"gpuledger serve is already running (pid {state['pid']}): UI {ui}, API {api_url}")
+            say("  run a sweep:  prefect deployment run sweep/lora-grid --watch")
+            return 0
+
+    server = worker = None
+    stopping = {"flag": False}
+
+    def on_term(signum, frame):  # SIGTERM behaves like Ctrl-C: orderly shutdown
+        stopping["flag"] = True
+        raise KeyboardInterrupt
+
+    old_term = signal.signal(signal.SIGTERM, on_term)
+    prefect = prefect_bin()
+    try:
+        if api_healthy(api_url) and not explicit:
+            raise UserError(f"port {port} already has a Prefect server that is not this checkout's ({root}); "
+                            f"start this one on another port: `gpuledger serve --port N` or {PORT_ENV}=N "
+                            f"(`gpuledger sweep` then finds it by itself)")
+        if api_healthy(api_url):
+            say(f"Prefect server already up at {api_url} (PREFECT_API_URL); using it")
+        else:
+            say(f"Starting Prefect server on {ui} (state in {home}) ...")
+            log = open(home / "server.log", "ab")  # noqa: SIM115 - kept open for the child's lifetime
+            server = subprocess.Popen(
+                [prefect, "server", "start", "--host", host, "--port", str(port)],
+                env=env, cwd=str(root), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=_die_with_parent,
+            )
+            log.close()
+            if not wait_healthy(api_url, ready_timeout_s, server):
+                tail = _tail(home / "server.log")
+                raise UserError(f"the Prefect server did not become healthy at {api_url} within "
+                                f"{ready_timeout_s:g} s; its log ({home / 'server.log'}) ends with:\n{tail}")
+        state_file.write_text(json.dumps({"pid": os.getpid(), "server_pid": server.pid if server else None,
+                                          "api_url": api_url, "root": str(root)}), encoding="utf-8")
+
+        if _run([prefect, "work-pool", "inspect", WORK_POOL], env, root).returncode != 0:
+            say(f"Creating work pool {WORK_POOL} (process) ...")
+            made = _run([prefect, "work-pool", "create", WORK_POOL, "--type", "process"], env, root)
+            if made.returncode != 0:
+                raise UserError(f"could not create work pool {WORK_POOL}:\n{made.stdout}{made.stderr}")
+        say("Deploying prefect.yaml (sweep/lora-grid, cost-report/weekly, capacity/chat-serving) ...")
+        deployed = _run([prefect, "--no-prompt", "deploy", "--all"], env, root)
+        if deployed.returncode != 0:
+            raise UserError(f"`prefect deploy --all` failed:\n{deployed.stdout[-4000:]}{deployed.stderr[-4000:]}")
+
+        say(f"Starting worker on pool {WORK_POOL} ...")
+        worker = subprocess.Popen(
+            [prefect, "worker", "start", "--pool", WORK_POOL, "--type", "process"],
+            env=env, cwd=str(root), stdin=subprocess.DEVNULL, start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        state_file.write_text(json.dumps({"pid": os.getpid(), "server_pid": server.pid if server else None,
+                                          "worker_pid": worker.pid, "api_url": api_url, "root": str(root)}),
+                              encoding="utf-8")
+        say(f"gpuledger serve ready: UI {ui}  API {api_url}")
+        say("  run a sweep:    prefect deployment run sweep/lora-grid --watch")
+        say("  weekly report:  prefect deployment run cost-report/weekly   (scheduled Mondays 08:00 UTC)")
+        say("Ctrl-C stops the worker, then the server.")
+        while True:
+            if worker.poll() is not None:
+                raise UserError(f"the worker exited with code {worker.returncode}; stopping")
+            if server is not None and server.poll() is not None:
+                raise UserError(f"the Prefect server exited with code {server.returncode}; stopping")
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        say("Stopping: worker first, then the server ...")
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the shutdown short
+        stop_process(worker, grace_s=20.0)
+        stop_process(server, grace_s=20.0)
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(state_file.read_text(encoding="utf-8")).get("pid") == os.getpid():
+                state_file.unlink()
+        signal.signal(signal.SIGTERM, old_term)
+        if worker is not None or server is not None:
+            say("Stopped.")
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"

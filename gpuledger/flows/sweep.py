@@ -1,0 +1,190 @@
+"""Flow `sweep`: plan, guard, run the trials, report; Prefect adds logs, artifacts and the budget event.
+
+    sweep(spec="specs/lora-grid.yaml", launcher=None, max_parallel=None, dry_run=False, force=False)
+
+The flow only orchestrates; what a sweep does lives in `gpuledger.runtime` (tested without Prefect):
+1. task `plan-sweep`: loads the spec, expands and plans its trials (`gpuledger.plan`), logs the
+   plan once and publishes it as the table artifact `sweep-NAME-plan`;
+2. the budget guard: over budget -> the run ends Failed with `BudgetExceeded` (exit 3 from the CLI)
+   before anything is launched or written, unless `force` (then recorded as forced, and the
+   runtime budget stop is off too). `dry_run` stops here;
+3. task `run-trials`: `gpuledger.runtime.engine.execute` registers the sweep, stores leftovers of
+   an earlier run, launches the trials on a plain thread pool (at most `max_parallel` at once; one
+   Prefect task per trial costs ~150 ms of orchestration on a small machine, so trials are not
+   tasks: each one's outcome is a log line, the `sweep-NAME-progress` artifact follows them),
+   stores each result as it arrives, and stops at the budget, emitting the Prefect event
+   `gpuledger.budget.exceeded` (payload: sweep, spent, budget, in_flight_est, skipped, ...);
+4. task `write-report`: the ROI report (`gpuledger.report`), published as the artifacts
+   `sweep-NAME-roi` (markdown), `sweep-NAME-report` (link) and `sweep-NAME-results` (table).
+The flow returns the summary (`gpuledger.runtime.summary.SweepSummary` as a dict); its `status`
+and the CLI's exit code tell the truth (`unrecorded` when some records could not be stored).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gpuledger.flows  # noqa: F401  (telemetry off before Prefect is imported)
+
+# isort: split
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.events import emit_event
+from prefect.states import Failed, State
+from prefect.utilities.annotations import quote
+
+from gpuledger.flows.artifacts import Progress, artifact_key, publish_report, publish_table
+from gpuledger import protocol as P
+from gpuledger.errors import BudgetExceeded, UserError
+from gpuledger.runtime.budget import BudgetStop
+from gpuledger.runtime.engine import Hooks, SweepRun, best_recipe, execute
+from gpuledger.runtime.events import notify
+from gpuledger.runtime.ids import new_sweep_id
+from gpuledger.runtime.launching import SWEEP_LAUNCHERS, make_launcher
+from gpuledger.runtime.requests import planned_as
+from gpuledger.runtime.summary import SweepSummary
+
+BUDGET_EVENT = "gpuledger.budget.exceeded"
+PLAN_COLUMNS = ["trial_id", "params", "accelerator", "gpus", "cloud", "region", "instance_type", "spot",
+                "est_memory_gib", "est_wall_s", "est_basis", "est_cost_usd", "feasible", "reason"]
+#: How `run-trials` makes its launcher (tests swap it for a flaky one).
+launcher_factory = make_launcher
+
+
+class PrefectHooks(Hooks):
+    """The runtime's hooks in a flow run: its logger, the progress artifact, the budget event."""
+
+    def __init__(self, log: Any, name: str, sweep_id: str) -> None:
+        super().__init__(log)
+        self.name, self.sweep_id = name, sweep_id
+        self.bar: Progress | None = None
+
+    def progress(self, done: int, total: int, final: bool = False) -> None:
+        if self.bar is None:
+            self.bar = Progress(artifact_key("sweep", self.name, "progress"), total, done,
+                                f"trials of {self.sweep_id} finished, of {total}")
+        self.bar.update(done, force=final)
+
+    def budget_stopped(self, stop: BudgetStop, trial_ids: list[str]) -> None:
+        emit_event(
+            event=BUDGET_EVENT,
+            resource={"prefect.resource.id": f"gpuledger.sweep.{self.sweep_id}", "prefect.resource.name": self.name},
+            payload={"sweep": self.sweep_id, "spent": round(stop.spent_usd, 6), "budget": stop.budget_usd,
+                     "in_flight_est": round(stop.in_flight_est_usd, 6), "skipped": len(trial_ids),
+                     "skipped_trial_ids": trial_ids},
+        )
+
+
+@task(name="plan-sweep", persist_result=False, cache_policy=NO_CACHE)
+def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, new: bool = False) -> dict[str, Any]:
+    """Loads, expands and plans the spec; logs and publishes the plan once; returns what the flow needs."""
+    from gpuledger.plan import plan_sweep, render_plan
+    from gpuledger.inputs.ledger import planning_inputs
+    from gpuledger.spec import expand_trials, load_spec, sweep_id_for
+
+    log = get_run_logger()
+    sp = load_spec(Path(spec))
+    if sp.kind != "sweep":
+        raise UserError(f"{spec}: kind is {sp.kind!r}; the sweep flow runs `kind: sweep` specs "
+                        f"(use `gpuledger capacity` for capacity specs)")
+    launcher_name = launcher or sp.launcher
+    if launcher_name not in SWEEP_LAUNCHERS:
+        raise UserError(f"unknown launcher {launcher_name!r}: use local or skypilot")
+    sweep_id = new_sweep_id(sp) if new else sweep_id_for(sp)
+    trials = expand_trials(sp)
+    plan = plan_sweep(sp, trials, max_parallel=max_parallel, launcher=planned_as(launcher_name),
+                      **planning_inputs(sp, planned_as(launcher_name)))
+    plan_json = plan.to_json()
+    cap = int(plan_json.get("max_parallel") or max_parallel or sp.resources.max_parallel or 1)
+    cap = max(1, min(cap, max_parallel or cap))
+    log.info("Plan of sweep %s (%d trials, at most %d at once):\n%s", sweep_id, len(trials), cap, render_plan(plan))
+    publish_table(artifact_key("sweep", sp.name, "plan"), plan_json.get("trials", []),
+                  f"Plan of {sweep_id}: {len(trials)} trials, est. ${float(plan_json.get('total_est_cost_usd') or 0):.2f}"
+                  f" of ${float(sp.budget.max_usd):.2f} budget, max_parallel {cap}", PLAN_COLUMNS)
+    return {"spec": sp, "plan": plan, "plan_json": plan_json, "sweep_id": sweep_id, "trials": trials, "cap": cap,
+            "launcher": launcher_name}
+
+
+@task(name="run-trials", persist_result=False, cache_policy=NO_CACHE)
+def run_trials_task(run: SweepRun) -> SweepSummary:
+    """Registers the sweep and runs its trials (`gpuledger.runtime.engine.execute`)."""
+    log = get_run_logger()
+    return execute(run, PrefectHooks(log, run.spec.name, run.sweep_id))
+
+
+@task(name="write-report", persist_result=False, cache_policy=NO_CACHE)
+def write_report_task(name: str, summary: SweepSummary) -> SweepSummary:
+    """Writes the ROI report; publishes markdown, link and trial-results artifacts; names the best recipe."""
+    from gpuledger.report import write_sweep_report
+    from gpuledger.warehouse import Warehouse
+
+    log = get_run_logger()
+    with Warehouse.open(read_only=True) as wh:
+        files = write_sweep_report(wh, name=name, sweep_id=summary.sweep_id)
+        results = wh.query_named("trial_results_of_sweep", {"sweep_id": summary.sweep_id}).to_dicts()
+    summary.report_html = str(files.html.resolve())
+    summary.report_markdown = str(files.markdown)
+    publish_report(files, artifact_key("sweep", name, "roi"), f"ROI report of {summary.sweep_id}",
+                   link_key=artifact_key("sweep", name, "report"))
+    publish_table(artifact_key("sweep", name, "results"), results,
+                  f"Trial results of {summary.sweep_id} (v_trial_results)")
+    summary.best = best_recipe(summary.sweep_id)
+    log.info("ROI report of %s: %s", summary.sweep_id, summary.report_html)
+    return summary
+
+
+@flow(name="sweep", persist_result=False)
+def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = None, dry_run: bool = False,
+          force: bool = False, new: bool = False) -> dict[str, Any] | State:
+    """Plans, guards, runs and reports one sweep; returns its summary (a dict).
+
+    A budget refusal (no `force`) ends the run Failed with the guard's message: calling the flow
+    raises `BudgetExceeded` (exit 3 from the CLI). `new`: a fresh sweep of the spec (a new sweep id)
+    instead of continuing the spec's sweep.
+    """
+    from gpuledger.plan import budget_guard
+
+    log = get_run_logger()
+    p = plan_sweep_task(spec, launcher, max_parallel, new and not dry_run)
+    sp, sweep_id = p["spec"], p["sweep_id"]
+    summary = SweepSummary(sweep_id=sweep_id, name=sp.name, dry_run=dry_run, trials=len(p["trials"]),
+                           max_parallel=p["cap"], budget_usd=float(sp.budget.max_usd))
+    try:
+        budget_guard(p["plan"])
+    except BudgetExceeded as err:
+        if not force:
+            # a refusal is an answer, not a crash: a Failed state with the message (no traceback in the logs)
+            log.error("Budget guard refused sweep %s (nothing launched, nothing written): %s", sweep_id, err)
+            return Failed(message=str(err), data=err)
+        summary.forced = True
+        log.warning("Budget guard refused sweep %s but force=True: launching anyway (recorded as forced). %s",
+                    sweep_id, err)
+    if dry_run:
+        summary.status = P.SWEEP_DRY_RUN
+        log.info("Dry run: nothing launched, nothing written.")
+        notify("finished", summary=summary.to_dict())
+        return summary.to_dict()
+
+    run = SweepRun(spec=sp, spec_path=Path(spec), sweep_id=sweep_id, trials=p["trials"], plan_json=p["plan_json"],
+                   cap=p["cap"], launcher=p["launcher"], summary=summary, launcher_factory=launcher_factory)
+    summary = run_trials_task(quote(run))  # quote: Prefect passes the objects as they are
+    summary = write_report_task(sp.name, quote(summary))
+    log.info("Sweep %s %s: %d launched, %d succeeded, %d failed, %d skipped (budget), %d done before, "
+             "%d record(s) not stored; spent $%.4f of $%.2f", sweep_id, summary.status, summary.launched,
+             summary.succeeded, summary.failed + summary.launcher_errors, summary.skipped_budget,
+             summary.skipped_done, summary.unrecorded, summary.spent_usd, float(sp.budget.max_usd))
+    notify("finished", summary=summary.to_dict())
+    return summary.to_dict()
+
+
+def drain_prefect(timeout_s: float = 10.0) -> None:
+    """Sends Prefect's queued logs and events before a (temporary) server goes away; best effort."""
+    import contextlib
+
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for service in (APILogWorker, EventsWorker):
+        with contextlib.suppress(Exception):  # never hide the sweep's own outcome
+            service.drain_all(timeout=timeout_s)

@@ -1,0 +1,74 @@
+"""What the planner is given from outside (the pure planner reads none of it itself):
+
+- this machine's stored measured speed (`gpuledger.inputs.machine.local_machine`), for `launcher: local`;
+- spot preemptions measured in the warehouse (`Warehouse.measured_preemption`);
+- measured runs of the spec's model and method (named query `plan_measurements`), which calibrate
+  the plan's times (gpuledger/plan/calibration.py).
+- for a sweep that prunes (asha, tpe with pruning): the learning curves of the objective measured by
+  earlier runs of the same model, method, metric and train settings (named query `learning_curves`),
+  for the expected spend under pruning (gpuledger/plan/pruning.py).
+
+`planning_inputs(spec, launcher)` returns them as keyword arguments of `plan_sweep`; the plan
+command and the sweep flow both use it. It never creates a warehouse; a busy warehouse, or one not
+yet migrated to 004, means planning without measurements.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def measured_curves(wh, spec) -> dict[str, Any]:
+    """Returns {params key: Curve} of the objective's learning curves earlier runs of the spec's model,
+    method, objective metric and train settings measured (each point's latest run)."""
+    import json
+
+    from gpuledger.plan.pruning import params_key
+    from gpuledger.search.simulate import curves_from_points
+
+    train = spec.train.model_dump(mode="json")
+    rows = []
+    for r in wh.query_named("learning_curves", {"sweep_id": None, "model": spec.model, "method": spec.method,
+                                                "metric": spec.search.objective.metric}).iter_rows(named=True):
+        try:
+            same = r["train"] is not None and json.loads(r["train"]) == train
+            params = json.loads(r["params"]) if isinstance(r["params"], str) else r["params"]
+        except (TypeError, ValueError):
+            continue
+        if same and isinstance(params, dict):
+            rows.append({**r, "trial_id": params_key(params)})
+    return {c.trial_id: c for c in curves_from_points(rows)}
+
+
+def _measured(spec) -> tuple[dict | None, Any, dict | None]:
+    from gpuledger.errors import UserError
+    from gpuledger.settings import resolve_path
+
+    path = resolve_path()
+    if not path.exists():
+        return None, None, None
+    from gpuledger.search import prunes
+    from gpuledger.warehouse import Warehouse
+
+    try:
+        with Warehouse.open(path, read_only=True, lock_timeout_s=0.5) as wh:
+            preemption = wh.measured_preemption() or None
+            try:
+                runs = wh.query_named("plan_measurements", {"model": spec.model, "method": spec.method})
+            except UserError:  # a warehouse not yet migrated to 004 (no trials.est_flops)
+                return preemption, None, None
+            return preemption, runs, (measured_curves(wh, spec) if prunes(spec) else None)
+    except UserError:  # busy (a running sweep holds it): plan with the defaults
+        return None, None, None
+
+
+def planning_inputs(spec, launcher: str | None = None) -> dict[str, Any]:
+    """Returns {machine, measured_preemption, measurements, curves} for `plan_sweep(spec, **inputs)`."""
+    launcher = launcher or spec.launcher
+    machine = None
+    if launcher == "local":
+        from gpuledger.inputs.machine import local_machine
+
+        machine = local_machine()
+    preemption, runs, curves = _measured(spec)
+    return {"machine": machine, "measured_preemption": preemption, "measurements": runs, "curves": curves}

@@ -1,0 +1,301 @@
+"""The one reader of gpuledger's settings, and where a project's run-time data lives.
+
+A project is a folder with a `gpuledger.toml`, found by walking up from the working directory (as git
+and dbt find theirs). Settings are layered, each layer overriding the one before:
+
+    defaults < user file (~/.config/gpuledger/config.toml, or $GPULEDGER_CONFIG)
+             < the project's gpuledger.toml < GPULEDGER_* variables < command-line flags
+
+All run-time data of a project (the warehouse file, the landing folder of result records, the
+adaptive-search studies, the local Prefect home, logs) lives in one git-ignored folder of the
+project, `.gpuledger/` by default; reports go to `reports/` beside it. From any subfolder of the
+project the same files are used. Outside a project, a command that needs one says so in one line
+(`ProjectNotFound`), unless `GPULEDGER_WAREHOUSE` names a warehouse explicitly.
+
+Nothing here imports DuckDB (commands that only may read the warehouse ask here first).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuledger.errors import UserError
+
+PROJECT_FILE = "gpuledger.toml"
+#: the git-ignored folder of a project that holds all its run-time data
+DATA_DIR_NAME = ".gpuledger"
+#: warehouse file name inside the data folder
+WAREHOUSE_FILE = "ledger.duckdb"
+ENV_PATH = "GPULEDGER_WAREHOUSE"
+ENV_CONFIG = "GPULEDGER_CONFIG"
+ENV_PROJECT = "GPULEDGER_PROJECT"
+#: the largest settings file read (bytes): a settings file is a few lines
+MAX_SETTINGS_BYTES = 256 * 1024
+
+
+class ProjectNotFound(UserError):
+    """No gpuledger.toml in the working directory or above, and no explicit warehouse."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its place in the TOML files (`section.name`), its variable and its kind."""
+
+    key: str
+    env: str | None
+    kind: type
+    default: Any = None
+    help: str = ""
+
+
+#: Every setting gpuledger reads, in one table (a feature adds its row here, never reads files itself).
+SETTINGS: tuple[Setting, ...] = (
+    Setting("paths.data_dir", "GPULEDGER_DATA_DIR", str, DATA_DIR_NAME,
+            "run-time data folder (warehouse, landing, studies, Prefect home), relative to the project"),
+    Setting("paths.warehouse", ENV_PATH, str, None,
+            "the warehouse: a DuckDB file (default DATA_DIR/ledger.duckdb) or ducklake:postgres:..."),
+    Setting("paths.reports_dir", "GPULEDGER_REPORTS_DIR", str, "reports",
+            "where reports are written, relative to the project"),
+    Setting("prefect.api_url", "PREFECT_API_URL", str, None,
+            "a Prefect server to use (default: the local one `gpuledger serve` starts, else a temporary one)"),
+    Setting("agent.budget_usd", "GPULEDGER_AGENT_BUDGET_USD", float, None,
+            "the most sweeps launched through `gpuledger mcp` may spend in total (USD)"),
+)
+_BY_KEY = {s.key: s for s in SETTINGS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings in force, each with the layer it came from (`sources`)."""
+
+    project_root: Path | None
+    values: Mapping[str, Any]
+    sources: Mapping[str, str]
+    #: every section of the project file (and the user file), e.g. `[prices]`, as read
+    sections: Mapping[str, Any] = field(default_factory=dict)
+
+    def get(self, key: str) -> Any:
+        """Returns the value of setting `key` (`section.name`, a row of `SETTINGS`)."""
+        if key not in _BY_KEY:
+            raise KeyError(f"unknown setting {key!r}")
+        return self.values.get(key)
+
+    def section(self, name: str) -> dict[str, Any]:
+        """Returns a whole section of the settings files (`[prices]`), {} when absent."""
+        value = self.sections.get(name)
+        return dict(value) if isinstance(value, dict) else {}
+
+    def _in_project(self, value: str, what: str) -> Path:
+        p = Path(value).expanduser()
+        if p.is_absolute():
+            return p
+        if self.project_root is None:
+            raise ProjectNotFound(no_project_message(what))
+        return self.project_root / p
+
+    @property
+    def data_dir(self) -> Path:
+        """The project's run-time data folder (`.gpuledger/`)."""
+        return self._in_project(self.values["paths.data_dir"], "its run-time data folder")
+
+    @property
+    def warehouse(self) -> str:
+        """The warehouse target: a file path, or a `ducklake:` URI (a team warehouse)."""
+        explicit = self.values.get("paths.warehouse")
+        if explicit:
+            if explicit.startswith("ducklake:"):
+                return explicit
+            if self.sources.get("paths.warehouse") in ("environment", "flag") or self.project_root is None:
+                return str(Path(explicit).expanduser())
+            return str(self._in_project(explicit, "its warehouse"))
+        return str(self.data_dir / WAREHOUSE_FILE)
+
+    @property
+    def warehouse_path(self) -> Path:
+        """The warehouse file (for a team warehouse: where local run-time data would sit beside it)."""
+        target = self.warehouse
+        if target.startswith("ducklake:"):
+            return self.data_dir / WAREHOUSE_FILE
+        return Path(target)
+
+    @property
+    def run_dir(self) -> Path:
+        """The folder beside the warehouse file that holds landing, studies and logs."""
+        return self.warehouse_path.resolve().parent
+
+    @property
+    def landing_dir(self) -> Path:
+        """The folder where result records wait until they are stored (one sub-folder per sweep)."""
+        return self.run_dir / "landing"
+
+    @property
+    def studies_dir(self) -> Path:
+        """The adaptive-search studies (Optuna journals)."""
+        return self.run_dir / "studies"
+
+    @property
+    def prefect_home(self) -> Path:
+        """The local Prefect home (its database, results, logs)."""
+        return self.data_dir / "prefect"
+
+    @property
+    def reports_dir(self) -> Path:
+        """Where reports are written by default (`reports/` of the project)."""
+        value = self.values["paths.reports_dir"]
+        p = Path(value).expanduser()
+        if p.is_absolute():
+            return p
+        return (self.project_root or Path.cwd()) / p
+
+
+def no_project_message(what: str = "a project") -> str:
+    """The one line said outside a project, naming how to make one."""
+    return (f"this command needs a gpuledger project for {what}, and there is no {PROJECT_FILE} in "
+            f"{Path.cwd()} or any folder above it: run `gpuledger init` in your repository "
+            f"(or set {ENV_PATH} to a warehouse file)")
+
+
+def find_project(start: Path | None = None) -> Path | None:
+    """Returns the nearest folder at or above `start` (default: the working directory, or
+    $GPULEDGER_PROJECT) that holds a `gpuledger.toml`, else None."""
+    env = os.environ.get(ENV_PROJECT)
+    if start is None and env:
+        root = Path(env).expanduser().resolve()
+        if not (root / PROJECT_FILE).is_file():
+            raise UserError(f"{ENV_PROJECT}={env}: there is no {PROJECT_FILE} in that folder")
+        return root
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / PROJECT_FILE).is_file():
+            return folder
+    return None
+
+
+def user_config_path() -> Path:
+    """Returns the user's settings file: $GPULEDGER_CONFIG, else ~/.config/gpuledger/config.toml."""
+    env = os.environ.get(ENV_CONFIG)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "gpuledger" / "config.toml"
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Returns the tables of a settings file; one-line UserError naming the file for bad TOML."""
+    try:
+        if not path.is_file():
+            raise UserError(f"{path}: not a regular file")
+        size = path.stat().st_size
+        if size > MAX_SETTINGS_BYTES:
+            raise UserError(f"{path}: {size} bytes; a settings file may have at most {MAX_SETTINGS_BYTES}")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_SETTINGS_BYTES + 1)
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise UserError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise UserError(f"{path}: not valid TOML: {err}") from None
+    except OSError as err:
+        raise UserError(f"{path}: cannot be read ({err.strerror or err})") from None
+
+
+def _convert(setting: Setting, value: Any, where: str) -> Any:
+    if value is None:
+        return None
+    if setting.kind is float:
+        if isinstance(value, bool):
+            raise UserError(f"{where}: {setting.key} must be a number, not {value!r}")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise UserError(f"{where}: {setting.key} must be a number, not {str(value)[:80]!r}") from None
+        if not math.isfinite(number) or number < 0:
+            raise UserError(f"{where}: {setting.key} must be a finite number >= 0, not {str(value)[:80]!r}")
+        return number
+    if setting.kind is str:
+        if not isinstance(value, str):
+            raise UserError(f"{where}: {setting.key} must be text, not {value!r}")
+        if "\x00" in value or len(value) > 4096:
+            raise UserError(f"{where}: {setting.key} must be text without NUL of at most 4096 characters")
+        return value
+    return value
+
+
+def _layer_values(tables: dict[str, Any], where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for setting in SETTINGS:
+        section, name = setting.key.split(".", 1)
+        table = tables.get(section)
+        if isinstance(table, dict) and name in table:
+            out[setting.key] = _convert(setting, table[name], where)
+    return out
+
+
+def load_settings(flags: Mapping[str, Any] | None = None, *, cwd: Path | None = None,
+                  environ: Mapping[str, str] | None = None) -> Settings:
+    """Returns the settings in force: defaults < user file < project file < variables < `flags`
+    ({`section.name`: value}, None values ignored)."""
+    env = os.environ if environ is None else environ
+    values = {s.key: s.default for s in SETTINGS}
+    sources = {s.key: "default" for s in SETTINGS}
+    sections: dict[str, Any] = {}
+
+    user_file = user_config_path()
+    if user_file.exists():
+        tables = read_toml(user_file)
+        sections.update(tables)
+        for k, v in _layer_values(tables, str(user_file)).items():
+            values[k], sources[k] = v, "user file"
+    root = find_project(cwd)
+    if root is not None:
+        tables = read_toml(root / PROJECT_FILE)
+        for name, table in tables.items():
+            if isinstance(table, dict) and isinstance(sections.get(name), dict):
+                sections[name] = {**sections[name], **table}
+            else:
+                sections[name] = table
+        for k, v in _layer_values(tables, str(root / PROJECT_FILE)).items():
+            values[k], sources[k] = v, "project file"
+    for setting in SETTINGS:
+        if setting.env and env.get(setting.env):
+            values[setting.key] = _convert(setting, env[setting.env], f"${setting.env}")
+            sources[setting.key] = "environment"
+    for k, v in (flags or {}).items():
+        if v is None:
+            continue
+        if k not in _BY_KEY:
+            raise KeyError(f"unknown setting {k!r}")
+        values[k], sources[k] = _convert(_BY_KEY[k], v, "command line"), "flag"
+    return Settings(project_root=root, values=values, sources=sources, sections=sections)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached(cwd: str, env_key: tuple[tuple[str, str], ...], mtimes: tuple[float, ...]) -> Settings:
+    return load_settings(cwd=Path(cwd), environ=dict(env_key))
+
+
+def current() -> Settings:
+    """Returns the settings in force for this process (cached while the working directory, the
+    GPULEDGER_* variables and the settings files are unchanged)."""
+    env_key = tuple(sorted((k, v) for k, v in os.environ.items()
+                           if k.startswith("GPULEDGER_") or k in ("PREFECT_API_URL", "XDG_CONFIG_HOME", "HOME")))
+    root = find_project()
+    files = [user_config_path()] + ([root / PROJECT_FILE] if root else [])
+    mtimes = tuple(f.stat().st_mtime if f.exists() else 0.0 for f in files)
+    return _cached(str(Path.cwd()), env_key, mtimes)
+
+
+def resolve_path(path: str | os.PathLike[str] | None = None) -> Path:
+    """Returns the warehouse file: `path`, else the settings' warehouse (`$GPULEDGER_WAREHOUSE`, the
+    project's `paths.warehouse`, else `.gpuledger/ledger.duckdb` of the project). Outside a project
+    with no explicit warehouse: `ProjectNotFound`."""
+    if path is not None:
+        return Path(path)
+    return current().warehouse_path
