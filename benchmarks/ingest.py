@@ -20,8 +20,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from gpuledger.warehouse import frames
-from gpuledger.warehouse import Warehouse
+from gpuledger.warehouse import Warehouse, frames
 
 
 def metric_table(rows: int, runs: int, seed: int = 0) -> pa.Table:

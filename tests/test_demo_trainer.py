@@ -12,10 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
 from gpuledger.trainers import demo_lora
 from gpuledger.trainers.make_corpus import CHARSET, base_corpus, encode, shifted_corpus
 from gpuledger.trainers.tinygpt import Config, Model, clip_grads, init_lora, init_params, param_shapes
+
+REPO = Path(__file__).resolve().parents[1]
 
 CONFIG_JSON = REPO / "gpuledger" / "models" / "configs" / "gpuledger__demo-char-gpt.json"
 DEMO_PARAMS = 207_040  # 45*64 + 64*64 + 4*(12*64^2 + 13*64) + 2*64

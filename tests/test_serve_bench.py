@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
 from gpuledger.trainers import loadgen, serve_bench
 from gpuledger.trainers.tiny_serve import CONFIG_PATH, KVEngine, Request, Scheduler
+
+REPO = Path(__file__).resolve().parents[1]
 
 VLLM_RESULT = REPO / "tests" / "data" / "bench_serve_result.json"  # vLLM --save-result format (see _provenance)
 

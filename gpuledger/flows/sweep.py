@@ -34,9 +34,9 @@ from prefect.events import emit_event
 from prefect.states import Failed, State
 from prefect.utilities.annotations import quote
 
-from gpuledger.flows.artifacts import Progress, artifact_key, publish_report, publish_table
 from gpuledger import protocol as P
 from gpuledger.errors import BudgetExceeded, UserError
+from gpuledger.flows.artifacts import Progress, artifact_key, publish_report, publish_table
 from gpuledger.runtime.budget import BudgetStop
 from gpuledger.runtime.engine import Hooks, SweepRun, best_recipe, execute
 from gpuledger.runtime.events import notify
@@ -79,8 +79,8 @@ class PrefectHooks(Hooks):
 @task(name="plan-sweep", persist_result=False, cache_policy=NO_CACHE)
 def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, new: bool = False) -> dict[str, Any]:
     """Loads, expands and plans the spec; logs and publishes the plan once; returns what the flow needs."""
-    from gpuledger.plan import plan_sweep, render_plan
     from gpuledger.inputs.ledger import planning_inputs
+    from gpuledger.plan import plan_sweep, render_plan
     from gpuledger.spec import expand_trials, load_spec, sweep_id_for
 
     log = get_run_logger()

@@ -112,6 +112,7 @@ def _batches(tokens, batch: int, seq_len: int, rng):
 def pretrain(cfg, recipe: dict = PRETRAIN, log=None):
     """Returns the base parameters trained from scratch on the base corpus (deterministic)."""
     import numpy as np
+
     from gpuledger.trainers.make_corpus import base_corpus, encode
     from gpuledger.trainers.tinygpt import AdamW, Model, clip_grads, init_params
 
@@ -135,6 +136,7 @@ def pretrain(cfg, recipe: dict = PRETRAIN, log=None):
 def base_cache_path(hf: dict, recipe: dict | None = None) -> Path:
     """Returns the cache file of the base model defined by (config, recipe, corpus text, tinygpt.py)."""
     import numpy as np
+
     from gpuledger.trainers.make_corpus import base_corpus
 
     recipe = pretrain_recipe() if recipe is None else recipe
@@ -159,6 +161,7 @@ def load_or_pretrain_base(cfg, hf: dict, recipe: dict | None = None, log=None):
     import fcntl
 
     import numpy as np
+
     from gpuledger.trainers.tinygpt import flatten, unflatten
 
     path = base_cache_path(hf, recipe)
@@ -182,6 +185,7 @@ def adapt(cfg, base, *, lora_r: int, lr: float, micro_batch: int, steps: int, se
           lora_alpha: float, eval_every: int, report, log=None) -> dict:
     """Trains LoRA adapters on the shifted corpus; returns the final metrics."""
     import numpy as np
+
     from gpuledger.trainers.make_corpus import encode, shifted_corpus
     from gpuledger.trainers.tinygpt import AdamW, Model, clip_grads, init_lora
 

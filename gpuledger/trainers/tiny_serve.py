@@ -56,6 +56,7 @@ class KVEngine:
 
     def __init__(self, hf: dict, slots: int, seed: int = 0) -> None:
         import numpy as np
+
         from gpuledger.trainers.tinygpt import Config, init_params
 
         self.np = np
