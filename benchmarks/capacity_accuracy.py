@@ -31,15 +31,15 @@ sys.path.insert(0, str(ROOT))
 
 from gpuledger.capacity import plan_capacity  # noqa: E402
 from gpuledger.capacity.operating import max_throughput, replica_setup, run_closed  # noqa: E402
-from gpuledger.estimate import inference as inf  # noqa: E402
+from gpuledger.estimate import inference  # noqa: E402
 from gpuledger.models import load_config  # noqa: E402
 from gpuledger.spec import CapacitySpec  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 
 
-def _model(name: str, precision: str) -> inf.ServingModel:
-    return inf.serving_model_from_config(load_config(name), precision)
+def _model(name: str, precision: str) -> inference.ServingModel:
+    return inference.serving_model_from_config(load_config(name), precision)
 
 
 def _rows(name: str) -> list[dict]:
@@ -52,8 +52,8 @@ def throughput_errors() -> list[tuple[dict, float, float]]:
     out = []
     for row in _rows("serving_throughput.csv"):
         m = _model(row["registry_model"], row["precision"])
-        hw = inf.hardware_for(row["gpu"], row["precision"])
-        r = max_throughput(m, hw, row["precision"], inf.engine_for(row["engine"]), prompt_tokens=int(row["isl"]),
+        hw = inference.hardware_for(row["gpu"], row["precision"])
+        r = max_throughput(m, hw, row["precision"], inference.engine_for(row["engine"]), prompt_tokens=int(row["isl"]),
                            output_tokens=int(row["osl"]), num_requests=int(row["num_requests"]), tp=int(row["tp"]))
         meas = float(row["output_tokens_per_s"])
         out.append((row, r.output_tokens_per_s, r.output_tokens_per_s / meas - 1))
@@ -105,9 +105,9 @@ def main() -> int:
     tpot_errs, verdicts = [], []
     for row in _rows("serving_latency.csv"):
         m = _model(row["registry_model"], row["precision"])
-        hw = inf.hardware_for(row["gpu"], row["precision"])
+        hw = inference.hardware_for(row["gpu"], row["precision"])
         isl, osl, c = int(row["isl"]), round(float(row["osl"])), int(row["concurrency"])
-        rep = replica_setup(m, hw, row["precision"], inf.engine_for(row["engine"]), int(row["tp"]), isl, osl)
+        rep = replica_setup(m, hw, row["precision"], inference.engine_for(row["engine"]), int(row["tp"]), isl, osl)
         r = run_closed(rep, c, isl, osl)
         tpot = float(row["tpot_ms_mean"])
         e_tpot = r.tpot_p50_s * 1e3 / tpot - 1

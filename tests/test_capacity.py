@@ -17,10 +17,10 @@ from gpuledger.capacity import OPTION_KEYS, cheapest_offer, fleet_cost, gpus_nee
 from gpuledger.capacity.operating import max_throughput, replica_setup, run_closed
 from gpuledger.capacity.simulate import Scheduler, SimulationTooLong, simulate
 from gpuledger.errors import UserError
-from gpuledger.estimate import inference as inf
+from gpuledger.estimate import inference
 from gpuledger.spec import CapacitySpec, load_spec
 
-LLAMA31_8B = inf.ServingModel("meta-llama/Llama-3.1-8B", 8_030_261_248, 32, 4096, 131_072, 1_050_673_152)
+LLAMA31_8B = inference.ServingModel("meta-llama/Llama-3.1-8B", 8_030_261_248, 32, 4096, 131_072, 1_050_673_152)
 
 EXPECTED_OPTION_KEYS = {
     "accelerator", "precision", "engine", "gpus", "gpus_per_replica", "replicas", "max_batch",
@@ -104,8 +104,8 @@ def test_cheapest_offer_picks_lowest_per_gpu_price():
 
 
 def _replica(accel="H100", precision="bf16", engine="vllm", prompt=512, output=128, tp=1):
-    hw = inf.hardware_for(accel, precision)
-    return replica_setup(LLAMA31_8B, hw, precision, inf.engine_for(engine), tp, prompt, output)
+    hw = inference.hardware_for(accel, precision)
+    return replica_setup(LLAMA31_8B, hw, precision, inference.engine_for(engine), tp, prompt, output)
 
 
 def test_one_client_decodes_at_the_step_time():
@@ -116,7 +116,7 @@ def test_one_client_decodes_at_the_step_time():
     assert r.tpot_p50_s == pytest.approx(sum(steps) / 127, rel=1e-9)
     # TTFT = request overhead + one prefill step of the whole prompt
     prefill = rep.cost.step_s(0, 0, 512, 512 * 256.0)
-    assert r.ttft_p50_s == pytest.approx(prefill + inf.engine_for("vllm").request_overhead_s, rel=1e-9)
+    assert r.ttft_p50_s == pytest.approx(prefill + inference.engine_for("vllm").request_overhead_s, rel=1e-9)
     assert r.ttft_p99_s == pytest.approx(r.ttft_p50_s, rel=1e-9)  # no queueing with one client
     assert r.max_running == 1 and r.preemptions == 0
 
@@ -175,9 +175,9 @@ def test_simulation_inputs_are_checked():
 
 def test_max_throughput_reproduces_a_published_row():
     """TensorRT-LLM perf overview, Llama-3.1-8B fp8 on H100, 1000/1000, 3,000 requests: 15,270 tokens/s."""
-    hw = inf.hardware_for("H100", "fp8")
-    m = inf.ServingModel("llama", 8_030_261_248, 32, 4096, 65_536, 1_050_673_152)
-    r = max_throughput(m, hw, "fp8", inf.engine_for("trtllm"), prompt_tokens=1000, output_tokens=1000,
+    hw = inference.hardware_for("H100", "fp8")
+    m = inference.ServingModel("llama", 8_030_261_248, 32, 4096, 65_536, 1_050_673_152)
+    r = max_throughput(m, hw, "fp8", inference.engine_for("trtllm"), prompt_tokens=1000, output_tokens=1000,
                        num_requests=3000)
     assert r.output_tokens_per_s == pytest.approx(15_270, rel=0.10)
 
@@ -271,7 +271,7 @@ def test_possible_in_principle_but_unreachable_is_explained():
 
 
 def test_weights_that_do_not_fit_are_explained():
-    seventy_b = inf.ServingModel("70b", 70_553_706_496, 80, 8192, 2 * 80 * 8 * 128 * 2)
+    seventy_b = inference.ServingModel("70b", 70_553_706_496, 80, 8192, 2 * 80 * 8 * 128 * 2)
     spec = _spec(resources={"accelerators": ["L4"], "clouds": ["aws"], "max_gpus_per_replica": 4},
                  slo={"p95_tpot_ms": 500})
     o = _opt(plan_capacity(spec, offers=OFFERS, model=seventy_b), "L4")
@@ -302,7 +302,7 @@ def test_a_measured_point_that_meets_the_slo_sizes_the_fleet():
 
 
 def test_a_measured_point_cannot_make_weights_fit_or_beat_the_floors():
-    seventy_b = inf.ServingModel("70b", 70_553_706_496, 80, 8192, 2 * 80 * 8 * 128 * 2)
+    seventy_b = inference.ServingModel("70b", 70_553_706_496, 80, 8192, 2 * 80 * 8 * 128 * 2)
     spec = _spec(resources={"accelerators": ["L4"], "clouds": ["aws"], "max_gpus_per_replica": 8},
                  slo={"p95_tpot_ms": 500, "p95_ttft_ms": 60_000},
                  measured={"L4": {"tokens_per_s_per_gpu": 50, "concurrency": 4, "ttft_ms": 900, "tpot_ms": 200}})

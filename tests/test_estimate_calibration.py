@@ -7,8 +7,7 @@ import json
 import statistics
 from pathlib import Path
 
-from gpuledger.estimate import Workload, estimate
-from gpuledger.estimate import calibration as cal
+from gpuledger.estimate import Workload, calibration, estimate
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = ROOT / "tests" / "data" / "memory_public.csv"
@@ -40,16 +39,16 @@ def _records() -> list[dict]:
 def test_fit_needs_enough_runs_and_takes_the_median():
     rec = [dict(method="lora", framework="hf", accelerator="A100", est_memory_gib=10.0, measured_memory_gib=m)
            for m in (9.0, 9.5, 9.3, 20.0)]
-    assert cal.fit(rec, "lora", "hf", "ampere") is None
+    assert calibration.fit(rec, "lora", "hf", "ampere") is None
     rec.append(dict(rec[0], measured_memory_gib=9.4))
-    c = cal.fit(rec, "lora", "hf", "ampere")
+    c = calibration.fit(rec, "lora", "hf", "ampere")
     assert c is not None and c.runs == 5 and abs(c.factor - 0.94) < 1e-9
     assert c.describe() == "calibrated on 5 of your runs: x0.94 (lora/hf/ampere)"
-    assert cal.fit(rec, "lora", "hf", "hopper") is None  # another GPU family learns nothing from these
+    assert calibration.fit(rec, "lora", "hf", "hopper") is None  # another GPU family learns nothing from these
 
 
 def test_leave_one_out_on_public_measurements_does_not_hurt():
-    pairs = cal.leave_one_out(_records())
+    pairs = calibration.leave_one_out(_records())
     assert len(pairs) >= 20
     raw = statistics.median(abs(r) for r, _ in pairs)
     corrected = statistics.median(abs(c) for _, c in pairs)
@@ -57,7 +56,7 @@ def test_leave_one_out_on_public_measurements_does_not_hurt():
 
 
 def test_no_warehouse_no_runs(tmp_path):
-    assert cal.load_runs(tmp_path / "absent.duckdb") == []
+    assert calibration.load_runs(tmp_path / "absent.duckdb") == []
     assert not (tmp_path / "absent.duckdb").exists()
 
 
@@ -68,7 +67,7 @@ def test_named_query_runs_on_a_real_warehouse(tmp_path):
     with Warehouse.open(path) as wh:
         df = wh.query_named("estimate_calibration")
     assert df.columns == ["run_id", "method", "accelerator", "est_memory_gib", "measured_memory_gib"]
-    assert cal.load_runs(path) == []
+    assert calibration.load_runs(path) == []
 
 
 def test_cli_says_whether_it_calibrated(capsys, tmp_path):
@@ -99,7 +98,7 @@ def test_learns_from_the_users_runs_and_says_so(capsys, tmp_path):
 
     path = tmp_path / "w.duckdb"
     _warehouse_with_runs(path, [0.9, 0.92, 0.88, 0.9, 0.95])
-    runs = cal.load_runs(path)
+    runs = calibration.load_runs(path)
     assert len(runs) == 5 and {r["method"] for r in runs} == {"lora"}
     base = estimate(Workload(model="gpt2"))
     assert main(["estimate", "gpt2", "--accelerator", "A100", "--warehouse", str(path), "--json"]) == 0

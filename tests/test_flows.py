@@ -161,9 +161,9 @@ def test_budget_guard_refuses_before_any_write_unless_forced(harness, workdir, _
 
 @pytest.mark.slow
 def test_trial_failure_is_recorded_not_retried_and_launcher_errors_are_retried(harness, workdir, monkeypatch):
-    import gpuledger.flows.sweep as fs
+    import gpuledger.flows.sweep as sweep_flow
 
-    real = fs.launcher_factory
+    real = sweep_flow.launcher_factory
     calls = {"submit": 0}
 
     def flaky(*args, **kwargs):
@@ -179,9 +179,9 @@ def test_trial_failure_is_recorded_not_retried_and_launcher_errors_are_retried(h
         launcher.submit = first_submit_fails
         return launcher
 
-    monkeypatch.setattr(fs, "launcher_factory", flaky)
+    monkeypatch.setattr(sweep_flow, "launcher_factory", flaky)
     spec = write_spec(workdir, name="flaky-grid", xs=(0.1, 0.5), max_parallel=1, fail=0.5)
-    summary = fs.sweep(spec=str(spec))
+    summary = sweep_flow.sweep(spec=str(spec))
     # one retried launcher error (3 submits in all), one trial that failed on its own (1 attempt)
     assert calls["submit"] == 3
     assert summary["succeeded"] == 1 and summary["failed"] == 1 and summary["launcher_errors"] == 0

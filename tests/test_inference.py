@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from gpuledger.estimate import inference as inf
+from gpuledger.estimate import inference
 
 GIB = 2**30
 
 # Llama-3.1-8B: 8,030,261,248 params of which 2 × 128,256 × 4,096 = 1,050,673,152 embedding + lm_head
 # (shared/reference/param_counts.csv; its config.json); 32 layers, 32 heads, 8 KV heads, head_dim 128.
-LLAMA31_8B = inf.ServingModel(
+LLAMA31_8B = inference.ServingModel(
     name="meta-llama/Llama-3.1-8B",
     params_total=8_030_261_248,
     num_layers=32,
@@ -23,52 +23,52 @@ LLAMA31_8B = inf.ServingModel(
 def test_registry_model_matches_hand_facts():
     from gpuledger.models import load_config
 
-    m = inf.serving_model_from_config(load_config("meta-llama/Llama-3.1-8B"), "bf16")
+    m = inference.serving_model_from_config(load_config("meta-llama/Llama-3.1-8B"), "bf16")
     assert (m.params_total, m.num_layers, m.attn_dim, m.kv_bytes_per_token, m.embedding_params) == (
         LLAMA31_8B.params_total, 32, 4096, 131_072, 1_050_673_152)
-    fp8 = inf.serving_model_from_config(load_config("meta-llama/Llama-3.1-8B"), "fp8")
+    fp8 = inference.serving_model_from_config(load_config("meta-llama/Llama-3.1-8B"), "fp8")
     assert fp8.kv_bytes_per_token == 65_536  # fp8 KV with fp8 weights
 
 
 def test_weights_bytes_keep_embeddings_16_bit_when_quantised():
-    assert inf.weights_bytes(LLAMA31_8B, "bf16") == 8_030_261_248 * 2
+    assert inference.weights_bytes(LLAMA31_8B, "bf16") == 8_030_261_248 * 2
     # fp8: (8,030,261,248 − 1,050,673,152) × 1 B + 1,050,673,152 × 2 B
-    assert inf.weights_bytes(LLAMA31_8B, "fp8") == 6_979_588_096 + 2_101_346_304
+    assert inference.weights_bytes(LLAMA31_8B, "fp8") == 6_979_588_096 + 2_101_346_304
     with pytest.raises(ValueError, match="unknown precision"):
-        inf.weights_bytes(LLAMA31_8B, "fp6")
+        inference.weights_bytes(LLAMA31_8B, "fp6")
 
 
 def test_kv_capacity_by_hand_on_h100():
-    hw = inf.hardware_for("H100", "bf16")
-    vllm = inf.engine_for("vllm")
+    hw = inference.hardware_for("H100", "bf16")
+    vllm = inference.engine_for("vllm")
     budget = 0.90 * hw.memory_gib * GIB - 8_030_261_248 * 2 - 1.5 * GIB
-    assert inf.kv_budget_bytes(LLAMA31_8B, hw, "bf16", 1, vllm) == pytest.approx(budget)
-    assert inf.kv_capacity_tokens(LLAMA31_8B, hw, "bf16", 1, vllm) == int(budget // 131_072)
+    assert inference.kv_budget_bytes(LLAMA31_8B, hw, "bf16", 1, vllm) == pytest.approx(budget)
+    assert inference.kv_capacity_tokens(LLAMA31_8B, hw, "bf16", 1, vllm) == int(budget // 131_072)
     # TensorRT-LLM's published runs give the KV cache 0.95 of the memory: more tokens
-    assert inf.kv_capacity_tokens(LLAMA31_8B, hw, "bf16", 1, inf.engine_for("trtllm")) > int(budget // 131_072)
+    assert inference.kv_capacity_tokens(LLAMA31_8B, hw, "bf16", 1, inference.engine_for("trtllm")) > int(budget // 131_072)
     # two GPUs hold one copy of the weights between them: more than twice the KV
-    assert inf.kv_capacity_tokens(LLAMA31_8B, hw, "bf16", 2, vllm) > 2 * int(budget // 131_072)
-    assert inf.max_batch_kv(LLAMA31_8B, hw, "bf16", 1500, 300, 1, vllm) == int(budget // 131_072) // 1808
+    assert inference.kv_capacity_tokens(LLAMA31_8B, hw, "bf16", 2, vllm) > 2 * int(budget // 131_072)
+    assert inference.max_batch_kv(LLAMA31_8B, hw, "bf16", 1500, 300, 1, vllm) == int(budget // 131_072) // 1808
 
 
 def test_engine_defaults_are_documented_with_versions():
-    assert set(inf.ENGINES) == {"vllm", "sglang", "trtllm"}
-    for e in inf.ENGINES.values():
+    assert set(inference.ENGINES) == {"vllm", "sglang", "trtllm"}
+    for e in inference.ENGINES.values():
         assert e.version and e.sources and e.max_num_seqs >= 1 and e.max_batched_tokens >= 1
-    v = inf.engine_for(None)
+    v = inference.engine_for(None)
     assert v.name == "vllm" and v.chunked_prefill and not v.reserve_full_request
-    assert inf.engine_limits(v, inf.hardware_for("H100", "bf16")) == (1024, 8192)
-    assert inf.engine_limits(v, inf.hardware_for("A100-80GB", "bf16")) == (256, 2048)  # vLLM's A100 rule
-    assert inf.engine_for("trtllm").reserve_full_request
+    assert inference.engine_limits(v, inference.hardware_for("H100", "bf16")) == (1024, 8192)
+    assert inference.engine_limits(v, inference.hardware_for("A100-80GB", "bf16")) == (256, 2048)  # vLLM's A100 rule
+    assert inference.engine_for("trtllm").reserve_full_request
     with pytest.raises(ValueError, match="known: vllm, sglang, trtllm"):
-        inf.engine_for("tgi")
+        inference.engine_for("tgi")
 
 
 def test_step_cost_batch_one_by_hand():
-    hw = inf.hardware_for("A100", "bf16")  # 40 GB, 1,555 GB/s, 312 TFLOPS bf16
+    hw = inference.hardware_for("A100", "bf16")  # 40 GB, 1,555 GB/s, 312 TFLOPS bf16
     assert hw.generation == "ampere"
-    vllm = inf.engine_for("vllm")
-    c = inf.step_cost(LLAMA31_8B, hw, "bf16", vllm)
+    vllm = inference.engine_for("vllm")
+    c = inference.step_cost(LLAMA31_8B, hw, "bf16", vllm)
     weight_s = 8_030_261_248 * 2 / (1555e9 * 0.82)
     assert c.weight_s == pytest.approx(weight_s)
     kv_s = 131_072 / (1555e9 * 0.75)
@@ -80,8 +80,8 @@ def test_step_cost_batch_one_by_hand():
 
 
 def test_step_is_compute_bound_at_large_token_counts():
-    hw = inf.hardware_for("H100", "fp8")
-    c = inf.step_cost(LLAMA31_8B, hw, "fp8", inf.engine_for("trtllm"))
+    hw = inference.hardware_for("H100", "fp8")
+    c = inference.step_cost(LLAMA31_8B, hw, "fp8", inference.engine_for("trtllm"))
     assert c.step_s(1, 0, 0, 0) < c.step_s(8192, 0, 0, 0)
     t = c.step_s(0, 0, 8192, 0.0) - c.overhead_s
     dense = 8_030_261_248 - 1_050_673_152 / 2
@@ -89,29 +89,29 @@ def test_step_is_compute_bound_at_large_token_counts():
 
 
 def test_fp8_on_a_gpu_without_fp8_tensor_cores_computes_at_16_bit():
-    a100 = inf.hardware_for("A100-80GB", "fp8")
+    a100 = inference.hardware_for("A100-80GB", "fp8")
     assert not a100.native_fp8 and a100.peak_tflops == 312
-    assert inf.hardware_for("H100", "fp8").peak_tflops == 1979
+    assert inference.hardware_for("H100", "fp8").peak_tflops == 1979
 
 
 def test_physical_floors():
-    hw = inf.hardware_for("H100", "bf16")
-    assert inf.tpot_floor_s(LLAMA31_8B, hw, "bf16") == pytest.approx(16_060_522_496 / 3350e9)  # 4.79 ms
-    assert inf.tpot_floor_s(LLAMA31_8B, hw, "bf16", tp=8) == pytest.approx(16_060_522_496 / 3350e9 / 8)
+    hw = inference.hardware_for("H100", "bf16")
+    assert inference.tpot_floor_s(LLAMA31_8B, hw, "bf16") == pytest.approx(16_060_522_496 / 3350e9)  # 4.79 ms
+    assert inference.tpot_floor_s(LLAMA31_8B, hw, "bf16", tp=8) == pytest.approx(16_060_522_496 / 3350e9 / 8)
     flops = 2 * 8_030_261_248 * 1500 + 2 * 32 * 4096 * 1500**2
-    assert inf.ttft_floor_s(LLAMA31_8B, hw, "bf16", 1500) == pytest.approx(flops / 989e12)
+    assert inference.ttft_floor_s(LLAMA31_8B, hw, "bf16", 1500) == pytest.approx(flops / 989e12)
     # every engine's step is slower than the floor
-    for e in inf.ENGINES.values():
-        assert inf.step_cost(LLAMA31_8B, hw, "bf16", e).step_s(1, 1, 0, 0) > inf.tpot_floor_s(LLAMA31_8B, hw, "bf16")
+    for e in inference.ENGINES.values():
+        assert inference.step_cost(LLAMA31_8B, hw, "bf16", e).step_s(1, 1, 0, 0) > inference.tpot_floor_s(LLAMA31_8B, hw, "bf16")
 
 
 def test_tensor_parallel_efficiency_tables():
-    h100, l4 = inf.hardware_for("H100", "bf16"), inf.hardware_for("L4", "bf16")
-    assert inf.tp_efficiency(h100, 8) == 0.80 and inf.tp_efficiency(l4, 8) == 0.60
+    h100, l4 = inference.hardware_for("H100", "bf16"), inference.hardware_for("L4", "bf16")
+    assert inference.tp_efficiency(h100, 8) == 0.80 and inference.tp_efficiency(l4, 8) == 0.60
     with pytest.raises(ValueError):
-        inf.tp_efficiency(h100, 3)
-    one = inf.step_cost(LLAMA31_8B, h100, "bf16", inf.engine_for("vllm"), 1)
-    two = inf.step_cost(LLAMA31_8B, h100, "bf16", inf.engine_for("vllm"), 2)
+        inference.tp_efficiency(h100, 3)
+    one = inference.step_cost(LLAMA31_8B, h100, "bf16", inference.engine_for("vllm"), 1)
+    two = inference.step_cost(LLAMA31_8B, h100, "bf16", inference.engine_for("vllm"), 2)
     assert two.weight_s == pytest.approx(one.weight_s / (2 * 0.9))
 
 
@@ -119,4 +119,4 @@ def test_every_catalog_accelerator_has_a_generation():
     from gpuledger.catalog import gpu_kinds
 
     for name in gpu_kinds():
-        assert inf.GENERATION_OF[name] in inf.GENERATIONS
+        assert inference.GENERATION_OF[name] in inference.GENERATIONS

@@ -12,9 +12,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 pytest.importorskip("gpuledger.estimate")
-from gpuledger import estimate as _est  # noqa: E402
+from gpuledger import estimate as estimate_package  # noqa: E402
 
-if not hasattr(_est, "estimate"):
+if not hasattr(estimate_package, "estimate"):
     pytest.skip("estimator not available", allow_module_level=True)
 
 CLOUD_SPEC = (ROOT / "specs" / "llama3-8b-lora-cloud.yaml").read_text()

@@ -53,7 +53,7 @@ from typing import Any
 
 import psutil
 
-from gpuledger import protocol as P
+from gpuledger import protocol
 from gpuledger.agent.measure import GIB, FileTail, Gpus, Metrics, oom_kill_count
 from gpuledger.protocol import ENV_METRICS as METRICS_ENV
 from gpuledger.protocol import METRIC_LINE_PREFIX, RESULT_LINE_PREFIX, SCHEMA
@@ -268,10 +268,10 @@ class Agent:
         env[METRICS_ENV] = str(metrics_path)
         env["PYTHONUNBUFFERED"] = env.get("PYTHONUNBUFFERED", "1")
         for key, value in (
-            (P.ENV_RUN_ID, opts.run_id),
-            (P.ENV_TRIAL_ID, opts.trial_id),
-            (P.ENV_SWEEP_ID, opts.sweep_id),
-            (P.ENV_ATTEMPT, str(opts.attempt)),
+            (protocol.ENV_RUN_ID, opts.run_id),
+            (protocol.ENV_TRIAL_ID, opts.trial_id),
+            (protocol.ENV_SWEEP_ID, opts.sweep_id),
+            (protocol.ENV_ATTEMPT, str(opts.attempt)),
         ):
             if value:
                 env[key] = value
@@ -492,29 +492,29 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run one trial command, measure it, write its result record.",
         epilog="Every option falls back to the GPULEDGER_* environment variable named in brackets.",
     )
-    p.add_argument("--result", default=_env(P.ENV_RESULT_FILE), metavar="FILE",
-                   help=f"where to write the result record JSON [{P.ENV_RESULT_FILE}]")
-    p.add_argument("--run-id", default=_env(P.ENV_RUN_ID), help=f"[{P.ENV_RUN_ID}]")
-    p.add_argument("--trial-id", default=_env(P.ENV_TRIAL_ID), help=f"[{P.ENV_TRIAL_ID}]")
-    p.add_argument("--sweep-id", default=_env(P.ENV_SWEEP_ID), help=f"[{P.ENV_SWEEP_ID}]")
-    p.add_argument("--attempt", type=_int_arg, default=_env(P.ENV_ATTEMPT) or "1",
-                   help=f"[{P.ENV_ATTEMPT}]")
-    p.add_argument("--params", default=_env(P.ENV_PARAMS), metavar="JSON",
-                   help=f"the trial's parameters as a JSON object [{P.ENV_PARAMS}]")
-    p.add_argument("--launcher", choices=list(P.LAUNCHERS), default=_env(P.ENV_LAUNCHER, "local"),
-                   help=f"[{P.ENV_LAUNCHER}]")
-    p.add_argument("--cloud", default=_env(P.ENV_CLOUD), help=f"[{P.ENV_CLOUD}]")
-    p.add_argument("--region", default=_env(P.ENV_REGION), help=f"[{P.ENV_REGION}]")
-    p.add_argument("--instance-type", default=_env(P.ENV_INSTANCE_TYPE), help=f"[{P.ENV_INSTANCE_TYPE}]")
-    p.add_argument("--accelerator", default=_env(P.ENV_ACCELERATOR),
-                   help=f"[{P.ENV_ACCELERATOR}]; default: the NVML name of GPU 0, if any")
+    p.add_argument("--result", default=_env(protocol.ENV_RESULT_FILE), metavar="FILE",
+                   help=f"where to write the result record JSON [{protocol.ENV_RESULT_FILE}]")
+    p.add_argument("--run-id", default=_env(protocol.ENV_RUN_ID), help=f"[{protocol.ENV_RUN_ID}]")
+    p.add_argument("--trial-id", default=_env(protocol.ENV_TRIAL_ID), help=f"[{protocol.ENV_TRIAL_ID}]")
+    p.add_argument("--sweep-id", default=_env(protocol.ENV_SWEEP_ID), help=f"[{protocol.ENV_SWEEP_ID}]")
+    p.add_argument("--attempt", type=_int_arg, default=_env(protocol.ENV_ATTEMPT) or "1",
+                   help=f"[{protocol.ENV_ATTEMPT}]")
+    p.add_argument("--params", default=_env(protocol.ENV_PARAMS), metavar="JSON",
+                   help=f"the trial's parameters as a JSON object [{protocol.ENV_PARAMS}]")
+    p.add_argument("--launcher", choices=list(protocol.LAUNCHERS), default=_env(protocol.ENV_LAUNCHER, "local"),
+                   help=f"[{protocol.ENV_LAUNCHER}]")
+    p.add_argument("--cloud", default=_env(protocol.ENV_CLOUD), help=f"[{protocol.ENV_CLOUD}]")
+    p.add_argument("--region", default=_env(protocol.ENV_REGION), help=f"[{protocol.ENV_REGION}]")
+    p.add_argument("--instance-type", default=_env(protocol.ENV_INSTANCE_TYPE), help=f"[{protocol.ENV_INSTANCE_TYPE}]")
+    p.add_argument("--accelerator", default=_env(protocol.ENV_ACCELERATOR),
+                   help=f"[{protocol.ENV_ACCELERATOR}]; default: the NVML name of GPU 0, if any")
     # string defaults from the environment go through `type`: a bad variable is a one-line usage error
-    p.add_argument("--gpus", type=_int_arg, default=_env(P.ENV_GPUS) or None,
-                   help=f"[{P.ENV_GPUS}]; default: the number of visible GPUs")
-    p.add_argument("--spot", action=argparse.BooleanOptionalAction, default=_truthy(_env(P.ENV_SPOT)),
-                   help=f"[{P.ENV_SPOT}]")
-    p.add_argument("--timeout-s", type=_float_arg, default=_env(P.ENV_TIMEOUT_S) or None,
-                   help=f"kill the trial after this many seconds [{P.ENV_TIMEOUT_S}]")
+    p.add_argument("--gpus", type=_int_arg, default=_env(protocol.ENV_GPUS) or None,
+                   help=f"[{protocol.ENV_GPUS}]; default: the number of visible GPUs")
+    p.add_argument("--spot", action=argparse.BooleanOptionalAction, default=_truthy(_env(protocol.ENV_SPOT)),
+                   help=f"[{protocol.ENV_SPOT}]")
+    p.add_argument("--timeout-s", type=_float_arg, default=_env(protocol.ENV_TIMEOUT_S) or None,
+                   help=f"kill the trial after this many seconds [{protocol.ENV_TIMEOUT_S}]")
     p.add_argument("--kill-grace-s", type=float, default=5.0,
                    help="seconds between SIGTERM/SIGINT and SIGKILL of the trial's group")
     p.add_argument("--sample-interval-s", type=float, default=0.25)
@@ -527,9 +527,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "that reads the job's logs sees intermediate values), at most one line per metric per "
                         "--echo-interval-s")
     # a string default goes through `type` too: a bad variable is the same one-line usage error
-    p.add_argument("--echo-interval-s", type=_float_arg, default=_env(P.ENV_ECHO_INTERVAL_S, "1.0"),
+    p.add_argument("--echo-interval-s", type=_float_arg, default=_env(protocol.ENV_ECHO_INTERVAL_S, "1.0"),
                    help="the least time between two echoed lines of one metric (faster points: the latest is "
-                        f"echoed) [{P.ENV_ECHO_INTERVAL_S}]")
+                        f"echoed) [{protocol.ENV_ECHO_INTERVAL_S}]")
     p.add_argument("--exit-with-parent", action="store_true",
                    help="cancel the trial when the process that started the agent goes away")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")

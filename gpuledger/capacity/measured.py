@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from gpuledger.errors import UserError
-from gpuledger.estimate import inference as inf
+from gpuledger.estimate import inference
 
 MEASURED_FIELDS = ("tokens_per_s_per_gpu", "concurrency", "request_rate", "ttft_ms", "tpot_ms", "engine",
                    "gpus_per_replica")
@@ -53,11 +53,11 @@ def _as_point(value: Any, key: str, origin: str) -> dict[str, Any]:
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise UserError(f"measured point for {key}: {f} must be a whole number >= 1 (got {v!r})")
         out[f] = v
-    if out["gpus_per_replica"] not in inf.TP_DEGREES:
-        raise UserError(f"measured point for {key}: gpus_per_replica must be one of {inf.TP_DEGREES}")
+    if out["gpus_per_replica"] not in inference.TP_DEGREES:
+        raise UserError(f"measured point for {key}: gpus_per_replica must be one of {inference.TP_DEGREES}")
     eng = raw.get("engine")
-    if eng is not None and str(eng).lower() not in inf.ENGINES:
-        raise UserError(f"measured point for {key}: engine must be one of {', '.join(inf.ENGINES)} (got {eng!r})")
+    if eng is not None and str(eng).lower() not in inference.ENGINES:
+        raise UserError(f"measured point for {key}: engine must be one of {', '.join(inference.ENGINES)} (got {eng!r})")
     out["engine"] = None if eng is None else str(eng).lower()
     return out
 

@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass
 
 from gpuledger.capacity.simulate import Scheduler, SimResult, simulate
-from gpuledger.estimate import inference as inf
+from gpuledger.estimate import inference
 
 #: Real traffic varies in length: output lengths are drawn uniformly within ±50% of the mean. With
 #: every request the same length, a closed loop synchronises (all clients prefill at once), which
@@ -41,7 +41,7 @@ class Replica:
     """Everything the simulation needs about one replica."""
 
     tp: int
-    cost: inf.StepCost
+    cost: inference.StepCost
     scheduler: Scheduler
     max_concurrency: int  # the curve's last point: scheduler cap or KV cache, whichever is smaller
 
@@ -50,19 +50,19 @@ class Replica:
         return self.scheduler.kv_capacity_tokens
 
 
-def replica_setup(model: inf.ServingModel, hw: inf.Hardware, precision: str, engine: inf.Engine, tp: int,
+def replica_setup(model: inference.ServingModel, hw: inference.Hardware, precision: str, engine: inference.Engine, tp: int,
                   prompt_tokens: int, output_tokens: int) -> Replica | None:
     """Returns the `Replica` of this shape, or None when one request does not fit its KV cache."""
-    kv = inf.kv_capacity_tokens(model, hw, precision, tp, engine)
+    kv = inference.kv_capacity_tokens(model, hw, precision, tp, engine)
     if kv < prompt_tokens + longest_output(output_tokens) + 1:  # the longest request of the simulated mix
         return None
-    seqs, tokens = inf.engine_limits(engine, hw)
+    seqs, tokens = inference.engine_limits(engine, hw)
     sched = Scheduler(max_num_seqs=seqs, max_batched_tokens=max(tokens, seqs), chunked_prefill=engine.chunked_prefill,
                       kv_capacity_tokens=kv, reserve_full_request=engine.reserve_full_request,
                       request_overhead_s=engine.request_overhead_s)
     per_request = prompt_tokens + output_tokens if engine.reserve_full_request else prompt_tokens + output_tokens / 2
     max_c = max(1, min(seqs, int(kv // per_request)))
-    return Replica(tp=tp, cost=inf.step_cost(model, hw, precision, engine, tp), scheduler=sched, max_concurrency=max_c)
+    return Replica(tp=tp, cost=inference.step_cost(model, hw, precision, engine, tp), scheduler=sched, max_concurrency=max_c)
 
 
 def _requests_for(c: int, output_tokens: int) -> int:
@@ -191,7 +191,7 @@ def point_dict(r: SimResult, tp: int, p95_ttft_s: float | None = None, p95_tpot_
     return d
 
 
-def max_throughput(model: inf.ServingModel, hw: inf.Hardware, precision: str, engine: inf.Engine, *,
+def max_throughput(model: inference.ServingModel, hw: inference.Hardware, precision: str, engine: inference.Engine, *,
                    prompt_tokens: int, output_tokens: int, num_requests: int, tp: int = 1) -> SimResult:
     """Reproduces an offline maximum-throughput benchmark (`trtllm-bench throughput`,
     `vllm bench throughput`): `num_requests` requests of fixed lengths all queued at once (a closed

@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuledger.capacity import operating as op
+from gpuledger.capacity import operating
 from gpuledger.capacity.measured import measured_points
 from gpuledger.capacity.simulate import SimulationTooLong
 from gpuledger.errors import UserError
-from gpuledger.estimate import inference as inf
+from gpuledger.estimate import inference
 
 HOURS_PER_DAY = 24
 #: 730 h = 8,760 h a year / 12: the month cloud providers bill by (AWS, GCP pricing pages).
@@ -170,7 +170,7 @@ def _fmt(x: float, digits: int = 0) -> str:
 # Physics and the simulated estimate
 
 
-def _load_model(spec) -> inf.ServingModel:
+def _load_model(spec) -> inference.ServingModel:
     from gpuledger.models import load_config
 
     try:
@@ -179,19 +179,19 @@ def _load_model(spec) -> inf.ServingModel:
         raise
     except Exception as err:  # a registry/config problem is the user's to fix, not a traceback
         raise UserError(f"cannot load model {spec.model!r}: {err}") from None
-    return inf.serving_model_from_config(cfg, spec.precision)
+    return inference.serving_model_from_config(cfg, spec.precision)
 
 
-def _floors(model: inf.ServingModel, hw: inf.Hardware, spec, tp: int) -> tuple[float, float]:
-    """Returns the (TTFT, TPOT) floors in seconds on `tp` GPUs (`inf.ttft_floor_s`, `inf.tpot_floor_s`)."""
+def _floors(model: inference.ServingModel, hw: inference.Hardware, spec, tp: int) -> tuple[float, float]:
+    """Returns the (TTFT, TPOT) floors in seconds on `tp` GPUs (`inference.ttft_floor_s`, `inference.tpot_floor_s`)."""
     p = spec.traffic.prompt_tokens
-    return inf.ttft_floor_s(model, hw, spec.precision, p, tp), inf.tpot_floor_s(model, hw, spec.precision, tp)
+    return inference.ttft_floor_s(model, hw, spec.precision, p, tp), inference.tpot_floor_s(model, hw, spec.precision, tp)
 
 
-def _impossible(model: inf.ServingModel, hw: inf.Hardware, spec, tp: int) -> str | None:
+def _impossible(model: inference.ServingModel, hw: inference.Hardware, spec, tp: int) -> str | None:
     """Returns why the SLO is physically impossible on up to `tp` GPUs of `hw`, or None."""
     ttft_s, tpot_s = _floors(model, hw, spec, tp)
-    wb = inf.weights_bytes(model, spec.precision)
+    wb = inference.weights_bytes(model, spec.precision)
     parts = []
     if spec.slo.p95_tpot_ms / 1e3 < tpot_s:
         parts.append(f"physically impossible: p95 TPOT {spec.slo.p95_tpot_ms:g} ms is below the floor "
@@ -199,40 +199,40 @@ def _impossible(model: inf.ServingModel, hw: inf.Hardware, spec, tp: int) -> str
                      f"{hw.name} bandwidth), read once per token at 100% of the datasheet")
     if spec.slo.p95_ttft_ms / 1e3 < ttft_s:
         parts.append(f"physically impossible: p95 TTFT {spec.slo.p95_ttft_ms:g} ms is below the floor "
-                     f"{ttft_s * 1e3:,.2f} ms = {inf.prefill_flops(model, spec.traffic.prompt_tokens) / 1e12:,.1f} "
+                     f"{ttft_s * 1e3:,.2f} ms = {inference.prefill_flops(model, spec.traffic.prompt_tokens) / 1e12:,.1f} "
                      f"TFLOP of prefill / ({tp} × {hw.peak_tflops:,.0f} TFLOPS {hw.name} dense peak at 100%)")
     return "; ".join(parts) or None
 
 
-def _does_not_fit(model: inf.ServingModel, hw: inf.Hardware, spec, engine: inf.Engine, tp: int) -> str:
+def _does_not_fit(model: inference.ServingModel, hw: inference.Hardware, spec, engine: inference.Engine, tp: int) -> str:
     t = spec.traffic
-    wb = inf.weights_bytes(model, spec.precision)
-    usable = tp * (engine.kv_memory_fraction * hw.memory_gib * inf.GIB - inf.ACTIVATION_RESERVE_GIB * inf.GIB)
+    wb = inference.weights_bytes(model, spec.precision)
+    usable = tp * (engine.kv_memory_fraction * hw.memory_gib * inference.GIB - inference.ACTIVATION_RESERVE_GIB * inference.GIB)
     need = (t.prompt_tokens + t.output_tokens) * model.kv_bytes_per_token
     if wb > usable:
-        return (f"weights need {wb / inf.GIB:,.1f} GiB at {spec.precision}, more than {tp} × {hw.name} usable "
-                f"({tp} × ({engine.kv_memory_fraction:g} × {hw.memory_gib:g} GiB − {inf.ACTIVATION_RESERVE_GIB:g} GiB "
-                f"reserve) = {usable / inf.GIB:,.1f} GiB)")
-    return (f"after {wb / inf.GIB:,.1f} GiB of weights, {tp} × {hw.name} leave {(usable - wb) / inf.GIB:,.2f} GiB "
-            f"for KV cache; one request of {t.prompt_tokens + t.output_tokens:,} tokens needs {need / inf.GIB:,.2f} GiB")
+        return (f"weights need {wb / inference.GIB:,.1f} GiB at {spec.precision}, more than {tp} × {hw.name} usable "
+                f"({tp} × ({engine.kv_memory_fraction:g} × {hw.memory_gib:g} GiB − {inference.ACTIVATION_RESERVE_GIB:g} GiB "
+                f"reserve) = {usable / inference.GIB:,.1f} GiB)")
+    return (f"after {wb / inference.GIB:,.1f} GiB of weights, {tp} × {hw.name} leave {(usable - wb) / inference.GIB:,.2f} GiB "
+            f"for KV cache; one request of {t.prompt_tokens + t.output_tokens:,} tokens needs {need / inference.GIB:,.2f} GiB")
 
 
-def _estimate(model: inf.ServingModel, hw: inf.Hardware, spec, engine: inf.Engine, max_tp: int) -> dict[str, Any]:
+def _estimate(model: inference.ServingModel, hw: inference.Hardware, spec, engine: inference.Engine, max_tp: int) -> dict[str, Any]:
     """Returns the simulated estimate for one accelerator: the replica shape needing the fewest GPUs
     (tensor-parallel degrees tried from 1 up, stopping one past the first that meets the SLO), its
     `op.Choice` and GPUs; or why none works. Keys: choice, gpus, replicas, reason."""
     t, slo = spec.traffic, spec.slo
     ttft_s, tpot_s = slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3
-    found: list[tuple[int, int, op.Choice]] = []
+    found: list[tuple[int, int, operating.Choice]] = []
     problems: list[str] = []
-    missed: op.Choice | None = None
-    tps = [d for d in inf.TP_DEGREES if d <= max_tp]
+    missed: operating.Choice | None = None
+    tps = [d for d in inference.TP_DEGREES if d <= max_tp]
     for tp in tps:
-        rep = op.replica_setup(model, hw, spec.precision, engine, tp, t.prompt_tokens, t.output_tokens)
+        rep = operating.replica_setup(model, hw, spec.precision, engine, tp, t.prompt_tokens, t.output_tokens)
         if rep is None:
             continue
         try:
-            choice = op.choose(rep, t.prompt_tokens, t.output_tokens, ttft_s, tpot_s)
+            choice = operating.choose(rep, t.prompt_tokens, t.output_tokens, ttft_s, tpot_s)
         except (ValueError, SimulationTooLong) as err:  # bounded: a shape the simulation cannot run
             problems.append(f"TP {tp}: {err}")
             continue
@@ -260,12 +260,12 @@ def _estimate(model: inf.ServingModel, hw: inf.Hardware, spec, engine: inf.Engin
     return {"choice": None, "gpus": None, "replicas": None, "missed": missed, "reason": reason}
 
 
-def _load(choice: op.Choice, spec, replicas: int) -> dict[str, Any]:
+def _load(choice: operating.Choice, spec, replicas: int) -> dict[str, Any]:
     """Returns the fleet's latency under its real traffic: Poisson arrivals at qps / replicas per
     replica, simulated on the chosen shape (information: the fleet is sized on the operating point)."""
     t, slo = spec.traffic, spec.slo
-    r = op.load_check(choice.replica, t.qps / replicas, t.prompt_tokens, t.output_tokens)
-    check = op.point_dict(r, choice.replica.tp, slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3)
+    r = operating.load_check(choice.replica, t.qps / replicas, t.prompt_tokens, t.output_tokens)
+    check = operating.point_dict(r, choice.replica.tp, slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3)
     check.update(mode="poisson", replicas=replicas)
     return check
 
@@ -286,12 +286,12 @@ def _measured_use(points: list[dict[str, Any]], model, hw, spec, est_ok: bool) -
     slo = spec.slo
     notes: list[str] = []
     full, rate_only = [], []
-    wb = inf.weights_bytes(model, spec.precision)
+    wb = inference.weights_bytes(model, spec.precision)
     for p in points:
         tp = p["gpus_per_replica"]
         floor_ttft, floor_tpot = _floors(model, hw, spec, tp)
-        if wb > tp * hw.memory_gib * inf.GIB:
-            notes.append(f"measured point ({p['origin']}) on {tp} × {hw.name}: {wb / inf.GIB:,.1f} GiB of weights "
+        if wb > tp * hw.memory_gib * inference.GIB:
+            notes.append(f"measured point ({p['origin']}) on {tp} × {hw.name}: {wb / inference.GIB:,.1f} GiB of weights "
                          f"exceed {tp} × {hw.memory_gib:g} GiB of device memory: ignored as physically impossible")
         elif p["tpot_ms"] is not None and p["tpot_ms"] / 1e3 < floor_tpot * 0.999:
             notes.append(f"measured TPOT {p['tpot_ms']:g} ms ({p['origin']}) is below the physical floor "
@@ -314,18 +314,18 @@ def _measured_use(points: list[dict[str, Any]], model, hw, spec, est_ok: bool) -
     return pick, notes
 
 
-def _plan_one(accel: str, model: inf.ServingModel, spec, engine: inf.Engine, rows: list[dict[str, Any]],
+def _plan_one(accel: str, model: inference.ServingModel, spec, engine: inference.Engine, rows: list[dict[str, Any]],
               points: list[dict[str, Any]]) -> dict[str, Any]:
     t, slo = spec.traffic, spec.slo
     opt = _empty_option(accel, spec.precision, engine.name)
     try:
-        hw = inf.hardware_for(accel, spec.precision)
+        hw = inference.hardware_for(accel, spec.precision)
     except ValueError as err:  # no peak rate at this precision in the catalog
         opt["reason"] = str(err)
         return opt
     sizes = [int(r["accelerator_count"]) for r in rows if r.get("accelerator") == accel]
     max_tp = min(spec.resources.max_gpus_per_replica, max(sizes)) if sizes else spec.resources.max_gpus_per_replica
-    tp_top = max(d for d in inf.TP_DEGREES if d <= max_tp)
+    tp_top = max(d for d in inference.TP_DEGREES if d <= max_tp)
     f_ttft, f_tpot = _floors(model, hw, spec, tp_top)
     opt.update(floor_ttft_ms=round(f_ttft * 1e3, 3), floor_tpot_ms=round(f_tpot * 1e3, 3))
     impossible = _impossible(model, hw, spec, tp_top)
@@ -334,9 +334,9 @@ def _plan_one(accel: str, model: inf.ServingModel, spec, engine: inf.Engine, row
                                       if points else "")
         return opt
     est = _estimate(model, hw, spec, engine, max_tp)
-    choice: op.Choice | None = est["choice"] or est["missed"]
+    choice: operating.Choice | None = est["choice"] or est["missed"]
     if choice is not None:
-        opt["curve"] = [op.point_dict(r, choice.replica.tp, slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3)
+        opt["curve"] = [operating.point_dict(r, choice.replica.tp, slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3)
                         for r in choice.curve]
         opt["gpus_per_replica"] = choice.replica.tp
     pick, notes = _measured_use(points, model, hw, spec, est["choice"] is not None)
@@ -367,7 +367,7 @@ def _plan_one(accel: str, model: inf.ServingModel, spec, engine: inf.Engine, row
                          f"{_fmt(demand)} tokens/s demand / {_fmt(rate, 1)} = {gpus} GPUs ({replicas} × {tp}); "
                          + op_point["why"])
     elif est["choice"] is not None:
-        ch: op.Choice = est["choice"]
+        ch: operating.Choice = est["choice"]
         p, tp = ch.point, ch.replica.tp
         rate = p.output_tokens_per_s / tp
         replicas = est["replicas"]
@@ -427,7 +427,7 @@ def _fill_prices(opt: dict[str, Any], price: dict[str, Any] | None) -> None:
 
 
 def plan_capacity(spec, *, offers=None, measured: dict | None = None,
-                  model: inf.ServingModel | None = None) -> dict[str, Any]:
+                  model: inference.ServingModel | None = None) -> dict[str, Any]:
     """Returns the capacity plan of a `CapacitySpec` as a JSON-ready dict (see the module docstring).
 
     `offers`: a polars frame (or list of dicts) with the columns of `gpuledger.catalog.offers`;
@@ -440,12 +440,12 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
         raise UserError(f"plan_capacity needs a `kind: capacity` spec (got kind {getattr(spec, 'kind', None)!r})")
     res = spec.resources
     try:
-        engine = inf.engine_for(getattr(spec, "engine", None))
+        engine = inference.engine_for(getattr(spec, "engine", None))
     except ValueError as err:
         raise UserError(str(err)) from None
     args = getattr(spec, "engine_args", None)
     overrides = {k: v for k, v in (args.model_dump() if args is not None else {}).items() if v is not None}
-    engine = inf.engine_with(engine, **overrides)
+    engine = inference.engine_with(engine, **overrides)
     if offers is None:
         from gpuledger.catalog.offers import load_offers
 
@@ -475,7 +475,7 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
             "engine_version": engine.version,
             "engine_args": overrides,
             "params_total": model.params_total,
-            "weights_gib": round(inf.weights_bytes(model, precision) / inf.GIB, 2),
+            "weights_gib": round(inference.weights_bytes(model, precision) / inference.GIB, 2),
             "kv_bytes_per_token": model.kv_bytes_per_token,
             "qps": t.qps,
             "prompt_tokens": t.prompt_tokens,
@@ -511,9 +511,9 @@ def _no_best_reason(options: list[dict[str, Any]]) -> str:
     return "no accelerator meets the targets; " + " | ".join(lines)
 
 
-def assumptions(engine: inf.Engine | None = None) -> list[str]:
+def assumptions(engine: inference.Engine | None = None) -> list[str]:
     """Returns the modelling assumptions of every plan, each with its source."""
-    e = engine or inf.ENGINES["vllm"]
+    e = engine or inference.ENGINES["vllm"]
     return [
         f"engine {e.name} ({e.version}): max sequences {e.max_num_seqs} (GPUs < 70 GiB or A100: "
         f"{e.max_num_seqs_small_gpu}), max batched tokens {e.max_batched_tokens} ({e.max_batched_tokens_small_gpu}), "
@@ -527,8 +527,8 @@ def assumptions(engine: inf.Engine | None = None) -> list[str]:
         f"every request pays {e.request_overhead_s * 1e3:g} ms of fixed overhead (HTTP, tokenisation, scheduling) in "
         "its TTFT",
         "latency under load from a discrete-event simulation of continuous batching (gpuledger.capacity.simulate): "
-        f"closed loop at each concurrency, output lengths uniform within ±{op.OUTPUT_SPREAD:.0%} of the mean, the "
-        f"opening burst left out, seed {op.SEED}; p50/p95/p99 TTFT and TPOT per request",
+        f"closed loop at each concurrency, output lengths uniform within ±{operating.OUTPUT_SPREAD:.0%} of the mean, the "
+        f"opening burst left out, seed {operating.SEED}; p50/p95/p99 TTFT and TPOT per request",
         "operating point = the concurrency with the most tokens/s per GPU whose p95 TTFT and TPOT meet the SLO "
         "in a closed loop (how serving benchmarks measure); the fleet's latency under Poisson arrivals at "
         "qps / replicas per replica is simulated and shown (load_check), not used for sizing",

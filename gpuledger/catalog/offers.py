@@ -143,9 +143,9 @@ def read_price_file(path: str | Path) -> pl.DataFrame:
         if unknown:
             parts.append(f"unknown column(s) {', '.join(unknown)}")
         raise UserError(f"{path}:1: {'; '.join(parts)} (expected: {','.join(OFFER_COLUMNS)})")
-    import datetime as _dt
+    import datetime
 
-    mtime = _dt.date.fromtimestamp(p.stat().st_mtime).isoformat()
+    mtime = datetime.date.fromtimestamp(p.stat().st_mtime).isoformat()
     rows, problems = [], []
     for line_no, raw in enumerate(reader, start=2):
         row = {k.strip(): (v or "").strip() for k, v in raw.items() if k is not None}

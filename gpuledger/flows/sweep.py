@@ -34,7 +34,7 @@ from prefect.events import emit_event
 from prefect.states import Failed, State
 from prefect.utilities.annotations import quote
 
-from gpuledger import protocol as P
+from gpuledger import protocol
 from gpuledger.errors import BudgetExceeded, UserError
 from gpuledger.flows.artifacts import Progress, artifact_key, publish_report, publish_table
 from gpuledger.runtime.budget import BudgetStop
@@ -161,7 +161,7 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
         log.warning("Budget guard refused sweep %s but force=True: launching anyway (recorded as forced). %s",
                     sweep_id, err)
     if dry_run:
-        summary.status = P.SWEEP_DRY_RUN
+        summary.status = protocol.SWEEP_DRY_RUN
         log.info("Dry run: nothing launched, nothing written.")
         notify("finished", summary=summary.to_dict())
         return summary.to_dict()

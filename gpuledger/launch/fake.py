@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gpuledger import protocol as P
+from gpuledger import protocol
 from gpuledger.launch.base import LaunchRequest, TrialStatus
 from gpuledger.record import ResultRecord
 
@@ -105,14 +105,14 @@ class FakeLauncher:
             return "cancelled"
         if time.monotonic() < handle.ready_at:
             return "running"
-        return P.launch_status_of(handle.record.status)  # type: ignore[return-value]
+        return protocol.launch_status_of(handle.record.status)  # type: ignore[return-value]
 
     def cancel(self, handle: FakeHandle) -> None:
         with self._lock:
             if handle.cancelled or time.monotonic() >= handle.ready_at:
                 return
             handle.cancelled = True
-            handle.record = handle.record.model_copy(update={"status": P.CANCELLED, "reason": "cancelled",
+            handle.record = handle.record.model_copy(update={"status": protocol.CANCELLED, "reason": "cancelled",
                                                              "final_metrics": {}, "metrics": []})
 
     def collect(self, handle: FakeHandle) -> list[ResultRecord]:
@@ -128,11 +128,11 @@ class FakeLauncher:
             self.cancel(handle)
 
     def _record(self, req: LaunchRequest, attempt: int, slot: int) -> ResultRecord:
-        fields: dict[str, Any] = {"status": P.SUCCEEDED, "exit_code": 0, "wall_s": self.wall_s,
+        fields: dict[str, Any] = {"status": protocol.SUCCEEDED, "exit_code": 0, "wall_s": self.wall_s,
                                   "final_metrics": self.metrics(req)}
         if self.outcome is not None:
             fields.update(self.outcome(req) or {})
-        if fields["status"] != P.SUCCEEDED:
+        if fields["status"] != protocol.SUCCEEDED:
             fields.setdefault("reason", f"{fields['status']} (fake outcome)")
             if fields.get("exit_code") == 0:
                 fields["exit_code"] = 1
@@ -141,7 +141,7 @@ class FakeLauncher:
         rate = self.usd_per_hour if req.usd_per_hour is None else float(req.usd_per_hour)
         hours = wall_s / 3600.0
         data = {
-            "schema": P.SCHEMA, "run_id": f"{req.trial_id}-a{attempt}-fake", "sweep_id": req.sweep_id,
+            "schema": protocol.SCHEMA, "run_id": f"{req.trial_id}-a{attempt}-fake", "sweep_id": req.sweep_id,
             "trial_id": req.trial_id, "attempt": attempt, "launcher": "fake", "cloud": req.cloud,
             "region": req.region, "instance_type": req.instance_type, "accelerator": req.accelerator,
             "gpus": req.gpus if req.accelerator else 0, "spot": req.spot, "started_at": started,

@@ -53,7 +53,7 @@ from typing import Any
 
 import psutil
 
-from gpuledger import protocol as P
+from gpuledger import protocol
 from gpuledger.launch.base import LaunchRequest, TrialStatus
 from gpuledger.record import ResultRecord
 
@@ -177,7 +177,7 @@ class LocalLauncher:
                 return "pending"
             if handle.state == "running":
                 return "running"
-            return P.launch_status_of(self._final_record(handle).status)  # type: ignore[return-value]
+            return protocol.launch_status_of(self._final_record(handle).status)  # type: ignore[return-value]
 
     def cancel(self, handle: LocalHandle) -> None:
         """Stops the trial (idempotent): a queued one never starts, a running one gets SIGTERM."""
@@ -340,13 +340,13 @@ class LocalLauncher:
         env = dict(os.environ)
         env.update({str(k): str(v) for k, v in req.env.items()})
         env.update({
-            P.ENV_RUN_ID: handle.run_id,
-            P.ENV_TRIAL_ID: req.trial_id,
-            P.ENV_SWEEP_ID: req.sweep_id,
-            P.ENV_SWEEP_NAME: req.sweep_name,
-            P.ENV_ATTEMPT: str(handle.attempt),
-            P.ENV_PARAMS: json.dumps(req.params, sort_keys=True, default=str),
-            P.ENV_LAUNCHER: "local",
+            protocol.ENV_RUN_ID: handle.run_id,
+            protocol.ENV_TRIAL_ID: req.trial_id,
+            protocol.ENV_SWEEP_ID: req.sweep_id,
+            protocol.ENV_SWEEP_NAME: req.sweep_name,
+            protocol.ENV_ATTEMPT: str(handle.attempt),
+            protocol.ENV_PARAMS: json.dumps(req.params, sort_keys=True, default=str),
+            protocol.ENV_LAUNCHER: "local",
             "PYTHONUNBUFFERED": "1",
         })
         py_dir = str(Path(self.python).parent)
@@ -480,7 +480,7 @@ class LocalLauncher:
             status = "failed"
             reason = f"the agent exited with code {handle.exit_code} without writing a result record"
         return {
-            "schema": P.SCHEMA,
+            "schema": protocol.SCHEMA,
             "run_id": handle.run_id,
             "trial_id": req.trial_id,
             "attempt": handle.attempt,

@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from gpuledger import protocol as P
+from gpuledger import protocol
 from gpuledger.launch.base import LaunchRequest, TrialStatus
 from gpuledger.launch.skypilot_logs import new_points, parse_result_lines
 from gpuledger.launch.skypilot_task import (  # noqa: F401 - the task part, re-exported
@@ -331,7 +331,7 @@ class SkyPilotLauncher:
         return SkyJob(request=request, job_id=int(job_id), name=name, submitted_at=self.clock())
 
     def poll(self, handle: SkyJob) -> TrialStatus:
-        if handle.status in P.LAUNCH_TERMINAL:
+        if handle.status in protocol.LAUNCH_TERMINAL:
             return handle.status
         records = [r for r in self.sdk.queue([handle.job_id]) if int(r.get("job_id", -1)) == handle.job_id]
         if not records:
@@ -341,7 +341,7 @@ class SkyPilotLauncher:
         return handle.status
 
     def cancel(self, handle: SkyJob) -> None:
-        if handle.status in P.LAUNCH_TERMINAL or handle.cancel_requested:
+        if handle.status in protocol.LAUNCH_TERMINAL or handle.cancel_requested:
             return
         self.sdk.cancel(handle.job_id)
         handle.cancel_requested = True
@@ -357,7 +357,7 @@ class SkyPilotLauncher:
         gives nothing new (the next look reads it again).
         """
         names = handle.request.echo_metrics
-        ended = handle.status in P.LAUNCH_TERMINAL
+        ended = handle.status in protocol.LAUNCH_TERMINAL
         if not names or not (ended or handle.sky_status in ("RUNNING", "WINDING_DOWN")):
             return [], offset
         try:
@@ -371,14 +371,14 @@ class SkyPilotLauncher:
         if handle.final_logs is not None:
             return handle.final_logs
         logs = self.sdk.tail_logs(handle.job_id)
-        if handle.status in P.LAUNCH_TERMINAL:
+        if handle.status in protocol.LAUNCH_TERMINAL:
             handle.final_logs = logs
         return logs
 
     def wait(self, handle: SkyJob, timeout_s: float | None = None) -> TrialStatus:
         """Polls every `poll_interval_s` until a terminal status (or `timeout_s`); returns the status."""
         start = self.clock()
-        while self.poll(handle) not in P.LAUNCH_TERMINAL:
+        while self.poll(handle) not in protocol.LAUNCH_TERMINAL:
             if timeout_s is not None and self.clock() - start > timeout_s:
                 break
             time.sleep(self.poll_interval_s)

@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpuledger import protocol as P
+from gpuledger import protocol
 from gpuledger.billing.labels import launch_labels
 from gpuledger.launch.base import LaunchRequest
 
 #: Where the agent writes its record inside the job (the record also goes to the logs).
 RESULT_PATH = "/tmp/gpuledger-result.json"
-PARAM_ENV_PREFIX = P.ENV_PARAM_PREFIX
+PARAM_ENV_PREFIX = protocol.ENV_PARAM_PREFIX
 #: Installs what the in-job agent needs; the agent itself comes with the synced workdir.
 AGENT_SETUP = "python3 -m pip install --quiet 'psutil>=5.9' 'pydantic>=2,<3' 'nvidia-ml-py>=12'"
 #: Spot: restart on the trial's own errors this often (besides preemption recoveries, unlimited).
@@ -61,22 +61,22 @@ def task_envs(request: LaunchRequest) -> dict[str, str]:
     """Returns the job's environment: params, ids, planned placement, then the spec's own env."""
     envs = {param_env_name(k): _env_value(v) for k, v in request.params.items()}
     envs.update(
-        {P.ENV_PARAMS: json.dumps(request.params, sort_keys=True, default=str),
-         P.ENV_TRIAL_ID: request.trial_id,
-         P.ENV_SWEEP_ID: request.sweep_id,
-         P.ENV_SWEEP_NAME: request.sweep_name,
-         P.ENV_LAUNCHER: "skypilot",
-         P.ENV_SPOT: "true" if request.spot else "false"}
+        {protocol.ENV_PARAMS: json.dumps(request.params, sort_keys=True, default=str),
+         protocol.ENV_TRIAL_ID: request.trial_id,
+         protocol.ENV_SWEEP_ID: request.sweep_id,
+         protocol.ENV_SWEEP_NAME: request.sweep_name,
+         protocol.ENV_LAUNCHER: "skypilot",
+         protocol.ENV_SPOT: "true" if request.spot else "false"}
     )
-    for key, value in ((P.ENV_CLOUD, request.cloud), (P.ENV_REGION, request.region),
-                       (P.ENV_INSTANCE_TYPE, request.instance_type),
-                       (P.ENV_ACCELERATOR, request.accelerator)):
+    for key, value in ((protocol.ENV_CLOUD, request.cloud), (protocol.ENV_REGION, request.region),
+                       (protocol.ENV_INSTANCE_TYPE, request.instance_type),
+                       (protocol.ENV_ACCELERATOR, request.accelerator)):
         if value:
             envs[key] = value
     if request.accelerator:
-        envs[P.ENV_GPUS] = str(request.gpus)
+        envs[protocol.ENV_GPUS] = str(request.gpus)
     if request.timeout_s:
-        envs[P.ENV_TIMEOUT_S] = str(request.timeout_s)
+        envs[protocol.ENV_TIMEOUT_S] = str(request.timeout_s)
     envs.update({k: str(v) for k, v in request.env.items()})
     return envs
 

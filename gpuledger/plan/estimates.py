@@ -56,7 +56,7 @@ def trial_estimates(spec, trials, gpu_counts: Sequence[int] | None = None, *, de
     Search params named in PARAM_TO_WORKLOAD (and `gpus_per_trial`) override the spec's train
     fields. Identical workloads are estimated once.
     """
-    from gpuledger import estimate as est_mod
+    from gpuledger import estimate as estimate_package
 
     t = spec.train
     tokens = t.tokens_per_trial
@@ -75,7 +75,7 @@ def trial_estimates(spec, trials, gpu_counts: Sequence[int] | None = None, *, de
         "flash_attn": t.flash_attention, "lora_r": t.lora_r, "lora_targets": t.lora_targets,
         "prompt_len": t.prompt_len, "completion_len": t.completion_len, "group_size": t.group_size,
         "device": device,
-        **{name: getattr(t, name) for name in est_mod.STACK_FIELDS},
+        **{name: getattr(t, name) for name in estimate_package.STACK_FIELDS},
     }
     if gpu_counts is None:
         gpt = spec.resources.gpus_per_trial
@@ -101,7 +101,7 @@ def trial_estimates(spec, trials, gpu_counts: Sequence[int] | None = None, *, de
                 key = tuple(sorted({**wl, "gpus": g, "sharding": sh, "_t": tokens, "_s": str(settings)}.items(), key=lambda kv: kv[0]))
                 if key not in cache:
                     try:
-                        e = est_mod.estimate(est_mod.Workload(**{**wl, "gpus": g, "sharding": sh}))
+                        e = estimate_package.estimate(estimate_package.Workload(**{**wl, "gpus": g, "sharding": sh}))
                         mem = serving_memory_gib(e.memory_gib, settings) if inference else float(e.memory_gib["device"])
                         cache[key] = (mem, float(e.flops_per_token) * tokens, None)
                     except UserError:

@@ -43,9 +43,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuledger import protocol as P
+from gpuledger import protocol
 from gpuledger.record import ResultRecord
-from gpuledger.runtime import landing as L
+from gpuledger.runtime import landing
 from gpuledger.runtime.budget import BudgetMeter, BudgetStop
 from gpuledger.runtime.events import notify
 from gpuledger.runtime.launching import LAUNCH_RETRY_DELAYS_S, TrialOutcome, make_launcher, run_trial
@@ -110,7 +110,7 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def register(run: SweepRun, hooks: Hooks, landing: Path) -> tuple[list[Any], BudgetMeter]:
+def register(run: SweepRun, hooks: Hooks, landing_dir: Path) -> tuple[list[Any], BudgetMeter]:
     """Step 1: registers the sweep and its trials, stores leftovers; returns (trials to run, meter)."""
     from gpuledger.plan import prices_used, warehouse_trial_rows
     from gpuledger.warehouse import Warehouse
@@ -130,10 +130,10 @@ def register(run: SweepRun, hooks: Hooks, landing: Path) -> tuple[list[Any], Bud
             plan_json=run.plan_json, prices=prices_used(run.plan_json),
         )
         planned = [] if asks_new_points(sp) else run.trials  # tpe over a range: each one registered when asked
-        wh.upsert_trials(run.sweep_id, [{**r, "status": P.PENDING} for r in warehouse_trial_rows(run.plan_json, planned)])
-        if L.waiting(landing):
-            recovered = wh.ingest_landing(landing)
-            hooks.log.info("Stored the result records an earlier run left in %s: %s", landing, recovered.summary())
+        wh.upsert_trials(run.sweep_id, [{**r, "status": protocol.PENDING} for r in warehouse_trial_rows(run.plan_json, planned)])
+        if landing.waiting(landing_dir):
+            recovered = wh.ingest_landing(landing_dir)
+            hooks.log.info("Stored the result records an earlier run left in %s: %s", landing_dir, recovered.summary())
         done_ids = wh.succeeded_trial_ids(run.sweep_id)
         spent = float(wh.query_named("sweep_spent", {"sweep_id": run.sweep_id})["spent_usd"][0] or 0.0)
         measured = [float(c) for c in wh.query_named("runs_measured_costs", {"sweep_id": run.sweep_id})["cost_usd"]]
@@ -245,7 +245,7 @@ class _Loop:
         self.pending.clear()
         self.summary.budget_stopped = True
         self.summary.skipped_budget = len(ids)
-        self.writer.mark(ids, P.SKIPPED_BUDGET, stop.reason)
+        self.writer.mark(ids, protocol.SKIPPED_BUDGET, stop.reason)
         self.hooks.log.warning("Stopping launches of %s: %s; %d trial(s) marked skipped-budget.",
                                self.run.sweep_id, stop.reason, len(ids))
         with contextlib.suppress(Exception):
@@ -264,8 +264,8 @@ class _Loop:
                 outcome = TrialOutcome(t.trial_id, [], error=f"{type(err).__name__}: {err}")
             for rec in outcome.records:
                 with contextlib.suppress(OSError):
-                    L.keep(self.writer.landing, rec)
-            self.meter.finished(t.trial_id, [(rec.cost_usd, rec.status == P.CANCELLED) for rec in outcome.records])
+                    landing.keep(self.writer.landing_dir, rec)
+            self.meter.finished(t.trial_id, [(rec.cost_usd, rec.status == protocol.CANCELLED) for rec in outcome.records])
             if outcome.error is not None:
                 errors[t.trial_id] = outcome.error
                 self.summary.launcher_errors += 1
@@ -274,15 +274,15 @@ class _Loop:
             self._tell(t.trial_id, outcome)
             for i, rec in enumerate(outcome.records):
                 records.append(rec)
-                if rec.status == P.PREEMPTED and i < len(outcome.records) - 1:  # recovered: a later attempt
+                if rec.status == protocol.PREEMPTED and i < len(outcome.records) - 1:  # recovered: a later attempt
                     self.hooks.log.info("Trial %s: attempt %d preempted after %.1f s; recovered", rec.trial_id,
                                         rec.attempt, rec.wall_s)
-                elif outcome.pruned and rec.status == P.CANCELLED:
+                elif outcome.pruned and rec.status == protocol.CANCELLED:
                     self.summary.pruned += 1
                     pruned[rec.trial_id] = outcome.pruned
                     self.pruned_ids.add(rec.trial_id)
                     self.hooks.log.info("Trial %s %s after %.1f s", rec.trial_id, outcome.pruned, rec.wall_s)
-                elif rec.status == P.SUCCEEDED:
+                elif rec.status == protocol.SUCCEEDED:
                     self.summary.succeeded += 1
                     self.hooks.log.info("Trial %s succeeded in %.1f s (%s)", rec.trial_id, rec.wall_s,
                                         _fmt_metrics(rec.final_metrics))
@@ -293,7 +293,7 @@ class _Loop:
         self.summary.spent_usd = self.meter.spent_usd
         self.writer.results(records, errors)
         for trial_id, why in pruned.items():  # after its record: the trial's status is `pruned`
-            self.writer.mark([trial_id], P.PRUNED, why)
+            self.writer.mark([trial_id], protocol.PRUNED, why)
 
     def _tell(self, trial_id: str, outcome: TrialOutcome) -> None:
         """Tells the study how the trial ended: pruned, its final objective value, or failed."""
@@ -302,7 +302,7 @@ class _Loop:
         if outcome.pruned:
             self.search.tell_pruned(trial_id)
             return
-        ok = [r for r in outcome.records if r.status == P.SUCCEEDED]
+        ok = [r for r in outcome.records if r.status == protocol.SUCCEEDED]
         value = ok[-1].final_metrics.get(self.search.metric) if ok else None
         self.search.tell(trial_id, value)
 
@@ -346,14 +346,14 @@ def _mark_unasked(search: AdaptiveSearch, strategy: str, todo: list[Any], writer
     if not ids:
         return
     if summary.budget_stopped:
-        writer.mark(ids, P.SKIPPED_BUDGET, "the budget stop ended the search before it asked for this point")
+        writer.mark(ids, protocol.SKIPPED_BUDGET, "the budget stop ended the search before it asked for this point")
         summary.skipped_budget += len(ids)
-        status = P.SKIPPED_BUDGET
+        status = protocol.SKIPPED_BUDGET
     else:
-        writer.mark(ids, P.NOT_ASKED, f"the {strategy} search asked for its {search.n_trials} trial(s) "
+        writer.mark(ids, protocol.NOT_ASKED, f"the {strategy} search asked for its {search.n_trials} trial(s) "
                     "without this point")
         summary.not_asked = len(ids)
-        status = P.NOT_ASKED
+        status = protocol.NOT_ASKED
     hooks.log.info("%d candidate point(s) the search did not ask for: marked %s.", len(ids), status)
 
 
@@ -363,10 +363,10 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
 
     hooks = hooks or Hooks()
     summary = run.summary
-    landing = L.landing_dir_for(run.sweep_id)
-    summary.landing = str(landing)
+    landing_dir = landing.landing_dir_for(run.sweep_id)
+    summary.landing = str(landing_dir)
     try:
-        todo, meter = register(run, hooks, landing)
+        todo, meter = register(run, hooks, landing_dir)
     except Exception as err:
         if not isinstance(err, SweepBusy):  # ours: give it back (SweepBusy: another run's)
             with contextlib.suppress(Exception), Warehouse.open(migrate=False) as wh:
@@ -393,17 +393,17 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
            max_parallel=run.cap)
 
     def stored(records: list[ResultRecord], errors: dict[str, str], ok: bool) -> None:
-        for trial_id, status, cost in ([(r.trial_id, P.PRUNED if r.trial_id in pruned_ids else r.status, r.cost_usd)
+        for trial_id, status, cost in ([(r.trial_id, protocol.PRUNED if r.trial_id in pruned_ids else r.status, r.cost_usd)
                                         for r in records]
-                                       + [(t, P.FAILED, 0.0) for t in errors]):
+                                       + [(t, protocol.FAILED, 0.0) for t in errors]):
             counter["done"] += 1
             notify("result", trial_id=trial_id, status=status, cost_usd=cost, done=counter["done"], total=total,
                    spent_usd=summary.spent_usd, stored=ok)
         hooks.progress(counter["done"], total)
 
-    writer = Writer(run.sweep_id, landing, hooks.log, stored, lease=(run.holder, run.lease_ttl_s))
-    launcher = run.launcher_factory(run.launcher, run.spec, run.cap, landing)
-    status = P.SWEEP_FAILED
+    writer = Writer(run.sweep_id, landing_dir, hooks.log, stored, lease=(run.holder, run.lease_ttl_s))
+    launcher = run.launcher_factory(run.launcher, run.spec, run.cap, landing_dir)
+    status = protocol.SWEEP_FAILED
     try:
         _Loop(run, hooks, launcher, writer, meter, todo, search, pruned_ids, admission).loop()
         if search is not None and admission is None and not summary.interrupted:
@@ -421,13 +421,13 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
             except KeyboardInterrupt:  # Ctrl-C again: the records that finished are still stored first
                 summary.interrupted = True
                 hooks.log.warning("Interrupted: storing the finished trials' records before stopping ...")
-        waiting = L.waiting(landing)
+        waiting = landing.waiting(landing_dir)
         summary.unrecorded = len(waiting)
         summary.unrecorded_files = [str(p) for p in waiting]
         if waiting:
             hooks.log.error("%d result record(s) could not be stored in the warehouse (%s); they stay in %s and "
                             "the next run of this sweep, or `gpuledger ingest %s`, stores them: %s", len(waiting),
-                            writer.last_error or "unknown error", landing, landing,
+                            writer.last_error or "unknown error", landing_dir, landing_dir,
                             ", ".join(p.name for p in waiting[:10]) + (" ..." if len(waiting) > 10 else ""))
         status = status or summary.final_status()
         summary.status = status

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gpuledger import protocol as P
+from gpuledger import protocol
 
 
 @dataclass
@@ -34,7 +34,7 @@ class SweepSummary:
     unrecorded: int = 0
     unrecorded_files: list[str] = field(default_factory=list)
     landing: str | None = None
-    status: str = P.SWEEP_PLANNED
+    status: str = protocol.SWEEP_PLANNED
     report_html: str | None = None
     report_markdown: str | None = None
     warehouse: str | None = None
@@ -45,14 +45,14 @@ class SweepSummary:
         """Returns the run's status: the worst thing that happened wins (unrecorded results, an
         interruption, then a budget stop, failures, success)."""
         if self.unrecorded:
-            return P.SWEEP_UNRECORDED
+            return protocol.SWEEP_UNRECORDED
         if self.interrupted:
-            return P.SWEEP_INTERRUPTED
+            return protocol.SWEEP_INTERRUPTED
         if self.budget_stopped:
-            return P.SWEEP_BUDGET_STOPPED
+            return protocol.SWEEP_BUDGET_STOPPED
         if self.failed or self.launcher_errors or self.not_feasible:
-            return P.SWEEP_PARTIAL
-        return P.SWEEP_SUCCEEDED
+            return protocol.SWEEP_PARTIAL
+        return protocol.SWEEP_SUCCEEDED
 
     def exit_code(self) -> int:
         """0: every launched trial succeeded and every record is stored (also after a budget stop);

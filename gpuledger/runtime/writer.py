@@ -25,9 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpuledger import protocol as P
+from gpuledger import protocol
 from gpuledger.record import ResultRecord
-from gpuledger.runtime import landing as L
+from gpuledger.runtime import landing
 
 #: How long the writer gathers finished trials into one transaction (seconds).
 WRITER_WINDOW_S = 0.3
@@ -36,11 +36,11 @@ REGISTER_WAIT_S = 120.0
 
 
 class Writer:
-    def __init__(self, sweep_id: str, landing: Path, log: Any,
+    def __init__(self, sweep_id: str, landing_dir: Path, log: Any,
                  on_stored: Callable[[list[ResultRecord], dict[str, str], bool], None] | None = None,
                  window_s: float = WRITER_WINDOW_S, lease: tuple[str, float] | None = None) -> None:
         self.sweep_id = sweep_id
-        self.landing = landing
+        self.landing_dir = landing_dir
         self.log = log
         self.on_stored = on_stored
         self.window_s = window_s
@@ -83,7 +83,7 @@ class Writer:
             self._closing = True
             self._queue.put(None)
         self._thread.join()
-        if not self._retried and (self.failed_batches or self._unwritten_marks or L.waiting(self.landing)):
+        if not self._retried and (self.failed_batches or self._unwritten_marks or landing.waiting(self.landing_dir)):
             self._retried = True
             self._retry_leftovers()
 
@@ -114,7 +114,7 @@ class Writer:
     def _write(self, items: list[Any]) -> None:
         records = [r for kind, *rest in items if kind == "results" for r in rest[0]]
         errors = {k: v for kind, *rest in items if kind == "results" for k, v in rest[1].items()}
-        marks = [(ids, P.FAILED, reason[:2000]) for ids, reason in (([t], r) for t, r in errors.items())]
+        marks = [(ids, protocol.FAILED, reason[:2000]) for ids, reason in (([t], r) for t, r in errors.items())]
         marks += [tuple(rest) for kind, *rest in items if kind == "mark"]
         registered = [item for item in items if item[0] == "trials"]
         stored = False
@@ -126,7 +126,7 @@ class Writer:
             self.last_error = " ".join(str(err).split())[:500]
             self._unwritten_marks.extend(marks)  # type: ignore[arg-type]
             self.log.error("Could not store %d result record(s) in the warehouse (they stay in %s): %s",
-                           len(records), self.landing, self.last_error)
+                           len(records), self.landing_dir, self.last_error)
         for _kind, _rows, done, outcome in registered:
             outcome["stored"] = stored
             done.set()
@@ -151,7 +151,7 @@ class Writer:
                 rejected = {}
             for ids, status, reason in marks:
                 wh.mark_trials(self.sweep_id, ids, status, reason=reason)
-        L.settle(self.landing, [r.run_id for r in records if r.run_id not in rejected], rejected)
+        landing.settle(self.landing_dir, [r.run_id for r in records if r.run_id not in rejected], rejected)
 
     def _renew(self, wh: Any = None) -> None:
         """Renews the sweep's lease (opening the warehouse when `wh` is None); a busy warehouse is
@@ -180,9 +180,9 @@ class Writer:
 
         try:
             with Warehouse.open(migrate=False) as wh:
-                if L.waiting(self.landing):
-                    result = wh.ingest_landing(self.landing)
-                    self.log.info("Stored the records left in %s: %s", self.landing, result.summary())
+                if landing.waiting(self.landing_dir):
+                    result = wh.ingest_landing(self.landing_dir)
+                    self.log.info("Stored the records left in %s: %s", self.landing_dir, result.summary())
                 for ids, status, reason in self._unwritten_marks:
                     wh.mark_trials(self.sweep_id, ids, status, reason=reason)
             self._unwritten_marks.clear()

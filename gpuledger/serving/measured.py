@@ -18,11 +18,11 @@ def capacity_points(sp: SweepPoints, p95_ttft_ms: float, p95_tpot_ms: float) -> 
     meets the SLO and which is closest; points on a CPU or an unknown accelerator are left out.
     """
     from gpuledger.catalog import UnknownAccelerator, normalize_accelerator
-    from gpuledger.estimate import inference as inf
+    from gpuledger.estimate import inference
 
     out: dict[str, list[dict[str, Any]]] = {}
     skipped: set[str] = set()
-    engine = sp.engine if sp.engine in inf.ENGINES else None
+    engine = sp.engine if sp.engine in inference.ENGINES else None
     for p in sp.points:
         try:
             acc = normalize_accelerator(p.accelerator)
@@ -30,7 +30,7 @@ def capacity_points(sp: SweepPoints, p95_ttft_ms: float, p95_tpot_ms: float) -> 
             skipped.add(p.accelerator)
             continue
         tp = p.gpus or 1
-        if tp not in inf.TP_DEGREES:
+        if tp not in inference.TP_DEGREES:
             skipped.add(f"{p.accelerator}×{tp}")
             continue
         conc, rate = p.params.get("concurrency"), p.params.get("request_rate")

@@ -17,9 +17,8 @@ import polars as pl
 
 from gpuledger.errors import UserError
 from gpuledger.settings import ENV_PATH, resolve_path
-from gpuledger.warehouse import lake
+from gpuledger.warehouse import lake, sqlfiles
 from gpuledger.warehouse import migrate as _migrate
-from gpuledger.warehouse import sqlfiles as sf
 from gpuledger.warehouse.connect import connect, one_line
 from gpuledger.warehouse.records import frames_module
 
@@ -145,7 +144,7 @@ class WarehouseBase:
 
     def _run(self, name: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
         """Runs the named query `gpuledger/warehouse/sql/queries/<name>.sql`; returns its rows (tuples)."""
-        cur = sf.run(self._con, name, params)
+        cur = sqlfiles.run(self._con, name, params)
         return cur.fetchall() if cur.description else []
 
     # ---------------------------------------------------------------- migrate
@@ -178,7 +177,7 @@ class WarehouseBase:
         Every SQL statement of gpuledger lives in a .sql file under warehouse/ (views, migrations and
         these named queries); callers pass values, never SQL text.
         """
-        return self.query(sf.named_sql(name), params or None)
+        return self.query(sqlfiles.named_sql(name), params or None)
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> None:
         """Runs statements that return nothing (writers only; prefer the typed methods)."""
@@ -214,7 +213,7 @@ class WarehouseBase:
         for table in self.tables():
             target = out / f"{table}.parquet"
             # COPY takes no parameters: identifier and path are quoted
-            self._con.execute(f"COPY {sf.ident(table)} TO {sf.literal(str(target))} (FORMAT parquet)")
+            self._con.execute(f"COPY {sqlfiles.ident(table)} TO {sqlfiles.literal(str(target))} (FORMAT parquet)")
             written.append(target)
         return written
 
@@ -254,16 +253,16 @@ class WarehouseBase:
 
     def _delete_in(self, table: str, column: str, source: str) -> None:
         """Inside a transaction: deletes the rows of `table` whose `column` appears in `source`."""
-        t, c = sf.ident(table), sf.ident(column)
-        self._con.execute(f"DELETE FROM {t} WHERE {c} IN (SELECT DISTINCT {c} FROM {sf.ident(source)})")
+        t, c = sqlfiles.ident(table), sqlfiles.ident(column)
+        self._con.execute(f"DELETE FROM {t} WHERE {c} IN (SELECT DISTINCT {c} FROM {sqlfiles.ident(source)})")
 
     def _insert(self, table: str, df: pl.DataFrame) -> None:
         """Inside a transaction: plain INSERT of a validated frame (Arrow scan, no conflict check)."""
         name = f"_in_{table}"
         self._con.register(name, df)
         try:
-            cols = ", ".join(sf.ident(c) for c in df.columns)
-            self._con.execute(f"INSERT INTO {sf.ident(table)} ({cols}) SELECT {cols} FROM {sf.ident(name)}")
+            cols = ", ".join(sqlfiles.ident(c) for c in df.columns)
+            self._con.execute(f"INSERT INTO {sqlfiles.ident(table)} ({cols}) SELECT {cols} FROM {sqlfiles.ident(name)}")
         finally:
             self._unregister(name)
 
@@ -277,7 +276,7 @@ class WarehouseBase:
             name = f"_in_{table}"
             self._con.register(name, df)
             try:
-                lake.replace_rows(self._con, table, sf.ident(name), list(df.columns))
+                lake.replace_rows(self._con, table, sqlfiles.ident(name), list(df.columns))
             finally:
                 self._unregister(name)
             return
@@ -294,15 +293,15 @@ class WarehouseBase:
         self._con.register(name, df)
         try:
             cols = df.columns
-            col_list = ", ".join(sf.ident(c) for c in cols)
+            col_list = ", ".join(sqlfiles.ident(c) for c in cols)
             keys = list(self._run("table_primary_key", {"table": table})[0][0])
             update = update or {}
-            sets = [f"{sf.ident(c)} = {update.get(c, f'excluded.{sf.ident(c)}')}"
+            sets = [f"{sqlfiles.ident(c)} = {update.get(c, f'excluded.{sqlfiles.ident(c)}')}"
                     for c in cols if c not in keys and c not in keep]
-            target = ", ".join(sf.ident(k) for k in keys)
+            target = ", ".join(sqlfiles.ident(k) for k in keys)
             conflict = (f"ON CONFLICT ({target}) DO UPDATE SET {', '.join(sets)}" if sets
                         else f"ON CONFLICT ({target}) DO NOTHING")
-            self._con.execute(f"INSERT INTO {sf.ident(table)} ({col_list}) SELECT {col_list} "
-                              f"FROM {sf.ident(name)} {conflict}")
+            self._con.execute(f"INSERT INTO {sqlfiles.ident(table)} ({col_list}) SELECT {col_list} "
+                              f"FROM {sqlfiles.ident(name)} {conflict}")
         finally:
             self._unregister(name)

@@ -19,8 +19,7 @@ import polars as pl
 from gpuledger.errors import UserError
 from gpuledger.warehouse.checks import MAX_RECORD_FILE_BYTES, precheck, record_problem
 from gpuledger.warehouse.connect import now
-from gpuledger.warehouse.records import frames_module as fr
-from gpuledger.warehouse.records import record_reason, records_to_frames
+from gpuledger.warehouse.records import frames_module, record_reason, records_to_frames
 
 #: landing files taken per transaction (bytes on disk; at least one file per batch)
 LANDING_BATCH_BYTES = 16 * 1024 * 1024
@@ -141,29 +140,29 @@ class IngestMixin:
         """Returns the validated frames of `recs`; records whose frames fail go to `result.rejected`."""
         try:
             built = records_to_frames(recs)
-            return {t: fr().validate_frame(t, df) for t, df in built.items()}
-        except fr().FrameError:
+            return {t: frames_module().validate_frame(t, df) for t, df in built.items()}
+        except frames_module().FrameError:
             pass
         # find the culprits one by one (rare path), keep the rest
         keep = []
         for rec in recs:
             try:
                 for t, df in records_to_frames([rec]).items():
-                    fr().validate_frame(t, df)
+                    frames_module().validate_frame(t, df)
                 keep.append(rec)
-            except fr().FrameError as err:
+            except frames_module().FrameError as err:
                 result.rejected.append(Rejection(origin[rec.run_id], f"invalid result record: {err}",
                                                   position[rec.run_id]))
         if not keep:
             return None
         built = records_to_frames(keep)
-        return {t: fr().validate_frame(t, df) for t, df in built.items()}
+        return {t: frames_module().validate_frame(t, df) for t, df in built.items()}
 
     def ingest_metrics_frame(self, df: pl.DataFrame) -> int:
         """Validates a metrics frame (run_id, name, seq, step, t_s, value) and replaces the metrics of
         its runs in one transaction; returns the rows written. (Bulk path; `benchmarks/ingest.py`.)"""
         self._require_writer("ingest")
-        df = fr().validate_frame("metrics", df)
+        df = frames_module().validate_frame("metrics", df)
         with self.transaction():
             self._con.register("_in_ids", df.select("run_id").unique())
             try:

@@ -34,7 +34,7 @@ from typing import Any
 import duckdb
 
 from gpuledger.errors import UserError
-from gpuledger.warehouse import sqlfiles as sf
+from gpuledger.warehouse import sqlfiles
 from gpuledger.warehouse.connect import now, one_line
 
 PREFIX = "ducklake:"
@@ -70,10 +70,10 @@ def reference() -> dict[str, TableShape]:
     try:
         migrate(con)
         shapes: dict[str, TableShape] = {}
-        for (table,) in sf.run(con, "tables_list").fetchall():
-            cols = [(c, t) for tb, c, t in sf.run(con, "database_columns", {"database": "memory"}).fetchall()
+        for (table,) in sqlfiles.run(con, "tables_list").fetchall():
+            cols = [(c, t) for tb, c, t in sqlfiles.run(con, "database_columns", {"database": "memory"}).fetchall()
                     if tb == table]
-            keys = sf.run(con, "table_primary_key", {"table": table}).fetchall()
+            keys = sqlfiles.run(con, "table_primary_key", {"table": table}).fetchall()
             shapes[table] = TableShape(table, [(c, t) for c, t in cols], list(keys[0][0]) if keys else [c for c, _ in cols])
         return shapes
     finally:
@@ -109,9 +109,9 @@ def connect(target: str, *, read_only: bool, data_path: str | None = None) -> du
         if data_path and not read_only:
             if "://" not in data_path:
                 Path(data_path).mkdir(parents=True, exist_ok=True)
-            options.append(f"DATA_PATH {sf.literal(data_path)}")
+            options.append(f"DATA_PATH {sqlfiles.literal(data_path)}")
         opts = f" ({', '.join(options)})" if options else ""
-        _attach(con, f"ATTACH {sf.literal(target)} AS {ALIAS}{opts}")
+        _attach(con, f"ATTACH {sqlfiles.literal(target)} AS {ALIAS}{opts}")
         con.execute(f"USE {ALIAS}")
     except duckdb.Error as err:
         raise LakeError(f"cannot open the DuckLake warehouse {redact(target)}: {one_line(err)}") from None
@@ -160,51 +160,51 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, *, retry_s: float = RETRY_S) -
 
 
 def _ensure_schema_once(con: duckdb.DuckDBPyConnection) -> None:
-    have = {(t, c) for t, c, _ in sf.run(con, "database_columns", {"database": ALIAS}).fetchall()}
+    have = {(t, c) for t, c, _ in sqlfiles.run(con, "database_columns", {"database": ALIAS}).fetchall()}
     tables = {t for t, _ in have}
     with transaction(con):
-        sf.run(con, "lake_writer_create")
-        sf.run(con, "lake_writer_seed", {"at": now()})
+        sqlfiles.run(con, "lake_writer_create")
+        sqlfiles.run(con, "lake_writer_seed", {"at": now()})
         for shape in reference().values():
             if shape.name in LOCAL_ONLY:
                 continue
             if shape.name not in tables:
-                cols = ", ".join(f"{sf.ident(c)} {t}" for c, t in shape.columns)
-                con.execute(f"CREATE TABLE {sf.ident(shape.name)} ({cols})")
+                cols = ", ".join(f"{sqlfiles.ident(c)} {t}" for c, t in shape.columns)
+                con.execute(f"CREATE TABLE {sqlfiles.ident(shape.name)} ({cols})")
                 continue
             for c, t in shape.columns:
                 if (shape.name, c) not in have:
-                    con.execute(f"ALTER TABLE {sf.ident(shape.name)} ADD COLUMN {sf.ident(c)} {t}")
+                    con.execute(f"ALTER TABLE {sqlfiles.ident(shape.name)} ADD COLUMN {sqlfiles.ident(c)} {t}")
     _sync_views(con)
 
 
 def _sync_views(con: duckdb.DuckDBPyConnection) -> None:
-    wanted = sf.views()
-    existing = set(sf.run(con, "database_views", {"database": ALIAS}).fetchall())
+    wanted = sqlfiles.views()
+    existing = set(sqlfiles.run(con, "database_views", {"database": ALIAS}).fetchall())
     names = {n for n, _ in existing}
-    docs = sf.view_docs()
-    marker = {n: f"-- gpuledger:{sf.checksum(sql)[:16]}" for n, sql in wanted.items()}
-    todo = [n for n in sf.dependency_order(wanted)
+    docs = sqlfiles.view_docs()
+    marker = {n: f"-- gpuledger:{sqlfiles.checksum(sql)[:16]}" for n, sql in wanted.items()}
+    todo = [n for n in sqlfiles.dependency_order(wanted)
             if n not in names or not any(n == e and marker[n] in s for e, s in existing)]
     if not todo:
         return
     with transaction(con):
         for n in todo:
-            con.execute(f"CREATE OR REPLACE VIEW {sf.ident(n)} AS\n{marker[n]}\n{wanted[n]}")
+            con.execute(f"CREATE OR REPLACE VIEW {sqlfiles.ident(n)} AS\n{marker[n]}\n{wanted[n]}")
             doc = docs.get(n)
             if doc:
-                con.execute(f"COMMENT ON VIEW {sf.ident(n)} IS {sf.literal(doc['description'])}")
+                con.execute(f"COMMENT ON VIEW {sqlfiles.ident(n)} IS {sqlfiles.literal(doc['description'])}")
 
 
 def transaction(con: duckdb.DuckDBPyConnection):
-    from gpuledger.warehouse.migrate import transaction as tx
+    from gpuledger.warehouse import migrate
 
-    return tx(con)
+    return migrate.transaction(con)
 
 
 def claim_writer(con: duckdb.DuckDBPyConnection, holder: str) -> None:
     """Inside a transaction: touches the writers' row, so that overlapping writers conflict."""
-    sf.run(con, "lake_writer_claim", {"holder": holder, "at": now()})
+    sqlfiles.run(con, "lake_writer_claim", {"holder": holder, "at": now()})
 
 
 def holder_name() -> str:
@@ -252,11 +252,11 @@ def replace_rows(con: duckdb.DuckDBPyConnection, table: str, source: str, column
     """Inside a transaction: deletes the rows of `table` whose keys appear in `source`, then inserts
     `source` (only `columns`); returns the rows inserted."""
     keys = [k for k in reference()[table].keys if k in columns]
-    t, s = sf.ident(table), source
+    t, s = sqlfiles.ident(table), source
     if keys:
-        key_list = ", ".join(sf.ident(k) for k in keys)
+        key_list = ", ".join(sqlfiles.ident(k) for k in keys)
         con.execute(f"DELETE FROM {t} WHERE ({key_list}) IN (SELECT DISTINCT {key_list} FROM {s})")
-    cols = ", ".join(sf.ident(c) for c in columns)
+    cols = ", ".join(sqlfiles.ident(c) for c in columns)
     con.execute(f"INSERT INTO {t} ({cols}) SELECT {cols} FROM {s}")
     return int(con.execute(f"SELECT count(*) FROM {s}").fetchone()[0])  # identifiers only, as core.py
 
@@ -285,11 +285,11 @@ def push_ledger(file: str | os.PathLike[str], target: str, *, data_path: str | N
     try:
         ensure_schema(con)
         try:
-            con.execute(f"ATTACH {sf.literal(str(path.resolve()))} AS src (READ_ONLY)")
+            con.execute(f"ATTACH {sqlfiles.literal(str(path.resolve()))} AS src (READ_ONLY)")
         except duckdb.Error as err:
             raise UserError(f"{path}: cannot be read as a DuckDB ledger: {one_line(err)}") from None
         src_cols = {}
-        for t, c, _ in sf.run(con, "database_columns", {"database": "src"}).fetchall():
+        for t, c, _ in sqlfiles.run(con, "database_columns", {"database": "src"}).fetchall():
             src_cols.setdefault(t, []).append(c)
 
         def body() -> dict[str, int]:
@@ -298,7 +298,7 @@ def push_ledger(file: str | os.PathLike[str], target: str, *, data_path: str | N
                 if shape.name in LOCAL_ONLY or shape.name not in src_cols:
                     continue
                 cols = [c for c, _ in shape.columns if c in src_cols[shape.name]]
-                rows[shape.name] = replace_rows(con, shape.name, f"src.{sf.ident(shape.name)}", cols)
+                rows[shape.name] = replace_rows(con, shape.name, f"src.{sqlfiles.ident(shape.name)}", cols)
             return rows
 
         rows = with_retries(con, body, what=f"push {path}")

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import duckdb
 
 from gpuledger.errors import UserError
-from gpuledger.warehouse import sqlfiles as sf
+from gpuledger.warehouse import sqlfiles
 from gpuledger.warehouse.connect import now
 
 
@@ -41,13 +41,13 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     """Applies pending migrations, then views and their comments; returns the versions applied now."""
-    sf.run(con, "schema_migrations_create")
-    applied = {v: (name, checksum) for v, name, checksum in sf.run(con, "schema_migrations_applied").fetchall()}
-    files = sf.migrations()
+    sqlfiles.run(con, "schema_migrations_create")
+    applied = {v: (name, checksum) for v, name, checksum in sqlfiles.run(con, "schema_migrations_applied").fetchall()}
+    files = sqlfiles.migrations()
     for version, name, sql in files:
-        if version in applied and applied[version][1] != sf.checksum(sql):
+        if version in applied and applied[version][1] != sqlfiles.checksum(sql):
             raise MigrationChanged(
-                f"migration {sf.migration_file(version, name)} was edited after it was applied to this "
+                f"migration {sqlfiles.migration_file(version, name)} was edited after it was applied to this "
                 f"warehouse (its sha256 differs from the one recorded in schema_migrations); restore the "
                 f"file and put the change in a new migration file with the next number")
     done: list[int] = []
@@ -56,8 +56,8 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
             continue
         with transaction(con):
             con.execute(sql)
-            sf.run(con, "schema_migrations_insert",
-                    {"version": version, "name": name, "checksum": sf.checksum(sql), "applied_at": now()})
+            sqlfiles.run(con, "schema_migrations_insert",
+                    {"version": version, "name": name, "checksum": sqlfiles.checksum(sql), "applied_at": now()})
         done.append(version)
     sync_views(con)
     sync_comments(con)
@@ -68,49 +68,49 @@ def is_current(con: duckdb.DuckDBPyConnection) -> bool:
     """True when every migration file is applied and every view has its file's text (read-only:
     a reader checks this before it reads; comments are not checked)."""
     try:
-        applied = {v for v, _name, _checksum in sf.run(con, "schema_migrations_applied").fetchall()}
-        known = dict(sf.run(con, "schema_views_known").fetchall())
+        applied = {v for v, _name, _checksum in sqlfiles.run(con, "schema_migrations_applied").fetchall()}
+        known = dict(sqlfiles.run(con, "schema_views_known").fetchall())
     except duckdb.Error:  # no schema_migrations / schema_views yet
         return False
-    return ({v for v, _name, _sql in sf.migrations()} <= applied
-            and all(known.get(n) == sf.checksum(s) for n, s in sf.views().items()))
+    return ({v for v, _name, _sql in sqlfiles.migrations()} <= applied
+            and all(known.get(n) == sqlfiles.checksum(s) for n, s in sqlfiles.views().items()))
 
 
 def sync_views(con: duckdb.DuckDBPyConnection) -> None:
     """Creates or replaces every view of `gpuledger/warehouse/sql/views/` whose SQL changed; drops removed ones."""
-    sf.run(con, "schema_views_create")
-    known = dict(sf.run(con, "schema_views_known").fetchall())
-    existing = {n for (n,) in sf.run(con, "schema_views_existing").fetchall()}
-    wanted = sf.views()
-    todo = {n: s for n, s in wanted.items() if known.get(n) != sf.checksum(s) or n not in existing}
+    sqlfiles.run(con, "schema_views_create")
+    known = dict(sqlfiles.run(con, "schema_views_known").fetchall())
+    existing = {n for (n,) in sqlfiles.run(con, "schema_views_existing").fetchall()}
+    wanted = sqlfiles.views()
+    todo = {n: s for n, s in wanted.items() if known.get(n) != sqlfiles.checksum(s) or n not in existing}
     stale = [n for n in known if n not in wanted]
     if not todo and not stale:
         return
     with transaction(con):
         for n in stale:
-            con.execute(f"DROP VIEW IF EXISTS {sf.ident(n)}")
-            sf.run(con, "schema_views_delete", {"name": n})
+            con.execute(f"DROP VIEW IF EXISTS {sqlfiles.ident(n)}")
+            sqlfiles.run(con, "schema_views_delete", {"name": n})
         # a view may use other views: create them in dependency order (names mentioned in the SQL)
-        for n in sf.dependency_order(wanted):
+        for n in sqlfiles.dependency_order(wanted):
             if n in todo:
-                con.execute(f"CREATE OR REPLACE VIEW {sf.ident(n)} AS\n{todo[n]}")
-                sf.run(con, "schema_views_upsert", {"name": n, "checksum": sf.checksum(todo[n]), "created_at": now()})
+                con.execute(f"CREATE OR REPLACE VIEW {sqlfiles.ident(n)} AS\n{todo[n]}")
+                sqlfiles.run(con, "schema_views_upsert", {"name": n, "checksum": sqlfiles.checksum(todo[n]), "created_at": now()})
 
 
 def sync_comments(con: duckdb.DuckDBPyConnection) -> None:
     """Applies views.yml as COMMENT ON VIEW/COLUMN where the stored comment differs (idempotent)."""
-    docs = sf.view_docs()
-    have_views = dict(sf.run(con, "schema_view_comments").fetchall())
-    have_cols = {(v, c): text for v, c, text in sf.run(con, "schema_column_comments").fetchall()}
+    docs = sqlfiles.view_docs()
+    have_views = dict(sqlfiles.run(con, "schema_view_comments").fetchall())
+    have_cols = {(v, c): text for v, c, text in sqlfiles.run(con, "schema_column_comments").fetchall()}
     todo: list[str] = []
     for view, doc in docs.items():
         if view not in have_views:
             continue  # documented but not created: the views.yml test names it
         if have_views[view] != doc["description"]:
-            todo.append(f"COMMENT ON VIEW {sf.ident(view)} IS {sf.literal(doc['description'])}")
+            todo.append(f"COMMENT ON VIEW {sqlfiles.ident(view)} IS {sqlfiles.literal(doc['description'])}")
         for col, text in doc["columns"].items():
             if (view, col) in have_cols and have_cols[(view, col)] != text:
-                todo.append(f"COMMENT ON COLUMN {sf.ident(view)}.{sf.ident(col)} IS {sf.literal(text)}")
+                todo.append(f"COMMENT ON COLUMN {sqlfiles.ident(view)}.{sqlfiles.ident(col)} IS {sqlfiles.literal(text)}")
     if not todo:
         return
     with transaction(con):

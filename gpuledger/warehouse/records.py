@@ -58,12 +58,12 @@ def record_reason(data: Any) -> tuple[Any, str | None]:
 
 def records_to_frames(records: Sequence[Any], ingested_at: datetime | None = None) -> dict[str, pl.DataFrame]:
     """Returns the frames (runs, final_metrics, metrics, billing) of validated `ResultRecord`s."""
-    fr = frames_module()
+    frames = frames_module()
     ingested_at = ingested_at or now()
-    runs: dict[str, list[Any]] = {c: [] for c in fr.columns("runs")}
+    runs: dict[str, list[Any]] = {c: [] for c in frames.columns("runs")}
     fm: dict[str, list[Any]] = {"run_id": [], "name": [], "value": []}
     mt: dict[str, list[Any]] = {"run_id": [], "name": [], "seq": [], "step": [], "t_s": [], "value": []}
-    bl: dict[str, list[Any]] = {c: [] for c in fr.columns("billing")}
+    bl: dict[str, list[Any]] = {c: [] for c in frames.columns("billing")}
     for r in records:
         row = {
             "run_id": r.run_id, "sweep_id": r.sweep_id, "trial_id": r.trial_id, "attempt": r.attempt,
@@ -100,7 +100,7 @@ def records_to_frames(records: Sequence[Any], ingested_at: datetime | None = Non
                 bl[k].append(v)
 
     def frame(table: str, data: dict[str, list[Any]]) -> pl.DataFrame:
-        return pl.DataFrame(data, schema=fr.empty_frame(table).schema, strict=False)
+        return pl.DataFrame(data, schema=frames.empty_frame(table).schema, strict=False)
 
     return {"runs": frame("runs", runs), "final_metrics": frame("final_metrics", fm),
             "metrics": frame("metrics", mt), "billing": frame("billing", bl)}

@@ -13,8 +13,7 @@ import polars as pl
 
 from gpuledger.errors import UserError
 from gpuledger.warehouse.connect import now, utc_naive
-from gpuledger.warehouse.records import frames_module as fr
-from gpuledger.warehouse.records import json_text
+from gpuledger.warehouse.records import frames_module, json_text
 
 
 class SweepsMixin:
@@ -70,7 +69,7 @@ class SweepsMixin:
             "spec_id": spec_id, "name": name, "kind": kind,
             "path": str(spec_path) if spec_path is not None else None,
             "yaml_text": spec_yaml, "spec_json": spec_json_text, "first_seen_at": at,
-        }], schema=fr().empty_frame("specs").schema)
+        }], schema=frames_module().empty_frame("specs").schema)
         sweep_row = {
             "sweep_id": sweep_id, "name": name, "project": project, "owner": owner, "spec_id": spec_id,
             "spec_path": str(spec_path) if spec_path is not None else None, "kind": kind,
@@ -80,12 +79,12 @@ class SweepsMixin:
             "forced": bool(forced), "started_at": utc_naive(started_at) or at, "ended_at": None,
             "status": status, "plan_json": json_text(plan_json), "updated_at": at,
         }
-        sweep_df = pl.DataFrame([sweep_row], schema=fr().empty_frame("sweeps").schema)
+        sweep_df = pl.DataFrame([sweep_row], schema=frames_module().empty_frame("sweeps").schema)
         try:
-            spec_df = fr().validate_frame("specs", spec_df)
-            sweep_df = fr().validate_frame("sweeps", sweep_df)
-            price_df = fr().validate_frame("prices", _price_frame(sweep_id, prices)) if prices is not None else None
-        except fr().FrameError as err:
+            spec_df = frames_module().validate_frame("specs", spec_df)
+            sweep_df = frames_module().validate_frame("sweeps", sweep_df)
+            price_df = frames_module().validate_frame("prices", _price_frame(sweep_id, prices)) if prices is not None else None
+        except frames_module().FrameError as err:
             raise UserError(f"cannot register sweep {sweep_id}: {err}") from None
         with self.transaction():
             self._upsert("specs", spec_df, keep=["first_seen_at"])
@@ -125,8 +124,8 @@ class SweepsMixin:
         else:
             df = df.with_columns(pl.col("status").fill_null("pending"))
         try:
-            df = fr().validate_frame("trials", df)
-        except fr().FrameError as err:
+            df = frames_module().validate_frame("trials", df)
+        except frames_module().FrameError as err:
             raise UserError(f"cannot write trials of {sweep_id}: {err}") from None
         with self.transaction():
             self._upsert("trials", df, update={
@@ -139,8 +138,8 @@ class SweepsMixin:
         Trials not registered yet are created with just that status (e.g. 'skipped-budget').
         """
         self._require_writer("mark_trials")
-        if status not in fr().TRIAL_STATUSES:
-            raise UserError(f"unknown trial status {status!r}; one of {', '.join(fr().TRIAL_STATUSES)}")
+        if status not in frames_module().TRIAL_STATUSES:
+            raise UserError(f"unknown trial status {status!r}; one of {', '.join(frames_module().TRIAL_STATUSES)}")
         ids = list(dict.fromkeys(trial_ids))
         if not ids:
             return 0
@@ -148,7 +147,7 @@ class SweepsMixin:
                            "status": [status] * len(ids), "updated_at": [now()] * len(ids)})
         if reason is not None:
             df = df.with_columns(reason=pl.lit(reason))
-        df = fr().validate_frame("trials", df)
+        df = frames_module().validate_frame("trials", df)
         # only the given columns change on conflict
         given = {"status", "updated_at"} | ({"reason"} if reason is not None else set())
         with self.transaction():
@@ -183,7 +182,7 @@ _TRIAL_INPUT_SCHEMA = {
 
 
 def _trial_row(t: dict[str, Any]) -> dict[str, Any]:
-    known = set(fr().columns("trials")) - {"sweep_id", "updated_at"}
+    known = set(frames_module().columns("trials")) - {"sweep_id", "updated_at"}
     row = dict(t)
     if "index" in row:
         row["trial_index"] = row.pop("index")
@@ -213,6 +212,6 @@ def _price_frame(sweep_id: str, prices: pl.DataFrame | Sequence[dict[str, Any]])
             row[k] = str(v) if k == "as_of" and v is not None else v
         row["extra"] = json.dumps(r, sort_keys=True, default=str) if r else None
         out.append(row)
-    return pl.DataFrame(out, schema=fr().empty_frame("prices").schema, strict=False)
+    return pl.DataFrame(out, schema=frames_module().empty_frame("prices").schema, strict=False)
 
 

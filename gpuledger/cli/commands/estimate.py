@@ -124,7 +124,7 @@ def beyond_limits(est) -> list[str]:
 
 def calibration_for(est, args: argparse.Namespace) -> tuple[object | None, str]:
     """Returns (Correction or None, the sentence every output carries about it)."""
-    from gpuledger.estimate import calibration as cal
+    from gpuledger.estimate import calibration
 
     w = est.workload
     if getattr(args, "no_calibration", False):
@@ -134,14 +134,14 @@ def calibration_for(est, args: argparse.Namespace) -> tuple[object | None, str]:
     accelerator = getattr(args, "accelerator", None)
     if not accelerator:
         return None, "not calibrated: give --accelerator to apply what your measured runs on that GPU family teach"
-    runs = cal.load_runs(getattr(args, "warehouse", None))
-    family = cal.accelerator_family(accelerator)
-    c = cal.fit(runs, w.method, w.framework, family)
+    runs = calibration.load_runs(getattr(args, "warehouse", None))
+    family = calibration.accelerator_family(accelerator)
+    c = calibration.fit(runs, w.method, w.framework, family)
     if c is None:
-        have = len([r for r in runs if r["method"] == w.method and cal.accelerator_family(r["accelerator"]) == family
+        have = len([r for r in runs if r["method"] == w.method and calibration.accelerator_family(r["accelerator"]) == family
                     and r["framework"] == w.framework])
         return None, (f"not calibrated: {have} of your measured runs match {w.method}/{w.framework}/{family} "
-                      f"({cal.MIN_RUNS} needed)")
+                      f"({calibration.MIN_RUNS} needed)")
     return c, c.describe()
 
 

@@ -28,7 +28,7 @@ def launch_requests(spec, *, use_planner: bool = True) -> list[LaunchRequest]:
     """Returns one `LaunchRequest` per trial of `spec`, placed by the planner for SkyPilot (or, with
     `use_planner=False`, on the spec's first choices); built by `gpuledger.runtime.requests`, the
     same code the sweep uses. A trial the planner found no offer for gets no placement."""
-    from gpuledger.runtime.requests import launch_requests as build
+    from gpuledger.runtime import requests
     from gpuledger.spec import expand_trials, sweep_id_for
 
     trials = expand_trials(spec)
@@ -37,7 +37,7 @@ def launch_requests(spec, *, use_planner: bool = True) -> list[LaunchRequest]:
         from gpuledger.plan import plan_sweep
 
         rows = {r["trial_id"]: r for r in plan_sweep(spec, launcher="skypilot").trials}
-    return list(build(spec, trials, rows, sweep_id=sweep_id_for(spec), launcher="skypilot",
+    return list(requests.launch_requests(spec, trials, rows, sweep_id=sweep_id_for(spec), launcher="skypilot",
                       resolve_workdir=False).values())
 
 
