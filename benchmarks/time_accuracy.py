@@ -1,0 +1,97 @@
+"""Training-time accuracy against published throughput measurements
+(`gpuledger/estimate/data/training_throughput.csv`, the copy of tests/data/training_throughput.csv).
+
+Side by side on the same cases in the same run: gpuledger's throughput model
+(`gpuledger/estimate/throughput.py`) and the rule other calculators use, 6·P·tokens (4·P for
+LoRA/QLoRA) over 0.4 of the bf16 peak. Error = (predicted time − measured time) / measured time.
+
+- in-sample: the shipped coefficients (fitted on all rows);
+- held out: leave-one-source-out: the per-stack matmul efficiencies refitted without the source's
+  rows (`throughput.fit_efficiency`), then that source predicted. A stack seen only in the held-out
+  source keeps its prior (PRIOR_MATMUL_EFFICIENCY in coefficients.py).
+
+Run: `python benchmarks/time_accuracy.py [--fit] [--json]`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gpuledger.estimate.coefficients import PRIOR_MATMUL_EFFICIENCY  # noqa: E402
+from gpuledger.estimate.public import (  # noqa: E402
+    model_tokens_per_s,
+    plain_rule_tokens_per_s,
+    summarize,
+    time_cases,
+    time_error,
+)
+from gpuledger.estimate.throughput import fit_efficiency  # noqa: E402
+
+GROUPS = (("method", lambda c: c.setup.method), ("framework", lambda c: c.setup.framework),
+          ("GPU", lambda c: c.setup.accelerator), ("GPU count", lambda c: c.gpu_count_label))
+
+
+def held_out(cases) -> dict[str, float]:
+    """Returns {case id: held-out model tokens/s}: each source predicted with efficiencies fitted on
+    the other sources."""
+    out = {}
+    for source in sorted({c.source for c in cases}):
+        train = [(c.shape, c.setup, c.measured) for c in cases if c.source != source]
+        eff = {**PRIOR_MATMUL_EFFICIENCY, **{cls: v for cls, (v, _) in fit_efficiency(train).items()}}
+        for c in cases:
+            if c.source == source:
+                out[c.id] = model_tokens_per_s(c, efficiency=eff)
+    return out
+
+
+def report(cases) -> dict:
+    """Returns per-case and per-group errors of the model (in-sample and held out) and the plain rule."""
+    ho = held_out(cases)
+    rows = []
+    for c in cases:
+        rows.append({"id": c.id, "source": c.source, "method": c.setup.method, "framework": c.setup.framework,
+                     "GPU": c.setup.accelerator, "GPU count": c.gpu_count_label, "measured_tps": c.measured,
+                     "model": time_error(model_tokens_per_s(c), c.measured),
+                     "held_out": time_error(ho[c.id], c.measured),
+                     "plain": time_error(plain_rule_tokens_per_s(c), c.measured)})
+    groups = {}
+    for name, key in GROUPS:
+        for value in sorted({key(c) for c in cases}):
+            sel = [r for r, c in zip(rows, cases, strict=True) if key(c) == value]
+            groups[f"{name}={value}"] = {k: summarize([r[k] for r in sel]).to_json() for k in ("held_out", "model", "plain")}
+    overall = {k: summarize([r[k] for r in rows]).to_json() for k in ("held_out", "model", "plain")}
+    return {"cases": rows, "groups": groups, "overall": overall}
+
+
+def _fmt(s: dict) -> str:
+    return f"{s['median_abs_error']:6.1%} {s['within_25pct']:6.0%}"
+
+
+def main(argv: list[str]) -> int:
+    cases = time_cases()
+    if "--fit" in argv:
+        fitted = fit_efficiency([(c.shape, c.setup, c.measured) for c in cases])
+        print("MATMUL_EFFICIENCY fitted on all scored rows: "
+              + ", ".join(f"{k} {v:.4f} ({n} rows)" for k, (v, n) in sorted(fitted.items())))
+        return 0
+    rep = report(cases)
+    if "--json" in argv:
+        print(json.dumps(rep, indent=2))
+        return 0
+    print(f"{'case':40} {'measured':>9} {'held-out':>9} {'in-smpl':>8} {'6P/0.4':>8}")
+    for r in rep["cases"]:
+        print(f"{r['id']:40} {r['measured_tps']:9.0f} {r['held_out']:+9.1%} {r['model']:+8.1%} {r['plain']:+8.1%}")
+    print(f"\n{'group':32} {'n':>3}  {'held-out':>13}  {'in-sample':>13}  {'6P/(0.4 peak)':>13}")
+    print(f"{'':32} {'':>3}  {'med|e|  ±25%':>13}  {'med|e|  ±25%':>13}  {'med|e|  ±25%':>13}")
+    for g, s in [("all", rep["overall"]), *rep["groups"].items()]:
+        print(f"{g:32} {s['model']['cases']:3d}  {_fmt(s['held_out'])}  {_fmt(s['model'])}  {_fmt(s['plain'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

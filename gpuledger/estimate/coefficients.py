@@ -1,0 +1,135 @@
+"""The coefficients of the training-throughput model (`throughput.py`), each with its source.
+
+Three kinds: hardware facts (datasheets, interconnect specs), counts derived from the code the
+stacks run (bytes an op reads and writes), and efficiencies fitted on published measurements
+(`gpuledger/data/training_throughput.csv`, fitted by `benchmarks/time_accuracy.py --fit`; the
+benchmark also reports them held out, leaving each source out in turn).
+"""
+
+from __future__ import annotations
+
+#: Training stacks and their efficiency class. hf = Transformers Trainer + PEFT/TRL (eager PyTorch,
+#: SDPA/FlashAttention-2 attention); litgpt and torchtune are PyTorch-native recipes; "tuned" = the
+#: pre-training stacks with fused kernels and overlapped communication (Megatron-LM/Core, NeMo,
+#: torchtitan, MosaicML llm-foundry/Composer, nanotron).
+FRAMEWORK_CLASS = {"hf": "hf", "litgpt": "litgpt", "torchtune": "torchtune", "torchtitan": "tuned",
+                   "megatron": "tuned", "nemo": "tuned", "llm-foundry": "tuned", "nanotron": "tuned"}
+FRAMEWORKS = tuple(FRAMEWORK_CLASS)
+
+#: Priors of MATMUL_EFFICIENCY before any fitting (what a class keeps when the fit has no row of it,
+#: e.g. held out): tuned 0.72 = llm-foundry's A100 HFU/MFU at 7B-13B without recompute (59-64%)
+#: plus the memory-bound share; hf 0.55, litgpt 0.70, torchtune 0.62 = the same GEMMs with unfused
+#: eager PyTorch around them (assumed ratios, then fitted).
+PRIOR_MATMUL_EFFICIENCY = {"tuned": 0.72, "torchtune": 0.62, "litgpt": 0.70, "hf": 0.55}
+
+#: Achieved fraction of the dense 16-bit peak on the model's matmuls (recompute included), on an
+#: Ampere GA100 part with large micro-batches. Fitted (`benchmarks/time_accuracy.py --fit`, 46 public
+#: rows, 2026-11-26): tuned on llm-foundry's MPT tables, Megatron-LM Table 1, Llama 3 Table 4;
+#: torchtune on its README's speed table; litgpt on TinyLlama's README; hf on whyNLP/tinyllama's
+#: benchmark (HF Trainer + DeepSpeed). Classes with one or two rows stay close to their prior.
+MATMUL_EFFICIENCY = {"tuned": 0.6632, "torchtune": 0.8409, "litgpt": 0.6808, "hf": 0.3210}
+
+#: Sustained fraction of the datasheet peak by GPU generation, relative to Ampere GA100 (same code):
+#: llm-foundry's MPT tables measure H100 at 0.67-0.72 of A100's MFU on the same configurations
+#: (7B/2k no checkpointing 46.4% vs 64.2%; 1B/2k 41.8% vs 59.9%; 13B/2k 39.8% vs 59.6%): Hopper's
+#: tensor rate grew 3.2x over A100, HBM 1.6x. Ada/GA102 cards are clock- and power-limited under
+#: sustained load below their boost-clock datasheet figures (torchtune's RTX 4090 rows); Blackwell
+#: assumed like Hopper (no public measurement in the rows); Volta/Turing run fp16 only.
+GENERATION_FACTOR = {"ampere": 1.0, "ga102": 0.85, "ada": 0.75, "hopper": 0.70, "blackwell": 0.65,
+                     "volta": 0.85, "turing": 0.6, "other": 0.7}
+#: Per GPU kind where the card departs from its generation: the RTX 4090's catalog rate is the
+#: fp32-accumulate rate (165 TFLOP/s, half its fp16-accumulate rate), which the card sustains at its
+#: real boost clocks (torchtune's README: 8B full fine-tune at 1,650 tokens/s = 0.64 of it with
+#: recompute); the L40S (350 W) and L4 (72 W) are power-limited far below their full-rate
+#: fp32-accumulate datasheet peaks under sustained GEMMs (L40S: ~60% of 362; L4: ~50% of 121;
+#: assumed, no public row here: calibrate on your own runs).
+KIND_FACTOR = {"RTX4090": 1.0, "L40S": 0.6, "L4": 0.5}
+
+#: Fused attention forward+backward as a fraction of the 16-bit peak: FlashAttention-2 reaches
+#: 50-73% forward and less backward on A100 (Dao 2023, "FlashAttention-2", §4.1: 187-203 TFLOP/s
+#: forward+backward at head dim 128 = 0.6-0.65, causal lower); about 35% on H100 (Shah et al. 2024,
+#: "FlashAttention-3", Fig. 5: FA2 330-350 TFLOP/s forward, less backward, of 989). Taken at the
+#: lower end (causal masks, head dims 64-128, older Triton kernels in llm-foundry's long-sequence
+#: rows): 0.45 Ampere, 0.3 Hopper.
+ATTENTION_EFFICIENCY = {"ampere": 0.45, "ga102": 0.4, "ada": 0.4, "hopper": 0.3, "blackwell": 0.3,
+                        "other": 0.35}
+#: Attention without a fused kernel (materialised scores, softmax in memory): half FlashAttention's
+#: rate (Dao et al. 2022, FlashAttention Fig. 1/Table: 2-4x speed-up over the PyTorch attention).
+EAGER_ATTENTION_FACTOR = 0.5
+
+#: float8 training over bf16 on the linear layers (fp8 peak is 2x): llm-foundry's H100 FP8 rows
+#: against its BF16 rows of the same sizes measure 1.15-1.35x whole-step (3B/8k 19,146 vs 16,578
+#: tokens/s/GPU; 1B/512 70,315 vs 52,275); casts and amax bookkeeping take the rest of the 2x.
+FP8_MATMUL_SPEEDUP = 1.4
+
+#: Tokens of a micro-batch at which a GEMM reaches half its large-size efficiency: cuBLAS tiles of
+#: 128-256 rows under-fill the SMs ("wave quantization") when M = tokens is small (NVIDIA Deep
+#: Learning Performance Guide, "Matrix Multiplication Background", GEMM throughput vs. size).
+SMALL_MATMUL_TOKENS = 256
+
+#: Bytes read+written per hidden unit per token per layer by the memory-bound ops of a decoder
+#: layer, forward + backward: eager Transformers Llama layer = 2 RMSNorms in fp32 (~20 B), RoPE on
+#: q/k (~12 B), 2 residual adds (~12 B), SiLU·mul on 3.5x hidden (~21 B) forward, about twice that
+#: backward: ~200 B. Fused kernels (torch.compile, Megatron/TE fusions) touch each tensor about
+#: once: ~70 B.
+ELEMENTWISE_BYTES_PER_HIDDEN = {"eager": 200, "fused": 70}
+#: A LoRA linear re-reads its input and writes/reads its output per pass (x·A, then ·B and the add),
+#: 16-bit: 2 B x 3.
+BYTES_PER_ADAPTED_ELEMENT = 6
+#: QLoRA dequantisation, bytes of memory traffic per base parameter per pass (forward, backward,
+#: recompute): litgpt's resource tables (A100 40GB, micro-batch 1, no checkpointing, 2 passes) time
+#: nf4 against bf16 LoRA: Llama 2 7B 3.68 vs 2.36 min and 13B 6.38 vs 3.19 min per 1k iterations,
+#: i.e. 0.079 s and 0.19 s more per iteration = 9-11 B per parameter per pass at 1,555 GB/s.
+DEQUANT_BYTES_PER_PARAM_PASS = 10
+#: Share of the datasheet HBM bandwidth a streaming kernel sustains (STREAM-like copies reach
+#: 80-90% on A100/H100: NVIDIA's bandwidthTest / Jia et al. 2018 "Dissecting the Volta GPU").
+HBM_EFFICIENCY = 0.8
+
+#: Optimizer step, bytes per trained parameter: AdamW with fp32 states reads param, grad, m, v and
+#: writes param, m, v (torch.optim foreach/fused, 4 B each) + a gradient-norm pass for clipping:
+#: ~32 B; 8-bit AdamW 1-byte states (bitsandbytes): ~14 B; SGD with momentum ~16 B.
+OPTIMIZER_BYTES_PER_PARAM = {"adamw": 32, "paged-adamw": 32, "adamw-8bit": 14, "paged-adamw-8bit": 14,
+                             "sgd": 16, "adafactor": 20}
+
+#: Fixed seconds per optimizer step outside the GPU's work: data collation, loss.item() sync,
+#: logging, LR scheduler. HF Trainer's step loop (callbacks, `_maybe_log_save_evaluate`, gradient
+#: clipping bookkeeping) ~30 ms; the PyTorch-native recipes ~10 ms; tuned stacks prefetch data on
+#: other workers: ~5 ms.
+FIXED_STEP_S = {"hf": 0.03, "litgpt": 0.01, "torchtune": 0.01, "tuned": 0.005}
+#: Kernels launched per decoder layer per pass; eager PyTorch dispatch costs ~5-10 µs of CPU per op
+#: (PyTorch "Accelerating PyTorch with CUDA Graphs", 2021), which bounds a step from below when the
+#: GPU work per kernel is shorter.
+KERNELS_PER_LAYER = {"eager": 40, "fused": 15}
+KERNEL_LAUNCH_S = 8e-6
+
+#: GPUs per node (DGX/HGX boards; cloud 8-GPU instances); more GPUs per trial = several nodes.
+GPUS_PER_NODE = 8
+#: Achievable collective bus bandwidth per GPU, GB/s (nccl-tests `busbw`): NVLink in a node (DGX
+#: A100 ~230, H100/H200 HGX ~360-450, B200 ~700); PCIe Gen4 x16 ~20 (no NVLink: L4, L40S, A10G, RTX
+#: cards). Between nodes NCCL runs one ring/tree per NIC (one 200 Gb/s HDR NIC per A100, one 400 Gb/s
+#: NDR NIC per H100) and reduces inside the node first, so multi-node busbw stays near the NICs'
+#: sum per node / 8: ~185 GB/s on DGX A100 SuperPODs, ~350 on DGX H100 (NVIDIA DGX SuperPOD
+#: reference architectures, nccl-tests all_reduce). llm-foundry's MPT tables agree: 13B on 8, 16, 32
+#: and 64 H100s runs 4,767-4,811 tokens/s/GPU. Clusters without such a fabric (cloud instances with
+#: 100-400 Gb/s per node) are far slower: "default".
+INTERCONNECT_GBPS = {
+    "nvlink": {"A100": 230.0, "A100-80GB": 230.0, "H100": 360.0, "H200": 360.0, "B200": 700.0, "V100": 130.0},
+    "pcie": 20.0,
+    "network": {"ampere": 185.0, "hopper": 350.0, "blackwell": 350.0, "default": 25.0},
+}
+#: Share of data-parallel communication hidden behind compute (FSDP prefetch / DDP bucketed
+#: all-reduce overlap with backward; PyTorch FSDP paper, Zhao et al. 2023, §6).
+OVERLAP = 0.85
+
+
+def generation(kind) -> str:
+    """Returns the generation key of a GpuKind (its `arch` column in gpus.csv)."""
+    arch = kind.arch.lower()
+    for key in ("hopper", "blackwell", "ada", "volta", "turing"):
+        if key in arch:
+            return key
+    if "ga102" in arch:
+        return "ga102"
+    if "ampere" in arch:
+        return "ampere"
+    return "other"

@@ -1,0 +1,141 @@
+"""Published measurements the estimator is checked against, shipped as package data
+(`gpuledger/estimate/data/`): training throughput (`training_throughput.csv`, one row per published
+configuration with its URL) and peak memory (`memory_public.csv`). Pure readers and the
+comparisons; `benchmarks/time_accuracy.py`, `benchmarks/estimator_accuracy.py` and
+`gpuledger accuracy` use them."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import math
+from dataclasses import dataclass
+from importlib import resources
+
+from gpuledger.estimate.throughput import ModelShape, TrainSetup, step_time
+
+THROUGHPUT_CSV = "training_throughput.csv"
+MEMORY_CSV = "memory_public.csv"
+
+
+def read_csv(name: str) -> list[dict]:
+    """Returns the rows of a package data file of gpuledger/estimate/data/."""
+    with resources.files("gpuledger.estimate").joinpath("data", name).open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@dataclass(frozen=True)
+class TimeCase:
+    """One published throughput measurement, mapped to the model's inputs."""
+
+    id: str
+    source: str
+    row: dict
+    shape: ModelShape
+    setup: TrainSetup
+    measured: float  # tokens/s per GPU
+    #: why the row is listed but not scored ('' = scored)
+    excluded: str = ""
+
+    @property
+    def gpu_count_label(self) -> str:
+        g = self.setup.gpus
+        return "1" if g == 1 else "2-8" if g <= 8 else "9-64" if g <= 64 else ">64"
+
+
+def _num(v: str, cast=float, default=None):
+    v = (v or "").strip()
+    return cast(v) if v else default
+
+
+def _bool(v: str) -> bool | None:
+    v = (v or "").strip().lower()
+    return None if not v else v == "true"
+
+
+@functools.cache
+def _registry_shape(model: str) -> ModelShape:
+    from gpuledger.models import load_config
+
+    return ModelShape.from_config(load_config(model))
+
+
+@functools.cache
+def _lora_trainable(model: str, method: str, r: int, targets: str) -> int:
+    from gpuledger.estimate import Workload, estimate
+
+    return estimate(Workload(model=model, method=method, lora_r=r, lora_targets=targets,
+                             precision="nf4" if method == "qlora" else "bf16", seq_len=256)).params_trainable
+
+
+def time_case(row: dict) -> TimeCase:
+    """Returns the TimeCase a training_throughput.csv row states (empty cells: the model's defaults)."""
+    if row["model_source"] == "registry":
+        shape = _registry_shape(row["model"])
+    else:
+        shape = ModelShape.from_sizes(float(row["params_total"]), int(row["layers"]), int(row["hidden"]),
+                                      int(row["vocab"]))
+    method = row["method"]
+    r = _num(row["lora_r"], int, 16)
+    trainable = 0.0
+    if method in ("lora", "qlora"):
+        trainable = float(_lora_trainable(row["model"], method, r, row["lora_targets"] or "q,v"))
+    mb = _num(row["micro_batch"], int, None)
+    setup = TrainSetup(
+        accelerator=row["accelerator"], method=method, framework=row["framework"], gpus=int(row["gpus"]),
+        nodes=_num(row["nodes"], int, None), precision=row["precision"] or "bf16", micro_batch=mb or 1,
+        seq_len=int(row["seq_len"]), grad_accum=_num(row["grad_accum"], int, None),
+        checkpointing=row["checkpointing"] or "none", packing=_bool(row["packing"]), compile=_bool(row["compile"]),
+        flash_attn=_bool(row["flash_attn"]) is not False, sharding=row["sharding"] or "none",
+        tensor_parallel=_num(row["tensor_parallel"], int, 1), pipeline_parallel=_num(row["pipeline_parallel"], int, 1),
+        params_trainable=trainable, lora_r=r)
+    return TimeCase(row["id"], row["source"], row, shape, setup, float(row["tokens_per_s_per_gpu"]),
+                    (row.get("exclude_reason") or "").strip())
+
+
+def time_cases(*, scored: bool = True) -> list[TimeCase]:
+    """Returns the rows of the shipped training_throughput.csv as TimeCases (`scored`: only those
+    without an exclusion reason)."""
+    cases = [time_case(r) for r in read_csv(THROUGHPUT_CSV)]
+    return [c for c in cases if not (scored and c.excluded)]
+
+
+def plain_rule_tokens_per_s(case: TimeCase, mfu: float = 0.4) -> float:
+    """Returns tokens/s per GPU by the rule of thumb other calculators use: 6·P FLOPs per token (4·P
+    for LoRA/QLoRA) at `mfu` of the GPU's dense bf16 peak."""
+    from gpuledger.catalog import gpu_kinds, normalize_accelerator
+
+    kind = gpu_kinds()[normalize_accelerator(case.setup.accelerator)]
+    per_token = (4 if case.setup.method in ("lora", "qlora") else 6) * case.shape.params_total
+    return kind.peak_tflops("bf16") * 1e12 * mfu / per_token
+
+
+def model_tokens_per_s(case: TimeCase, efficiency: dict[str, float] | None = None) -> float:
+    """Returns the throughput model's tokens/s per GPU for a case."""
+    return step_time(case.shape, case.setup, efficiency=efficiency).tokens_per_s_per_gpu
+
+
+def time_error(predicted_tps: float, measured_tps: float) -> float:
+    """Returns the signed error of the predicted training TIME: (predicted − measured) / measured,
+    time being tokens / throughput."""
+    return measured_tps / predicted_tps - 1.0
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median_abs: float
+    within_25: float
+
+    def to_json(self) -> dict:
+        return {"cases": self.n, "median_abs_error": round(self.median_abs, 4), "within_25pct": round(self.within_25, 4)}
+
+
+def summarize(errors: list[float], band: float = 0.25) -> Summary:
+    """Returns median |error| and the share within ±band of signed errors."""
+    import statistics
+
+    if not errors:
+        return Summary(0, math.nan, math.nan)
+    return Summary(len(errors), statistics.median(abs(e) for e in errors),
+                   sum(abs(e) <= band for e in errors) / len(errors))

@@ -1,0 +1,297 @@
+"""Training throughput: seconds per optimizer step from the parts a step is made of.
+
+A step of one data-parallel replica (`tensor_parallel` x `pipeline_parallel` GPUs) is
+- matmul time: model FLOPs of the passes run (forward 2P; backward 4P trained / 2P frozen base;
+  recompute: full = one more forward, selective = the attention core again, Korthikanti et al. 2022)
+  at the GPU's dense 16-bit peak x the stack's matmul efficiency x a small-matmul factor; fp8 as a
+  measured speed-up over bf16 on the linear layers only;
+- attention time: the causal attention FLOPs at FlashAttention's own rate (not the matmul rate);
+- memory-bound time: elementwise ops (norms, activations, residuals, RoPE), LoRA adapter matmuls,
+  QLoRA dequantisation, the loss over the vocabulary, at HBM bandwidth;
+- per-step costs: the optimizer's pass over the trained parameters at HBM bandwidth, kernel launches
+  (a floor under GPU time when kernels are too short), a fixed cost per step (data, logging);
+- communication: DDP all-reduce, FSDP/ZeRO-3 all-gathers and reduce-scatter, tensor-parallel
+  all-reduces, over NVLink, PCIe or the inter-node network (more than 8 GPUs = several nodes),
+  partly hidden behind compute; pipeline bubbles.
+Tokens per step count real tokens: without packing, sequences are padded to the longest of their
+micro-batch (lengths assumed spread evenly up to `seq_len`).
+
+Pure functions; the coefficients are in `coefficients.py`, each with its source.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gpuledger.estimate.coefficients import (
+    ATTENTION_EFFICIENCY,
+    BYTES_PER_ADAPTED_ELEMENT,
+    DEQUANT_BYTES_PER_PARAM_PASS,
+    EAGER_ATTENTION_FACTOR,
+    ELEMENTWISE_BYTES_PER_HIDDEN,
+    FIXED_STEP_S,
+    FP8_MATMUL_SPEEDUP,
+    FRAMEWORK_CLASS,
+    GENERATION_FACTOR,
+    GPUS_PER_NODE,
+    HBM_EFFICIENCY,
+    INTERCONNECT_GBPS,
+    KERNEL_LAUNCH_S,
+    KERNELS_PER_LAYER,
+    KIND_FACTOR,
+    MATMUL_EFFICIENCY,
+    OPTIMIZER_BYTES_PER_PARAM,
+    OVERLAP,
+    PRIOR_MATMUL_EFFICIENCY,
+    SMALL_MATMUL_TOKENS,
+    generation,
+)
+
+CHECKPOINTING = ("none", "selective", "full")
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What time depends on in a model: parameter counts and the attention's dimensions."""
+
+    params_total: float
+    params_active: float  # parameters a token's matmuls touch (lm_head included, input embedding not)
+    layers: int
+    hidden: int
+    attn_dim: int  # heads x head_dim
+    vocab: int
+
+    @classmethod
+    def from_config(cls, cfg) -> ModelShape:
+        from gpuledger.estimate import active_params
+        from gpuledger.models import count_params
+
+        return cls(float(count_params(cfg).total), float(active_params(cfg)), cfg.num_layers, cfg.hidden_size,
+                   cfg.num_heads * cfg.head_dim, cfg.vocab_size)
+
+    @classmethod
+    def from_sizes(cls, params_total: float, layers: int, hidden: int, vocab: int) -> ModelShape:
+        """A GPT-style model known by its sizes only: the input embedding (vocab x hidden) touches no
+        matmul, the output head does (tied or not)."""
+        return cls(float(params_total), float(params_total), layers, hidden, hidden, vocab)
+
+
+@dataclass(frozen=True)
+class TrainSetup:
+    """One training configuration, as far as its speed is concerned."""
+
+    accelerator: str
+    method: str = "lora"
+    framework: str = "hf"
+    gpus: int = 1
+    nodes: int | None = None  # None: ceil(gpus / 8)
+    precision: str = "bf16"
+    micro_batch: int = 1
+    seq_len: int = 2048
+    grad_accum: int | None = None  # micro-batches per optimizer step (None: 1; pipelines: 8 x stages)
+    checkpointing: str = "full"
+    packing: bool | None = None  # None: the framework's habit (pre-training stacks pack, fine-tuning pads)
+    compile: bool | None = None  # None: the framework's habit (tuned stacks ship fused kernels)
+    flash_attn: bool = True
+    sharding: str = "none"
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    params_trainable: float = 0.0
+    lora_r: int = 16
+    optimizer: str = "adamw"
+    interconnect: str | None = None  # nvlink | pcie; None: the GPU kind's usual one
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """Seconds of one optimizer step and the tokens it trains (all GPUs together)."""
+
+    step_s: float
+    tokens_per_step: float
+    gpus: int
+    parts_s: dict[str, float] = field(default_factory=dict)
+    assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return self.tokens_per_step / self.step_s / self.gpus
+
+    def time_s(self, tokens: float) -> float:
+        """Seconds to train `tokens` real tokens."""
+        return float(tokens) / (self.tokens_per_step / self.step_s)
+
+
+def framework_class(framework: str) -> str:
+    """Returns the efficiency class of a training stack (hf, litgpt, torchtune, tuned)."""
+    try:
+        return FRAMEWORK_CLASS[framework]
+    except KeyError:
+        raise ValueError(f"unknown framework {framework!r} (one of {', '.join(FRAMEWORK_CLASS)})") from None
+
+
+def padding_factors(micro_batch: int, packing: bool) -> tuple[float, float]:
+    """Returns (real tokens per sequence, padded tokens per sequence) as fractions of seq_len.
+
+    Packed: every position is a real token (1, 1). Padded: lengths spread evenly over (0, seq_len]
+    (mean 1/2) and each micro-batch padded to its longest (E[max of b uniforms] = b / (b + 1))."""
+    if packing:
+        return 1.0, 1.0
+    return 0.5, micro_batch / (micro_batch + 1)
+
+
+def _bus_gbps(kind, nodes: int, interconnect: str | None) -> tuple[float, str]:
+    link = interconnect or ("nvlink" if kind.name in INTERCONNECT_GBPS["nvlink"] else "pcie")
+    intra = INTERCONNECT_GBPS["nvlink"].get(kind.name) if link == "nvlink" else INTERCONNECT_GBPS["pcie"]
+    intra = intra or INTERCONNECT_GBPS["pcie"]
+    if nodes > 1:
+        inter = INTERCONNECT_GBPS["network"].get(generation(kind), INTERCONNECT_GBPS["network"]["default"])
+        return min(intra, inter), f"{nodes} nodes ({inter:g} GB/s per GPU between nodes)"
+    return intra, f"one node ({link}, {intra:g} GB/s per GPU)"
+
+
+def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] | None = None) -> StepTime:
+    """Returns the StepTime of setup `s` for a model of `shape`.
+
+    `efficiency` overrides MATMUL_EFFICIENCY per class (the fit of `fit_efficiency` uses it)."""
+    from gpuledger.catalog import gpu_kinds, normalize_accelerator
+
+    kind = gpu_kinds()[normalize_accelerator(s.accelerator)]
+    if s.checkpointing not in CHECKPOINTING:
+        raise ValueError(f"checkpointing {s.checkpointing!r} is not one of {', '.join(CHECKPOINTING)}")
+    cls = framework_class(s.framework)
+    gen = generation(kind)
+    tp, pp = max(1, s.tensor_parallel), max(1, s.pipeline_parallel)
+    gpus = max(1, s.gpus)
+    if gpus % (tp * pp):
+        raise ValueError(f"{gpus} GPUs do not divide into tensor_parallel {tp} x pipeline_parallel {pp}")
+    dp = gpus // (tp * pp)
+    nodes = s.nodes or math.ceil(gpus / GPUS_PER_NODE)
+    packing = s.packing if s.packing is not None else cls == "tuned"
+    compiled = s.compile if s.compile is not None else cls == "tuned"
+    frozen = s.method in ("lora", "qlora")
+    notes: list[str] = []
+
+    real_frac, padded_frac = padding_factors(s.micro_batch, packing)
+    seq_run = s.seq_len * padded_frac  # positions computed per sequence
+    tokens_mb = s.micro_batch * seq_run  # positions per micro-batch (one replica)
+    if not packing:
+        notes.append(f"padding: lengths assumed spread evenly up to {s.seq_len}, each micro-batch of {s.micro_batch} "
+                     f"padded to its longest ({padded_frac / real_frac:.2f} positions per real token); "
+                     "train.packing: true removes it")
+    accum = s.grad_accum or (8 * pp if pp > 1 else 1)
+
+    # --- matmul FLOPs per position (model FLOPs + recompute) ---
+    p = shape.params_active
+    passes = 1 + (1 if frozen else 2) + (1 if s.checkpointing == "full" else 0)
+    matmul_flops = 2 * p * passes + (6 * s.params_trainable if frozen else 0)
+    attn_fwd = 2 * 2 * shape.layers * shape.attn_dim * seq_run / 2  # QK^T and AV, causal half (Kaplan 2020)
+    attn_passes = 3 + (1 if s.checkpointing in ("full", "selective") else 0)
+    attn_flops = attn_fwd * attn_passes
+
+    bf16_peak = kind.peak_tflops("bf16" if s.precision not in ("fp32", "tf32") else s.precision) * 1e12
+    eff_table = {**MATMUL_EFFICIENCY, **(efficiency or {})}
+    small = tokens_mb / (tokens_mb + SMALL_MATMUL_TOKENS)
+    gen_factor = KIND_FACTOR.get(kind.name, GENERATION_FACTOR.get(gen, GENERATION_FACTOR["other"]))
+    eff = eff_table[cls] * gen_factor * small
+    rate = bf16_peak * eff
+    if s.precision == "fp8" and kind.tflops.get("fp8"):
+        rate *= FP8_MATMUL_SPEEDUP
+        notes.append(f"fp8: linear layers x{FP8_MATMUL_SPEEDUP} over bf16 (measured), attention stays 16-bit")
+    attn_rate = bf16_peak * ATTENTION_EFFICIENCY.get(gen, ATTENTION_EFFICIENCY["other"]) * (
+        1.0 if s.flash_attn else EAGER_ATTENTION_FACTOR)
+    bw = kind.bandwidth_gbps * 1e9 * HBM_EFFICIENCY
+    positions = tokens_mb  # per micro-batch per replica; the replica's GPUs split the work
+    shard = tp * pp
+    matmul_s = positions * matmul_flops / rate / shard
+    attention_s = positions * attn_flops / attn_rate / shard
+
+    # --- memory-bound work per micro-batch ---
+    fused = "fused" if (compiled or cls == "tuned") else "eager"
+    ew_passes = 1 + (1 if s.checkpointing == "full" else 0) / 3
+    mem_bytes = positions * shape.layers * shape.hidden * ELEMENTWISE_BYTES_PER_HIDDEN[fused] * ew_passes
+    mem_bytes += positions * shape.vocab * (12 if fused == "eager" else 4)  # logits, softmax, loss grad
+    if frozen and s.params_trainable:
+        # a LoRA linear of rank r << d is bandwidth-bound: its input (d_in) and output (d_out) elements are
+        # read/written again per pass (x·A, ·B, the add); trainable = r (d_in + d_out) per linear
+        adapted = s.params_trainable / max(1, s.lora_r)
+        mem_bytes += positions * adapted * BYTES_PER_ADAPTED_ELEMENT * passes
+    if s.method == "qlora":
+        mem_bytes += shape.params_active * DEQUANT_BYTES_PER_PARAM_PASS * passes
+        notes.append(f"QLoRA: {DEQUANT_BYTES_PER_PARAM_PASS} B per base parameter per pass of dequantisation")
+    memory_s = mem_bytes / bw / shard
+
+    gpu_s = matmul_s + attention_s + memory_s
+    # kernel launches: a floor under each micro-batch's GPU time (eager Python dispatch)
+    kernels = shape.layers / pp * KERNELS_PER_LAYER["fused" if compiled or cls == "tuned" else "eager"] * (
+        passes + (0.5 if frozen else 0))
+    launch_s = kernels * KERNEL_LAUNCH_S
+    micro_s = max(gpu_s, launch_s)
+    if launch_s > gpu_s:
+        notes.append(f"launch-bound: {kernels:,.0f} kernels per micro-batch take longer to launch than to run")
+
+    # --- communication per micro-batch / per step ---
+    bus, net_note = _bus_gbps(kind, nodes, s.interconnect)
+    bus *= 1e9
+    comm_step = 0.0
+    comm_micro = 0.0
+    w_bytes = 2  # 16-bit weights and gradients on the wire
+    if tp > 1:  # Megatron: 2 all-reduces forward + 2 backward per layer (+2 with full recompute)
+        ar = 2 * (tp - 1) / tp * s.micro_batch * seq_run * shape.hidden * 2
+        tp_bus = INTERCONNECT_GBPS["nvlink"].get(kind.name, INTERCONNECT_GBPS["pcie"]) * 1e9
+        comm_micro += shape.layers / pp * (4 + (2 if s.checkpointing == "full" else 0)) * ar / tp_bus
+    if dp > 1:
+        frac = (dp - 1) / dp
+        trained = s.params_trainable if frozen else shape.params_total
+        if s.sharding in ("fsdp", "zero3"):
+            # all-gather forward + backward, reduce-scatter of the gradients, every micro-batch
+            comm_micro += (2 * shape.params_total / shard + trained / shard) * w_bytes * frac / bus
+        else:  # ddp / zero1 / zero2: one all-reduce (= reduce-scatter + all-gather) of the gradients per step
+            comm_step += 2 * trained / shard * w_bytes * frac / bus
+    exposed_micro = max(0.0, comm_micro - OVERLAP * micro_s) + (1 - OVERLAP) * min(comm_micro, micro_s)
+    backward_s = micro_s * 0.6
+    exposed_step = max(0.0, comm_step - OVERLAP * backward_s) + (1 - OVERLAP) * min(comm_step, backward_s)
+    if comm_micro or comm_step:
+        notes.append(f"communication over {net_note}; {OVERLAP:.0%} hidden behind compute")
+
+    # --- per optimizer step ---
+    trained = s.params_trainable if frozen else shape.params_total
+    opt_shards = shard * (dp if s.sharding in ("fsdp", "zero1", "zero2", "zero3") else 1)
+    optimizer_s = trained / opt_shards * OPTIMIZER_BYTES_PER_PARAM.get(s.optimizer, 16) / bw
+    bubble = (pp - 1) / (accum + pp - 1) if pp > 1 else 0.0
+    micro_total = accum * (micro_s + exposed_micro)
+    step_s = micro_total / (1 - bubble) + exposed_step + optimizer_s + FIXED_STEP_S[cls]
+    tokens = accum * s.micro_batch * s.seq_len * real_frac * dp
+    parts = {"matmul": accum * matmul_s, "attention": accum * attention_s, "memory_bound": accum * memory_s,
+             "launch_floor": accum * max(0.0, launch_s - gpu_s), "communication": accum * exposed_micro + exposed_step,
+             "pipeline_bubble": micro_total * bubble / (1 - bubble), "optimizer": optimizer_s, "fixed": FIXED_STEP_S[cls]}
+    notes.insert(0, f"{s.framework} ({cls} stack) on {kind.name} ({gen}): matmuls at {eff:.2f} of the 16-bit peak "
+                    f"({eff_table[cls]:.2f} x {kind.name} {gen_factor:.2f} "
+                    f"x small-matmul {small:.2f}); checkpointing {s.checkpointing}; "
+                    f"{'packed' if packing else 'padded'} sequences; {'fused/compiled' if fused == 'fused' else 'eager'} kernels")
+    return StepTime(step_s, tokens, gpus, parts, notes)
+
+
+def tokens_per_s_per_gpu(shape: ModelShape, s: TrainSetup, **kw) -> float:
+    """Returns real training tokens per second per GPU."""
+    return step_time(shape, s, **kw).tokens_per_s_per_gpu
+
+
+def fit_efficiency(cases: list[tuple[ModelShape, TrainSetup, float]], rounds: int = 4) -> dict[str, tuple[float, int]]:
+    """Returns {class: (matmul efficiency, cases)} fitted on measured cases (shape, setup, measured
+    tokens/s per GPU): each class's efficiency scaled by the median measured/predicted throughput of
+    its cases, repeated (the per-step parts do not scale with it), starting from the priors.
+    Classes without cases are absent (they keep PRIOR_MATMUL_EFFICIENCY)."""
+    import statistics
+
+    eff = dict(PRIOR_MATMUL_EFFICIENCY)
+    counts: dict[str, int] = {}
+    for _ in range(rounds):
+        ratios: dict[str, list[float]] = {}
+        for shape, setup, measured in cases:
+            pred = tokens_per_s_per_gpu(shape, setup, efficiency=eff)
+            ratios.setdefault(framework_class(setup.framework), []).append(measured / pred)
+        for cls, rs in ratios.items():
+            eff[cls] = min(0.95, eff[cls] * statistics.median(rs))
+            counts[cls] = len(rs)
+    return {cls: (round(eff[cls], 4), n) for cls, n in counts.items()}

@@ -1,0 +1,72 @@
+"""The training-throughput model (gpuledger/estimate/throughput.py) and its public rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuledger.estimate.coefficients import MATMUL_EFFICIENCY
+from gpuledger.estimate.public import THROUGHPUT_CSV, time_cases
+from gpuledger.estimate.throughput import ModelShape, TrainSetup, fit_efficiency, step_time
+
+ROOT = Path(__file__).resolve().parents[2]
+SHAPE_8B = ModelShape(8.03e9, 7.5e9, 32, 4096, 4096, 128256)
+
+
+def tps(**kw) -> float:
+    return step_time(SHAPE_8B, TrainSetup(**{"accelerator": "H100", "method": "full", **kw})).tokens_per_s_per_gpu
+
+
+def test_shipped_rows_are_the_test_rows():
+    shipped = (ROOT / "gpuledger" / "estimate" / "data" / THROUGHPUT_CSV).read_text()
+    assert shipped == (ROOT / "tests" / "data" / THROUGHPUT_CSV).read_text()
+
+
+def test_shipped_efficiencies_are_the_fit_of_the_rows():
+    fitted = fit_efficiency([(c.shape, c.setup, c.measured) for c in time_cases()])
+    for cls, (value, _) in fitted.items():
+        assert MATMUL_EFFICIENCY[cls] == pytest.approx(value, abs=0.002), cls
+
+
+def test_checkpointing_costs_in_order():
+    assert tps(checkpointing="none") > tps(checkpointing="selective") > tps(checkpointing="full")
+    # selective recomputes the attention core only: a few percent, not a third
+    assert tps(checkpointing="selective") > 0.9 * tps(checkpointing="none")
+
+
+def test_padding_costs_and_packing_removes_it():
+    packed = tps(micro_batch=4, packing=True, framework="hf")
+    padded = tps(micro_batch=4, packing=False, framework="hf")
+    assert padded < 0.75 * packed
+
+
+def test_fp8_is_a_measured_speedup_not_twice():
+    ratio = tps(precision="fp8", framework="torchtitan") / tps(precision="bf16", framework="torchtitan")
+    assert 1.1 < ratio < 1.5
+
+
+def test_small_micro_batches_pay_per_step_costs():
+    # a full fine-tune at 1 x 512 tokens per step: the optimizer pass over 8B params dominates
+    small = tps(micro_batch=1, seq_len=512, packing=True, framework="hf")
+    large = tps(micro_batch=8, seq_len=2048, packing=True, framework="hf")
+    assert small < 0.5 * large
+
+
+def test_nodes_over_a_slow_network_cost_more_than_nvlink():
+    one = tps(gpus=8, sharding="fsdp", framework="torchtitan")
+    pcie = step_time(SHAPE_8B, TrainSetup("L40S", method="full", gpus=8, sharding="fsdp")).tokens_per_s_per_gpu
+    assert pcie < one
+    sixteen = tps(gpus=16, sharding="fsdp", framework="torchtitan")
+    assert sixteen < 1.05 * one  # the fabric is near NVLink speed; sharding the optimizer wider helps a little
+
+
+def test_tensor_and_pipeline_parallel_need_a_whole_split():
+    with pytest.raises(ValueError, match="do not divide"):
+        tps(gpus=6, tensor_parallel=4)
+    assert tps(gpus=16, tensor_parallel=8, pipeline_parallel=2) > 0
+
+
+def test_unknown_framework_is_refused():
+    with pytest.raises(ValueError, match="unknown framework"):
+        tps(framework="keras")
