@@ -40,6 +40,9 @@ class Plan:
     #: strategy asha (or tpe with pruning): the expected spend under pruning and its source
     #: (`gpuledger.plan.pruning.PrunedSpend.to_json()`); the budget guard uses its expected_usd when known
     pruning: dict[str, Any] | None = None
+    #: a cloud plan: per-trial managed jobs or a SkyPilot pool of K workers (`gpuledger.plan.pools`:
+    #: used, workers, worker offer, start-up per worker, idle tail, saving against per-trial jobs)
+    pool: dict[str, Any] | None = None
 
     @functools.cached_property
     def trials(self) -> list[dict[str, Any]]:
@@ -57,8 +60,8 @@ class Plan:
     def to_json(self) -> dict[str, Any]:
         """Returns the plan as a JSON-ready dict (keys: sweep, trials, total_est_cost_usd,
         makespan_s, max_parallel, budget_usd, within_budget, price_snapshot, what_if, assumptions,
-        launcher, launch_order, alternatives, deadline_s, cloud_equivalent, and pruning for a sweep that
-        prunes)."""
+        launcher, launch_order, alternatives, deadline_s, cloud_equivalent, pruning for a sweep that
+        prunes, pool for a cloud plan)."""
         budget = self.budget_usd if self.budget_usd is not None and math.isfinite(self.budget_usd) else None
         return {
             "sweep": self.sweep,
@@ -77,6 +80,7 @@ class Plan:
             "deadline_s": self.deadline_s,
             "cloud_equivalent": self.cloud_equivalent,
             **({"pruning": self.pruning} if self.pruning is not None else {}),
+            **({"pool": self.pool} if self.pool is not None else {}),
         }
 
     def to_json_text(self) -> str:

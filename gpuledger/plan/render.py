@@ -123,6 +123,10 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
                       f"unpruned {fmt_usd(pr['full_usd'])}); source {pr['source']}: {pr['basis']}", soft_wrap=True)
         else:
             con.print(f"expected spend under pruning: {pr['basis']}", soft_wrap=True)
+    if plan.pool and plan.pool.get("workers"):
+        from gpuledger.plan.pools import pool_assumption
+
+        con.print(pool_assumption(plan.pool), soft_wrap=True)
     if plan.cloud_equivalent:
         eq = list(plan.cloud_equivalent.values())
         accs = sorted({f"{e['gpus']}x {e['accelerator']} ({e['cloud']} {e['instance_type']}"
@@ -131,10 +135,12 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
                   f"{fmt_duration(sum(e['wall_s'] for e in eq))} of instance time and cost "
                   f"{fmt_usd(sum(e['usd'] for e in eq))} (what a cloud plan of this spec picks)")
     w = Table(title="what-if: parallel slots vs expected time-to-recipe and cost")
-    for col in ("parallel", "time-to-recipe", "cost"):
+    pooled = bool(plan.what_if) and "pool_cost_usd" in plan.what_if[0]
+    for col in ("parallel", "time-to-recipe", "cost") + (("pool: time-to-recipe", "pool: cost") if pooled else ()):
         w.add_column(col, justify="right")
     for p in plan.what_if:
-        w.add_row(str(p["parallel"]), fmt_duration(p["time_to_recipe_s"]), fmt_usd(p["cost_usd"]))
+        pool_cells = (fmt_duration(p["pool_time_to_recipe_s"]), fmt_usd(p["pool_cost_usd"])) if pooled else ()
+        w.add_row(str(p["parallel"]), fmt_duration(p["time_to_recipe_s"]), fmt_usd(p["cost_usd"]), *pool_cells)
     con.print(w)
     con.print("assumptions:")
     for a in plan.assumptions:

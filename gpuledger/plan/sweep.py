@@ -135,9 +135,12 @@ def plan_sweep(
 def _with_pruning(plan: Plan, spec, s: PlanSettings, curves: dict | None) -> Plan:
     """A sweep that prunes: the expected spend under pruning beside the full one; the budget guard
     decides on it when known (gpuledger/plan/pruning.py)."""
+    from gpuledger.plan.pools import POOL_JOB_START_S
     from gpuledger.plan.pruning import pruned_spend
 
-    spend = pruned_spend(plan.trials, spec, max_parallel=plan.max_parallel, overhead_s=s.overhead_s, curves=curves)
+    # on a pool a trial's own overhead is the job's start on a worker (start-up is the worker's)
+    overhead_s = POOL_JOB_START_S if (plan.pool or {}).get("used") else s.overhead_s
+    spend = pruned_spend(plan.trials, spec, max_parallel=plan.max_parallel, overhead_s=overhead_s, curves=curves)
     if spend is None:
         return plan
     per_trial = {tid: round(v, 6) for tid, v in spend.per_trial_usd.items()}
@@ -161,8 +164,11 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
                      + (f" regions {r.regions}" if r.regions else ""))
     accel = accelerator_table(offers["accelerator"].unique().to_list(), est["precision"].unique().to_list(), s.method)
     accel, measured, cal_notes = calibrate(accel, est, measurements, s, model=spec.model)
-    return plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, measured=measured,
+    plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, measured=measured,
                                extra_assumptions=notes + cal_notes + search_notes(spec, trials))
+    from gpuledger.plan.pools import with_pool
+
+    return with_pool(plan, est, offers, accel, s, mode=r.pool, shared_setup=len({t.setup for t in trials}) <= 1)
 
 
 def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, measurements: pl.DataFrame | None) -> Plan:

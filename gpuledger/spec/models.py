@@ -136,6 +136,9 @@ class Resources(_Strict):
     clouds: list[Cloud] = Field(default_factory=lambda: ["aws", "gcp"])
     regions: list[str] | None = None
     spot: Literal["auto", "always", "never"] = "auto"
+    pool: Literal["auto", "always", "never"] = Field(
+        "auto", description="cloud: a SkyPilot pool of workers (start-up once per worker) or per-trial managed jobs; "
+        "auto picks by deadline, then expected cost")
     max_parallel: int = Field(4, ge=1, le=1024)
     preemption_per_hour: float | None = Field(
         None, ge=0, le=10, description="overrides the default spot preemption rate (per hour)"
