@@ -131,8 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--prompt-len", type=_positive_int, default=None)
     s.add_argument("--completion-len", type=_positive_int, default=None)
     s.add_argument("--group-size", type=_positive_int, default=None)
-    s.add_argument("--framework", default="hf", choices=["hf", "litgpt", "torchtune"],
-                   help="training stack: how logits/loss and LoRA/QLoRA dtypes are held (default hf)")
+    s.add_argument("--framework", default="hf",
+                   choices=["hf", "litgpt", "torchtune", "torchtitan", "megatron", "nemo", "llm-foundry", "nanotron"],
+                   help="training stack: its memory habits and speed (default hf)")
     s.add_argument("--device", default="gpu", choices=["gpu", "cpu"],
                    help="cpu: estimate resident memory of a CPU run (the local demo)")
     from gpuledger.cli.commands.estimate import add_stack_options

@@ -1,6 +1,7 @@
 """Estimation: per-GPU memory by component, FLOPs per token, training time. Pure functions.
 
-`estimate(Workload(...)) -> Estimate`; `train_time_s(...)`; `default_mfu(...)`;
+`estimate(Workload(...)) -> Estimate`; `train_time_s(...)` and `training_step(...)` (the throughput
+model of `throughput.py`); `default_mfu(...)` (the planner's utilisation table);
 `kv_cache_bytes_per_token(cfg, kv_precision)`. Memory physics in `memory.py`, compute in `compute.py`.
 """
 
@@ -25,6 +26,7 @@ from gpuledger.estimate.memory import (
     layer_activation_bytes_per_token,
     memory_breakdown,
 )
+from gpuledger.estimate.throughput import ModelShape, StepTime, TrainSetup, step_time
 from gpuledger.estimate.workload import STACK_FIELDS, Workload
 from gpuledger.models import ModelConfig, count_params, layer_linears, load_config
 
@@ -35,7 +37,7 @@ __all__ = [
     "BASE_MFU", "CPU_TRAINING_EFFICIENCY", "KIND_FACTOR", "MEMORY_KEYS", "STACK_FIELDS", "Estimate", "Workload",
     "active_params", "attention_flops_per_token",
     "default_mfu", "estimate", "kv_cache_bytes_per_token", "layer_activation_bytes_per_token", "load_config",
-    "train_time_s",
+    "train_time_s", "train_setup", "training_step", "StepTime",
 ]
 
 
@@ -139,15 +141,34 @@ def estimate(w: Workload) -> Estimate:
     )
 
 
+def train_setup(est: Estimate, accelerator: str, gpus: int | None = None, method: str | None = None,
+                precision: str | None = None) -> TrainSetup:
+    """Returns the throughput model's TrainSetup of an estimate's workload on `accelerator`
+    (`gpus`, `method`, `precision` override the workload's)."""
+    w = est.workload
+    method = method or w.method
+    if method in ("grpo", "ppo", "inference"):
+        method = "full"  # the training step of an RL trainer (generation is not modelled here)
+    return TrainSetup(
+        accelerator=accelerator, method=method, framework=w.framework, gpus=gpus or w.gpus, nodes=w.nodes,
+        precision=precision or w.precision, micro_batch=w.micro_batch, seq_len=w.seq_len,
+        grad_accum=w.grad_accum, checkpointing=w.checkpointing_mode, packing=w.packing,
+        compile=w.compile or None, flash_attn=w.flash_attn, sharding=w.sharding,
+        tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel,
+        params_trainable=float(est.params_trainable), lora_r=w.lora_r, optimizer=w.optimizer)
+
+
+def training_step(est: Estimate, accelerator: str, gpus: int | None = None, method: str | None = None,
+                  precision: str | None = None) -> StepTime:
+    """Returns the StepTime (seconds per optimizer step, tokens per step, parts, assumptions) of an
+    estimate's workload on `accelerator` (gpuledger/estimate/throughput.py)."""
+    return step_time(ModelShape.from_config(load_config(est.workload.model)),
+                     train_setup(est, accelerator, gpus, method, precision))
+
+
 def train_time_s(estimate: Estimate, tokens: float, accelerator: str, gpus: int = 1, method: str | None = None,
                  precision: str | None = None) -> float:
-    """Returns wall-clock seconds to process `tokens` training tokens:
-    FLOPs / (gpus x peak TFLOP/s at the precision x default MFU for the GPU kind and method)."""
-    from gpuledger.catalog import gpu_kinds, normalize_accelerator
-
-    kind = normalize_accelerator(accelerator)
-    method = method or estimate.workload.method
-    precision = precision or estimate.workload.precision
-    peak = gpu_kinds()[kind].peak_tflops(precision) * 1e12
-    mfu = default_mfu(kind, method)
-    return float(tokens) * estimate.flops_per_token / (max(1, gpus) * peak * mfu)
+    """Returns wall-clock seconds to train `tokens` real tokens on `gpus` x `accelerator`, by the
+    throughput model (`training_step`): per-step compute, memory-bound work, communication and
+    per-step costs of the workload's stack."""
+    return training_step(estimate, accelerator, gpus, method, precision).time_s(tokens)

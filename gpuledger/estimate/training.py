@@ -32,7 +32,7 @@ from gpuledger.estimate.memory import (
     layer_activation_bytes_per_token,
     loss_bytes_per_token,
 )
-from gpuledger.estimate.workload import Workload
+from gpuledger.estimate.workload import Workload, memory_habits
 from gpuledger.models import ModelConfig, count_params, layer_linears, load_config, lora_linears
 
 #: DeepSpeed's own defaults when no HF "auto" applies: reduce_bucket_size = allgather_bucket_size =
@@ -61,7 +61,7 @@ def _optimizer_in_bwd(w: Workload) -> bool:
     single-device full fine-tuning configs pair paged bitsandbytes optimizers with optimizer_in_bwd)."""
     if w.optimizer_in_bwd is not None:
         return w.optimizer_in_bwd
-    return w.framework == "torchtune" and w.method == "full" and w.gpus == 1 and w.optimizer.startswith("paged")
+    return memory_habits(w.framework) == "torchtune" and w.method == "full" and w.gpus == 1 and w.optimizer.startswith("paged")
 
 
 #: bitsandbytes pages an optimizer state only for tensors of more than 1e5 elements
@@ -91,13 +91,14 @@ def _foreach_temp(w: Workload, state_b: int, trainable: float, in_bwd: bool) -> 
     (torch/optim/adamw.py `_multi_tensor_adamw`) builds `exp_avg_sq_sqrt = _foreach_sqrt(...)`, one
     tensor per state, before `_foreach_addcdiv_`: one more state-sized copy. torchtune's configs set
     `fused: True` (one kernel per group, no copy); bitsandbytes 8-bit optimizers update per tensor."""
-    if w.optimizer != "adamw" or w.framework == "torchtune" or in_bwd:
+    if w.optimizer != "adamw" or memory_habits(w.framework) == "torchtune" or in_bwd:
         return 0.0
     return trainable * state_b
 
 
 def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreakdown) -> MemoryBreakdown:
     p, n = w.precision, w.gpus
+    fw = memory_habits(w.framework)
     a, r_b = _act_bytes(p), _resid_bytes(p)
     mixed = p in ("bf16-mixed", "fp16-mixed", "fp8")
     sharding = _sharding(w, m)
@@ -156,12 +157,12 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         # (bnb_4bit_quant_storage) and every other param and the adapters stay 16 bit (fsdp_qlora README:
         # "sharded and unsharded params will be stored in bf16").
         sharded_flat = sharding in ("fsdp", "zero3")
-        other_b = 4 if (quantised and w.framework == "hf" and not sharded_flat) else (4 if p == "fp32" else 2)
+        other_b = 4 if (quantised and fw == "hf" and not sharded_flat) else (4 if p == "fp32" else 2)
         weights, quant_consts = _frozen_weight_bytes(cfg, total, base_p, other_b,
-                                                     double_quant=w.framework == "torchtune")
+                                                     double_quant=fw == "torchtune")
         # adapters: PEFT keeps them in fp32 (autocast_adapter_dtype=True) under a 16-bit or quantised
         # base; lit-gpt/torchtune keep them in the model dtype (pure bf16 -> 16-bit states).
-        adapter_fp32 = p == "fp32" or mixed or (w.framework == "hf" and not sharded_flat)
+        adapter_fp32 = p == "fp32" or mixed or (fw == "hf" and not sharded_flat)
         ad_b = 4 if adapter_fp32 else 2
         weights += trainable * ad_b
         grads = trainable * ad_b
@@ -197,7 +198,7 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     if rl and ref == "auto":
         ref = "shared_base" if lora_like else "same_gpu"
     if rl:
-        ref_b = 4 if (p == "fp32" or (mixed and w.framework == "hf")) else 2  # TRL loads the ref like the policy
+        ref_b = 4 if (p == "fp32" or (mixed and fw == "hf")) else 2  # TRL loads the ref like the policy
         if ref == "same_gpu":
             extra_frozen += total * ref_b  # reference policy for the KL term
         reward_total = 0
@@ -241,7 +242,7 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         buffers += min(bucket, trainable) * 2 * 2
         m.notes["buffers"] = f"ZeRO reduce/all-gather buckets ({'hidden^2' if not w.zero_bucket_elems else bucket} elements)"
     elif sharding in ("zero3", "fsdp"):
-        if sharding == "fsdp" and lora_like and w.framework == "litgpt":
+        if sharding == "fsdp" and lora_like and fw == "litgpt":
             # lit-gpt's FSDPStrategy checkpoints every Block (activation_checkpointing_policy={Block})
             # and puts frozen and LoRA params into one FlatParameter (use_orig_params=True), so FSDP
             # allocates gradients for all of them ("equivalent to not freezing", PyTorch FSDP docs),
@@ -287,7 +288,7 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         n_seq, seq = w.micro_batch, w.seq_len
         logit_tokens = n_seq * seq
     tokens = n_seq * seq
-    dropout = w.lora_dropout if w.lora_dropout is not None else DEFAULT_LORA_DROPOUT[w.framework]
+    dropout = w.lora_dropout if w.lora_dropout is not None else DEFAULT_LORA_DROPOUT[fw]
     per_layer = layer_activation_bytes_per_token(cfg, p, lora_lins=lora_lins, lora_r=w.lora_r, compiled=w.compile,
                                                  lora_dropout=dropout > 0)
     if lora_like:
@@ -313,17 +314,17 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     act += tokens * 2 * d * a  # backward working gradients of the residual stream
     if head_lora and "lm_head" in targets:
         act += logit_tokens * w.lora_r * a  # lm_head LoRA A-output
-    logits = logit_tokens * loss_bytes_per_token(cfg, p, w.framework, w.chunked_ce, w.compile)
+    logits = logit_tokens * loss_bytes_per_token(cfg, p, fw, w.chunked_ce, w.compile)
     if rl:
         logits += logit_tokens * a * vocab  # logits / temperature copy (TRL)
         if w.method == "ppo":
             act *= 2  # the value model runs the same forward/backward
-    chunked = w.chunked_ce if w.chunked_ce is not None else w.framework in ("litgpt", "torchtune")
+    chunked = w.chunked_ce if w.chunked_ce is not None else fw in ("litgpt", "torchtune")
     m.notes["logits"] = (f"[{logit_tokens:,} tokens x {vocab:,} vocab] logits + loss ({w.framework}, "
                          f"{'chunked' if chunked else 'unchunked'} cross-entropy)")
 
     # --- the phases ---
-    accum = w.grad_accum if w.grad_accum is not None else (2 if w.framework == "litgpt" else 1)
+    accum = w.grad_accum if w.grad_accum is not None else (2 if fw == "litgpt" else 1)
     accum_grads = grads if accum > 1 and not in_bwd else 0.0
     # the output head's gradient (full fine-tuning) is allocated at the start of backward, next to the
     # logits' gradient

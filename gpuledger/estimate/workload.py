@@ -12,9 +12,20 @@ Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "s
 Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
 
 
+Framework = Literal["hf", "litgpt", "torchtune", "torchtitan", "megatron", "nemo", "llm-foundry", "nanotron"]
+Checkpointing = Literal["none", "selective", "full"]
+
 #: Workload fields a spec's `train` section carries under the same name (gpuledger/spec/models.py Train).
 STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd", "grad_accum",
-                "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization")
+                "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
+                "checkpointing", "packing", "tensor_parallel", "pipeline_parallel", "nodes")
+
+
+def memory_habits(framework: str) -> str:
+    """Returns the framework whose memory habits a stack shares: the tuned pre-training stacks
+    (torchtitan, Megatron, NeMo, llm-foundry, nanotron) keep 16-bit adapters/activations, fused AdamW
+    and FSDP2-style sharding like torchtune; the others are themselves."""
+    return framework if framework in ("hf", "litgpt", "torchtune") else "torchtune"
 
 
 class Workload(BaseModel):
@@ -34,6 +45,9 @@ class Workload(BaseModel):
     micro_batch: int = Field(1, ge=1)
     seq_len: int = Field(2048, ge=1)
     grad_ckpt: bool = True
+    #: activation checkpointing mode: none, selective (the attention core recomputed: Megatron,
+    #: torchtitan, NeMo), full (every block recomputed). None = from grad_ckpt (full / none).
+    checkpointing: Checkpointing | None = None
     flash_attn: bool = True
     lora_r: int = Field(16, ge=1)
     lora_targets: str = "q,v"
@@ -48,7 +62,9 @@ class Workload(BaseModel):
     device: Literal["gpu", "cpu"] = "gpu"
     #: the training code whose memory habits to assume (loss and adapter dtypes differ; see memory.py):
     #: hf = Transformers + PEFT (+ TRL), the default and what trainers/ ships; litgpt; torchtune.
-    framework: Literal["hf", "litgpt", "torchtune"] = "hf"
+    #: tuned pre-training stacks (torchtitan, megatron, nemo, llm-foundry, nanotron) share torchtune's
+    #: memory habits (`memory_habits`) and run at their own speed (throughput.py)
+    framework: Framework = "hf"
     #: GRPO/PPO reward model (registry name or config path); None: GRPO uses rule-based rewards
     #: (no model), PPO a reward model of the policy's architecture.
     reward_model: str | None = None
@@ -91,6 +107,21 @@ class Workload(BaseModel):
     #: memory of the GPU (GiB), used only for vllm_colocate's share.
     gpu_memory_gib: float | None = Field(None, gt=0)
 
+    # --- what time depends on (gpuledger/estimate/throughput.py) ---
+    #: sequences packed to seq_len (True) or padded to the longest of their micro-batch (False);
+    #: None = the framework's habit (pre-training stacks pack, fine-tuning recipes pad)
+    packing: bool | None = None
+    #: tensor- and pipeline-parallel degrees for training (gpus = data x tensor x pipeline)
+    tensor_parallel: int = Field(1, ge=1, le=64)
+    pipeline_parallel: int = Field(1, ge=1, le=256)
+    #: nodes the GPUs span; None = ceil(gpus / 8)
+    nodes: int | None = Field(None, ge=1, le=4096)
+
+    @property
+    def checkpointing_mode(self) -> str:
+        """Returns none | selective | full: `checkpointing`, else full/none from `grad_ckpt`."""
+        return self.checkpointing or ("full" if self.grad_ckpt else "none")
+
     @field_validator("lora_targets")
     @classmethod
     def _targets(cls, value: str) -> str:
@@ -98,8 +129,21 @@ class Workload(BaseModel):
 
         return ",".join(parse_lora_targets(value)) if value.strip().lower() not in ("all-linear", "all") else "all-linear"
 
+    @model_validator(mode="before")
+    @classmethod
+    def _checkpointing_decides(cls, data):
+        # the mode decides; grad_ckpt (the older switch) follows it, so memory and time see one thing
+        if isinstance(data, dict) and data.get("checkpointing") is not None:
+            data = {**data, "grad_ckpt": data["checkpointing"] == "full"}
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
+        if self.gpus % (self.tensor_parallel * self.pipeline_parallel):
+            raise ValueError(f"gpus ({self.gpus}) must be a multiple of tensor_parallel x pipeline_parallel "
+                             f"({self.tensor_parallel} x {self.pipeline_parallel})")
+        if self.nodes is not None and self.nodes > self.gpus:
+            raise ValueError(f"nodes ({self.nodes}) cannot exceed gpus ({self.gpus})")
         if self.method == "full" and self.precision in ("int8", "int4", "nf4"):
             raise ValueError(f"full fine-tuning cannot train {self.precision} weights; use --method qlora or lora "
                              "(a frozen quantised base) or a float precision")

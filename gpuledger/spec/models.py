@@ -114,7 +114,8 @@ class Train(_Strict):
     completion_len: int | None = Field(None, ge=1)
     group_size: int | None = Field(None, ge=1)
     # optimised-stack options of the memory estimate (gpuledger.estimate.Workload documents each effect)
-    framework: Literal["hf", "litgpt", "torchtune"] = Field("hf", description="training code whose memory habits to assume")
+    framework: Literal["hf", "litgpt", "torchtune", "torchtitan", "megatron", "nemo", "llm-foundry", "nanotron"] = Field(
+        "hf", description="training code whose memory habits and speed to assume")
     compile: bool = Field(False, description="torch.compile: pointwise intermediates recomputed, not saved")
     activation_offload: bool = Field(False, description="saved activations offloaded to CPU memory")
     chunked_ce: bool | None = Field(None, description="chunked cross-entropy; null = the framework's habit")
@@ -128,6 +129,14 @@ class Train(_Strict):
         "auto", description="GRPO/PPO reference model placement")
     generation: Literal["hf", "vllm_colocate", "vllm_server"] = Field("hf", description="GRPO/PPO rollout engine")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="vllm_colocate: GPU share vLLM reserves")
+    # what training time depends on (gpuledger/estimate/throughput.py)
+    checkpointing: Literal["none", "selective", "full"] | None = Field(
+        None, description="activation checkpointing mode; null = full/none from grad_checkpointing")
+    packing: bool | None = Field(None, description="sequences packed to seq_len (true) or padded per micro-batch "
+                                 "(false); null = the framework's habit")
+    tensor_parallel: int = Field(1, ge=1, le=64, description="tensor-parallel degree of training")
+    pipeline_parallel: int = Field(1, ge=1, le=256, description="pipeline-parallel degree of training")
+    nodes: int | None = Field(None, ge=1, le=4096, description="nodes a trial spans; null = ceil(GPUs / 8)")
 
 
 class Resources(_Strict):

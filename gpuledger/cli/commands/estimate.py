@@ -33,6 +33,13 @@ STACK_OPTIONS = (
     ("--vllm-gpu-util", "vllm_gpu_memory_utilization",
      dict(type=float, default=0.3, help="vllm_colocate: share of the GPU vLLM pre-allocates")),
     ("--gpu-memory", "gpu_memory_gib", dict(type=float, default=None, help="GPU memory in GiB (vllm_colocate share)")),
+    ("--checkpointing", "checkpointing", dict(default=None, choices=["none", "selective", "full"],
+                                              help="activation checkpointing mode (default: from --grad-ckpt)")),
+    ("--packing", "packing", dict(action=argparse.BooleanOptionalAction, default=None,
+                                  help="sequences packed (or padded per micro-batch); default: the framework's habit")),
+    ("--tensor-parallel", "tensor_parallel", dict(type=int, default=None, help="tensor-parallel degree (default 1)")),
+    ("--pipeline-parallel", "pipeline_parallel", dict(type=int, default=None, help="pipeline-parallel degree (default 1)")),
+    ("--nodes", "nodes", dict(type=int, default=None, help="nodes the GPUs span (default: 8 GPUs per node)")),
 )
 
 
@@ -43,8 +50,11 @@ def add_stack_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-calibration", action="store_true",
                         help="ignore the correction learnt from your measured runs in the warehouse")
     parser.add_argument("--warehouse", default=None, help="warehouse file to learn the correction from")
-    parser.add_argument("--accelerator", default=None,
-                        help="GPU kind the run will use (picks the correction learnt on that GPU family)")
+    parser.add_argument("--accelerator", default=None, action="append",
+                        help="GPU kind the run will use (picks the correction learnt on that GPU family); with "
+                             "--tokens, the kinds to compare (repeat the option; default: every kind of the catalog)")
+    parser.add_argument("--tokens", type=float, default=None,
+                        help="training tokens: adds a table over GPU kinds and counts (fits, memory, time, $)")
 
 
 def workload_from_args(args: argparse.Namespace):
@@ -132,6 +142,8 @@ def calibration_for(est, args: argparse.Namespace) -> tuple[object | None, str]:
     if w.device != "gpu":
         return None, "not calibrated (CPU run)"
     accelerator = getattr(args, "accelerator", None)
+    if isinstance(accelerator, list):
+        accelerator = accelerator[0] if accelerator else None
     if not accelerator:
         return None, "not calibrated: give --accelerator to apply what your measured runs on that GPU family teach"
     runs = calibration.load_runs(getattr(args, "warehouse", None))
@@ -145,10 +157,49 @@ def calibration_for(est, args: argparse.Namespace) -> tuple[object | None, str]:
     return c, c.describe()
 
 
+def gpu_table(args: argparse.Namespace, w) -> list[dict]:
+    """Returns the options of `gpu_options` for --tokens (UserError for a bad kind or count)."""
+    from gpuledger.catalog import UnknownAccelerator, normalize_accelerator
+    from gpuledger.catalog.offers import load_offers
+    from gpuledger.plan.gpu_table import gpu_options
+
+    if not args.tokens or args.tokens <= 0 or args.tokens > 1e15:
+        raise UserError(f"--tokens: {args.tokens!r} is not a number of tokens between 1 and 1e15")
+    try:
+        kinds = [normalize_accelerator(a) for a in (args.accelerator or [])]
+    except UnknownAccelerator as err:
+        raise UserError(f"--accelerator: {err}") from None
+    return gpu_options(w, args.tokens, load_offers(), kinds or None)
+
+
+def render_gpu_table(options: list[dict], tokens: float) -> str:
+    """Returns the --tokens table: one line per GPU kind x count, the cheapest and fastest marked."""
+    from gpuledger.plan.render import fmt_duration
+
+    lines = [f"{tokens:,.0f} training tokens: which GPU (time by gpuledger/estimate/throughput.py; $ = time x "
+             "the cheapest catalog offer with that many GPUs)",
+             f"{'GPU':10} {'n':>2} {'shard':5} {'fits':4} {'peak GiB':>9} {'time':>9} {'tok/s/GPU':>9} "
+             f"{'$ on-demand':>11} {'$ spot':>8}  note"]
+    for o in options:
+        fits = "yes" if o["fits"] else "no"
+        t = fmt_duration(o["time_s"]) if o["time_s"] is not None else "-"
+        od = f"{o['usd_on_demand']:,.2f}" if o["usd_on_demand"] is not None else "-"
+        sp = f"{o['usd_spot']:,.2f}" if o["usd_spot"] is not None else "-"
+        marks = [m for m, k in (("CHEAPEST", "cheapest"), ("FASTEST", "fastest")) if o[k]]
+        note = " ".join(marks) or (o["reason"] or "")
+        peak = f"{o['peak_memory_gib']:.1f}" if o["peak_memory_gib"] is not None else "-"
+        tps = f"{o['tokens_per_s_per_gpu']:,.0f}" if o["tokens_per_s_per_gpu"] is not None else "-"
+        lines.append(f"{o['accelerator']:10} {o['gpus']:2d} {o['sharding'] or '':5} {fits:4} {peak:>9} {t:>9} "
+                     f"{tps:>9} {od:>11} {sp:>8}  {note}")
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     from gpuledger.estimate import estimate
 
-    est = estimate(workload_from_args(args))
+    w = workload_from_args(args)
+    est = estimate(w)
+    options = gpu_table(args, w) if getattr(args, "tokens", None) is not None else None
     warnings = beyond_limits(est)
     corr, sentence = calibration_for(est, args)
     if args.json:
@@ -157,6 +208,9 @@ def run(args: argparse.Namespace) -> int:
         if corr is not None:
             out["calibration"].update(factor=round(corr.factor, 4), runs=corr.runs, group=list(corr.group),
                                       device_gib=round(est.memory_gib["device"] * corr.factor, 4))
+        if options is not None:
+            out["tokens"] = args.tokens
+            out["options"] = options
         print(json.dumps(out, indent=2))
     else:
         print(render(est))
@@ -166,4 +220,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"- {sentence}")
         for line in warnings:
             print(f"warning: {line}")
+        if options is not None:
+            print()
+            print(render_gpu_table(options, args.tokens))
     return 0

@@ -1,0 +1,103 @@
+"""Which GPU to rent for one workload and a number of training tokens: per GPU kind and count, does
+it fit, the peak memory, the time (gpuledger/estimate/throughput.py) and the dollars at the cheapest
+on-demand and spot offer of the catalog (`gpuledger estimate MODEL ... --tokens N`). Pure: the
+offers come in as a frame (`gpuledger.catalog.offers.load_offers`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from gpuledger.plan.settings import AUTO_GPU_COUNTS, MEMORY_RESERVE_GIB, MEMORY_SAFETY_FRACTION, S_PER_H
+
+#: JSON keys of one option (`estimate --tokens --json` `options[]`)
+OPTION_KEYS = ("accelerator", "gpus", "sharding", "fits", "peak_memory_gib", "usable_memory_gib", "time_s",
+               "tokens_per_s_per_gpu", "usd_on_demand", "usd_spot", "on_demand_offer", "spot_offer",
+               "price_as_of", "cheapest", "fastest", "reason")
+
+
+def _cheapest(offers: pl.DataFrame, accelerator: str, gpus: int, spot: bool) -> dict | None:
+    """Returns the cheapest offer of `accelerator` with at least `gpus` GPUs (the whole instance is
+    paid), on-demand or spot (suspicious spot prices skipped), or None."""
+    col = "usd_per_hour_spot" if spot else "usd_per_hour_on_demand"
+    sel = offers.filter((pl.col("accelerator") == accelerator) & (pl.col("accelerator_count") >= gpus)
+                        & pl.col(col).is_not_null())
+    if spot and "spot_suspicious" in sel.columns:
+        sel = sel.filter(~pl.col("spot_suspicious"))
+    if sel.is_empty():
+        return None
+    row = sel.sort(col, "accelerator_count", "cloud", "region", "instance_type").row(0, named=True)
+    return {"usd_per_hour": float(row[col]), "cloud": row["cloud"], "region": row["region"],
+            "instance_type": row["instance_type"], "as_of": row["as_of"]}
+
+
+def _shardings(method: str, gpus: int, given: str) -> list[str]:
+    from gpuledger.plan.estimates import sharding_options
+
+    return sharding_options(method, gpus, given if given != "none" else "auto")
+
+
+def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Sequence[str] | None = None,
+                counts: Sequence[int] = AUTO_GPU_COUNTS) -> list[dict]:
+    """Returns one option per GPU kind x count (OPTION_KEYS): the kinds of `accelerators`, else
+    every kind the offers rent. Memory: the estimate at nvidia-smi level against the usable memory
+    (nvidia-smi total x MEMORY_SAFETY_FRACTION − MEMORY_RESERVE_GIB, the planner's rule); with
+    several GPUs the sharding rule of the planner (plan/estimates.py SHARDING_RULE) picks ddp or fsdp.
+    `cheapest` marks the fitting option of least on-demand cost, `fastest` the one of least time."""
+    from gpuledger.catalog import gpu_kinds
+    from gpuledger.estimate import estimate, training_step
+
+    kinds = gpu_kinds()
+    names = list(dict.fromkeys(accelerators)) if accelerators else sorted(
+        set(offers["accelerator"].unique().to_list()) & set(kinds))
+    options = []
+    for acc in names:
+        kind = kinds[acc]
+        usable = kind.memory_gib * MEMORY_SAFETY_FRACTION - MEMORY_RESERVE_GIB
+        for n in counts:
+            best = None  # the first sharding that fits, else the one that needs least memory
+            for sharding in _shardings(workload.method, n, workload.sharding):
+                try:
+                    w = type(workload)(**{**workload.model_dump(), "gpus": n, "sharding": sharding})
+                except ValueError as err:  # e.g. n GPUs do not split into tensor x pipeline parallel
+                    best = best or {"accelerator": acc, "gpus": n, "sharding": sharding, "fits": False,
+                                    "reason": str(err).splitlines()[-1].strip()}
+                    continue
+                est = estimate(w)
+                need = est.memory_gib["device"]
+                opt = {"accelerator": acc, "gpus": n, "sharding": sharding, "fits": need <= usable,
+                       "peak_memory_gib": round(need, 2), "usable_memory_gib": round(usable, 2)}
+                if opt["fits"]:
+                    step = training_step(est, acc, n)
+                    best = opt | {"time_s": round(step.time_s(tokens), 1),
+                                  "tokens_per_s_per_gpu": round(step.tokens_per_s_per_gpu, 1)}
+                    break
+                if best is None or best.get("peak_memory_gib") is None or need < best["peak_memory_gib"]:
+                    best = opt
+            row = {k: None for k in OPTION_KEYS} | best
+            row["cheapest"] = row["fastest"] = False
+            if not row["fits"]:
+                row["reason"] = row.get("reason") or (f"needs {row['peak_memory_gib']:.1f} GiB per GPU, "
+                                                      f"{row['usable_memory_gib']:.1f} usable")
+            else:
+                hours = row["time_s"] / S_PER_H
+                od, sp = _cheapest(offers, acc, n, False), _cheapest(offers, acc, n, True)
+                if od:
+                    row.update(usd_on_demand=round(hours * od["usd_per_hour"], 2), price_as_of=od["as_of"],
+                               on_demand_offer=f"{od['cloud']} {od['region']} {od['instance_type']} "
+                                               f"${od['usd_per_hour']:.2f}/h")
+                if sp:
+                    row.update(usd_spot=round(hours * sp["usd_per_hour"], 2),
+                               spot_offer=f"{sp['cloud']} {sp['region']} {sp['instance_type']} "
+                                          f"${sp['usd_per_hour']:.2f}/h")
+                if not od and not sp:
+                    row["reason"] = f"no offer of {n} x {acc} in the catalog"
+            options.append(row)
+    priced = [o for o in options if o["fits"] and o["usd_on_demand"] is not None]
+    if priced:
+        min(priced, key=lambda o: (o["usd_on_demand"], o["time_s"]))["cheapest"] = True
+    timed = [o for o in options if o["fits"] and o["time_s"] is not None]
+    if timed:
+        min(timed, key=lambda o: (o["time_s"], o["usd_on_demand"] or float("inf")))["fastest"] = True
+    return options

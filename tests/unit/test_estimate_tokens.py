@@ -1,0 +1,63 @@
+"""`gpuledger estimate MODEL --tokens N`: the table over GPU kinds and counts (gpuledger/plan/gpu_table.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpuledger.catalog.offers import load_offers
+from gpuledger.cli import main
+from gpuledger.estimate import Workload, estimate, train_time_s
+from gpuledger.plan.gpu_table import OPTION_KEYS, gpu_options
+
+W8B = Workload(model="meta-llama/Llama-3.1-8B", method="lora", lora_targets="all-linear", micro_batch=4)
+
+
+def test_options_mark_one_cheapest_and_one_fastest_among_fitting():
+    opts = gpu_options(W8B, 20e6, load_offers(), ["H100", "A100", "L4"])
+    assert all(set(OPTION_KEYS) <= set(o) for o in opts)
+    fitting = [o for o in opts if o["fits"]]
+    assert [o["accelerator"] for o in opts if not o["fits"]] == ["L4"] * 4  # 35 GiB on a 24 GB card
+    cheapest = [o for o in opts if o["cheapest"]]
+    fastest = [o for o in opts if o["fastest"]]
+    assert len(cheapest) == len(fastest) == 1 and cheapest[0]["fits"] and fastest[0]["fits"]
+    assert cheapest[0]["usd_on_demand"] == min(o["usd_on_demand"] for o in fitting if o["usd_on_demand"] is not None)
+    assert fastest[0]["time_s"] == min(o["time_s"] for o in fitting)
+    h100 = next(o for o in opts if o["accelerator"] == "H100" and o["gpus"] == 1)
+    # the time is the throughput model's, the money that time at the offer's hourly price
+    assert h100["time_s"] == pytest.approx(train_time_s(estimate(W8B), 20e6, "H100", 1), rel=1e-3)
+    assert h100["usd_on_demand"] > 0 and h100["on_demand_offer"]
+
+
+def test_json_carries_the_options(capsys):
+    assert main(["estimate", "meta-llama/Llama-3.1-8B", "--tokens", "2e7", "--accelerator", "H100", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tokens"] == 2e7 and [o["gpus"] for o in out["options"]] == [1, 2, 4, 8]
+    assert "memory_gib" in out and "flops_per_token" in out  # the stable keys stay
+
+
+def test_text_table_and_without_tokens_no_table(capsys):
+    assert main(["estimate", "gpt2", "--tokens", "1e6", "--accelerator", "A100"]) == 0
+    text = capsys.readouterr().out
+    assert "which GPU" in text and "FASTEST" in text and "CHEAPEST" in text
+    assert main(["estimate", "gpt2"]) == 0
+    assert "which GPU" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--tokens", "-5"], "--tokens"),
+    (["--tokens", "1e6", "--accelerator", "Z99"], "--accelerator"),
+    (["--gpus", "3", "--tensor-parallel", "2"], "tensor_parallel"),
+])
+def test_bad_input_is_one_line(capsys, args, message):
+    assert main(["estimate", "gpt2", *args]) == 1
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_checkpointing_mode_keeps_grad_ckpt_working():
+    assert Workload(model="gpt2", grad_ckpt=False).checkpointing_mode == "none"
+    sel = Workload(model="gpt2", checkpointing="selective")
+    assert sel.checkpointing_mode == "selective" and sel.grad_ckpt is False
+    assert Workload(model="gpt2", checkpointing="full").grad_ckpt is True
