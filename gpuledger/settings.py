@@ -67,6 +67,8 @@ SETTINGS: tuple[Setting, ...] = (
             "a Prefect server to use (default: the local one `gpuledger serve` starts, else a temporary one)"),
     Setting("agent.budget_usd", "GPULEDGER_AGENT_BUDGET_USD", float, None,
             "the most sweeps launched through `gpuledger mcp` may spend in total (USD)"),
+    Setting("agent.require_plan", None, bool, True,
+            "`gpuledger mcp`'s sweep launches only a spec planned first (by its plan_id)"),
 )
 _BY_KEY = {s.key: s for s in SETTINGS}
 
@@ -219,6 +221,10 @@ def _convert(setting: Setting, value: Any, where: str) -> Any:
         if not math.isfinite(number) or number < 0:
             raise UserError(f"{where}: {setting.key} must be a finite number >= 0, not {str(value)[:80]!r}")
         return number
+    if setting.kind is bool:
+        if not isinstance(value, bool):
+            raise UserError(f"{where}: {setting.key} must be true or false, not {str(value)[:80]!r}")
+        return value
     if setting.kind is str:
         if not isinstance(value, str):
             raise UserError(f"{where}: {setting.key} must be text, not {value!r}")

@@ -204,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("export", help="export every warehouse table")
     s.add_argument("--parquet", required=True, metavar="DIR")
 
+    sub.add_parser("mcp", help="Model Context Protocol server over stdio: the verbs for agents, within a budget")
+
     s = sub.add_parser("serve", help="local Prefect server + worker + the deployments of prefect.yaml")
     s.add_argument("--port", type=_prefect_port, default=None, metavar="PORT",
                    help="listen on this port (default: $GPULEDGER_PREFECT_PORT, else prefect.toml's 4200)")

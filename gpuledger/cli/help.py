@@ -34,6 +34,13 @@ DOCS: dict[str, tuple[str, list[str]]] = {
         "managed jobs), their records land in the warehouse, and the ROI report is written. A re-run of an "
         "unchanged spec continues the same sweep.",
         ["gpuledger sweep specs/lora-grid.yaml", "gpuledger sweep specs/lora-grid.yaml --dry-run"]),
+    "mcp": (
+        "Serve gpuledger's verbs (validate, estimate, plan, prices, sweep, status, report, sql) to an agent over "
+        "the Model Context Protocol on stdin/stdout, with the views' documentation as resources. `sweep` "
+        "launches only a spec the agent planned first, and is refused before anything launches when the "
+        "sweeps launched by agents would spend more than [agent] budget_usd of gpuledger.toml "
+        "(or GPULEDGER_AGENT_BUDGET_USD), counted from the ledger. See docs/agents.md.",
+        ["gpuledger mcp", "claude mcp add gpuledger -- gpuledger mcp"]),
     "render-task": (
         "Print the SkyPilot task YAML one trial would be launched with (nothing is launched).",
         ["gpuledger render-task specs/llama3-8b-lora-cloud.yaml --trial 3 > task.yaml"]),

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from gpuledger.errors import UserError
 from gpuledger.settings import ENV_PATH, resolve_path
+from gpuledger.warehouse.agent_launches import AgentLaunch, AgentLaunchesMixin
 from gpuledger.warehouse.billing import BillingIngestResult, BillingMixin
 from gpuledger.warehouse.connect import (
     DEFAULT_LOCK_TIMEOUT_S,
@@ -65,10 +66,10 @@ from gpuledger.warehouse.sweeps import SweepsMixin
 
 #: base tables, in the order `export_parquet` writes them
 TABLES = ("schema_migrations", "schema_views", "specs", "sweeps", "trials", "runs", "final_metrics", "metrics",
-          "billing", "prices", "sweep_leases", "billing_files", "billing_line_items")
+          "billing", "prices", "sweep_leases", "billing_files", "billing_line_items", "agent_launches")
 
 
-class Warehouse(IngestMixin, SweepsMixin, LeaseMixin, BillingMixin, WarehouseBase):
+class Warehouse(IngestMixin, SweepsMixin, LeaseMixin, BillingMixin, AgentLaunchesMixin, WarehouseBase):
     """A connection to the DuckDB warehouse file. Use as a context manager; see the package doc."""
 
 
@@ -86,6 +87,7 @@ def measured_preemption_if_any(path: str | Path | None = None) -> dict[tuple[str
 
 
 __all__ = [
+    "AgentLaunch",
     "DEFAULT_LOCK_TIMEOUT_S", "ENV_LOCK_TIMEOUT", "ENV_PATH", "MIGRATIONS_DIR", "QUERIES_DIR",
     "READ_ONLY_CONFIG", "READ_ONLY_STATEMENTS", "read_only_problems", "SQL_ROOT", "TABLES", "VIEWS_DIR", "VIEWS_DOC", "IngestResult",
     "BillingIngestResult", "MigrationChanged", "Rejection", "SweepBusy", "Warehouse", "WarehouseBusy", "json_text", "measured_preemption_if_any",
