@@ -251,8 +251,9 @@ def test_physically_impossible_tpot_is_infeasible_even_with_a_measured_point():
     r = plan_capacity(spec, offers=OFFERS, model=LLAMA31_8B)
     h = _opt(r, "H100")
     assert not h["feasible"] and h["gpus"] is None and h["usd_per_month_on_demand"] is None
-    # 16.06 GB of weights over 8 × 3,350 GB/s = 0.60 ms per token at best
-    assert "physically impossible: p95 TPOT 0.5 ms is below the floor 0.60 ms" in h["reason"]
+    # 16.06 GB of weights over 8 × 3,350 GB/s = 0.60 ms per token at best, + 2 × 32 all-reduces ≥ 2 µs
+    assert "physically impossible: p95 TPOT 0.5 ms is below the floor 0.73 ms" in h["reason"]
+    assert "floors at TP 8" in h["reason"] and "all-reduces" in h["reason"]
     assert "measured point(s) for H100 cannot change physics" in h["reason"]
     assert r["best"] is None and "physically impossible" in r["best_reason"]
 

@@ -97,7 +97,9 @@ def test_fp8_on_a_gpu_without_fp8_tensor_cores_computes_at_16_bit():
 def test_physical_floors():
     hw = inference.hardware_for("H100", "bf16")
     assert inference.tpot_floor_s(LLAMA31_8B, hw, "bf16") == pytest.approx(16_060_522_496 / 3350e9)  # 4.79 ms
-    assert inference.tpot_floor_s(LLAMA31_8B, hw, "bf16", tp=8) == pytest.approx(16_060_522_496 / 3350e9 / 8)
+    # TP 8: an eighth of the weights each, plus 2 all-reduces per layer of at least 2 µs (NVLink)
+    assert inference.tpot_floor_s(LLAMA31_8B, hw, "bf16", tp=8) == pytest.approx(16_060_522_496 / 3350e9 / 8 + 64 * 2e-6)
+    assert inference.step_cost(LLAMA31_8B, hw, "bf16", inference.ENGINES["vllm"], 8).comm_s == pytest.approx(64 * 8e-6)
     flops = 2 * 8_030_261_248 * 1500 + 2 * 32 * 4096 * 1500**2
     assert inference.ttft_floor_s(LLAMA31_8B, hw, "bf16", 1500) == pytest.approx(flops / 989e12)
     # every engine's step is slower than the floor

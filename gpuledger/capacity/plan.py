@@ -188,20 +188,33 @@ def _floors(model: inference.ServingModel, hw: inference.Hardware, spec, tp: int
     return inference.ttft_floor_s(model, hw, spec.precision, p, tp), inference.tpot_floor_s(model, hw, spec.precision, tp)
 
 
-def _impossible(model: inference.ServingModel, hw: inference.Hardware, spec, tp: int) -> str | None:
-    """Returns why the SLO is physically impossible on up to `tp` GPUs of `hw`, or None."""
+def floor_text(model: inference.ServingModel, hw: inference.Hardware, spec, tp: int) -> str:
+    """Returns the floors of `tp` GPUs with their arithmetic, as the reasons print them."""
     ttft_s, tpot_s = _floors(model, hw, spec, tp)
     wb = inference.weights_bytes(model, spec.precision)
+    comm = inference.allreduce_s(model, hw, tp, floor=True)
+    tpot = (f"TPOT ≥ {tpot_s * 1e3:,.2f} ms = {wb / 1e9:,.2f} GB of {spec.precision} weights / ({tp} × "
+            f"{hw.bandwidth_gbps:,.0f} GB/s {hw.name} bandwidth), read once per token at 100% of the datasheet")
+    if comm:
+        tpot += f", + {comm * 1e3:,.3g} ms of all-reduces (2 × {model.num_layers} layers, at least " \
+                f"{inference.ALLREDUCE_FLOOR_S['nvlink' if hw.nvlink else 'pcie'] * 1e6:g} µs each)"
+    ttft = (f"TTFT ≥ {ttft_s * 1e3:,.2f} ms = {inference.prefill_flops(model, spec.traffic.prompt_tokens) / 1e12:,.2f} "
+            f"TFLOP of prefill / ({tp} × {hw.peak_tflops:,.0f} TFLOPS {hw.name} dense peak at 100%)")
+    return f"floors at TP {tp}: {tpot}; {ttft}"
+
+
+def _impossible(model: inference.ServingModel, hw: inference.Hardware, spec, tp: int) -> str | None:
+    """Returns why the SLO is physically impossible on `tp` GPUs of `hw` (the most the option may
+    use, whose floors are the lowest), or None."""
+    ttft_s, tpot_s = _floors(model, hw, spec, tp)
     parts = []
     if spec.slo.p95_tpot_ms / 1e3 < tpot_s:
-        parts.append(f"physically impossible: p95 TPOT {spec.slo.p95_tpot_ms:g} ms is below the floor "
-                     f"{tpot_s * 1e3:,.2f} ms = {wb / 1e9:,.2f} GB of weights / ({tp} × {hw.bandwidth_gbps:,.0f} GB/s "
-                     f"{hw.name} bandwidth), read once per token at 100% of the datasheet")
+        parts.append(f"p95 TPOT {spec.slo.p95_tpot_ms:g} ms is below the floor {tpot_s * 1e3:,.2f} ms")
     if spec.slo.p95_ttft_ms / 1e3 < ttft_s:
-        parts.append(f"physically impossible: p95 TTFT {spec.slo.p95_ttft_ms:g} ms is below the floor "
-                     f"{ttft_s * 1e3:,.2f} ms = {inference.prefill_flops(model, spec.traffic.prompt_tokens) / 1e12:,.1f} "
-                     f"TFLOP of prefill / ({tp} × {hw.peak_tflops:,.0f} TFLOPS {hw.name} dense peak at 100%)")
-    return "; ".join(parts) or None
+        parts.append(f"p95 TTFT {spec.slo.p95_ttft_ms:g} ms is below the floor {ttft_s * 1e3:,.2f} ms")
+    if not parts:
+        return None
+    return "physically impossible: " + " and ".join(parts) + f" ({floor_text(model, hw, spec, tp)})"
 
 
 def _does_not_fit(model: inference.ServingModel, hw: inference.Hardware, spec, engine: inference.Engine, tp: int) -> str:
@@ -217,24 +230,31 @@ def _does_not_fit(model: inference.ServingModel, hw: inference.Hardware, spec, e
             f"for KV cache; one request of {t.prompt_tokens + t.output_tokens:,} tokens needs {need / inference.GIB:,.2f} GiB")
 
 
-def _estimate(model: inference.ServingModel, hw: inference.Hardware, spec, engine: inference.Engine, max_tp: int) -> dict[str, Any]:
-    """Returns the simulated estimate for one accelerator: the replica shape needing the fewest GPUs
-    (tensor-parallel degrees tried from 1 up, stopping one past the first that meets the SLO), its
-    `op.Choice` and GPUs; or why none works. Keys: choice, gpus, replicas, reason."""
+def _choose_at(model: inference.ServingModel, hw: inference.Hardware, spec, engine: inference.Engine, tp: int) -> operating.Choice | None:
+    """Returns the simulated operating point of one replica of `tp` GPUs (None: a request does not fit);
+    ValueError/SimulationTooLong when the simulation cannot run the shape."""
     t, slo = spec.traffic, spec.slo
-    ttft_s, tpot_s = slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3
+    rep = operating.replica_setup(model, hw, spec.precision, engine, tp, t.prompt_tokens, t.output_tokens)
+    if rep is None:
+        return None
+    return operating.choose(rep, t.prompt_tokens, t.output_tokens, slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3)
+
+
+def _estimate(model: inference.ServingModel, hw: inference.Hardware, spec, engine: inference.Engine, tps: list[int]) -> dict[str, Any]:
+    """Returns the simulated estimate for one accelerator: the replica shape needing the fewest GPUs
+    (the tensor-parallel degrees `tps` tried from 1 up, stopping one past the first that meets the
+    SLO), its `operating.Choice` and GPUs; or why none works. Keys: choice, gpus, replicas, reason."""
+    t = spec.traffic
     found: list[tuple[int, int, operating.Choice]] = []
     problems: list[str] = []
     missed: operating.Choice | None = None
-    tps = [d for d in inference.TP_DEGREES if d <= max_tp]
     for tp in tps:
-        rep = operating.replica_setup(model, hw, spec.precision, engine, tp, t.prompt_tokens, t.output_tokens)
-        if rep is None:
-            continue
         try:
-            choice = operating.choose(rep, t.prompt_tokens, t.output_tokens, ttft_s, tpot_s)
+            choice = _choose_at(model, hw, spec, engine, tp)
         except (ValueError, SimulationTooLong) as err:  # bounded: a shape the simulation cannot run
             problems.append(f"TP {tp}: {err}")
+            continue
+        if choice is None:
             continue
         if choice.point is None:
             if missed is None or choice.curve[0].tpot_p95_s < missed.curve[0].tpot_p95_s:
@@ -281,16 +301,25 @@ def _empty_option(accelerator: str, precision: str, engine: str) -> dict[str, An
     return opt
 
 
-def _measured_use(points: list[dict[str, Any]], model, hw, spec, est_ok: bool) -> tuple[dict | None, list[str]]:
-    """Returns (the measured point that sizes the fleet or None, notes on the points not used)."""
+def _measured_use(points: list[dict[str, Any]], model, hw, spec, engine: inference.Engine,
+                  tps: list[int]) -> tuple[dict | None, operating.Choice | None, list[str]]:
+    """Returns (the measured point that sizes the fleet or None, the simulated operating point at that
+    point's TP when it has no latencies, notes on the points not used). Each point is held to the
+    floors of its own TP degree; a rate without latencies counts only when the simulation of a replica
+    of that TP meets the SLO (its latencies then stand for the point's)."""
     slo = spec.slo
     notes: list[str] = []
-    full, rate_only = [], []
+    full: list[dict[str, Any]] = []
+    rate_only: list[tuple[dict[str, Any], operating.Choice]] = []
     wb = inference.weights_bytes(model, spec.precision)
+    sims: dict[int, operating.Choice | None] = {}
     for p in points:
         tp = p["gpus_per_replica"]
         floor_ttft, floor_tpot = _floors(model, hw, spec, tp)
-        if wb > tp * hw.memory_gib * inference.GIB:
+        if tp not in tps:
+            notes.append(f"measured point ({p['origin']}) on {tp} × {hw.name}: TP {tp} is not among the shapes "
+                         f"planned (TP {', '.join(map(str, tps))}): not used")
+        elif wb > tp * hw.memory_gib * inference.GIB:
             notes.append(f"measured point ({p['origin']}) on {tp} × {hw.name}: {wb / inference.GIB:,.1f} GiB of weights "
                          f"exceed {tp} × {hw.memory_gib:g} GiB of device memory: ignored as physically impossible")
         elif p["tpot_ms"] is not None and p["tpot_ms"] / 1e3 < floor_tpot * 0.999:
@@ -305,13 +334,56 @@ def _measured_use(points: list[dict[str, Any]], model, hw, spec, est_ok: bool) -
             else:
                 notes.append(f"measured point at concurrency {p['concurrency'] or '?'} (TTFT {p['ttft_ms']:g} ms, "
                              f"TPOT {p['tpot_ms']:g} ms) misses the SLO: not used")
-        elif est_ok:
-            rate_only.append(p)
         else:
-            notes.append(f"measured rate {p['tokens_per_s_per_gpu']:,.1f} tokens/s per GPU has no TTFT/TPOT to show "
-                         "it meets the SLO, and the simulation finds no operating point that does: not used")
-    pick = max(full or rate_only, key=lambda p: p["tokens_per_s_per_gpu"]) if (full or rate_only) else None
-    return pick, notes
+            if tp not in sims:
+                try:
+                    sims[tp] = _choose_at(model, hw, spec, engine, tp)
+                except (ValueError, SimulationTooLong):
+                    sims[tp] = None
+            ch = sims[tp]
+            if ch is not None and ch.point is not None:
+                rate_only.append((p, ch))
+            else:
+                why = ch.limit if ch is not None else "one request does not fit its KV cache"
+                notes.append(f"measured rate {p['tokens_per_s_per_gpu']:,.1f} tokens/s per GPU on {tp} × {hw.name} has "
+                             f"no TTFT/TPOT to show it meets the SLO, and the simulation of TP {tp} finds no operating "
+                             f"point that does ({why}): not used")
+    if full:
+        return max(full, key=lambda p: p["tokens_per_s_per_gpu"]), None, notes
+    if rate_only:
+        p, ch = max(rate_only, key=lambda pc: pc[0]["tokens_per_s_per_gpu"])
+        return p, ch, notes
+    return None, None, notes
+
+
+def pinned_tp(spec) -> int | None:
+    """Returns the tensor-parallel degree `engine_args.tensor_parallel` pins, or None."""
+    args = getattr(spec, "engine_args", None)
+    return getattr(args, "tensor_parallel", None) if args is not None else None
+
+
+def _hold_floors(opt: dict[str, Any], model, hw, spec) -> None:
+    """Sets the option's floors to those of its own TP degree, lifts a predicted p95 below them to them
+    (a prediction never beats physics), makes the option infeasible when that breaks the SLO, and names
+    the floors in the reason."""
+    tp = opt["gpus_per_replica"] or 1
+    f_ttft, f_tpot = _floors(model, hw, spec, tp)
+    opt.update(floor_ttft_ms=round(f_ttft * 1e3, 3), floor_tpot_ms=round(f_tpot * 1e3, 3))
+    if not opt["feasible"]:
+        return
+    lifted = []
+    for key, floor_ms, digits in (("tpot_ms", f_tpot * 1e3, 2), ("ttft_ms", f_ttft * 1e3, 1)):
+        if opt[key] is not None and opt[key] < floor_ms:
+            lifted.append(f"predicted {key[:4].upper()} {opt[key]:g} ms lifted to the floor")
+            opt[key] = round(floor_ms, digits + 1)
+    text = floor_text(model, hw, spec, tp)
+    slo = spec.slo
+    if (opt["tpot_ms"] or 0) > slo.p95_tpot_ms or (opt["ttft_ms"] or 0) > slo.p95_ttft_ms:
+        opt["feasible"] = False
+        opt["reason"] = (f"infeasible at TP {tp}: p95 TTFT {opt['ttft_ms']:g} ms / TPOT {opt['tpot_ms']:g} ms at the "
+                         f"floors of its own shape miss the SLO ({text}); " + opt["reason"])
+        return
+    opt["reason"] = f"{opt['reason']}; {text}" + (f" ({', '.join(lifted)})" if lifted else "")
 
 
 def _plan_one(accel: str, model: inference.ServingModel, spec, engine: inference.Engine, rows: list[dict[str, Any]],
@@ -325,7 +397,9 @@ def _plan_one(accel: str, model: inference.ServingModel, spec, engine: inference
         return opt
     sizes = [int(r["accelerator_count"]) for r in rows if r.get("accelerator") == accel]
     max_tp = min(spec.resources.max_gpus_per_replica, max(sizes)) if sizes else spec.resources.max_gpus_per_replica
-    tp_top = max(d for d in inference.TP_DEGREES if d <= max_tp)
+    pinned = pinned_tp(spec)
+    tps = [pinned] if pinned else [d for d in inference.TP_DEGREES if d <= max_tp]
+    tp_top = max(tps)
     f_ttft, f_tpot = _floors(model, hw, spec, tp_top)
     opt.update(floor_ttft_ms=round(f_ttft * 1e3, 3), floor_tpot_ms=round(f_tpot * 1e3, 3))
     impossible = _impossible(model, hw, spec, tp_top)
@@ -333,13 +407,13 @@ def _plan_one(accel: str, model: inference.ServingModel, spec, engine: inference
         opt["reason"] = impossible + (f"; {len(points)} measured point(s) for {accel} cannot change physics"
                                       if points else "")
         return opt
-    est = _estimate(model, hw, spec, engine, max_tp)
+    est = _estimate(model, hw, spec, engine, tps)
     choice: operating.Choice | None = est["choice"] or est["missed"]
     if choice is not None:
         opt["curve"] = [operating.point_dict(r, choice.replica.tp, slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3)
                         for r in choice.curve]
         opt["gpus_per_replica"] = choice.replica.tp
-    pick, notes = _measured_use(points, model, hw, spec, est["choice"] is not None)
+    pick, sim, notes = _measured_use(points, model, hw, spec, engine, tps)
     demand = t.qps * t.output_tokens * (1.0 + spec.headroom)
     if pick is not None:
         tp = pick["gpus_per_replica"]
@@ -356,10 +430,12 @@ def _plan_one(accel: str, model: inference.ServingModel, spec, engine: inference
                                f"{slo.p95_ttft_ms:g} ms and TPOT {pick['tpot_ms']:g} ms ≤ {slo.p95_tpot_ms:g} ms; the "
                                "highest measured rate that meets the SLO")
         else:
-            c = est["choice"].point
+            c = sim.point
             opt.update(ttft_ms=round(c.ttft_p95_s * 1e3, 1), tpot_ms=round(c.tpot_p95_s * 1e3, 2))
-            op_point["why"] = ("measured rate without latencies; the simulated operating point (concurrency "
-                               f"{c.concurrency}) meets the SLO, so the measured rate sizes the fleet")
+            opt["curve"] = [operating.point_dict(r, tp, slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3) for r in sim.curve]
+            op_point["why"] = (f"measured rate without latencies; the simulated operating point of the same shape "
+                               f"(TP {tp}, concurrency {c.concurrency}: p95 TTFT {c.ttft_p95_s * 1e3:,.1f} ms, p95 TPOT "
+                               f"{c.tpot_p95_s * 1e3:,.2f} ms) meets the SLO, so the measured rate sizes the fleet")
         if pick["engine"] and pick["engine"] != engine.name:
             notes.append(f"measured on {pick['engine']}, planned for {engine.name}")
         opt["operating_point"] = op_point
@@ -394,6 +470,7 @@ def _plan_one(accel: str, model: inference.ServingModel, spec, engine: inference
         opt["reason"] = est["reason"]
     if notes:
         opt["reason"] = (opt["reason"] or "") + "; " + "; ".join(notes)
+    _hold_floors(opt, model, hw, spec)
     price = cheapest_offer(rows, accel, min_count=opt["gpus_per_replica"] or 1)
     _fill_prices(opt, price)
     if price is None:
@@ -445,7 +522,7 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
         raise UserError(str(err)) from None
     args = getattr(spec, "engine_args", None)
     overrides = {k: v for k, v in (args.model_dump() if args is not None else {}).items() if v is not None}
-    engine = inference.engine_with(engine, **overrides)
+    engine = inference.engine_with(engine, **{k: v for k, v in overrides.items() if k != "tensor_parallel"})
     if offers is None:
         from gpuledger.catalog.offers import load_offers
 

@@ -196,6 +196,16 @@ TP_EFFICIENCY_PCIE: dict[int, float] = {1: 1.0, 2: 0.80, 4: 0.70, 8: 0.60}
 NVLINK_KINDS = frozenset({"A100", "A100-80GB", "H100", "H200", "B200", "V100"})
 TP_DEGREES = (1, 2, 4, 8)
 
+#: One small all-reduce between the GPUs of a tensor-parallel replica (a decode step's activations,
+#: kilobytes): a Megatron-style layer runs two per step (after attention and after the MLP;
+#: Shoeybi et al. 2019, §3), so a step at TP > 1 pays 2 × layers of these, however small the batch.
+#: Typical: ~8 µs over NVLink/NVSwitch (vLLM's custom one-shot all-reduce; NCCL's small-message
+#: all-reduce on 8 × H100 is ~10-20 µs in nccl-tests), ~25 µs over PCIe (NCCL through host bridges).
+#: Floor: the least one can take, a kernel launch plus one link round trip (~2 µs NVLink, ~5 µs PCIe);
+#: what `tpot_floor_s` adds, so no measured point at TP > 1 beats it.
+ALLREDUCE_LATENCY_S: dict[str, float] = {"nvlink": 8e-6, "pcie": 25e-6}
+ALLREDUCE_FLOOR_S: dict[str, float] = {"nvlink": 2e-6, "pcie": 5e-6}
+
 
 # --------------------------------------------------------------------------------------------
 # Inputs
@@ -325,6 +335,15 @@ def weights_bytes(model: ServingModel, precision: str) -> float:
     return model.params_total * w
 
 
+def allreduce_s(model: ServingModel, hw: Hardware, tp: int, *, floor: bool = False) -> float:
+    """Returns the all-reduce latency one engine step pays at `tp` GPUs: 2 × layers × the latency of
+    one small all-reduce (`ALLREDUCE_LATENCY_S`, or `ALLREDUCE_FLOOR_S` with `floor`); 0 at TP 1."""
+    if tp <= 1:
+        return 0.0
+    link = "nvlink" if hw.nvlink else "pcie"
+    return 2 * model.num_layers * (ALLREDUCE_FLOOR_S if floor else ALLREDUCE_LATENCY_S)[link]
+
+
 def tp_efficiency(hw: Hardware, tp: int) -> float:
     """Returns the tensor-parallel efficiency of `tp` GPUs of this kind (`TP_EFFICIENCY_*`)."""
     table = TP_EFFICIENCY_NVLINK if hw.nvlink else TP_EFFICIENCY_PCIE
@@ -386,6 +405,7 @@ class StepCost:
     overhead_s: float
     eager_extra_s: float
     cuda_graph_max_batch: int
+    comm_s: float = 0.0  # tensor-parallel all-reduces of one step (`allreduce_s`)
 
     def step_s(self, decode_seqs: int, decode_ctx_tokens: float, prefill_tokens: int,
                prefill_pairs: float) -> float:
@@ -397,6 +417,7 @@ class StepCost:
             return 0.0
         t = max(self.weight_s, tokens * self.flop_s_per_token)
         t += decode_ctx_tokens * self.kv_s_per_token + prefill_pairs * self.attn_s_per_pair + self.overhead_s
+        t += self.comm_s
         if prefill_tokens == 0 and decode_seqs > self.cuda_graph_max_batch:
             t += self.eager_extra_s
         return t
@@ -419,7 +440,7 @@ def step_cost(model: ServingModel, hw: Hardware, precision: str, engine: Engine,
     attn_s = 4.0 * model.num_layers * model.attn_dim / (p16 * 1e12 * gen.attn_mfu * engine.gemm_mfu_scale) / eff_tp
     return StepCost(weight_s=weight_s, flop_s_per_token=flop_s, kv_s_per_token=kv_s, attn_s_per_pair=attn_s,
                     overhead_s=engine.step_overhead_s, eager_extra_s=engine.eager_step_overhead_s,
-                    cuda_graph_max_batch=engine.cuda_graph_max_batch)
+                    cuda_graph_max_batch=engine.cuda_graph_max_batch, comm_s=allreduce_s(model, hw, tp))
 
 
 def prefill_flops(model: ServingModel, prompt_tokens: int) -> float:
@@ -433,9 +454,10 @@ def prefill_flops(model: ServingModel, prompt_tokens: int) -> float:
 
 
 def tpot_floor_s(model: ServingModel, hw: Hardware, precision: str, tp: int = 1) -> float:
-    """Returns the least possible time per output token: the weights read once per token at the
-    full datasheet bandwidth of `tp` GPUs (no efficiency loss, no overhead, no KV)."""
-    return weights_bytes(model, precision) / (hw.bandwidth_gbps * 1e9 * tp)
+    """Returns the least possible time per output token on `tp` GPUs: the weights read once per token
+    at the full datasheet bandwidth of the `tp` GPUs (no efficiency loss, no overhead, no KV), plus at
+    TP > 1 the least time of the step's all-reduces (`allreduce_s(floor=True)`)."""
+    return weights_bytes(model, precision) / (hw.bandwidth_gbps * 1e9 * tp) + allreduce_s(model, hw, tp, floor=True)
 
 
 def ttft_floor_s(model: ServingModel, hw: Hardware, precision: str, prompt_tokens: int, tp: int = 1) -> float:

@@ -287,6 +287,8 @@ class EngineArgs(_Strict):
     chunked_prefill: bool | None = Field(None, description="split long prompts across steps")
     gpu_memory_utilization: float | None = Field(None, gt=0.1, le=0.99,
                                                  description="fraction of GPU memory for weights + KV cache")
+    tensor_parallel: Literal[1, 2, 4, 8] | None = Field(
+        None, description="GPUs per replica (tensor-parallel size): pins the shape instead of trying 1, 2, 4, 8")
 
 
 class MeasuredFromSweep(_Strict):
