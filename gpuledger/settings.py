@@ -69,6 +69,10 @@ SETTINGS: tuple[Setting, ...] = (
             "the most sweeps launched through `gpuledger mcp` may spend in total (USD)"),
     Setting("agent.require_plan", None, bool, True,
             "`gpuledger mcp`'s sweep launches only a spec planned first (by its plan_id)"),
+    Setting("prices.dir", "GPULEDGER_PRICES_DIR", str, "prices",
+            "the project's shared price folder (committed): `gpuledger prices update` writes catalog.csv there"),
+    Setting("prices.billed_min_gpu_hours", "GPULEDGER_BILLED_MIN_GPU_HOURS", float, 10.0,
+            "billed GPU-hours an offer needs before the planner prices it at the rate learned from the FOCUS bill"),
 )
 _BY_KEY = {s.key: s for s in SETTINGS}
 

@@ -17,9 +17,10 @@ from gpuledger.errors import UserError
 
 def test_bundled_offers_have_columns_source_and_date():
     df = load_offers()
-    assert df.columns == [*OFFER_COLUMNS, "spot_suspicious", "price_snapshot"]
+    assert df.columns == [*OFFER_COLUMNS, "basis", "spot_suspicious", "price_snapshot"]
     assert df.height > 500
-    assert df["source"].str.contains("SkyPilot v8 catalog").all()
+    assert df["source"].str.contains(r"list price( \(GPU \+ host VM\))? from the SkyPilot catalog snapshot bundled with gpuledger").all()
+    assert set(df["basis"]) == {"catalog"} and set(df["as_of"]) == {"2026-05-20"}
     assert df["as_of"].str.contains(r"^\d{4}-\d{2}-\d{2}$").all()
     assert df["price_snapshot"].n_unique() == 1
     assert (df["usd_per_hour_on_demand"] > 0).all()

@@ -2,15 +2,17 @@
 
 `offers.csv` (in this package) holds one row per (cloud, region, instance type) with its GPU kind
 and count, on-demand and spot $/hour, host vCPUs and RAM, and the `source` and `as_of` of the
-price. It was written from SkyPilot's v8 catalog (the same numbers as
-`shared/reference/gpu_prices.csv`, plus 1/2/4/8-GPU instances in every region the catalog lists);
+price. It was written from SkyPilot's v8 catalog of 2026-05-20 (1/2/4/8-GPU instances in every
+region the catalog lists; per region the cheapest zone);
 `python -m gpuledger.catalog.offers --rebuild DIR` regenerates it from a `catalogs/v8` folder.
 
 `preemption.csv` holds the default hourly spot preemption rate per cloud (and accelerator where
 there is a reason to differ), each with its source and the assumption behind it.
 
-A user price file (`GPULEDGER_PRICES=path.csv`, the same columns) overrides bundled rows with the
-same (cloud, region, instance_type) and adds new ones (local hardware, negotiated prices).
+`load_offers` applies the price layers of gpuledger/catalog/pricing.py over the snapshot: newer
+SkyPilot catalogs, the team's prices (gpuledger.toml `[prices]`, and a user price file,
+`GPULEDGER_PRICES=path.csv` with the same columns, which overrides rows with the same
+(cloud, region, instance_type) and adds new ones: local hardware, negotiated prices).
 
 Nothing here imports SkyPilot.
 """
@@ -22,7 +24,6 @@ import functools
 import hashlib
 import io
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -100,7 +101,8 @@ def spot_suspicious_expr() -> pl.Expr:
 
 
 @functools.cache
-def _bundled() -> pl.DataFrame:
+def bundled_offers() -> pl.DataFrame:
+    """Returns the bundled snapshot `offers.csv` as it is (no layer applied)."""
     return pl.read_csv(OFFERS_CSV, schema=OFFER_SCHEMA)
 
 
@@ -207,17 +209,18 @@ def load_offers(
     accelerators: list[str] | None = None,
     regions: list[str] | None = None,
 ) -> pl.DataFrame:
-    """Returns the offers (bundled, overridden/extended by `$GPULEDGER_PRICES`), filtered.
+    """Returns the offers at the prices a plan pays before the bill, filtered: the bundled snapshot,
+    newer SkyPilot catalogs (the project's copy, SkyPilot's cache), the team's prices of
+    gpuledger.toml `[prices]` and `$GPULEDGER_PRICES` (gpuledger/catalog/pricing.py).
 
-    Columns: those of `offers.csv` (`OFFER_COLUMNS`) plus `spot_suspicious` (bool; see
-    `SPOT_SUSPICION_RULES`) and `price_snapshot` (one id for the rows returned). Filters are
-    case-insensitive for clouds; accelerators are normalised (`a100-80gb` -> `A100-80GB`).
+    Columns: those of `offers.csv` (`OFFER_COLUMNS`) plus `basis` (catalog | skypilot | override),
+    `spot_suspicious` (bool; see `SPOT_SUSPICION_RULES`) and `price_snapshot` (one id for the rows
+    returned). Filters are case-insensitive for clouds; accelerators are normalised
+    (`a100-80gb` -> `A100-80GB`).
     """
-    df = _bundled()
-    user = os.environ.get(PRICES_ENV, "").strip()
-    if user:
-        extra = read_price_file(user)
-        df = pl.concat([df.join(extra, on=["cloud", "region", "instance_type"], how="anti"), extra])
+    from gpuledger.catalog.pricing import priced_offers
+
+    df = priced_offers()
     if clouds:
         df = df.filter(pl.col("cloud").is_in([c.lower() for c in clouds]))
     if accelerators:
@@ -321,79 +324,94 @@ _GCP_HOSTS = {
     "V100": {1: "n1-highmem-8", 2: "n1-highmem-16", 4: "n1-highmem-32", 8: "n1-highmem-64"},
 }
 
+#: Cloud names as people write them (for price words: "AWS list price from ...").
+CLOUD_LABELS = {"aws": "AWS", "gcp": "GCP", "azure": "Azure", "lambda": "Lambda", "nebius": "Nebius",
+                "vast": "Vast.ai", "kubernetes": "Kubernetes", "local": "this machine"}
+
+
+def cloud_label(cloud: str) -> str:
+    """Returns the name people use for `cloud` (`aws` -> AWS)."""
+    return CLOUD_LABELS.get(cloud, cloud)
+
+
+_BUNDLED = "the SkyPilot catalog snapshot bundled with gpuledger"
+#: What each cloud's bundled rows say about their price (offers.csv `source`), and their date.
 _SOURCE = {
-    "aws": ("SkyPilot v8 catalog (skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv @e385a0d, subset) "
-            "via shared/reference/gpu_prices.csv; min over zones per region", "2026-05-20"),
-    "nebius": ("SkyPilot v8 catalog (skypilot-org/skypilot-catalog catalogs/v8/nebius/vms.csv) "
-               "via shared/reference/gpu_prices.csv", "2026-05-20"),
-    "gcp": ("SkyPilot v8 catalog (anycloud-sh/catalog mirror, 2026-05-20) via shared/reference/gpu_prices.csv; "
-            "GPU + host VM price, min over zones per region", "2026-05-20"),
-    "azure": ("SkyPilot v8 catalog (anycloud-sh/catalog mirror, 2026-05-20) via shared/reference/gpu_prices.csv", "2026-05-20"),
-    "lambda": ("SkyPilot v8 catalog (anycloud-sh/catalog mirror, 2026-05-20) via shared/reference/gpu_prices.csv", "2026-05-20"),
-    "vast": ("SkyPilot v8 catalog (anycloud-sh/catalog mirror, 2026-05-20) via shared/reference/gpu_prices.csv; "
-             "spot 0.00 read as no spot price", "2026-05-20"),
+    "aws": (f"AWS list price from {_BUNDLED} (skypilot-catalog @e385a0d)", "2026-05-20"),
+    "nebius": (f"Nebius list price from {_BUNDLED} (skypilot-catalog)", "2026-05-20"),
+    "gcp": (f"GCP list price (GPU + host VM) from {_BUNDLED} (anycloud-sh/catalog mirror)", "2026-05-20"),
+    "azure": (f"Azure list price from {_BUNDLED} (anycloud-sh/catalog mirror)", "2026-05-20"),
+    "lambda": (f"Lambda list price from {_BUNDLED} (anycloud-sh/catalog mirror)", "2026-05-20"),
+    "vast": (f"Vast.ai list price from {_BUNDLED} (anycloud-sh/catalog mirror; a spot price of 0.00 read as none)",
+             "2026-05-20"),
 }
+#: The clouds whose SkyPilot `vms.csv` gpuledger reads.
+CATALOG_CLOUDS = tuple(_SOURCE)
 
 
-def build_offers_frame(catalog_v8: str | Path) -> pl.DataFrame:
-    """Returns offers rows built from a SkyPilot `catalogs/v8` folder (GPU instances with 1, 2, 4
-    or 8 GPUs of a kind `gpus.csv` knows; per region the cheapest zone, as SkyPilot picks it)."""
+def offers_from_vms_csv(path: str | Path, cloud: str, source: str, as_of: str) -> pl.DataFrame:
+    """Returns offers rows (`OFFER_COLUMNS`) from one SkyPilot v8 `<cloud>/vms.csv`: GPU instances
+    with 1, 2, 4 or 8 GPUs of a kind `gpus.csv` knows; per region the cheapest zone (on-demand and
+    spot each), as SkyPilot's optimizer picks it. GCP: GPU price + host VM price of the same zone.
+    Raises UserError naming the file when it is not such a catalog."""
     from gpuledger.catalog import known_accelerators
 
-    root = Path(catalog_v8)
     known = set(known_accelerators())
-    frames = []
     f64 = pl.Float64
-    for cloud in ("aws", "gcp", "azure", "lambda", "nebius", "vast"):
-        path = root / cloud / "vms.csv"
-        if not path.exists():
-            continue
+    try:
         df = pl.read_csv(path, infer_schema_length=0)
         num = [pl.col(c).cast(f64, strict=False) for c in ("AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "SpotPrice")]
         df = df.with_columns(num)
-        if cloud == "gcp":
-            gpus = df.filter(pl.col("AcceleratorName").is_in(list(_GCP_HOSTS)) & pl.col("InstanceType").is_null())
-            hosts = df.filter(pl.col("InstanceType").is_not_null() & pl.col("AcceleratorName").is_null())
-            mapping = pl.DataFrame(
-                [{"AcceleratorName": a, "AcceleratorCount": float(n), "InstanceType": h} for a, m in _GCP_HOSTS.items() for n, h in m.items()]
-            )
-            g = gpus.drop("InstanceType", "vCPUs", "MemoryGiB").join(mapping, on=["AcceleratorName", "AcceleratorCount"])
-            h = hosts.select("InstanceType", "AvailabilityZone", "vCPUs", "MemoryGiB", pl.col("Price").alias("HP"), pl.col("SpotPrice").alias("HS"))
-            df = g.join(h, on=["InstanceType", "AvailabilityZone"]).with_columns(
-                Price=pl.col("Price") + pl.col("HP"), SpotPrice=pl.col("SpotPrice") + pl.col("HS")
-            )
-        df = df.filter(
-            pl.col("AcceleratorName").is_in(list(known))
-            & pl.col("AcceleratorCount").is_in([1.0, 2.0, 4.0, 8.0])
-            & pl.col("Price").is_not_null()
-            & (pl.col("Price") > 0)
+    except (pl.exceptions.PolarsError, OSError) as err:
+        raise UserError(f"{path}: not a SkyPilot v8 vms.csv catalog ({str(err).splitlines()[0][:160]})") from None
+    if cloud == "gcp":
+        gpus = df.filter(pl.col("AcceleratorName").is_in(list(_GCP_HOSTS)) & pl.col("InstanceType").is_null())
+        hosts = df.filter(pl.col("InstanceType").is_not_null() & pl.col("AcceleratorName").is_null())
+        mapping = pl.DataFrame(
+            [{"AcceleratorName": a, "AcceleratorCount": float(n), "InstanceType": h} for a, m in _GCP_HOSTS.items() for n, h in m.items()]
         )
-        if cloud == "vast":
-            df = df.with_columns(SpotPrice=pl.when(pl.col("SpotPrice") > 0).then(pl.col("SpotPrice")))
-        agg = df.group_by("InstanceType", "Region").agg(
-            pl.col("AcceleratorName").first(),
-            pl.col("AcceleratorCount").first(),
-            pl.col("Price").min(),
-            pl.col("SpotPrice").filter(pl.col("SpotPrice") > 0).min(),
-            pl.col("vCPUs").first(),
-            pl.col("MemoryGiB").first(),
+        g = gpus.drop("InstanceType", "vCPUs", "MemoryGiB").join(mapping, on=["AcceleratorName", "AcceleratorCount"])
+        h = hosts.select("InstanceType", "AvailabilityZone", "vCPUs", "MemoryGiB", pl.col("Price").alias("HP"), pl.col("SpotPrice").alias("HS"))
+        df = g.join(h, on=["InstanceType", "AvailabilityZone"]).with_columns(
+            Price=pl.col("Price") + pl.col("HP"), SpotPrice=pl.col("SpotPrice") + pl.col("HS")
         )
-        src, as_of = _SOURCE[cloud]
-        frames.append(
-            agg.select(
-                pl.lit(cloud).alias("cloud"),
-                pl.col("Region").alias("region"),
-                pl.col("InstanceType").alias("instance_type"),
-                pl.col("AcceleratorName").alias("accelerator"),
-                pl.col("AcceleratorCount").cast(pl.Int64).alias("accelerator_count"),
-                pl.col("Price").round(5).alias("usd_per_hour_on_demand"),
-                pl.col("SpotPrice").round(5).alias("usd_per_hour_spot"),
-                pl.col("vCPUs").alias("vcpus"),
-                pl.col("MemoryGiB").alias("memory_gib"),
-                pl.lit(src).alias("source"),
-                pl.lit(as_of).alias("as_of"),
-            )
-        )
+    df = df.filter(
+        pl.col("AcceleratorName").is_in(list(known))
+        & pl.col("AcceleratorCount").is_in([1.0, 2.0, 4.0, 8.0])
+        & pl.col("Price").is_not_null()
+        & (pl.col("Price") > 0)
+    )
+    if cloud == "vast":
+        df = df.with_columns(SpotPrice=pl.when(pl.col("SpotPrice") > 0).then(pl.col("SpotPrice")))
+    agg = df.group_by("InstanceType", "Region").agg(
+        pl.col("AcceleratorName").first(),
+        pl.col("AcceleratorCount").first(),
+        pl.col("Price").min(),
+        pl.col("SpotPrice").filter(pl.col("SpotPrice") > 0).min(),
+        pl.col("vCPUs").first(),
+        pl.col("MemoryGiB").first(),
+    )
+    return agg.select(
+        pl.lit(cloud).alias("cloud"),
+        pl.col("Region").alias("region"),
+        pl.col("InstanceType").alias("instance_type"),
+        pl.col("AcceleratorName").alias("accelerator"),
+        pl.col("AcceleratorCount").cast(pl.Int64).alias("accelerator_count"),
+        pl.col("Price").round(5).alias("usd_per_hour_on_demand"),
+        pl.col("SpotPrice").round(5).alias("usd_per_hour_spot"),
+        pl.col("vCPUs").alias("vcpus"),
+        pl.col("MemoryGiB").alias("memory_gib"),
+        pl.lit(source).alias("source"),
+        pl.lit(as_of).alias("as_of"),
+    ).sort("accelerator", "accelerator_count", "instance_type", "region")
+
+
+def build_offers_frame(catalog_v8: str | Path) -> pl.DataFrame:
+    """Returns the bundled offers rows built from a SkyPilot `catalogs/v8` folder (`offers_from_vms_csv`
+    of each cloud's vms.csv, with the bundled snapshot's source and date)."""
+    root = Path(catalog_v8)
+    frames = [offers_from_vms_csv(root / cloud / "vms.csv", cloud, *_SOURCE[cloud])
+              for cloud in CATALOG_CLOUDS if (root / cloud / "vms.csv").exists()]
     return pl.concat(frames).sort("cloud", "accelerator", "accelerator_count", "instance_type", "region")
 
 

@@ -1,4 +1,8 @@
-"""Offers read from SkyPilot's own catalog cache (`~/.sky/catalogs/v8`) through `sky.catalog`.
+"""Offers read from SkyPilot's own catalog cache (`~/.sky/catalogs/v8`).
+
+`cache_offers(clouds)` reads the cached `<cloud>/vms.csv` files directly (no `sky` import, so no
+refresh or download can start): what `load_offers` uses where the cache is newer than the bundled
+snapshot (gpuledger/catalog/pricing.py).
 
 `skypilot_offers(...)` returns the same columns as `gpuledger.catalog.offers.load_offers` (source
 "skypilot catalog v8 (cache)", `as_of` = the date of the cached file), so the planner can be fed
@@ -15,6 +19,7 @@ its `list_accelerators` rows already price GPU + host, so their spot price is ta
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from datetime import UTC, datetime
@@ -25,6 +30,8 @@ import polars as pl
 from gpuledger.errors import UserError
 
 SOURCE = "skypilot catalog v8 (cache)"
+#: what a price read from the cache says about itself (with the cloud's name: "AWS list price from ...")
+CACHE_SOURCE = "{cloud} list price from SkyPilot's catalog cache"
 CLOUDS = ("aws", "gcp", "azure", "lambda", "nebius", "vast")
 
 
@@ -38,6 +45,32 @@ def cached_clouds(clouds=CLOUDS) -> dict[str, Path]:
     """Returns {cloud: path of its cached vms.csv} for the clouds whose file is in the cache."""
     base = catalog_dir()
     return {c: base / c / "vms.csv" for c in clouds if (base / c / "vms.csv").is_file()}
+
+
+def file_date(path: Path) -> str:
+    """Returns the UTC date (YYYY-MM-DD) a catalog file was written: SkyPilot writes a file when it
+    downloads it and never touches it otherwise, so its modification time is the price's date."""
+    return datetime.fromtimestamp(path.stat().st_mtime, UTC).date().isoformat()
+
+
+@functools.lru_cache(maxsize=16)
+def _cache_file_offers(path: str, cloud: str, as_of: str, _mtime_ns: int, _size: int) -> pl.DataFrame:
+    from gpuledger.catalog.offers import cloud_label, offers_from_vms_csv
+
+    return offers_from_vms_csv(path, cloud, CACHE_SOURCE.format(cloud=cloud_label(cloud)), as_of)
+
+
+def cache_offers(clouds=CLOUDS) -> dict[str, pl.DataFrame]:
+    """Returns {cloud: offers rows} read from SkyPilot's catalog cache files (`load_offers`' columns;
+    `as_of` = the file's date), for the clouds whose `vms.csv` is cached.
+
+    Reads the CSV files themselves: `sky` is not imported, so nothing can trigger SkyPilot's
+    refresh of a stale file (a download). A file that is not a catalog is a UserError naming it."""
+    out = {}
+    for cloud, path in cached_clouds(clouds).items():
+        st = path.stat()
+        out[cloud] = _cache_file_offers(str(path), cloud, file_date(path), st.st_mtime_ns, st.st_size)
+    return out
 
 
 def _num(x) -> float | None:
@@ -76,7 +109,7 @@ def skypilot_offers(
         name_filter = "^(" + "|".join(re.escape(a) for a in accelerators) + ")$"
     rows = []
     for cloud, path in files.items():
-        as_of = datetime.fromtimestamp(path.stat().st_mtime, UTC).date().isoformat()
+        as_of = file_date(path)
         listed = sky.catalog.list_accelerators(gpus_only=True, name_filter=name_filter, clouds=cloud,
                                                all_regions=True, case_sensitive=False)
         for infos in listed.values():

@@ -195,6 +195,15 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--export-name", default=None, metavar="NAME",
                    help="what identifies a re-delivery of the same export (default: each file's name)")
 
+    s = sub.add_parser("prices", help="what the planner would pay per offer, with each price's basis and date")
+    s.add_argument("--gpu", default=None, metavar="NAME", help="only offers of this GPU kind (e.g. H100)")
+    s.add_argument("--cloud", default=None, metavar="NAME", help="only offers of this cloud (e.g. aws)")
+    s.add_argument("--json", action="store_true")
+    psub = s.add_subparsers(dest="prices_action", metavar="ACTION", parser_class=_Parser)
+    u = psub.add_parser("update", help="copy a SkyPilot catalog into the project's prices/ folder")
+    u.add_argument("--from", dest="source", default=None, metavar="DIR",
+                   help="a catalogs/v8 folder (default: SkyPilot's cache, ~/.sky/catalogs/v8)")
+
     s = sub.add_parser("warehouse", help="the team warehouse: push a local ledger into DuckLake")
     wsub = s.add_subparsers(dest="warehouse_action", metavar="ACTION", parser_class=_Parser)
     wsub.required = True
@@ -225,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as err:
         print(f"gpuledger {args.command}: {err}", file=sys.stderr)
         return err.exit_code
+    except BrokenPipeError:  # `gpuledger sql ... | head` (an OSError: caught first)
+        return 0
     except OSError as err:  # a path that cannot be read or written: the user's environment, not a bug
         where = f" {err.filename}" if getattr(err, "filename", None) else ""
         print(f"gpuledger {args.command}: cannot use{where}: {err.strerror or err}", file=sys.stderr)
@@ -232,8 +243,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"gpuledger {args.command}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `gpuledger sql ... | head`
-        return 0
 
 
 if __name__ == "__main__":

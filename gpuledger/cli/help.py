@@ -85,6 +85,18 @@ DOCS: dict[str, tuple[str, list[str]]] = {
         "(v_billing_attribution); see v_billed_spend, v_run_billed and v_sweep_billed.",
         ["gpuledger billing ingest exports/focus-2026-02.csv.gz",
          "gpuledger sql \"select * from v_billed_spend\""]),
+    "prices": (
+        "What the planner would pay per offer (on-demand and spot $/h), each price with its basis: catalog "
+        "(the snapshot bundled with gpuledger), skypilot (SkyPilot's catalog cache, or the project's copy, "
+        "where newer), override (your discount or prices in gpuledger.toml [prices], or $GPULEDGER_PRICES) "
+        "or billed (the effective rate of your FOCUS bill, where at least prices.billed_min_gpu_hours back "
+        "it), with its source and date. Nothing is downloaded. See docs/prices.md.",
+        ["gpuledger prices --gpu H100 --cloud aws", "gpuledger prices --gpu H100 --json"]),
+    "prices update": (
+        "Copy a SkyPilot catalog (default: SkyPilot's own cache, ~/.sky/catalogs/v8, refreshed whenever "
+        "SkyPilot runs online) into the project's prices/catalog.csv, so a team that commits it plans with "
+        "the same prices. A newer SkyPilot cache still wins on each machine.",
+        ["gpuledger prices update", "gpuledger prices update --from ~/skypilot-catalog/catalogs/v8"]),
     "warehouse": (
         "The team warehouse (DuckLake: a PostgreSQL catalog and Parquet files on a shared path or S3), "
         "selected by GPULEDGER_WAREHOUSE=ducklake:postgres:<connection string> and "

@@ -7,6 +7,9 @@
 - for a sweep that prunes (asha, tpe with pruning): the learning curves of the objective measured by
   earlier runs of the same model, method, metric and train settings (named query `learning_curves`),
   for the expected spend under pruning (gpuledger/plan/pruning.py).
+- the rates learned from the FOCUS bill (view `v_billed_rates`, named query `billed_rates`) with the
+  setting `prices.billed_min_gpu_hours`: offers backed by enough billed GPU-hours are priced at
+  their billed rate (gpuledger/catalog/pricing.py `apply_billed`).
 
 `planning_inputs(spec, launcher)` returns them as keyword arguments of `plan_sweep`; the plan
 command and the sweep flow both use it. It never creates a warehouse; a busy warehouse, or one not
@@ -40,35 +43,70 @@ def measured_curves(wh, spec) -> dict[str, Any]:
     return {c.trial_id: c for c in curves_from_points(rows)}
 
 
-def _measured(spec) -> tuple[dict | None, Any, dict | None]:
+def billed_rates_of(wh) -> Any:
+    """Returns the rates learned from the bill (`BilledRates`: the rows of `v_billed_rates` and the
+    setting `prices.billed_min_gpu_hours`), None when the bill attributes nothing to runs."""
+    from gpuledger.catalog.pricing import BilledRates
+    from gpuledger.errors import UserError
+    from gpuledger.settings import current
+
+    try:
+        rows = wh.query_named("billed_rates")
+    except UserError:  # a warehouse of a gpuledger before the bill's views
+        return None
+    if rows.is_empty():
+        return None
+    return BilledRates(rows=rows, min_gpu_hours=float(current().get("prices.billed_min_gpu_hours")))
+
+
+def billed_rates() -> Any:
+    """Returns `billed_rates_of` the project's warehouse (None when there is none, or it is busy)."""
     from gpuledger.errors import UserError
     from gpuledger.settings import resolve_path
 
     path = resolve_path()
     if not path.exists():
-        return None, None, None
+        return None
+    from gpuledger.warehouse import Warehouse
+
+    try:
+        with Warehouse.open(path, read_only=True, lock_timeout_s=0.5) as wh:
+            return billed_rates_of(wh)
+    except UserError:  # busy (a running sweep holds it): plan with the catalog layers
+        return None
+
+
+def _measured(spec) -> tuple[dict | None, Any, dict | None, Any]:
+    from gpuledger.errors import UserError
+    from gpuledger.settings import resolve_path
+
+    path = resolve_path()
+    if not path.exists():
+        return None, None, None, None
     from gpuledger.search import prunes
     from gpuledger.warehouse import Warehouse
 
     try:
         with Warehouse.open(path, read_only=True, lock_timeout_s=0.5) as wh:
             preemption = wh.measured_preemption() or None
+            billed = billed_rates_of(wh)
             try:
                 runs = wh.query_named("plan_measurements", {"model": spec.model, "method": spec.method})
             except UserError:  # a warehouse not yet migrated to 004 (no trials.est_flops)
-                return preemption, None, None
-            return preemption, runs, (measured_curves(wh, spec) if prunes(spec) else None)
+                return preemption, None, None, billed
+            return preemption, runs, (measured_curves(wh, spec) if prunes(spec) else None), billed
     except UserError:  # busy (a running sweep holds it): plan with the defaults
-        return None, None, None
+        return None, None, None, None
 
 
 def planning_inputs(spec, launcher: str | None = None) -> dict[str, Any]:
-    """Returns {machine, measured_preemption, measurements, curves} for `plan_sweep(spec, **inputs)`."""
+    """Returns {machine, measured_preemption, measurements, curves, billed_rates} for `plan_sweep(spec, **inputs)`."""
     launcher = launcher or spec.launcher
     machine = None
     if launcher == "local":
         from gpuledger.inputs.machine import local_machine
 
         machine = local_machine()
-    preemption, runs, curves = _measured(spec)
-    return {"machine": machine, "measured_preemption": preemption, "measurements": runs, "curves": curves}
+    preemption, runs, curves, billed = _measured(spec)
+    return {"machine": machine, "measured_preemption": preemption, "measurements": runs, "curves": curves,
+            "billed_rates": billed}

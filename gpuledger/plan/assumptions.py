@@ -56,8 +56,4 @@ def plan_assumptions(s: PlanSettings, candidates: pl.DataFrame, offers: pl.DataF
         a.append("what-if: no objective.target, every trial runs (cost is the same for every K unless slots share "
                  "cores); time-to-recipe is averaged over which trial turns out best (uniform prior), trials "
                  "launched longest first")
-    if not offers.is_empty() and not local:
-        srcs = offers.select("source", "as_of").unique().sort("source")
-        for r in srcs.head(8).iter_rows(named=True):
-            a.append(f"prices: {r['source']} (as of {r['as_of']})")
     return a

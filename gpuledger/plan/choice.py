@@ -25,7 +25,7 @@ OUT_COLS = [
     "trial_id", "trial_index", "accelerator", "gpus", "sharding", "cloud", "region", "instance_type", "spot",
     "est_memory_gib", "usable_memory_gib", "flops_total", "compute_s", "est_wall_s", "est_cost_usd", "est_basis",
     "usd_per_hour", "on_demand_usd_per_hour", "preemptions_per_hour", "expected_preemptions", "deadline_ok",
-    "price_source", "price_as_of", "feasible", "reason",
+    "price_source", "price_as_of", "price_basis", "feasible", "reason",
 ]
 
 MEASURED_SCHEMA = {"trial_id": pl.String, "accelerator": pl.String, "gpus": pl.Int64, "wall_s": pl.Float64}
@@ -165,7 +165,8 @@ def plan_from_estimates(
     trial_key = est.join(keys, on=key_cols, how="inner").select("trial_id", "trial_index", "key", "sharding", "est_memory_gib", "flops_total")
     per_trial = _pick(trial_key.join(best_per_key.drop("gpus", "est_memory_gib"), on="key", how="inner"), "trial_id")
     cand_strings = candidates.select(
-        "cand", "accelerator", "cloud", "region", "instance_type", "on_demand_usd_per_hour", "price_source", "price_as_of"
+        "cand", "accelerator", "cloud", "region", "instance_type", "on_demand_usd_per_hour", "price_source", "price_as_of",
+        "price_basis",
     )
     basis = accel.select("accelerator", pl.col("basis").alias("est_basis")).unique("accelerator", keep="first")
     per_trial = (per_trial.join(cand_strings, on="cand", how="left").join(candidates.select("cand", "gpus"), on="cand", how="left")
@@ -218,7 +219,9 @@ def plan_from_estimates(
                   "start_s": 3, "expected_preemptions": 4}
     table = table.with_columns([pl.col(c).round(n) for c, n in round_cols.items()]).sort("trial_index")
 
-    assumptions = list(extra_assumptions) + plan_assumptions(s, candidates, offers, accel)
+    from gpuledger.plan.prices import price_notes
+
+    assumptions = list(extra_assumptions) + plan_assumptions(s, candidates, offers, accel) + price_notes(table, s.launcher)
     if dl is not None and len(durations):
         assumptions.append(_deadline_note(durations, makespan, k, dl))
     return Plan(

@@ -17,10 +17,12 @@ def candidate_offers(offers: pl.DataFrame, gpu_counts: Sequence[int], settings: 
     same time, so only the cheapest can win; spot offers of one cloud share a preemption rate,
     so again only the cheapest can win. Suspicious spot prices are never candidates.
     Columns: accelerator, gpus, spot, cloud, region, instance_type, accelerator_count,
-    usd_per_hour, on_demand_usd_per_hour, price_source, price_as_of, preemptions_per_hour,
-    preemption_source.
+    usd_per_hour, on_demand_usd_per_hour, price_source, price_as_of, price_basis (catalog |
+    skypilot | override | billed: gpuledger/catalog/pricing.py), before_bill_usd_per_hour (the price
+    before `settings.billed_rates` changed it, else null), preemptions_per_hour, preemption_source.
     """
     from gpuledger.catalog.offers import preemption_rates, spot_suspicious_expr
+    from gpuledger.catalog.pricing import apply_billed
 
     if "spot_suspicious" not in offers.columns:
         offers = offers.with_columns(spot_suspicious=spot_suspicious_expr())
@@ -30,12 +32,13 @@ def candidate_offers(offers: pl.DataFrame, gpu_counts: Sequence[int], settings: 
         pl.col("usd_per_hour_on_demand").alias("on_demand_usd_per_hour"),
         pl.col("usd_per_hour_spot"), "spot_suspicious",
         pl.col("source").alias("price_source"), pl.col("as_of").alias("price_as_of"),
+        (pl.col("basis") if "basis" in offers.columns else pl.lit(None, dtype=pl.String)).alias("price_basis"),
     )
     od = base.with_columns(spot=pl.lit(False), usd_per_hour=pl.col("on_demand_usd_per_hour"))
     sp = base.filter(pl.col("usd_per_hour_spot").is_not_null() & ~pl.col("spot_suspicious")).with_columns(
         spot=pl.lit(True), usd_per_hour=pl.col("usd_per_hour_spot")
     )
-    both = pl.concat([od, sp]).drop("usd_per_hour_spot", "spot_suspicious")
+    both = apply_billed(pl.concat([od, sp]).drop("usd_per_hour_spot", "spot_suspicious"), settings.billed_rates)
     joined = counts.join(both, how="cross").filter(pl.col("accelerator_count") >= pl.col("gpus"))
     order = ["usd_per_hour", "accelerator_count", "cloud", "region", "instance_type"]
     joined = joined.sort(order)

@@ -40,6 +40,36 @@ def with_cloud_equivalent(plan: Plan, spec, trials, measurements=None) -> Plan:
     return plan
 
 
+def price_notes(table, launcher: str, today=None) -> list[str]:
+    """Returns what the prices a plan uses are and how old (one line per source, in words: "prices
+    (skypilot): AWS list price from SkyPilot's catalog cache, as of 2026-11-20"), and a WARNING
+    naming those older than `STALE_AFTER_DAYS` with how to refresh them. `table`: the plan's trials."""
+    import polars as pl
+
+    from gpuledger.catalog.pricing import STALE_AFTER_DAYS, age_days, price_words
+
+    if launcher == "local" or table.is_empty():
+        return []
+    used = (table.filter(pl.col("feasible")).select("price_basis", "price_source", "price_as_of").unique()
+            .sort("price_basis", "price_source", "price_as_of", nulls_last=True))
+    notes = [f"prices ({r['price_basis'] or 'given'}): {price_words(r['price_source'], r['price_as_of'])}"
+             for r in used.head(8).iter_rows(named=True)]
+    if used.height > 8:
+        notes.append(f"... and {used.height - 8} more price sources (`gpuledger plan --json`: each trial's price_source)")
+    stale = {}
+    for r in used.iter_rows(named=True):
+        age = age_days(r["price_as_of"], today)
+        if age is not None and age > STALE_AFTER_DAYS:
+            stale[price_words(r["price_source"], r["price_as_of"])] = age
+    if stale:
+        listed = "; ".join(f"{w} ({age} days old)" for w, age in sorted(stale.items())[:4])
+        notes.append(f"WARNING {len(stale)} price source(s) this plan uses are older than {STALE_AFTER_DAYS} days: "
+                     f"{listed}. Refresh: any `sky` command run online refreshes SkyPilot's catalog cache, which "
+                     "gpuledger then reads; `gpuledger prices update` copies it into the project for your team; "
+                     "or set your own prices in gpuledger.toml [prices] (docs/prices.md)")
+    return notes
+
+
 def prices_used(plan_json: dict[str, Any]) -> list[dict[str, Any]]:
     """Returns the price rows a plan actually chose: one per distinct (cloud, region, instance type,
     accelerator, spot) among its feasible trials, with the hourly price, the on-demand price, the

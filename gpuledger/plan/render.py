@@ -144,5 +144,5 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
     con.print(w)
     con.print("assumptions:")
     for a in plan.assumptions:
-        con.print(f"  - {a}", soft_wrap=True)
+        con.print(f"  - {a}", soft_wrap=True, markup=False)
     return buf.getvalue()

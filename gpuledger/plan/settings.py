@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 #: Seconds per hour: the one conversion between per-hour prices/rates and durations in seconds.
 S_PER_H = 3600.0
@@ -65,6 +66,8 @@ class PlanSettings:
     checkpoint_interval_s: float | None = None
     preemption_per_hour: float | None = None
     measured_preemption: dict[tuple[str, str], tuple[float, float]] | None = None
+    #: rates learned from the FOCUS bill (`gpuledger.catalog.pricing.BilledRates`), from the ledger
+    billed_rates: Any = None
     target: float | None = None
     memory_safety_fraction: float = MEMORY_SAFETY_FRACTION
     memory_reserve_gib: float = MEMORY_RESERVE_GIB

@@ -25,7 +25,7 @@ from gpuledger.plan.settings import (
 
 
 def settings_for(spec, *, max_parallel: int | None = None, launcher: str | None = None,
-                 measured_preemption: dict | None = None) -> PlanSettings:
+                 measured_preemption: dict | None = None, billed_rates=None) -> PlanSettings:
     """Returns the PlanSettings a sweep spec implies (launcher and max_parallel overridable)."""
     from gpuledger.spec import sweep_id_for
 
@@ -46,6 +46,7 @@ def settings_for(spec, *, max_parallel: int | None = None, launcher: str | None 
         setup_s=LOCAL_SETUP_S if local else CLOUD_SETUP_S,
         preemption_per_hour=r.preemption_per_hour,
         measured_preemption=measured_preemption,
+        billed_rates=billed_rates,
         target=spec.search.objective.target,
     )
 
@@ -101,6 +102,7 @@ def plan_sweep(
     machine=None,
     measurements: pl.DataFrame | None = None,
     curves: dict | None = None,
+    billed_rates=None,
 ) -> Plan:
     """Returns the Plan of a sweep spec (pure: reads the bundled catalog; writes nothing, launches
     nothing, measures nothing).
@@ -114,6 +116,8 @@ def plan_sweep(
     chosen accelerator takes its measured wall-clock, the others a rate calibrated on them.
     `curves`: {params key: learning curve} of earlier runs of the same model, method, objective and
     train settings (`gpuledger.inputs.ledger`), for the expected spend under pruning (gpuledger/plan/pruning.py).
+    `billed_rates`: rates learned from the FOCUS bill (`gpuledger.catalog.pricing.BilledRates`, from
+    `gpuledger.inputs.ledger`): an offer backed by enough billed GPU-hours is priced at its billed rate.
     """
     from gpuledger.spec import SweepSpec, expand_trials
 
@@ -121,7 +125,8 @@ def plan_sweep(
         raise UserError(f"{spec.name} is a capacity spec; plan it with `gpuledger capacity SPEC`")
     if trials is None:
         trials = expand_trials(spec)
-    s = settings_for(spec, max_parallel=max_parallel, launcher=launcher, measured_preemption=measured_preemption)
+    s = settings_for(spec, max_parallel=max_parallel, launcher=launcher, measured_preemption=measured_preemption,
+                     billed_rates=billed_rates)
     meta = _trials_meta(trials)
     if s.launcher == "local":
         if machine is None:
