@@ -4,7 +4,7 @@ Given a grid sweep and an ASHA sweep of the same points (e.g. the two warehouses
 `benchmarks/search_compare.py` leaves, or `make demo` then `gpuledger sweep` of the grid spec with
 `strategy: asha`), prints side by side:
 - the real ASHA sweep: runs, pruned, trial-seconds (sum of run wall-clock), cost;
-- its own learning curves replayed (`gpuledger.search.simulate.simulate_asha`) at its slot count and
+- its own learning curves replayed (`gpuledger.search.asha_replay.simulate_asha`) at its slot count and
   launch order: the same trials pruned?, trial-seconds (the difference is the cancel lag of pruned
   runs past their rung);
 - the grid's curves replayed in the ASHA sweep's launch order at 1, 2, 4, 8 slots (what the planner's
@@ -36,7 +36,7 @@ def _runs(rows: list[dict]) -> list[dict]:
 def main(argv: list[str]) -> int:
     import json
 
-    from gpuledger.search.simulate import curves_from_points, simulate_asha
+    from gpuledger.search.asha_replay import curves_from_points, simulate_asha
 
     if len(argv) != 4:
         print(__doc__.strip().splitlines()[-2], file=sys.stderr)

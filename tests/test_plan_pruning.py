@@ -14,7 +14,7 @@ from sweep_specs import sweep_spec, trial_script, x_points
 from gpuledger.errors import BudgetExceeded
 from gpuledger.plan import budget_guard, plan_sweep, render_plan
 from gpuledger.plan.pruning import params_key, successive_halving_fraction
-from gpuledger.search.simulate import Curve, simulate_asha
+from gpuledger.search.asha_replay import Curve, simulate_asha
 from gpuledger.spec import expand_trials, load_spec, sweep_id_for
 
 # reports eval_loss = |x - 0.3| + 1 + 0.001 / step five times (or the value the map gives x), SLEEP s apart
@@ -148,7 +148,7 @@ def test_measured_curves_of_a_grid_are_replayed_for_an_asha_spec_of_the_same_poi
     for r in rows:
         by_point.setdefault(params_key(json.loads(r["params"])), []).append(r)
     from gpuledger.search import launch_order
-    from gpuledger.search.simulate import curves_from_points
+    from gpuledger.search.asha_replay import curves_from_points
 
     ids = {t["trial_id"]: params_key(t["params"]) for t in plan.trials}
     curves = {tid: curves_from_points(by_point[key])[0] for tid, key in ids.items()}
@@ -253,13 +253,13 @@ def _curve_of(values) -> Curve:
 
 def test_more_matching_curves_than_a_replay_takes_fall_back_to_the_formula_over_their_length(tmp_path, monkeypatch):
     from gpuledger.plan.pruning import pruned_spend
-    from gpuledger.search import simulate
+    from gpuledger.search import asha_replay
 
     sp = load_spec(_spec(tmp_path, xs=(0.1, 0.2, 0.3), pruning="{min_steps: 1, reduction_factor: 2}"))
     rows = [{"trial_id": t.trial_id, "trial_index": t.index, "params": t.params, "feasible": True,
              "est_cost_usd": 1.0, "est_wall_s": 100.0} for t in expand_trials(sp)]
     curves = {params_key({"x": x}): _curve_of([3, 2, 2, 2]) for x in (0.1, 0.2, 0.3)}
-    monkeypatch.setattr(simulate, "MAX_REPLAY_CURVES", 2)  # 3 matching curves: over the bound
+    monkeypatch.setattr(asha_replay, "MAX_REPLAY_CURVES", 2)  # 3 matching curves: over the bound
     spend = pruned_spend(rows, sp, max_parallel=1, overhead_s=10.0, curves=curves)
     assert spend.source == "formula" and spend.values_per_trial == 4
     assert "more than the 2 a replay takes" in spend.basis

@@ -1,4 +1,4 @@
-"""The ASHA replay (gpuledger.search.simulate): hand-made curves whose pruning is worked out by hand in
+"""The ASHA replay (gpuledger.search.asha_replay): hand-made curves whose pruning is worked out by hand in
 the comments, slots=1 against several slots, cut curves extended, and a replay of the learning curves of
 a real ASHA sweep (local launcher, real trial subprocesses, real DuckDB) that prunes the same trials."""
 
@@ -8,7 +8,7 @@ import pytest
 from adaptive_sweeps import run_sweep
 from sweep_specs import sweep_spec, trial_script
 
-from gpuledger.search.simulate import Curve, curves_from_points, simulate_asha
+from gpuledger.search.asha_replay import Curve, curves_from_points, simulate_asha
 
 
 def _curve(tid: str, values, wall_s: float | None = None, complete: bool = True, dt: float = 1.0) -> Curve:

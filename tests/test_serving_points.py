@@ -132,7 +132,7 @@ measured: {from_sweep: serve-h100}
 
 
 def test_capacity_from_sweep_uses_the_best_measured_point_meeting_the_slo(wh):
-    from gpuledger.serving.measured import plan_capacity_measured
+    from gpuledger.serving.capacity_from_sweep import plan_capacity_measured
     from gpuledger.spec import parse_spec
 
     result = plan_capacity_measured(parse_spec(CAPACITY, "c.yaml"), wh=wh)
@@ -145,7 +145,7 @@ def test_capacity_from_sweep_uses_the_best_measured_point_meeting_the_slo(wh):
 
 
 def test_capacity_from_an_unknown_sweep_is_one_clear_error(wh):
-    from gpuledger.serving.measured import plan_capacity_measured
+    from gpuledger.serving.capacity_from_sweep import plan_capacity_measured
     from gpuledger.spec import parse_spec
 
     with pytest.raises(UserError, match="no sweep named 'nope'"):

@@ -69,7 +69,7 @@ def measured_points(spec, measured: dict | None) -> dict[str, list[dict[str, Any
     from gpuledger.catalog import UnknownAccelerator, normalize_accelerator
 
     out: dict[str, list[dict[str, Any]]] = {}
-    in_spec = getattr(spec, "measured", None)  # {from_sweep: NAME} arrives as `measured` (serving/measured.py)
+    in_spec = getattr(spec, "measured", None)  # {from_sweep: NAME} arrives as `measured` (serving/capacity_from_sweep.py)
     for name, m in (in_spec if isinstance(in_spec, dict) else {}).items():
         key = normalize_accelerator(name)
         out[key] = [_as_point(m, key, "spec `measured`")]

@@ -2,7 +2,10 @@
 
 `estimate(Workload(...)) -> Estimate`; `train_time_s(...)` and `training_step(...)` (the throughput
 model of `throughput.py`); `default_mfu(...)` (the planner's utilisation table);
-`kv_cache_bytes_per_token(cfg, kv_precision)`. Memory physics in `memory.py`, compute in `compute.py`.
+`kv_cache_bytes_per_token(cfg, kv_precision)`. Memory physics in `memory.py` (components),
+`training.py` (phases of a training step) and `breakdown.py` (`memory_breakdown`: which shape a
+workload takes); compute in `compute.py`; `calibration.py` fits measured memory to the estimate;
+`inference.py` step costs of serving engines; `workload.py` the `Workload` options.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuledger.estimate.breakdown import memory_breakdown
 from gpuledger.estimate.compute import (
     BASE_MFU,
     CPU_TRAINING_EFFICIENCY,
@@ -24,7 +28,6 @@ from gpuledger.estimate.memory import (
     MemoryBreakdown,
     kv_cache_bytes_per_token,
     layer_activation_bytes_per_token,
-    memory_breakdown,
 )
 from gpuledger.estimate.throughput import ModelShape, StepTime, TrainSetup, step_time
 from gpuledger.estimate.workload import STACK_FIELDS, Workload

@@ -40,7 +40,7 @@ KIND_FACTOR = {"H100": 0.85, "H200": 0.85, "B200": 0.8, "L4": 0.8, "A10G": 0.8, 
 #: 12-trial demo sweep (196,608 tokens each, 2 at a time on 2 cores) measured 17.7-23.2 s per trial
 #: (agent wall-clock incl. interpreter start, base load and evaluations) against 15.8 s planned at
 #: 0.15, i.e. 0.15 x 12.8 / 17.9 = 0.107 on the compute part: 0.11. Once a sweep has run, the planner
-#: calibrates this on the measured runs instead (gpuledger/plan/calibration.py).
+#: calibrates this on the measured runs instead (gpuledger/plan/throughput_calibration.py).
 CPU_TRAINING_EFFICIENCY = 0.11
 
 

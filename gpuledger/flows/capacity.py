@@ -26,7 +26,7 @@ def capacity(spec: str) -> dict[str, Any]:
     """Plans serving capacity for a `kind: capacity` spec; returns the plan (a dict) and report files."""
     from gpuledger.flows.artifacts import publish_report
     from gpuledger.report import write_capacity_report
-    from gpuledger.serving.measured import plan_capacity_measured
+    from gpuledger.serving.capacity_from_sweep import plan_capacity_measured
     from gpuledger.spec import load_spec
 
     log = get_run_logger()

@@ -3,7 +3,7 @@
 - this machine's stored measured speed (`gpuledger.inputs.machine.local_machine`), for `launcher: local`;
 - spot preemptions measured in the warehouse (`Warehouse.measured_preemption`);
 - measured runs of the spec's model and method (named query `plan_measurements`), which calibrate
-  the plan's times (gpuledger/plan/calibration.py).
+  the plan's times (gpuledger/plan/throughput_calibration.py).
 - for a sweep that prunes (asha, tpe with pruning): the learning curves of the objective measured by
   earlier runs of the same model, method, metric and train settings (named query `learning_curves`),
   for the expected spend under pruning (gpuledger/plan/pruning.py).
@@ -27,7 +27,7 @@ def measured_curves(wh, spec) -> dict[str, Any]:
     import json
 
     from gpuledger.plan.pruning import params_key
-    from gpuledger.search.simulate import curves_from_points
+    from gpuledger.search.asha_replay import curves_from_points
 
     train = spec.train.model_dump(mode="json")
     rows = []

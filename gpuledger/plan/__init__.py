@@ -4,9 +4,10 @@ A package of small pure modules, each step a function named after what it return
 
     settings.py     constants (each an assumption the plan states) and PlanSettings
     estimates.py    trial_estimates(spec, trials, gpu_counts), accelerator_table(...)  (memory, FLOPs, MFU)
-    offers.py       candidate_offers(offers, gpu_counts, settings)  (exact dominance pruning)
+    candidates.py   candidate_offers(offers, gpu_counts, settings)  (exact dominance pruning)
     local.py        the local launcher's one offer: this machine, from its stored measured speed
-    calibration.py  measured runs → a calibrated rate per accelerator, a trial's own measured time
+    throughput_calibration.py  measured runs → a calibrated rate per accelerator, a trial's own
+                    measured time
     scoring.py      scored_candidates(...)  (time, expected cost with spot preemptions, deadline test)
     preemption.py   poisson_cdf, poisson_quantile
     schedule.py     list_schedule(durations, slots)
@@ -22,10 +23,10 @@ imports Prefect/SkyPilot/DuckDB: this machine's speed (`gpuledger.inputs.machine
 measurements are passed in, so two plans of the same inputs are identical.
 """
 
+from gpuledger.plan.candidates import candidate_offers
 from gpuledger.plan.choice import plan_from_estimates
 from gpuledger.plan.estimates import accelerator_table, trial_estimates
 from gpuledger.plan.model import Plan
-from gpuledger.plan.offers import candidate_offers
 from gpuledger.plan.preemption import poisson_cdf, poisson_quantile
 from gpuledger.plan.prices import local_rate, prices_used, warehouse_trial_rows
 from gpuledger.plan.render import budget_guard, fmt_duration, render_plan

@@ -15,8 +15,6 @@ from gpuledger.plan.settings import PlanSettings
 
 def alternatives(scored, trial_key, candidates, accel, table, s: PlanSettings, total: float, keys: pl.DataFrame) -> dict[str, Any]:
     """Returns the totals the budget guard quotes (the cheaper alternatives only when over budget)."""
-    from gpuledger.plan.choice import top_drivers
-
     out: dict[str, Any] = {}
     feas = table.filter(pl.col("feasible"))
     costs = np.sort(feas["est_cost_usd"].to_numpy())
@@ -59,3 +57,17 @@ def alternatives(scored, trial_key, candidates, accel, table, s: PlanSettings, t
             by_acc[acc] = {"total_usd": round(t, 2), "trials": n, "of": int(feas.height)}
     out["by_accelerator"] = dict(sorted(by_acc.items()))
     return out
+
+
+def top_drivers(feas: pl.DataFrame, total: float) -> list[dict[str, Any]]:
+    """Returns the (accelerator, gpus, spot, instance) groups that cost the most (at most 3)."""
+    drivers = (
+        feas.group_by("accelerator", "gpus", "spot", "instance_type")
+        .agg(pl.len().alias("trials"), pl.col("est_cost_usd").sum().alias("cost_usd"), pl.col("est_wall_s").sum().alias("wall_s"))
+        .sort("cost_usd", descending=True)
+        .head(3)
+    )
+    return [
+        {**r, "cost_usd": round(r["cost_usd"], 2), "wall_s": round(r["wall_s"], 1), "share": round(r["cost_usd"] / total, 4) if total else 0.0}
+        for r in drivers.iter_rows(named=True)
+    ]

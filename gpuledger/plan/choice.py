@@ -4,15 +4,15 @@ the what-if and the alternatives the budget guard quotes."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import polars as pl
 
+from gpuledger.plan.alternatives import alternatives as budget_alternatives
 from gpuledger.plan.assumptions import plan_assumptions
+from gpuledger.plan.candidates import candidate_offers
 from gpuledger.plan.estimates import accelerator_table
 from gpuledger.plan.model import Plan
-from gpuledger.plan.offers import candidate_offers
 from gpuledger.plan.schedule import list_schedule, makespan_s
 from gpuledger.plan.scoring import scored_candidates
 from gpuledger.plan.settings import S_PER_H, PlanSettings
@@ -207,9 +207,7 @@ def plan_from_estimates(
     total = float(costs.sum()) if len(costs) else 0.0
     what_if = what_if_curve(durations, costs, stop_at_target=s.target is not None, shared_cores=what_if_shared_cores,
                             _schedules={k: (start, slot)})
-    from gpuledger.plan.alternatives import alternatives as _alternatives
-
-    alternatives = _alternatives(scored, trial_key, candidates, accel, table, s, total, keys)
+    alternatives = budget_alternatives(scored, trial_key, candidates, accel, table, s, total, keys)
 
     if trials_meta is not None:
         table = table.join(trials_meta.select("trial_id", "params"), on="trial_id", how="left")
@@ -242,17 +240,3 @@ def _deadline_note(durations: np.ndarray, makespan: float, k: int, dl: float) ->
     hint = f"; {need} slots would meet it" if need else "; no parallelism up to 1024 slots meets it"
     return (f"WARNING deadline: the sweep's makespan {fmt_duration(makespan)} on {k} slot(s) exceeds the "
             f"{fmt_duration(dl)} deadline{hint} (resources.max_parallel)")
-
-
-def top_drivers(feas: pl.DataFrame, total: float) -> list[dict[str, Any]]:
-    """Returns the (accelerator, gpus, spot, instance) groups that cost the most (at most 3)."""
-    drivers = (
-        feas.group_by("accelerator", "gpus", "spot", "instance_type")
-        .agg(pl.len().alias("trials"), pl.col("est_cost_usd").sum().alias("cost_usd"), pl.col("est_wall_s").sum().alias("wall_s"))
-        .sort("cost_usd", descending=True)
-        .head(3)
-    )
-    return [
-        {**r, "cost_usd": round(r["cost_usd"], 2), "wall_s": round(r["wall_s"], 1), "share": round(r["cost_usd"] / total, 4) if total else 0.0}
-        for r in drivers.iter_rows(named=True)
-    ]

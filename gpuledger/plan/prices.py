@@ -1,12 +1,13 @@
-"""Money beside the plan: the local rate, the cloud equivalent of a local plan, and the price
-rows a plan chose (the warehouse's `prices` table)."""
+"""Money beside the plan: the local rate, what the prices a plan uses are and how old (`price_notes`),
+the price rows a plan chose (the warehouse's `prices`
+table) and the warehouse rows of its trials. (The cloud equivalent of a local plan, which plans
+again, is `gpuledger.plan.sweep.with_cloud_equivalent`.)"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from gpuledger.catalog.local import LocalRate, local_rate_for
-from gpuledger.plan.model import Plan
 
 
 def local_rate(spec, machine=None) -> LocalRate:
@@ -14,30 +15,6 @@ def local_rate(spec, machine=None) -> LocalRate:
     when the spec sets it, else the catalog's reference rate (gpuledger/catalog/local.py)."""
     set_in_spec = "usd_per_hour" in spec.local.model_fields_set
     return local_rate_for(spec.local.usd_per_hour if set_in_spec else None)
-
-
-def with_cloud_equivalent(plan: Plan, spec, trials, measurements=None) -> Plan:
-    """Returns `plan` with `cloud_equivalent`: per trial, what the same trial would cost on the
-    cloud GPU a `launcher: skypilot` plan of the same spec picks (accelerator, GPUs, cloud, region,
-    instance type, spot, wall_s, usd; from the bundled catalog, with the same formulas)."""
-    from gpuledger.errors import UserError
-    from gpuledger.plan.sweep import plan_sweep
-
-    try:
-        cloud = plan_sweep(spec, trials, launcher="skypilot", measurements=measurements)
-    except UserError as err:  # the local plan stands without it, and says why
-        plan.assumptions.append(f"cloud equivalent not computed: {err}")
-        return plan
-    plan.cloud_equivalent = {
-        t["trial_id"]: {
-            "accelerator": t["accelerator"], "gpus": t["gpus"], "cloud": t["cloud"], "region": t["region"],
-            "instance_type": t["instance_type"], "spot": t["spot"], "wall_s": t["est_wall_s"],
-            "usd": t["est_cost_usd"], "usd_per_hour": t["usd_per_hour"], "price_source": t["price_source"],
-            "price_as_of": t["price_as_of"], "price_snapshot": cloud.price_snapshot,
-        }
-        for t in cloud.trials if t["feasible"]
-    }
-    return plan
 
 
 def price_notes(table, launcher: str, today=None) -> list[str]:

@@ -8,11 +8,11 @@
 Three sources, the first that applies:
 - `measured`: earlier learning curves of the same model, method, objective metric and train settings
   that ran to their end, for points of this sweep (a grid that ran): ASHA replayed over them
-  (`gpuledger.search.simulate.simulate_asha`) at the plan's max_parallel, in the order the sweep will
+  (`gpuledger.search.asha_replay.simulate_asha`) at the plan's max_parallel, in the order the sweep will
   try them (asha: `gpuledger.search.launch_order`; tpe: plan order, TPE's own order being unknown
   beforehand). A point's fraction = its replayed seconds / its measured wall-clock; a point without a
   curve takes the mean fraction of the replay (its seconds over the curves' seconds).
-  At most `simulate.MAX_REPLAY_CURVES` curves are replayed (a replay grows with the square of the
+  At most `asha_replay.MAX_REPLAY_CURVES` curves are replayed (a replay grows with the square of the
   trials); with more, the formula below over their median length, said in the basis.
 - `formula`: synchronous successive halving: with V values per full trial and rungs at
   r_i = min_steps * eta**i < V, every trial runs to r_0 and a fraction eta**-i of them from r_{i-1}
@@ -131,12 +131,12 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
     complete = {k: c for k, c in curves.items() if c.complete and c.values}
     matched = {t["trial_id"]: complete[params_key(t["params"])] for t in running if params_key(t["params"]) in complete}
     fractions: dict[str, float]
-    from gpuledger.search.simulate import MAX_REPLAY_CURVES
+    from gpuledger.search.asha_replay import MAX_REPLAY_CURVES
 
     if 2 <= len(matched) <= MAX_REPLAY_CURVES:
         from dataclasses import replace
 
-        from gpuledger.search.simulate import simulate_asha
+        from gpuledger.search.asha_replay import simulate_asha
 
         sim_curves = [replace(c, trial_id=tid) for tid, c in matched.items()]
         sim = simulate_asha(sim_curves, slots=max(1, int(max_parallel)), min_steps=min_steps, reduction_factor=eta,
@@ -148,7 +148,7 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
         measured_s = sum(c.wall_s for c in matched.values())
         mean = min(1.0, sim.trial_seconds / measured_s) if measured_s > 0 else 1.0
         source, values = MEASURED, None
-        basis = (f"ASHA replayed (gpuledger.search.simulate) over {len(matched)} measured learning curve(s) of "
+        basis = (f"ASHA replayed (gpuledger.search.asha_replay) over {len(matched)} measured learning curve(s) of "
                  f"{s.objective.metric} of this model, method and train settings at {max(1, int(max_parallel))} "
                  f"slot(s): {sim.pruned} pruned, {mean:.0%} of their measured seconds"
                  + (f"; the {len(running) - len(matched)} point(s) without a curve at that mean fraction"

@@ -112,7 +112,7 @@ def plan_sweep(
     preemptions)} from the warehouse; used where spot_hours >= MEASURED_MIN_SPOT_HOURS.
     `machine`: this machine's stored speed (`gpuledger.inputs.machine.local_machine()`), required for
     `launcher: local`. `measurements`: measured runs of this model and method (the warehouse's
-    `plan_measurements` named query; see gpuledger/plan/calibration.py): a trial measured on the
+    `plan_measurements` named query; see gpuledger/plan/throughput_calibration.py): a trial measured on the
     chosen accelerator takes its measured wall-clock, the others a rate calibrated on them.
     `curves`: {params key: learning curve} of earlier runs of the same model, method, objective and
     train settings (`gpuledger.inputs.ledger`), for the expected spend under pruning (gpuledger/plan/pruning.py).
@@ -157,8 +157,8 @@ def _with_pruning(plan: Plan, spec, s: PlanSettings, curves: dict | None) -> Pla
 
 def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.DataFrame | None,
                 measurements: pl.DataFrame | None) -> Plan:
-    from gpuledger.plan.calibration import calibrate
     from gpuledger.plan.estimates import accelerator_table
+    from gpuledger.plan.throughput_calibration import calibrate
 
     r = spec.resources
     offers = _filtered_offers(spec, offers)
@@ -177,9 +177,9 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
 
 
 def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, measurements: pl.DataFrame | None) -> Plan:
-    from gpuledger.plan.calibration import calibrate
     from gpuledger.plan.local import local_accel, local_offers, local_usable_gib
     from gpuledger.plan.prices import local_rate
+    from gpuledger.plan.throughput_calibration import calibrate
 
     rate = local_rate(spec, machine)
     offers = local_offers(machine, rate.usd_per_hour, rate.source, rate.as_of)
@@ -204,6 +204,25 @@ def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, meas
     s = replace(s, max_parallel=cap, spot="never")
     plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, measured=measured,
                                extra_assumptions=notes, what_if_shared_cores=machine.cores)
-    from gpuledger.plan.prices import with_cloud_equivalent
-
     return with_cloud_equivalent(plan, spec, trials, measurements)
+
+
+def with_cloud_equivalent(plan: Plan, spec, trials, measurements=None) -> Plan:
+    """Returns `plan` with `cloud_equivalent`: per trial, what the same trial would cost on the
+    cloud GPU a `launcher: skypilot` plan of the same spec picks (accelerator, GPUs, cloud, region,
+    instance type, spot, wall_s, usd; from the bundled catalog, with the same formulas)."""
+    try:
+        cloud = plan_sweep(spec, trials, launcher="skypilot", measurements=measurements)
+    except UserError as err:  # the local plan stands without it, and says why
+        plan.assumptions.append(f"cloud equivalent not computed: {err}")
+        return plan
+    plan.cloud_equivalent = {
+        t["trial_id"]: {
+            "accelerator": t["accelerator"], "gpus": t["gpus"], "cloud": t["cloud"], "region": t["region"],
+            "instance_type": t["instance_type"], "spot": t["spot"], "wall_s": t["est_wall_s"],
+            "usd": t["est_cost_usd"], "usd_per_hour": t["usd_per_hour"], "price_source": t["price_source"],
+            "price_as_of": t["price_as_of"], "price_snapshot": cloud.price_snapshot,
+        }
+        for t in cloud.trials if t["feasible"]
+    }
+    return plan

@@ -235,7 +235,7 @@ def what_if_section(data: SweepData, ad: AdaptiveData, s: dict[str, Any], div: f
         numeric=[0, 1, 2, 3, 4, 5, 6, 7, 8], highlight=[i for i, r in enumerate(rows) if r["actual"]])
     notes = [Note(
         f"Simulated, not measured: ASHA (min_steps {ad.min_steps}, reduction_factor {ad.reduction_factor}, Optuna's "
-        f"SuccessiveHalvingPruner as the sweep ran it) replayed by gpuledger.search.simulate over the "
+        f"SuccessiveHalvingPruner as the sweep ran it) replayed by gpuledger.search.asha_replay over the "
         f"{basis['curves']} learning curves this sweep measured ({metric} and its time, warehouse `metrics`), the "
         f"trials in the order this sweep launched them. Cost = trial-seconds × this sweep's measured "
         f"{usd(basis['usd_per_trial_s'] * 3600)} per trial-hour ({usd(basis['measured_cost_usd'])} over "
@@ -265,7 +265,7 @@ HOW_TO_READ = [
     ("Saved by pruning", "Per pruned trial: its full-run cost (the measured grid's run of the same point when it "
                          "ran to its end there, else the plan estimate) − what its runs cost; summed."),
     ("ASHA what-if", "Simulated: the sweep's measured learning curves replayed through Optuna's "
-                     "SuccessiveHalvingPruner with the sweep's settings at K slots (gpuledger.search.simulate), "
+                     "SuccessiveHalvingPruner with the sweep's settings at K slots (gpuledger.search.asha_replay), "
                      "priced at the sweep's measured USD per trial-second. Time to best: when the replay's best "
                      "trial ended."),
 ]

@@ -14,7 +14,7 @@ Derived:
 - `pruning_savings(data)`: per pruned trial, its full-run cost (the twin grid's measured cost of the
   same point when it ran to its end there, else this sweep's plan estimate) minus what it cost here;
 - `asha_what_if(...)`: ASHA replayed over this sweep's measured learning curves (named query
-  `learning_curves`, `gpuledger.search.simulate`) at the slot counts of `gpuledger.plan.WHAT_IF_KS`.
+  `learning_curves`, `gpuledger.search.asha_replay`) at the slot counts of `gpuledger.plan.WHAT_IF_KS`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import polars as pl
 
-from gpuledger.search.simulate import MAX_REPLAY_CURVES as SIMULATOR_MAX_CURVES
+from gpuledger.search.asha_replay import MAX_REPLAY_CURVES as SIMULATOR_MAX_CURVES
 
 #: the strategies whose sweeps get the adaptive sections
 ADAPTIVE_STRATEGIES = ("tpe", "asha")
@@ -61,7 +61,7 @@ class AdaptiveData:
     twin: GridTwin | None = None
     twin_candidates: int = 0  # grid sweeps of the same experiment examined (any points)
     ranges: bool = False  # the space has a range: the candidates are drawn points, not a grid
-    curves: Any = None  # the measured learning curves (gpuledger.search.simulate.Curve), asha only
+    curves: Any = None  # the measured learning curves (gpuledger.search.asha_replay.Curve), asha only
 
 
 def point_key(params: Any) -> str:
@@ -93,7 +93,7 @@ def load_adaptive(wh, sweep_id: str, trials: pl.DataFrame) -> AdaptiveData | Non
     twin, candidates = _grid_twin(wh.query_named("report_grid_twin_trials", p), trials, goal)
     curves = None
     if i["strategy"] == "asha":
-        from gpuledger.search.simulate import curves_from_points
+        from gpuledger.search.asha_replay import curves_from_points
 
         curves = curves_from_points(wh.query_named(
             "learning_curves", {"sweep_id": sweep_id, "model": None, "method": None, "metric": None}).to_dicts())
@@ -247,7 +247,7 @@ def asha_what_if(trials: pl.DataFrame, ad: AdaptiveData, actual_slots: int | Non
     """Returns (rows, basis, why_not): ASHA replayed over the sweep's measured learning curves at each
     slot count of `WHAT_IF_KS` (and the sweep's own), or [] and the reason.
 
-    The replay is `gpuledger.search.simulate.simulate_asha` with the sweep's min_steps,
+    The replay is `gpuledger.search.asha_replay.simulate_asha` with the sweep's min_steps,
     reduction_factor and goal, the trials in the order this sweep launched them. Row keys: slots,
     trial_seconds, makespan_s, cost_usd (trial_seconds × the sweep's measured USD per trial-second),
     pruned, completed, extrapolated (trials promoted past where their measured curve was cut: the
@@ -255,7 +255,7 @@ def asha_what_if(trials: pl.DataFrame, ad: AdaptiveData, actual_slots: int | Non
     slots). `basis`: usd_per_trial_s, measured_cost_usd, measured_trial_s, curves.
     """
     from gpuledger.plan import WHAT_IF_KS
-    from gpuledger.search.simulate import simulate_asha
+    from gpuledger.search.asha_replay import simulate_asha
 
     if ad.strategy != "asha" or ad.min_steps is None or ad.reduction_factor is None:
         return [], None, "the replay is of ASHA's pruning; this sweep's strategy is " + ad.strategy
@@ -268,7 +268,7 @@ def asha_what_if(trials: pl.DataFrame, ad: AdaptiveData, actual_slots: int | Non
     if len(curves) > MAX_REPLAY_CURVES:
         return [], None, (f"the sweep has {len(curves):,} learning curves; the report replays at most "
                           f"{MAX_REPLAY_CURVES:,} (a replay's time grows with the square of the trials); "
-                          f"gpuledger.search.simulate.simulate_asha replays it outside the report")
+                          f"gpuledger.search.asha_replay.simulate_asha replays it outside the report")
     measured_cost, measured_s = _sum(t["cost_usd"].to_list()), _sum(t["wall_s"].to_list())
     if measured_s <= 0:
         return [], None, "no measured trial-seconds to price the replay with"

@@ -6,7 +6,7 @@
     search.should_prune(trial.trial_id)                        # -> True: cancel it
     search.tell(trial.trial_id, value) / search.tell_pruned(...) / search.tell_failed(...)
 
-    sim = simulate_asha(curves, slots=4, ...)                 # gpuledger.search.simulate: ASHA replayed
+    sim = simulate_asha(curves, slots=4, ...)                 # gpuledger.search.asha_replay: ASHA replayed
                                                                # over measured learning curves (what-if)
 
 Only this package imports Optuna. See `gpuledger.search.study` for the samplers, the pruner and the

@@ -40,7 +40,7 @@ def sample_points(spec: Any, n: int | None = None) -> list[dict[str, Any]]:
     `RandomSampler(seed=search.seed)` in that order; fewer when the space runs out of new points."""
     import optuna
 
-    from gpuledger.spec.expand import excluded
+    from gpuledger.spec.exclusions import excluded
     from gpuledger.spec.ids import trial_id_for
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuledger.search.space import suggest
-from gpuledger.spec.expand import excluded, has_ranges, trial_for
+from gpuledger.spec.exclusions import excluded
+from gpuledger.spec.expand import has_ranges, trial_for
 
 #: The folder (beside the warehouse file) that holds the studies.
 STUDY_DIR = "studies"

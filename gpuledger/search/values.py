@@ -1,5 +1,5 @@
 """Which of a trial's metric points the pruner counts (one place: the runtime's pruning watch and the
-replay's curves, `gpuledger.search.simulate.curves_from_points`, both use it)."""
+replay's curves, `gpuledger.search.asha_replay.curves_from_points`, both use it)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ points its trials measured (for capacity plans and reports).
   query `gpuledger/warehouse/sql/queries/serving_points.sql`, and the choices made from them (per accelerator and
   tensor-parallel size: the highest throughput whose p95 TTFT and TPOT meet an SLO, else the
   closest point; the cheapest point per million output tokens that meets it).
+- `capacity_from_sweep`: `measured: {from_sweep: NAME}` in a capacity spec, resolved into the
+  capacity plan's measured points (`plan_capacity_measured`).
 
 Neither imports DuckDB: `points` takes an open `Warehouse`.
 """

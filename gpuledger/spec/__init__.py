@@ -5,7 +5,7 @@ Every problem in a spec is reported at once, one line each, as `FILE:LINE:COL: f
 (see `SpecError`). Modules: `types` (durations, money, enumerations), `models` (pydantic models,
 JSON Schema), `yamlpos` (bounded YAML with positions), `problems` (located messages), `checks`
 (cross-field checks), `templates` (task placeholders and their safe rendering), `ids` (trial and
-sweep ids), `expand` (grid/random expansion), `load` (`parse_spec`, `load_spec`).
+sweep ids), `exclusions` (`search.exclude`), `expand` (grid/random expansion), `load` (`parse_spec`, `load_spec`).
 """
 
 from gpuledger.spec.expand import Trial, expand_trials, grid_size, iter_trials

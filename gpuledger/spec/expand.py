@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuledger.errors import UserError
+from gpuledger.spec.exclusions import excluded
 from gpuledger.spec.ids import trial_id_for
 from gpuledger.spec.models import RandomRange, SweepSpec
 from gpuledger.spec.templates import render_command, template_values
@@ -26,14 +27,6 @@ class Trial:
     params: dict[str, Any]
     run: str
     setup: str | None
-
-
-def excluded(params: dict[str, Any], rules: list[dict[str, Any]]) -> bool:
-    """True when `params` match every key of one of the `search.exclude` rules."""
-    for rule in rules:
-        if all(params.get(k) in (v if isinstance(v, list) else [v]) for k, v in rule.items()):
-            return True
-    return False
 
 
 def grid_points_total(lists: list[list[Any]]) -> int:

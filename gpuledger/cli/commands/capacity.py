@@ -85,7 +85,7 @@ def render(result: dict, file=None) -> None:
 
 
 def run(args) -> int:
-    from gpuledger.serving.measured import plan_capacity_measured
+    from gpuledger.serving.capacity_from_sweep import plan_capacity_measured
     from gpuledger.spec import load_spec
 
     spec = load_spec(args.spec)

@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     kind = args.report_kind
     if kind == "capacity":
         from gpuledger.report.capacity import write_capacity_report
-        from gpuledger.serving.measured import plan_capacity_measured
+        from gpuledger.serving.capacity_from_sweep import plan_capacity_measured
         from gpuledger.spec import load_spec
 
         spec = load_spec(args.spec)

@@ -1,4 +1,4 @@
--- Learning curves of the objective (gpuledger/search/simulate.py `curves_from_points`): one row per
+-- Learning curves of the objective (gpuledger/search/asha_replay.py `curves_from_points`): one row per
 -- point of the sweep's objective metric per run (a run that logged none: one row, seq NULL), with
 -- the run's params, status, measured wall-clock and cost, and the sweep's goal, slots and pruning
 -- settings, in run start order.

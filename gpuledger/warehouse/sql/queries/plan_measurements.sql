@@ -1,4 +1,4 @@
--- Measured trials of a model and method, for the planner's calibration (gpuledger/plan/calibration.py):
+-- Measured trials of a model and method, for the planner's calibration (gpuledger/plan/throughput_calibration.py):
 -- per trial id and placement, the median wall-clock (s) of its succeeded runs, how many, the host,
 -- and the FLOPs its plan estimated. Local runs have no accelerator: they count as 'CPU', 1 "GPU".
 SELECT r.trial_id,
