@@ -1,6 +1,6 @@
 """Per-GPU memory of a training step, as the maximum over its phases.
 
-Tensors of a step do not all coexist (issue 14, item 3). The phases, each a sum of components:
+Tensors of a step do not all coexist. The phases, each a sum of components:
 - `load`: the weights as they are loaded (a quantised base passes through 16 bit tensor by tensor);
 - `forward_end`: weights, optimizer states, every saved activation and the logits/loss tensors at
   the start of backward (plus the gradients when accumulation keeps them across micro-batches);

@@ -45,7 +45,7 @@ DEFAULT_API_URL = "http://127.0.0.1:4200/api"
 PORT_ENV = "GPULEDGER_PREFECT_PORT"
 WORK_POOL = "gpuledger-local"
 STATE_FILE = "gpuledger-serve.json"
-#: what every Prefect process started from here gets: no telemetry, offline (shared/DESIGN.md)
+#: what every Prefect process started from here gets: no telemetry, offline (nothing leaves this machine)
 QUIET_ENV = {
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",

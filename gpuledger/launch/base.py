@@ -1,4 +1,4 @@
-"""The `Launcher` protocol (shared/DESIGN.md): submit, poll, cancel, collect.
+"""The `Launcher` protocol (docs/CONTRACTS.md, "Launchers"): submit, poll, cancel, collect.
 
 A launcher turns a `LaunchRequest` (one trial, already planned) into a running job and, at the end,
 into result records (`gpuledger.record`), one per attempt. It never writes to the warehouse: the

@@ -1,4 +1,4 @@
-"""Billed vs estimated, for the weekly and the sweep ROI reports (issue 19): what the cloud's FOCUS
+"""Billed vs estimated, for the weekly and the sweep ROI reports: what the cloud's FOCUS
 billing export says beside what gpuledger estimated (hours × the catalog or local $/h recorded per run).
 
 Every figure names its source: "billed (FOCUS export)" is Σ BilledCost, "effective (FOCUS export)"

@@ -1,4 +1,4 @@
--- The bill, per billing period, provider, billing account and currency (issue 19). USD columns sum
+-- The bill, per billing period, provider, billing account and currency. USD columns sum
 -- USD line items only: other currencies stay in billed_cost/effective_cost/list_cost with their
 -- billing_currency and are never added to USD without a stated rate.
 SELECT billing_period_start,

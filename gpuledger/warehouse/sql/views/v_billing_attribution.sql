@@ -1,4 +1,4 @@
--- Every stored FOCUS line item with the run it is attributed to and how (issue 19):
+-- Every stored FOCUS line item with the run it is attributed to and how:
 --   'tags'     : Tags carry the launch labels gpuledger-sweep and gpuledger-trial (gpuledger/billing/labels.py);
 --                the run of that trial overlapping the charge period most (else its latest run);
 --   'resource' : ResourceId or ResourceName contains the managed job's name gl-<sweep name>-<trial id>;
