@@ -14,9 +14,12 @@ A package of small pure modules, each step a function named after what it return
     whatif.py       WHAT_IF_KS, what_if_curve(durations_s, costs_usd, ...)
     choice.py       plan_from_estimates(estimates, offers, settings) -> Plan
     alternatives.py what the budget guard quotes
-    prices.py       the local rate, the cloud equivalent, prices_used, warehouse_trial_rows
-    render.py       render_plan(plan), budget_guard(plan), fmt_duration
-    sweep.py        plan_sweep(spec, ...) and settings_for(spec)
+    pools.py        with_pool(plan, ...): SkyPilot pools of K workers priced against per-trial jobs
+    pruning.py      pruned_spend(...): the expected spend of a sweep that prunes
+    prices.py       the local rate, prices_used, warehouse_trial_rows
+    formats.py      fmt_duration, fmt_usd (seconds and dollars as text: the one place)
+    render.py       render_plan(plan), budget_guard(plan)
+    sweep.py        plan_sweep(spec, ...), settings_for(spec), with_cloud_equivalent(plan, ...)
 
 One time unit inside: seconds. Nothing here writes anywhere, launches or measures anything, or
 imports Prefect/SkyPilot/DuckDB: this machine's speed (`gpuledger.inputs.machine`) and the warehouse's
@@ -26,10 +29,11 @@ measurements are passed in, so two plans of the same inputs are identical.
 from gpuledger.plan.candidates import candidate_offers
 from gpuledger.plan.choice import plan_from_estimates
 from gpuledger.plan.estimates import accelerator_table, trial_estimates
+from gpuledger.plan.formats import fmt_duration
 from gpuledger.plan.model import Plan
 from gpuledger.plan.preemption import poisson_cdf, poisson_quantile
 from gpuledger.plan.prices import local_rate, prices_used, warehouse_trial_rows
-from gpuledger.plan.render import budget_guard, fmt_duration, render_plan
+from gpuledger.plan.render import budget_guard, render_plan
 from gpuledger.plan.schedule import list_schedule
 from gpuledger.plan.scoring import scored_candidates
 from gpuledger.plan.settings import PlanSettings

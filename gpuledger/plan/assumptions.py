@@ -10,7 +10,7 @@ from gpuledger.plan.settings import SCALING_EFFICIENCY, PlanSettings
 
 def plan_assumptions(s: PlanSettings, candidates: pl.DataFrame, offers: pl.DataFrame, accel: pl.DataFrame) -> list[str]:
     """Returns the plan's assumptions, one sentence each."""
-    from gpuledger.plan.render import fmt_duration
+    from gpuledger.plan.formats import fmt_duration
 
     local = s.launcher == "local"
     a = []

@@ -231,7 +231,7 @@ def plan_from_estimates(
 
 
 def _deadline_note(durations: np.ndarray, makespan: float, k: int, dl: float) -> str:
-    from gpuledger.plan.render import fmt_duration
+    from gpuledger.plan.formats import fmt_duration
 
     if makespan <= dl:
         return (f"deadline: each trial's choice must finish within {fmt_duration(dl)}; the whole sweep's makespan "

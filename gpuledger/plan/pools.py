@@ -276,7 +276,7 @@ def scored_per_trial(estimates: pl.DataFrame, offers: pl.DataFrame, accel: pl.Da
     """Returns (candidates with `cand`, per trial × fitting candidate: trial_id, cand, gpus, sharding,
     compute_s, est_memory_gib, usable_memory_gib), from the plan's own steps (`candidate_offers`,
     `scored_candidates`)."""
-    from gpuledger.plan.offers import candidate_offers
+    from gpuledger.plan.candidates import candidate_offers
     from gpuledger.plan.scoring import scored_candidates
 
     est = estimates if "precision" in estimates.columns else estimates.with_columns(precision=pl.lit(s.precision))
@@ -302,7 +302,7 @@ def with_pool(plan, estimates: pl.DataFrame, offers: pl.DataFrame, accel: pl.Dat
     `shared_setup`: False when the trials' rendered set-ups differ (a pool's workers share one set-up)."""
     from dataclasses import replace
 
-    from gpuledger.plan.render import fmt_duration, fmt_usd
+    from gpuledger.plan.formats import fmt_duration, fmt_usd
     from gpuledger.plan.whatif import WHAT_IF_KS
 
     if plan.launcher == "local" or mode not in ("auto", "always"):
@@ -382,7 +382,7 @@ def _pool_rows(table: pl.DataFrame, option: PoolOption, per: pl.DataFrame, accel
 
 def pool_assumption(section: dict[str, Any]) -> str:
     """Returns the plan's one-sentence statement of the pool it priced (a `pool_section` with workers)."""
-    from gpuledger.plan.render import fmt_duration, fmt_usd
+    from gpuledger.plan.formats import fmt_duration, fmt_usd
 
     w = section["worker"]
     head = "pool: used" if section["used"] else "pool: priced, not used"

@@ -1,32 +1,15 @@
 """The plan as text (`render_plan`) and the budget guard's refusal (`budget_guard`).
 
-Durations are seconds inside; they are converted here, for display only (`fmt_duration`)."""
+Durations are seconds inside; they are converted for display only, by `gpuledger.plan.formats`
+(`fmt_duration`, `fmt_usd`)."""
 
 from __future__ import annotations
 
 import math
 
 from gpuledger.errors import BudgetExceeded
+from gpuledger.plan.formats import fmt_duration, fmt_usd
 from gpuledger.plan.model import Plan
-
-
-def fmt_usd(x: float) -> str:
-    """Returns dollars with cents and thousands separators ($1,234.56); below a cent, four decimals
-    ($0.0042), so that a local trial priced at a reference rate does not read as free."""
-    if x != 0 and abs(x) < 0.01:
-        return f"{'-' if x < 0 else ''}${abs(x):.4f}"
-    return f"{'-' if x < 0 else ''}${abs(x):,.2f}"
-
-
-def fmt_duration(seconds: float | None) -> str:
-    """Returns a duration for people: '42.0 s' under 2 min, '12.5 min' under 2 h, else '3.25 h'."""
-    if seconds is None or not math.isfinite(seconds):
-        return "-"
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.2f} h"
 
 
 def budget_guard(plan: Plan) -> None:

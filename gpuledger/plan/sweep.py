@@ -12,8 +12,8 @@ import polars as pl
 from gpuledger.errors import UserError
 from gpuledger.plan.choice import plan_from_estimates
 from gpuledger.plan.estimates import trial_estimates
+from gpuledger.plan.formats import fmt_duration
 from gpuledger.plan.model import Plan
-from gpuledger.plan.render import fmt_duration
 from gpuledger.plan.settings import (
     CLOUD_PROVISIONING_S,
     CLOUD_SETUP_S,
