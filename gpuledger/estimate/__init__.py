@@ -19,6 +19,7 @@ from gpuledger.estimate.compute import (
     BASE_MFU,
     CPU_TRAINING_EFFICIENCY,
     KIND_FACTOR,
+    active_params,
     attention_flops_per_token,
     default_mfu,
     flops_per_token,
@@ -31,7 +32,7 @@ from gpuledger.estimate.memory import (
 )
 from gpuledger.estimate.throughput import ModelShape, StepTime, TrainSetup, step_time
 from gpuledger.estimate.workload import STACK_FIELDS, Workload
-from gpuledger.models import ModelConfig, count_params, layer_linears, load_config
+from gpuledger.models import load_config
 
 MEMORY_KEYS = ("weights", "gradients", "optimizer", "activations", "logits", "kv_cache", "buffers",
                "allocated", "reserved", "device")
@@ -88,18 +89,6 @@ class Estimate:
     def fits(self, memory_gib: float, level: str = "device") -> bool:
         """True when the estimate at `level` fits in `memory_gib` (per GPU)."""
         return self.memory_gib[level] <= memory_gib
-
-
-def active_params(cfg: ModelConfig) -> int:
-    """Returns the parameters a token's matmuls touch: all but input embeddings (the lm_head
-    counts, tied or not), and only the routed experts of an MoE layer."""
-    pc = count_params(cfg)
-    d = cfg.hidden_size
-    active = pc.non_embedding + cfg.vocab_size * d
-    if cfg.num_experts > 1:
-        expert = sum(lin.weight_params for lin in layer_linears(cfg) if lin.count > 1)
-        active -= int(cfg.num_layers * expert * (1 - cfg.experts_per_token / cfg.num_experts))
-    return active
 
 
 @functools.lru_cache(maxsize=4096)

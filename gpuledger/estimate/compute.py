@@ -6,7 +6,7 @@ and no other module keeps a copy or a fallback."""
 
 from __future__ import annotations
 
-from gpuledger.models import ModelConfig
+from gpuledger.models import ModelConfig, count_params, layer_linears
 
 #: Model FLOPs utilisation by GPU kind and method: achieved dense FLOP/s / catalog peak.
 #: Sources and reasoning:
@@ -79,3 +79,15 @@ def flops_per_token(cfg: ModelConfig, params_total: int, params_active: int, met
         return per
     per = 3 * fwd + (fwd if grad_ckpt else 0)
     return per
+
+
+def active_params(cfg: ModelConfig) -> int:
+    """Returns the parameters a token's matmuls touch: all but input embeddings (the lm_head
+    counts, tied or not), and only the routed experts of an MoE layer."""
+    pc = count_params(cfg)
+    d = cfg.hidden_size
+    active = pc.non_embedding + cfg.vocab_size * d
+    if cfg.num_experts > 1:
+        expert = sum(lin.weight_params for lin in layer_linears(cfg) if lin.count > 1)
+        active -= int(cfg.num_layers * expert * (1 - cfg.experts_per_token / cfg.num_experts))
+    return active

@@ -64,7 +64,7 @@ class ModelShape:
 
     @classmethod
     def from_config(cls, cfg) -> ModelShape:
-        from gpuledger.estimate import active_params
+        from gpuledger.estimate.compute import active_params
         from gpuledger.models import count_params
 
         return cls(float(count_params(cfg).total), float(active_params(cfg)), cfg.num_layers, cfg.hidden_size,

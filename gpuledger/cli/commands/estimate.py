@@ -174,7 +174,7 @@ def gpu_table(args: argparse.Namespace, w) -> list[dict]:
 
 def render_gpu_table(options: list[dict], tokens: float) -> str:
     """Returns the --tokens table: one line per GPU kind x count, the cheapest and fastest marked."""
-    from gpuledger.plan.render import fmt_duration
+    from gpuledger.plan.formats import fmt_duration
 
     lines = [f"{tokens:,.0f} training tokens: which GPU (time by gpuledger/estimate/throughput.py; $ = time x "
              "the cheapest catalog offer with that many GPUs)",
