@@ -19,7 +19,7 @@ import time
 import numpy as np
 import polars as pl
 
-from gpuledger.catalog.offers import load_offers
+from gpuledger.catalog.pricing import load_offers
 from gpuledger.plan import PlanSettings, plan_from_estimates
 
 

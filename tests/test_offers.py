@@ -8,10 +8,10 @@ import pytest
 from gpuledger.catalog.offers import (
     MEASURED_MIN_SPOT_HOURS,
     OFFER_COLUMNS,
-    load_offers,
     preemption_rates,
     spot_suspicious_expr,
 )
+from gpuledger.catalog.pricing import load_offers
 from gpuledger.errors import UserError
 
 

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 from sky_offline import no_network, sky_home, sky_offline  # noqa: F401 - fixtures used by name
 
-from gpuledger.catalog.offers import load_offers
+from gpuledger.catalog.pricing import load_offers
 from gpuledger.catalog.skypilot import SOURCE, cached_clouds, skypilot_offers
 from gpuledger.errors import UserError
 

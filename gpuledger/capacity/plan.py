@@ -446,7 +446,7 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
     overrides = {k: v for k, v in (args.model_dump() if args is not None else {}).items() if v is not None}
     engine = inference.engine_with(engine, **{k: v for k, v in overrides.items() if k != "tensor_parallel"})
     if offers is None:
-        from gpuledger.catalog.offers import load_offers
+        from gpuledger.catalog.pricing import load_offers
 
         offers = load_offers(clouds=list(res.clouds), accelerators=list(res.accelerators), regions=res.regions)
     rows = _offer_rows(offers)

@@ -9,7 +9,7 @@ region the catalog lists; per region the cheapest zone);
 `preemption.csv` holds the default hourly spot preemption rate per cloud (and accelerator where
 there is a reason to differ), each with its source and the assumption behind it.
 
-`load_offers` applies the price layers of gpuledger/catalog/pricing.py over the snapshot: newer
+`gpuledger.catalog.pricing.load_offers` applies its price layers over this snapshot: newer
 SkyPilot catalogs, the team's prices (gpuledger.toml `[prices]`, and a user price file,
 `GPULEDGER_PRICES=path.csv` with the same columns, which overrides rows with the same
 (cloud, region, instance_type) and adds new ones: local hardware, negotiated prices).
@@ -202,43 +202,6 @@ def price_snapshot_id(offers: pl.DataFrame) -> str:
     cols = [c for c in OFFER_COLUMNS if c in offers.columns]
     text = offers.select(cols).sort(["cloud", "region", "instance_type"]).write_csv()
     return "px-" + hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def load_offers(
-    clouds: list[str] | None = None,
-    accelerators: list[str] | None = None,
-    regions: list[str] | None = None,
-) -> pl.DataFrame:
-    """Returns the offers at the prices a plan pays before the bill, filtered: the bundled snapshot,
-    newer SkyPilot catalogs (the project's copy, SkyPilot's cache), the team's prices of
-    gpuledger.toml `[prices]` and `$GPULEDGER_PRICES` (gpuledger/catalog/pricing.py).
-
-    Columns: those of `offers.csv` (`OFFER_COLUMNS`) plus `basis` (catalog | skypilot | override),
-    `spot_suspicious` (bool; see `SPOT_SUSPICION_RULES`) and `price_snapshot` (one id for the rows
-    returned). Filters are case-insensitive for clouds; accelerators are normalised
-    (`a100-80gb` -> `A100-80GB`).
-    """
-    from gpuledger.catalog.pricing import priced_offers
-
-    df = priced_offers()
-    if clouds:
-        df = df.filter(pl.col("cloud").is_in([c.lower() for c in clouds]))
-    if accelerators:
-        names = []
-        for a in accelerators:
-            try:
-                names.append(normalize_accelerator(a))
-            except UnknownAccelerator:
-                names.append(a)
-        df = df.filter(pl.col("accelerator").is_in(names))
-    if regions:
-        df = df.filter(pl.col("region").is_in(list(regions)))
-    df = df.with_columns(spot_suspicious=spot_suspicious_expr())
-    return df.with_columns(price_snapshot=pl.lit(price_snapshot_id(df)))
-
-
-# --------------------------------------------------------------------------------------------
-# Preemption
 
 
 #: Spot hours of measured history needed before the measured rate replaces the default.

@@ -31,6 +31,8 @@ from typing import Any
 
 import polars as pl
 
+from gpuledger.catalog import UnknownAccelerator, normalize_accelerator
+from gpuledger.catalog.offers import price_snapshot_id, spot_suspicious_expr
 from gpuledger.errors import UserError
 
 #: Where each price comes from, in the order the layers apply.
@@ -424,3 +426,38 @@ def offer_price_rows(offers: pl.DataFrame, billed: BilledRates | None = None) ->
             "spot_suspicious": bool(o.get("spot_suspicious")),
         })
     return out
+
+
+def load_offers(
+    clouds: list[str] | None = None,
+    accelerators: list[str] | None = None,
+    regions: list[str] | None = None,
+) -> pl.DataFrame:
+    """Returns the offers at the prices a plan pays before the bill, filtered: the bundled snapshot,
+    newer SkyPilot catalogs (the project's copy, SkyPilot's cache), the team's prices of
+    gpuledger.toml `[prices]` and `$GPULEDGER_PRICES` (gpuledger/catalog/pricing.py).
+
+    Columns: those of `offers.csv` (`OFFER_COLUMNS`) plus `basis` (catalog | skypilot | override),
+    `spot_suspicious` (bool; see `SPOT_SUSPICION_RULES`) and `price_snapshot` (one id for the rows
+    returned). Filters are case-insensitive for clouds; accelerators are normalised
+    (`a100-80gb` -> `A100-80GB`).
+    """
+    df = priced_offers()
+    if clouds:
+        df = df.filter(pl.col("cloud").is_in([c.lower() for c in clouds]))
+    if accelerators:
+        names = []
+        for a in accelerators:
+            try:
+                names.append(normalize_accelerator(a))
+            except UnknownAccelerator:
+                names.append(a)
+        df = df.filter(pl.col("accelerator").is_in(names))
+    if regions:
+        df = df.filter(pl.col("region").is_in(list(regions)))
+    df = df.with_columns(spot_suspicious=spot_suspicious_expr())
+    return df.with_columns(price_snapshot=pl.lit(price_snapshot_id(df)))
+
+
+# --------------------------------------------------------------------------------------------
+# Preemption

@@ -4,7 +4,7 @@
 refresh or download can start): what `load_offers` uses where the cache is newer than the bundled
 snapshot (gpuledger/catalog/pricing.py).
 
-`skypilot_offers(...)` returns the same columns as `gpuledger.catalog.offers.load_offers` (source
+`skypilot_offers(...)` returns the same columns as `gpuledger.catalog.pricing.load_offers` (source
 "skypilot catalog v8 (cache)", `as_of` = the date of the cached file), so the planner can be fed
 SkyPilot's current prices where a user has them. `sky` is imported lazily, and only after the
 cached files were found: a cloud whose file is absent is skipped (SkyPilot would otherwise

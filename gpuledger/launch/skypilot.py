@@ -192,7 +192,7 @@ def offers_catalog_price(cloud: str, region: str | None, instance_type: str, spo
     """
     import polars as pl
 
-    from gpuledger.catalog.offers import load_offers
+    from gpuledger.catalog.pricing import load_offers
 
     df = load_offers(clouds=[cloud]).filter(pl.col("instance_type") == instance_type)
     if region:

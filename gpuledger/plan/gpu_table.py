@@ -1,7 +1,7 @@
 """Which GPU to rent for one workload and a number of training tokens: per GPU kind and count, does
 it fit, the peak memory, the time (gpuledger/estimate/throughput.py) and the dollars at the cheapest
 on-demand and spot offer of the catalog (`gpuledger estimate MODEL ... --tokens N`). Pure: the
-offers come in as a frame (`gpuledger.catalog.offers.load_offers`)."""
+offers come in as a frame (`gpuledger.catalog.pricing.load_offers`)."""
 
 from __future__ import annotations
 

@@ -77,7 +77,7 @@ def search_notes(spec, trials) -> list[str]:
 
 
 def _filtered_offers(spec, offers: pl.DataFrame | None) -> pl.DataFrame:
-    from gpuledger.catalog.offers import load_offers
+    from gpuledger.catalog.pricing import load_offers
 
     r = spec.resources
     if offers is None:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gpuledger.catalog.offers import load_offers
+from gpuledger.catalog.pricing import load_offers
 from gpuledger.cli import main
 from gpuledger.estimate import Workload, estimate, train_time_s
 from gpuledger.plan.gpu_table import OPTION_KEYS, gpu_options

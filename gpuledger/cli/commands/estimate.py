@@ -160,7 +160,7 @@ def calibration_for(est, args: argparse.Namespace) -> tuple[object | None, str]:
 def gpu_table(args: argparse.Namespace, w) -> list[dict]:
     """Returns the options of `gpu_options` for --tokens (UserError for a bad kind or count)."""
     from gpuledger.catalog import UnknownAccelerator, normalize_accelerator
-    from gpuledger.catalog.offers import load_offers
+    from gpuledger.catalog.pricing import load_offers
     from gpuledger.plan.gpu_table import gpu_options
 
     if not args.tokens or args.tokens <= 0 or args.tokens > 1e15:

@@ -21,11 +21,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show(args) -> int:
-    from gpuledger.catalog.offers import load_offers
     from gpuledger.catalog.pricing import (
         STALE_AFTER_DAYS,
         age_days,
         committed_rates,
+        load_offers,
         offer_price_rows,
         price_words,
     )

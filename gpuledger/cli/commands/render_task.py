@@ -106,7 +106,7 @@ def bundled_task_yaml(request: LaunchRequest, *, where: str) -> str:
     import polars as pl
     import yaml
 
-    from gpuledger.catalog.offers import load_offers
+    from gpuledger.catalog.pricing import load_offers
     from gpuledger.launch.skypilot_task import task_config
 
     offers = load_offers(clouds=[request.cloud] if request.cloud else None)
