@@ -28,6 +28,9 @@ EXPECTED_OPTION_KEYS = {
     "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p99", "floor_ttft_ms", "floor_tpot_ms", "load_check", "curve",
     "price_per_gpu_hour_on_demand", "usd_per_hour_on_demand", "usd_per_day_on_demand", "usd_per_month_on_demand",
     "usd_per_hour_spot", "usd_per_month_spot", "cloud", "instance_type", "price_source", "feasible", "reason",
+    # issue 28: the elastic fleet and the return on serving
+    "usd_per_month_autoscaled", "replicas_by_hour", "usd_per_1m_output_tokens", "usd_per_request", "autoscale",
+    "spot", "environments", "committed",
 }
 
 
@@ -187,7 +190,7 @@ def test_max_throughput_reproduces_a_published_row():
 
 def test_plan_shape_and_best():
     r = plan_capacity(_spec(), offers=OFFERS, model=LLAMA31_8B)
-    assert set(r) == {"spec", "options", "best", "best_reason", "assumptions"}
+    assert set(r) == {"spec", "options", "best", "best_reason", "assumptions", "compare"}
     for o in r["options"]:
         assert set(o) == EXPECTED_OPTION_KEYS == set(OPTION_KEYS)
     h = _opt(r, "H100")
@@ -398,7 +401,7 @@ def test_cli_json_has_exactly_the_keys(repo_root):
                          cwd=repo_root, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     r = json.loads(out.stdout)
-    assert set(r) == {"spec", "options", "best", "best_reason", "assumptions"}
+    assert set(r) == {"spec", "options", "best", "best_reason", "assumptions", "compare"}
     assert r["options"] and all(set(o) == EXPECTED_OPTION_KEYS for o in r["options"])
     assert set(r["best"]) == EXPECTED_OPTION_KEYS
     assert {o["throughput_source"] for o in r["options"]} <= {"estimated", "measured"}

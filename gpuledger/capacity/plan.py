@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuledger.capacity import floors, operating
+from gpuledger.capacity import economy, elastic, floors, operating
 from gpuledger.capacity.measured import measured_points
 from gpuledger.capacity.simulate import SimulationTooLong
 from gpuledger.errors import UserError
@@ -65,6 +65,7 @@ OPTION_KEYS = (
     "price_source",
     "feasible",
     "reason",
+    *economy.ECONOMY_KEYS,
 )
 
 
@@ -426,14 +427,17 @@ def _fill_prices(opt: dict[str, Any], price: dict[str, Any] | None) -> None:
 
 
 def plan_capacity(spec, *, offers=None, measured: dict | None = None,
-                  model: inference.ServingModel | None = None) -> dict[str, Any]:
+                  model: inference.ServingModel | None = None, fine_tune_usd: float | None = None,
+                  fine_tune_source: str | None = None) -> dict[str, Any]:
     """Returns the capacity plan of a `CapacitySpec` as a JSON-ready dict (see the module docstring).
 
     `offers`: a polars frame (or list of dicts) with the columns of `gpuledger.catalog.offers`;
     default: `load_offers` for the spec's clouds, regions and accelerators. `measured`:
     {accelerator: operating point(s)} (see `measured_points`), e.g. what a serving sweep measured;
     it replaces the spec's `measured` for the same accelerator. `model`: a ready `ServingModel`
-    (tests; default: the spec's model from the registry).
+    (tests; default: the spec's model from the registry). `fine_tune_usd`: the cost of the spec's
+    `fine_tune.sweep` read from the warehouse (`gpuledger.serving.measured.plan_capacity_measured`),
+    `fine_tune_source` where it comes from; `fine_tune.usd` in the spec needs neither.
     """
     if getattr(spec, "kind", None) != "capacity":
         raise UserError(f"plan_capacity needs a `kind: capacity` spec (got kind {getattr(spec, 'kind', None)!r})")
@@ -461,6 +465,8 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
     demand = t.qps * t.output_tokens * (1.0 + spec.headroom)
     options = [_plan_one(accel, model, spec, engine, rows, points.get(accel, []))
                for accel in dict.fromkeys(res.accelerators)]
+    for o in options:
+        economy.add_to_option(o, spec)
     priced = [o for o in options if o["feasible"] and o["usd_per_month_on_demand"] is not None]
     best = min(priced, key=lambda o: (o["usd_per_month_on_demand"], o["gpus"], o["accelerator"])) if priced else None
     result: dict[str, Any] = {
@@ -477,6 +483,9 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
             "weights_gib": round(inference.weights_bytes(model, precision) / inference.GIB, 2),
             "kv_bytes_per_token": model.kv_bytes_per_token,
             "qps": t.qps,
+            "hourly_qps": list(t.hourly_qps) if t.hourly_qps else None,
+            "mean_qps": round(sum(elastic.profile(t)) / len(elastic.profile(t)), 4),
+            "autoscale": spec.autoscale.model_dump() if spec.autoscale else None,
             "prompt_tokens": t.prompt_tokens,
             "output_tokens": t.output_tokens,
             "p95_ttft_ms": slo.p95_ttft_ms,
@@ -492,8 +501,14 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
         "options": options,
         "best": best,
         "best_reason": None if best else _no_best_reason(options),
-        "assumptions": assumptions(engine),
+        "assumptions": assumptions(engine) + elastic.ELASTIC_ASSUMPTIONS,
     }
+    ft = spec.fine_tune
+    if ft is not None and ft.usd is not None:
+        fine_tune_usd, fine_tune_source = ft.usd, "spec fine_tune.usd"
+    elif ft is not None and fine_tune_usd is None:
+        fine_tune_source = f"sweep {ft.sweep}: not read (planned without the warehouse)"
+    result["compare"] = economy.compare(best, spec, fine_tune_usd, fine_tune_source)
     if overrides:
         flags = ", ".join(f"{k} {v}" for k, v in overrides.items())
         result["assumptions"].insert(1, f"engine flags from the spec replace {engine.name}'s defaults: {flags}")

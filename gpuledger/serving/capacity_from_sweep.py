@@ -50,22 +50,49 @@ def capacity_points(sp: SweepPoints, p95_ttft_ms: float, p95_tpot_ms: float) -> 
     return out, notes
 
 
+def fine_tune_cost(wh, name: str) -> tuple[float, str]:
+    """Returns (the cost in USD, a label) of the latest sweep called `name` (named query
+    `capacity_fine_tune_cost`); UserError when the warehouse has none."""
+    from gpuledger.errors import UserError
+
+    rows = wh.query_named("capacity_fine_tune_cost", {"name": name}).to_dicts()
+    if not rows:
+        raise UserError(f"fine_tune.sweep: no sweep called {name!r} in the warehouse (run it first, or give "
+                        "fine_tune.usd instead)")
+    r = rows[0]
+    cost = float(r["total_cost_usd"] or 0.0)
+    when = str(r["started_at"])[:10] if r.get("started_at") else "?"
+    return cost, f"sweep {name} ({r['sweep_id']}, started {when}): {r['runs'] or 0} runs, {r['gpu_hours'] or 0:,.1f} GPU-hours"
+
+
 def plan_capacity_measured(spec, wh=None, **kwargs) -> dict[str, Any]:
-    """Returns `gpuledger.capacity.plan_capacity(spec, ...)`, with `measured: {from_sweep: NAME}`
-    resolved from the warehouse (`wh`, else the default one opened read-only) and its notes first
-    among the assumptions. A spec without `from_sweep` is planned as it is."""
+    """Returns `gpuledger.capacity.plan_capacity(spec, ...)`, with what the spec asks of the warehouse
+    (`wh`, else the default one opened read-only): `measured: {from_sweep: NAME}` resolved, its notes
+    first among the assumptions; `fine_tune: {sweep: NAME}`'s cost. A spec asking neither is planned
+    as it is."""
     from gpuledger.capacity import plan_capacity
 
     name = getattr(spec.measured, "from_sweep", None)
-    if name is None:
+    ft = getattr(spec, "fine_tune", None)
+    ft_sweep = getattr(ft, "sweep", None) if ft is not None else None
+    if name is None and ft_sweep is None:
         return plan_capacity(spec, **kwargs)
     if wh is None:
         from gpuledger.warehouse import Warehouse
 
         with Warehouse.open(read_only=True) as opened:
-            sp = load_points(opened, name)
-    else:
-        sp = load_points(wh, name)
+            return _plan_with(spec, opened, name, ft_sweep, kwargs)
+    return _plan_with(spec, wh, name, ft_sweep, kwargs)
+
+
+def _plan_with(spec, wh, name: str | None, ft_sweep: str | None, kwargs: dict) -> dict[str, Any]:
+    from gpuledger.capacity import plan_capacity
+
+    if ft_sweep is not None:
+        kwargs["fine_tune_usd"], kwargs["fine_tune_source"] = fine_tune_cost(wh, ft_sweep)
+    if name is None:
+        return plan_capacity(spec, **kwargs)
+    sp = load_points(wh, name)
     measured, notes = capacity_points(sp, spec.slo.p95_ttft_ms, spec.slo.p95_tpot_ms)
     result = plan_capacity(spec, measured=measured, **kwargs)
     result["assumptions"] = notes + list(result.get("assumptions") or [])

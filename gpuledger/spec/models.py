@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -14,6 +15,7 @@ from pydantic import (
     Tag,
     TypeAdapter,
     field_validator,
+    model_validator,
 )
 
 from gpuledger.spec.types import (
@@ -242,9 +244,32 @@ class SweepSpec(_SpecBase):
 
 
 class Traffic(_Strict):
-    qps: float = Field(gt=0, description="requests per second at peak")
+    qps: float | None = Field(None, gt=0, description="requests per second at peak (default: the most of hourly_qps)")
     prompt_tokens: int = Field(ge=1)
     output_tokens: int = Field(ge=1)
+    hourly_qps: list[Annotated[float, Field(ge=0)]] | None = Field(
+        None, description="requests per second in each hour of a day (24 values) or a week (168, Monday 00:00 first)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _peak_from_profile(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("qps") is None and isinstance(data.get("hourly_qps"), list):
+            values = [v for v in data["hourly_qps"] if isinstance(v, int | float) and not isinstance(v, bool)]
+            if values and max(values) > 0:
+                data = {**data, "qps": float(max(values))}
+        return data
+
+    @model_validator(mode="after")
+    def _profile_fits_peak(self) -> Traffic:
+        if self.qps is None:
+            raise ValueError("give qps (the peak) or hourly_qps (a day's or a week's profile with a positive hour)")
+        if self.hourly_qps is not None:
+            if len(self.hourly_qps) not in (24, 168):
+                raise ValueError(f"hourly_qps needs 24 values (a day) or 168 (a week), got {len(self.hourly_qps)}")
+            if max(self.hourly_qps) > self.qps * (1 + 1e-9):
+                raise ValueError(f"hourly_qps peaks at {max(self.hourly_qps):g} req/s, above qps {self.qps:g} "
+                                 "(qps is the peak; leave it out to take the profile's)")
+        return self
 
 
 class Slo(_Strict):
@@ -309,6 +334,61 @@ Measured = Annotated[
 ]
 
 
+def _duration_or_zero(value: Any) -> float:
+    """A duration that may also be 0 (no delay)."""
+    from gpuledger.spec.types import parse_duration
+
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == 0:
+        return 0.0
+    return parse_duration(value)
+
+
+DurationOrZero = Annotated[float, BeforeValidator(_duration_or_zero)]
+
+
+class Autoscale(_Strict):
+    """How the fleet follows `traffic.hourly_qps`: replicas per hour between the bounds."""
+
+    min_replicas: int = Field(1, ge=0, le=10_000, description="replicas kept up at the quietest hour")
+    max_replicas: int | None = Field(None, ge=1, le=10_000, description="replicas at most (default: no cap)")
+    cold_start_s: DurationOrZero = Field(300.0, ge=0, description="launch to serving of a new replica (image, weights)")
+    scale_down_delay_s: DurationOrZero = Field(600.0, ge=0, description="a replica no longer needed stays up this long")
+
+
+class Staging(_Strict):
+    replicas: int = Field(1, ge=0, le=1_000, description="replicas of the staging environment, up all month")
+
+
+class Canary(_Strict):
+    traffic_share: float = Field(gt=0, lt=1, description="share of production traffic the canary serves, 0.05 = 5%")
+
+
+class Environments(_Strict):
+    staging: Staging | None = None
+    canary: Canary | None = None
+
+
+class ApiPrices(_Strict):
+    usd_per_1m_input_tokens: Money = Field(ge=0, description="the API's price per million prompt tokens")
+    usd_per_1m_output_tokens: Money = Field(ge=0, description="the API's price per million output tokens")
+
+
+class Compare(_Strict):
+    api: ApiPrices | None = Field(None, description="the hosted API the self-hosted fleet would replace")
+    revenue_usd_per_request: Money | None = Field(None, ge=0, description="what one request earns")
+
+
+class FineTune(_Strict):
+    sweep: str | None = Field(None, pattern=NAME_PATTERN, description="sweep whose cost (warehouse) the service pays back")
+    usd: Money | None = Field(None, ge=0, description="the fine-tune's cost when it is not in the warehouse")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FineTune:
+        if (self.sweep is None) == (self.usd is None):
+            raise ValueError("give exactly one of sweep (a sweep in the warehouse) and usd (its cost)")
+        return self
+
+
 class CapacitySpec(_SpecBase):
     kind: Literal["capacity"]
     traffic: Traffic
@@ -318,6 +398,12 @@ class CapacitySpec(_SpecBase):
     engine_args: EngineArgs = Field(default_factory=EngineArgs, description="engine flags instead of its defaults")
     resources: CapacityResources
     measured: Measured = Field(default_factory=dict, description="{ACCELERATOR: operating point} or {from_sweep: NAME}")
+    autoscale: Autoscale | None = Field(None, description="replicas follow traffic.hourly_qps (default: min 1, no cap)")
+    environments: Environments = Field(default_factory=Environments, description="staging and canary, priced apart")
+    committed: dict[Literal["1y", "3y"], Annotated[float, Field(gt=0, lt=100)]] = Field(
+        default_factory=dict, description="committed-use discounts: {term: % off on-demand}, e.g. {1y: 30, 3y: 50}")
+    compare: Compare = Field(default_factory=Compare, description="what serving is worth: an API's prices, revenue")
+    fine_tune: FineTune | None = Field(None, description="the fine-tune the service pays back")
 
 
 Spec = Annotated[SweepSpec | CapacitySpec, Field(discriminator="kind")]

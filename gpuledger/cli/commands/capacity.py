@@ -40,7 +40,8 @@ def render(result: dict, file=None) -> None:
     for col, justify in [("accelerator", "left"), ("ok", "center"), ("GPUs", "right"), ("TP", "right"),
                          ("conc.", "right"), ("tok/s/GPU", "right"), ("src", "left"), ("p95 TTFT ms", "right"),
                          ("p95 TPOT ms", "right"), ("$/GPU-h", "right"), ("$/hour", "right"), ("$/day", "right"),
-                         ("$/month", "right"), ("spot $/month", "right"), ("cloud", "left")]:
+                         ("$/month", "right"), ("autoscaled", "right"), ("spot $/month", "right"),
+                         ("$/1M out", "right"), ("cloud", "left")]:
         table.add_column(col, justify=justify, no_wrap=True)
     best = result.get("best")
     for o in result["options"]:
@@ -59,7 +60,9 @@ def render(result: dict, file=None) -> None:
             _money(o["usd_per_hour_on_demand"]),
             _money(o["usd_per_day_on_demand"]),
             _money(o["usd_per_month_on_demand"]),
+            _money(o.get("usd_per_month_autoscaled")),
             _money(o["usd_per_month_spot"]),
+            _num(o.get("usd_per_1m_output_tokens"), "${:,.3f}"),
             o["cloud"] or "-",
         )
     console.print(table)
@@ -71,6 +74,8 @@ def render(result: dict, file=None) -> None:
             f"{_money(best['usd_per_month_on_demand'])}/month on demand"
             + (f" ({_money(best['usd_per_month_spot'])}/month on spot)" if best["usd_per_month_spot"] else "")
         )
+        for line in economy_lines(best, result.get("compare")):
+            console.print(line, highlight=False, markup=False)
     else:
         console.print("[bold red]no feasible option[/bold red]")
     console.print("[bold]why[/bold]:")
@@ -82,6 +87,38 @@ def render(result: dict, file=None) -> None:
                           highlight=False, markup=False)
         if o["price_source"]:
             console.print(f"      price: {o['price_source']}", highlight=False, markup=False)
+
+
+def economy_lines(best: dict, compare: dict | None) -> list[str]:
+    """Returns the best option's elastic fleet, environments, commitments and the API comparison as
+    lines of text."""
+    lines = []
+    if best.get("autoscale"):
+        lines.append(f"  autoscaled: {_money(best['usd_per_month_autoscaled'])}/month beside "
+                     f"{_money(best['usd_per_month_on_demand'])} fixed at peak; {best['autoscale']['why']}")
+    spot = best.get("spot")
+    if spot:
+        lines.append(f"  spot: {spot['spot_share']:.0%} of replica-hours can run on spot ({_money(spot['usd_per_month_with_spot'])}"
+                     f"/month), {spot['preemptions_per_month']:g} preemptions a month expected "
+                     f"({spot['replica_minutes_down_per_month']:g} replica-minutes down)")
+    for env, e in (best.get("environments") or {}).items():
+        lines.append(f"  {env}: {e['replicas']} replica(s), {e['gpus']} GPU(s), {_money(e['usd_per_month'])}/month")
+    for term, c in (best.get("committed") or {}).items():
+        lines.append(f"  committed {term} ({c['discount_pct']:g}% off): pays above {c['break_even_utilisation']:.0%} "
+                     f"utilisation; {c['committed_replicas']} replica(s) committed → {_money(c['usd_per_month'])}/month")
+    if best.get("usd_per_1m_output_tokens") is not None:
+        lines.append(f"  at the planned load: ${best['usd_per_1m_output_tokens']:,.4f} per 1M output tokens, "
+                     f"${best['usd_per_request']:,.6f} per request")
+    if compare:
+        if compare.get("api_usd_per_month") is not None:
+            be = compare.get("break_even") or {}
+            lines.append(f"  API for the same traffic: {_money(compare['api_usd_per_month'])}/month "
+                         f"(${compare['api_usd_per_1m_output_tokens']:,.4f} per 1M output tokens, input included); "
+                         f"break-even: {be.get('why', '-')}")
+        pay = compare.get("payback") or {}
+        if compare.get("fine_tune_usd") is not None or pay.get("payback_months") is not None:
+            lines.append(f"  fine-tune payback: {pay.get('why', '-')}")
+    return lines
 
 
 def run(args) -> int:
