@@ -133,18 +133,25 @@ def test_ingest_twice_adds_nothing(tmp_path):
         again = ingest_known(wh, records)
         assert (again.ingested, again.new) == (3, 0)
         assert counts(wh) == after
-        # the same run within one batch twice: last one wins, still one row
-        ingest_known(wh, [rec("r1", wall_s=10.0), rec("r1", wall_s=20.0)])
-        assert counts(wh) == after
-        assert wh.scalar("select wall_s from runs where run_id = 'r1'") == 20.0
+        # a new run twice within one batch: last one wins, one row
+        ingest_known(wh, [rec("r9", wall_s=10.0), rec("r9", wall_s=20.0)])
+        assert counts(wh)["runs"] == after["runs"] + 1
+        assert wh.scalar("select wall_s from runs where run_id = 'r9'") == 20.0
 
 
-def test_reingest_replaces_children(tmp_path):
+@pytest.mark.parametrize("change", [{"wall_s": 1.0}, {"metrics": [{"name": "loss", "value": 0.5}]},
+                                    {"status": "failed"}])
+def test_a_stored_run_is_never_replaced_by_another_record(tmp_path, change):
+    """Issue 31: an ingested record reusing a stored run id never silently replaces the measured run."""
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
         ingest_known(wh, [rec("r1")])
-        shorter = rec("r1", metrics=[{"name": "loss", "value": 0.5}])
-        ingest_known(wh, [shorter])
-        assert wh.scalar("select count(*) from metrics where run_id = 'r1'") == 1
+        before = counts(wh)
+        stored = wh.query("select * exclude (ingested_at) from runs")
+        again = ingest_known(wh, [rec("r1", **change)])
+        assert again.ingested == 0 and len(again.rejected) == 1
+        assert "already stored with other values" in again.rejected[0].reason
+        assert counts(wh) == before and wh.query("select * exclude (ingested_at) from runs").equals(stored)
+        assert ingest_known(wh, [rec("r1")]).ingested == 1  # the same record again: taken (idempotent)
 
 
 def test_invalid_records_are_rejected_with_reason_and_others_land(tmp_path):

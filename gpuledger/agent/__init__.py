@@ -55,6 +55,7 @@ import psutil
 
 from gpuledger import protocol
 from gpuledger.agent.measure import GIB, FileTail, Gpus, Metrics, oom_kill_count
+from gpuledger.agent.signing import read_keys, write_signed
 from gpuledger.protocol import ENV_METRICS as METRICS_ENV
 from gpuledger.protocol import METRIC_LINE_PREFIX, RESULT_LINE_PREFIX, SCHEMA
 
@@ -145,6 +146,7 @@ class Agent:
         self.stdout_ends_with_newline = True
         self.out_lock = threading.Lock()
         self.kill_at: float | None = None
+        self.keys: dict[str, bytes] = {}  # the signing keys (`--key-fd`)
 
     # -- signals -----------------------------------------------------------------------------
 
@@ -264,13 +266,13 @@ class Agent:
         # --metrics-file: kept where the launcher reads intermediate values (pruning); else private
         metrics_path = Path(opts.metrics_file) if opts.metrics_file else Path(tmpdir) / "metrics.jsonl"
         metrics_path.touch()
-        env = dict(os.environ)
+        # the trial never sees gpuledger's own variables (paths, placement, the result file, the sweep)
+        env = protocol.trial_environment(dict(os.environ))
         env[METRICS_ENV] = str(metrics_path)
         env["PYTHONUNBUFFERED"] = env.get("PYTHONUNBUFFERED", "1")
         for key, value in (
             (protocol.ENV_RUN_ID, opts.run_id),
             (protocol.ENV_TRIAL_ID, opts.trial_id),
-            (protocol.ENV_SWEEP_ID, opts.sweep_id),
             (protocol.ENV_ATTEMPT, str(opts.attempt)),
         ):
             if value:
@@ -430,10 +432,11 @@ class Agent:
         }
 
     def emit(self, record: dict[str, Any]) -> None:
-        """Writes the record atomically to --result and prints the GPULEDGER_RESULT line."""
+        """Writes the record atomically to --result (signed, with `--key-fd`: `signature_path`) and
+        prints the GPULEDGER_RESULT line."""
         line = json.dumps(record, separators=(",", ":"), allow_nan=False)
         if self.opts.result:
-            write_json_atomic(Path(self.opts.result), record)
+            write_signed(Path(self.opts.result), record, self.keys)
         self._print_line(RESULT_LINE_PREFIX + line + "\n")
 
     def _print_line(self, text: str) -> None:
@@ -445,23 +448,6 @@ class Agent:
                 sys.stdout.write(prefix + text)
                 sys.stdout.flush()
             self.stdout_ends_with_newline = True
-
-
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Writes `data` as JSON to `path` via a temporary file + os.replace; returns nothing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, allow_nan=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _float_arg(text: str) -> float:
@@ -530,6 +516,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--echo-interval-s", type=_float_arg, default=_env(protocol.ENV_ECHO_INTERVAL_S, "1.0"),
                    help="the least time between two echoed lines of one metric (faster points: the latest is "
                         f"echoed) [{protocol.ENV_ECHO_INTERVAL_S}]")
+    p.add_argument("--key-fd", type=_int_arg, default=None, metavar="FD",
+                   help="read the attempt's signing key from this inherited pipe (the local launcher passes it); "
+                        "the result file is then signed (FILE.sig, HMAC-SHA256) so the launcher can tell it "
+                        "from one a trial wrote")
     p.add_argument("--exit-with-parent", action="store_true",
                    help="cancel the trial when the process that started the agent goes away")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
@@ -553,6 +543,11 @@ def main(argv: list[str] | None = None) -> int:
     if not opts.echo_interval_s >= 0:  # also refuses NaN
         parser.error("--echo-interval-s must be >= 0")
     agent = Agent(cmd, opts)
+    if opts.key_fd is not None:
+        try:
+            agent.keys = read_keys(opts.key_fd)
+        except (OSError, ValueError) as err:
+            parser.error(f"--key-fd {opts.key_fd}: {err}")
     record, code = agent.run()
     agent.emit(record)
     return code

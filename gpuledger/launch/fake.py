@@ -118,7 +118,7 @@ class FakeLauncher:
     def collect(self, handle: FakeHandle) -> list[ResultRecord]:
         record = handle.record
         if self.write_landing:
-            from gpuledger.agent import write_json_atomic
+            from gpuledger.files import write_json_atomic
 
             write_json_atomic(self.landing_dir / f"{record.run_id}.json", record.to_json())
         return [record]

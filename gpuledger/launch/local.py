@@ -54,6 +54,7 @@ from typing import Any
 import psutil
 
 from gpuledger import protocol
+from gpuledger.agent.signing import signature_path, signed_by, write_signed
 from gpuledger.launch.base import LaunchRequest, TrialStatus
 from gpuledger.record import ResultRecord
 
@@ -93,10 +94,15 @@ class LocalHandle:
     exit_code: int | None = None
     cancel_requested: bool = False
     hard_killed: str | None = None  # why the launcher had to SIGKILL the agent
+    forged: str | None = None  # why the result file found was not the agent's
+    landing_error: str | None = None  # why the landing copy could not be written
     tree: dict[int, float] = field(default_factory=dict)  # pid -> create_time seen under the agent
     groups: set[int] = field(default_factory=set)  # process groups of those (the trial's session)
     tree_scanned_at: float = 0.0  # monotonic time of the last descendant scan
     record: ResultRecord | None = None
+    #: the key the agent signs this attempt's result file with (passed on a pipe the trial never
+    #: inherits; `gpuledger.agent.signatures`): a file a trial wrote is not believed
+    key: bytes = field(default_factory=lambda: secrets.token_hex(32).encode())
 
     @property
     def trial_id(self) -> str:
@@ -117,6 +123,7 @@ class LocalLauncher:
         default_timeout_s: float | None = None,
         kill_grace_s: float = 3.0,
         log_dir: Path | str | None = None,
+        landing_key: bytes | None = None,
     ) -> None:
         if max_parallel < 1:
             raise ValueError(f"max_parallel must be at least 1, got {max_parallel}")
@@ -127,6 +134,7 @@ class LocalLauncher:
         if self.usd_per_hour < 0:
             raise ValueError(f"usd_per_hour must not be negative, got {self.usd_per_hour}")
         self.python = python
+        self.landing_key = landing_key  # the landing folder's key: the agent signs with it too (recovery)
         self.default_timeout_s = default_timeout_s
         self.kill_grace_s = float(kill_grace_s)
         self.hostname = socket.gethostname()
@@ -321,9 +329,14 @@ class LocalLauncher:
         self.landing_dir.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         script = req.run if not req.setup else f"( {req.setup}\n) && {req.run}"
+        # the agent signs its result with keys the trial never sees (a pipe, closed before the trial starts)
+        key_read, key_write = os.pipe()
+        os.write(key_write, b"\n".join([handle.key, *([self.landing_key] if self.landing_key else [])]) + b"\n")
+        os.close(key_write)
         cmd = [
             self.python, "-m", "gpuledger.agent",
             "--result", str(handle.result_path.resolve()),
+            "--key-fd", str(key_read),
             "--run-id", handle.run_id,
             "--trial-id", req.trial_id,
             "--sweep-id", req.sweep_id,
@@ -337,8 +350,9 @@ class LocalLauncher:
         if handle.timeout_s is not None:
             cmd += ["--timeout-s", f"{handle.timeout_s:g}"]
         cmd += ["--", "bash", "-c", script]
-        env = dict(os.environ)
-        env.update({str(k): str(v) for k, v in req.env.items()})
+        # gpuledger's own variables come from here only: none inherited, none from the spec's task.env
+        env = protocol.trial_environment(dict(os.environ))
+        env.update({str(k): str(v) for k, v in req.env.items() if not protocol.ledger_env_names([str(k)])})
         env.update({
             protocol.ENV_RUN_ID: handle.run_id,
             protocol.ENV_TRIAL_ID: req.trial_id,
@@ -357,7 +371,7 @@ class LocalLauncher:
             with open(handle.log_path, "ab") as log:
                 handle.proc = subprocess.Popen(
                     cmd, cwd=str(req.workdir), env=env, stdin=subprocess.DEVNULL,
-                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(key_read,),
                 )
         except OSError as err:
             handle.state = "done"
@@ -365,6 +379,8 @@ class LocalLauncher:
             handle.exit_code = None
             handle.hard_killed = f"could not start the agent in {req.workdir}: {err}"
             return
+        finally:
+            os.close(key_read)
         handle.state = "running"
         self._running.append(handle)
 
@@ -434,20 +450,34 @@ class LocalLauncher:
             record = self._synthesised_record(handle)
         record = self._complete(handle, record)
         handle.record = record
-        from gpuledger.agent import write_json_atomic
-
-        with contextlib.suppress(OSError):
-            write_json_atomic(handle.result_path, record.to_json())
+        try:
+            write_signed(handle.result_path, record.to_json(), {"landing": self.landing_key} if self.landing_key else {})
+        except OSError as err:  # the runtime keeps the record itself and says so when it cannot
+            handle.landing_error = f"could not write {handle.result_path}: {err}"
         return record
 
     def _read_agent_record(self, handle: LocalHandle) -> dict[str, Any] | None:
+        """Returns the agent's record when its file is signed with this attempt's key, else None
+        (`handle.forged` says why: a file a trial wrote is never believed)."""
         if handle.proc is None or handle.hard_killed and handle.hard_killed.startswith("timeout"):
             return None
         try:
-            data = json.loads(handle.result_path.read_text(encoding="utf-8"))
+            raw = handle.result_path.read_bytes()
+        except OSError:
+            return None
+        try:
+            signature = signature_path(handle.result_path).read_text(encoding="ascii")
         except (OSError, ValueError):
+            signature = ""
+        if not signed_by(signature, "attempt", handle.key, raw):
+            handle.forged = "its result file is not signed by this attempt's agent (written by something else)"
+            return None
+        try:
+            data = json.loads(raw)
+        except ValueError:
             return None
         if not isinstance(data, dict) or data.get("run_id") != handle.run_id:
+            handle.forged = "its result file names another run"
             return None
         return data
 
@@ -476,6 +506,8 @@ class LocalLauncher:
             status, reason = "cancelled", "cancelled; the agent was killed before writing a record"
         elif handle.hard_killed:
             status, reason = "failed", handle.hard_killed
+        elif handle.forged:
+            status, reason = "failed", f"no trustworthy result record: {handle.forged}"
         else:
             status = "failed"
             reason = f"the agent exited with code {handle.exit_code} without writing a result record"

@@ -58,8 +58,11 @@ def _env_value(value: Any) -> str:
 
 
 def task_envs(request: LaunchRequest) -> dict[str, str]:
-    """Returns the job's environment: params, ids, planned placement, then the spec's own env."""
-    envs = {param_env_name(k): _env_value(v) for k, v in request.params.items()}
+    """Returns the job's environment: the spec's own env (never a `GPULEDGER_*` name: those are
+    gpuledger's, refused by spec validation and dropped here too), then params, ids and the planned
+    placement, which nothing in the spec can override."""
+    envs = {str(k): str(v) for k, v in request.env.items() if not protocol.ledger_env_names([str(k)])}
+    envs.update({param_env_name(k): _env_value(v) for k, v in request.params.items()})
     envs.update(
         {protocol.ENV_PARAMS: json.dumps(request.params, sort_keys=True, default=str),
          protocol.ENV_TRIAL_ID: request.trial_id,
@@ -77,7 +80,6 @@ def task_envs(request: LaunchRequest) -> dict[str, str]:
         envs[protocol.ENV_GPUS] = str(request.gpus)
     if request.timeout_s:
         envs[protocol.ENV_TIMEOUT_S] = str(request.timeout_s)
-    envs.update({k: str(v) for k, v in request.env.items()})
     return envs
 
 

@@ -131,6 +131,10 @@ def register(run: SweepRun, hooks: Hooks, landing_dir: Path) -> tuple[list[Any],
         )
         planned = [] if asks_new_points(sp) else run.trials  # tpe over a range: each one registered when asked
         wh.upsert_trials(run.sweep_id, [{**r, "status": protocol.PENDING} for r in warehouse_trial_rows(run.plan_json, planned)])
+        refused = landing.quarantine_unsigned(landing_dir)
+        if refused:
+            hooks.log.warning("%d file(s) in %s were not written by gpuledger's launcher (unsigned); moved to %s, "
+                              "not stored: %s", len(refused), landing_dir, landing_dir / landing.REJECTED, ", ".join(refused[:10]))
         if landing.waiting(landing_dir):
             recovered = wh.ingest_landing(landing_dir)
             hooks.log.info("Stored the result records an earlier run left in %s: %s", landing_dir, recovered.summary())
@@ -173,6 +177,7 @@ class _Loop:
         self.skip = {t.trial_id for t in planned if t.trial_id not in todo_ids}
         self.pending = deque(todo if search is None else [])
         self.inflight: dict[Future[TrialOutcome], Any] = {}
+        self.unkept: dict[str, str] = {}  # run_id -> why its record could not be written to landing
         self.done_q: queue.Queue[Future[TrialOutcome]] = queue.Queue()
 
     def _on_retry(self, trial_id: str, retry: int, err: BaseException) -> None:
@@ -263,8 +268,12 @@ class _Loop:
             except BaseException as err:  # noqa: BLE001 - run_trial only lets interrupts through
                 outcome = TrialOutcome(t.trial_id, [], error=f"{type(err).__name__}: {err}")
             for rec in outcome.records:
-                with contextlib.suppress(OSError):
+                try:
                     landing.keep(self.writer.landing_dir, rec)
+                except OSError as err:  # a full disk: said now, and counted as lost unless the warehouse takes it
+                    self.unkept[rec.run_id] = f"could not keep it in {self.writer.landing_dir}: {err.strerror or err}"
+                    self.hooks.log.error("Result record %s of trial %s %s", rec.run_id, rec.trial_id,
+                                         self.unkept[rec.run_id])
             self.meter.finished(t.trial_id, [(rec.cost_usd, rec.status == protocol.CANCELLED) for rec in outcome.records])
             if outcome.error is not None:
                 errors[t.trial_id] = outcome.error
@@ -392,20 +401,24 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
     notify("planned", sweep_id=run.sweep_id, total=total, todo=to_run, done_before=summary.skipped_done,
            max_parallel=run.cap)
 
+    unkept: dict[str, str] = {}  # run_id -> why its record could not be kept in landing (a full disk)
+
     def stored(records: list[ResultRecord], errors: dict[str, str], ok: bool) -> None:
-        for trial_id, status, cost in ([(r.trial_id, protocol.PRUNED if r.trial_id in pruned_ids else r.status, r.cost_usd)
-                                        for r in records]
-                                       + [(t, protocol.FAILED, 0.0) for t in errors]):
+        for trial_id, status, cost, lost in (
+                [(r.trial_id, protocol.PRUNED if r.trial_id in pruned_ids else r.status, r.cost_usd, unkept.get(r.run_id))
+                 for r in records] + [(t, protocol.FAILED, 0.0, None) for t in errors]):
             counter["done"] += 1
             notify("result", trial_id=trial_id, status=status, cost_usd=cost, done=counter["done"], total=total,
-                   spent_usd=summary.spent_usd, stored=ok)
+                   spent_usd=summary.spent_usd, stored=ok, kept=lost is None, not_kept=lost)
         hooks.progress(counter["done"], total)
 
     writer = Writer(run.sweep_id, landing_dir, hooks.log, stored, lease=(run.holder, run.lease_ttl_s))
     launcher = run.launcher_factory(run.launcher, run.spec, run.cap, landing_dir)
     status = protocol.SWEEP_FAILED
     try:
-        _Loop(run, hooks, launcher, writer, meter, todo, search, pruned_ids, admission).loop()
+        loop = _Loop(run, hooks, launcher, writer, meter, todo, search, pruned_ids, admission)
+        loop.unkept = unkept
+        loop.loop()
         if search is not None and admission is None and not summary.interrupted:
             _mark_unasked(search, run.spec.search.strategy, todo, writer, hooks, summary)
         status = ""
@@ -421,9 +434,21 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
             except KeyboardInterrupt:  # Ctrl-C again: the records that finished are still stored first
                 summary.interrupted = True
                 hooks.log.warning("Interrupted: storing the finished trials' records before stopping ...")
+        with contextlib.suppress(OSError):  # files a trial dropped during the run are never stored
+            refused = landing.quarantine_unsigned(landing_dir)
+            if refused:
+                hooks.log.warning("%d file(s) appeared in %s that gpuledger's launcher did not write (unsigned); "
+                                  "moved to %s, not stored: %s", len(refused), landing_dir, landing_dir / landing.REJECTED,
+                                  ", ".join(refused[:10]))
         waiting = landing.waiting(landing_dir)
-        summary.unrecorded = len(waiting)
+        lost = {run_id: why for run_id, why in unkept.items() if run_id in writer.unstored}
+        summary.lost = [f"{run_id}: {why}" for run_id, why in lost.items()]
+        summary.unrecorded = len(waiting) + len(lost)
         summary.unrecorded_files = [str(p) for p in waiting]
+        if lost:
+            hooks.log.error("%d result record(s) are LOST: the warehouse could not store them (%s) and they could "
+                            "not be kept in %s: %s", len(lost), writer.last_error or "unknown error", landing_dir,
+                            "; ".join(summary.lost[:10]))
         if waiting:
             hooks.log.error("%d result record(s) could not be stored in the warehouse (%s); they stay in %s and "
                             "the next run of this sweep, or `gpuledger ingest %s`, stores them: %s", len(waiting),

@@ -31,8 +31,10 @@ def make_launcher(name: str, spec: Any, max_parallel: int, landing: Path) -> Any
     from gpuledger.launch import get_launcher
 
     if name == "local":
+        from gpuledger.runtime.landing import landing_key
+
         return get_launcher("local", max_parallel=max_parallel, landing_dir=landing,
-                            default_timeout_s=spec.local.trial_timeout)
+                            default_timeout_s=spec.local.trial_timeout, landing_key=landing_key(landing))
     return get_launcher(name, landing_dir=landing)
 
 

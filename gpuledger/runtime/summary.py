@@ -33,6 +33,8 @@ class SweepSummary:
     #: records that exist (in the landing folder) but could not be stored in the warehouse
     unrecorded: int = 0
     unrecorded_files: list[str] = field(default_factory=list)
+    #: records neither stored nor kept in landing (a full disk): "run_id: why"; counted in `unrecorded`
+    lost: list[str] = field(default_factory=list)
     landing: str | None = None
     status: str = protocol.SWEEP_PLANNED
     report_html: str | None = None

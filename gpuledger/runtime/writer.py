@@ -49,6 +49,9 @@ class Writer:
         self.failed_batches = 0
         self.last_error: str | None = None
         self.rejected: dict[str, str] = {}  # run_id -> why the warehouse refused the record
+        #: records of batches the warehouse could not take (run_id -> record): retried by `close()`
+        #: from memory (never re-read from the landing folder, which a trial can write)
+        self.unstored: dict[str, ResultRecord] = {}
         self._unwritten_marks: list[tuple[list[str], str, str]] = []
         self._closing = False
         self._retried = False
@@ -83,7 +86,7 @@ class Writer:
             self._closing = True
             self._queue.put(None)
         self._thread.join()
-        if not self._retried and (self.failed_batches or self._unwritten_marks or landing.waiting(self.landing_dir)):
+        if not self._retried and (self.unstored or self._unwritten_marks):
             self._retried = True
             self._retry_leftovers()
 
@@ -123,6 +126,7 @@ class Writer:
             stored = True
         except Exception as err:  # noqa: BLE001 - the records stay in landing; close() retries, the run says so
             self.failed_batches += 1
+            self.unstored.update((r.run_id, r) for r in records)
             self.last_error = " ".join(str(err).split())[:500]
             self._unwritten_marks.extend(marks)  # type: ignore[arg-type]
             self.log.error("Could not store %d result record(s) in the warehouse (they stay in %s): %s",
@@ -175,14 +179,19 @@ class Writer:
             self.log.warning("Could not renew the lease of sweep %s (tried again shortly): %s", self.sweep_id, err)
 
     def _retry_leftovers(self) -> None:
-        """One more try for what failed: every record still waiting in landing, and the marks."""
+        """One more try for what failed: the records of failed batches (from memory), and the marks."""
         from gpuledger.warehouse import Warehouse
 
         try:
             with Warehouse.open(migrate=False) as wh:
-                if landing.waiting(self.landing_dir):
-                    result = wh.ingest_landing(self.landing_dir)
-                    self.log.info("Stored the records left in %s: %s", self.landing_dir, result.summary())
+                if self.unstored:
+                    records = list(self.unstored.values())
+                    result = wh.ingest_records(records, sources=[r.run_id for r in records])
+                    rejected = {rej.source: rej.reason for rej in result.rejected}
+                    self.rejected.update(rejected)
+                    self.log.info("Stored the records of the failed batches: %s", result.summary())
+                    self.unstored.clear()
+                    landing.settle(self.landing_dir, [r.run_id for r in records if r.run_id not in rejected], rejected)
                 for ids, status, reason in self._unwritten_marks:
                     wh.mark_trials(self.sweep_id, ids, status, reason=reason)
             self._unwritten_marks.clear()

@@ -18,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from gpuledger import protocol
 from gpuledger.spec.types import (
     LABEL_PATTERN,
     MAX_TRIALS,
@@ -183,6 +184,11 @@ class Task(_Strict):
         for key in env:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
                 raise ValueError(f"environment variable name {key!r} is not valid")
+        reserved = protocol.ledger_env_names(env)
+        if reserved:
+            raise ValueError(f"{', '.join(reserved)}: {protocol.LEDGER_ENV_PREFIX}* variables are gpuledger's own "
+                             "(ids, placement, paths), set by the launcher; a spec cannot set them. Rename the "
+                             "variable (a trainer's own setting needs another prefix)")
         return env
 
 

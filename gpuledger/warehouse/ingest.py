@@ -17,9 +17,21 @@ from typing import Any
 import polars as pl
 
 from gpuledger.errors import UserError
+from gpuledger.warehouse import sqlfiles as sf
 from gpuledger.warehouse.checks import MAX_RECORD_FILE_BYTES, precheck, record_problem
 from gpuledger.warehouse.connect import now
 from gpuledger.warehouse.records import frames_module, record_reason, records_to_frames
+
+
+def _same(column: str, stored: Any, new: Any) -> bool:
+    """Returns True when a stored runs value equals the new one (JSON compared as values)."""
+    if column == "params":
+        try:
+            return json.loads(stored or "null") == json.loads(new or "null")
+        except (TypeError, ValueError):
+            return stored == new
+    return stored == new
+
 
 #: landing files taken per transaction (bytes on disk; at least one file per batch)
 LANDING_BATCH_BYTES = 16 * 1024 * 1024
@@ -111,6 +123,8 @@ class IngestMixin:
         if not good:
             return result
         built = self._validated_frames(list(good.values()), origin, position, result)
+        if built is not None:
+            built = self._without_replacements(built, origin, position, result)
         if built is None:
             return result
         run_ids = built["runs"]["run_id"].to_list()
@@ -157,6 +171,55 @@ class IngestMixin:
             return None
         built = records_to_frames(keep)
         return {t: frames_module().validate_frame(t, df) for t, df in built.items()}
+
+    def _without_replacements(self, built: dict[str, pl.DataFrame], origin: dict[str, str],
+                              position: dict[str, int], result: IngestResult) -> dict[str, pl.DataFrame] | None:
+        """Returns `built` without the records that would replace a stored run with something else:
+        a run id already stored is taken again only when the record is the same (its runs row but
+        `ingested_at`, and its final metrics); otherwise it goes to `result.rejected`. A measured run
+        is never silently replaced (a forged or re-used run id cannot rewrite history)."""
+        self._con.register("_in_ids", built["runs"].select("run_id"))
+        try:
+            cur = sf.run(self._con, "runs_stored_rows")
+            names = [d[0] for d in cur.description]
+            stored = {row[0]: dict(zip(names, row, strict=True)) for row in cur.fetchall()}
+            finals: dict[str, dict[str, float]] = {}
+            for run_id, name, value in self._run("final_metrics_stored"):
+                finals.setdefault(run_id, {})[name] = value
+            points: dict[str, list[tuple[Any, ...]]] = {}
+            for run_id, *point in (self._run("metrics_stored") if stored else []):
+                points.setdefault(run_id, []).append(tuple(point))
+        finally:
+            self._unregister("_in_ids")
+        if not stored:
+            return built
+        new_finals: dict[str, dict[str, float]] = {}
+        for row in built["final_metrics"].iter_rows(named=True):
+            new_finals.setdefault(row["run_id"], {})[row["name"]] = row["value"]
+        new_points: dict[str, list[tuple[Any, ...]]] = {}
+        for run_id, *point in built["metrics"].sort(["run_id", "name", "seq"]).select(
+                "run_id", "name", "seq", "step", "t_s", "value").iter_rows():
+            new_points.setdefault(run_id, []).append(tuple(point))
+        refused = []
+        for row in built["runs"].iter_rows(named=True):
+            old = stored.get(row["run_id"])
+            if old is None:
+                continue
+            differs = sorted(k for k in old if k != "run_id" and not _same(k, old[k], row.get(k)))
+            if finals.get(row["run_id"], {}) != new_finals.get(row["run_id"], {}):
+                differs.append("final_metrics")
+            if points.get(row["run_id"], []) != new_points.get(row["run_id"], []):
+                differs.append("metrics")
+            if differs:
+                refused.append(row["run_id"])
+                result.rejected.append(Rejection(origin[row["run_id"]], (
+                    f"run id {row['run_id']!r} is already stored with other values ({', '.join(differs[:6])}): a "
+                    "record never replaces a stored run; give the new attempt its own run id"), position[row["run_id"]]))
+        if not refused:
+            return built
+        if len(refused) == built["runs"].height:
+            return None
+        return {t: df.filter(~pl.col("run_id").is_in(refused)) for t, df in built.items()}
 
     def ingest_metrics_frame(self, df: pl.DataFrame) -> int:
         """Validates a metrics frame (run_id, name, seq, step, t_s, value) and replaces the metrics of

@@ -36,7 +36,12 @@ class _Lines:
             print(f"gpuledger sweep: {event['sweep_id']}: {event['todo']} to run, {event['done_before']} done "
                   f"before, of {event['total']} (at most {event['max_parallel']} at once)", flush=True)
         elif kind == "result":
-            stored = "stored" if event.get("stored", True) else "NOT stored (kept in landing)"
+            if event.get("stored", True):
+                stored = "stored"
+            elif event.get("kept", True):
+                stored = "NOT stored (kept in landing)"
+            else:
+                stored = f"NOT stored and NOT kept: LOST ({event.get('not_kept')})"
             print(f"gpuledger sweep: trial {event['trial_id']} {event['status']} {stored} "
                   f"({event['done']}/{event['total']}, spent ${event['spent_usd']:.4f})", flush=True)
         elif kind == "skipped-budget":
@@ -153,9 +158,15 @@ def _report(s: dict[str, Any]) -> int:
         print(f"Report:    {s['report_html']}")
     if s.get("warehouse"):
         print(f"Warehouse: {s['warehouse']}")
-    if s.get("unrecorded"):
-        print(f"  NOT STORED: {s['unrecorded']} result record(s) could not be written to the warehouse; they "
-              f"stay in {s['landing']} and the next run of this sweep, or `gpuledger ingest {s['landing']}`, "
+    lost = s.get("lost") or []
+    if lost:
+        print(f"  LOST: {len(lost)} result record(s) could not be written to the warehouse NOR kept in "
+              f"{s['landing']} (free disk space; these trials must be run again):")
+        for line in lost[:20]:
+            print(f"    {line}")
+    if s.get("unrecorded_files"):
+        print(f"  NOT STORED: {len(s['unrecorded_files'])} result record(s) could not be written to the warehouse; "
+              f"they stay in {s['landing']} and the next run of this sweep, or `gpuledger ingest {s['landing']}`, "
               f"stores them:")
         for name in s.get("unrecorded_files", [])[:20]:
             print(f"    {name}")
