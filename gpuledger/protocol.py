@@ -106,25 +106,25 @@ ENV_KEY_FD = "GPULEDGER_KEY_FD"
 #: The prefix of gpuledger's own variables: a spec's `task.env` may not set any of them.
 LEDGER_ENV_PREFIX = "GPULEDGER_"
 #: The variables a trial sees (set by the agent for its child): who it is and where its metrics go.
-#: Everything else of gpuledger's (`LEDGER_ENV`) is removed from a trial's environment, so a trial
+#: Everything else of gpuledger's (`is_ledger_env`) is removed from a trial's environment, so a trial
 #: cannot name the warehouse, the landing folder, the sweep or its agent's result file.
 TRIAL_ENV: tuple[str, ...] = (ENV_RUN_ID, ENV_TRIAL_ID, ENV_SWEEP_NAME, ENV_ATTEMPT, ENV_PARAMS, ENV_METRICS)
-#: gpuledger's own variables (the launcher's and the agent's, and the settings' paths): never
-#: passed to a trial (`trial_environment`); `ENV_PARAM_PREFIX` ones and `TRIAL_ENV` are.
-LEDGER_ENV: frozenset[str] = frozenset({
-    ENV_RESULT_FILE, ENV_SWEEP_ID, ENV_LAUNCHER, ENV_CLOUD, ENV_REGION, ENV_INSTANCE_TYPE, ENV_ACCELERATOR,
-    ENV_GPUS, ENV_SPOT, ENV_TIMEOUT_S, ENV_ECHO_INTERVAL_S, ENV_KEY_FD,
-    # gpuledger.settings and the rest of the product (a test holds this list to settings.SETTINGS)
-    "GPULEDGER_WAREHOUSE", "GPULEDGER_WAREHOUSE_DATA", "GPULEDGER_CONFIG", "GPULEDGER_PROJECT",
-    "GPULEDGER_DATA_DIR", "GPULEDGER_REPORTS_DIR", "GPULEDGER_HOME", "GPULEDGER_MACHINE_FILE",
-    "GPULEDGER_PRICES", "GPULEDGER_LOCK_TIMEOUT_S", "GPULEDGER_LOCAL_USD_PER_HOUR",
-    "GPULEDGER_AGENT_BUDGET_USD", "GPULEDGER_PREFECT_PORT", "GPULEDGER_SQL_TIMEOUT_S",
-})
+#: `GPULEDGER_*` variables of the trainers shipped in `gpuledger/trainers/` (their own settings, not
+#: the ledger's): a trial inherits them.
+TRAINER_ENV: tuple[str, ...] = ("GPULEDGER_CACHE_DIR", "GPULEDGER_DEMO_PRETRAIN_STEPS")
+
+
+def is_ledger_env(name: str) -> bool:
+    """Returns True for gpuledger's own variables, which a trial never inherits: every `GPULEDGER_*`
+    (the settings' paths, the launcher's placement, the result file, the sweep id, any added later)
+    but `TRIAL_ENV`, `ENV_PARAM_PREFIX` ones and `TRAINER_ENV`."""
+    return (name.startswith(LEDGER_ENV_PREFIX) and name not in TRIAL_ENV and name not in TRAINER_ENV
+            and not name.startswith(ENV_PARAM_PREFIX))
 
 
 def trial_environment(env: dict[str, str]) -> dict[str, str]:
-    """Returns `env` without gpuledger's own variables (`LEDGER_ENV`): what a trial may inherit."""
-    return {k: v for k, v in env.items() if k not in LEDGER_ENV}
+    """Returns `env` without gpuledger's own variables (`is_ledger_env`): what a trial may inherit."""
+    return {k: v for k, v in env.items() if not is_ledger_env(k)}
 
 
 def ledger_env_names(names: list[str] | tuple[str, ...] | set[str] | dict[str, str]) -> list[str]:

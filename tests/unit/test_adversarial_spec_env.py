@@ -45,6 +45,6 @@ def test_every_gpuledger_setting_variable_is_kept_from_trials():
 
     names = {s.env for s in settings.SETTINGS if s.env and s.env.startswith(protocol.LEDGER_ENV_PREFIX)}
     names |= {settings.ENV_PATH, settings.ENV_CONFIG, settings.ENV_PROJECT}
-    assert names <= protocol.LEDGER_ENV
+    assert all(protocol.is_ledger_env(n) for n in names)
     env = {n: "x" for n in names} | {protocol.ENV_RUN_ID: "r", "PATH": "/bin", "GPULEDGER_CACHE_DIR": "/c"}
     assert protocol.trial_environment(env) == {protocol.ENV_RUN_ID: "r", "PATH": "/bin", "GPULEDGER_CACHE_DIR": "/c"}
