@@ -5,8 +5,9 @@ Every figure names its source: "billed (FOCUS export)" is Σ BilledCost, "effect
 Σ EffectiveCost (commitments amortised, discounts applied), "estimated (catalog)" the runs' own cost.
 USD only is summed; other currencies are listed as they are, never added to USD. Reads are the named
 queries `report_billing_loaded`, `report_week_billed`, `report_week_unattributed`,
-`report_week_runs_billed` and `report_sweep_billed` over the views v_billing_attribution,
-v_run_billed and v_sweep_billed.
+`report_week_runs_billed`, `report_week_price_drift` and `report_sweep_billed` over the views
+v_billing_attribution, v_billed_usage, v_run_billed and v_sweep_billed. "Catalog vs bill" compares
+the billed rate per offer with what a plan pays before the bill (gpuledger/catalog/pricing.py).
 
 A line item counts in the ISO week its charge period STARTS (UTC), as a run counts in the week it
 started (the half-open range of `gpuledger.weeks.week_bounds`); one whose charge period runs past
@@ -65,6 +66,7 @@ class WeekBilled:
     by_currency: pl.DataFrame  # report_week_billed: one row per currency
     unattributed: pl.DataFrame  # report_week_unattributed: the line items matching no run
     runs: dict[str, Any]  # report_week_runs_billed: the week's runs, estimated vs billed
+    drift: pl.DataFrame | None = None  # catalog vs bill per offer (`price_drift`), None when nothing billed
 
     def usd_row(self) -> dict[str, Any] | None:
         rows = self.by_currency.filter(pl.col("billing_currency") == "USD").to_dicts()
@@ -79,7 +81,69 @@ def load_week_billed(wh, week: str) -> WeekBilled:
     p = week_bounds(week)
     return WeekBilled(week, load_loaded(wh), wh.query_named("report_week_billed", p),
                       wh.query_named("report_week_unattributed", p),
-                      wh.query_named("report_week_runs_billed", p).to_dicts()[0])
+                      wh.query_named("report_week_runs_billed", p).to_dicts()[0],
+                      price_drift(wh.query_named("report_week_price_drift", p)))
+
+
+DRIFT_SCHEMA = {"cloud": pl.String, "region": pl.String, "instance_type": pl.String, "spot": pl.Boolean,
+                "runs": pl.Int64, "billed_hours": pl.Float64, "billed_gpu_hours": pl.Float64,
+                "effective_usd": pl.Float64, "billed_usd_per_hour": pl.Float64, "catalog_usd_per_hour": pl.Float64,
+                "catalog_basis": pl.String, "catalog_source": pl.String, "catalog_as_of": pl.String,
+                "drift_pct": pl.Float64, "drift_usd": pl.Float64}
+
+
+def price_drift(billed: pl.DataFrame) -> pl.DataFrame | None:
+    """Returns catalog vs bill per (cloud, region, instance type, spot) of `report_week_price_drift`:
+    the billed rate (effective USD / billed instance-hours), the price a plan pays before the bill
+    (`load_offers`: catalog, SkyPilot or your override, with its basis, source and date), the drift
+    (billed / catalog − 1) and the dollars it made (effective USD − catalog rate × the same hours).
+    None when nothing was billed; catalog columns null for an offer no catalog lists."""
+    if billed.is_empty():
+        return None
+    from gpuledger.catalog.offers import load_offers
+
+    offers = load_offers(clouds=billed["cloud"].unique().to_list())
+    prices = pl.concat([
+        offers.select("cloud", "region", "instance_type", pl.lit(False).alias("spot"),
+                      pl.col("usd_per_hour_on_demand").alias("catalog_usd_per_hour"), "basis", "source", "as_of"),
+        offers.select("cloud", "region", "instance_type", pl.lit(True).alias("spot"),
+                      pl.col("usd_per_hour_spot").alias("catalog_usd_per_hour"), "basis", "source", "as_of"),
+    ]).rename({"basis": "catalog_basis", "source": "catalog_source", "as_of": "catalog_as_of"})
+    out = billed.join(prices, on=["cloud", "region", "instance_type", "spot"], how="left").with_columns(
+        billed_usd_per_hour=pl.col("effective_usd") / pl.col("billed_hours"))
+    out = out.with_columns(
+        drift_pct=(pl.col("billed_usd_per_hour") / pl.col("catalog_usd_per_hour") - 1) * 100,
+        drift_usd=pl.col("effective_usd") - pl.col("catalog_usd_per_hour") * pl.col("billed_hours"))
+    return out.select(list(DRIFT_SCHEMA)).cast(DRIFT_SCHEMA)
+
+
+def drift_section(b: WeekBilled) -> Section | None:
+    """Returns "Catalog vs bill": per instance type the catalog rate, the billed rate, the drift and
+    the dollars it made this week; None when no usage line item of the week is attributed to a run."""
+    if b.drift is None or b.drift.is_empty():
+        return None
+    from gpuledger.catalog.pricing import price_words
+
+    rows, sources = [], {}
+    for r in b.drift.to_dicts():
+        cat = r["catalog_usd_per_hour"]
+        if cat is not None:
+            sources[price_words(r["catalog_source"], r["catalog_as_of"])] = r["catalog_basis"]
+        rows.append([f"{r['cloud']} {r['region']} {r['instance_type']}", "spot" if r["spot"] else "on-demand",
+                     f"{r['billed_hours']:,.1f}", "—" if cat is None else f"{cat:,.4g}",
+                     f"{r['billed_usd_per_hour']:,.4g}",
+                     "—" if r["drift_pct"] is None else f"{r['drift_pct']:+.1f}%",
+                     "—" if r["drift_usd"] is None else usd(r["drift_usd"])])
+    total = sum(r["drift_usd"] or 0.0 for r in b.drift.to_dicts())
+    blocks: list = [
+        Table(["instance", "purchase", "billed hours", "catalog $/h", "billed $/h", "drift", "dollars it made"],
+              rows, numeric=[2, 3, 4, 5, 6]),
+        Note(f"Billed $/h = EffectiveCost / instance-hours of the usage line items attributed to runs and charged in "
+             f"{b.week} (v_billed_usage); catalog $/h = what a plan pays before the bill; dollars it made = billed − "
+             f"catalog × the same hours: {usd(total)} this week. The planner prices an offer at its billed rate once "
+             f"enough GPU-hours back it (v_billed_rates, docs/prices.md).", "small")]
+    blocks += [Note(f"catalog prices ({basis}): {words}", "small") for words, basis in sorted(sources.items())]
+    return Section("Catalog vs bill", blocks, level=3)
 
 
 def week_billed_summary(b: WeekBilled) -> dict[str, Any]:
@@ -164,6 +228,9 @@ def week_billed_section(b: WeekBilled) -> Section:
         rows.append(["runs the bill covers", f"0 of {s['runs']}", "no line item matches a run of this week"])
     blocks: list = [Table(["", "USD", "source"], rows, numeric=[1])]
     blocks += _week_notes(b)
+    drift = drift_section(b)
+    if drift is not None:
+        blocks.append(drift)
     others = b.other_currencies()
     if others:
         blocks.append(Section("Other currencies (never added to USD)", [Table(
@@ -185,7 +252,10 @@ def week_billed_section(b: WeekBilled) -> Section:
 
 def week_billed_tables(b: WeekBilled) -> dict[str, pl.DataFrame]:
     """Returns the section's tables for CSV export."""
-    return {"billed": b.by_currency, "unattributed": b.unattributed}
+    out = {"billed": b.by_currency, "unattributed": b.unattributed}
+    if b.drift is not None:
+        out["catalog-vs-bill"] = b.drift
+    return out
 
 
 # ------------------------------------------------------------------------------------------ sweep

@@ -289,3 +289,21 @@ def test_bad_prices_section_is_one_line(project, capsys, toml, message):
     assert main(["prices"]) == 1
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_weekly_report_shows_catalog_vs_bill(project, capsys, tmp_path):
+    _, before = _plan(capsys)
+    billed = round(before["usd_per_hour"] * 1.5, 4)
+    _bill_runs(before, billed, hours_each=6)
+    out = tmp_path / "weekly"
+    assert main(["report", "weekly", "--week", "2026-W45", "--out", str(out)]) == 0
+    md = (out / "2026-W45.md").read_text()
+    section = md[md.index("Catalog vs bill"):]
+    row = next(line for line in section.splitlines() if before["instance_type"] in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:6] == ["on-demand", "12.0", f"{before['usd_per_hour']:,.4g}", f"{billed:,.4g}", "+50.0%"]
+    made = 12 * (billed - before["usd_per_hour"])
+    assert cells[6] == f"${made:,.2f}"
+    assert "catalog prices (catalog): AWS list price from the SkyPilot catalog snapshot bundled with gpuledger" in section
+    drift = pl.read_csv(out / "2026-W45-csv" / "catalog-vs-bill.csv")
+    assert drift["drift_usd"][0] == pytest.approx(made, rel=1e-6)
