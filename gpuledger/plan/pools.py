@@ -368,6 +368,7 @@ def _pool_rows(table: pl.DataFrame, option: PoolOption, per: pl.DataFrame, accel
         "usd_per_hour": pl.lit(o["usd_per_hour"]), "on_demand_usd_per_hour": pl.lit(o["on_demand_usd_per_hour"]),
         "preemptions_per_hour": pl.lit(rate_h), "expected_preemptions": pl.col("_wall_s") * rate_h / S_PER_H,
         "price_source": pl.lit(o["price_source"]), "price_as_of": pl.lit(o["price_as_of"]),
+        "price_basis": pl.lit(o.get("price_basis"), dtype=pl.String),
         "sharding": pl.col("_sh"), "est_memory_gib": pl.col("_mem"), "usable_memory_gib": pl.col("_usable"),
         "compute_s": pl.col("_compute_s"), "est_wall_s": pl.col("_wall_s"), "est_cost_usd": pl.col("_cost"),
         "start_s": pl.col("_start"), "slot": pl.col("_slot"), "deadline_ok": pl.lit(option.deadline_ok),
