@@ -100,7 +100,7 @@ def price_drift(billed: pl.DataFrame) -> pl.DataFrame | None:
     None when nothing was billed; catalog columns null for an offer no catalog lists."""
     if billed.is_empty():
         return None
-    from gpuledger.catalog.offers import load_offers
+    from gpuledger.catalog.pricing import load_offers
 
     offers = load_offers(clouds=billed["cloud"].unique().to_list())
     prices = pl.concat([
