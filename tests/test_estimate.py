@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuledger.errors import UserError
-from gpuledger.estimate import Workload, default_mfu, estimate, kv_cache_bytes_per_token, train_time_s
+from gpuledger.estimate import Workload, estimate, kv_cache_bytes_per_token, train_time_s
 from gpuledger.models import load_config
 
 GIB = 2**30
@@ -106,7 +106,12 @@ def test_train_time_and_mfu():
     assert 1.4 * floor < t < 4 * floor
     four = train_time_s(e, 1e9, "A100-80GB", 4, "full", "bf16")
     assert t / 4 < four < t / 4 * 1.3  # DDP over NVLink: close to linear, never better
-    assert 0.05 < default_mfu("H100", "qlora") < default_mfu("H100", "full") < 0.6
+    # generation-bound methods: FLOPs at the rollout rate (compute.rollout_time_s), PPO slower than GRPO
+    grpo = estimate(Workload(model=L2, method="grpo", prompt_len=256, completion_len=256, group_size=4))
+    ppo = estimate(Workload(model=L2, method="ppo", prompt_len=256, completion_len=256, group_size=4))
+    g_s = train_time_s(grpo, 1e6, "H100")
+    assert g_s == pytest.approx(grpo.flops_per_token * 1e6 / (989e12 * 0.15 * 0.85), rel=1e-3)
+    assert train_time_s(ppo, 1e6, "H100") / ppo.flops_per_token > g_s / grpo.flops_per_token
 
 
 def test_rl_counts_reference_and_logits():

@@ -23,12 +23,32 @@ from gpuledger.plan import (
 )
 
 H = 3600.0  # seconds per hour: the planner works in seconds, these hand computations in hours
-# L4: 121 dense bf16 TFLOP/s; with MFU 0.5 one GPU-hour does 121e12 * 0.5 * 3600 FLOPs
+# The tests' own time table (the planner takes compute seconds per workload and accelerator as an
+# input, `times`): a trial's size is given in hours on one L4 (as FLOPs: 121 dense bf16 TFLOP/s at
+# 0.5); an H100 runs it 989/121 times faster; g GPUs divide it by g x SHARD_EFF[sharding].
 L4_GPU_HOUR = 121e12 * 0.5 * 3600
+PEAK = {"L4": 121.0, "H100": 989.0}
+SHARD_EFF = {"none": 1.0, "ddp": 0.9, "fsdp": 0.85}
 ACCEL = pl.DataFrame({
     "accelerator": ["L4", "H100"], "precision": ["bf16", "bf16"], "memory_gib": [22.49, 79.65],
-    "peak_tflops": [121.0, 989.0], "mfu": [0.5, 0.5], "mfu_source": ["test", "test"],
+    "time_factor": [1.0, 1.0], "time_source": ["test", "test"],
 })
+
+
+def times_for(e: pl.DataFrame) -> pl.DataFrame:
+    """Returns the `times` frame of the estimates `e` by the tests' time table."""
+    rows = e.unique("workload", keep="first").iter_rows(named=True)
+    return pl.DataFrame([{"workload": r["workload"], "accelerator": acc,
+                          "compute_s": r["flops_total"] / (r["gpus"] * peak * 1e12 * 0.5 * SHARD_EFF[r["sharding"]])}
+                         for r in rows for acc, peak in PEAK.items()],
+                        schema={"workload": pl.String, "accelerator": pl.String, "compute_s": pl.Float64})
+
+
+def plan_of(e: pl.DataFrame, o: pl.DataFrame, s: PlanSettings, **kw):
+    """plan_from_estimates with the tests' time table (each estimate row its own workload)."""
+    if "workload" not in e.columns:
+        e = e.with_columns(workload=pl.format("{}/{}/{}/{}", "trial_id", "gpus", "sharding", "flops_total"))
+    return plan_from_estimates(e, o, s, times=times_for(e), **kw)
 
 
 def offers(*rows):
@@ -61,7 +81,7 @@ def one(plan, tid="t1"):
 
 
 def test_on_demand_cost_hand_computed():
-    p = plan_from_estimates(estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), BASE, accel=ACCEL)
+    p = plan_of(estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), BASE, accel=ACCEL)
     t = one(p)
     assert t["feasible"] and not t["spot"]
     assert t["compute_s"] / H == pytest.approx(2.0)
@@ -74,7 +94,7 @@ def test_on_demand_cost_hand_computed():
 
 def test_spot_chosen_when_cheap_and_deadline_has_slack():
     s = PlanSettings(**{**BASE.__dict__, "deadline_s": 8.0 * H, "preemption_per_hour": 0.05})
-    p = plan_from_estimates(estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.3)), s, accel=ACCEL)
+    p = plan_of(estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.3)), s, accel=ACCEL)
     t = one(p)
     # T0 = 2.2; per preemption = restart 0.2 + lost (half the compute) 1.0 = 1.2
     # expected hours = 2.2 + 0.05 * 2.2 * 1.2 = 2.332; cost = 0.3 * 2.332
@@ -88,32 +108,32 @@ def test_on_demand_when_deadline_tight():
     # deadline 2.5 h: n_allowed = floor((2.5 - 2.2) / 1.2) = 0; P(N = 0) = exp(-0.11) = 0.896 < 0.9
     s = PlanSettings(**{**BASE.__dict__, "deadline_s": 2.5 * H, "preemption_per_hour": 0.05})
     e, o = estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.3))
-    t = one(plan_from_estimates(e, o, s, accel=ACCEL))
+    t = one(plan_of(e, o, s, accel=ACCEL))
     assert t["spot"] is False and t["est_cost_usd"] == pytest.approx(2.2) and t["reason"] is None
     # at 85% confidence the same deadline holds for spot
     s85 = PlanSettings(**{**s.__dict__, "deadline_confidence": 0.85})
-    assert one(plan_from_estimates(e, o, s85, accel=ACCEL))["spot"] is True
+    assert one(plan_of(e, o, s85, accel=ACCEL))["spot"] is True
 
 
 def test_on_demand_when_preemptions_frequent():
     # rate 2/h: expected hours = 2.2 + 2 * 2.2 * 1.2 = 7.48; 7.48 * 0.3 = 2.244 > 2.2 on demand
     s = PlanSettings(**{**BASE.__dict__, "preemption_per_hour": 2.0})
-    t = one(plan_from_estimates(estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.3)), s, accel=ACCEL))
+    t = one(plan_of(estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.3)), s, accel=ACCEL))
     assert t["spot"] is False and t["est_cost_usd"] == pytest.approx(2.2)
 
 
 def test_spot_always_and_never():
     e, o = estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.9))
     always = PlanSettings(**{**BASE.__dict__, "spot": "always", "preemption_per_hour": 2.0})
-    assert one(plan_from_estimates(e, o, always, accel=ACCEL))["spot"] is True
+    assert one(plan_of(e, o, always, accel=ACCEL))["spot"] is True
     never = PlanSettings(**{**BASE.__dict__, "spot": "never", "preemption_per_hour": 0.0})
-    assert one(plan_from_estimates(e, offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.01 + 0.3)), never, accel=ACCEL))["spot"] is False
+    assert one(plan_of(e, offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.01 + 0.3)), never, accel=ACCEL))["spot"] is False
 
 
 def test_suspicious_spot_is_not_trusted():
     # spot exactly 10% of on-demand: flagged; the planner uses on-demand and says so
     o = offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.1))
-    p = plan_from_estimates(estimates(("t1", 1, "none", 10.0, 2.0)), o, PlanSettings(**{**BASE.__dict__, "preemption_per_hour": 0.0}), accel=ACCEL)
+    p = plan_of(estimates(("t1", 1, "none", 10.0, 2.0)), o, PlanSettings(**{**BASE.__dict__, "preemption_per_hour": 0.0}), accel=ACCEL)
     assert one(p)["spot"] is False
     assert any("suspicious" in a for a in p.assumptions)
 
@@ -123,7 +143,7 @@ def test_cheapest_gpu_count_and_whole_instance_billing():
     # Only an 8-GPU instance exists for 2 GPUs: it is paid whole.
     e = estimates(("t1", 1, "none", 30.0, 4.0), ("t1", 2, "fsdp", 16.0, 4.0))
     o = offers(("aws", "g6.xlarge", "L4", 1, 1.0, None), ("aws", "g6.48xlarge", "L4", 8, 8.0, None))
-    t = one(plan_from_estimates(e, o, BASE, accel=ACCEL))
+    t = one(plan_of(e, o, BASE, accel=ACCEL))
     # compute = 4 GPU-h / (2 GPUs * fsdp efficiency 0.85) = 2.3529 h; hours = 2.5529; cost = 8 $/h
     assert t["gpus"] == 2 and t["instance_type"] == "g6.48xlarge" and t["sharding"] == "fsdp"
     assert t["est_wall_s"] / H == pytest.approx(0.2 + 4.0 / (2 * 0.85), rel=1e-4)
@@ -134,23 +154,23 @@ def test_cheaper_accelerator_wins_and_deadline_can_force_faster_one():
     # H100: peak 989 vs 121 -> compute 2 L4-hours = 0.24469 h on an H100
     e = estimates(("t1", 1, "none", 10.0, 2.0))
     o = offers(("aws", "g6.xlarge", "L4", 1, 1.0, None), ("aws", "p5.4xlarge", "H100", 1, 7.0, None))
-    t = one(plan_from_estimates(e, o, BASE, accel=ACCEL))
+    t = one(plan_of(e, o, BASE, accel=ACCEL))
     assert t["accelerator"] == "L4"  # 2.2 $ vs 7 * 0.4447 = 3.11 $
     tight = PlanSettings(**{**BASE.__dict__, "deadline_s": 1.0 * H})
-    t = one(plan_from_estimates(e, o, tight, accel=ACCEL))
+    t = one(plan_of(e, o, tight, accel=ACCEL))
     assert t["accelerator"] == "H100" and t["reason"] is None
     assert t["est_cost_usd"] == pytest.approx(7.0 * (0.2 + 2.0 * 121 / 989), rel=1e-4)
 
 
 def test_misses_deadline_still_planned_with_reason():
     s = PlanSettings(**{**BASE.__dict__, "deadline_s": 1.0 * H})
-    t = one(plan_from_estimates(estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), s, accel=ACCEL))
+    t = one(plan_of(estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), s, accel=ACCEL))
     assert t["feasible"] and t["reason"].startswith("misses deadline: 7920 s > 3600 s")
 
 
 def test_impossible_trial_listed_with_reason_never_dropped():
     e = estimates(("ok", 1, "none", 10.0, 1.0), ("big", 1, "none", 143.0, 1.0))
-    p = plan_from_estimates(e, offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), BASE, accel=ACCEL)
+    p = plan_of(e, offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), BASE, accel=ACCEL)
     assert [t["trial_id"] for t in p.trials] == ["ok", "big"]
     big = one(p, "big")
     assert big["feasible"] is False and big["est_cost_usd"] is None
@@ -161,7 +181,7 @@ def test_impossible_trial_listed_with_reason_never_dropped():
 
 def test_schedule_lpt_and_makespan():
     e = estimates(("a", 1, "none", 1.0, 0.8), ("b", 1, "none", 1.0, 2.8), ("c", 1, "none", 1.0, 1.8))
-    p = plan_from_estimates(e, offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), BASE, accel=ACCEL)
+    p = plan_of(e, offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), BASE, accel=ACCEL)
     # hours 1, 3, 2 -> LPT on 2 slots: b@0 (slot 0), c@0 (slot 1), a@2 (slot 1) -> makespan 3
     assert p.launch_order == ["b", "c", "a"]
     assert one(p, "a")["start_s"] / H == pytest.approx(2.0)
@@ -170,7 +190,7 @@ def test_schedule_lpt_and_makespan():
 
 
 def test_json_keys():
-    p = plan_from_estimates(estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), BASE, accel=ACCEL)
+    p = plan_of(estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), BASE, accel=ACCEL)
     j = p.to_json()
     for k in ("sweep", "trials", "total_est_cost_usd", "makespan_s", "max_parallel", "budget_usd", "within_budget",
               "price_snapshot", "what_if", "assumptions"):
@@ -187,7 +207,7 @@ def test_budget_guard_message_has_numbers_and_alternatives():
     e = estimates(*[(f"t{i}", 1, "none", 10.0, 2.0) for i in range(10)])
     o = offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.4), ("aws", "p5.4xlarge", "H100", 1, 7.0, None))
     s = PlanSettings(**{**BASE.__dict__, "budget_usd": 10.0, "spot": "never", "preemption_per_hour": 0.05})
-    p = plan_from_estimates(e, o, s, accel=ACCEL)
+    p = plan_of(e, o, s, accel=ACCEL)
     assert p.total_est_cost_usd == pytest.approx(22.0) and not p.within_budget
     with pytest.raises(BudgetExceeded) as err:
         budget_guard(p)
@@ -197,7 +217,7 @@ def test_budget_guard_message_has_numbers_and_alternatives():
     assert "10 trial(s) on 1x L4 on-demand (g6.xlarge): $22.00 (100%)" in msg
     assert "4 of 10 trial(s) fit the budget" in msg
     assert "spot for every trial" in msg and "$9.33 (fits)" in msg  # 10 * 0.4 * 2.332
-    budget_guard(plan_from_estimates(e, o, PlanSettings(**{**s.__dict__, "budget_usd": 50.0}), accel=ACCEL))
+    budget_guard(plan_of(e, o, PlanSettings(**{**s.__dict__, "budget_usd": 50.0}), accel=ACCEL))
 
 
 # ------------------------------------------------------------------ what-if
@@ -306,7 +326,7 @@ def test_pruned_choice_equals_brute_force(offer_rows, est_rows, deadline, rate, 
     o = offers(*[(c, i, a, n, od, sp) for c, i, a, n, od, sp in offer_rows])
     e = pl.DataFrame({"trial_id": [r[0] for r in est_rows], "gpus": [r[1] for r in est_rows], "sharding": [r[2] for r in est_rows],
                       "est_memory_gib": [r[3] for r in est_rows], "flops_total": [r[4] * L4_GPU_HOUR for r in est_rows]})
-    p = plan_from_estimates(e, o, s, accel=ACCEL)
+    p = plan_of(e, o, s, accel=ACCEL)
     ref = _brute_force(est_rows, offer_rows, s, ACC_DICT)
     for t in p.trials:
         if t["trial_id"] not in ref:
@@ -321,7 +341,7 @@ def test_pruned_choice_equals_brute_force(offer_rows, est_rows, deadline, rate, 
 def test_sweep_makespan_over_deadline_is_warned():
     e = estimates(*[(f"t{i}", 1, "none", 1.0, 1.8) for i in range(4)])  # 2 h each
     s = PlanSettings(**{**BASE.__dict__, "deadline_s": 3.0 * H, "max_parallel": 1})
-    p = plan_from_estimates(e, offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), s, accel=ACCEL)
+    p = plan_of(e, offers(("aws", "g6.xlarge", "L4", 1, 1.0, None)), s, accel=ACCEL)
     assert all(t["reason"] is None for t in p.trials)  # each trial meets the deadline alone
     assert p.makespan_s / H == pytest.approx(8.0)
     assert any(a.startswith("WARNING deadline: the sweep's makespan 8.00 h on 1 slot(s)") and "4 slots would meet it" in a
@@ -331,11 +351,11 @@ def test_sweep_makespan_over_deadline_is_warned():
 def test_measured_preemptions_replace_the_default_rate():
     e, o = estimates(("t1", 1, "none", 10.0, 2.0)), offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.3))
     default = PlanSettings(**{**BASE.__dict__, "deadline_s": 8.0 * H})
-    t = one(plan_from_estimates(e, o, default, accel=ACCEL))
+    t = one(plan_of(e, o, default, accel=ACCEL))
     assert t["spot"] is True and t["preemptions_per_hour"] == 0.03  # preemption.csv: aws g-family
     # the warehouse measured 2 preemptions per spot hour over 100 h: spot no longer pays
     measured = PlanSettings(**{**default.__dict__, "measured_preemption": {("aws", "L4"): (100.0, 200.0)}})
-    t = one(plan_from_estimates(e, o, measured, accel=ACCEL))
+    t = one(plan_of(e, o, measured, accel=ACCEL))
     assert t["spot"] is False
-    p = plan_from_estimates(e, o, PlanSettings(**{**default.__dict__, "measured_preemption": {("aws", "L4"): (10.0, 20.0)}}), accel=ACCEL)
+    p = plan_of(e, o, PlanSettings(**{**default.__dict__, "measured_preemption": {("aws", "L4"): (10.0, 20.0)}}), accel=ACCEL)
     assert one(p)["spot"] is True  # 10 spot hours are too few to trust: the default stays

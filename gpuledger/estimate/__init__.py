@@ -1,7 +1,8 @@
 """Estimation: per-GPU memory by component, FLOPs per token, training time. Pure functions.
 
-`estimate(Workload(...)) -> Estimate`; `train_time_s(...)` and `training_step(...)` (the throughput
-model of `throughput.py`); `default_mfu(...)` (the planner's utilisation table);
+`estimate(Workload(...)) -> Estimate`; `train_time_s(...)`: THE compute time of a workload on a GPU
+kind, which `estimate --tokens` and the planner both call (the step model of `throughput.py` via
+`training_step(...)`; generation-bound methods at `compute.rollout_time_s`);
 `kv_cache_bytes_per_token(cfg, kv_precision)`. Memory physics in `memory.py` (components),
 `training.py` (phases of a training step) and `breakdown.py` (`memory_breakdown`: which shape a
 workload takes); compute in `compute.py`; `calibration.py` fits measured memory to the estimate;
@@ -16,13 +17,13 @@ from typing import Any
 
 from gpuledger.estimate.breakdown import memory_breakdown
 from gpuledger.estimate.compute import (
-    BASE_MFU,
     CPU_TRAINING_EFFICIENCY,
-    KIND_FACTOR,
+    ROLLOUT_MFU,
     active_params,
     attention_flops_per_token,
-    default_mfu,
+    cpu_compute_s,
     flops_per_token,
+    rollout_time_s,
 )
 from gpuledger.estimate.memory import (
     GIB,
@@ -38,9 +39,9 @@ MEMORY_KEYS = ("weights", "gradients", "optimizer", "activations", "logits", "kv
                "allocated", "reserved", "device")
 
 __all__ = [
-    "BASE_MFU", "CPU_TRAINING_EFFICIENCY", "KIND_FACTOR", "MEMORY_KEYS", "STACK_FIELDS", "Estimate", "Workload",
-    "active_params", "attention_flops_per_token",
-    "default_mfu", "estimate", "kv_cache_bytes_per_token", "layer_activation_bytes_per_token", "load_config",
+    "CPU_TRAINING_EFFICIENCY", "MEMORY_KEYS", "ROLLOUT_MFU", "STACK_FIELDS", "Estimate", "Workload",
+    "active_params", "attention_flops_per_token", "cpu_compute_s", "time_basis",
+    "estimate", "kv_cache_bytes_per_token", "layer_activation_bytes_per_token", "load_config",
     "train_time_s", "train_setup", "training_step", "StepTime",
 ]
 
@@ -158,9 +159,26 @@ def training_step(est: Estimate, accelerator: str, gpus: int | None = None, meth
                      train_setup(est, accelerator, gpus, method, precision))
 
 
-def train_time_s(estimate: Estimate, tokens: float, accelerator: str, gpus: int = 1, method: str | None = None,
+def time_basis(method: str) -> str:
+    """Returns which model times a method: the step model for training, the rollout rate for
+    generation-bound methods (said in every output that prints a time)."""
+    if method in ROLLOUT_MFU:
+        return (f"{method}: FLOPs at the rollout rate of gpuledger/estimate/compute.py (ROLLOUT_MFU; generation is "
+                "not in the step model)")
+    return "training-step model (gpuledger/estimate/throughput.py)"
+
+
+def train_time_s(estimate: Estimate, tokens: float, accelerator: str, gpus: int | None = None, method: str | None = None,
                  precision: str | None = None) -> float:
-    """Returns wall-clock seconds to train `tokens` real tokens on `gpus` x `accelerator`, by the
-    throughput model (`training_step`): per-step compute, memory-bound work, communication and
-    per-step costs of the workload's stack."""
+    """Returns compute seconds to train `tokens` real tokens on `gpus` x `accelerator` (default: the
+    workload's GPU count): the throughput model (`training_step`: per-step compute, memory-bound
+    work, communication and per-step costs of the workload's stack) for full/LoRA/QLoRA; FLOPs at
+    the rollout rate (`compute.rollout_time_s`) for GRPO/PPO/inference. The one time formula of
+    gpuledger: `estimate --tokens` and the planner call it."""
+    w = estimate.workload
+    method = method or w.method
+    if method in ROLLOUT_MFU:
+        g = gpus or w.gpus
+        return rollout_time_s(estimate.flops_per_token * float(tokens), accelerator, g, method,
+                              precision or w.precision, w.sharding if g > 1 else "none")
     return training_step(estimate, accelerator, gpus, method, precision).time_s(tokens)

@@ -1,35 +1,34 @@
-"""Compute: FLOPs per token and training time on a GPU kind at a documented MFU.
+"""Compute: FLOPs per token; the time of the methods the step model of `throughput.py` does not
+cover (GRPO/PPO rollouts, serving benchmarks) at a documented utilisation; the local CPU launcher's
+rate.
 
-This module holds THE utilisation table of gpuledger (`BASE_MFU` × `KIND_FACTOR` for GPUs,
-`CPU_TRAINING_EFFICIENCY` for the local CPU launcher); the planner and the estimator both read it,
-and no other module keeps a copy or a fallback."""
+Training time on GPUs (full, LoRA, QLoRA) comes from `throughput.py` alone (`gpuledger.estimate.
+train_time_s`, which the planner and `estimate --tokens` both call). This module holds the two
+other rates, each used in one place: `ROLLOUT_MFU` for generation-bound methods and
+`CPU_TRAINING_EFFICIENCY` for the numpy demo trainer on the local CPU."""
 
 from __future__ import annotations
 
 from gpuledger.models import ModelConfig, count_params, layer_linears
 
-#: Model FLOPs utilisation by GPU kind and method: achieved dense FLOP/s / catalog peak.
-#: Sources and reasoning:
-#: - full fine-tuning / pre-training of 7B-70B models with FSDP or Megatron on A100/H100 reaches
-#:   40-55% (Chowdhery et al. 2022 PaLM Table 3: 46% on TPUv4; Meta Llama-3 paper §3.3.2:
-#:   38-43% BF16 MFU on H100 at scale; torchtitan Llama-3-8B on H100: ~40%); single-node
-#:   fine-tuning with HF Trainer sits lower: 0.40 on A100/H100;
-#: - LoRA: the frozen base skips weight gradients (4P instead of 6P FLOPs) but runs the same
-#:   kernels; small adapter matmuls and dropout add overhead: 0.35;
-#: - QLoRA: dequantising NF4 weights before each matmul costs 30-40% of throughput over LoRA
-#:   (Dettmers et al. 2023 §5 / Unsloth and HF benchmarks): 0.25;
+#: Model FLOPs utilisation of the methods whose wall-clock is dominated by generation, which the
+#: training-step model does not model: achieved FLOP/s (all FLOPs counted as training FLOPs of the
+#: policy) / the catalog's dense peak.
 #: - GRPO without vLLM: generation is memory-bound decode (<10% MFU) and takes most of the
 #:   wall-clock (TRL docs: "generation is the bottleneck"): 0.15 overall;
 #: - PPO: GRPO's generation bottleneck plus a critic (value model) trained and a reward model run
 #:   on every batch, smaller matmuls below the policy's rate: 0.12 (0.8 x GRPO; a stated assumption,
 #:   not a measurement; the planner replaces it with a rate calibrated on measured runs when any);
-#: - inference (prefill + decode mix): 0.25.
+#: - inference (prefill + decode mix of a serving benchmark): 0.25.
 #: Newer/bigger GPUs achieve a lower fraction of a much higher peak (Hopper's fp16 rate is 3.2x
 #: A100's but HBM only 1.6x): Hopper/Blackwell x0.85; consumer/inference cards (L4, A10G, T4,
 #: RTX4090) are clock/power-limited below datasheet peaks under sustained load: x0.8.
-BASE_MFU = {"full": 0.40, "lora": 0.35, "qlora": 0.25, "grpo": 0.15, "ppo": 0.12, "inference": 0.25}
-KIND_FACTOR = {"H100": 0.85, "H200": 0.85, "B200": 0.8, "L4": 0.8, "A10G": 0.8, "A10": 0.8, "T4": 0.8,
-               "RTX4090": 0.8, "V100": 0.9}
+ROLLOUT_MFU = {"grpo": 0.15, "ppo": 0.12, "inference": 0.25}
+ROLLOUT_KIND_FACTOR = {"H100": 0.85, "H200": 0.85, "B200": 0.8, "L4": 0.8, "A10G": 0.8, "A10": 0.8, "T4": 0.8,
+                       "RTX4090": 0.8, "V100": 0.9}
+#: Multi-GPU throughput of a rollout method relative to GPUs x one GPU's (gradient all-reduce for
+#: DDP; parameter all-gather + reduce-scatter for FSDP/ZeRO-3 around the policy update), in a node.
+ROLLOUT_SCALING = {"none": 1.0, "ddp": 0.90, "zero1": 0.90, "zero2": 0.88, "zero3": 0.85, "fsdp": 0.85}
 
 
 #: Local launcher (numpy on the CPU): achieved training FLOP/s / one core's measured float32 matmul
@@ -44,14 +43,29 @@ KIND_FACTOR = {"H100": 0.85, "H200": 0.85, "B200": 0.8, "L4": 0.8, "A10G": 0.8, 
 CPU_TRAINING_EFFICIENCY = 0.11
 
 
-def default_mfu(accelerator: str, method: str) -> float:
-    """Returns the assumed model FLOPs utilisation for a GPU kind and method (see BASE_MFU)."""
+def rollout_mfu(accelerator: str, method: str) -> float:
+    """Returns the assumed utilisation of a generation-bound method on a GPU kind (see ROLLOUT_MFU)."""
     from gpuledger.catalog import normalize_accelerator
 
-    if method not in BASE_MFU:
-        raise ValueError(f"unknown method {method!r} (one of {', '.join(BASE_MFU)})")
-    kind = normalize_accelerator(accelerator)
-    return round(BASE_MFU[method] * KIND_FACTOR.get(kind, 1.0), 4)
+    if method not in ROLLOUT_MFU:
+        raise ValueError(f"no rollout rate for method {method!r} (one of {', '.join(ROLLOUT_MFU)})")
+    return round(ROLLOUT_MFU[method] * ROLLOUT_KIND_FACTOR.get(normalize_accelerator(accelerator), 1.0), 4)
+
+
+def rollout_time_s(flops: float, accelerator: str, gpus: int, method: str, precision: str, sharding: str) -> float:
+    """Returns seconds of a generation-bound method: FLOPs / (GPUs x dense peak at `precision` x
+    ROLLOUT_MFU x ROLLOUT_SCALING[sharding] on more than one GPU)."""
+    from gpuledger.catalog import gpu_kinds, normalize_accelerator
+
+    kind = gpu_kinds()[normalize_accelerator(accelerator)]
+    eff = ROLLOUT_SCALING.get(sharding, ROLLOUT_SCALING["fsdp"]) if gpus > 1 else 1.0
+    return flops / (gpus * kind.peak_tflops(precision) * 1e12 * rollout_mfu(accelerator, method) * eff)
+
+
+def cpu_compute_s(flops: float, matmul_gflops_one_core: float) -> float:
+    """Returns seconds of the numpy demo trainer on one core: FLOPs / (the core's measured float32
+    matmul rate x CPU_TRAINING_EFFICIENCY)."""
+    return flops / (matmul_gflops_one_core * 1e9 * CPU_TRAINING_EFFICIENCY)
 
 
 def attention_flops_per_token(cfg: ModelConfig, seq: int) -> float:

@@ -3,11 +3,12 @@
 A package of small pure modules, each step a function named after what it returns:
 
     settings.py     constants (each an assumption the plan states) and PlanSettings
-    estimates.py    trial_estimates(spec, trials, gpu_counts), accelerator_table(...)  (memory, FLOPs, MFU)
+    estimates.py    trial_estimates(spec, trials, gpu_counts), compute_times(...) (the estimator's time),
+                    accelerator_table(...)  (memory, time factor)
     candidates.py   candidate_offers(offers, gpu_counts, settings)  (exact dominance pruning)
     local.py        the local launcher's one offer: this machine, from its stored measured speed
-    throughput_calibration.py  measured runs → a calibrated rate per accelerator, a trial's own
-                    measured time
+    throughput_calibration.py  measured runs → a calibrated time factor per accelerator, a trial's
+                    own measured time
     scoring.py      scored_candidates(...)  (time, expected cost with spot preemptions, deadline test)
     preemption.py   poisson_cdf, poisson_quantile
     schedule.py     list_schedule(durations, slots)

@@ -13,7 +13,7 @@ from gpuledger.plan.scoring import scored_candidates
 from gpuledger.plan.settings import PlanSettings
 
 
-def alternatives(scored, trial_key, candidates, accel, table, s: PlanSettings, total: float, keys: pl.DataFrame) -> dict[str, Any]:
+def alternatives(scored, trial_key, candidates, accel, times, table, s: PlanSettings, total: float, keys: pl.DataFrame) -> dict[str, Any]:
     """Returns the totals the budget guard quotes (the cheaper alternatives only when over budget)."""
     out: dict[str, Any] = {}
     feas = table.filter(pl.col("feasible"))
@@ -24,7 +24,7 @@ def alternatives(scored, trial_key, candidates, accel, table, s: PlanSettings, t
     if not scored.height or total <= s.budget_usd:
         return out
     # per-accelerator totals need candidates pruned within each accelerator, deadline ignored
-    reduced = scored_candidates(keys, candidates, accel, replace(s, deadline_s=None),
+    reduced = scored_candidates(keys, candidates, accel, times, replace(s, deadline_s=None),
                                 prune_within=("spot", "acc_id")).select("key", "acc_id", "spot", "est_cost_usd")
     tk_key = trial_key["key"].to_numpy().astype(np.int64)
     tk_trial = trial_key["trial_id"].rank("dense").to_numpy().astype(np.int64) - 1

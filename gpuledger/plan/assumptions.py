@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from gpuledger.plan.estimates import SHARDING_RULE
-from gpuledger.plan.settings import SCALING_EFFICIENCY, PlanSettings
+from gpuledger.plan.settings import PlanSettings
 
 
 def plan_assumptions(s: PlanSettings, candidates: pl.DataFrame, offers: pl.DataFrame, accel: pl.DataFrame) -> list[str]:
@@ -20,13 +20,14 @@ def plan_assumptions(s: PlanSettings, candidates: pl.DataFrame, offers: pl.DataF
     a.append(f"overhead per trial: provisioning {fmt_duration(s.provisioning_s)} + set-up {fmt_duration(s.setup_s)}, billed")
     if not local:
         a += [
-            "compute time = FLOPs / (GPUs × dense peak × MFU × multi-GPU efficiency "
-            + ", ".join(f"{k} {v}" for k, v in SCALING_EFFICIENCY.items() if k != "none") + ")",
+            "compute time = the training-step model of `gpuledger estimate --tokens` (gpuledger/estimate/throughput.py: "
+            "matmuls, attention, memory-bound work, optimizer pass, per-step costs and communication of the workload's "
+            "stack on each GPU kind and count; coefficients and sources in gpuledger/estimate/coefficients.py)",
             "an instance is paid whole: a trial on an instance with more GPUs than it uses pays for all of them (no packing)",
             SHARDING_RULE,
         ]
         if not accel.is_empty():
-            a.append("MFU from " + ", ".join(sorted(set(accel["mfu_source"].to_list()))))
+            a.append("time from " + ", ".join(sorted(set(accel["time_source"].to_list()))))
     if s.spot != "never":
         ck = (f"half the checkpoint interval ({fmt_duration(s.checkpoint_interval_s)})" if s.checkpoint_interval_s is not None
               else "half the trial's compute (trials are not assumed to checkpoint)")

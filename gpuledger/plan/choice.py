@@ -11,16 +11,17 @@ import polars as pl
 from gpuledger.plan.alternatives import alternatives as budget_alternatives
 from gpuledger.plan.assumptions import plan_assumptions
 from gpuledger.plan.candidates import candidate_offers
-from gpuledger.plan.estimates import accelerator_table
+from gpuledger.plan.estimates import accelerator_table, compute_times
 from gpuledger.plan.model import Plan
 from gpuledger.plan.schedule import list_schedule, makespan_s
-from gpuledger.plan.scoring import scored_candidates
+from gpuledger.plan.scoring import KEY_COLS, scored_candidates
 from gpuledger.plan.settings import S_PER_H, PlanSettings
 from gpuledger.plan.whatif import what_if_curve
 
 #: The columns of a plan's trial table (plan.trials_frame), in order. `est_basis` says where the
 #: duration comes from: "measured" (this trial's own measured run), "calibrated on N runs" (a rate
-#: fitted to measured runs of the same model, method and accelerator) or "estimate" (FLOPs / (peak × MFU)).
+#: fitted to measured runs of the same model, method and accelerator) or "estimate" (the training-step
+#: model, `gpuledger.estimate.train_time_s`).
 OUT_COLS = [
     "trial_id", "trial_index", "accelerator", "gpus", "sharding", "cloud", "region", "instance_type", "spot",
     "est_memory_gib", "usable_memory_gib", "flops_total", "compute_s", "est_wall_s", "est_cost_usd", "est_basis",
@@ -114,6 +115,7 @@ def plan_from_estimates(
     *,
     trials_meta: pl.DataFrame | None = None,
     accel: pl.DataFrame | None = None,
+    times: pl.DataFrame | None = None,
     extra_assumptions: Sequence[str] = (),
     measured: pl.DataFrame | None = None,
     what_if_shared_cores: int | None = None,
@@ -123,10 +125,11 @@ def plan_from_estimates(
     LPT schedule on `max_parallel` slots, totals, the what-if curve and the alternatives the budget
     guard quotes.
 
-    `estimates`: trial_id, gpus, sharding, est_memory_gib, flops_total (+ optional trial_index,
-    precision, est_error). `offers`: the columns of `load_offers`. `trials_meta`: trial_id,
+    `estimates`: trial_id, gpus, sharding, est_memory_gib, flops_total, workload (+ optional
+    trial_index, precision, est_error). `offers`: the columns of `load_offers`. `trials_meta`: trial_id,
     params (JSON text) — for the output. `accel`: the `accelerator_table` (default: from the
     catalog for the offers' accelerators; may carry `basis`, e.g. "calibrated on 12 runs").
+    `times`: workload, accelerator, compute_s (default: `compute_times` of the estimates' workloads).
     `measured`: trial_id, accelerator, gpus, wall_s (see `apply_measured`).
     """
     s = settings
@@ -145,6 +148,8 @@ def plan_from_estimates(
     est = est.with_columns(pl.col("gpus").cast(pl.Int64), pl.col("est_memory_gib").cast(pl.Float64), pl.col("flops_total").cast(pl.Float64))
     if accel is None:
         accel = accelerator_table(offers["accelerator"].unique().to_list(), est["precision"].unique().to_list(), s.method)
+    if times is None:
+        times = compute_times(est, accel["accelerator"].unique().to_list())
     if "basis" not in accel.columns:
         accel = accel.with_columns(basis=pl.lit("estimate"))
     snapshot = offers["price_snapshot"][0] if "price_snapshot" in offers.columns and offers.height else None
@@ -155,9 +160,9 @@ def plan_from_estimates(
     candidates = candidate_offers(offers, est["gpus"].unique().to_list(), s).with_row_index("cand")
 
     # distinct estimate keys: identical workloads are scored once
-    key_cols = ["gpus", "sharding", "precision", "est_memory_gib", "flops_total"]
+    key_cols = KEY_COLS
     keys = est.filter(pl.col("est_memory_gib").is_not_null()).select(key_cols).unique().with_row_index("key")
-    scored = scored_candidates(keys, candidates, accel, s)
+    scored = scored_candidates(keys, candidates, accel, times, s)
 
     spot_allowed = {"auto": None, "always": True, "never": False}[s.spot]
     pool = scored if spot_allowed is None else scored.filter(pl.col("spot") == spot_allowed)
@@ -207,7 +212,7 @@ def plan_from_estimates(
     total = float(costs.sum()) if len(costs) else 0.0
     what_if = what_if_curve(durations, costs, stop_at_target=s.target is not None, shared_cores=what_if_shared_cores,
                             _schedules={k: (start, slot)})
-    alternatives = budget_alternatives(scored, trial_key, candidates, accel, table, s, total, keys)
+    alternatives = budget_alternatives(scored, trial_key, candidates, accel, times, table, s, total, keys)
 
     if trials_meta is not None:
         table = table.join(trials_meta.select("trial_id", "params"), on="trial_id", how="left")

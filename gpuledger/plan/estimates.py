@@ -1,8 +1,10 @@
-"""Step 1 of the plan: per-trial estimates (the only step that calls the estimator), and the
-accelerator table (memory, peak rate, MFU) the scoring step prices them against."""
+"""Step 1 of the plan: per-trial estimates and their compute time on each accelerator (the only
+step that calls the estimator: time by `gpuledger.estimate.train_time_s`, the formula `estimate
+--tokens` prints), and the accelerator table (memory, time factor) the scoring step prices them against."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import polars as pl
@@ -31,10 +33,16 @@ SHARDING_RULE = (
 
 ESTIMATE_SCHEMA = {"trial_id": pl.String, "trial_index": pl.Int64, "gpus": pl.Int64, "sharding": pl.String,
                    "precision": pl.String, "est_memory_gib": pl.Float64, "flops_total": pl.Float64,
-                   "est_error": pl.String}
+                   "est_error": pl.String, "workload": pl.String}
 
+#: The accelerator table: per GPU kind and precision it runs, its memory and the factor its
+#: estimated compute times are multiplied by (1, or calibrated on measured runs), with its source.
 ACCEL_SCHEMA = {"accelerator": pl.String, "precision": pl.String, "memory_gib": pl.Float64,
-                "peak_tflops": pl.Float64, "mfu": pl.Float64, "mfu_source": pl.String}
+                "time_factor": pl.Float64, "time_source": pl.String}
+
+#: Compute seconds of each distinct workload (the estimates' `workload` column) on each accelerator,
+#: before calibration.
+TIMES_SCHEMA = {"workload": pl.String, "accelerator": pl.String, "compute_s": pl.Float64}
 
 
 def sharding_options(method: str, gpus: int, spec_sharding: str = "auto") -> list[str]:
@@ -51,7 +59,8 @@ def sharding_options(method: str, gpus: int, spec_sharding: str = "auto") -> lis
 def trial_estimates(spec, trials, gpu_counts: Sequence[int] | None = None, *, device: str = "gpu") -> pl.DataFrame:
     """Returns one row per trial × GPU count × sharding: trial_id, trial_index, gpus, sharding,
     precision, est_memory_gib (per GPU, nvidia-smi level), flops_total, est_error (None or why the
-    estimator refused).
+    estimator refused), workload (the estimator's Workload and the trial's tokens as JSON text: what
+    `compute_times` times; equal text = equal memory and time).
 
     Search params named in PARAM_TO_WORKLOAD (and `gpus_per_trial`) override the spec's train
     fields. Identical workloads are estimated once.
@@ -80,7 +89,7 @@ def trial_estimates(spec, trials, gpu_counts: Sequence[int] | None = None, *, de
     if gpu_counts is None:
         gpt = spec.resources.gpus_per_trial
         gpu_counts = AUTO_GPU_COUNTS if gpt == "auto" else (int(gpt),)
-    cache: dict[tuple, tuple[float | None, float | None, str | None]] = {}
+    cache: dict[tuple, tuple[float | None, float | None, str | None, str | None]] = {}
     rows: dict[str, list] = {k: [] for k in ESTIMATE_SCHEMA}
     for trial in trials:
         wl = dict(base)
@@ -101,26 +110,53 @@ def trial_estimates(spec, trials, gpu_counts: Sequence[int] | None = None, *, de
                 key = tuple(sorted({**wl, "gpus": g, "sharding": sh, "_t": tokens, "_s": str(settings)}.items(), key=lambda kv: kv[0]))
                 if key not in cache:
                     try:
-                        e = estimate_package.estimate(estimate_package.Workload(**{**wl, "gpus": g, "sharding": sh}))
+                        w = estimate_package.Workload(**{**wl, "gpus": g, "sharding": sh})
+                        e = estimate_package.estimate(w)
                         mem = serving_memory_gib(e.memory_gib, settings) if inference else float(e.memory_gib["device"])
-                        cache[key] = (mem, float(e.flops_per_token) * tokens, None)
+                        text = json.dumps({"workload": w.model_dump(mode="json"), "tokens": float(tokens)}, sort_keys=True)
+                        cache[key] = (mem, float(e.flops_per_token) * tokens, None, text)
                     except UserError:
                         raise
                     except Exception as err:  # the estimator refused this one workload: the trial says why
-                        cache[key] = (None, None, f"estimator: {str(err).splitlines()[0] if str(err) else type(err).__name__}")
-                mem, flops, err = cache[key]
+                        cache[key] = (None, None, f"estimator: {str(err).splitlines()[0] if str(err) else type(err).__name__}", None)
+                mem, flops, err, text = cache[key]
                 for col, value in (("trial_id", trial.trial_id), ("trial_index", trial.index), ("gpus", g),
                                    ("sharding", sh), ("precision", str(wl["precision"])), ("est_memory_gib", mem),
-                                   ("flops_total", flops), ("est_error", err)):
+                                   ("flops_total", flops), ("est_error", err), ("workload", text)):
                     rows[col].append(value)
     return pl.DataFrame(rows, schema=ESTIMATE_SCHEMA)
 
 
-def accelerator_table(accelerators: Sequence[str], precisions: Sequence[str], method: str) -> pl.DataFrame:
-    """Returns accelerator, precision, memory_gib (nvidia-smi), peak_tflops (dense), mfu, mfu_source
-    for every known accelerator × precision. MFU: `gpuledger.estimate.default_mfu` (the one table)."""
+def compute_times(estimates: pl.DataFrame, accelerators: Sequence[str]) -> pl.DataFrame:
+    """Returns workload, accelerator, compute_s for every distinct `workload` of `estimates` on every
+    known GPU kind of `accelerators`: `gpuledger.estimate.train_time_s` of the workload's tokens on
+    its GPU count. A kind the model cannot time for a workload (no rate at its precision) is absent
+    (no candidate there)."""
     from gpuledger.catalog import gpu_kinds
-    from gpuledger.estimate import default_mfu
+    from gpuledger.estimate import Workload, estimate, train_time_s
+
+    kinds = gpu_kinds()
+    rows: dict[str, list] = {k: [] for k in TIMES_SCHEMA}
+    for text in estimates["workload"].drop_nulls().unique(maintain_order=True).to_list():
+        d = json.loads(text)
+        est = estimate(Workload(**d["workload"]))
+        for acc in dict.fromkeys(accelerators):
+            if acc not in kinds:
+                continue
+            try:
+                seconds = train_time_s(est, d["tokens"], acc)
+            except ValueError:
+                continue
+            for col, value in (("workload", text), ("accelerator", acc), ("compute_s", seconds)):
+                rows[col].append(value)
+    return pl.DataFrame(rows, schema=TIMES_SCHEMA)
+
+
+def accelerator_table(accelerators: Sequence[str], precisions: Sequence[str], method: str) -> pl.DataFrame:
+    """Returns accelerator, precision, memory_gib (nvidia-smi), time_factor (1: the model's time),
+    time_source for every known accelerator × precision it has a rate for."""
+    from gpuledger.catalog import gpu_kinds
+    from gpuledger.estimate import time_basis
 
     kinds = gpu_kinds()
     rows = []
@@ -128,13 +164,11 @@ def accelerator_table(accelerators: Sequence[str], precisions: Sequence[str], me
         kind = kinds.get(acc)
         if kind is None:
             continue
-        mfu = float(default_mfu(acc, method))
-        src = f"gpuledger/estimate/compute.py (BASE_MFU[{method}] × KIND_FACTOR)"
         for p in dict.fromkeys(precisions):
             try:
-                peak = kind.peak_tflops(p)
+                kind.peak_tflops(p)
             except ValueError:
                 continue
-            rows.append({"accelerator": acc, "precision": p, "memory_gib": kind.memory_gib, "peak_tflops": peak,
-                         "mfu": mfu, "mfu_source": src})
+            rows.append({"accelerator": acc, "precision": p, "memory_gib": kind.memory_gib, "time_factor": 1.0,
+                         "time_source": time_basis(method)})
     return pl.DataFrame(rows, schema=ACCEL_SCHEMA)

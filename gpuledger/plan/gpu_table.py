@@ -46,7 +46,7 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
     several GPUs the sharding rule of the planner (plan/estimates.py SHARDING_RULE) picks ddp or fsdp.
     `cheapest` marks the fitting option of least on-demand cost, `fastest` the one of least time."""
     from gpuledger.catalog import gpu_kinds
-    from gpuledger.estimate import estimate, training_step
+    from gpuledger.estimate import estimate, train_time_s
 
     kinds = gpu_kinds()
     names = list(dict.fromkeys(accelerators)) if accelerators else sorted(
@@ -69,9 +69,8 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                 opt = {"accelerator": acc, "gpus": n, "sharding": sharding, "fits": need <= usable,
                        "peak_memory_gib": round(need, 2), "usable_memory_gib": round(usable, 2)}
                 if opt["fits"]:
-                    step = training_step(est, acc, n)
-                    best = opt | {"time_s": round(step.time_s(tokens), 1),
-                                  "tokens_per_s_per_gpu": round(step.tokens_per_s_per_gpu, 1)}
+                    time_s = train_time_s(est, tokens, acc, n)
+                    best = opt | {"time_s": round(time_s, 1), "tokens_per_s_per_gpu": round(tokens / time_s / n, 1)}
                     break
                 if best is None or best.get("peak_memory_gib") is None or need < best["peak_memory_gib"]:
                     best = opt

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from gpuledger.plan.estimates import ACCEL_SCHEMA
+from gpuledger.plan.estimates import ACCEL_SCHEMA, TIMES_SCHEMA
 from gpuledger.plan.settings import LOCAL_MEMORY_FRACTION, MEMORY_RESERVE_GIB, MEMORY_SAFETY_FRACTION
 
 
@@ -30,17 +30,32 @@ def local_usable_gib(machine) -> float:
 
 
 def local_accel(machine, precisions: Sequence[str]) -> pl.DataFrame:
-    """Returns the accelerator table of `CPU`: peak = one core's measured matmul rate, MFU = the
-    CPU training efficiency of gpuledger/estimate/compute.py; memory expressed so that the scoring
-    step's usable = memory × safety − reserve equals `local_usable_gib`."""
-    from gpuledger.estimate import CPU_TRAINING_EFFICIENCY
-
+    """Returns the accelerator table of `CPU` (time factor 1: `local_times` is the model); memory
+    expressed so that the scoring step's usable = memory × safety − reserve equals `local_usable_gib`."""
     mem_for_table = (local_usable_gib(machine) + MEMORY_RESERVE_GIB) / MEMORY_SAFETY_FRACTION
-    src = (f"one core's measured float32 matmul {machine.matmul_gflops_one_core:.1f} GFLOP/s ({machine.measured_on}) "
-           f"× CPU_TRAINING_EFFICIENCY {CPU_TRAINING_EFFICIENCY} (gpuledger/estimate/compute.py)")
+    src = local_time_source(machine)
     return pl.DataFrame(
-        [{"accelerator": "CPU", "precision": p, "memory_gib": mem_for_table,
-          "peak_tflops": machine.matmul_gflops_one_core / 1000.0, "mfu": CPU_TRAINING_EFFICIENCY, "mfu_source": src}
+        [{"accelerator": "CPU", "precision": p, "memory_gib": mem_for_table, "time_factor": 1.0, "time_source": src}
          for p in dict.fromkeys(precisions)],
         schema=ACCEL_SCHEMA,
     )
+
+
+def local_time_source(machine) -> str:
+    """Returns where the local CPU's compute time comes from, in words."""
+    from gpuledger.estimate import CPU_TRAINING_EFFICIENCY
+
+    return (f"FLOPs / (one core's measured float32 matmul {machine.matmul_gflops_one_core:.1f} GFLOP/s "
+            f"({machine.measured_on}) × CPU_TRAINING_EFFICIENCY {CPU_TRAINING_EFFICIENCY}) (gpuledger/estimate/compute.py)")
+
+
+def local_times(estimates: pl.DataFrame, machine) -> pl.DataFrame:
+    """Returns workload, accelerator ('CPU'), compute_s of every workload of `estimates` on this
+    machine's one core (`gpuledger.estimate.cpu_compute_s`)."""
+    from gpuledger.estimate import cpu_compute_s
+
+    w = estimates.filter(pl.col("workload").is_not_null() & pl.col("flops_total").is_not_null()).unique("workload", keep="first")
+    return pl.DataFrame({
+        "workload": w["workload"], "accelerator": ["CPU"] * w.height,
+        "compute_s": [cpu_compute_s(f, machine.matmul_gflops_one_core) for f in w["flops_total"].to_list()],
+    }, schema=TIMES_SCHEMA)

@@ -267,17 +267,14 @@ def pool_section(option: PoolOption | None, *, mode: str, used: bool, reason: st
     return out
 
 
-#: The estimate columns that make two trials the same workload (as `choice.plan_from_estimates` keys them).
-_KEY_COLS = ["gpus", "sharding", "precision", "est_memory_gib", "flops_total"]
-
-
-def scored_per_trial(estimates: pl.DataFrame, offers: pl.DataFrame, accel: pl.DataFrame,
+def scored_per_trial(estimates: pl.DataFrame, offers: pl.DataFrame, accel: pl.DataFrame, times: pl.DataFrame | None,
                      s: PlanSettings) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Returns (candidates with `cand`, per trial × fitting candidate: trial_id, cand, gpus, sharding,
     compute_s, est_memory_gib, usable_memory_gib), from the plan's own steps (`candidate_offers`,
     `scored_candidates`)."""
     from gpuledger.plan.candidates import candidate_offers
-    from gpuledger.plan.scoring import scored_candidates
+    from gpuledger.plan.estimates import compute_times
+    from gpuledger.plan.scoring import KEY_COLS, scored_candidates
 
     est = estimates if "precision" in estimates.columns else estimates.with_columns(precision=pl.lit(s.precision))
     est = est.with_columns(pl.col("gpus").cast(pl.Int64), pl.col("est_memory_gib").cast(pl.Float64),
@@ -285,21 +282,24 @@ def scored_per_trial(estimates: pl.DataFrame, offers: pl.DataFrame, accel: pl.Da
     if "basis" not in accel.columns:
         accel = accel.with_columns(basis=pl.lit("estimate"))
     candidates = candidate_offers(offers, est["gpus"].unique().to_list(), s).with_row_index("cand")
-    keys = est.filter(pl.col("est_memory_gib").is_not_null()).select(_KEY_COLS).unique().with_row_index("key")
-    scored = scored_candidates(keys, candidates, accel, s)
-    per = (est.join(keys, on=_KEY_COLS, how="inner").select("trial_id", "key", "sharding")
+    if times is None:
+        times = compute_times(est, accel["accelerator"].unique().to_list())
+    keys = est.filter(pl.col("est_memory_gib").is_not_null()).select(KEY_COLS).unique().with_row_index("key")
+    scored = scored_candidates(keys, candidates, accel, times, s)
+    per = (est.join(keys, on=KEY_COLS, how="inner").select("trial_id", "key", "sharding")
            .join(scored.select("key", "cand", "gpus", "compute_s", "est_memory_gib", "usable_memory_gib"), on="key"))
     return candidates, per.drop("key")
 
 
 def with_pool(plan, estimates: pl.DataFrame, offers: pl.DataFrame, accel: pl.DataFrame, s: PlanSettings, *,
-              mode: str = "auto", shared_setup: bool = True):
+              mode: str = "auto", shared_setup: bool = True, times: pl.DataFrame | None = None):
     """Returns the plan with its `pool` section; with a pool chosen (mode `always`, or `auto` when it meets
     the deadline first and costs less), the trials placed on the pool's workers: est_wall_s = the run on
     a worker, est_cost_usd = the run plus the worker's start-up share, start_s/slot from the pool's
     schedule, the total = every worker billed to the teardown (idle tail included), what-if pool columns.
 
-    `shared_setup`: False when the trials' rendered set-ups differ (a pool's workers share one set-up)."""
+    `shared_setup`: False when the trials' rendered set-ups differ (a pool's workers share one set-up).
+    `times`: the plan's compute times (`estimates.compute_times`; default: computed again)."""
     from dataclasses import replace
 
     from gpuledger.plan.formats import fmt_duration, fmt_usd
@@ -313,7 +313,7 @@ def with_pool(plan, estimates: pl.DataFrame, offers: pl.DataFrame, accel: pl.Dat
     options: list[PoolOption] = []
     per_ok = s.deadline_s is None or plan.makespan_s <= s.deadline_s
     if shared_setup:
-        candidates, per = scored_per_trial(estimates, offers, accel, s)
+        candidates, per = scored_per_trial(estimates, offers, accel, times, s)
         bound = plan.makespan_s if per_ok else s.deadline_s
         options = pool_options(plan.trials_frame, per, candidates, s, plan.launch_order, bound)
     best = options[0] if options else None

@@ -9,29 +9,33 @@ import numpy as np
 import polars as pl
 
 from gpuledger.plan.preemption import poisson_quantile
-from gpuledger.plan.settings import S_PER_H, SCALING_EFFICIENCY, PlanSettings
+from gpuledger.plan.settings import S_PER_H, PlanSettings
+
+#: The estimate columns that make two trials the same workload: one scoring `key` per distinct row
+#: (`workload` decides memory and time; the others travel with it).
+KEY_COLS = ["gpus", "sharding", "precision", "est_memory_gib", "flops_total", "workload"]
 
 
 def _pareto(cand: pl.DataFrame, within: list[str]) -> pl.DataFrame:
-    """Returns the candidates no other candidate of the same (gpus, precision, *within) dominates.
+    """Returns the candidates no other candidate of the same (gpus, precision, accelerator, *within)
+    dominates.
 
-    A dominates B when it is no dearer per hour, no slower, has no less usable memory and no
-    higher preemption rate (on-demand counts as rate 0): then for every workload A fits where B
-    fits, costs no more and finishes no later with no more risk to the deadline — so pruning B is
-    exact. Ties keep the lower candidate id. Done per class (`within`, e.g. spot vs on-demand) so
-    that "all spot" / "all on-demand" alternatives stay exact.
+    A dominates B when it is no dearer per hour, has no less usable memory and no higher preemption
+    rate (on-demand counts as rate 0) on the same accelerator (the same speed for every workload):
+    then for every workload A fits where B fits, costs no more and finishes no later with no more
+    risk to the deadline — so pruning B is exact. Across accelerators speed ranks differ by workload
+    (the step model), so nothing is pruned there. Ties keep the lower candidate id. Done per class
+    (`within`, e.g. spot vs on-demand) so that "all spot" / "all on-demand" alternatives stay exact.
     """
-    on = ["gpus", "precision", *within]
-    a = cand.select(*on, "cand", "usd_per_hour", "flops_per_s", "usable_memory_gib", "preemptions_per_hour")
+    on = list(dict.fromkeys(["gpus", "precision", "acc_id", *within]))
+    a = cand.select(*on, "cand", "usd_per_hour", "usable_memory_gib", "preemptions_per_hour")
     pairs = a.join(a, on=on, how="inner", suffix="_b").filter(
         (pl.col("cand") != pl.col("cand_b"))
         & (pl.col("usd_per_hour") <= pl.col("usd_per_hour_b"))
-        & (pl.col("flops_per_s") >= pl.col("flops_per_s_b"))
         & (pl.col("usable_memory_gib") >= pl.col("usable_memory_gib_b"))
         & (pl.col("preemptions_per_hour") <= pl.col("preemptions_per_hour_b"))
         & (
             (pl.col("usd_per_hour") < pl.col("usd_per_hour_b"))
-            | (pl.col("flops_per_s") > pl.col("flops_per_s_b"))
             | (pl.col("usable_memory_gib") > pl.col("usable_memory_gib_b"))
             | (pl.col("preemptions_per_hour") < pl.col("preemptions_per_hour_b"))
             | (pl.col("cand") < pl.col("cand_b"))
@@ -43,15 +47,16 @@ def _pareto(cand: pl.DataFrame, within: list[str]) -> pl.DataFrame:
 
 
 #: Candidate columns carried through the big (estimate key × candidate) frame: numbers only.
-_NUMERIC_CAND = ["cand", "gpus", "acc_id", "spot", "usd_per_hour", "preemptions_per_hour", "usable_memory_gib", "flops_per_s"]
+_NUMERIC_CAND = ["cand", "gpus", "acc_id", "spot", "usd_per_hour", "preemptions_per_hour", "usable_memory_gib", "time_factor"]
 
 
-def scored_candidates(estimates: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame, settings: PlanSettings,
-                      *, prune_within: Sequence[str] = ("spot",)) -> pl.DataFrame:
+def scored_candidates(estimates: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame, times: pl.DataFrame,
+                      settings: PlanSettings, *, prune_within: Sequence[str] = ("spot",)) -> pl.DataFrame:
     """Returns every (estimate key × candidate) whose memory fits, with:
 
     usable_memory_gib = memory_gib × safety − reserve;
-    compute_s = flops_total / (gpus × peak × 1e12 × mfu × scaling_efficiency[sharding]);
+    compute_s = the workload's compute seconds on the candidate's accelerator (`times`, from
+      `estimates.compute_times`: the step model) × the accelerator's time_factor (1, or calibrated);
     on-demand: est_wall_s = T0 = overhead + compute; spot: lost = checkpoint_interval/2 (or
       compute/2 without checkpoints), per_preemption = restart + lost, rate = preemptions per
       hour / 3600, est_wall_s = T0 + rate × T0 × per_preemption (first order: rework is not
@@ -60,8 +65,8 @@ def scored_candidates(estimates: pl.DataFrame, candidates: pl.DataFrame, accel: 
     deadline_ok: on-demand T0 <= deadline; spot P(N <= n_allowed) >= confidence with
       N ~ Poisson(rate × T0) and n_allowed = floor((deadline − T0) / per_preemption).
 
-    `estimates` has one row per distinct `key` (gpus, sharding, precision, est_memory_gib,
-    flops_total); `candidates` comes from `candidate_offers` with a `cand` id. Only numeric columns
+    `estimates` has one row per distinct `key` (KEY_COLS); `candidates` comes from
+    `candidate_offers` with a `cand` id; `times`: workload, accelerator, compute_s. Only numeric columns
     travel through this frame (the big one); strings are joined back after the choice.
     Candidates dominated within their `prune_within` class are dropped first (see `_pareto`).
     """
@@ -72,23 +77,21 @@ def scored_candidates(estimates: pl.DataFrame, candidates: pl.DataFrame, accel: 
         .join(accel, on="accelerator", how="inner")
         .with_columns(
             usable_memory_gib=pl.col("memory_gib") * s.memory_safety_fraction - s.memory_reserve_gib,
-            flops_per_s=pl.col("gpus") * pl.col("peak_tflops") * 1e12 * pl.col("mfu"),
         )
         .select(*_NUMERIC_CAND, "precision")
     )
     cand = _pareto(cand, list(prune_within))
-    keys = estimates.select(
-        "key", "gpus", "precision", "est_memory_gib", "flops_total",
-        eff=pl.col("sharding").replace_strict(SCALING_EFFICIENCY, default=0.85, return_dtype=pl.Float64),
-    )
-    compute = pl.col("flops_total") / (pl.col("flops_per_s") * pl.col("eff"))
+    keys = estimates.select("key", "gpus", "precision", "est_memory_gib", "workload").join(
+        times.join(acc_ids, on="accelerator", how="inner").select("workload", "acc_id", pl.col("compute_s").alias("_model_s")),
+        on="workload", how="inner").drop("workload")
+    compute = pl.col("_model_s") * pl.col("time_factor")
     t0 = pl.lit(s.overhead_s) + pl.col("compute_s")
     lost = pl.lit(s.checkpoint_interval_s / 2) if s.checkpoint_interval_s is not None else pl.col("compute_s") / 2
     per_pre = pl.lit(s.restart_s) + lost
     rate_per_s = pl.col("preemptions_per_hour") / S_PER_H
     df = (
         keys.lazy()
-        .join(cand.lazy(), on=["gpus", "precision"], how="inner")
+        .join(cand.lazy(), on=["gpus", "precision", "acc_id"], how="inner")
         .filter(pl.col("est_memory_gib") <= pl.col("usable_memory_gib"))
         .with_columns(compute_s=compute)
         .with_columns(t0_s=t0, per_preemption_s=per_pre)
@@ -97,7 +100,7 @@ def scored_candidates(estimates: pl.DataFrame, candidates: pl.DataFrame, accel: 
             expected_preemptions=rate_per_s * pl.col("t0_s"),
         )
         .with_columns(est_cost_usd=pl.col("usd_per_hour") * pl.col("est_wall_s") / S_PER_H)
-        .drop("precision", "flops_per_s", "eff", "flops_total")
+        .drop("precision", "time_factor", "_model_s")
         .collect()
     )
     if s.deadline_s is None:

@@ -31,10 +31,6 @@ CLOUD_SETUP_S = 5 * 60.0
 LOCAL_PROVISIONING_S = 0.0
 LOCAL_SETUP_S = 3.0
 
-#: Multi-GPU throughput relative to GPUs × single-GPU throughput (gradient all-reduce for DDP;
-#: parameter all-gather + reduce-scatter for FSDP/ZeRO-3), within one node (NVLink or PCIe).
-SCALING_EFFICIENCY = {"none": 1.0, "ddp": 0.90, "zero1": 0.90, "zero2": 0.88, "zero3": 0.85, "fsdp": 0.85}
-
 #: GPU counts `gpus_per_trial: auto` tries.
 AUTO_GPU_COUNTS = (1, 2, 4, 8)
 

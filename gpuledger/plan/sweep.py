@@ -157,7 +157,7 @@ def _with_pruning(plan: Plan, spec, s: PlanSettings, curves: dict | None) -> Pla
 
 def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.DataFrame | None,
                 measurements: pl.DataFrame | None) -> Plan:
-    from gpuledger.plan.estimates import accelerator_table
+    from gpuledger.plan.estimates import accelerator_table, compute_times
     from gpuledger.plan.throughput_calibration import calibrate
 
     r = spec.resources
@@ -168,16 +168,18 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
         notes.append(f"no offers for accelerators {r.accelerators or 'any'} in clouds {r.clouds}"
                      + (f" regions {r.regions}" if r.regions else ""))
     accel = accelerator_table(offers["accelerator"].unique().to_list(), est["precision"].unique().to_list(), s.method)
-    accel, measured, cal_notes = calibrate(accel, est, measurements, s, model=spec.model)
-    plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, measured=measured,
+    times = compute_times(est, accel["accelerator"].unique().to_list())
+    accel, measured, cal_notes = calibrate(accel, est, times, measurements, s, model=spec.model)
+    plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, times=times, measured=measured,
                                extra_assumptions=notes + cal_notes + search_notes(spec, trials))
     from gpuledger.plan.pools import with_pool
 
-    return with_pool(plan, est, offers, accel, s, mode=r.pool, shared_setup=len({t.setup for t in trials}) <= 1)
+    return with_pool(plan, est, offers, accel, s, mode=r.pool, shared_setup=len({t.setup for t in trials}) <= 1,
+                     times=times)
 
 
 def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, measurements: pl.DataFrame | None) -> Plan:
-    from gpuledger.plan.local import local_accel, local_offers, local_usable_gib
+    from gpuledger.plan.local import local_accel, local_offers, local_times, local_usable_gib
     from gpuledger.plan.prices import local_rate
     from gpuledger.plan.throughput_calibration import calibrate
 
@@ -185,7 +187,8 @@ def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, meas
     offers = local_offers(machine, rate.usd_per_hour, rate.source, rate.as_of)
     est = trial_estimates(spec, trials, gpu_counts=(1,), device="cpu")
     accel = local_accel(machine, est["precision"].unique().to_list())
-    accel, measured, cal_notes = calibrate(accel, est, measurements, s, model=spec.model, hostname=machine.hostname)
+    times = local_times(est, machine)
+    accel, measured, cal_notes = calibrate(accel, est, times, measurements, s, model=spec.model, hostname=machine.hostname)
     usable = local_usable_gib(machine)
     max_mem = est["est_memory_gib"].drop_nulls().max() if est.height else None
     cap_mem = int(usable // max_mem) if max_mem else s.max_parallel
@@ -202,7 +205,7 @@ def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, meas
         *search_notes(spec, trials),
     ]
     s = replace(s, max_parallel=cap, spot="never")
-    plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, measured=measured,
+    plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, times=times, measured=measured,
                                extra_assumptions=notes, what_if_shared_cores=machine.cores)
     return with_cloud_equivalent(plan, spec, trials, measurements)
 
