@@ -65,8 +65,9 @@ def test_named_query_runs_on_a_real_warehouse(tmp_path):
 
     path = tmp_path / "ledger.duckdb"
     with Warehouse.open(path) as wh:
-        df = wh.query_named("estimate_calibration")
-    assert df.columns == ["run_id", "method", "accelerator", "est_memory_gib", "measured_memory_gib"]
+        df = wh.query_named("estimate_runs")
+    assert df.columns == ["run_id", "sweep_id", "model", "method", "accelerator", "gpus", "est_memory_gib",
+                          "measured_memory_gib", "est_wall_s", "wall_s", "est_basis"]
     assert calibration.load_runs(path) == []
 
 
@@ -79,18 +80,22 @@ def test_cli_says_whether_it_calibrated(capsys, tmp_path):
     assert "not calibrated (--no-calibration)" in capsys.readouterr().out
 
 
-def _warehouse_with_runs(path, ratios, *, method="lora", accelerator="A100"):
+def _warehouse_with_runs(path, ratios, *, method="lora", accelerator="A100", time_ratios=None, basis="estimate"):
     """A real warehouse with one sweep of `method` and one succeeded GPU run per ratio
-    (measured = 10 GiB x ratio against a 10 GiB estimate)."""
+    (measured = 10 GiB x ratio against a 10 GiB estimate; wall-clock 1000 s x time ratio against a
+    planned 1000 s, the plan's time of `basis`)."""
     from record_fixtures import example_record
 
     from gpuledger.warehouse import Warehouse
 
+    time_ratios = time_ratios or [1.0] * len(ratios)
     with Warehouse.open(path) as wh:
         wh.register_sweep(sweep_id="cal-1", name="cal", method=method, started_at="2026-01-05T10:00:00")
-        wh.upsert_trials("cal-1", [{"trial_id": f"t{i}", "est_memory_gib": 10.0} for i in range(len(ratios))])
+        wh.upsert_trials("cal-1", [{"trial_id": f"t{i}", "est_memory_gib": 10.0, "est_wall_s": 1000.0, "est_basis": basis}
+                                   for i in range(len(ratios))])
         wh.ingest_records([example_record(f"r{i}", f"t{i}", sweep_id="cal-1", accelerator=accelerator, gpus=1,
-                                          peak_gpu_mem_gib=10.0 * q) for i, q in enumerate(ratios)])
+                                          peak_gpu_mem_gib=10.0 * q, wall_s=1000.0 * tq)
+                           for i, (q, tq) in enumerate(zip(ratios, time_ratios, strict=True))])
 
 
 def test_learns_from_the_users_runs_and_says_so(capsys, tmp_path):
@@ -112,3 +117,30 @@ def test_learns_from_the_users_runs_and_says_so(capsys, tmp_path):
     assert "not calibrated: 0 of your measured runs match lora/hf/hopper (5 needed)" in capsys.readouterr().out
     assert main(["estimate", "gpt2", "--accelerator", "A100", "--warehouse", str(path), "--no-calibration"]) == 0
     assert "not calibrated (--no-calibration)" in capsys.readouterr().out
+
+
+def test_time_learnt_from_the_users_runs_in_the_gpu_table(capsys, tmp_path):
+    from gpuledger.cli import main
+
+    path = tmp_path / "w.duckdb"
+    _warehouse_with_runs(path, [1.0] * 5, time_ratios=[1.3, 1.2, 1.25, 1.25, 1.4])
+    runs = calibration.load_runs(path)
+    c = calibration.fit(runs, "lora", "hf", "ampere", quantity="time")
+    assert c is not None and c.factor == 1.25 and c.describe() == "time calibrated on 5 of your runs: x1.25 (lora/hf/ampere)"
+    args = ["estimate", "gpt2", "--tokens", "1e6", "--accelerator", "A100-80GB", "--accelerator", "H100",
+            "--warehouse", str(path), "--json"]
+    assert main(args) == 0
+    cal = {(o["accelerator"], o["gpus"]): o for o in json.loads(capsys.readouterr().out)["options"]}
+    assert main([*args, "--no-calibration"]) == 0
+    raw = {(o["accelerator"], o["gpus"]): o for o in json.loads(capsys.readouterr().out)["options"]}
+    assert cal[("A100-80GB", 1)]["time_s"] == round(raw[("A100-80GB", 1)]["time_s"] * 1.25, 1)
+    assert cal[("A100-80GB", 1)]["time_calibration"] == c.describe()
+    assert cal[("H100", 1)]["time_s"] == raw[("H100", 1)]["time_s"] and cal[("H100", 1)]["time_calibration"] is None
+    assert main(args[:-1]) == 0
+    assert "- A100-80GB: time calibrated on 5 of your runs: x1.25 (lora/hf/ampere)" in capsys.readouterr().out
+
+
+def test_time_of_a_measured_plan_teaches_nothing(tmp_path):
+    path = tmp_path / "w.duckdb"
+    _warehouse_with_runs(path, [1.0] * 5, time_ratios=[1.3] * 5, basis="measured")
+    assert calibration.fit(calibration.load_runs(path), "lora", "hf", "ampere", quantity="time") is None

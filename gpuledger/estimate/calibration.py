@@ -1,10 +1,14 @@
-"""Learn from use: a per-(method, framework, accelerator family) memory correction fitted on the
-user's own measured runs (warehouse view `v_estimate_accuracy`, named query
-`gpuledger/warehouse/sql/queries/estimate_calibration.sql`).
+"""Learn from use: per-(method, framework, accelerator family) corrections of memory and of time
+fitted on the user's own measured runs (warehouse view `v_estimate_accuracy`, named query
+`gpuledger/warehouse/sql/queries/estimate_runs.sql`).
 
-The correction is the median of measured / estimated over the group's runs (the median ignores a
+A correction is the median of measured / estimated over the group's runs (the median ignores a
 few odd runs, e.g. one that shared its GPU); it applies once `MIN_RUNS` runs exist and is stated in
-every output ("calibrated on 12 of your runs: x0.93"). Runs recorded by gpuledger's own trainers
+every output ("calibrated on 12 of your runs: x0.93"). Memory: the run's peak device memory against
+its trial's planned device level (GPU runs). Time: the run's wall-clock against its trial's planned
+wall-clock, only where the plan's time was the model's own (est_basis 'estimate' or unrecorded,
+not 'measured' or already calibrated); both include the trial's start-up, so the factor is a
+whole-trial ratio applied to the model's time. Runs recorded by gpuledger's own trainers
 use Transformers + PEFT, so their framework is `hf`. Pure functions here; the warehouse is read
 only through `load_runs` (never created: no warehouse, no correction).
 """
@@ -36,27 +40,50 @@ def accelerator_family(accelerator: str) -> str:
     return "other"
 
 
+#: what is corrected: (estimated key, measured key) of a run record
+QUANTITIES = {"memory": ("est_memory_gib", "measured_memory_gib"), "time": ("est_wall_s", "wall_s")}
+
+
 @dataclass(frozen=True)
 class Correction:
-    """A multiplicative correction of the device-level estimate, with what it rests on."""
+    """A multiplicative correction of the device-level memory (or of the time), with what it rests on."""
 
     factor: float
     runs: int
     group: tuple[str, str, str]
+    quantity: str = "memory"
 
     def describe(self) -> str:
-        return f"calibrated on {self.runs} of your runs: x{self.factor:.2f} ({'/'.join(self.group)})"
+        what = "" if self.quantity == "memory" else f"{self.quantity} "
+        return f"{what}calibrated on {self.runs} of your runs: x{self.factor:.2f} ({'/'.join(self.group)})"
 
 
-def fit(records: list[dict], method: str, framework: str, family: str, min_runs: int = MIN_RUNS) -> Correction | None:
-    """Returns the correction of a group from records with keys method, framework, accelerator,
-    est_memory_gib, measured_memory_gib; None below `min_runs` runs."""
-    ratios = [r["measured_memory_gib"] / r["est_memory_gib"] for r in records
+def _usable(r: dict, quantity: str) -> bool:
+    est_key, measured_key = QUANTITIES[quantity]
+    if not (r.get(est_key) or 0) > 0 or not (r.get(measured_key) or 0) > 0 or not r.get("accelerator"):
+        return False
+    if quantity == "memory":
+        return (r.get("gpus") or 0) > 0 or "gpus" not in r  # GPU runs (CPU runs measure RSS)
+    return r.get("est_basis") in (None, "estimate")  # the model's own time, not a measured/calibrated one
+
+
+def fit(records: list[dict], method: str, framework: str, family: str, min_runs: int = MIN_RUNS,
+        quantity: str = "memory") -> Correction | None:
+    """Returns the correction of a group from records with keys method, framework, accelerator and
+    the quantity's estimated/measured keys (QUANTITIES); None below `min_runs` runs."""
+    est_key, measured_key = QUANTITIES[quantity]
+    ratios = [r[measured_key] / r[est_key] for r in records
               if r["method"] == method and r.get("framework", RUN_FRAMEWORK) == framework
-              and accelerator_family(r["accelerator"]) == family and r["est_memory_gib"] > 0]
+              and _usable(r, quantity) and accelerator_family(r["accelerator"]) == family]
     if len(ratios) < min_runs:
         return None
-    return Correction(float(statistics.median(ratios)), len(ratios), (method, framework, family))
+    return Correction(float(statistics.median(ratios)), len(ratios), (method, framework, family), quantity)
+
+
+def matching_runs(records: list[dict], method: str, framework: str, family: str, quantity: str = "memory") -> int:
+    """Returns how many records a correction of this group could use (for "3 of 5 needed")."""
+    return sum(1 for r in records if r["method"] == method and r.get("framework", RUN_FRAMEWORK) == framework
+               and _usable(r, quantity) and accelerator_family(r["accelerator"]) == family)
 
 
 def leave_one_out(records: list[dict], min_runs: int = MIN_RUNS) -> list[tuple[float, float]]:
@@ -75,8 +102,8 @@ def leave_one_out(records: list[dict], min_runs: int = MIN_RUNS) -> list[tuple[f
 
 
 def load_runs(path: str | Path | None = None) -> list[dict]:
-    """Returns the warehouse's measured runs (named query estimate_calibration), [] when there is no
-    warehouse (never creates one) or a running sweep holds it."""
+    """Returns the warehouse's succeeded runs with their estimates (named query estimate_runs), [] when
+    there is no warehouse (never creates one) or a running sweep holds it."""
     from gpuledger.errors import UserError
     from gpuledger.settings import resolve_path
 
@@ -87,7 +114,7 @@ def load_runs(path: str | Path | None = None) -> list[dict]:
 
     try:
         with Warehouse.open(target, read_only=True, lock_timeout_s=0.5) as wh:
-            df = wh.query_named("estimate_calibration")
+            df = wh.query_named("estimate_runs")
     except UserError:
         return []
     return [dict(r, framework=RUN_FRAMEWORK) for r in df.to_dicts()]

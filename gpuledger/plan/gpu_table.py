@@ -14,7 +14,7 @@ from gpuledger.plan.settings import AUTO_GPU_COUNTS, MEMORY_RESERVE_GIB, MEMORY_
 #: JSON keys of one option (`estimate --tokens --json` `options[]`)
 OPTION_KEYS = ("accelerator", "gpus", "sharding", "fits", "peak_memory_gib", "usable_memory_gib", "time_s",
                "tokens_per_s_per_gpu", "usd_on_demand", "usd_spot", "on_demand_offer", "spot_offer",
-               "price_as_of", "cheapest", "fastest", "reason")
+               "price_as_of", "cheapest", "fastest", "reason", "time_calibration")
 
 
 def _cheapest(offers: pl.DataFrame, accelerator: str, gpus: int, spot: bool) -> dict | None:
@@ -39,14 +39,17 @@ def _shardings(method: str, gpus: int, given: str) -> list[str]:
 
 
 def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Sequence[str] | None = None,
-                counts: Sequence[int] = AUTO_GPU_COUNTS) -> list[dict]:
+                counts: Sequence[int] = AUTO_GPU_COUNTS, time_corrections: dict | None = None) -> list[dict]:
     """Returns one option per GPU kind x count (OPTION_KEYS): the kinds of `accelerators`, else
     every kind the offers rent. Memory: the estimate at nvidia-smi level against the usable memory
     (nvidia-smi total x MEMORY_SAFETY_FRACTION − MEMORY_RESERVE_GIB, the planner's rule); with
     several GPUs the sharding rule of the planner (plan/estimates.py SHARDING_RULE) picks ddp or fsdp.
-    `cheapest` marks the fitting option of least on-demand cost, `fastest` the one of least time."""
+    `cheapest` marks the fitting option of least on-demand cost, `fastest` the one of least time.
+    `time_corrections`: {GPU family: calibration.Correction of time} learnt from the user's runs: the
+    model's time x its factor on the kinds of that family (`time_calibration` says so)."""
     from gpuledger.catalog import gpu_kinds
     from gpuledger.estimate import estimate, train_time_s
+    from gpuledger.estimate.calibration import accelerator_family
 
     kinds = gpu_kinds()
     names = list(dict.fromkeys(accelerators)) if accelerators else sorted(
@@ -70,7 +73,11 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                        "peak_memory_gib": round(need, 2), "usable_memory_gib": round(usable, 2)}
                 if opt["fits"]:
                     time_s = train_time_s(est, tokens, acc, n)
-                    best = opt | {"time_s": round(time_s, 1), "tokens_per_s_per_gpu": round(tokens / time_s / n, 1)}
+                    corr = (time_corrections or {}).get(accelerator_family(acc))
+                    if corr is not None:
+                        time_s *= corr.factor
+                    best = opt | {"time_s": round(time_s, 1), "tokens_per_s_per_gpu": round(tokens / time_s / n, 1),
+                                  "time_calibration": corr.describe() if corr is not None else None}
                     break
                 if best is None or best.get("peak_memory_gib") is None or need < best["peak_memory_gib"]:
                     best = opt

@@ -150,8 +150,7 @@ def calibration_for(est, args: argparse.Namespace) -> tuple[object | None, str]:
     family = calibration.accelerator_family(accelerator)
     c = calibration.fit(runs, w.method, w.framework, family)
     if c is None:
-        have = len([r for r in runs if r["method"] == w.method and calibration.accelerator_family(r["accelerator"]) == family
-                    and r["framework"] == w.framework])
+        have = calibration.matching_runs(runs, w.method, w.framework, family)
         return None, (f"not calibrated: {have} of your measured runs match {w.method}/{w.framework}/{family} "
                       f"({calibration.MIN_RUNS} needed)")
     return c, c.describe()
@@ -169,7 +168,23 @@ def gpu_table(args: argparse.Namespace, w) -> list[dict]:
         kinds = [normalize_accelerator(a) for a in (args.accelerator or [])]
     except UnknownAccelerator as err:
         raise UserError(f"--accelerator: {err}") from None
-    return gpu_options(w, args.tokens, load_offers(), kinds or None)
+    return gpu_options(w, args.tokens, load_offers(), kinds or None, time_corrections=time_corrections(w, args))
+
+
+def time_corrections(w, args: argparse.Namespace) -> dict:
+    """Returns {GPU family: Correction of time} learnt from the user's runs of this method and
+    framework (none with --no-calibration or on the CPU)."""
+    from gpuledger.estimate import calibration
+
+    if getattr(args, "no_calibration", False) or w.device != "gpu":
+        return {}
+    runs = calibration.load_runs(getattr(args, "warehouse", None))
+    out = {}
+    for family in sorted({calibration.accelerator_family(r["accelerator"]) for r in runs if r.get("accelerator")}):
+        c = calibration.fit(runs, w.method, w.framework, family, quantity="time")
+        if c is not None:
+            out[family] = c
+    return out
 
 
 def render_gpu_table(options: list[dict], tokens: float) -> str:
@@ -191,6 +206,11 @@ def render_gpu_table(options: list[dict], tokens: float) -> str:
         tps = f"{o['tokens_per_s_per_gpu']:,.0f}" if o["tokens_per_s_per_gpu"] is not None else "-"
         lines.append(f"{o['accelerator']:10} {o['gpus']:2d} {o['sharding'] or '':5} {fits:4} {peak:>9} {t:>9} "
                      f"{tps:>9} {od:>11} {sp:>8}  {note}")
+    calibrated = sorted({(o["accelerator"], o["time_calibration"]) for o in options if o.get("time_calibration")})
+    lines.extend(f"- {acc}: {note}" for acc, note in calibrated)
+    if not calibrated:
+        lines.append("- time not calibrated: fewer than 5 of your runs of this method and framework on a GPU family "
+                     "(or --no-calibration)")
     return "\n".join(lines)
 
 
