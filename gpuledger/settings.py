@@ -65,6 +65,8 @@ SETTINGS: tuple[Setting, ...] = (
             "where reports are written, relative to the project"),
     Setting("prefect.api_url", "PREFECT_API_URL", str, None,
             "a Prefect server to use (default: the local one `gpuledger serve` starts, else a temporary one)"),
+    Setting("prefect.home", "PREFECT_HOME", str, None,
+            "the local Prefect home (its database, results, logs); default DATA_DIR/prefect"),
     Setting("agent.budget_usd", "GPULEDGER_AGENT_BUDGET_USD", float, None,
             "the most sweeps launched through `gpuledger mcp` may spend in total (USD)"),
     Setting("agent.require_plan", None, bool, True,
@@ -148,8 +150,14 @@ class Settings:
 
     @property
     def prefect_home(self) -> Path:
-        """The local Prefect home (its database, results, logs)."""
-        return self.data_dir / "prefect"
+        """The local Prefect home (its database, results, logs): `prefect.home`, else `prefect/` of the
+        run-time folder (outside a project, with an explicit warehouse: beside that file)."""
+        explicit = self.values.get("prefect.home")
+        if explicit:
+            return self._in_project(explicit, "its Prefect home").resolve()
+        if self.project_root is None:
+            return self.run_dir / "prefect"
+        return self.data_dir.resolve() / "prefect"
 
     @property
     def reports_dir(self) -> Path:
@@ -295,7 +303,7 @@ def current() -> Settings:
     """Returns the settings in force for this process (cached while the working directory, the
     GPULEDGER_* variables and the settings files are unchanged)."""
     env_key = tuple(sorted((k, v) for k, v in os.environ.items()
-                           if k.startswith("GPULEDGER_") or k in ("PREFECT_API_URL", "XDG_CONFIG_HOME", "HOME")))
+                           if k.startswith("GPULEDGER_") or k in ("PREFECT_API_URL", "PREFECT_HOME", "XDG_CONFIG_HOME", "HOME")))
     root = find_project()
     files = [user_config_path()] + ([root / PROJECT_FILE] if root else [])
     mtimes = tuple(f.stat().st_mtime if f.exists() else 0.0 for f in files)

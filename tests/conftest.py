@@ -16,9 +16,13 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 
 @pytest.fixture(autouse=True)
 def _isolated_warehouse(tmp_path_factory, monkeypatch):
-    """Points GPULEDGER_WAREHOUSE at a fresh temporary file so no test touches warehouse/ledger.duckdb."""
-    path = tmp_path_factory.mktemp("wh") / "ledger.duckdb"
+    """Points the warehouse, the run-time folder and the reports at fresh temporary folders, so that no
+    test writes into the checkout (itself a gpuledger project: its .gpuledger/ and reports/)."""
+    folder = tmp_path_factory.mktemp("wh")
+    path = folder / "ledger.duckdb"
     monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(path))
+    monkeypatch.setenv("GPULEDGER_DATA_DIR", str(folder / "data"))
+    monkeypatch.setenv("GPULEDGER_REPORTS_DIR", str(folder / "reports"))
     yield path
 
 

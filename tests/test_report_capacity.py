@@ -33,9 +33,13 @@ def test_latency_throughput_chart_and_curve_tables(tmp_path):
 
 
 def test_files_default_path(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+    """Without --out a report goes to reports/ of the project, from any of its subfolders."""
+    monkeypatch.delenv("GPULEDGER_REPORTS_DIR")
+    (tmp_path / "gpuledger.toml").write_text("[paths]\n")
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "deep" / "er")
     files = write_capacity_report(CAPACITY_RESULT)
-    assert str(files.html) == "reports/capacity/chat-serving.html"
+    assert files.html == tmp_path / "reports" / "capacity" / "chat-serving.html"
     html = files.html.read_text()
     assert "Why the others fail" in html and "T4" in html
     assert files.csv[0].name == "options.csv"

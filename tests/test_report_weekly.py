@@ -66,9 +66,13 @@ def test_empty_warehouse_week(tmp_path):
 
 
 def test_default_path_and_week(wh, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+    """Without --out: reports/ of the project (the project file's paths.reports_dir), from a subfolder."""
+    monkeypatch.delenv("GPULEDGER_REPORTS_DIR")
+    (tmp_path / "gpuledger.toml").write_text('[paths]\nreports_dir = "out/reports"\n')
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
     files = write_weekly_report(wh, "2026-W02")
-    assert str(files.html) == "reports/weekly/2026-W02.html"
+    assert files.html == tmp_path / "out" / "reports" / "weekly" / "2026-W02.html"
     assert {p.name for p in files.csv} >= {"by-project.csv", "sweeps.csv", "budgets.csv"}
     assert last_complete_week(date(2026, 1, 12)) == "2026-W02"  # Monday of W03 -> the week before
 

@@ -6,17 +6,17 @@ environment or a `uvicorn` subprocess, so that `gpuledger` stays fast to start.
 - `configured_api_url()`: `PREFECT_API_URL`, else `[api].url` of `./prefect.toml` (the project's).
 - `serve_api_url()`: where `gpuledger serve` listens: `--port`, else `$GPULEDGER_PREFECT_PORT`, else
   the configured URL (port 4200 of prefect.toml).
-- `own_server_url()`: the API of THIS checkout's running `gpuledger serve`, known from the state file
-  it keeps in its Prefect home (`.prefect/gpuledger-serve.json`: pid, API URL, checkout path).
+- `own_server_url()`: the API of THIS project's running `gpuledger serve`, known from the state file
+  it keeps in its Prefect home (`.gpuledger/prefect/gpuledger-serve.json`: pid, API URL, project path).
 - `prefect_api()`: a context manager `gpuledger sweep` runs its flow in. It points
-  `PREFECT_API_URL` at this checkout's own server when one runs (or at `PREFECT_API_URL` when the
+  `PREFECT_API_URL` at this project's own server when one runs (or at `PREFECT_API_URL` when the
   user set it: their explicit choice); else at a temporary server it starts (Prefect's ephemeral
   mode, but as our own child process: it dies with us even on SIGKILL), and stops it afterwards.
-  A server that merely answers on the configured port (another checkout's) is never attached to.
+  A server that merely answers on the configured port (another project's) is never attached to.
 - `serve()`: `gpuledger serve`: a local server on 127.0.0.1 with its state under the project
-  (`.prefect/`), the process work pool, the deployments of `prefect.yaml`, and a worker. Ctrl-C
+  (`.gpuledger/prefect/`), the process work pool, the deployments of `prefect.yaml`, and a worker. Ctrl-C
   (or SIGTERM) stops the worker, then the server. A second `gpuledger serve` while one runs says so
-  and exits 0; a port taken by a server that is not this checkout's is refused with the way out.
+  and exits 0; a port taken by a server that is not this project's is refused with the way out.
 """
 
 from __future__ import annotations
@@ -54,14 +54,24 @@ QUIET_ENV = {
 
 
 def project_root() -> Path:
-    """Returns the folder with `prefect.yaml`: the current one if it has it, else this checkout."""
-    here = Path.cwd()
-    if (here / "prefect.yaml").is_file():
-        return here
-    checkout = Path(__file__).resolve().parent.parent
-    if (checkout / "prefect.yaml").is_file():
-        return checkout
-    return here
+    """Returns the project's root (the folder of its `gpuledger.toml`, found walking up from the
+    working directory); ProjectNotFound outside a project."""
+    from gpuledger import settings
+
+    root = settings.find_project()
+    if root is None:
+        raise settings.ProjectNotFound(settings.no_project_message("its Prefect server and deployments"))
+    return root
+
+
+def prefect_home() -> Path:
+    """Returns the Prefect home of this project (`gpuledger.settings`: `prefect.home`, else
+    `.gpuledger/prefect/`), made if missing."""
+    from gpuledger import settings
+
+    home = settings.current().prefect_home
+    home.mkdir(parents=True, exist_ok=True)
+    return home
 
 
 def configured_api_url(cwd: Path | None = None) -> str | None:
@@ -100,13 +110,15 @@ def serve_api_url(root: Path, port: int | None = None) -> str:
 
 
 def state_path(root: Path) -> Path:
-    """Returns the file in which this checkout's `gpuledger serve` names itself (its Prefect home)."""
-    return Path(os.environ.get("PREFECT_HOME") or root / ".prefect") / STATE_FILE
+    """Returns the file in which this project's `gpuledger serve` names itself (in its Prefect home)."""
+    from gpuledger import settings
+
+    return settings.load_settings(cwd=root).prefect_home / STATE_FILE
 
 
 def own_server_url(root: Path) -> str | None:
-    """Returns the API URL of this checkout's running `gpuledger serve` (its state file names this
-    checkout, its process lives and its API answers), else None."""
+    """Returns the API URL of this project's running `gpuledger serve` (its state file names this
+    project, its process lives and its API answers), else None."""
     try:
         state = json.loads(state_path(root).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -210,13 +222,18 @@ def start_temporary_server(home: Path | None = None, timeout_s: float = 300.0) -
 def prefect_api(cwd: Path | None = None, say: Callable[[str], None] | None = None,
                 port: int | None = None) -> Iterator[str]:
     """Sets `PREFECT_API_URL` for the body: PREFECT_API_URL when the user set it and it answers, else
-    this checkout's own `gpuledger serve` (on `port` / $GPULEDGER_PREFECT_PORT when given), else a
+    this project's own `gpuledger serve` (on `port` / $GPULEDGER_PREFECT_PORT when given), else a
     temporary server. Yields the API URL; restores the environment and stops a temporary server after.
     """
-    saved = {k: os.environ.get(k) for k in ("PREFECT_API_URL", *QUIET_ENV)}
+    saved = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_HOME", *QUIET_ENV)}
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
-    root = (cwd or project_root()).resolve()
+    from gpuledger import settings
+
+    root = (cwd or settings.find_project() or Path.cwd()).resolve()
+    # the flow's own Prefect client (imported inside the body) and a temporary server keep their
+    # state in the project's Prefect home, whichever subfolder this runs from
+    os.environ["PREFECT_HOME"] = str(prefect_home())
     explicit = os.environ.get("PREFECT_API_URL", "").strip() or None
     own = own_server_url(root)
     wanted = serve_api_url(root, port) if (port or os.environ.get(PORT_ENV)) else None
@@ -228,11 +245,11 @@ def prefect_api(cwd: Path | None = None, say: Callable[[str], None] | None = Non
         else:
             other = explicit or wanted or configured_api_url(root)
             if other and say:
-                why = ("answers, but it is not this checkout's `gpuledger serve`" if api_healthy(other)
+                why = ("answers, but it is not this project's `gpuledger serve`" if api_healthy(other)
                        else "does not answer")
                 say(f"the Prefect server at {other} {why}; using a temporary one for this run "
-                    f"(`gpuledger serve` starts this checkout's server)")
-            proc, url = start_temporary_server()
+                    f"(`gpuledger serve` starts this project's server)")
+            proc, url = start_temporary_server(home=Path(os.environ["PREFECT_HOME"]))
             os.environ["PREFECT_API_URL"] = url
         yield url
     finally:
@@ -258,7 +275,7 @@ def serve_env(root: Path, api_url: str) -> dict[str, str]:
     for key, value in QUIET_ENV.items():
         env.setdefault(key, value)
     env["PREFECT_API_URL"] = api_url
-    env.setdefault("PREFECT_HOME", str(root / ".prefect"))
+    env["PREFECT_HOME"] = str(state_path(root).parent)
     env.setdefault("PREFECT_WORKER_QUERY_SECONDS", "2")  # pick up a run within seconds, not 10 s
     env.setdefault("GPULEDGER_HOME", str(root))
     env["PYTHONUNBUFFERED"] = "1"
@@ -272,7 +289,8 @@ def serve(root: Path | None = None, say: Callable[[str], None] = print, ready_ti
     """Runs `gpuledger serve` until Ctrl-C/SIGTERM; returns the exit code. See the module docstring."""
     root = (root or project_root()).resolve()
     if not (root / "prefect.yaml").is_file():
-        raise UserError(f"no prefect.yaml in {root}; run `gpuledger serve` from the gpuledger checkout")
+        raise UserError(f"no prefect.yaml in {root}: `gpuledger serve` deploys the flows it names; "
+                        f"`gpuledger init {root}` writes one (it keeps the files you have)")
     api_url = serve_api_url(root, port)
     parsed = urlparse(api_url)
     host, port = parsed.hostname or "127.0.0.1", parsed.port or 4200
@@ -282,7 +300,7 @@ def serve(root: Path | None = None, say: Callable[[str], None] = print, ready_ti
                         f"`prefect worker start --pool {WORK_POOL}`")
     env = serve_env(root, api_url)
     home = Path(env["PREFECT_HOME"])
-    home.mkdir(parents=True, exist_ok=True)
+    home.mkdir(parents=True, exist_ok=True)  # parents too: a fresh project has no .gpuledger/ yet
     state_file = home / STATE_FILE
     ui = f"http://{host}:{port}"
     explicit = bool(os.environ.get("PREFECT_API_URL", "").strip()) and not (port or os.environ.get(PORT_ENV))
@@ -305,7 +323,7 @@ def serve(root: Path | None = None, say: Callable[[str], None] = print, ready_ti
     prefect = prefect_bin()
     try:
         if api_healthy(api_url) and not explicit:
-            raise UserError(f"port {port} already has a Prefect server that is not this checkout's ({root}); "
+            raise UserError(f"port {port} already has a Prefect server that is not this project's ({root}); "
                             f"start this one on another port: `gpuledger serve --port N` or {PORT_ENV}=N "
                             f"(`gpuledger sweep` then finds it by itself)")
         if api_healthy(api_url):

@@ -1,6 +1,6 @@
 """The local launcher: each trial is a subprocess on this machine, under `gpuledger.agent`.
 
-    with LocalLauncher(max_parallel=2, landing_dir=Path("warehouse/landing")) as launcher:
+    with LocalLauncher(max_parallel=2, landing_dir=tmp_path) as launcher:
         handles = [launcher.submit(req) for req in requests]
         launcher.wait(handles)
         records = [r for h in handles for r in launcher.collect(h)]
@@ -59,7 +59,6 @@ from gpuledger.launch.base import LaunchRequest, TrialStatus
 from gpuledger.record import ResultRecord
 
 USD_PER_HOUR_ENV = "GPULEDGER_LOCAL_USD_PER_HOUR"
-DEFAULT_LANDING = Path("warehouse/landing")
 TREE_SCAN_INTERVAL_S = 1.0
 
 
@@ -117,7 +116,7 @@ class LocalLauncher:
     def __init__(
         self,
         max_parallel: int = 1,
-        landing_dir: Path | str = DEFAULT_LANDING,
+        landing_dir: Path | str | None = None,
         usd_per_hour: float | None = None,
         python: str = sys.executable,
         default_timeout_s: float | None = None,
@@ -128,6 +127,10 @@ class LocalLauncher:
         if max_parallel < 1:
             raise ValueError(f"max_parallel must be at least 1, got {max_parallel}")
         self.max_parallel = int(max_parallel)
+        if landing_dir is None:  # the project's landing folder (gpuledger.settings)
+            from gpuledger import settings
+
+            landing_dir = settings.current().landing_dir
         self.landing_dir = Path(landing_dir)
         self.log_dir = Path(log_dir) if log_dir is not None else self.landing_dir / "logs"
         self.usd_per_hour = _default_usd_per_hour() if usd_per_hour is None else float(usd_per_hour)

@@ -15,9 +15,9 @@ import polars as pl
 
 from gpuledger.report import charts
 from gpuledger.report.common import (
-    DEFAULT_ROOT,
     ReportFiles,
     check_name,
+    default_root,
     generated_now,
     num,
     usd,
@@ -251,5 +251,5 @@ def write_capacity_report(result: dict[str, Any], out_dir: str | Path | None = N
     Default place: `reports/capacity/<name>.html` (+ `.md`, + `<name>-csv/options.csv`).
     """
     name = check_name(_name(result), "capacity spec name")
-    folder = Path(out_dir) if out_dir is not None else DEFAULT_ROOT / "capacity"
+    folder = Path(out_dir) if out_dir is not None else default_root() / "capacity"
     return write_report(folder, name, capacity_document(result), capacity_tables(result))

@@ -22,7 +22,14 @@ from gpuledger.weeks import WEEK_RE
 #: Names that may become part of a path (the spec's `name` pattern).
 NAME_RE = re.compile(r"^[a-z0-9-]+$")
 
-DEFAULT_ROOT = Path("reports")
+
+
+def default_root() -> Path:
+    """Returns where reports go without `--out`: the project's `reports/` (`paths.reports_dir`, see
+    `gpuledger.settings`), the same folder from any subfolder of the project."""
+    from gpuledger import settings
+
+    return settings.current().reports_dir
 
 
 @dataclass

@@ -33,8 +33,8 @@ from gpuledger.report.adaptive import (
 from gpuledger.report.adaptive import how_to_read as adaptive_how_to_read
 from gpuledger.report.billed import sweep_billed_cards, sweep_billed_notes, sweep_billed_table
 from gpuledger.report.common import (
-    DEFAULT_ROOT,
     ReportFiles,
+    default_root,
     duration,
     generated_now,
     gib,
@@ -474,7 +474,7 @@ def write_sweep_report(wh, name: str | None = None, sweep_id: str | None = None,
     """
     data = load_sweep(wh, name=name, sweep_id=sweep_id)
     sname = data.roi.get("sweep_name") or name or "unnamed"
-    folder = Path(out_dir) if out_dir is not None else DEFAULT_ROOT / "sweeps" / path_name(sname)
+    folder = Path(out_dir) if out_dir is not None else default_root() / "sweeps" / path_name(sname)
     return write_report(folder, path_name(data.roi["sweep_id"]), sweep_document(data), sweep_tables(data))
 
 

@@ -25,8 +25,8 @@ import polars as pl
 from gpuledger.report import charts
 from gpuledger.report.billed import WeekBilled, load_week_billed, week_billed_section, week_billed_tables
 from gpuledger.report.common import (
-    DEFAULT_ROOT,
     ReportFiles,
+    default_root,
     generated_now,
     hours,
     pct,
@@ -332,7 +332,7 @@ def write_weekly_report(wh, week: str | None = None, out_dir: str | Path | None 
     Default place: `reports/weekly/<YYYY-Www>.html` (+ `.md`, + `<YYYY-Www>-csv/`); `out_dir` replaces the folder.
     """
     data = load_week(wh, week, now)
-    folder = Path(out_dir) if out_dir is not None else DEFAULT_ROOT / "weekly"
+    folder = Path(out_dir) if out_dir is not None else default_root() / "weekly"
     files = write_report(folder, data.week, weekly_document(data), weekly_tables(data))
     files.notes = [n for n in (data.chosen_because, weeks_with_data_text(data)) if n]
     return files

@@ -64,8 +64,8 @@ class WarehouseBase:
              config: dict[str, Any] | None = None) -> Any:
         """Returns an open warehouse (a context manager).
 
-        `path`: the file; else `$GPULEDGER_WAREHOUSE`; else `warehouse/ledger.duckdb` under the
-        current directory. Writers create the parent folder and migrate (unless `migrate=False`).
+        `path`: the file; else the settings' warehouse (`$GPULEDGER_WAREHOUSE`, the project's
+        `paths.warehouse`, else `.gpuledger/ledger.duckdb` of the project: `gpuledger.settings`). Writers create the parent folder and migrate (unless `migrate=False`).
         Readers (`read_only=True`) need the file to exist; one that finds the file behind this
         version's migrations or views (written by an older gpuledger) brings it up to date first
         through a short writer open, when one is possible. While another process holds the file
@@ -76,7 +76,12 @@ class WarehouseBase:
         A `ducklake:postgres:<connection string>` (as `path` or `$GPULEDGER_WAREHOUSE`) opens the team
         warehouse on DuckLake instead (`gpuledger.warehouse.lake`): same tables, views and writes.
         """
-        target = str(path) if path is not None else os.environ.get(ENV_PATH)
+        if path is None:  # the settings' warehouse: $GPULEDGER_WAREHOUSE, the project's paths.warehouse, ...
+            from gpuledger import settings
+
+            target: str | None = settings.current().warehouse
+        else:
+            target = str(path)
         if lake.is_lake(target):
             con = lake.connect(str(target), read_only=read_only)
             wh = cls(con, Path(lake.redact(str(target))), read_only)
@@ -90,7 +95,7 @@ class WarehouseBase:
             return wh
         p = resolve_path(path)
         if read_only and not p.exists():
-            raise UserError(f"no warehouse at {p} yet; run `make demo` or `gpuledger sweep SPEC` "
+            raise UserError(f"no warehouse at {p} yet; run `gpuledger sweep SPEC` (or `gpuledger demo`) "
                             f"to create one (or point {ENV_PATH} at an existing file)")
         if not read_only:
             p.parent.mkdir(parents=True, exist_ok=True)

@@ -86,7 +86,8 @@ def _extension_dir() -> str:
     roots = [p for base in duckdb_ext.__path__ for p in glob.glob(os.path.join(base, "extensions"))]
     if not roots:
         raise LakeError("the DuckDB extension packages (duckdb-ext-ducklake, -postgres, -httpfs) are not "
-                        "installed; run `make setup`")
+                        "installed; reinstall gpuledger (`pip install --force-reinstall gpuledger` "
+                        "or `uv tool install --reinstall .`), which brings them")
     return roots[0]
 
 
