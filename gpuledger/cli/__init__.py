@@ -106,8 +106,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
+    s = sub.add_parser("init", help="make a folder a gpuledger project (never overwrites a file)")
+    s.add_argument("dir", nargs="?", default=".", metavar="DIR")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("demo", help="run the demo: a LoRA grid, then ASHA over the same points, both reports")
+
+    s = sub.add_parser("doctor", help="check the set-up: one line per check with a fix; exit 1 on a failure")
+    s.add_argument("--json", action="store_true")
+
     s = sub.add_parser("validate", help="check experiment specs; one line per problem")
     s.add_argument("specs", nargs="+", metavar="SPEC")
+    s.add_argument("--json", action="store_true", help="one JSON object per spec (path, ok, problems)")
 
     s = sub.add_parser("schema", help="print (or --write) the JSON Schema of the spec language")
     s.add_argument("--write", action="store_true",
@@ -153,8 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="launch even when the budget guard refuses")
     s.add_argument("--new", action="store_true",
                    help="start a fresh sweep of this spec (a new sweep id) instead of continuing its last one")
+    s.add_argument("--json", action="store_true", help="print the sweep's summary as JSON (progress goes to stderr)")
     s.add_argument("--prefect-port", type=_prefect_port, default=None, metavar="PORT",
-                   help="the port of this checkout's `gpuledger serve` (default: $GPULEDGER_PREFECT_PORT, "
+                   help="the port of this project's `gpuledger serve` (default: $GPULEDGER_PREFECT_PORT, "
                         "else prefect.toml's 4200)")
 
     s = sub.add_parser("render-task", help="print the SkyPilot task YAML that would be launched")
@@ -172,12 +183,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("name", metavar="NAME", type=_sweep_name, help="the sweep's name (the spec's name:)")
     r.add_argument("--sweep-id", default=None, type=_sweep_id, help="a given run of it (default: the latest)")
     r.add_argument("--out", default=None, metavar="DIR")
+    r.add_argument("--json", action="store_true")
     r = rsub.add_parser("weekly", help="weekly cost report")
     r.add_argument("--week", default=None, metavar="YYYY-Www", type=_week, help="ISO week, e.g. 2026-W05; without it the report picks the week and says which")
     r.add_argument("--out", default=None, metavar="DIR")
+    r.add_argument("--json", action="store_true")
     r = rsub.add_parser("capacity", help="capacity report of a capacity spec")
     r.add_argument("spec", metavar="SPEC")
     r.add_argument("--out", default=None, metavar="DIR")
+    r.add_argument("--json", action="store_true")
 
     s = sub.add_parser("sql", help="run SQL against the warehouse (read-only unless --write)")
     s.add_argument("query", metavar="QUERY")
@@ -186,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("ingest", help="ingest result records from a landing folder")
     s.add_argument("landing", nargs="?", default=None, metavar="DIR")
+    s.add_argument("--json", action="store_true")
 
     s = sub.add_parser("billing", help="the cloud's own bill: ingest FOCUS billing exports")
     bsub = s.add_subparsers(dest="billing_action", metavar="ACTION", parser_class=_Parser)
@@ -194,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("paths", nargs="+", metavar="PATH")
     b.add_argument("--export-name", default=None, metavar="NAME",
                    help="what identifies a re-delivery of the same export (default: each file's name)")
+    b.add_argument("--json", action="store_true")
 
     s = sub.add_parser("prices", help="what the planner would pay per offer, with each price's basis and date")
     s.add_argument("--gpu", default=None, metavar="NAME", help="only offers of this GPU kind (e.g. H100)")
@@ -209,9 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
     wsub.required = True
     w = wsub.add_parser("push", help="copy a local DuckDB ledger into the warehouse GPULEDGER_WAREHOUSE names")
     w.add_argument("file", metavar="FILE")
+    w.add_argument("--json", action="store_true")
 
     s = sub.add_parser("export", help="export every warehouse table")
     s.add_argument("--parquet", required=True, metavar="DIR")
+    s.add_argument("--json", action="store_true")
 
     sub.add_parser("mcp", help="Model Context Protocol server over stdio: the verbs for agents, within a budget")
 

@@ -8,6 +8,25 @@ import argparse
 
 #: command (or "report KIND") -> (description, example lines)
 DOCS: dict[str, tuple[str, list[str]]] = {
+    "init": (
+        "Make DIR (default: here) a gpuledger project: gpuledger.toml, specs/ (the demo specs, a cloud LoRA "
+        "example, a capacity example, the spec schema), trainers/, prefect.yaml, prefect.toml and a "
+        ".gitignore line for the run-time folder .gpuledger/. Never overwrites a file: running it again "
+        "only adds what is missing. Prints what it wrote and what it kept.",
+        ["gpuledger init", "gpuledger init my-experiments"]),
+    "demo": (
+        "Run the demo on this machine's CPU: validate and plan the demo grid, prepare the demo model, run "
+        "the 12-trial LoRA grid, then ASHA over the same points, and write both ROI reports. Runs in the "
+        "current project (its specs/lora-grid.yaml and lora-asha.yaml, else the bundled ones), or in a "
+        "new project folder ./gpuledger-demo it makes when there is none (and says so).",
+        ["gpuledger demo"]),
+    "doctor": (
+        "Check the set-up, one line per check with how to fix it: Python and the package data, the "
+        "project and its run-time folder, the warehouse (readable, writable, schema version, pending "
+        "migrations), the Prefect API or its port, SkyPilot and which clouds have credential files (no "
+        "network call), the GPUs NVML reports, the age of the bundled price catalog, and PostgreSQL for a "
+        "team warehouse. Exit 1 when a check failed.",
+        ["gpuledger doctor", "gpuledger doctor --json"]),
     "validate": (
         "Check experiment specs without running anything: every problem of a spec at once, one line each, "
         "as FILE:LINE:COL: field: message. Exit 0 when every spec is valid, 1 otherwise. A spec file must be "
@@ -71,7 +90,7 @@ DOCS: dict[str, tuple[str, list[str]]] = {
     "ingest": (
         "Ingest result records from a landing folder into the warehouse (what a sweep does after each "
         "trial); records that cannot be stored go to rejected/ with the reason.",
-        ["gpuledger ingest", "gpuledger ingest warehouse/landing"]),
+        ["gpuledger ingest", "gpuledger ingest .gpuledger/landing"]),
     "billing": (
         "The cloud's own bill next to the catalog estimate: ingest FOCUS billing exports, then compare "
         "estimated, billed and effective cost per run and sweep (views v_billed_spend, v_run_billed, "
@@ -101,13 +120,13 @@ DOCS: dict[str, tuple[str, list[str]]] = {
         "The team warehouse (DuckLake: a PostgreSQL catalog and Parquet files on a shared path or S3), "
         "selected by GPULEDGER_WAREHOUSE=ducklake:postgres:<connection string> and "
         "GPULEDGER_WAREHOUSE_DATA=<path or s3://...>.",
-        ["gpuledger warehouse push warehouse/ledger.duckdb"]),
+        ["gpuledger warehouse push .gpuledger/ledger.duckdb"]),
     "warehouse push": (
         "Copy every table of a local DuckDB ledger FILE into the team warehouse that GPULEDGER_WAREHOUSE "
         "names, idempotently: rows are replaced by key, so pushing twice, or from two processes at once, "
         "duplicates nothing (overlapping writers retry).",
         ["GPULEDGER_WAREHOUSE='ducklake:postgres:dbname=ledger host=db' GPULEDGER_WAREHOUSE_DATA=/shared/ledger "
-         "gpuledger warehouse push warehouse/ledger.duckdb"]),
+         "gpuledger warehouse push .gpuledger/ledger.duckdb"]),
     "export": (
         "Export every warehouse table as Parquet files.",
         ["gpuledger export --parquet /tmp/ledger"]),
@@ -119,7 +138,7 @@ DOCS: dict[str, tuple[str, list[str]]] = {
 
 #: help of options that their `add_argument` left without one (by option string)
 OPTION_HELP = {
-    "--json": "print JSON instead of the human table",
+    "--json": "print JSON instead of text",
     "--out": "folder to write the report into (default: reports/<kind>/...)",
     "--launcher": "override the spec's launcher",
     "--max-parallel": "override resources.max_parallel: trials running at once",

@@ -22,6 +22,9 @@ and the CLI's exit code tell the truth (`unrecorded` when some records could not
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +55,33 @@ PLAN_COLUMNS = ["trial_id", "params", "accelerator", "gpus", "cloud", "region", 
 launcher_factory = make_launcher
 
 
+@dataclass(frozen=True)
+class Refused:
+    """What a task returns instead of raising on a user's error: Prefect would log a raised one with
+    its traceback; this way the log has one line and the flow ends Failed with the error as data."""
+
+    error: UserError
+
+
+def user_errors_as_refusals(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Wraps a task body: a `UserError` becomes one error line in the run's log and a `Refused`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except UserError as err:
+            get_run_logger().error("%s", err)
+            return Refused(err)
+
+    return wrapper
+
+
+def _failed(refused: Refused) -> State:
+    """The flow's end on a user's error: Failed, with the error as data (the CLI prints it, one line)."""
+    return Failed(message=str(refused.error), data=refused.error)
+
+
 class PrefectHooks(Hooks):
     """The runtime's hooks in a flow run: its logger, the progress artifact, the budget event."""
 
@@ -77,6 +107,7 @@ class PrefectHooks(Hooks):
 
 
 @task(name="plan-sweep", persist_result=False, cache_policy=NO_CACHE)
+@user_errors_as_refusals
 def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, new: bool = False) -> dict[str, Any]:
     """Loads, expands and plans the spec; logs and publishes the plan once; returns what the flow needs."""
     from gpuledger.inputs.ledger import planning_inputs
@@ -107,6 +138,7 @@ def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, n
 
 
 @task(name="run-trials", persist_result=False, cache_policy=NO_CACHE)
+@user_errors_as_refusals
 def run_trials_task(run: SweepRun) -> SweepSummary:
     """Registers the sweep and runs its trials (`gpuledger.runtime.engine.execute`)."""
     log = get_run_logger()
@@ -114,6 +146,7 @@ def run_trials_task(run: SweepRun) -> SweepSummary:
 
 
 @task(name="write-report", persist_result=False, cache_policy=NO_CACHE)
+@user_errors_as_refusals
 def write_report_task(name: str, summary: SweepSummary) -> SweepSummary:
     """Writes the ROI report; publishes markdown, link and trial-results artifacts; names the best recipe."""
     from gpuledger.report import write_sweep_report
@@ -147,6 +180,8 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
 
     log = get_run_logger()
     p = plan_sweep_task(spec, launcher, max_parallel, new and not dry_run)
+    if isinstance(p, Refused):  # a spec the planner refuses: one line in the log, not a traceback
+        return _failed(p)
     sp, sweep_id = p["spec"], p["sweep_id"]
     summary = SweepSummary(sweep_id=sweep_id, name=sp.name, dry_run=dry_run, trials=len(p["trials"]),
                            max_parallel=p["cap"], budget_usd=float(sp.budget.max_usd))
@@ -169,7 +204,11 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
     run = SweepRun(spec=sp, spec_path=Path(spec), sweep_id=sweep_id, trials=p["trials"], plan_json=p["plan_json"],
                    cap=p["cap"], launcher=p["launcher"], summary=summary, launcher_factory=launcher_factory)
     summary = run_trials_task(quote(run))  # quote: Prefect passes the objects as they are
+    if isinstance(summary, Refused):
+        return _failed(summary)
     summary = write_report_task(sp.name, quote(summary))
+    if isinstance(summary, Refused):
+        return _failed(summary)
     log.info("Sweep %s %s: %d launched, %d succeeded, %d failed, %d skipped (budget), %d done before, "
              "%d record(s) not stored; spent $%.4f of $%.2f", sweep_id, summary.status, summary.launched,
              summary.succeeded, summary.failed + summary.launcher_errors, summary.skipped_budget,

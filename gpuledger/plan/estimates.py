@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from gpuledger.errors import UserError
+from gpuledger.plan.requirements import require_tokens
 from gpuledger.plan.settings import AUTO_GPU_COUNTS
 
 #: Search parameters that change a trial's workload (CONTRACTS.md); value: the Workload field.
@@ -72,12 +73,7 @@ def trial_estimates(spec, trials, gpu_counts: Sequence[int] | None = None, *, de
     inference = spec.method == "inference"
     if inference:  # a serving benchmark: its workload and tokens come from its serve settings
         from gpuledger.serving import inference_workload, serve_settings, serving_memory_gib, serving_tokens
-    if tokens is None and not inference:
-        file, line, col = spec.position("train")
-        raise UserError(
-            f"{file}:{line}:{col}: train.tokens_per_trial is needed to estimate time and cost "
-            "(training tokens per trial, e.g. 20_000_000)"
-        )
+    require_tokens(spec)  # the same check `gpuledger validate` reports (gpuledger/plan/requirements.py)
     base = {
         "model": spec.model, "method": spec.method, "precision": spec.precision, "optimizer": t.optimizer,
         "micro_batch": t.micro_batch, "seq_len": t.seq_len, "grad_ckpt": t.grad_checkpointing,

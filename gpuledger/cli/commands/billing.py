@@ -8,6 +8,8 @@ stored changes. Re-ingesting a file changes nothing.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 
 
@@ -32,12 +34,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpuledger billing ingest: {failed} of {len(args.paths)} files refused; nothing was stored",
               file=sys.stderr)
         return 1
+    as_json = bool(getattr(args, "json", False))
+    results = []
     with Warehouse.open() as wh:
         for ff in files:
             result = wh.ingest_billing_file(ff, export_name=args.export_name)
+            results.append(dataclasses.asdict(result))
+            if as_json:
+                continue
             print(result.summary())
             if result.absent_columns and not result.already_ingested:
                 print(f"  absent FOCUS columns (stored as null): {', '.join(result.absent_columns)}")
         where = wh.path
+    if as_json:
+        print(json.dumps({"files": results, "warehouse": str(where)}, indent=2))
+        return 0
     print(f"-> {where}")
     return 0

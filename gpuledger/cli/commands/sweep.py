@@ -1,4 +1,4 @@
-"""`gpuledger sweep SPEC [--launcher local|skypilot] [--max-parallel N] [--dry-run] [--force]`.
+"""`gpuledger sweep SPEC [--launcher local|skypilot] [--max-parallel N] [--dry-run] [--force] [--json]`.
 
 Runs the Prefect flow `sweep` (gpuledger/flows/sweep.py) in this process. The flow talks to the configured
 Prefect server when one answers (`gpuledger serve`, or PREFECT_API_URL), else to a temporary server
@@ -12,6 +12,7 @@ interrupted (finished trials' records are stored first).
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,13 +29,16 @@ def _import_flow():
 
 
 class _Lines:
-    """Plain progress lines (not a terminal: logs, CI, tests)."""
+    """Plain progress lines (not a terminal: logs, CI, tests); on stderr under --json."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event["kind"]
         if kind == "planned":
             print(f"gpuledger sweep: {event['sweep_id']}: {event['todo']} to run, {event['done_before']} done "
-                  f"before, of {event['total']} (at most {event['max_parallel']} at once)", flush=True)
+                  f"before, of {event['total']} (at most {event['max_parallel']} at once)", file=self.stream or sys.stdout, flush=True)
         elif kind == "result":
             if event.get("stored", True):
                 stored = "stored"
@@ -43,9 +47,9 @@ class _Lines:
             else:
                 stored = f"NOT stored and NOT kept: LOST ({event.get('not_kept')})"
             print(f"gpuledger sweep: trial {event['trial_id']} {event['status']} {stored} "
-                  f"({event['done']}/{event['total']}, spent ${event['spent_usd']:.4f})", flush=True)
+                  f"({event['done']}/{event['total']}, spent ${event['spent_usd']:.4f})", file=self.stream or sys.stdout, flush=True)
         elif kind == "skipped-budget":
-            print(f"gpuledger sweep: budget stop: {len(event['trial_ids'])} trial(s) skipped", flush=True)
+            print(f"gpuledger sweep: budget stop: {len(event['trial_ids'])} trial(s) skipped", file=self.stream or sys.stdout, flush=True)
 
 
 class _Bar:
@@ -113,22 +117,28 @@ def run(args) -> int:
     def say(msg: str) -> None:
         print(f"gpuledger sweep: {msg}", file=sys.stderr, flush=True)
 
+    as_json = bool(getattr(args, "json", False))
     with prefect_api(say=say, port=getattr(args, "prefect_port", None)):
         flow, progress_listener, drain_prefect = _import_flow()
         params = dict(spec=str(spec_path), launcher=args.launcher, max_parallel=args.max_parallel,
                       dry_run=bool(args.dry_run), force=bool(args.force), new=bool(getattr(args, "new", False)))
         try:
-            if sys.stdout.isatty() and not args.dry_run:
+            if sys.stdout.isatty() and not args.dry_run and not as_json:
                 with _Bar() as bar, progress_listener(bar):
                     state = flow(**params, return_state=True)
             else:
-                with progress_listener(_Lines()):
+                with progress_listener(_Lines(sys.stderr if as_json else None)):
                     state = flow(**params, return_state=True)
         finally:
             drain_prefect()
     summary = state.result(raise_on_failure=False)
     if isinstance(summary, BaseException):  # UserError / BudgetExceeded: one message, its exit code
         raise summary
+    if as_json:
+        from gpuledger.runtime.summary import SweepSummary
+
+        print(json.dumps(summary, indent=2, default=str))
+        return 0 if summary.get("dry_run") else SweepSummary(**summary).exit_code()
     return _report(summary)
 
 

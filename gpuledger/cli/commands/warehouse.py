@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 
 from gpuledger.errors import UserError
@@ -17,5 +18,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{ENV_PATH} must name the team warehouse (ducklake:postgres:<connection string>, "
                         f"with {lake.ENV_DATA}=<path or s3://...>); it is {target or 'not set'}")
     result = lake.push_ledger(args.file, target)
+    if getattr(args, "json", False):
+        print(json.dumps({"file": result.file, "target": lake.redact(result.target), "rows": result.rows,
+                          "attempts": result.attempts}, indent=2))
+        return 0
     print(result.summary())
     return 0
