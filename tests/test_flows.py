@@ -230,3 +230,19 @@ def test_cli_commands_that_must_not_import_prefect_do_not():
     code = ("import sys; from gpuledger.cli import main; import gpuledger.flows.server, gpuledger.cli.commands.sweep, "
             "gpuledger.cli.commands.serve; assert 'prefect' not in sys.modules, 'prefect imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.slow
+def test_a_spec_the_planner_refuses_ends_failed_with_one_log_line_not_a_traceback(harness, workdir, capfd):
+    from gpuledger.errors import UserError
+    from gpuledger.flows.sweep import sweep
+
+    spec = write_spec(workdir, name="no-tokens", xs=(0.1,))
+    spec.write_text(spec.read_text().replace(", tokens_per_trial: 1000", ""))
+    state = sweep(spec=str(spec), return_state=True)
+    assert state.is_failed()
+    error = state.result(raise_on_failure=False)
+    assert isinstance(error, UserError) and "train.tokens_per_trial is needed" in str(error)
+    logged = capfd.readouterr()
+    assert "tokens_per_trial is needed" in logged.out + logged.err
+    assert "Traceback" not in logged.out + logged.err

@@ -1,0 +1,100 @@
+"""`gpuledger doctor`: one line per check with a fix, exit 1 on a failure; real files, no network."""
+
+from __future__ import annotations
+
+import json
+import socket
+from datetime import date
+
+import duckdb
+import pytest
+
+from gpuledger.cli import main
+from gpuledger.cli.commands import doctor
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    for var in ("GPULEDGER_WAREHOUSE", "GPULEDGER_DATA_DIR", "GPULEDGER_REPORTS_DIR", "PREFECT_HOME", "PREFECT_API_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("GPULEDGER_CONFIG", str(tmp_path / "no-user-config.toml"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no cloud credential files
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "gpuledger.toml").write_text("[paths]\n")
+    monkeypatch.chdir(root)
+    return root
+
+
+def _by_name(checks):
+    out = {}
+    for c in checks:
+        out.setdefault(c.name, []).append(c)
+    return out
+
+
+def test_a_fresh_project_is_ready_and_every_line_has_a_status(project, capsys):
+    code = main(["doctor"])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0, out
+    assert out[-1].startswith("ready: ")
+    assert all(line.split()[0] in ("ok", "warn", "fail") for line in out[:-1])
+    checks = _by_name(doctor.run_checks())
+    assert {"python", "package", "project", "run-dir", "warehouse", "prefect", "skypilot", "gpu", "prices"} <= set(checks)
+    assert "none yet" in checks["warehouse"][0].detail
+    assert checks["skypilot"][0].status == "warn" and "no cloud credential files" in checks["skypilot"][0].detail
+
+
+def test_credentials_are_found_as_files_without_a_network_call(project, tmp_path):
+    creds = tmp_path / "home" / ".aws" / "credentials"
+    creds.parent.mkdir(parents=True)
+    creds.write_text("[default]\n")
+    check = doctor.check_skypilot()
+    assert check.status == "ok" and "aws" in check.detail and "gcp" not in check.detail
+
+
+def test_a_warehouse_of_an_older_version_has_its_pending_migrations_named(project):
+    from gpuledger.warehouse import Warehouse
+    from gpuledger.warehouse.health import inspect
+
+    path = project / ".gpuledger" / "ledger.duckdb"
+    with Warehouse.open(path):
+        pass
+    current = inspect(path)
+    assert current.readable and current.writable and current.pending == [] and current.version == current.latest
+    con = duckdb.connect(str(path))
+    con.execute("DELETE FROM schema_migrations WHERE version = ?", [current.latest])
+    con.close()
+    older = inspect(path)
+    assert older.pending == [current.latest] and older.version == current.latest - 1
+    (line,) = _by_name(doctor.run_checks())["warehouse"]
+    assert line.status == "warn" and f"migration(s) {current.latest} pending" in line.detail
+
+
+def test_a_warehouse_that_is_not_a_file_fails_and_exits_1(project, capsys):
+    (project / ".gpuledger" / "ledger.duckdb").mkdir(parents=True)
+    assert main(["doctor", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is False
+    (failed,) = [c for c in report["checks"] if c["status"] == "fail"]
+    assert failed["name"] == "warehouse" and failed["fix"]
+
+
+def test_the_price_catalog_age_is_the_bundled_snapshot_date():
+    newest = doctor.check_prices(today=date(2000, 1, 1)).detail.split("as of ")[1][:10]
+    assert doctor.check_prices(today=date.fromisoformat(newest)).status == "ok"
+    old = doctor.check_prices(today=date.fromordinal(date.fromisoformat(newest).toordinal() + 31))
+    assert old.status == "warn" and "31 days old" in old.detail
+
+
+def test_a_team_warehouse_checks_its_postgresql_host_quickly(project, monkeypatch):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed once the block ends: nothing listens there
+    check = doctor.check_postgres(f"ducklake:postgres:dbname=ledger host=127.0.0.1 port={port}")
+    assert check.status == "fail" and f"127.0.0.1:{port}" in check.detail
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        live = server.getsockname()[1]
+        assert doctor.check_postgres(f"ducklake:postgres:host=127.0.0.1 port={live} dbname=x").status == "ok"
