@@ -24,19 +24,10 @@ $(BIN)/gpuledger: pyproject.toml uv.lock
 	@touch $@
 
 demo: setup
-	$(BIN)/gpuledger validate specs/*.yaml
-	$(BIN)/gpuledger plan specs/lora-grid.yaml
-	$(BIN)/python -m gpuledger.trainers.demo_lora --prepare-base
-	$(BIN)/gpuledger sweep specs/lora-grid.yaml
-	$(BIN)/gpuledger sweep specs/lora-asha.yaml
-	@echo
-	@echo "Open the reports above in a browser (the ASHA one compares itself with the grid); query the warehouse with SQL, for example:"
-	@echo "  $(BIN)/gpuledger sql \"select sweep_name, best_trial_id, best_metric, time_to_recipe_s, cost_to_recipe_usd, total_cost_usd from v_sweep_roi\""
-	@echo "  $(BIN)/gpuledger sql \"select trial_id, params, status, metric_value, peak_rss_gib, wall_s from v_trial_results order by metric_value\""
-	@echo "  $(BIN)/gpuledger sql \"select * from v_weekly_spend\" --format csv"
+	$(BIN)/gpuledger demo
 
 test: setup lint
-	$(BIN)/pytest
+	GPULEDGER_TEST_UV="$(UV)" $(BIN)/pytest
 
 lint: setup
 	$(BIN)/ruff check .

@@ -317,3 +317,14 @@ def resolve_path(path: str | os.PathLike[str] | None = None) -> Path:
     if path is not None:
         return Path(path)
     return current().warehouse_path
+
+
+def warehouse_if_any(path: str | os.PathLike[str] | None = None) -> Path | None:
+    """Returns the warehouse file a reader that only may read it should read (`path`, else as
+    `resolve_path`) when that file exists; None when it does not, or outside a project with no
+    explicit warehouse (`plan`, `estimate` then go on without what the warehouse would teach them)."""
+    try:
+        target = resolve_path(path)
+    except ProjectNotFound:
+        return None
+    return target if target.exists() else None

@@ -105,10 +105,10 @@ def load_runs(path: str | Path | None = None) -> list[dict]:
     """Returns the warehouse's succeeded runs with their estimates (named query estimate_runs), [] when
     there is no warehouse (never creates one) or a running sweep holds it."""
     from gpuledger.errors import UserError
-    from gpuledger.settings import resolve_path
+    from gpuledger.settings import warehouse_if_any
 
-    target = resolve_path(path)
-    if not target.exists():
+    target = warehouse_if_any(path)
+    if target is None:
         return []
     from gpuledger.warehouse import Warehouse
 

@@ -62,10 +62,10 @@ def billed_rates_of(wh) -> Any:
 def billed_rates() -> Any:
     """Returns `billed_rates_of` the project's warehouse (None when there is none, or it is busy)."""
     from gpuledger.errors import UserError
-    from gpuledger.settings import resolve_path
+    from gpuledger.settings import warehouse_if_any
 
-    path = resolve_path()
-    if not path.exists():
+    path = warehouse_if_any()  # none yet, or outside a project: plan with the catalog layers
+    if path is None:
         return None
     from gpuledger.warehouse import Warehouse
 
@@ -78,10 +78,10 @@ def billed_rates() -> Any:
 
 def _measured(spec) -> tuple[dict | None, Any, dict | None, Any]:
     from gpuledger.errors import UserError
-    from gpuledger.settings import resolve_path
+    from gpuledger.settings import warehouse_if_any
 
-    path = resolve_path()
-    if not path.exists():
+    path = warehouse_if_any()  # none yet, or outside a project: plan with the defaults
+    if path is None:
         return None, None, None, None
     from gpuledger.search import prunes
     from gpuledger.warehouse import Warehouse

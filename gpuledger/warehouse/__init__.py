@@ -34,7 +34,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuledger.errors import UserError
-from gpuledger.settings import ENV_PATH, resolve_path
+from gpuledger.settings import ENV_PATH, resolve_path, warehouse_if_any
 from gpuledger.warehouse.agent_launches import AgentLaunch, AgentLaunchesMixin
 from gpuledger.warehouse.billing import BillingIngestResult, BillingMixin
 from gpuledger.warehouse.connect import (
@@ -76,8 +76,8 @@ class Warehouse(IngestMixin, SweepsMixin, LeaseMixin, BillingMixin, AgentLaunche
 def measured_preemption_if_any(path: str | Path | None = None) -> dict[tuple[str, str], tuple[float, int]]:
     """Returns the warehouse's measured spot preemptions for the planner, or {} when there is no
     warehouse yet (never creates one) or it is busy (a running sweep holds it: plan with defaults)."""
-    target = resolve_path(path)
-    if not target.exists():
+    target = warehouse_if_any(path)
+    if target is None:
         return {}
     try:
         with Warehouse.open(target, read_only=True, lock_timeout_s=0.5) as wh:

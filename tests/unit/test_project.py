@@ -103,3 +103,11 @@ def test_schema_write_writes_into_the_project_not_the_package(outside, capsys):
     target = outside / "specs" / "gpuledger.schema.json"
     assert target.is_file() and str(target) in capsys.readouterr().out
     assert SCHEMA_FILE.stat().st_mtime_ns == before
+
+
+def test_commands_that_need_no_project_work_anywhere_and_write_nothing(outside, repo_root, capsys):
+    cloud = str(repo_root / "specs" / "llama3-8b-lora-cloud.yaml")
+    for argv in (["plan", cloud], ["validate", cloud], ["estimate", "llama-3.1-8b", "--accelerator", "A100"],
+                 ["render-task", cloud], ["schema"]):
+        assert main(argv) == 0, (argv, capsys.readouterr().err)
+    assert list(outside.iterdir()) == []
