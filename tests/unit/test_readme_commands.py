@@ -21,10 +21,15 @@ def cli_commands() -> set[str]:
                 return dict(action.choices)
         return {}
 
+    def required(parser: argparse.ArgumentParser) -> bool:
+        return any(isinstance(a, argparse._SubParsersAction) and a.required for a in parser._actions)
+
     out = set()
     for name, sub in subcommands(build_parser()).items():
         inner = subcommands(sub)
-        out |= {f"{name} {kind}" for kind in inner} if inner else {name}
+        out |= {f"{name} {kind}" for kind in inner}
+        if not inner or not required(sub):  # `prices` lists, `prices update` copies
+            out.add(name)
     return out
 
 
