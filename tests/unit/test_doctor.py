@@ -66,7 +66,7 @@ def test_a_warehouse_of_an_older_version_has_its_pending_migrations_named(projec
     con.execute("DELETE FROM schema_migrations WHERE version = ?", [current.latest])
     con.close()
     older = inspect(path)
-    assert older.pending == [current.latest] and older.version == current.latest - 1
+    assert older.pending == [current.latest] and older.version < current.latest
     (line,) = _by_name(doctor.run_checks())["warehouse"]
     assert line.status == "warn" and f"migration(s) {current.latest} pending" in line.detail
 
