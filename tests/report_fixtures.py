@@ -269,3 +269,29 @@ for _opt, _pts, _c in ((CAPACITY_RESULT["options"][0], [(1, 20.0, 90.0, 41.0), (
     _opt.update(curve=_curve(_pts), operating_point={
         "mode": "closed loop (simulated)", "concurrency": _c, "engine": "vllm",
         "why": f"concurrency {_c} per replica gives the most tokens/s per GPU within the SLO"})
+
+
+def _with_economy(result: dict) -> None:
+    """Adds the elastic fleet and the API comparison (issue 28) the way plan_capacity does, for a day
+    whose traffic peaks at the fixture's 20 req/s."""
+    from gpuledger.capacity import economy
+    from gpuledger.spec import CapacitySpec
+
+    day = [2, 1.5, 1, 1, 1, 1.5, 3, 6, 10, 14, 16, 18, 20, 19, 18, 17, 16, 15, 14, 12, 10, 8, 5, 3]
+    spec = CapacitySpec.model_validate({
+        "kind": "capacity", "name": "chat-serving", "project": "support-bot", "owner": "ml-platform",
+        "model": "meta-llama/Llama-3.1-8B", "traffic": {"hourly_qps": day, "prompt_tokens": 1500, "output_tokens": 300},
+        "slo": {"p95_ttft_ms": 800, "p95_tpot_ms": 50}, "headroom": 0.3,
+        "resources": {"accelerators": ["H100", "L4", "T4"], "clouds": ["gcp"]},
+        "autoscale": {"min_replicas": 1, "cold_start_s": 300, "scale_down_delay_s": 600},
+        "environments": {"staging": {"replicas": 1}, "canary": {"traffic_share": 0.05}},
+        "committed": {"1y": 28, "3y": 46},
+        "compare": {"api": {"usd_per_1m_input_tokens": 0.15, "usd_per_1m_output_tokens": 0.6}},
+        "fine_tune": {"usd": 1200}})
+    for o in result["options"]:
+        economy.add_to_option(o, spec)
+    result["spec"].update(hourly_qps=day, mean_qps=round(sum(day) / 24, 4))
+    result["compare"] = economy.compare(result["best"], spec, 1200.0, "spec fine_tune.usd")
+
+
+_with_economy(CAPACITY_RESULT)

@@ -25,7 +25,9 @@ def test_latency_throughput_chart_and_curve_tables(tmp_path):
     assert "SLO p95 TPOT 50 ms" in html  # the SLO line's legend entry
     assert "Operating points and why" in html and "Latency–throughput curves" in html
     names = {p.name for p in files.csv}
-    assert names == {"options.csv", "curve.csv"}
+    assert names == {"options.csv", "curve.csv", "replicas-by-hour.csv"}
+    assert "replicas of H100 over the day" in html and "$ per 1M output tokens at the planned load" in html
+    assert "API (input included)" in html
     curve = (files.csv[0].parent / "curve.csv").read_text().splitlines()
     assert len(curve) == 1 + 8 and curve[0].startswith("accelerator,gpus_per_replica,concurrency")
     options = (files.csv[0].parent / "options.csv").read_text().splitlines()[0]

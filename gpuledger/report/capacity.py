@@ -163,6 +163,72 @@ def _cards(result: dict[str, Any]) -> list[Card]:
     ]
 
 
+def _hours_figure(best: dict[str, Any], spec: dict[str, Any]) -> Figure:
+    """Returns the day's (or week's) replicas of the best option, autoscaled, against the fixed fleet."""
+    reps = best["replicas_by_hour"]
+    tp = best.get("gpus_per_replica") or 1
+    pts = [(float(h), float(r)) for h, r in enumerate(reps)] + [(float(len(reps)), float(reps[-1]))]
+    period = "day" if len(reps) == 24 else "week"
+    svg = charts.step_chart([("autoscaled replicas", charts.BLUE, pts)],
+                            title=f"replicas of {best.get('accelerator')} over the {period}",
+                            x_label="hour" + (" of the week (Monday 00:00 = 0)" if period == "week" else " of the day"),
+                            y_label="replicas", hline=(float(best.get("replicas") or 0), "fixed fleet at peak"))
+    price_h = (best.get("price_per_gpu_hour_on_demand") or 0) * tp
+    caption = (f"Replicas the autoscaler keeps each hour (blue) against the fixed fleet sized for the peak (dashed); "
+               f"one replica costs {usd(price_h)}/h on demand, so the {period} costs "
+               f"{usd(sum(reps) * price_h)} autoscaled against {usd(len(reps) * (best.get('replicas') or 0) * price_h)} "
+               f"fixed (scale-down delay excluded; the month below includes it).")
+    return Figure(svg, caption)
+
+
+def _unit_cost_figure(opts: list[dict[str, Any]], compare: dict[str, Any] | None) -> Figure | None:
+    items = [(f"{o.get('gpus')} × {o.get('accelerator')}", o["usd_per_1m_output_tokens"]) for o in opts
+             if o.get("feasible") and o.get("usd_per_1m_output_tokens") is not None]
+    if compare and compare.get("api_usd_per_1m_output_tokens") is not None:
+        items.append(("API (input included)", compare["api_usd_per_1m_output_tokens"]))
+    if not items:
+        return None
+    svg = charts.bar_chart(items, title="$ per 1M output tokens at the planned load",
+                           value_label="USD per million output tokens (autoscaled month / tokens served)",
+                           fmt=lambda v: f"${v:,.3f}", width_in=charts.FULL_IN)
+    return Figure(svg, "Self-hosted: the autoscaled month over the month's output tokens at the traffic profile; "
+                       "the API: its bill for the same requests (prompt and output tokens) over the same tokens.")
+
+
+def _economy_section(result: dict[str, Any], opts: list[dict[str, Any]]) -> Section | None:
+    """Returns the elastic fleet and the return on serving of the best option, or None without them."""
+    best = result.get("best") or {}
+    compare = result.get("compare")
+    if not best.get("replicas_by_hour"):
+        return None
+    blocks: list = [_hours_figure(best, result.get("spec") or {})]
+    rows = [["fixed fleet at peak (on demand)", usd(best.get("usd_per_month_on_demand")), f"{best.get('replicas')} replicas"],
+            ["autoscaled (on demand)", usd(best.get("usd_per_month_autoscaled")), (best.get("autoscale") or {}).get("why", "—")]]
+    spot = best.get("spot")
+    if spot:
+        rows.append(["autoscaled, spot share", usd(spot["usd_per_month_with_spot"]),
+                     f"{100 * spot['spot_share']:.0f}% of replica-hours on spot; {num(spot['preemptions_per_month'])} "
+                     f"preemptions a month ({num(spot['replica_minutes_down_per_month'])} replica-minutes down)"])
+    for term, c in (best.get("committed") or {}).items():
+        rows.append([f"committed {term} ({num(c['discount_pct'])}% off)", usd(c["usd_per_month"]),
+                     f"pays above {100 * c['break_even_utilisation']:.0f}% utilisation: {c['committed_replicas']} "
+                     "replica(s) committed, the rest on demand"])
+    for env, e in (best.get("environments") or {}).items():
+        rows.append([env, usd(e["usd_per_month"]), f"{e['replicas']} replica(s), {e['gpus']} GPU(s), besides production"])
+    blocks.append(Table(["fleet", "$/month", "how"], rows, numeric=[1]))
+    unit = _unit_cost_figure(opts, compare)
+    if unit is not None:
+        blocks.append(unit)
+    if compare:
+        items = [("self-hosted $/month", usd(compare.get("self_usd_per_month"))),
+                 ("API $/month, same traffic", usd(compare.get("api_usd_per_month"))),
+                 ("break-even", (compare.get("break_even") or {}).get("why") or "—"),
+                 ("fine-tune", f"{usd(compare.get('fine_tune_usd'))} ({compare.get('fine_tune_source') or '—'})"),
+                 ("payback", (compare.get("payback") or {}).get("why") or "—")]
+        blocks.append(Definitions([(k, v) for k, v in items if v not in ("—", "— (—)")]))
+    return Section("Elastic fleet and the return on serving", blocks)
+
+
 def capacity_document(result: dict[str, Any]) -> Document:
     """Returns the report document of a capacity plan."""
     spec = result.get("spec") or {}
@@ -186,6 +252,9 @@ def capacity_document(result: dict[str, Any]) -> Document:
                                                      numeric=[1, 2, 3, 4, 5, 6, 7, 8],
                                                      highlight=[i for i, o in enumerate(opts) if _is_best(o, best)],
                                                      empty="No options.")]))
+    economy = _economy_section(result, opts)
+    if economy is not None:
+        blocks.append(economy)
     curve = _curve_figure(result, opts)
     if curve is not None:
         blocks.append(curve)
@@ -223,7 +292,8 @@ def capacity_markdown(result: dict[str, Any]) -> str:
     return render_markdown(capacity_document(result))
 
 
-_NESTED = ("curve", "operating_point", "load_check")
+_NESTED = ("curve", "operating_point", "load_check", "autoscale", "spot", "replicas_by_hour", "environments",
+           "committed")
 
 
 def capacity_tables(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
@@ -233,7 +303,7 @@ def capacity_tables(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
     flat = []
     for o in opts:
         row = {k: v for k, v in o.items() if k not in _NESTED}
-        for key in ("operating_point", "load_check"):
+        for key in ("operating_point", "load_check", "autoscale", "spot"):
             for k, v in (o.get(key) or {}).items():
                 row[f"{key}_{k}"] = v
         flat.append(row)
@@ -242,6 +312,10 @@ def capacity_tables(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
               for o in opts for p in (o.get("curve") or [])]
     if points:
         tables["curve"] = pl.DataFrame(points, infer_schema_length=None)
+    hours = [{"accelerator": o.get("accelerator"), "hour": h, "replicas": r, "gpus": r * (o.get("gpus_per_replica") or 1)}
+             for o in opts for h, r in enumerate(o.get("replicas_by_hour") or [])]
+    if hours:
+        tables["replicas-by-hour"] = pl.DataFrame(hours)
     return tables
 
 
