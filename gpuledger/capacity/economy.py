@@ -25,8 +25,39 @@ def _preemption_rate(cloud: str | None, accelerator: str) -> float | None:
     return float(rates["preemptions_per_hour"][0])
 
 
-def add_to_option(opt: dict[str, Any], spec) -> None:
-    """Fills `ECONOMY_KEYS` of one option in place (all None unless feasible and priced)."""
+def team_committed() -> list:
+    """Returns the team's committed-use rates (gpuledger.toml `[[prices.committed]]`,
+    `gpuledger.catalog.pricing.committed_rates`)."""
+    from gpuledger.catalog.pricing import committed_rates
+
+    return committed_rates()
+
+
+def _term(months: int) -> str:
+    return f"{months // 12}y" if months % 12 == 0 else f"{months}m"
+
+
+def committed_terms(spec, opt: dict[str, Any], rates: list) -> tuple[dict[str, float], dict[str, str]]:
+    """Returns ({term: % off on demand}, {term: source}) for one option: the spec's `committed`, else
+    the discount of the team's committed rate for an instance of this accelerator (per-GPU committed
+    price against the option's on-demand price per GPU)."""
+    terms = {k: float(v) for k, v in dict(spec.committed).items()}
+    sources = dict.fromkeys(terms, "spec committed")
+    od = opt.get("price_per_gpu_hour_on_demand")
+    for r in rates:
+        if r.accelerator != opt["accelerator"] or not r.accelerator_count or not od:
+            continue
+        pct = 100.0 * (1.0 - r.usd_per_hour / r.accelerator_count / od)
+        term = _term(r.term_months)
+        if 0 < pct < 100 and term not in terms:
+            terms[term] = round(pct, 2)
+            sources[term] = f"{r.source}: {r.cloud} {r.instance_type} ${r.usd_per_hour:,.4g}/h"
+    return terms, sources
+
+
+def add_to_option(opt: dict[str, Any], spec, committed_rates: list | None = None) -> None:
+    """Fills `ECONOMY_KEYS` of one option in place (all None unless feasible and priced).
+    `committed_rates`: the team's (`team_committed()`), used where the spec gives no `committed`."""
     for k in ECONOMY_KEYS:
         opt.setdefault(k, None)
     price = opt.get("price_per_gpu_hour_on_demand")
@@ -50,8 +81,11 @@ def add_to_option(opt: dict[str, Any], spec) -> None:
     demand = t.qps * t.output_tokens * (1.0 + spec.headroom)
     envs = elastic.environments_cost(spec.environments, demand, per_replica, tp, price)
     opt["environments"] = envs or None
-    opt["committed"] = (elastic.committed_use(fleet["replicas_by_hour"], tp, price, dict(spec.committed))
-                        if spec.committed else None)
+    terms, sources = committed_terms(spec, opt, committed_rates or [])
+    committed = elastic.committed_use(fleet["replicas_by_hour"], tp, price, terms) if terms else None
+    for term, c in (committed or {}).items():
+        c["source"] = sources[term]
+    opt["committed"] = committed
 
 
 def compare(best: dict[str, Any] | None, spec, fine_tune_usd: float | None,

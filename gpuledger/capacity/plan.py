@@ -465,8 +465,9 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
     demand = t.qps * t.output_tokens * (1.0 + spec.headroom)
     options = [_plan_one(accel, model, spec, engine, rows, points.get(accel, []))
                for accel in dict.fromkeys(res.accelerators)]
+    rates = economy.team_committed()
     for o in options:
-        economy.add_to_option(o, spec)
+        economy.add_to_option(o, spec, rates)
     priced = [o for o in options if o["feasible"] and o["usd_per_month_on_demand"] is not None]
     best = min(priced, key=lambda o: (o["usd_per_month_on_demand"], o["gpus"], o["accelerator"])) if priced else None
     result: dict[str, Any] = {

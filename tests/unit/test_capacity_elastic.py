@@ -132,3 +132,19 @@ def test_plan_json_reports_the_elastic_fleet_and_the_api_comparison():
     flat = _plan([80.0] * 24)["best"]
     assert flat["usd_per_month_autoscaled"] == pytest.approx(flat["usd_per_month_on_demand"], rel=0.05)
     assert _plan([80.0] * 24)["compare"] is None  # nothing to compare with
+
+
+def test_team_committed_rates_give_the_discount_where_the_spec_gives_none():
+    from types import SimpleNamespace
+
+    from gpuledger.capacity.economy import committed_terms
+    from gpuledger.catalog.pricing import CommittedRate
+
+    rate = CommittedRate(cloud="aws", region=None, instance_type="p5.48xlarge", accelerator="H100", accelerator_count=8,
+                         usd_per_hour=24.0, term_months=36, count=1, start=None, end=None, source="your commitment")
+    opt = {"accelerator": "H100", "price_per_gpu_hour_on_demand": 5.0}
+    terms, sources = committed_terms(SimpleNamespace(committed={}), opt, [rate])
+    assert terms == {"3y": 40.0} and "p5.48xlarge" in sources["3y"]  # $3/GPU-h against $5
+    terms, sources = committed_terms(SimpleNamespace(committed={"3y": 50.0}), opt, [rate])
+    assert terms == {"3y": 50.0} and sources["3y"] == "spec committed"
+    assert committed_terms(SimpleNamespace(committed={}), {**opt, "accelerator": "L4"}, [rate])[0] == {}
