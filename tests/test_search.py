@@ -50,19 +50,22 @@ def test_study_asks_each_point_once_prunes_and_resumes_from_its_journal(tmp_path
     trials = expand_trials(sp)
     path = tmp_path / "study.journal"
     search = AdaptiveSearch.open(sp, "sweep-1", trials, path=path)
-    first = search.ask()
-    second = search.ask()
-    assert first.trial_id != second.trial_id
-    # the first at a rung goes on only when best; a worse one at the same rung is pruned
-    best, worse = sorted([first, second], key=lambda t: abs(t.params["x"] - 0.3))
-    assert search.report(best.trial_id, [abs(best.params["x"] - 0.3) + 1.0]) is False
-    assert search.report(worse.trial_id, [abs(worse.params["x"] - 0.3) + 1.5]) is True
+    asked = [search.ask() for _ in range(4)]
+    assert len({t.trial_id for t in asked}) == 4
+    first = asked[0]
+    # 6 trials, reduction_factor 2: the best 3 at the first value go on. A bad value reported first is not
+    # pruned while fewer than 3 better ones are known; at its next report, after 3 better ones, it is.
+    worse, *good = asked
+    assert search.report(worse.trial_id, [9.0]) is False
+    assert [search.report(g.trial_id, [1.0 + i]) for i, g in enumerate(good)] == [False, False, False]
+    assert search.report(worse.trial_id, [9.0]) is True
     search.tell_pruned(worse.trial_id)
-    search.tell(best.trial_id, abs(best.params["x"] - 0.3) + 1.0)
-    running = search.ask()  # left running: a killed sweep
+    for g in good[:2]:
+        search.tell(g.trial_id, 1.0)
+    running = good[2]  # left running: a killed sweep
     again = AdaptiveSearch.open(sp, "sweep-1", trials, path=path)
-    assert again.asked == {best.trial_id, worse.trial_id}  # the running one is told failed, asked again
-    rest = [again.ask() for _ in range(4)]
+    assert again.asked == {worse.trial_id, good[0].trial_id, good[1].trial_id}  # the running one: told failed
+    rest = [again.ask() for _ in range(3)]
     assert again.ask() is None and len({t.trial_id for t in rest} | again.asked) == 6
     assert running.trial_id in {t.trial_id for t in rest}
     # the seed fixes the order
@@ -89,7 +92,8 @@ def test_asha_sweep_prunes_through_the_local_launcher_and_records_pruned(tmp_pat
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(tmp_path / "wh" / "ledger.duckdb"))
-    spec_path = _spec(tmp_path, "asha", extra="pruning: {min_steps: 2, reduction_factor: 2}",
+    # reduction_factor 4 of 4 trials: the best 1 goes on from the first value (step 2 in the trial script)
+    spec_path = _spec(tmp_path, "asha", extra="pruning: {min_steps: 2, reduction_factor: 4}",
                       xs=(0.6, 0.5, 0.3, 0.1))
     sp = load_spec(spec_path)
     trials = expand_trials(sp)

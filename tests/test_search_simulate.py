@@ -1,5 +1,6 @@
-"""The ASHA replay (gpuledger.search.asha_replay): hand-made curves whose pruning is worked out by hand in
-the comments, slots=1 against several slots, cut curves extended, and a replay of the learning curves of
+"""The replay (gpuledger.search.asha_replay) with Optuna's asynchronous pruner (`pruner="asha"`, whose
+decisions the hand-made cases work out; the runtime's order-independent RungPruner: tests/unit/test_rungs.py):
+hand-made curves whose pruning is worked out by hand in the comments, slots=1 against several slots, cut curves extended, and a replay of the learning curves of
 a real ASHA sweep (local launcher, real trial subprocesses, real DuckDB) that prunes the same trials."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def test_one_slot_prunes_what_successive_halving_says_by_hand():
     # A: alone at every rung -> completes (2.0) at 4.5 s.  B: rung 0 sees [5, 6]: 6 is not best -> pruned at
     # its 1st value (5.5 s).  C: rung 0 [5, 6, 4] -> 4 best, rung 1 [4, 3] -> 3 best, rung 2 [2, 1] -> 1 best:
     # completes (1.0) at 5.5 + 4.5 = 10 s.  D: rung 0 [5, 6, 4, 7]: 7 > 2nd best 5 -> pruned at 11 s.
-    sim = simulate_asha(HAND, slots=1, min_steps=1, reduction_factor=2, goal="minimize")
+    sim = simulate_asha(HAND, slots=1, min_steps=1, reduction_factor=2, goal="minimize", pruner="asha")
     assert [(t.trial_id, t.status, t.values_reported) for t in sim.trials] == [
         ("A", "completed", 4), ("B", "pruned", 1), ("C", "completed", 4), ("D", "pruned", 1)]
     assert (sim.pruned, sim.completed, sim.extrapolated) == (2, 2, 0)
@@ -38,14 +39,14 @@ def test_one_slot_prunes_what_successive_halving_says_by_hand():
     assert sim.timeline == ((4.5, 2.0, 4.5), (5.5, 2.0, 5.5), (10.0, 1.0, 10.0), (11.0, 1.0, 11.0))
     # maximize: the same curves negated prune the same trials
     neg = [Curve(c.trial_id, tuple(-v for v in c.values), c.times_s, c.wall_s, c.complete) for c in HAND]
-    sim_max = simulate_asha(neg, slots=1, min_steps=1, reduction_factor=2, goal="maximize")
+    sim_max = simulate_asha(neg, slots=1, min_steps=1, reduction_factor=2, goal="maximize", pruner="asha")
     assert [t.status for t in sim_max.trials] == [t.status for t in sim.trials] and sim_max.best_value == -1.0
 
 
 def test_more_slots_finish_sooner_and_can_promote_a_trial_one_slot_would_prune():
     # two slots on HAND: A and B start at 0; B's 6 meets A's 5 at rung 0 (t = 1) -> pruned, C starts at 1;
     # A ends at 4.5 and D starts; D's 7 is pruned at 5.5, C ends at 5.5: the same trials pruned, in half the time.
-    sim2 = simulate_asha(HAND, slots=2, min_steps=1, reduction_factor=2, goal="minimize")
+    sim2 = simulate_asha(HAND, slots=2, min_steps=1, reduction_factor=2, goal="minimize", pruner="asha")
     assert [t.status for t in sim2.trials] == ["completed", "pruned", "completed", "pruned"]
     assert sim2.makespan_s == pytest.approx(5.5) and sim2.trial_seconds == pytest.approx(11.0)
     assert sim2.time_to_best_s == pytest.approx(5.5)
@@ -54,14 +55,14 @@ def test_more_slots_finish_sooner_and_can_promote_a_trial_one_slot_would_prune()
     # and runs to its end: more trial-seconds.
     x = _curve("X", [3, 2, 1, 0.5])
     y = Curve("Y", (4.0, 3.5, 3.0, 2.5), (0.5, 1.5, 2.5, 3.5), 4.0, True)
-    one = simulate_asha([x, y], slots=1, min_steps=1, reduction_factor=2, goal="minimize")
-    two = simulate_asha([x, y], slots=2, min_steps=1, reduction_factor=2, goal="minimize")
+    one = simulate_asha([x, y], slots=1, min_steps=1, reduction_factor=2, goal="minimize", pruner="asha")
+    two = simulate_asha([x, y], slots=2, min_steps=1, reduction_factor=2, goal="minimize", pruner="asha")
     assert [t.status for t in one.trials] == ["completed", "pruned"]
     assert [t.status for t in two.trials] == ["completed", "completed"]
     assert two.trial_seconds == 4.5 + 4.0 and one.trial_seconds == 4.5 + 0.5
     assert one.best_trial_id == two.best_trial_id == "X"
     # launch order is an argument: Y first on one slot is alone at every rung (promoted), then X beats it
-    rev = simulate_asha([x, y], slots=1, min_steps=1, reduction_factor=2, goal="minimize", order=["Y", "X"])
+    rev = simulate_asha([x, y], slots=1, min_steps=1, reduction_factor=2, goal="minimize", pruner="asha", order=["Y", "X"])
     assert [t.trial_id for t in rev.trials] == ["Y", "X"] and rev.pruned == 0 and rev.time_to_best_s == 8.5
 
 
@@ -71,19 +72,19 @@ def test_a_cut_curve_promoted_past_its_end_is_extended_at_its_own_pace_holding_i
     # to 4 values at 1 s per value holding 4.0, and ends after the complete curves' mean tail (0.5 s).
     x = _curve("X", [3, 2, 1, 0.5])
     y = Curve("Y", (4.0,), (1.0,), 1.2, False)
-    sim = simulate_asha([y, x], slots=1, min_steps=1, reduction_factor=2, goal="minimize")
+    sim = simulate_asha([y, x], slots=1, min_steps=1, reduction_factor=2, goal="minimize", pruner="asha")
     assert sim.extrapolated == 1 and sim.trial("Y").extrapolated and sim.trial("Y").values_reported == 4
     assert sim.trial("Y").end_s == pytest.approx(4.5) and sim.trial("Y").final_value == 4.0
     assert sim.trial("X").status == "completed" and sim.best_trial_id == "X"
     # X first: Y's 4 meets X's 3 at rung 0, the last rung Y's one value reaches (where it was really
     # stopped) -> pruned there, it ends at its measured 1.2 s
-    sim = simulate_asha([x, y], slots=1, min_steps=1, reduction_factor=2, goal="minimize")
+    sim = simulate_asha([x, y], slots=1, min_steps=1, reduction_factor=2, goal="minimize", pruner="asha")
     assert sim.extrapolated == 0 and sim.trial("Y").status == "pruned"
     assert sim.trial_seconds == pytest.approx(4.5 + 1.2)
     # setup_s is paid by every trial before its first value; cancel_s after a prune decision
-    sim = simulate_asha([x, y], slots=1, min_steps=1, reduction_factor=2, goal="minimize", setup_s=10.0)
+    sim = simulate_asha([x, y], slots=1, min_steps=1, reduction_factor=2, goal="minimize", pruner="asha", setup_s=10.0)
     assert sim.trial_seconds == pytest.approx(14.5 + 11.2)
-    sim = simulate_asha(HAND, slots=1, min_steps=1, reduction_factor=2, goal="minimize", cancel_s=0.25)
+    sim = simulate_asha(HAND, slots=1, min_steps=1, reduction_factor=2, goal="minimize", pruner="asha", cancel_s=0.25)
     assert sim.trial_seconds == pytest.approx(4.5 + 1.25 + 4.5 + 1.25)
 
 
@@ -91,19 +92,21 @@ def test_failures_and_bad_arguments():
     nan = Curve("N", (float("nan"),), (1.0,), 2.0, True)
     failed = Curve("F", (9.0, 9.0), (1.0, 2.0), 2.5, True, failed=True)  # its values stay at its rungs
     empty = Curve("E", (), (), 0.7, True)
-    sim = simulate_asha([nan, failed, empty, *HAND[:1]], slots=2, min_steps=1, reduction_factor=2, goal="minimize")
+    sim = simulate_asha([nan, failed, empty, *HAND[:1]], slots=2, min_steps=1, reduction_factor=2, goal="minimize", pruner="asha")
     assert sim.trial("N").status == "pruned"  # Optuna prunes a NaN at a rung
     assert sim.trial("F").status == "failed" and sim.trial("E").status == "failed" and sim.failed == 2
     assert sim.best_trial_id == "A"
     with pytest.raises(ValueError, match="slots"):
-        simulate_asha(HAND, slots=0, min_steps=1, reduction_factor=2, goal="minimize")
+        simulate_asha(HAND, slots=0, min_steps=1, reduction_factor=2, goal="minimize", pruner="asha")
     with pytest.raises(ValueError, match="without a curve: Z"):
-        simulate_asha(HAND, slots=1, min_steps=1, reduction_factor=2, goal="minimize", order=["A", "Z"])
+        simulate_asha(HAND, slots=1, min_steps=1, reduction_factor=2, goal="minimize", pruner="asha", order=["A", "Z"])
     with pytest.raises(ValueError, match="2 values but 1 times"):
         Curve("bad", (1.0, 2.0), (1.0,), 1.0, True)
     # deterministic: the same inputs give the same result
-    assert simulate_asha(HAND, slots=3, min_steps=1, reduction_factor=2, goal="minimize") == simulate_asha(
-        HAND, slots=3, min_steps=1, reduction_factor=2, goal="minimize")
+    assert simulate_asha(HAND, slots=3, min_steps=1, reduction_factor=2, goal="minimize", pruner="asha") == simulate_asha(
+        HAND, slots=3, min_steps=1, reduction_factor=2, goal="minimize", pruner="asha")
+    with pytest.raises(ValueError, match="pruner must be"):
+        simulate_asha(HAND, slots=1, min_steps=1, reduction_factor=2, goal="minimize", pruner="median")
 
 
 def test_curves_from_points_keeps_what_the_runtime_reports():

@@ -7,11 +7,15 @@
 
 Three sources, the first that applies:
 - `measured`: earlier learning curves of the same model, method, objective metric and train settings
-  that ran to their end, for points of this sweep (a grid that ran): ASHA replayed over them
+  that ran to their end, for points of this sweep (a grid that ran): the runtime's pruner
+  (`gpuledger.search.rungs.RungPruner`) replayed over them
   (`gpuledger.search.asha_replay.simulate_asha`) at the plan's max_parallel, in the order the sweep will
   try them (asha: `gpuledger.search.launch_order`; tpe: plan order, TPE's own order being unknown
   beforehand). A point's fraction = its replayed seconds / its measured wall-clock; a point without a
-  curve takes the mean fraction of the replay (its seconds over the curves' seconds).
+  curve takes the mean fraction of the replay (its seconds over the curves' seconds). The same curves
+  check the settings (`recipe`, `gpuledger.search.rungs.check_recipe`): when synchronous successive
+  halving would drop the best measured point (with its values 2% worse), `PrunedSpend.warning` says so
+  and names the cheapest replayed setting that keeps it.
   At most `asha_replay.MAX_REPLAY_CURVES` curves are replayed (a replay grows with the square of the
   trials); with more, the formula below over their median length, said in the basis.
 - `formula`: synchronous successive halving: with V values per full trial and rungs at
@@ -55,12 +59,28 @@ class PrunedSpend:
     per_trial_usd: dict[str, float] = field(default_factory=dict)  # trial_id -> expected cost
     values_per_trial: int | None = None
     curves: int = 0  # measured curves the replay used
+    #: measured source: do the settings keep the best of the measured curves (`gpuledger.search.rungs.check_recipe`)
+    recipe: dict[str, Any] | None = None
+
+    @property
+    def warning(self) -> str | None:
+        """The plan's warning when the replay shows the best measured trial pruned, with the safer setting."""
+        r = self.recipe
+        if not r or r["kept"]:
+            return None
+        safer = r.get("safer")
+        fix = (f"; min_steps {safer['min_steps']} and reduction_factor {safer['reduction_factor']} keep it (replayed: "
+               f"{safer['replay_fraction']:.0%} of the measured seconds)" if safer else "; no setting tried keeps it")
+        return (f"WARNING pruning: these settings drop the best measured point ({r['best_trial_id']}, "
+                f"{r['best_value']:.4g}) at step {r['dropped_at_step']} of synchronous successive halving, so a sweep "
+                f"may keep it only by timing{fix} (search.pruning)")
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "expected_usd": None if self.expected_usd is None else round(self.expected_usd, 6),
                 "full_usd": round(self.full_usd, 6), "basis": self.basis,
                 "run_fraction": None if self.run_fraction is None else round(self.run_fraction, 6),
-                "values_per_trial": self.values_per_trial, "curves": self.curves}
+                "values_per_trial": self.values_per_trial, "curves": self.curves,
+                **({"recipe": self.recipe, "warning": self.warning} if self.recipe is not None else {})}
 
 
 def params_key(params: Mapping[str, Any]) -> str:
@@ -131,6 +151,7 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
     complete = {k: c for k, c in curves.items() if c.complete and c.values}
     matched = {t["trial_id"]: complete[params_key(t["params"])] for t in running if params_key(t["params"]) in complete}
     fractions: dict[str, float]
+    recipe = None
     from gpuledger.search.asha_replay import MAX_REPLAY_CURVES
 
     if 2 <= len(matched) <= MAX_REPLAY_CURVES:
@@ -139,8 +160,14 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
         from gpuledger.search.asha_replay import simulate_asha
 
         sim_curves = [replace(c, trial_id=tid) for tid, c in matched.items()]
+        sim_order = [tid for tid in order if tid in matched]
         sim = simulate_asha(sim_curves, slots=max(1, int(max_parallel)), min_steps=min_steps, reduction_factor=eta,
-                            goal=s.objective.goal, order=[tid for tid in order if tid in matched])
+                            goal=s.objective.goal, order=sim_order)
+        from gpuledger.search.rungs import check_recipe
+
+        check = check_recipe(sim_curves, min_steps=min_steps, reduction_factor=eta, goal=s.objective.goal,
+                             slots=max(1, int(max_parallel)), order=sim_order, replay=sim)
+        recipe = check.to_json() if check is not None else None
         fractions = {}
         for tid, c in matched.items():
             st = sim.trial(tid)
@@ -148,7 +175,7 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
         measured_s = sum(c.wall_s for c in matched.values())
         mean = min(1.0, sim.trial_seconds / measured_s) if measured_s > 0 else 1.0
         source, values = MEASURED, None
-        basis = (f"ASHA replayed (gpuledger.search.asha_replay) over {len(matched)} measured learning curve(s) of "
+        basis = (f"successive halving replayed (gpuledger.search.asha_replay, RungPruner) over {len(matched)} measured learning curve(s) of "
                  f"{s.objective.metric} of this model, method and train settings at {max(1, int(max_parallel))} "
                  f"slot(s): {sim.pruned} pruned, {mean:.0%} of their measured seconds"
                  + (f"; the {len(running) - len(matched)} point(s) without a curve at that mean fraction"
@@ -181,4 +208,4 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
         expected = expected / len(running) * n_trials
     return PrunedSpend(source=source, expected_usd=expected, full_usd=full, basis=basis,
                        run_fraction=mean, per_trial_usd=per_trial,
-                       values_per_trial=values, curves=len(matched) if source == MEASURED else 0)
+                       values_per_trial=values, curves=len(matched) if source == MEASURED else 0, recipe=recipe)

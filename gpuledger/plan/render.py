@@ -106,6 +106,8 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
                       f"unpruned {fmt_usd(pr['full_usd'])}); source {pr['source']}: {pr['basis']}", soft_wrap=True)
         else:
             con.print(f"expected spend under pruning: {pr['basis']}", soft_wrap=True)
+        if pr.get("warning"):
+            con.print(pr["warning"], soft_wrap=True)
     if plan.pool and plan.pool.get("workers"):
         from gpuledger.plan.pools import pool_assumption
 

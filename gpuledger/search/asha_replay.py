@@ -6,11 +6,12 @@
 
 A discrete-event replay of the sweep runtime (`gpuledger.runtime.engine`) under `strategy: asha`: the
 trials start in `order` on `slots` parallel slots (a freed slot takes the next trial at once), each
-reports its curve's values at its curve's times, and every value goes to Optuna's own
-`SuccessiveHalvingPruner` in an in-memory study with the runtime's settings (min_resource=min_steps,
-reduction_factor, min_early_stopping_rate=0; the k-th value is step k, see `gpuledger.search.study`),
-so a prune decision is exactly the one the runtime's study makes given the same reports in the same
-order. Pure and deterministic: same curves and arguments, same result (simultaneous events are taken
+reports its curve's values at its curve's times, and every value goes to the runtime's pruner in an
+in-memory study with the runtime's settings (`make_pruner`: `gpuledger.search.rungs.RungPruner` by
+default, whose decisions do not depend on the arrival order; `pruner="asha"` for Optuna's asynchronous
+`SuccessiveHalvingPruner`, min_resource=min_steps, reduction_factor, min_early_stopping_rate=0; the k-th
+value is step k, see `gpuledger.search.study`), so a prune decision is exactly the one the runtime's
+study makes given the same reports in the same order. Pure and deterministic: same curves and arguments, same result (simultaneous events are taken
 in launch order; nothing is timed, nothing is read or written).
 
 Assumptions (each one a choice the measured curves cannot settle, said here and in docs/CONTRACTS.md):
@@ -128,7 +129,7 @@ def _last_rung_step(n_values: int, min_steps: int, reduction_factor: int) -> int
 
 def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduction_factor: int, goal: str,
                   order: Sequence[str] | None = None, full_length: int | None = None, setup_s: float = 0.0,
-                  cancel_s: float = 0.0) -> SimResult:
+                  cancel_s: float = 0.0, pruner: str = "rungs") -> SimResult:
     """Replays ASHA over `curves` at `slots` parallel slots (see the module's docstring)."""
     import optuna
     from optuna.trial import TrialState
@@ -154,8 +155,7 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
     study = optuna.create_study(
         direction="minimize" if goal == "minimize" else "maximize",
         sampler=optuna.samplers.RandomSampler(seed=0),  # never asked for a value: the trials are given
-        pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=min_steps, reduction_factor=reduction_factor,
-                                                      min_early_stopping_rate=0))
+        pruner=make_pruner(pruner, min_steps, reduction_factor, len(ids)))
 
     events: list[tuple[float, int, str, str]] = []  # (time, seq, kind, trial_id); seq: launch order ties
     seq = [0]
@@ -227,6 +227,21 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
     return _result(done, slots, goal, ids)
 
 
+def make_pruner(kind: str, min_steps: int, reduction_factor: int, n_trials: int) -> Any:
+    """Returns the pruner the runtime's study uses: `rungs` (`gpuledger.search.rungs.RungPruner`, decisions
+    independent of arrival order) or `asha` (Optuna's asynchronous `SuccessiveHalvingPruner`)."""
+    import optuna
+
+    if kind == "rungs":
+        from gpuledger.search.rungs import RungPruner
+
+        return RungPruner(min_steps, reduction_factor, n_trials)
+    if kind == "asha":
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=min_steps, reduction_factor=reduction_factor,
+                                                      min_early_stopping_rate=0)
+    raise ValueError(f"pruner must be rungs or asha (got {kind!r})")
+
+
 def _result(done: list[SimTrial], slots: int, goal: str, ids: Sequence[str]) -> SimResult:
     better = (lambda a, b: a < b) if goal == "minimize" else (lambda a, b: a > b)
     order = {tid: i for i, tid in enumerate(ids)}
@@ -253,7 +268,8 @@ def curves_from_points(rows: Iterable[Mapping[str, Any]]) -> list[Curve]:
     objective point, or one row without a point for a run that logged none; ordered by run start, run,
     seq). The values are the ones the runtime reports to the study (`gpuledger.search.values`:
     numeric, one per step, a step not above the highest already seen skipped, step-less points each
-    counted). A trial with several runs (attempts) keeps its last run. `complete`: the run succeeded
+    counted). A trial with several runs (attempts) keeps its last run, except that a cut run does not
+    replace a succeeded one (a later adaptive sweep's pruned run of a point a grid ran in full). `complete`: the run succeeded
     or failed by itself (`failed` then); pruned or cancelled runs are cut curves."""
     from gpuledger.search.values import objective_points
 
@@ -269,6 +285,9 @@ def curves_from_points(rows: Iterable[Mapping[str, Any]]) -> list[Curve]:
     by_trial: dict[str, Curve] = {}
     for run in runs.values():
         kept, _ = objective_points(run["points"], "objective", float("-inf"))
+        earlier = by_trial.get(run["trial_id"])
+        if earlier is not None and earlier.complete and not earlier.failed and run["status"] not in ("succeeded", "failed"):
+            continue  # a cut run (pruned, cancelled) does not hide a complete curve of the same point
         by_trial.pop(run["trial_id"], None)  # the last run of a trial, in the rows' order
         by_trial[run["trial_id"]] = Curve(
             trial_id=run["trial_id"], values=tuple(float(p["value"]) for p in kept),

@@ -8,11 +8,14 @@ points `gpuledger.search.space.sample_points` draws with the seed. The suggest c
 - `asha`: every point of the grid once, in an order shuffled by `search.seed`; with a range, the
   drawn points in the order drawn, so the plan prices exactly what runs (each next point is
   enqueued in the study, `Study.enqueue_trial`, then asked; Optuna's `GridSampler` is not used: in
-  ask/tell mode it calls `Study.stop`, which raises outside `optimize`), with Optuna's `SuccessiveHalvingPruner`, which is asynchronous successive halving (ASHA, Li et al.
-  2020): a trial's resource is the number of objective values it has reported (k = 1, 2, ...); at
-  rung i (k = min_steps * reduction_factor**i) it goes on only when its value is among the best
-  1/reduction_factor of every value reported at that rung so far (the first trials at a rung: only
-  when best). Trials never wait for a rung to fill, so `max_parallel` slots stay busy.
+  ask/tell mode it calls `Study.stop`, which raises outside `optimize`), pruned by
+  `gpuledger.search.rungs.RungPruner`: a trial's resource is the number of objective values it has
+  reported (k = 1, 2, ...); at rung i (k = min_steps * reduction_factor**i) trials are compared at
+  equal steps and a trial is pruned only once the outcome of synchronous successive halving over the
+  bracket's n_trials says so (keep the best n // reduction_factor**(i+1) at rung i), whatever order
+  the values arrive in. Trials never wait for a rung to fill, so `max_parallel` slots stay busy (a trial
+  whose fate is not decided yet runs on). Optuna's asynchronous `SuccessiveHalvingPruner` (ASHA, Li
+  et al. 2020) judged a trial against whatever had reached its rung first, so timing decided the recipe.
 - `tpe`: Optuna's `TPESampler(seed, multivariate, constant_liar=True)`: a trial still running counts
   as if it had the worst value seen, so parallel slots do not ask for the same region twice (the
   constant liar of Ginsbourger et al.). The first `n_startup` trials are drawn at random. A point
@@ -36,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuledger.search.rungs import TRIAL_ID_ATTR
 from gpuledger.search.space import suggest
 from gpuledger.spec.exclusions import excluded
 from gpuledger.spec.expand import has_ranges, trial_for
@@ -44,7 +48,6 @@ from gpuledger.spec.expand import has_ranges, trial_for
 STUDY_DIR = "studies"
 #: How many times one ask may land on a point already asked before the search counts as exhausted.
 MAX_REPEATS = 64
-TRIAL_ID_ATTR = "gpuledger_trial_id"
 
 
 def is_adaptive(spec: Any) -> bool:
@@ -131,9 +134,9 @@ class AdaptiveSearch:
 
             pruning = Pruning()
         if pruning is not None:
-            pruner: Any = optuna.pruners.SuccessiveHalvingPruner(
-                min_resource=pruning.min_steps, reduction_factor=pruning.reduction_factor,
-                min_early_stopping_rate=0)
+            from gpuledger.search.asha_replay import make_pruner
+
+            pruner: Any = make_pruner("rungs", pruning.min_steps, pruning.reduction_factor, n_trials)
         else:
             pruner = optuna.pruners.NopPruner()
         order: list[Any] = []

@@ -1,0 +1,210 @@
+"""Successive halving whose decisions do not depend on which trial reports first (an Optuna pruner).
+
+Optuna's `SuccessiveHalvingPruner` (asynchronous successive halving) judges a trial at a rung against
+the values other trials happened to report there before it: the first trials at a rung go on when
+they are the best so far, a trial reporting later faces more competitors. With two slots, which trial
+reaches a rung first is a matter of timing, so the same grid on the same machine kept the best point
+in some runs and pruned it in others (gpuledger issue 30).
+
+`RungPruner` compares trials at equal steps and decides only what every arrival order agrees on: the
+outcome of synchronous successive halving over all `n_trials` trials of the bracket (the rungs at
+r_i = min_steps * reduction_factor**i values; at rung i the best keep_i = max(1, n // eta**(i+1)) of
+the trials that survived rungs < i go on). A trial T reporting at step k is pruned at rung i <= k when
+at least keep_i trials *confirmed* to have survived every earlier rung have a strictly better value at
+r_i than T. A trial X is confirmed past rung i when it is confirmed to rung i and, counting every trial
+still possibly at rung i (not yet eliminated, not ended short of it, or not yet started) as better when
+its value there is not known yet, fewer than keep_i are better. Both tests only grow truer as values
+arrive, so nothing is pruned that synchronous successive halving keeps, and a trial that it drops is
+pruned at its first report after enough better values are known (or runs to its end if they come too
+late: more seconds, the same recipe). Trials that never report a value at a rung (failed, or ended)
+leave it. Ties keep both.
+
+The value at step k is the k-th value the trial reported (`gpuledger.search.study.AdaptiveSearch.report`),
+so a batch of values reported at once is judged value by value, not on its last one.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Any
+
+#: The user attribute that names a study trial's gpuledger trial (a repeated ask is the same trial).
+TRIAL_ID_ATTR = "gpuledger_trial_id"
+
+
+def rung_steps(min_steps: int, reduction_factor: int, up_to: int) -> list[int]:
+    """Returns the rung steps min_steps * reduction_factor**i that are <= up_to."""
+    out, r = [], int(min_steps)
+    while r <= up_to:
+        out.append(r)
+        r *= int(reduction_factor)
+    return out
+
+
+def keep_at(n_trials: int, reduction_factor: int, rung: int) -> int:
+    """Returns how many trials go on from rung `rung` (0-based) of a bracket of `n_trials`."""
+    return max(1, int(n_trials) // int(reduction_factor) ** (rung + 1))
+
+
+class RungPruner:
+    """Order-independent successive halving (see the module's docstring): an Optuna pruner (Optuna calls
+    `prune(study, trial)`; no base class, so that importing this module does not import Optuna)."""
+
+    def __init__(self, min_steps: int, reduction_factor: int, n_trials: int):
+        if min_steps < 1 or reduction_factor < 2 or n_trials < 1:
+            raise ValueError("RungPruner needs min_steps >= 1, reduction_factor >= 2 and n_trials >= 1")
+        self.min_steps, self.reduction_factor, self.n_trials = int(min_steps), int(reduction_factor), int(n_trials)
+
+    def prune(self, study: Any, trial: Any) -> bool:
+        """Returns True when `trial` (an Optuna FrozenTrial) is dropped at one of the rungs it reached."""
+        from optuna.study import StudyDirection
+
+        step = trial.last_step
+        if step is None:
+            return False
+        rungs = rung_steps(self.min_steps, self.reduction_factor, step)
+        if not rungs:
+            return False
+        sign = 1.0 if study.direction == StudyDirection.MINIMIZE else -1.0
+        me = _key(trial)
+        from optuna.trial import TrialState
+
+        others: dict[Any, Any] = {}
+        for t in study.get_trials(deepcopy=False):
+            if t.state == TrialState.FAIL and not t.intermediate_values:
+                continue  # an excluded or repeated ask: never ran here
+            k = _key(t)
+            if k == me:
+                continue
+            prev = others.get(k)
+            if prev is None or t.number > prev.number:  # a re-asked trial: its latest attempt
+                others[k] = t
+        trials = [trial, *others.values()]
+        unstarted = max(0, self.n_trials - len(trials))
+        confirmed = list(range(len(trials)))  # indices into trials; everyone is at rung 0
+        possible = list(range(len(trials)))
+        for i, r in enumerate(rungs):
+            keep = keep_at(self.n_trials, self.reduction_factor, i)
+            values = {j: trials[j].intermediate_values.get(r) for j in possible}
+            known_conf = sorted(sign * v for j in confirmed if (v := values.get(j)) is not None)
+            mine = values.get(0)
+            if mine is None:
+                return False
+            if bisect.bisect_left(known_conf, sign * mine) >= keep:
+                return True
+            known_poss = sorted(sign * v for v in values.values() if v is not None)
+            unknown = unstarted + sum(1 for j in possible if values[j] is None and _may_reach(trials[j], r))
+            nxt_conf = [j for j in confirmed if values.get(j) is not None
+                        and bisect.bisect_left(known_poss, sign * values[j]) + unknown < keep]
+            nxt_poss = [j for j in possible
+                        if (values[j] is None and _may_reach(trials[j], r))
+                        or (values[j] is not None and bisect.bisect_left(known_conf, sign * values[j]) < keep)]
+            confirmed, possible = nxt_conf, nxt_poss
+        return False
+
+
+def _key(t: Any) -> Any:
+    return t.user_attrs.get(TRIAL_ID_ATTR, t.number)
+
+
+def _may_reach(t: Any, step: int) -> bool:
+    """True when a trial without a value at `step` may still report one (it is running or waiting)."""
+    from optuna.trial import TrialState
+
+    return t.state in (TrialState.RUNNING, TrialState.WAITING)
+
+
+def synchronous_outcome(values: dict[str, list[float]], min_steps: int, reduction_factor: int, goal: str,
+                        n_trials: int | None = None) -> dict[str, int | None]:
+    """Returns, per trial, the rung step at which synchronous successive halving drops it (None: it
+    runs to its end): the outcome `RungPruner` never contradicts, whatever the arrival order.
+    `values`: each trial's objective values in the order reported (step k = the k-th)."""
+    n = n_trials or len(values)
+    sign = 1.0 if goal == "minimize" else -1.0
+    out: dict[str, int | None] = {t: None for t in values}
+    alive = list(values)
+    longest = max((len(v) for v in values.values()), default=0)
+    for i, r in enumerate(rung_steps(min_steps, reduction_factor, longest)):
+        keep = keep_at(n, reduction_factor, i)
+        at = [t for t in alive if len(values[t]) >= r]
+        ranked = sorted(sign * values[t][r - 1] for t in at)
+        for t in at:
+            if bisect.bisect_left(ranked, sign * values[t][r - 1]) >= keep:
+                out[t] = r
+        alive = [t for t in at if out[t] is None]
+    return out
+
+
+@dataclass(frozen=True)
+class RecipeCheck:
+    """Whether pruning settings keep the best of measured curves (`check_recipe`)."""
+
+    best_trial_id: str
+    best_value: float
+    kept: bool  # synchronous successive halving keeps it even RECIPE_MARGIN worse: so does `RungPruner`, in any order
+    dropped_at_step: int | None
+    replay_best_value: float | None  # the best the replay at the plan's slots ends with
+    replay_fraction: float | None  # the replay's trial-seconds / the curves' measured seconds
+    safer: dict[str, float] | None = None  # {min_steps, reduction_factor, replay_fraction} keeping the best
+
+    def to_json(self) -> dict[str, Any]:
+        return {"best_trial_id": self.best_trial_id, "best_value": self.best_value, "kept": self.kept,
+                "dropped_at_step": self.dropped_at_step, "replay_best_value": self.replay_best_value,
+                "replay_fraction": None if self.replay_fraction is None else round(self.replay_fraction, 4),
+                "safer": self.safer}
+
+
+#: How much worse the best's values may turn out (relative) and still be kept: a check that passes only by
+#: a hair would fail on a machine whose float rounding, or a run whose data order, moves a value slightly.
+RECIPE_MARGIN = 0.02
+
+#: Settings the safer-setting search tries: reduction factors 2..MAX_SEARCH_ETA, first rungs below the
+#: curves' length; the MAX_SAFER_REPLAYS cheapest by the successive-halving formula are replayed.
+MAX_SEARCH_ETA = 12
+MAX_SAFER_REPLAYS = 4
+
+
+def check_recipe(curves, *, min_steps: int, reduction_factor: int, goal: str, slots: int,
+                 order: list[str], replay=None) -> RecipeCheck | None:
+    """Returns whether (min_steps, reduction_factor) keep the best of the complete measured `curves`
+    (`gpuledger.search.asha_replay.Curve`, in `order`) under synchronous successive halving even with its
+    values RECIPE_MARGIN worse, and when not, the cheapest setting that does: among those that keep it,
+    the MAX_SAFER_REPLAYS cheapest by the formula,
+    replayed at `slots` (`replay`: a `simulate_asha` result of the given settings, reused); None with
+    fewer than 2 complete curves."""
+    from gpuledger.plan.pruning import successive_halving_fraction
+    from gpuledger.search.asha_replay import simulate_asha
+
+    complete = {c.trial_id: list(c.values) for c in curves if c.complete and not c.failed and c.values}
+    if len(complete) < 2:
+        return None
+    sign = 1.0 if goal == "minimize" else -1.0
+    best = min(complete, key=lambda t: (sign * complete[t][-1], t))
+    measured_s = sum(c.wall_s for c in curves) or 1.0
+    # the best's curve RECIPE_MARGIN worse at every value (by its magnitude, in the bad direction)
+    worse = {**complete, best: [v + sign * RECIPE_MARGIN * abs(v) for v in complete[best]]}
+
+    def dropped_at(ms: int, eta: int) -> int | None:
+        return synchronous_outcome(worse, ms, eta, goal, len(curves))[best]
+
+    def replayed(ms: int, eta: int):
+        return simulate_asha(list(curves), slots=slots, min_steps=ms, reduction_factor=eta, goal=goal, order=order)
+
+    dropped = dropped_at(min_steps, reduction_factor)
+    sim = replay or replayed(min_steps, reduction_factor)
+    safer = None
+    if dropped is not None:
+        length = max(len(v) for v in complete.values())
+        options = sorted((successive_halving_fraction(length, ms, eta), ms, eta)
+                         for eta in range(2, MAX_SEARCH_ETA + 1) for ms in range(1, length)
+                         if dropped_at(ms, eta) is None)
+        tried = []
+        for _, ms, eta in options[:MAX_SAFER_REPLAYS]:
+            r = replayed(ms, eta)
+            tried.append((r.trial_seconds, ms, eta))
+        if tried:
+            secs, ms, eta = min(tried)
+            safer = {"min_steps": ms, "reduction_factor": eta, "replay_fraction": round(secs / measured_s, 4)}
+    return RecipeCheck(best_trial_id=best, best_value=complete[best][-1], kept=dropped is None, dropped_at_step=dropped,
+                       replay_best_value=sim.best_value, replay_fraction=sim.trial_seconds / measured_s, safer=safer)
