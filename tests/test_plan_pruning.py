@@ -13,8 +13,9 @@ from sweep_specs import sweep_spec, trial_script, x_points
 
 from gpuledger.errors import BudgetExceeded
 from gpuledger.plan import budget_guard, plan_sweep, render_plan
-from gpuledger.plan.pruning import params_key, successive_halving_fraction
+from gpuledger.plan.pruning import params_key
 from gpuledger.search.asha_replay import Curve, simulate_asha
+from gpuledger.search.recipe import successive_halving_fraction
 from gpuledger.spec import expand_trials, load_spec, sweep_id_for
 
 # reports eval_loss = |x - 0.3| + 1 + 0.001 / step five times (or the value the map gives x), SLEEP s apart

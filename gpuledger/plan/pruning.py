@@ -13,12 +13,12 @@ Three sources, the first that applies:
   try them (asha: `gpuledger.search.launch_order`; tpe: plan order, TPE's own order being unknown
   beforehand). A point's fraction = its replayed seconds / its measured wall-clock; a point without a
   curve takes the mean fraction of the replay (its seconds over the curves' seconds). The same curves
-  check the settings (`recipe`, `gpuledger.search.rungs.check_recipe`): when synchronous successive
+  check the settings (`recipe`, `gpuledger.search.recipe.check_recipe`): when synchronous successive
   halving would drop the best measured point (with its values 2% worse), `PrunedSpend.warning` says so
   and names the cheapest replayed setting that keeps it.
   At most `asha_replay.MAX_REPLAY_CURVES` curves are replayed (a replay grows with the square of the
   trials); with more, the formula below over their median length, said in the basis.
-- `formula`: synchronous successive halving: with V values per full trial and rungs at
+- `formula` (`gpuledger.search.rungs.successive_halving_fraction`): synchronous successive halving: with V values per full trial and rungs at
   r_i = min_steps * eta**i < V, every trial runs to r_0 and a fraction eta**-i of them from r_{i-1}
   on to r_i (the last fraction to V): fraction = (r_0 + sum_i eta**-i (r_i - r_{i-1}) + eta**-m (V -
   r_{m-1})) / V of the run, at a constant time per value. V: the median length of the measured
@@ -59,7 +59,7 @@ class PrunedSpend:
     per_trial_usd: dict[str, float] = field(default_factory=dict)  # trial_id -> expected cost
     values_per_trial: int | None = None
     curves: int = 0  # measured curves the replay used
-    #: measured source: do the settings keep the best of the measured curves (`gpuledger.search.rungs.check_recipe`)
+    #: measured source: do the settings keep the best of the measured curves (`gpuledger.search.recipe.check_recipe`)
     recipe: dict[str, Any] | None = None
 
     @property
@@ -86,24 +86,6 @@ class PrunedSpend:
 def params_key(params: Mapping[str, Any]) -> str:
     """The canonical JSON of a point's params: how a measured curve is matched to a planned trial."""
     return json.dumps(dict(params), sort_keys=True, separators=(",", ":"), default=str)
-
-
-def successive_halving_fraction(values_per_trial: int, min_steps: int, reduction_factor: int) -> float:
-    """The expected fraction of a full run a trial runs under synchronous successive halving (see the
-    module's docstring), at a constant time per value."""
-    v, eta = int(values_per_trial), int(reduction_factor)
-    rungs = []
-    r = int(min_steps)
-    while r < v:
-        rungs.append(r)
-        r *= eta
-    if not rungs:
-        return 1.0
-    run = float(rungs[0])
-    for i in range(1, len(rungs)):
-        run += eta ** -i * (rungs[i] - rungs[i - 1])
-    run += eta ** -len(rungs) * (v - rungs[-1])
-    return run / v
 
 
 def _settings(spec: Any) -> tuple[int, int, int | None]:
@@ -163,7 +145,7 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
         sim_order = [tid for tid in order if tid in matched]
         sim = simulate_asha(sim_curves, slots=max(1, int(max_parallel)), min_steps=min_steps, reduction_factor=eta,
                             goal=s.objective.goal, order=sim_order)
-        from gpuledger.search.rungs import check_recipe
+        from gpuledger.search.recipe import check_recipe
 
         check = check_recipe(sim_curves, min_steps=min_steps, reduction_factor=eta, goal=s.objective.goal,
                              slots=max(1, int(max_parallel)), order=sim_order, replay=sim)
@@ -196,6 +178,8 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
                     f"unknown: no earlier learning curves of {s.objective.metric} for model {spec.model}, method "
                     f"{spec.method} and these train settings, and no search.pruning.values_per_trial; the budget "
                     "guard uses the full spend"))
+        from gpuledger.search.recipe import successive_halving_fraction
+
         mean = successive_halving_fraction(values, min_steps, eta)
         fractions = {}
         source = FORMULA

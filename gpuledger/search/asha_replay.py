@@ -134,6 +134,8 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
     import optuna
     from optuna.trial import TrialState
 
+    from gpuledger.search.rungs import make_pruner
+
     if slots < 1:
         raise ValueError(f"slots must be >= 1 (got {slots})")
     if goal not in ("minimize", "maximize"):
@@ -225,21 +227,6 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
         end = base + max(r.times_s[-1] + r.end_tail_s, 0.0 if r.extrapolated else r.curve.wall_s)
         push(max(now, end), "end", tid)
     return _result(done, slots, goal, ids)
-
-
-def make_pruner(kind: str, min_steps: int, reduction_factor: int, n_trials: int) -> Any:
-    """Returns the pruner the runtime's study uses: `rungs` (`gpuledger.search.rungs.RungPruner`, decisions
-    independent of arrival order) or `asha` (Optuna's asynchronous `SuccessiveHalvingPruner`)."""
-    import optuna
-
-    if kind == "rungs":
-        from gpuledger.search.rungs import RungPruner
-
-        return RungPruner(min_steps, reduction_factor, n_trials)
-    if kind == "asha":
-        return optuna.pruners.SuccessiveHalvingPruner(min_resource=min_steps, reduction_factor=reduction_factor,
-                                                      min_early_stopping_rate=0)
-    raise ValueError(f"pruner must be rungs or asha (got {kind!r})")
 
 
 def _result(done: list[SimTrial], slots: int, goal: str, ids: Sequence[str]) -> SimResult:

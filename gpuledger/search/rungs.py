@@ -26,7 +26,6 @@ so a batch of values reported at once is judged value by value, not on its last 
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
 from typing import Any
 
 #: The user attribute that names a study trial's gpuledger trial (a repeated ask is the same trial).
@@ -136,75 +135,14 @@ def synchronous_outcome(values: dict[str, list[float]], min_steps: int, reductio
     return out
 
 
-@dataclass(frozen=True)
-class RecipeCheck:
-    """Whether pruning settings keep the best of measured curves (`check_recipe`)."""
+def make_pruner(kind: str, min_steps: int, reduction_factor: int, n_trials: int) -> Any:
+    """Returns the pruner the runtime's study uses: `rungs` (`gpuledger.search.rungs.RungPruner`, decisions
+    independent of arrival order) or `asha` (Optuna's asynchronous `SuccessiveHalvingPruner`)."""
+    import optuna
 
-    best_trial_id: str
-    best_value: float
-    kept: bool  # synchronous successive halving keeps it even RECIPE_MARGIN worse: so does `RungPruner`, in any order
-    dropped_at_step: int | None
-    replay_best_value: float | None  # the best the replay at the plan's slots ends with
-    replay_fraction: float | None  # the replay's trial-seconds / the curves' measured seconds
-    safer: dict[str, float] | None = None  # {min_steps, reduction_factor, replay_fraction} keeping the best
-
-    def to_json(self) -> dict[str, Any]:
-        return {"best_trial_id": self.best_trial_id, "best_value": self.best_value, "kept": self.kept,
-                "dropped_at_step": self.dropped_at_step, "replay_best_value": self.replay_best_value,
-                "replay_fraction": None if self.replay_fraction is None else round(self.replay_fraction, 4),
-                "safer": self.safer}
-
-
-#: How much worse the best's values may turn out (relative) and still be kept: a check that passes only by
-#: a hair would fail on a machine whose float rounding, or a run whose data order, moves a value slightly.
-RECIPE_MARGIN = 0.02
-
-#: Settings the safer-setting search tries: reduction factors 2..MAX_SEARCH_ETA, first rungs below the
-#: curves' length; the MAX_SAFER_REPLAYS cheapest by the successive-halving formula are replayed.
-MAX_SEARCH_ETA = 12
-MAX_SAFER_REPLAYS = 4
-
-
-def check_recipe(curves, *, min_steps: int, reduction_factor: int, goal: str, slots: int,
-                 order: list[str], replay=None) -> RecipeCheck | None:
-    """Returns whether (min_steps, reduction_factor) keep the best of the complete measured `curves`
-    (`gpuledger.search.asha_replay.Curve`, in `order`) under synchronous successive halving even with its
-    values RECIPE_MARGIN worse, and when not, the cheapest setting that does: among those that keep it,
-    the MAX_SAFER_REPLAYS cheapest by the formula,
-    replayed at `slots` (`replay`: a `simulate_asha` result of the given settings, reused); None with
-    fewer than 2 complete curves."""
-    from gpuledger.plan.pruning import successive_halving_fraction
-    from gpuledger.search.asha_replay import simulate_asha
-
-    complete = {c.trial_id: list(c.values) for c in curves if c.complete and not c.failed and c.values}
-    if len(complete) < 2:
-        return None
-    sign = 1.0 if goal == "minimize" else -1.0
-    best = min(complete, key=lambda t: (sign * complete[t][-1], t))
-    measured_s = sum(c.wall_s for c in curves) or 1.0
-    # the best's curve RECIPE_MARGIN worse at every value (by its magnitude, in the bad direction)
-    worse = {**complete, best: [v + sign * RECIPE_MARGIN * abs(v) for v in complete[best]]}
-
-    def dropped_at(ms: int, eta: int) -> int | None:
-        return synchronous_outcome(worse, ms, eta, goal, len(curves))[best]
-
-    def replayed(ms: int, eta: int):
-        return simulate_asha(list(curves), slots=slots, min_steps=ms, reduction_factor=eta, goal=goal, order=order)
-
-    dropped = dropped_at(min_steps, reduction_factor)
-    sim = replay or replayed(min_steps, reduction_factor)
-    safer = None
-    if dropped is not None:
-        length = max(len(v) for v in complete.values())
-        options = sorted((successive_halving_fraction(length, ms, eta), ms, eta)
-                         for eta in range(2, MAX_SEARCH_ETA + 1) for ms in range(1, length)
-                         if dropped_at(ms, eta) is None)
-        tried = []
-        for _, ms, eta in options[:MAX_SAFER_REPLAYS]:
-            r = replayed(ms, eta)
-            tried.append((r.trial_seconds, ms, eta))
-        if tried:
-            secs, ms, eta = min(tried)
-            safer = {"min_steps": ms, "reduction_factor": eta, "replay_fraction": round(secs / measured_s, 4)}
-    return RecipeCheck(best_trial_id=best, best_value=complete[best][-1], kept=dropped is None, dropped_at_step=dropped,
-                       replay_best_value=sim.best_value, replay_fraction=sim.trial_seconds / measured_s, safer=safer)
+    if kind == "rungs":
+        return RungPruner(min_steps, reduction_factor, n_trials)
+    if kind == "asha":
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=min_steps, reduction_factor=reduction_factor,
+                                                      min_early_stopping_rate=0)
+    raise ValueError(f"pruner must be rungs or asha (got {kind!r})")

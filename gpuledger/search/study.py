@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuledger.search.rungs import TRIAL_ID_ATTR
+from gpuledger.search.rungs import TRIAL_ID_ATTR, make_pruner
 from gpuledger.search.space import suggest
 from gpuledger.spec.exclusions import excluded
 from gpuledger.spec.expand import has_ranges, trial_for
@@ -134,8 +134,6 @@ class AdaptiveSearch:
 
             pruning = Pruning()
         if pruning is not None:
-            from gpuledger.search.asha_replay import make_pruner
-
             pruner: Any = make_pruner("rungs", pruning.min_steps, pruning.reduction_factor, n_trials)
         else:
             pruner = optuna.pruners.NopPruner()

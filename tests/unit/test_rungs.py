@@ -9,7 +9,8 @@ import itertools
 import pytest
 
 from gpuledger.search.asha_replay import Curve, simulate_asha
-from gpuledger.search.rungs import RECIPE_MARGIN, check_recipe, keep_at, rung_steps, synchronous_outcome
+from gpuledger.search.recipe import RECIPE_MARGIN, check_recipe
+from gpuledger.search.rungs import keep_at, rung_steps, synchronous_outcome
 
 
 def _curve(tid: str, values, dt: float = 1.0) -> Curve:
