@@ -22,16 +22,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpuledger.estimate import Workload, estimate  # noqa: E402
+from gpuledger.estimate.public import memory_workload as public_workload  # noqa: E402
 
-DEFAULT_CSV = ROOT.parent / "shared" / "reference" / "memory_calibration.csv"
+
+def shared_dir() -> Path:
+    """Returns the shared folder next to the repository (../shared), also from a git worktree of it
+    (whose .git file names the main checkout: <main>/.git/worktrees/<name>)."""
+    here = ROOT.parent / "shared"
+    git = ROOT / ".git"
+    if here.is_dir() or not git.is_file():
+        return here
+    gitdir = Path(git.read_text(encoding="utf-8").split(":", 1)[1].strip())
+    return gitdir.parents[2].parent / "shared"
+
+
+DEFAULT_CSV = shared_dir() / "reference" / "memory_calibration.csv"
 #: held-out public measurements, one Workload per row in its own columns (tests/data/memory_public.csv)
 PUBLIC_CSV = ROOT / "tests" / "data" / "memory_public.csv"
-_INT = {"micro_batch", "seq_len", "lora_r", "gpus", "prompt_len", "completion_len", "group_size"}
-_BOOL = {"grad_ckpt", "flash_attn", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd"}
-_FLOAT = {"lora_dropout"}
-_FIELDS = ("model", "method", "precision", "optimizer", "micro_batch", "seq_len", "grad_ckpt", "flash_attn", "lora_r",
-           "lora_targets", "gpus", "sharding", "framework", "prompt_len", "completion_len", "group_size", "compile",
-           "activation_offload", "chunked_ce", "optimizer_in_bwd", "lora_dropout")
 GB = 1e9
 GIB = 2**30
 
@@ -163,17 +170,6 @@ def evaluate(rows: list[dict]) -> tuple[list[PeakResult], list[FitResult]]:
                 fits.append(FitResult(rid + "@1.5x", False, estimate(over).memory_gib["device"], cap,
                                       f"1.5x that length ({over.seq_len}) must not fit"))
     return peaks, fits
-
-
-def public_workload(row: dict) -> Workload:
-    """Returns the Workload a memory_public.csv row states (empty cells take the defaults)."""
-    fields = {}
-    for k in _FIELDS:
-        v = (row.get(k) or "").strip()
-        if v:
-            fields[k] = (int(v) if k in _INT else (v.lower() == "true") if k in _BOOL
-                         else float(v) if k in _FLOAT else v)
-    return Workload(**fields)
 
 
 def evaluate_public(rows: list[dict]) -> tuple[list[PeakResult], list[FitResult]]:

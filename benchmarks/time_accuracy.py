@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpuledger.estimate.coefficients import PRIOR_MATMUL_EFFICIENCY  # noqa: E402
 from gpuledger.estimate.public import (  # noqa: E402
+    held_out_tokens_per_s,
     model_tokens_per_s,
     plain_rule_tokens_per_s,
     summarize,
@@ -36,22 +36,9 @@ GROUPS = (("method", lambda c: c.setup.method), ("framework", lambda c: c.setup.
           ("GPU", lambda c: c.setup.accelerator), ("GPU count", lambda c: c.gpu_count_label))
 
 
-def held_out(cases) -> dict[str, float]:
-    """Returns {case id: held-out model tokens/s}: each source predicted with efficiencies fitted on
-    the other sources."""
-    out = {}
-    for source in sorted({c.source for c in cases}):
-        train = [(c.shape, c.setup, c.measured) for c in cases if c.source != source]
-        eff = {**PRIOR_MATMUL_EFFICIENCY, **{cls: v for cls, (v, _) in fit_efficiency(train).items()}}
-        for c in cases:
-            if c.source == source:
-                out[c.id] = model_tokens_per_s(c, efficiency=eff)
-    return out
-
-
 def report(cases) -> dict:
     """Returns per-case and per-group errors of the model (in-sample and held out) and the plain rule."""
-    ho = held_out(cases)
+    ho = held_out_tokens_per_s(cases)
     rows = []
     for c in cases:
         rows.append({"id": c.id, "source": c.source, "method": c.setup.method, "framework": c.setup.framework,

@@ -11,26 +11,18 @@ from gpuledger.estimate import Workload, calibration, estimate
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = ROOT / "tests" / "data" / "memory_public.csv"
-#: the GPU each public family measured on (tests/data/memory_public.csv `version`/`url` columns)
-FAMILY_GPU = {"litgpt_hub": "A10G", "litgpt_tables": "A100", "fsdp_qlora": "RTX3090", "qwen_speed": "A100",
-              "peft_metamathqa": "H100", "torchtune_flags": "A100", "trl_grpo": "A100", "torchtune_readme": "RTX4090"}
 
 
 def _records() -> list[dict]:
-    import importlib.util
-    import sys
+    from gpuledger.estimate.public import MEMORY_FAMILY_GPU, memory_workload
 
-    spec = importlib.util.spec_from_file_location("estimator_accuracy", ROOT / "benchmarks" / "estimator_accuracy.py")
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules["estimator_accuracy"] = bench
-    spec.loader.exec_module(bench)
     out = []
     with open(PUBLIC, newline="") as fh:
         for row in csv.DictReader(fh):
             if row["kind"] != "peak":
                 continue
-            w = bench.public_workload(row)
-            out.append(dict(method=w.method, framework=w.framework, accelerator=FAMILY_GPU[row["family"]],
+            w = memory_workload(row)
+            out.append(dict(method=w.method, framework=w.framework, accelerator=MEMORY_FAMILY_GPU[row["family"]],
                             est_memory_gib=estimate(w).memory_gib[row["level"]],
                             measured_memory_gib=float(row["measured_gib"])))
     return out

@@ -151,6 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_stack_options(s)
     s.add_argument("--json", action="store_true")
 
+    s = sub.add_parser("accuracy", help="the estimator's error per method, framework and GPU: public rows and your runs")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--html", default=None, metavar="DIR", help="also write accuracy.html (+ .md, CSV) under DIR")
+    s.add_argument("--warehouse", default=None, help="warehouse file to read your runs from (default: the project's)")
+
     s = sub.add_parser("plan", help="choose GPUs, spot/on-demand and schedule; exit 3 over budget")
     s.add_argument("spec", metavar="SPEC")
     s.add_argument("--json", action="store_true")

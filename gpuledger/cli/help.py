@@ -43,6 +43,12 @@ DOCS: dict[str, tuple[str, list[str]]] = {
         "Says when the setup is beyond any GPU of the catalog or beyond the model's context.",
         ["gpuledger estimate llama-3.1-8b --method qlora --batch 4 --seq 4096",
          "gpuledger estimate path/to/config.json --method full --gpus 8 --sharding zero3 --json"]),
+    "accuracy": (
+        "How far the estimator's memory and training time are from measurements: median |error|, mean "
+        "error and the share within ±20% (memory) or ±25% (time), per method, framework and GPU, for the "
+        "public measurements shipped with gpuledger and for every run of yours in the warehouse (its "
+        "trial's planned memory and wall-clock against what it measured). See docs/accuracy.md.",
+        ["gpuledger accuracy", "gpuledger accuracy --json", "gpuledger accuracy --html reports/accuracy"]),
     "plan": (
         "Choose the GPU type and count, spot or on-demand, and the schedule of a sweep spec (or the "
         "replicas of a capacity spec), with the price of each choice and its source. Exit 3 when the "

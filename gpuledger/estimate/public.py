@@ -16,12 +16,38 @@ from gpuledger.estimate.throughput import ModelShape, TrainSetup, step_time
 
 THROUGHPUT_CSV = "training_throughput.csv"
 MEMORY_CSV = "memory_public.csv"
+#: the GPU each family of memory_public.csv measured on (its `version`/`url` columns: lit-gpt's config
+#: hub on an A10G, lit-gpt's resource tables and Qwen's speed benchmark on A100s, fsdp_qlora on RTX
+#: 3090s, PEFT's MetaMathQA runs on an H100, torchtune's README on an A100 and an RTX 4090, TRL GRPO
+#: on an A100-80GB)
+MEMORY_FAMILY_GPU = {"litgpt_hub": "A10G", "litgpt_tables": "A100", "fsdp_qlora": "RTX3090", "qwen_speed": "A100",
+                     "peft_metamathqa": "H100", "torchtune_flags": "A100", "trl_grpo": "A100",
+                     "torchtune_readme": "RTX4090"}
+_INT = {"micro_batch", "seq_len", "lora_r", "gpus", "prompt_len", "completion_len", "group_size"}
+_BOOL = {"grad_ckpt", "flash_attn", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd"}
+_FLOAT = {"lora_dropout"}
+_FIELDS = ("model", "method", "precision", "optimizer", "micro_batch", "seq_len", "grad_ckpt", "flash_attn", "lora_r",
+           "lora_targets", "gpus", "sharding", "framework", "prompt_len", "completion_len", "group_size", "compile",
+           "activation_offload", "chunked_ce", "optimizer_in_bwd", "lora_dropout")
 
 
 def read_csv(name: str) -> list[dict]:
     """Returns the rows of a package data file of gpuledger/estimate/data/."""
     with resources.files("gpuledger.estimate").joinpath("data", name).open(newline="") as fh:
         return list(csv.DictReader(fh))
+
+
+def memory_workload(row: dict):
+    """Returns the Workload a memory_public.csv row states (empty cells take the defaults)."""
+    from gpuledger.estimate import Workload
+
+    fields = {}
+    for k in _FIELDS:
+        v = (row.get(k) or "").strip()
+        if v:
+            fields[k] = (int(v) if k in _INT else (v.lower() == "true") if k in _BOOL
+                         else float(v) if k in _FLOAT else v)
+    return Workload(**fields)
 
 
 @dataclass(frozen=True)
@@ -113,6 +139,23 @@ def plain_rule_tokens_per_s(case: TimeCase, mfu: float = 0.4) -> float:
 def model_tokens_per_s(case: TimeCase, efficiency: dict[str, float] | None = None) -> float:
     """Returns the throughput model's tokens/s per GPU for a case."""
     return step_time(case.shape, case.setup, efficiency=efficiency).tokens_per_s_per_gpu
+
+
+def held_out_tokens_per_s(cases: list[TimeCase]) -> dict[str, float]:
+    """Returns {case id: held-out model tokens/s per GPU}: each source predicted with the per-stack
+    matmul efficiencies fitted on the other sources (a stack seen only there keeps its prior,
+    PRIOR_MATMUL_EFFICIENCY)."""
+    from gpuledger.estimate.coefficients import PRIOR_MATMUL_EFFICIENCY
+    from gpuledger.estimate.throughput import fit_efficiency
+
+    out = {}
+    for source in sorted({c.source for c in cases}):
+        train = [(c.shape, c.setup, c.measured) for c in cases if c.source != source]
+        eff = {**PRIOR_MATMUL_EFFICIENCY, **{cls: v for cls, (v, _) in fit_efficiency(train).items()}}
+        for c in cases:
+            if c.source == source:
+                out[c.id] = model_tokens_per_s(c, efficiency=eff)
+    return out
 
 
 def time_error(predicted_tps: float, measured_tps: float) -> float:
