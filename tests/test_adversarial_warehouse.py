@@ -345,3 +345,29 @@ def test_with_write_the_user_may_copy_out(ledger, tmp_path):
     cli = _sql(ledger, f"copy (select run_id from runs) to '{out}'", "--write")
     assert cli.returncode == 0, cli.stderr
     assert out.read_text().splitlines() == ["run_id", "r1"]
+
+
+# -- issue 31: inputs that would break the write are refused at ingest, never wedging landing ----------
+
+
+@pytest.mark.parametrize("bad", [
+    {"final_metrics": {"n" * 200_000: 1.0}},                       # DuckDB's index key size
+    {"metrics": [{"name": "m" * 201, "value": 1.0}]},
+    {"metrics": [{"name": "loss\nINFO forged log line", "value": 1.0}]},
+    {"metrics": [{"name": "loss", "value": 1.0, "step": 2**63 + 5}]},
+    {"trial_id": "t" * 300},
+    {"reason": "r" * 100_000},
+])
+def test_a_record_that_would_break_the_write_is_refused_and_landing_goes_on(ledger, tmp_path, bad):
+    land = tmp_path / "landing"
+    land.mkdir()
+    (land / "bad.json").write_text(json.dumps({**example_record("r-bad", "t1", sweep_id="s-1"), **bad}))
+    (land / "good.json").write_text(json.dumps(example_record("r-good", "t2", sweep_id="s-1")))
+    with Warehouse.open(ledger) as wh:
+        result = wh.ingest_landing(land)
+        again = wh.ingest_landing(land)  # landing is not wedged: nothing left, nothing raised
+        stored = sorted(wh.query("select run_id from runs")["run_id"])
+    assert result.ingested == 1 and [r.source.endswith("bad.json") for r in result.rejected] == [True]
+    reason = (land / "rejected" / "bad.json.reason.txt").read_text()
+    assert len(reason.strip().splitlines()) == 1 and len(reason) < 400
+    assert stored == ["r-good", "r1"] and again.ingested == 0 and again.rejected == []

@@ -54,7 +54,7 @@ from typing import Any
 import psutil
 
 from gpuledger import protocol
-from gpuledger.agent.measure import GIB, FileTail, Gpus, Metrics, oom_kill_count
+from gpuledger.agent.measure import GIB, MAX_LINE_BYTES, FileTail, Gpus, Metrics, oom_kill_count
 from gpuledger.agent.signing import read_keys, write_signed
 from gpuledger.protocol import ENV_METRICS as METRICS_ENV
 from gpuledger.protocol import METRIC_LINE_PREFIX, RESULT_LINE_PREFIX, SCHEMA
@@ -147,6 +147,7 @@ class Agent:
         self.out_lock = threading.Lock()
         self.kill_at: float | None = None
         self.keys: dict[str, bytes] = {}  # the signing keys (`--key-fd`)
+        self.sampler_error: str | None = None
 
     # -- signals -----------------------------------------------------------------------------
 
@@ -173,10 +174,19 @@ class Agent:
     # -- threads -----------------------------------------------------------------------------
 
     def _pump_stdout(self, pipe: Any, metrics: Metrics) -> None:
+        """Passes the trial's stdout through, parsing its `GPULEDGER_METRIC` lines; a line is read in
+        pieces of at most `MAX_LINE_BYTES` (memory does not grow with the longest line), and one
+        longer than that is passed through unparsed."""
         out = sys.stdout.buffer
-        for line in iter(pipe.readline, b""):
-            if line.startswith(METRIC_LINE_PREFIX.encode()):
-                metrics.add_json(line[len(METRIC_LINE_PREFIX):].decode("utf-8", "replace"))
+        prefix = METRIC_LINE_PREFIX.encode()
+        continued = False  # the piece read is the rest of a line longer than MAX_LINE_BYTES
+        for line in iter(lambda: pipe.readline(MAX_LINE_BYTES), b""):
+            whole = line.endswith(b"\n") or len(line) < MAX_LINE_BYTES
+            if not continued and whole and line.startswith(prefix):
+                metrics.add_json(line[len(prefix):].decode("utf-8", "replace"))
+            elif not continued and not whole and line.startswith(prefix):
+                metrics.refused += 1
+            continued = not line.endswith(b"\n")
             with self.out_lock:
                 try:
                     out.write(line)
@@ -238,10 +248,16 @@ class Agent:
         parent = os.getppid()
         interval = self.opts.sample_interval_s
         while not self.done.is_set():
-            self._sample_once(gpus)
-            tail.poll()
-            if echo is not None:
-                echo.flush()
+            try:  # measuring may fail; the timeout and the parent watch below must not stop with it
+                self._sample_once(gpus)
+                tail.poll()
+                if echo is not None:
+                    echo.flush()
+            except Exception as err:  # noqa: BLE001 - said once on stderr, the trial goes on
+                if not self.sampler_error:
+                    self.sampler_error = f"{type(err).__name__}: {err}"
+                    with contextlib.suppress(OSError, ValueError):
+                        sys.stderr.write(f"gpuledger agent: measuring failed ({self.sampler_error[:300]})\n")
             now = time.monotonic()
             if self.opts.timeout_s and not self.timed_out and now - started_mono > self.opts.timeout_s:
                 self.timed_out = True
@@ -435,9 +451,11 @@ class Agent:
         """Writes the record atomically to --result (signed, with `--key-fd`: `signature_path`) and
         prints the GPULEDGER_RESULT line."""
         line = json.dumps(record, separators=(",", ":"), allow_nan=False)
-        if self.opts.result:
-            write_signed(Path(self.opts.result), record, self.keys)
-        self._print_line(RESULT_LINE_PREFIX + line + "\n")
+        try:
+            if self.opts.result:
+                write_signed(Path(self.opts.result), record, self.keys)
+        finally:  # the line first carries the record when the file cannot be written (a full disk)
+            self._print_line(RESULT_LINE_PREFIX + line + "\n")
 
     def _print_line(self, text: str) -> None:
         """Prints one line of the agent's own on stdout, on a line of its own (the child's partial
@@ -549,7 +567,12 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as err:
             parser.error(f"--key-fd {opts.key_fd}: {err}")
     record, code = agent.run()
-    agent.emit(record)
+    try:
+        agent.emit(record)
+    except OSError as err:  # a full disk, a file-size limit: said in one line, the record is on stdout
+        sys.stderr.write(f"gpuledger agent: could not write the result record to {opts.result}: "
+                         f"{err.strerror or err}; it is on stdout as the {RESULT_LINE_PREFIX.strip()} line\n")
+        return code or 1
     return code
 
 

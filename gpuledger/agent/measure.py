@@ -23,6 +23,32 @@ from typing import Any
 
 GIB = 1024**3
 MAX_METRIC_POINTS = 20_000  # beyond this only final_metrics keep being updated
+#: the longest metric name kept (characters); a name is also a key of the warehouse's metrics tables
+#: (DuckDB's index keys are bounded) and a word in log lines
+MAX_METRIC_NAME_CHARS = 200
+#: the longest line of the trial's output or metrics file that is parsed (bytes); longer lines are
+#: passed through (stdout) or skipped (metrics file) without being held in memory
+MAX_LINE_BYTES = 64 * 1024
+#: the largest step number kept (a BIGINT column); a larger or non-finite one is dropped from the point
+MAX_STEP = 2**62
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def metric_name_problem(name: Any) -> str | None:
+    """Returns why `name` cannot be a metric name (not text, empty, over `MAX_METRIC_NAME_CHARS`,
+    control characters such as a newline that would forge log lines, not valid Unicode), or None."""
+    if not isinstance(name, str) or not name:
+        return "a metric name must be non-empty text"
+    if len(name) > MAX_METRIC_NAME_CHARS:
+        return f"a metric name of {len(name)} characters; at most {MAX_METRIC_NAME_CHARS}"
+    if _CONTROL.search(name):
+        return f"the metric name {name[:60]!r} holds a control character (newline, tab, ...)"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"the metric name {name[:60]!r} is not valid Unicode (a lone surrogate)"
+    return None
 
 
 def oom_kill_count() -> int | None:
@@ -112,6 +138,21 @@ class Gpus:
 # Metrics
 
 
+#: the latest time of a point kept (seconds after the start): a year; a later one is clamped
+MAX_T_S = 366 * 86_400.0
+
+
+def _finite_float(value: Any) -> float | None:
+    """Returns `value` as a finite float, or None (not a number, a bool, NaN, inf, too large)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int of hundreds of digits
+        return None
+    return number if math.isfinite(number) else None
+
+
 class Metrics:
     """Thread-safe collector of metric points from stdout lines and the JSONL file."""
 
@@ -120,40 +161,39 @@ class Metrics:
         self.points: list[dict[str, Any]] = []
         self.final: dict[str, float] = {}
         self.dropped = 0
+        self.refused = 0  # lines or points not taken (bad JSON, numbers out of range, bad names)
         self.lock = threading.Lock()
 
     def add_json(self, text: str) -> list[dict[str, Any]]:
-        """Adds the point(s) of one JSON line; returns them as stored (name, value, step, t_s)."""
+        """Adds the point(s) of one JSON line; returns them as stored (name, value, step, t_s). Never
+        raises: a line it cannot take (bad JSON, a 400-digit number, `1e999`, a bad name) adds
+        nothing and is counted in `refused`, so the threads that read lines keep running."""
         try:
             obj = json.loads(text)
-        except ValueError:
+            added = [self._add(item) for item in (obj if isinstance(obj, list) else [obj])]
+        except (ValueError, TypeError, OverflowError, RecursionError):
+            self.refused += 1
             return []
-        added = [self._add(item) for item in (obj if isinstance(obj, list) else [obj])]
         return [p for p in added if p is not None]
 
     def _add(self, obj: Any) -> dict[str, Any] | None:
-        if not isinstance(obj, dict):
+        if not isinstance(obj, dict) or metric_name_problem(obj.get("name")) is not None:
+            self.refused += 1
             return None
-        name = obj.get("name")
-        if not isinstance(name, str) or not name:
+        name = obj["name"]
+        value = _finite_float(obj.get("value"))
+        if value is None:
+            self.refused += 1
             return None
-        try:
-            value = float(obj.get("value"))
-        except (TypeError, ValueError):
-            return None
-        if not math.isfinite(value):
-            return None
-        step = obj.get("step")
-        try:
-            step = None if step is None else int(step)
-        except (TypeError, ValueError):
-            step = None
-        when = obj.get("time")
+        step = _finite_float(obj.get("step"))
+        step = int(step) if step is not None and abs(step) <= MAX_STEP else None
+        when = _finite_float(obj.get("time"))
+        given_t_s = _finite_float(obj.get("t_s"))
         t_s: float
-        if isinstance(when, int | float) and math.isfinite(when):
-            t_s = max(0.0, float(when) - self.started)
-        elif isinstance(obj.get("t_s"), int | float):
-            t_s = max(0.0, float(obj["t_s"]))
+        if when is not None:
+            t_s = min(max(0.0, when - self.started), MAX_T_S)
+        elif given_t_s is not None:
+            t_s = min(max(0.0, given_t_s), MAX_T_S)
         else:
             t_s = max(0.0, time.time() - self.started)
         point = {"name": name, "value": value, "step": step, "t_s": round(t_s, 3)}
@@ -176,24 +216,33 @@ class FileTail:
         self.on_points = on_points
         self.offset = 0
         self.partial = b""
+        self.skipping = False  # inside a line longer than MAX_LINE_BYTES
         self.lock = threading.Lock()
 
-    def poll(self) -> None:
+    def poll(self) -> int:
+        """Reads what was appended since the last poll (at most 4 x `MAX_LINE_BYTES`); returns the bytes read."""
         with self.lock:
             try:
                 with open(self.path, "rb") as fh:
                     fh.seek(self.offset)
-                    chunk = fh.read()
+                    chunk = fh.read(4 * MAX_LINE_BYTES)  # bounded per poll; the rest next time
             except OSError:
-                return
+                return 0
             if not chunk:
-                return
+                return 0
             self.offset += len(chunk)
             data = self.partial + chunk
             *lines, self.partial = data.split(b"\n")
             for line in lines:
+                if self.skipping:  # the end of a line too long to parse
+                    self.skipping = False
+                    continue
                 if line.strip():
                     self._add(line)
+            if len(self.partial) > MAX_LINE_BYTES:  # never hold more than one line's worth
+                self.partial, self.skipping = b"", True
+                self.metrics.refused += 1
+            return len(chunk)
 
     def _add(self, line: bytes) -> None:
         points = self.metrics.add_json(line.decode("utf-8", "replace"))
@@ -201,9 +250,10 @@ class FileTail:
             self.on_points(points)
 
     def finish(self) -> None:
-        self.poll()
+        while self.poll():
+            pass
         with self.lock:
-            if self.partial.strip():
+            if self.partial.strip() and not self.skipping:
                 self._add(self.partial)
             self.partial = b""
 

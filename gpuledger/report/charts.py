@@ -69,6 +69,10 @@ HALF_IN = 4.85
 HEIGHT_IN = 3.3
 
 _RC = {
+    # every text is drawn as written: a `$` in a metric, label or bill text is not mathtext (which
+    # would fail on `$x^{$` or render TeX), and nothing calls LaTeX (matplotlib >= 3.5)
+    "text.parse_math": False,
+    "text.usetex": False,
     "svg.fonttype": "none",
     "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica", "sans-serif"],

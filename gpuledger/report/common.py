@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from gpuledger.errors import UserError
+from gpuledger.files import write_text_atomic
 from gpuledger.report.document import Document
 from gpuledger.report.html import render_html
 from gpuledger.report.markdown import render_markdown
@@ -148,8 +149,9 @@ def write_report(out_dir: Path, stem: str, doc: Document, tables: dict[str, pl.D
     out_dir.mkdir(parents=True, exist_ok=True)
     html_path = out_dir / f"{stem}.html"
     md_path = out_dir / f"{stem}.md"
-    html_path.write_text(html_text, encoding="utf-8")
-    md_path.write_text(markdown_text, encoding="utf-8")
+    # written whole or not at all: a full disk leaves the previous report, never a truncated one
+    write_text_atomic(html_path, html_text)
+    write_text_atomic(md_path, markdown_text)
     csv_paths: list[Path] = []
     if tables:
         csv_dir = out_dir / f"{stem}-csv"
@@ -157,14 +159,27 @@ def write_report(out_dir: Path, stem: str, doc: Document, tables: dict[str, pl.D
         for name, df in tables.items():
             check_name(name, "table name")
             p = csv_dir / f"{name}.csv"
-            _csv_safe(df).write_csv(p)
+            write_text_atomic(p, _csv_safe(df).write_csv())
             csv_paths.append(p)
     return ReportFiles(html=html_path, markdown=md_path, csv=csv_paths, markdown_text=markdown_text)
 
 
+#: What a spreadsheet reads as a formula at the start of a cell (OWASP "CSV injection"): = + - @,
+#: and tab / carriage return, which some import paths strip before that check.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_RE = r"^[=+\-@\t\r]"  # the same characters, as the pattern polars matches
+
+
 def _csv_safe(df: pl.DataFrame) -> pl.DataFrame:
-    """Returns `df` with nested columns (lists, structs) as JSON text, which CSV cannot hold."""
+    """Returns `df` as a CSV may hold it: nested columns (lists, structs) as text, and every text
+    cell that a spreadsheet would run as a formula gets a leading apostrophe (`=HYPERLINK(...)` ->
+    `'=HYPERLINK(...)`, the neutralisation OWASP recommends)."""
     nested = [c for c, t in df.schema.items() if isinstance(t, (pl.List, pl.Struct, pl.Array, pl.Object))]
-    if not nested:
+    if nested:
+        df = df.with_columns([pl.col(c).map_elements(lambda v: str(v), return_dtype=pl.String) for c in nested])
+    text = [c for c, t in df.schema.items() if t == pl.String]
+    if not text:
         return df
-    return df.with_columns([pl.col(c).map_elements(lambda v: str(v), return_dtype=pl.String) for c in nested])
+    return df.with_columns([
+        pl.when(pl.col(c).str.contains(_FORMULA_RE)).then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c)
+        for c in text])

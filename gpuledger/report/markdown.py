@@ -30,9 +30,9 @@ MARKDOWN_MAX_ROWS = 40
 
 
 def md_escape(text: object) -> str:
-    """Returns `text` safe inside a markdown table cell (pipes escaped, newlines flattened)."""
-    s = "" if text is None else str(text)
-    return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+    """Returns `text` safe inside a markdown table cell: shown as written like the rest of the page
+    (`_inline`: no emphasis, links or raw HTML such as `<script>`), pipes escaped, newlines flattened."""
+    return _inline("" if text is None else str(text)).replace("|", "\\|")
 
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, numeric: Sequence[int] = (),
@@ -67,7 +67,7 @@ def _inline(text: str) -> str:
     out = text.replace("\\", "\\\\")
     for ch in "*`[]<>":
         out = out.replace(ch, "\\" + ch)
-    return out.replace("\n", " ")
+    return out.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
 
 
 def _table(t: Table) -> list[str]:

@@ -30,6 +30,7 @@ What `execute` does, in order (every step says what it did through `hooks.log`):
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -297,8 +298,8 @@ class _Loop:
                                         _fmt_metrics(rec.final_metrics))
                 else:
                     self.summary.failed += 1
-                    self.summary.failures.append(f"{rec.trial_id}: {rec.status}: {rec.reason}")
-                    self.hooks.log.warning("Trial %s %s: %s", rec.trial_id, rec.status, rec.reason)
+                    self.summary.failures.append(f"{rec.trial_id}: {rec.status}: {_one_line(rec.reason)}")
+                    self.hooks.log.warning("Trial %s %s: %s", rec.trial_id, rec.status, _one_line(rec.reason))
         self.summary.spent_usd = self.meter.spent_usd
         self.writer.results(records, errors)
         for trial_id, why in pruned.items():  # after its record: the trial's status is `pruned`
@@ -477,10 +478,17 @@ def best_recipe(sweep_id: str) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
+def _one_line(text: object, limit: int = 300) -> str:
+    """Returns `text` for a log line: control characters escaped (a newline in a metric name or a
+    reason cannot forge a second log line), cut at `limit` characters."""
+    escaped = json.dumps(str(text), ensure_ascii=False)[1:-1]
+    return escaped if len(escaped) <= limit else escaped[:limit] + "…"
+
+
 def _fmt_metrics(metrics: dict[str, float]) -> str:
     if not metrics:
         return "no metrics"
-    return ", ".join(f"{k}={v:.4g}" for k, v in metrics.items())
+    return _one_line(", ".join(f"{_one_line(k, 60)}={v:.4g}" for k, v in metrics.items()), 500)
 
 
 __all__ = ["Hooks", "SweepRun", "best_recipe", "execute", "register"]

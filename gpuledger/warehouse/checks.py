@@ -11,7 +11,12 @@ A record (after the pydantic model of `gpuledger.record`) is refused, with the r
 - a billing line's `cost_usd` disagrees with `usd_per_hour x hours` by more than
   `COST_REL_TOL` of it, or `COST_ABS_TOL_USD`, whichever is larger (rounding of a cent is fine);
 - a billing line's price exceeds `MAX_USD_PER_HOUR` or its hours `MAX_LINE_HOURS` (no offer in the
-  catalog costs more than a few hundred dollars an hour; no attempt bills more than a year).
+  catalog costs more than a few hundred dollars an hour; no attempt bills more than a year);
+- it would break the write (so that one record never wedges a landing folder): a metric name the
+  agent would not keep (`gpuledger.agent.measure.metric_name_problem`: over 200 characters, control
+  characters), an id over `MAX_ID_CHARS` (ids are index keys, and DuckDB's keys are bounded), a text
+  over `MAX_TEXT_CHARS`, a step outside a BIGINT (text that is not valid Unicode, such as a lone
+  surrogate, the record model itself refuses).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuledger.agent.measure import MAX_METRIC_POINTS
+from gpuledger.agent.measure import MAX_METRIC_POINTS, MAX_STEP, metric_name_problem
 
 #: largest landing file read (bytes); a record at the agent's metric cap is a few MB
 MAX_RECORD_FILE_BYTES = 8 * 1024 * 1024
@@ -31,9 +36,13 @@ COST_ABS_TOL_USD = 0.01
 #: the most a billing line may charge per hour (USD), and the most hours it may bill
 MAX_USD_PER_HOUR = 10_000.0
 MAX_LINE_HOURS = 24.0 * 366
+#: the longest id (run, trial, sweep) and free text (reason, command, stderr tail, billing
+#: description) a record may carry, in characters
+MAX_ID_CHARS = 200
+MAX_TEXT_CHARS = 64 * 1024
 
 __all__ = ["COST_ABS_TOL_USD", "COST_REL_TOL", "MAX_FINAL_METRICS", "MAX_LINE_HOURS", "MAX_METRIC_POINTS",
-           "MAX_RECORD_FILE_BYTES", "MAX_USD_PER_HOUR", "precheck", "record_problem"]
+           "MAX_RECORD_FILE_BYTES", "MAX_USD_PER_HOUR", "MAX_ID_CHARS", "MAX_TEXT_CHARS", "precheck", "record_problem"]
 
 
 def precheck(data: Any) -> str | None:
@@ -55,8 +64,34 @@ def _finite(name: str, value: float | None) -> str | None:
     return None
 
 
+def _unwritable(rec: Any) -> str | None:
+    """Returns why `rec` would break the warehouse's write (sizes, names, encodings), or None."""
+    for name in ("run_id", "trial_id", "sweep_id"):
+        value = getattr(rec, name)
+        if value is not None and len(value) > MAX_ID_CHARS:
+            return f"{name} of {len(value)} characters; at most {MAX_ID_CHARS}"
+    for name in ("reason", "command", "stderr_tail", "hostname", "cloud", "region", "instance_type", "accelerator"):
+        value = getattr(rec, name)
+        if value is not None and len(value) > MAX_TEXT_CHARS:
+            return f"{name} of {len(value)} characters; at most {MAX_TEXT_CHARS}"
+    for i, line in enumerate(rec.billing):
+        if len(line.description) > MAX_TEXT_CHARS:
+            return f"billing[{i}].description of {len(line.description)} characters; at most {MAX_TEXT_CHARS}"
+    for key in rec.final_metrics:
+        if (problem := metric_name_problem(key)) is not None:
+            return f"final_metrics: {problem}"
+    for i, p in enumerate(rec.metrics):
+        if (problem := metric_name_problem(p.name)) is not None:
+            return f"metrics[{i}]: {problem}"
+        if p.step is not None and abs(p.step) > MAX_STEP:
+            return f"metrics[{i}].step is {str(p.step)[:30]}, beyond {MAX_STEP}"
+    return None
+
+
 def record_problem(rec: Any, known_trials: set[tuple[str, str]], known_sweeps: set[str]) -> str | None:
     """Returns why the parsed `ResultRecord` `rec` is refused, or None when it may be stored."""
+    if (problem := _unwritable(rec)) is not None:
+        return problem
     if rec.sweep_id is None:
         return "record has no sweep_id; ingest only stores runs of a registered sweep"
     if rec.sweep_id not in known_sweeps:

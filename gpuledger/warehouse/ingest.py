@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 
 from gpuledger.errors import UserError
+from gpuledger.files import write_text_atomic
 from gpuledger.warehouse import sqlfiles as sf
 from gpuledger.warehouse.checks import MAX_RECORD_FILE_BYTES, precheck, record_problem
 from gpuledger.warehouse.connect import now
@@ -345,10 +346,7 @@ def _add(total: IngestResult, part: IngestResult) -> None:
 
 
 def _write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, text)
 
 
 def _write_json(path: Path, value: Any) -> None:

@@ -1,0 +1,101 @@
+"""Adversarial trainer output against the real agent (issue 31): valid JSON numbers the agent could
+not hold (`1e999`, `Infinity`, a 400-digit number), hostile metric names, a line longer than memory
+should hold, and a result file that cannot be written. Each is reproduced (the trial really prints
+it) beside a positive control in the same run: the good points are still measured."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from gpuledger.protocol import RESULT_LINE_PREFIX
+from gpuledger.record import parse_record
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _agent(tmp_path: Path, code: str, *args: str, timeout: float = 60, preexec=None):
+    result = tmp_path / "result.json"
+    cmd = [sys.executable, "-m", "gpuledger.agent", "--result", str(result), "--trial-id", "t1", "--run-id", "r1",
+           *args, "--", sys.executable, "-c", textwrap.dedent(code)]
+    started = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=tmp_path, preexec_fn=preexec,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    return proc, result, time.monotonic() - started
+
+
+def test_an_infinite_step_does_not_kill_the_timeout(tmp_path):
+    proc, result, took = _agent(tmp_path, """
+        import os, time
+        print('GPULEDGER_METRIC {"name": "loss", "value": 1.0, "step": 1e999}', flush=True)
+        with open(os.environ["GPULEDGER_METRICS"], "a") as fh:  # the file the sampler reads
+            fh.write('{"name": "loss", "value": 2.0, "step": 1e999}\\n{"name": "loss", "value": 0.5, "step": 3}\\n')
+        time.sleep(25)
+        """, "--timeout-s", "3", "--kill-grace-s", "1")
+    record = parse_record(json.loads(result.read_text()))
+    assert took < 15 and record.status == "failed" and record.reason == "timeout after 3 s", record.stderr_tail
+    # the points are kept without their impossible step; the good one whole (positive control)
+    assert [(p.step, p.value) for p in record.metrics] == [(None, 1.0), (None, 2.0), (3, 0.5)]
+
+
+def test_infinite_times_huge_numbers_and_bad_names_leave_a_record(tmp_path):
+    proc, result, _ = _agent(tmp_path, """
+        import json, os
+        big = "9" * 400
+        lines = ['{"name": "a", "value": 1.0, "t_s": Infinity}',
+                 '{"name": "b", "value": ' + big + '}',
+                 '{"name": "c", "value": NaN}',
+                 '{"name": "bad\\\\nname", "value": 3.0}',
+                 '{"name": "' + "n" * 200_000 + '", "value": 4.0}',
+                 '{"name": "d", "value": 2.0, "step": ' + big + '}',
+                 '{"name": "e", "value": 5.0, "step": 7}']
+        with open(os.environ["GPULEDGER_METRICS"], "a") as fh:
+            fh.write("\\n".join(lines) + "\\n")
+        print("GPULEDGER_METRIC " + lines[1], flush=True)   # kills a naive stdout pump
+        print("after the big number", flush=True)          # the pump still passes output through
+        """)
+    assert proc.returncode == 0 and b"after the big number" in proc.stdout
+    record = parse_record(json.loads(result.read_text()))
+    assert record.status == "succeeded"
+    kept = {p.name: (p.value, p.step) for p in record.metrics}
+    assert kept == {"a": (1.0, None), "d": (2.0, None), "e": (5.0, 7)}
+    assert all(p.t_s is not None and p.t_s < 3600 for p in record.metrics)
+
+
+def test_a_line_longer_than_memory_should_hold_is_passed_through_unparsed(tmp_path):
+    # 300 MB on one stdout line, then a metric: the agent must not hold the line (500 MiB data limit)
+    def limit():
+        resource.setrlimit(resource.RLIMIT_DATA, (500 * 2**20, 500 * 2**20))
+
+    proc, result, _ = _agent(tmp_path, """
+        import sys
+        chunk = b"x" * (1 << 20)
+        out = sys.stdout.buffer
+        out.write(b"GPULEDGER_METRIC ")
+        for _ in range(300):
+            out.write(chunk)
+        out.write(b"\\n")
+        out.write(b'GPULEDGER_METRIC {"name": "eval_loss", "value": 0.25}\\n')
+        out.flush()
+        """, preexec=limit, timeout=120)
+    record = parse_record(json.loads(result.read_text()))
+    assert record.status == "succeeded" and record.final_metrics == {"eval_loss": 0.25}
+    assert len(proc.stdout) > 300 * 2**20  # passed through whole
+
+
+def test_a_result_file_that_cannot_be_written_is_said_and_the_record_is_on_stdout(tmp_path):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "result.json").mkdir()  # a directory where the file should go: the write fails
+    cmd = [sys.executable, "-m", "gpuledger.agent", "--result", str(tmp_path / "full" / "result.json"),
+           "--trial-id", "t1", "--run-id", "r1", "--", sys.executable, "-c", "print('hi')"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "could not write the result record" in proc.stderr
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_LINE_PREFIX)]
+    assert parse_record(json.loads(line[0][len(RESULT_LINE_PREFIX):])).status == "succeeded"
