@@ -21,7 +21,8 @@ KNOWN_LONG: set[str] = set()
 #: top-level module -> where it may be imported (path prefixes relative to the repo)
 ALLOWED = {
     "prefect": ("gpuledger/flows/",),
-    "sky": ("gpuledger/launch/skypilot.py", "gpuledger/launch/skypilot_task.py", "gpuledger/catalog/skypilot.py"),
+    "sky": ("gpuledger/launch/skypilot.py", "gpuledger/launch/skypilot_task.py", "gpuledger/launch/skypilot_sdk.py",
+            "gpuledger/catalog/skypilot.py"),
     "duckdb": ("gpuledger/warehouse/",),
 }
 

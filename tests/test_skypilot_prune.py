@@ -106,6 +106,9 @@ class FakeCluster:
         self._start(job_id)
         return job_id
 
+    def pool_status(self, name: str) -> list[dict]:  # no pools here (tests/test_skypilot_pool.py)
+        return []
+
     def _start(self, job_id: int) -> None:
         """Runs the task's `run` on a fresh "cluster": a new process group, a log that starts empty."""
         job, task = self.jobs[job_id], self.jobs[job_id]["task"]

@@ -49,6 +49,10 @@ class LaunchRequest:
     #: metrics the in-job agent echoes to the job's logs while it runs (`--echo-metrics`): the sweep's
     #: objective when its trials can be pruned, so a launcher that only reads logs (SkyPilot) sees them
     echo_metrics: tuple[str, ...] = ()
+    #: the SkyPilot pool the trial runs on (`gpuledger.plan.pools`: the plan chose a pool of
+    #: `pool_workers` workers); None: its own managed job
+    pool: str | None = None
+    pool_workers: int = 0
 
 
 @runtime_checkable

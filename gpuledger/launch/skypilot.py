@@ -52,9 +52,8 @@ which this module re-exports). Three parts:
 
 from __future__ import annotations
 
-import io
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -62,12 +61,15 @@ from typing import Any
 from gpuledger import protocol
 from gpuledger.launch.base import LaunchRequest, TrialStatus
 from gpuledger.launch.skypilot_logs import new_points, parse_result_lines
+from gpuledger.launch.skypilot_pool import PoolKeeper, pool_job_config
+from gpuledger.launch.skypilot_sdk import QUEUE_FIELDS, SkySDK  # noqa: F401 - the SDK boundary, re-exported
 from gpuledger.launch.skypilot_task import (  # noqa: F401 - the task part, re-exported
     AGENT_SETUP,
     DEFAULT_MAX_RESTARTS_ON_ERRORS,
     PARAM_ENV_PREFIX,
     RESULT_PATH,
     Placement,
+    build_config,
     build_task,
     job_name,
     param_env_name,
@@ -115,68 +117,6 @@ PROGRESS_INTERVAL_S = 60.0
 #: How many of the log's last lines the watch reads (bounded memory and transfer per look; the
 #: agent echoes at most one objective line per second, so a minute of a chatty trainer still fits).
 PROGRESS_TAIL_LINES = 10_000
-#: Fields asked of `queue_v2` (its defaults plus where the job actually runs).
-QUEUE_FIELDS = (
-    "job_id", "task_id", "job_name", "task_name", "resources", "submitted_at", "start_at", "end_at",
-    "job_duration", "recovery_count", "status", "cloud", "region", "zone", "infra",
-    "cluster_resources", "cluster_resources_full", "last_recovered_at", "failure_reason", "details",
-)
-
-
-# --------------------------------------------------------------------------------------------
-# The SDK boundary
-
-
-class SkySDK:
-    """The real SDK: the only object that talks to SkyPilot's API server (which it may start).
-
-    Every method returns plain values: job ids (int), job dicts (the fields of `QUEUE_FIELDS`,
-    `status` as the ManagedJobStatus name), log text.
-    """
-
-    def __init__(self, log_stream: io.TextIOBase | None = None):
-        self.log_stream = log_stream  # where launch progress goes (None: SkyPilot prints it)
-
-    def launch(self, task, name: str) -> int:
-        import sky
-
-        request_id = sky.jobs.launch(task, name=name)
-        job_ids, _handle = sky.stream_and_get(request_id, output_stream=self.log_stream)
-        if not job_ids:
-            raise RuntimeError(f"sky.jobs.launch returned no job id for {name!r}")
-        return int(job_ids[0])
-
-    def queue(self, job_ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
-        import sky
-
-        request_id = sky.jobs.queue_v2(refresh=False, job_ids=list(job_ids) if job_ids else None,
-                                       fields=list(QUEUE_FIELDS))
-        result = sky.get(request_id)
-        records = result[0] if isinstance(result, tuple) else result
-        return [_plain_job(r) for r in records]
-
-    def tail_logs(self, job_id: int, tail: int | None = None) -> str:
-        """Returns the job's log text (`tail`: only its last lines)."""
-        import sky
-
-        buf = io.StringIO()
-        sky.jobs.tail_logs(job_id=job_id, follow=False, tail=tail, output_stream=buf)
-        return buf.getvalue()
-
-    def cancel(self, job_id: int) -> None:
-        import sky
-
-        sky.get(sky.jobs.cancel(job_ids=[job_id]))
-
-
-def _plain_job(record: Any) -> dict[str, Any]:
-    data = record.model_dump() if hasattr(record, "model_dump") else dict(record)
-    status = data.get("status")
-    if status is not None and not isinstance(status, str):
-        data["status"] = getattr(status, "value", str(status))
-    return data
-
-
 # --------------------------------------------------------------------------------------------
 # Prices
 
@@ -299,6 +239,8 @@ class SkyPilotLauncher:
         agent_setup: str | None = AGENT_SETUP,
         max_restarts_on_errors: int = DEFAULT_MAX_RESTARTS_ON_ERRORS,
         clock: Callable[[], float] = time.time,
+        config_builder: Callable[[dict[str, Any]], Any] | None = None,
+        log: Any = None,
         **_ignored: Any,  # options meant for other launchers (max_parallel, landing_dir, ...)
     ):
         self.sdk = sdk if sdk is not None else SkySDK()
@@ -312,23 +254,42 @@ class SkyPilotLauncher:
         self.agent_setup = agent_setup
         self.max_restarts_on_errors = max_restarts_on_errors
         self.clock = clock
+        #: builds a task from a YAML-shaped dict (pools and their jobs): SkyPilot's parser unless a test says
+        self.config_builder = config_builder or build_config
+        self.pools = PoolKeeper(self.sdk, self.config_builder, clock, log)
+        self.pool_usage: list[Any] = []  # `PoolUsage` per pool, after `close`
 
     # -- protocol ----------------------------------------------------------------------------
 
-    def task_for(self, request: LaunchRequest):
-        """Returns what `submit` hands to `sdk.launch` (a `sky.Task` unless `task_builder` says otherwise)."""
-        return self.task_builder(
-            request,
-            alternatives=tuple(self.alternatives(request)) if self.alternatives else (),
-            region_failover=self.region_failover,
+    def _task_options(self, request: LaunchRequest) -> dict[str, Any]:
+        pooled = request.pool is not None  # a pool's workers are one placement: no fallbacks
+        return dict(
+            alternatives=tuple(self.alternatives(request)) if self.alternatives and not pooled else (),
+            region_failover=self.region_failover and not pooled,
             agent_setup=self.agent_setup,
             max_restarts_on_errors=self.max_restarts_on_errors,
         )
 
+    def task_for(self, request: LaunchRequest):
+        """Returns what `submit` hands to `sdk.launch` (a `sky.Task` unless `task_builder` says otherwise);
+        a trial on a pool: its job there (`skypilot_pool.pool_job_config`)."""
+        if request.pool is not None:
+            return self.config_builder(pool_job_config(request, **self._task_options(request)))
+        return self.task_builder(request, **self._task_options(request))
+
     def submit(self, request: LaunchRequest) -> SkyJob:
         name = job_name(request)
-        job_id = self.sdk.launch(self.task_for(request), name)
-        return SkyJob(request=request, job_id=int(job_id), name=name, submitted_at=self.clock())
+        pool = self.pools.ensure(request, self._task_options(request))
+        task = self.task_for(request)
+        job_id = self.sdk.launch(task, name) if pool is None else self.sdk.launch(task, name, pool=pool)
+        handle = SkyJob(request=request, job_id=int(job_id), name=name, submitted_at=self.clock())
+        if pool is not None:
+            self.pools.attach(pool, handle)
+        return handle
+
+    def close(self) -> None:
+        """The sweep ended (or was interrupted): tears down its pools; `pool_usage` says what they cost."""
+        self.pool_usage.extend(self.pools.close())
 
     def poll(self, handle: SkyJob) -> TrialStatus:
         if handle.status in protocol.LAUNCH_TERMINAL:

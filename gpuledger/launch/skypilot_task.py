@@ -160,6 +160,14 @@ def build_task(request: LaunchRequest, **options):
     return sky.Task.from_yaml_config(task_config(request, **options))
 
 
+def build_config(config: dict[str, Any]):
+    """Returns the `sky.Task` of a YAML-shaped task dict (a pool's, or a trial's job on a pool), parsed and
+    validated by SkyPilot's own `sky.Task.from_yaml_config` (see `build_task` for what it reads)."""
+    import sky
+
+    return sky.Task.from_yaml_config(config)
+
+
 class _NoAliasDumper:
     """Builds a yaml Dumper that never writes anchors/aliases (SkyPilot shares one job_recovery dict)."""
 

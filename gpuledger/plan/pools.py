@@ -341,14 +341,16 @@ def with_pool(plan, estimates: pl.DataFrame, offers: pl.DataFrame, accel: pl.Dat
         what_if = [{**w, **p} for w, p in zip(what_if, extra, strict=True)]
     if not used:
         return replace(plan, pool=section, what_if=what_if, assumptions=plan.assumptions + notes)
-    frame = _pool_rows(plan.trials_frame, best, per, accel)
+    frame = _pool_rows(plan.trials_frame, best, per, accel, plan.sweep)
     return replace(plan, pool=section, what_if=what_if, assumptions=plan.assumptions + notes, trials_frame=frame,
                    total_est_cost_usd=best.cost_usd, makespan_s=best.schedule.makespan_s,
                    max_parallel=best.schedule.workers, within_budget=best.cost_usd <= s.budget_usd)
 
 
-def _pool_rows(table: pl.DataFrame, option: PoolOption, per: pl.DataFrame, accel: pl.DataFrame) -> pl.DataFrame:
-    """Returns the plan's trial rows with the feasible ones placed on the pool's workers."""
+def _pool_rows(table: pl.DataFrame, option: PoolOption, per: pl.DataFrame, accel: pl.DataFrame,
+               sweep: str) -> pl.DataFrame:
+    """Returns the plan's trial rows with the feasible ones placed on the pool's workers (`pool`: its
+    name, `pool_workers`: its size)."""
     o, sch = option.offer, option.schedule
     costs = option.trial_cost_usd()
     basis = dict(zip(accel["accelerator"].to_list(), accel["basis"].to_list(), strict=True)) if "basis" in accel.columns else {}
@@ -376,6 +378,9 @@ def _pool_rows(table: pl.DataFrame, option: PoolOption, per: pl.DataFrame, accel
         "reason": pl.lit(None, dtype=pl.String),
     }
     cols = [pl.when(hit).then(v).otherwise(pl.col(c)).alias(c) for c, v in values.items() if c in table.columns]
+    # the launcher reads these from the row (gpuledger/runtime/requests.py): which pool, of how many workers
+    cols += [pl.when(hit).then(pl.lit(pool_name(sweep))).otherwise(None).alias("pool"),
+             pl.when(hit).then(pl.lit(sch.workers)).otherwise(None).alias("pool_workers")]
     rounded = {"compute_s": 3, "est_wall_s": 3, "est_cost_usd": 6, "start_s": 3, "expected_preemptions": 4}
     return (t.with_columns(cols).with_columns([pl.col(c).round(n) for c, n in rounded.items() if c in table.columns])
             .drop("_compute_s", "_wall_s", "_cost", "_start", "_slot", "_sh", "_mem", "_usable"))

@@ -367,6 +367,18 @@ def _mark_unasked(search: AdaptiveSearch, strategy: str, todo: list[Any], writer
     hooks.log.info("%d candidate point(s) the search did not ask for: marked %s.", len(ids), status)
 
 
+def _pool_usage(launcher: Any, summary: SweepSummary, hooks: Hooks) -> None:
+    """The SkyPilot pools the launcher tore down: what their workers cost beyond the trials' own records."""
+    for usage in getattr(launcher, "pool_usage", None) or []:
+        data = usage.to_json()
+        summary.pools.append(data)
+        saving = data.get("saving_usd")
+        hooks.log.info("Pool %s: %d worker(s), %.0f worker-s, %.0f s of trials, %.0f s start-up and idle tail "
+                       "($%.4f, the sweep's)%s", data["name"], data["workers"], data["worker_s"], data["busy_s"],
+                       data["idle_s"], data["idle_usd"],
+                       "" if saving is None else f"; ${saving:.4f} saved against per-trial jobs")
+
+
 def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
     """Registers and runs the sweep's trials (steps 1-5 above); returns its summary."""
     from gpuledger.warehouse import SweepBusy, Warehouse
@@ -428,6 +440,7 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
         if callable(close):
             with contextlib.suppress(Exception):
                 close()
+        _pool_usage(launcher, summary, hooks)
         while True:  # everything queued is stored (or left in landing) before the status is written
             try:
                 writer.close()

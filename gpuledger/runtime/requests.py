@@ -6,7 +6,8 @@ entry of `Plan.to_json()["trials"]` (placement, price and estimates of one trial
 - `launcher == "local"`: no placement (this machine), the plan row's hourly rate (the spec's
   `local.usd_per_hour`, or the planner's stated reference rate) and the spec's `local.trial_timeout`;
 - any other launcher: the row's accelerator, GPU count (at least 1 when it names an accelerator),
-  cloud, region, instance type, spot and price, described with the price's source and date;
+  cloud, region, instance type, spot and price, described with the price's source and date, and the
+  SkyPilot pool it runs on when the plan chose one (`pool`, `pool_workers`: gpuledger/plan/pools.py);
 - a row the planner found infeasible: no placement, its reason in `price_description`;
 - no row at all (no plan): the spec's first accelerator, cloud and region, said so.
 
@@ -58,6 +59,7 @@ def _placement(spec: Any, row: dict[str, Any] | None, launcher: str) -> dict[str
             usd_per_hour=float(row.get("usd_per_hour") or 0.0),
             on_demand_usd_per_hour=row.get("on_demand_usd_per_hour"),
             price_source="catalog", price_description=_price_description(row, False),
+            pool=row.get("pool"), pool_workers=int(row.get("pool_workers") or 0),
         )
     res = spec.resources
     return dict(

@@ -42,6 +42,9 @@ class SweepSummary:
     warehouse: str | None = None
     failures: list[str] = field(default_factory=list)
     best: dict[str, Any] | None = None  # the best recipe: trial_id, params, metric, value, time/cost to it
+    #: SkyPilot pools the run used (`gpuledger.launch.skypilot_pool.PoolUsage.to_json()`): worker-seconds,
+    #: the trials' busy seconds, the idle tail (start-up and idle, the sweep's), the saving against per-trial jobs
+    pools: list[dict[str, Any]] = field(default_factory=list)
 
     def final_status(self) -> str:
         """Returns the run's status: the worst thing that happened wins (unrecorded results, an
