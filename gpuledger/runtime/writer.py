@@ -129,7 +129,8 @@ class Writer:
             self.unstored.update((r.run_id, r) for r in records)
             self.last_error = " ".join(str(err).split())[:500]
             self._unwritten_marks.extend(marks)  # type: ignore[arg-type]
-            self.log.error("Could not store %d result record(s) in the warehouse (they stay in %s): %s",
+            self.log.error("Could not store %d result record(s) in the warehouse (kept in %s unless a line above "
+                           "says it could not be): %s",
                            len(records), self.landing_dir, self.last_error)
         for _kind, _rows, done, outcome in registered:
             outcome["stored"] = stored
