@@ -40,6 +40,11 @@ from gpuledger.errors import UserError
 
 #: a bill export larger than this is refused (split it, or raise the bound)
 MAX_FILE_BYTES = 2 * 1024**3
+#: most text a bill may hold once decompressed (bytes), checked while decompressing (a 1.5 MB gzip
+#: can expand to gigabytes), and most line items: a month of a team's GPU bill is far below both;
+#: a larger export is split by billing period
+MAX_TEXT_BYTES = 256 * 1024**2
+MAX_ROWS = 500_000
 
 #: FOCUS column -> (snake_case name, kind); kind is decimal | datetime | string | json
 COLUMNS: dict[str, tuple[str, str]] = {}
@@ -123,6 +128,9 @@ def read_focus(path: str | Path) -> FocusFile:
     if size > MAX_FILE_BYTES:
         raise FocusError(f"{where}: {size / 1024**3:.1f} GiB is larger than the {MAX_FILE_BYTES // 1024**3} GiB "
                          "a billing file may be; split the export by billing period")
+    if size > MAX_TEXT_BYTES and p.name.lower().endswith(".csv"):
+        raise FocusError(f"{where}: {size / 1024**2:.0f} MiB of CSV; a billing file may hold at most "
+                         f"{MAX_TEXT_BYTES // 1024**2} MiB of text: split the export by billing period")
     data = p.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     raw, rows = _read_raw(p, data)
@@ -137,16 +145,19 @@ def _read_raw(p: Path, data: bytes) -> tuple[pl.DataFrame, pl.Series]:
     name = p.name.lower()
     if name.endswith(".parquet"):
         try:
+            height = pl.scan_parquet(io.BytesIO(data)).select(pl.len()).collect().item()
+            if height > MAX_ROWS:
+                raise FocusError(f"{where}: {height} line items; a billing file may have at most {MAX_ROWS} "
+                                 "(split the export by billing period)")
             df = pl.read_parquet(io.BytesIO(data))
+        except FocusError:
+            raise
         except Exception as err:  # polars/arrow: a corrupt Parquet file
             raise FocusError(f"{where}: cannot be read as Parquet ({_first_line(err)})") from None
-        return (df.select(pl.all().cast(pl.Utf8)),
+        return (df.select(_as_text(c, t) for c, t in df.schema.items()),
                 pl.Series("source_row", range(1, df.height + 1), dtype=pl.Int64))
     if name.endswith(".gz"):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as err:
-            raise FocusError(f"{where}: not a gzip file ({err})") from None
+        data = _gunzip_bounded(where, data)
     elif not name.endswith(".csv"):
         raise FocusError(f"{where}: unknown file type; FOCUS exports are .csv, .csv.gz or .parquet")
     try:
@@ -154,6 +165,36 @@ def _read_raw(p: Path, data: bytes) -> tuple[pl.DataFrame, pl.Series]:
     except UnicodeDecodeError as err:
         raise FocusError(f"{where}: not UTF-8 text (byte {err.start})") from None
     return _parse_csv(where, text)
+
+
+def _gunzip_bounded(where: str, data: bytes) -> bytes:
+    """Returns the decompressed bytes, read in pieces and refused past `MAX_TEXT_BYTES` (so a gzip
+    bomb costs at most that much memory and time)."""
+    import io
+
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
+            out = fh.read(MAX_TEXT_BYTES + 1)
+    except (OSError, EOFError, gzip.BadGzipFile) as err:
+        raise FocusError(f"{where}: not a gzip file ({err})") from None
+    if len(out) > MAX_TEXT_BYTES:
+        raise FocusError(f"{where}: expands to more than {MAX_TEXT_BYTES // 1024**2} MiB once decompressed "
+                         f"(a {len(data) / 1024**2:.1f} MB file); a billing file may hold at most that: split the "
+                         "export by billing period")
+    return out
+
+
+def _as_text(col: str, dtype: pl.DataType) -> pl.Expr:
+    """Returns a Parquet column as text the validation reads: native timestamps and dates as ISO 8601
+    in UTC (a zone-aware timestamp converted, a naive one taken as UTC), everything else cast."""
+    if isinstance(dtype, pl.Datetime):
+        expr = pl.col(col)
+        if dtype.time_zone is not None:
+            expr = expr.dt.convert_time_zone("UTC").dt.replace_time_zone(None)
+        return expr.dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ").alias(col)
+    if isinstance(dtype, pl.Date):
+        return pl.col(col).dt.strftime("%Y-%m-%d").alias(col)
+    return pl.col(col).cast(pl.Utf8).alias(col)
 
 
 def _parse_csv(where: str, text: str) -> tuple[pl.DataFrame, pl.Series]:
@@ -177,6 +218,9 @@ def _parse_csv(where: str, text: str) -> tuple[pl.DataFrame, pl.Series]:
                 continue
             if len(row) != width:
                 raise FocusError(f"{where}: row {reader.line_num}: {len(row)} fields where the header has {width}")
+            if len(rows) >= MAX_ROWS:
+                raise FocusError(f"{where}: row {reader.line_num}: more than {MAX_ROWS} line items; a billing file "
+                                 "may have at most that (split the export by billing period)")
             rows.append(row)
             lines.append(reader.line_num)
     except csv.Error as err:
@@ -218,6 +262,11 @@ def _validate(p: Path, digest: str, raw: pl.DataFrame, rows: pl.Series) -> Focus
         out[snake] = _typed(where, s, focus, col, kind, rows)
         if focus in VOCABULARIES:
             _vocabulary(where, s, focus, col, rows)
+    for start, end in (("ChargePeriodStart", "ChargePeriodEnd"), ("BillingPeriodStart", "BillingPeriodEnd")):
+        a, b = out.get(COLUMNS[start][0]), out.get(COLUMNS[end][0])
+        if a is not None and b is not None:
+            col = next(c for c, f in mapping.items() if f == end)
+            _raise_first(where, df[col], (b < a).fill_null(False), col, rows, f"is before its {start}")
     currency_col = next((c for c, f in mapping.items() if f == "BillingCurrency"), None)
     n = df.height
     if currency_col is None:
