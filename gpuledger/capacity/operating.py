@@ -50,11 +50,19 @@ class Replica:
         return self.scheduler.kv_capacity_tokens
 
 
+def longest_request(prompt_tokens: int, output_tokens: int, prompt_mix=None, output_mix=None) -> int:
+    """Returns the most tokens one request of the simulated mix can hold (prompt + output)."""
+    p = prompt_mix.longest if prompt_mix is not None else prompt_tokens
+    o = output_mix.longest if output_mix is not None else longest_output(output_tokens)
+    return p + o
+
+
 def replica_setup(model: inference.ServingModel, hw: inference.Hardware, precision: str, engine: inference.Engine, tp: int,
-                  prompt_tokens: int, output_tokens: int) -> Replica | None:
-    """Returns the `Replica` of this shape, or None when one request does not fit its KV cache."""
+                  prompt_tokens: int, output_tokens: int, prompt_mix=None, output_mix=None) -> Replica | None:
+    """Returns the `Replica` of this shape, or None when one request does not fit its KV cache
+    (the longest of the length mixes, when given)."""
     kv = inference.kv_capacity_tokens(model, hw, precision, tp, engine)
-    if kv < prompt_tokens + longest_output(output_tokens) + 1:  # the longest request of the simulated mix
+    if kv < longest_request(prompt_tokens, output_tokens, prompt_mix, output_mix) + 1:
         return None
     seqs, tokens = inference.engine_limits(engine, hw)
     sched = Scheduler(max_num_seqs=seqs, max_batched_tokens=max(tokens, seqs), chunked_prefill=engine.chunked_prefill,
@@ -72,12 +80,14 @@ def _requests_for(c: int, output_tokens: int) -> int:
     return max(2 * c + kept, min(n, by_steps))
 
 
-def run_closed(rep: Replica, c: int, prompt_tokens: int, output_tokens: int) -> SimResult:
+def run_closed(rep: Replica, c: int, prompt_tokens: int, output_tokens: int, prompt_mix=None,
+               output_mix=None) -> SimResult:
     """Simulates a closed loop of `c` clients in steady state: the opening burst (the first `c`
-    requests) and the drain (the last `c`) are left out of the statistics."""
+    requests) and the drain (the last `c`) are left out of the statistics. Lengths from the mixes
+    when given (`gpuledger.capacity.lengths.LengthMix`), else fixed prompts and outputs ±`OUTPUT_SPREAD`."""
     return simulate(rep.cost, rep.scheduler, prompt_tokens=prompt_tokens, output_tokens=output_tokens, concurrency=c,
                     n_requests=_requests_for(c, output_tokens), output_spread=OUTPUT_SPREAD, warmup=c, cooldown=c,
-                    seed=SEED)
+                    seed=SEED, prompt_mix=prompt_mix, output_mix=output_mix)
 
 
 def concurrency_levels(max_c: int) -> list[int]:
@@ -105,7 +115,8 @@ class Choice:
 
 
 @functools.lru_cache(maxsize=256)
-def choose(rep: Replica, prompt_tokens: int, output_tokens: int, p95_ttft_s: float, p95_tpot_s: float) -> Choice:
+def choose(rep: Replica, prompt_tokens: int, output_tokens: int, p95_ttft_s: float, p95_tpot_s: float,
+           prompt_mix=None, output_mix=None) -> Choice:
     """Returns the highest-throughput concurrency meeting both p95 targets, with the curve
     (deterministic, so cached per replica shape, lengths and SLO; treat the result as read-only)."""
     curve: list[SimResult] = []
@@ -114,7 +125,7 @@ def choose(rep: Replica, prompt_tokens: int, output_tokens: int, p95_ttft_s: flo
     misses = 0
     saturated: str | None = None
     for c in concurrency_levels(rep.max_concurrency):
-        r = run_closed(rep, c, prompt_tokens, output_tokens)
+        r = run_closed(rep, c, prompt_tokens, output_tokens, prompt_mix, output_mix)
         curve.append(r)
         if meets(r, p95_ttft_s, p95_tpot_s):
             if best is not None and r.output_tokens_per_s < SATURATION * best.output_tokens_per_s:
@@ -136,7 +147,7 @@ def choose(rep: Replica, prompt_tokens: int, output_tokens: int, p95_ttft_s: flo
     hi = first_miss if first_miss is not None and first_miss > lo else None
     while hi is not None and hi - lo > 1:  # largest c in (lo, hi) that still meets the SLO
         mid = (lo + hi) // 2
-        r = run_closed(rep, mid, prompt_tokens, output_tokens)
+        r = run_closed(rep, mid, prompt_tokens, output_tokens, prompt_mix, output_mix)
         curve.append(r)
         if meets(r, p95_ttft_s, p95_tpot_s) and r.output_tokens_per_s >= best.output_tokens_per_s:
             best, lo = r, mid
@@ -164,10 +175,12 @@ def _why_missed(r: SimResult, p95_ttft_s: float, p95_tpot_s: float) -> str:
     return " and ".join(parts) or "the SLO"
 
 
-def load_check(rep: Replica, rate_per_replica: float, prompt_tokens: int, output_tokens: int) -> SimResult:
+def load_check(rep: Replica, rate_per_replica: float, prompt_tokens: int, output_tokens: int, prompt_mix=None,
+               output_mix=None) -> SimResult:
     """Simulates Poisson arrivals at `rate_per_replica` requests/s on one replica (400 requests)."""
     return simulate(rep.cost, rep.scheduler, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
-                    rate=rate_per_replica, n_requests=400, output_spread=OUTPUT_SPREAD, warmup=40, seed=SEED)
+                    rate=rate_per_replica, n_requests=400, output_spread=OUTPUT_SPREAD, warmup=40, seed=SEED,
+                    prompt_mix=prompt_mix, output_mix=output_mix)
 
 
 def point_dict(r: SimResult, tp: int, p95_ttft_s: float | None = None, p95_tpot_s: float | None = None) -> dict:
@@ -192,12 +205,14 @@ def point_dict(r: SimResult, tp: int, p95_ttft_s: float | None = None, p95_tpot_
 
 
 def max_throughput(model: inference.ServingModel, hw: inference.Hardware, precision: str, engine: inference.Engine, *,
-                   prompt_tokens: int, output_tokens: int, num_requests: int, tp: int = 1) -> SimResult:
+                   prompt_tokens: int, output_tokens: int, num_requests: int, tp: int = 1, prompt_mix=None,
+                   output_mix=None) -> SimResult:
     """Reproduces an offline maximum-throughput benchmark (`trtllm-bench throughput`,
     `vllm bench throughput`): `num_requests` requests of fixed lengths all queued at once (a closed
     loop as wide as the scheduler allows), opening burst and drain included."""
-    rep = replica_setup(model, hw, precision, engine, tp, prompt_tokens, output_tokens)
+    rep = replica_setup(model, hw, precision, engine, tp, prompt_tokens, output_tokens, prompt_mix, output_mix)
     if rep is None:
         raise ValueError(f"one request of {prompt_tokens + output_tokens} tokens does not fit {tp} × {hw.name}")
     return simulate(rep.cost, rep.scheduler, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
-                    concurrency=min(num_requests, rep.scheduler.max_num_seqs), n_requests=num_requests, seed=SEED)
+                    concurrency=min(num_requests, rep.scheduler.max_num_seqs), n_requests=num_requests, seed=SEED,
+                    prompt_mix=prompt_mix, output_mix=output_mix)

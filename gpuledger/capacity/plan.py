@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuledger.capacity import economy, elastic, floors, operating
+from gpuledger.capacity import economy, elastic, floors, lengths, operating
 from gpuledger.capacity.measured import measured_points
 from gpuledger.capacity.simulate import SimulationTooLong
 from gpuledger.errors import UserError
@@ -183,14 +183,22 @@ def _load_model(spec) -> inference.ServingModel:
     return inference.serving_model_from_config(cfg, spec.precision)
 
 
+def mixes(spec) -> tuple[lengths.LengthMix | None, lengths.LengthMix | None]:
+    """Returns the (prompt, output) length mixes of the spec's traffic (None: a plain number)."""
+    t = spec.traffic
+    return (lengths.mix_from(getattr(t, "prompt_tokens_dist", None), "prompt"),
+            lengths.mix_from(getattr(t, "output_tokens_dist", None), "output"))
+
+
 def _choose_at(model: inference.ServingModel, hw: inference.Hardware, spec, engine: inference.Engine, tp: int) -> operating.Choice | None:
     """Returns the simulated operating point of one replica of `tp` GPUs (None: a request does not fit);
     ValueError/SimulationTooLong when the simulation cannot run the shape."""
     t, slo = spec.traffic, spec.slo
-    rep = operating.replica_setup(model, hw, spec.precision, engine, tp, t.prompt_tokens, t.output_tokens)
+    pm, om = mixes(spec)
+    rep = operating.replica_setup(model, hw, spec.precision, engine, tp, t.prompt_tokens, t.output_tokens, pm, om)
     if rep is None:
         return None
-    return operating.choose(rep, t.prompt_tokens, t.output_tokens, slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3)
+    return operating.choose(rep, t.prompt_tokens, t.output_tokens, slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3, pm, om)
 
 
 def _estimate(model: inference.ServingModel, hw: inference.Hardware, spec, engine: inference.Engine, tps: list[int]) -> dict[str, Any]:
@@ -237,7 +245,7 @@ def _load(choice: operating.Choice, spec, replicas: int) -> dict[str, Any]:
     """Returns the fleet's latency under its real traffic: Poisson arrivals at qps / replicas per
     replica, simulated on the chosen shape (information: the fleet is sized on the operating point)."""
     t, slo = spec.traffic, spec.slo
-    r = operating.load_check(choice.replica, t.qps / replicas, t.prompt_tokens, t.output_tokens)
+    r = operating.load_check(choice.replica, t.qps / replicas, t.prompt_tokens, t.output_tokens, *mixes(spec))
     check = operating.point_dict(r, choice.replica.tp, slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3)
     check.update(mode="poisson", replicas=replicas)
     return check
@@ -489,6 +497,8 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
             "autoscale": spec.autoscale.model_dump() if spec.autoscale else None,
             "prompt_tokens": t.prompt_tokens,
             "output_tokens": t.output_tokens,
+            "prompt_tokens_mix": pm.describe() if (pm := mixes(spec)[0]) else None,
+            "output_tokens_mix": om.describe() if (om := mixes(spec)[1]) else None,
             "p95_ttft_ms": slo.p95_ttft_ms,
             "p95_tpot_ms": slo.p95_tpot_ms,
             "headroom": spec.headroom,
@@ -510,6 +520,11 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
     elif ft is not None and fine_tune_usd is None:
         fine_tune_source = f"sweep {ft.sweep}: not read (planned without the warehouse)"
     result["compare"] = economy.compare(best, spec, fine_tune_usd, fine_tune_source)
+    if pm or om:
+        result["assumptions"].insert(0, "request lengths drawn per request (seeded) from the spec's mixes: prompts "
+                                     f"{pm.describe() if pm else 'fixed'}, outputs {om.describe() if om else 'fixed ±50%'}; "
+                                     "long prompts share steps with the others' decode (chunked prefill), which the "
+                                     "TTFT/TPOT percentiles include; fleet sizing uses the means")
     if overrides:
         flags = ", ".join(f"{k} {v}" for k, v in overrides.items())
         result["assumptions"].insert(1, f"engine flags from the spec replace {engine.name}'s defaults: {flags}")

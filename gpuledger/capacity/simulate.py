@@ -15,7 +15,8 @@ vLLM V1's, with switches for the other engines:
 Arrivals are Poisson at a rate (open loop) or a closed loop of `concurrency` clients, each sending
 its next request when the previous one finishes (what `vllm bench serve --max-concurrency` does).
 Every request pays a fixed `request_overhead_s` (HTTP, tokenisation, scheduling) before the engine
-sees it, counted in its TTFT. Requests have the same prompt and output length.
+sees it, counted in its TTFT. Requests have the same prompt length, or one drawn from a length mix
+(`gpuledger.capacity.lengths`); output lengths are the same, spread uniformly, or drawn from a mix.
 
 TTFT = first token − client send time; TPOT = (last token − first token) / (output tokens − 1), as
 `vllm bench serve` reports them; throughput = output tokens / (last finish − first send).
@@ -85,7 +86,8 @@ def _pct(values: np.ndarray, q: float) -> float:
 
 def simulate(cost: StepCost, sched: Scheduler, *, prompt_tokens: int, output_tokens: int,
              concurrency: int | None = None, rate: float | None = None, n_requests: int | None = None,
-             output_spread: float = 0.0, warmup: int = 0, cooldown: int = 0, seed: int = 0) -> SimResult:
+             output_spread: float = 0.0, warmup: int = 0, cooldown: int = 0, seed: int = 0,
+             prompt_mix=None, output_mix=None) -> SimResult:
     """Runs `n_requests` requests through one replica; returns the client-side metrics.
 
     Exactly one of `concurrency` (closed loop) and `rate` (Poisson requests/s) is given.
@@ -96,6 +98,8 @@ def simulate(cost: StepCost, sched: Scheduler, *, prompt_tokens: int, output_tok
     (they run while the load drains) are left out of the latency statistics, and throughput is the
     output tokens emitted between the send times of the first and the last request kept (the steady
     state); with neither, throughput is the whole run's, as offline benchmarks report it.
+    `prompt_mix` / `output_mix` (`gpuledger.capacity.lengths.LengthMix`): each request's prompt /
+    output length drawn from the mix instead (seeded); `output_mix` replaces `output_spread`.
     """
     if (concurrency is None) == (rate is None):
         raise ValueError("give exactly one of concurrency and rate")
@@ -109,8 +113,9 @@ def simulate(cost: StepCost, sched: Scheduler, *, prompt_tokens: int, output_tok
         raise ValueError("rate must be > 0")
     n = int(n_requests or (max(100, 10 * concurrency) if closed else 400))
     cap = int(sched.kv_capacity_tokens)
-    if cap < P + 1:
-        raise ValueError(f"the KV cache holds {cap} tokens, less than one prompt + 1 ({P + 1})")
+    plen = prompt_mix.sample(n, [seed, 2]) if prompt_mix is not None else np.full(n, P, dtype=np.int64)
+    if cap < int(plen.max()) + 1:
+        raise ValueError(f"the KV cache holds {cap} tokens, less than one prompt + 1 ({int(plen.max()) + 1})")
     max_seqs = max(1, int(sched.max_num_seqs))
     budget_max = max(int(sched.max_batched_tokens), 1)
     overhead = float(sched.request_overhead_s)
@@ -124,14 +129,16 @@ def simulate(cost: StepCost, sched: Scheduler, *, prompt_tokens: int, output_tok
         send = np.cumsum(gaps)
     if not 0.0 <= output_spread < 1.0:
         raise ValueError("output_spread must be in [0, 1)")
-    if output_spread > 0 and OUT > 1:
+    if output_mix is not None:
+        out_len = output_mix.sample(n, [seed, 1])
+    elif output_spread > 0 and OUT > 1:
         lo, hi = max(1, round(OUT * (1 - output_spread))), round(OUT * (1 + output_spread))
         out_len = np.random.default_rng([seed, 1]).integers(lo, hi + 1, n)
     else:
         out_len = np.full(n, OUT, dtype=np.int64)
     first = np.full(n, np.nan)
     finish = np.full(n, np.nan)
-    target = np.full(n, P, dtype=np.int64)  # tokens to prefill (prompt, or prompt + output when recomputed)
+    target = plen.copy()  # tokens to prefill (prompt, or prompt + output when recomputed)
     prefilled = np.zeros(n, dtype=np.int64)
     gen_base = np.zeros(n, dtype=np.int64)  # tokens generated when the request entered decode
     ctx_base = np.zeros(n, dtype=np.int64)  # KV tokens it held then
@@ -180,7 +187,7 @@ def simulate(cost: StepCost, sched: Scheduler, *, prompt_tokens: int, output_tok
                 generated = int(gen_base[victim] + (step - step_base[victim]))
                 del decoding[victim]
                 ctx_sum -= h
-                target[victim] = P + generated
+                target[victim] = plen[victim] + generated
                 gen_base[victim] = generated
             kv_used -= h
             prefilled[victim] = 0
@@ -214,7 +221,7 @@ def simulate(cost: StepCost, sched: Scheduler, *, prompt_tokens: int, output_tok
             i = waiting[0]
             need = int(target[i])
             if reserve:
-                if kv_used + P + int(out_len[i]) > cap and (decoding or prefilling):
+                if kv_used + int(plen[i]) + int(out_len[i]) > cap and (decoding or prefilling):
                     break
             elif kv_used + min(need, budget) + n_dec > cap:
                 break
@@ -232,7 +239,7 @@ def simulate(cost: StepCost, sched: Scheduler, *, prompt_tokens: int, output_tok
             pairs += c * (c / 2.0)
             pre_tokens += c
             budget -= c
-            kv_used += (P + int(out_len[i])) if reserve else c
+            kv_used += (int(plen[i]) + int(out_len[i])) if reserve else c
         if n_dec == 0 and not chunks:
             # nothing can run: partly prefilled prompts fill the cache between them, or one prompt
             # (with the tokens a preempted request must recompute) is larger than the cache
@@ -289,7 +296,7 @@ def simulate(cost: StepCost, sched: Scheduler, *, prompt_tokens: int, output_tok
             h = held(i)
             del decoding[i]
             ctx_sum -= h
-            kv_used -= (P + int(out_len[i])) if reserve else h
+            kv_used -= (int(plen[i]) + int(out_len[i])) if reserve else h
             finish[i] = t
             done += 1
             if closed and next_closed < n:

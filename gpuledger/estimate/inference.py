@@ -85,6 +85,8 @@ class Engine:
     eager_step_overhead_s: float  # extra per step when the batch exceeds the CUDA-graph sizes
     request_overhead_s: float  # per request: HTTP, tokenisation, detokenisation, scheduling
     sources: str
+    large_gpu_min_gib: float = 70.0  # the larger limits apply from this much device memory
+    a100_is_small: bool = True  # vLLM keeps the smaller limits on A100s whatever their memory
 
 
 ENGINES: dict[str, Engine] = {
@@ -93,34 +95,38 @@ ENGINES: dict[str, Engine] = {
     # Chunked prefill always on in V1; CUDA graphs captured up to 512 sequences; gpu_memory_utilization
     # 0.9; KV blocks allocated on demand, preemption (recompute) when the cache is full.
     "vllm": Engine(
-        name="vllm", version="vLLM 0.10 (V1 engine)", max_num_seqs=1024, max_num_seqs_small_gpu=256,
+        name="vllm", version="vLLM 0.10-0.11 (V1 engine)", max_num_seqs=1024, max_num_seqs_small_gpu=256,
         max_batched_tokens=8192, max_batched_tokens_small_gpu=2048, chunked_prefill=True,
         cuda_graph_max_batch=512, kv_memory_fraction=0.90, reserve_full_request=False,
         weight_bw_scale=1.0, kv_bw_scale=1.0, gemm_mfu_scale=0.95, step_overhead_s=0.4e-3,
         eager_step_overhead_s=2e-3, request_overhead_s=4e-3,
-        sources="docs.vllm.ai engine args; vllm/engine/arg_utils.py _set_default_args_v1 (v0.10)",
+        sources="docs.vllm.ai engine args; vllm/engine/arg_utils.py _set_default_args_v1 (v0.10), EngineArgs.get_batch_defaults (v0.11)",
     ),
-    # SGLang 0.4.x `ServerArgs`: chunked_prefill_size 8192 on >= 80 GB GPUs (2048-4096 below),
-    # max_running_requests sized from the KV pool, cuda_graph_max_bs 160-256 on H100/H200,
-    # mem_fraction_static ~0.88; radix cache on (no reuse with random prompts).
+    # SGLang 0.4.9-0.5 `ServerArgs` (python/sglang/srt/server_args.py, chunked-prefill handling):
+    # chunked_prefill_size 2048 below 35 GB of device memory (A10, L40, 4090), 8192 up to 160 GB
+    # (A100, H100, H200), 16384 above (B200: kept at 8192 here); cuda_graph_max_bs 256 at TP < 4 on
+    # H100-class GPUs; max_running_requests sized from the KV pool; mem_fraction_static ~0.88; radix
+    # cache on (no reuse with random prompts).
     "sglang": Engine(
-        name="sglang", version="SGLang 0.4.x", max_num_seqs=4096, max_num_seqs_small_gpu=1024,
-        max_batched_tokens=8192, max_batched_tokens_small_gpu=4096, chunked_prefill=True,
+        name="sglang", version="SGLang 0.4.9-0.5", max_num_seqs=4096, max_num_seqs_small_gpu=1024,
+        max_batched_tokens=8192, max_batched_tokens_small_gpu=2048, chunked_prefill=True,
         cuda_graph_max_batch=256, kv_memory_fraction=0.88, reserve_full_request=False,
         weight_bw_scale=1.0, kv_bw_scale=1.0, gemm_mfu_scale=0.95, step_overhead_s=0.3e-3,
         eager_step_overhead_s=2e-3, request_overhead_s=5e-3,
-        sources="sglang python/sglang/srt/server_args.py defaults (0.4.x)",
+        sources="sglang python/sglang/srt/server_args.py defaults (0.4.9-0.5: chunked_prefill_size by GPU memory)",
+        large_gpu_min_gib=35.0, a100_is_small=False,
     ),
     # TensorRT-LLM 0.19-1.0, PyTorch backend (`trtllm-bench`, `trtllm-serve`): max_batch_size 2048,
     # max_num_tokens 8192, scheduler GUARANTEED_NO_EVICT (a request is admitted only with KV for its
     # prompt + max output), chunked prefill off by default, CUDA graphs padded up to the batch sizes
     # configured (perf-overview: up to 8192), kv_cache_free_gpu_mem_fraction 0.9 (0.95 in the
-    # published throughput runs).
+    # published throughput runs). GEMM MFU × 1.08 of the generation's (its fused fp8 GEMMs): the 22
+    # perf-overview rows' median signed error -4.8% → -2.3% (|error| 5.7% → 3.7%, benchmarks/capacity_accuracy.py).
     "trtllm": Engine(
         name="trtllm", version="TensorRT-LLM 0.19-1.0 (PyTorch backend)", max_num_seqs=2048,
         max_num_seqs_small_gpu=2048, max_batched_tokens=8192, max_batched_tokens_small_gpu=8192,
         chunked_prefill=False, cuda_graph_max_batch=8192, kv_memory_fraction=0.95, reserve_full_request=True,
-        weight_bw_scale=1.0, kv_bw_scale=1.0, gemm_mfu_scale=1.0, step_overhead_s=0.3e-3,
+        weight_bw_scale=1.0, kv_bw_scale=1.0, gemm_mfu_scale=1.08, step_overhead_s=0.3e-3,
         eager_step_overhead_s=0.0, request_overhead_s=4e-3,
         sources="TensorRT-LLM docs: perf-overview (commit 0c9430e), LLM API args (llm_args.py)",
     ),
@@ -352,14 +358,16 @@ def tp_efficiency(hw: Hardware, tp: int) -> float:
     return table[tp]
 
 
-def is_large_gpu(hw: Hardware) -> bool:
-    """vLLM's rule for its larger scheduler defaults: >= 70 GiB and not an A100."""
-    return hw.memory_gib >= 70 and not hw.name.startswith("A100")
+def is_large_gpu(hw: Hardware, engine: Engine | None = None) -> bool:
+    """Whether the engine's larger scheduler defaults apply: vLLM's rule >= 70 GiB and not an A100;
+    SGLang's >= 35 GB (`Engine.large_gpu_min_gib`, `a100_is_small`)."""
+    e = engine or ENGINES["vllm"]
+    return hw.memory_gib >= e.large_gpu_min_gib and not (e.a100_is_small and hw.name.startswith("A100"))
 
 
 def engine_limits(engine: Engine, hw: Hardware) -> tuple[int, int]:
     """Returns (max sequences, max batched tokens) of the engine on this GPU."""
-    if is_large_gpu(hw):
+    if is_large_gpu(hw, engine):
         return engine.max_num_seqs, engine.max_batched_tokens
     return engine.max_num_seqs_small_gpu, engine.max_batched_tokens_small_gpu
 

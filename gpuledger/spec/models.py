@@ -249,10 +249,59 @@ class SweepSpec(_SpecBase):
     task: Task
 
 
+class LengthDist(_Strict):
+    """A distribution of request lengths: a mean with a spread, a histogram, or a named dataset."""
+
+    mean: float | None = Field(None, ge=1, le=10_000_000, description="mean tokens per request")
+    cv: float | None = Field(None, ge=0, le=4, description="spread: standard deviation / mean (log-normal draws)")
+    histogram: list[tuple[Annotated[int, Field(ge=1, le=10_000_000)], Annotated[float, Field(ge=0)]]] | None = Field(
+        None, min_length=1, max_length=1000, description="[[tokens, weight], ...]: lengths and how often they occur")
+    dataset: Literal["sharegpt", "alpaca"] | None = Field(None, description="a dataset's published moments")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> LengthDist:
+        given = [k for k in ("mean", "histogram", "dataset") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of mean (with an optional cv), histogram and dataset")
+        if self.histogram is not None and not sum(w for _, w in self.histogram) > 0:
+            raise ValueError("histogram weights must add up to more than 0")
+        if self.histogram is not None and self.cv is not None:
+            raise ValueError("cv goes with mean or dataset, not with a histogram")
+        return self
+
+    def mean_tokens(self, kind: str) -> float:
+        """Returns the mean length (`kind`: prompt or output, for a dataset's moments)."""
+        from gpuledger.spec.datasets import dataset_mean
+
+        if self.dataset is not None:
+            return dataset_mean(self.dataset, kind)
+        if self.histogram is not None:
+            return sum(t * w for t, w in self.histogram) / sum(w for _, w in self.histogram)
+        return float(self.mean)
+
+
 class Traffic(_Strict):
     qps: float | None = Field(None, gt=0, description="requests per second at peak (default: the most of hourly_qps)")
-    prompt_tokens: int = Field(ge=1)
-    output_tokens: int = Field(ge=1)
+    prompt_tokens: int = Field(ge=1, description="prompt tokens per request, or a distribution (its mean here)")
+    output_tokens: int = Field(ge=1, description="output tokens per request, or a distribution (its mean here)")
+    prompt_tokens_dist: LengthDist | None = Field(None, description="set from prompt_tokens given as a distribution")
+    output_tokens_dist: LengthDist | None = Field(None, description="set from output_tokens given as a distribution")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _distributions(cls, data: Any) -> Any:
+        """`prompt_tokens: {dataset: sharegpt}` → the distribution in prompt_tokens_dist, its mean in
+        prompt_tokens (what fleet sizing and the floors use)."""
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for kind in ("prompt", "output"):
+            value = out.get(f"{kind}_tokens")
+            if isinstance(value, dict):
+                dist = LengthDist.model_validate(value)
+                out[f"{kind}_tokens_dist"] = dist
+                out[f"{kind}_tokens"] = max(1, round(dist.mean_tokens(kind)))
+        return out
     hourly_qps: list[Annotated[float, Field(ge=0)]] | None = Field(
         None, description="requests per second in each hour of a day (24 values) or a week (168, Monday 00:00 first)")
 
