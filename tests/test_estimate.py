@@ -80,9 +80,10 @@ def test_levels_ordered_and_json_keys():
     for key in ("params_total", "params_trainable", "exact", "memory_gib", "flops_per_token", "assumptions"):
         assert key in j
     m = j["memory_gib"]
-    assert set(m) == {"weights", "gradients", "optimizer", "activations", "logits", "kv_cache", "buffers",
-                      "allocated", "reserved", "device"}
-    parts = sum(m[k] for k in ("weights", "gradients", "optimizer", "activations", "logits", "kv_cache", "buffers"))
+    assert set(m) == {"weights", "gradients", "optimizer", "optimizer_temporaries", "activations", "logits", "kv_cache",
+                      "buffers", "allocated", "reserved", "device"}
+    parts = sum(m[k] for k in ("weights", "gradients", "optimizer", "optimizer_temporaries", "activations", "logits",
+                               "kv_cache", "buffers"))
     assert m["allocated"] == pytest.approx(parts, abs=1e-3)
     assert m["allocated"] < m["reserved"] < m["device"]
     json.dumps(j)

@@ -35,7 +35,7 @@ from gpuledger.estimate.throughput import ModelShape, StepTime, TrainSetup, step
 from gpuledger.estimate.workload import STACK_FIELDS, Workload
 from gpuledger.models import load_config
 
-MEMORY_KEYS = ("weights", "gradients", "optimizer", "activations", "logits", "kv_cache", "buffers",
+MEMORY_KEYS = ("weights", "gradients", "optimizer", "optimizer_temporaries", "activations", "logits", "kv_cache", "buffers",
                "allocated", "reserved", "device")
 
 __all__ = [
@@ -98,7 +98,8 @@ def estimate(w: Workload) -> Estimate:
     cfg = load_config(w.model)
     m: MemoryBreakdown = memory_breakdown(w)
     mem = {
-        "weights": m.weights, "gradients": m.gradients, "optimizer": m.optimizer, "activations": m.activations,
+        "weights": m.weights, "gradients": m.gradients, "optimizer": m.optimizer,
+        "optimizer_temporaries": m.optimizer_temporaries, "activations": m.activations,
         "logits": m.logits, "kv_cache": m.kv_cache, "buffers": m.buffers, "allocated": m.allocated,
         "reserved": m.reserved, "device": m.device,
     }

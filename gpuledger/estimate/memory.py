@@ -77,7 +77,8 @@ class MemoryBreakdown:
 
     weights: float = 0.0
     gradients: float = 0.0
-    optimizer: float = 0.0
+    optimizer: float = 0.0  # the states only (master weights, moments)
+    optimizer_temporaries: float = 0.0  # what the optimizer step allocates next to them, at its phase
     activations: float = 0.0
     logits: float = 0.0
     kv_cache: float = 0.0
@@ -99,8 +100,8 @@ class MemoryBreakdown:
 
     @property
     def allocated(self) -> float:
-        return (self.weights + self.gradients + self.optimizer + self.activations + self.logits
-                + self.kv_cache + self.buffers)
+        return (self.weights + self.gradients + self.optimizer + self.optimizer_temporaries + self.activations
+                + self.logits + self.kv_cache + self.buffers)
 
     @property
     def reserved(self) -> float:

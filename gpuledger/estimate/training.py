@@ -96,6 +96,49 @@ def _foreach_temp(w: Workload, state_b: int, trainable: float, in_bwd: bool) -> 
     return trainable * state_b
 
 
+#: The pre-training stacks that keep fp32 master parameters under 16-bit or fp8 compute.
+TUNED_MASTER_FRAMEWORKS = ("torchtitan", "megatron", "nemo", "llm-foundry", "nanotron")
+
+
+def _tuned_master(w: Workload, sharding: str) -> str:
+    """Returns how a tuned pre-training stack stores a full fine-tune / pre-train run in bf16, fp16 or
+    fp8: "fsdp" (torchtitan, llm-foundry, nanotron, or Megatron/NeMo under FSDP: fp32 sharded
+    parameters, 16-bit or fp8 compute copies gathered per block), "distopt" (Megatron/NeMo's
+    distributed optimizer), or "" (not such a run: the precision means what it says)."""
+    if w.method != "full" or w.framework not in TUNED_MASTER_FRAMEWORKS or w.precision not in ("bf16", "fp16", "fp8"):
+        return ""
+    if w.framework in ("megatron", "nemo") and sharding not in ("fsdp", "zero3"):
+        return "distopt"
+    return "fsdp"
+
+
+def _tuned_states(w: Workload, total: int, master: str, cfg: ModelConfig, m: MemoryBreakdown):
+    """Returns (weights, gradients, optimizer states, weight bytes, state bytes) of a tuned stack's
+    full run, unsharded (the sharding step divides them).
+
+    fsdp: torchtitan's FSDP2 `MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)` over a
+    model built in fp32 (torchtitan config `mixed_precision_param` bfloat16, `mixed_precision_reduce`
+    float32; llm-foundry's FSDP and nanotron likewise keep fp32 sharded parameters): fp32 parameters
+    (4 B), fp32 gradients (4 B), AdamW moments in fp32 (8 B): 16 B per parameter, sharded; no autocast
+    cache (the compute copies are the all-gathered blocks, counted as buffers). fp8 (torchao float8)
+    keeps the same storage and casts per matmul.
+    distopt: Megatron-LM's distributed optimizer with bf16 parameters and fp32 gradient buffers
+    (Megatron-LM docs, "Distributed Optimizer": 6 + 12/d bytes per parameter): 2 B parameters and
+    4 B main gradients in every data-parallel rank, the fp32 main parameters and both moments (12 B)
+    sharded (`_sharding` divides the optimizer only)."""
+    if master == "distopt":
+        weights, grads, opt = total * 2.0, total * 4.0, total * 4.0 + _optimizer_state_bytes(w.optimizer, 4, total, cfg)
+        m.notes["weights"] = f"{total:,} params x 2 B (bf16 model parameters, every data-parallel rank)"
+        m.notes["gradients"] = "fp32 main-gradient buffer (Megatron: accumulate and all-reduce in fp32)"
+        m.notes["optimizer"] = f"fp32 main parameters + {w.optimizer} states, sharded over data-parallel ranks"
+        return weights, grads, opt, 2, 4
+    weights, grads, opt = total * 4.0, total * 4.0, _optimizer_state_bytes(w.optimizer, 4, total, cfg)
+    m.notes["weights"] = f"{total:,} params x 4 B (fp32 sharded parameters; {w.precision} compute copies per block)"
+    m.notes["gradients"] = "fp32 gradient per parameter (FSDP2 reduce_dtype float32)"
+    m.notes["optimizer"] = f"{w.optimizer} states in fp32"
+    return weights, grads, opt, 4, 4
+
+
 def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreakdown) -> MemoryBreakdown:
     p, n = w.precision, w.gpus
     fw = memory_habits(w.framework)
@@ -120,7 +163,13 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     # master in the optimizer partition (Rajbhandari et al. 2020, §3: 2 + 2 + 12 B/param).
     autocast_params = mixed and not sharding.startswith("zero")
     autocast_cache = 0.0
-    if not lora_like:
+    master = _tuned_master(w, sharding)
+    if not lora_like and master:
+        trainable = total
+        weights, grads, opt, w_b, state_b = _tuned_states(w, total, master, cfg, m)
+        quant_consts = 0.0
+        frozen_elem = 2  # gathered / replicated in 16 bit
+    elif not lora_like:
         trainable = total
         w_b = 4 if p == "fp32" or autocast_params else 2
         g_b = w_b
@@ -226,7 +275,11 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         m.extra_device += NCCL_GIB * GIB
     ckpt = w.grad_ckpt
     unsharded_weights = False
-    if sharding == "ddp":
+    if master == "distopt":
+        opt /= n
+        opt_temp /= n
+        m.notes["buffers"] = "none beyond the main-gradient buffer (it is the all-reduce bucket)"
+    elif sharding == "ddp":
         # DDP gradient buckets: a second copy of the trained grads (PyTorch DDP docs, gradient_as_bucket_view
         # False by default); frozen params have no bucket.
         buffers += grads
@@ -267,6 +320,8 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
             # (embeddings, final norm, lm_head, kept 16 bit), which stays unsharded through the step.
             root = pc.embedding * (4 if p == "fp32" else 2) if sharding == "fsdp" else 0
             block_grad = layer_params * (4 if p == "fp32" else 2) if not lora_like else 0
+            if master:  # FSDP2 reduce_dtype fp32: the block's 16-bit gradient and its fp32 copy for reduce-scatter
+                block_grad = layer_params * (2 + 4)
             buffers += 2 * layer_params * frozen_elem + root + block_grad
             m.notes["buffers"] = ("all-gathered params of 2 blocks" + (" + 1 block's gradient" if block_grad else "")
                                   + (" + the unsharded root unit (embeddings, lm_head)" if root else ""))
@@ -289,6 +344,9 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         logit_tokens = n_seq * seq
     tokens = n_seq * seq
     dropout = w.lora_dropout if w.lora_dropout is not None else DEFAULT_LORA_DROPOUT[fw]
+    # selective checkpointing keeps what no checkpointing keeps: Megatron's selective recompute
+    # (Korthikanti et al. 2022 §4.2) recomputes only the attention core, which flash attention does not
+    # save anyway; torchtitan's per-op policy saves less (every other matmul output), so this errs high
     per_layer = layer_activation_bytes_per_token(cfg, p, lora_lins=lora_lins, lora_r=w.lora_r, compiled=w.compile,
                                                  lora_dropout=dropout > 0)
     if lora_like:
@@ -303,7 +361,9 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     else:
         kept = cfg.num_layers if not w.activation_offload else OFFLOAD_RESIDENT_BLOCKS
         act = tokens * kept * per_layer
-        m.notes["activations"] = "every block's saved tensors (no checkpointing)"
+        m.notes["activations"] = ("every block's saved tensors (selective checkpointing: the attention core "
+                                  "recomputed, which flash attention does not save)"
+                                  if w.checkpointing_mode == "selective" else "every block's saved tensors (no checkpointing)")
     if w.activation_offload:
         m.notes["activations"] += f"; offloaded to CPU but {OFFLOAD_RESIDENT_BLOCKS} blocks in flight"
     m.notes["activations"] += (", flash attention (no seq^2 scores)" if w.flash_attn
@@ -314,12 +374,16 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     act += tokens * 2 * d * a  # backward working gradients of the residual stream
     if head_lora and "lm_head" in targets:
         act += logit_tokens * w.lora_r * a  # lm_head LoRA A-output
-    logits = logit_tokens * loss_bytes_per_token(cfg, p, fw, w.chunked_ce, w.compile)
+    # the tuned pre-training stacks compute the loss unchunked (torchtitan `cross_entropy_loss`:
+    # F.cross_entropy(pred.flatten(0, 1).float(), ...); Megatron's vocab-parallel cross-entropy upcasts
+    # the logits to fp32): hf's unchunked path, not torchtune's chunked habit
+    logits = logit_tokens * loss_bytes_per_token(cfg, p, fw if fw != "torchtune" else w.framework, w.chunked_ce,
+                                                 w.compile)
     if rl:
         logits += logit_tokens * a * vocab  # logits / temperature copy (TRL)
         if w.method == "ppo":
             act *= 2  # the value model runs the same forward/backward
-    chunked = w.chunked_ce if w.chunked_ce is not None else fw in ("litgpt", "torchtune")
+    chunked = w.chunked_ce if w.chunked_ce is not None else w.framework in ("litgpt", "torchtune")
     m.notes["logits"] = (f"[{logit_tokens:,} tokens x {vocab:,} vocab] logits + loss ({w.framework}, "
                          f"{'chunked' if chunked else 'unchunked'} cross-entropy)")
 
@@ -342,11 +406,13 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         "forward_end": dict(weights=weights + extra_frozen + autocast_cache / (
                                 n if sharding in ("zero3", "fsdp") else 1),
                             optimizer=opt, buffers=buffers, activations=act,
-                            logits=logits, gradients=max(accum_grads, head_grad)),
+                            logits=logits,
+                            # Megatron's main-gradient buffer is allocated once and lives through the step
+                            gradients=grads if master == "distopt" else max(accum_grads, head_grad)),
         "backward_end": dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers, gradients=live_grads,
                              activations=tokens * 2 * d * a),
-        "optimizer_step": dict(weights=weights + extra_frozen, optimizer=opt + opt_temp, buffers=buffers,
-                               gradients=0.0 if in_bwd else grads),
+        "optimizer_step": dict(weights=weights + extra_frozen, optimizer=opt, optimizer_temporaries=opt_temp,
+                               buffers=buffers, gradients=0.0 if in_bwd else grads),
     }
     if rl:
         gen = _generation_phase(w, cfg, n_seq, seq, dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers), m)
@@ -358,8 +424,12 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     m.phases = phases
     m.peak_phase = peak
     at = comps[peak]
-    for attr in ("weights", "gradients", "optimizer", "activations", "logits", "kv_cache", "buffers"):
+    for attr in ("weights", "gradients", "optimizer", "optimizer_temporaries", "activations", "logits", "kv_cache",
+                 "buffers"):
         setattr(m, attr, at.get(attr, 0.0))
+    m.notes["optimizer_temporaries"] = (
+        f"foreach AdamW's sqrt(v) copy, {state_b} B per trained parameter, during the step" if opt_temp
+        else "none (fused/8-bit/in-backward optimizer, or not at this phase)")
     m.extra_device += CUDA_CONTEXT_GIB * GIB
     return m
 

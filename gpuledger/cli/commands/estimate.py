@@ -8,6 +8,7 @@ import json
 from gpuledger.errors import UserError
 
 _ROWS = (("weights", "weights"), ("gradients", "gradients"), ("optimizer", "optimizer"),
+         ("optimizer_temporaries", "optim. temp"),
          ("activations", "activations"), ("logits", "logits"), ("kv_cache", "kv_cache"), ("buffers", "buffers"))
 
 

@@ -1,0 +1,61 @@
+"""Memory of full training in the tuned pre-training stacks (fp32 masters under bf16/fp8 compute,
+FSDP2's fp32 gradient reduce, the unchunked fp32 loss), and the optimizer step's temporaries on
+their own line (the `optimizer` line holds the states only)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuledger.estimate import Workload, estimate
+from gpuledger.models import count_params, load_config
+
+GIB = 2**30
+L8 = "meta-llama/Llama-3.1-8B"
+P8 = count_params(load_config(L8)).total
+
+
+def test_optimizer_line_is_the_states_and_the_step_temporaries_their_own_line():
+    # HF Trainer, autocast bf16 (fp32 params), foreach AdamW: at the optimizer step the states are
+    # 8 B per parameter and the foreach sqrt(v) copy 4 B more
+    e = estimate(Workload(model="Qwen/Qwen2.5-0.5B", method="full", precision="bf16-mixed", micro_batch=1, seq_len=256))
+    p = e.params_total
+    assert e.peak_phase == "optimizer_step"
+    assert e.memory_gib["optimizer"] * GIB == pytest.approx(8 * p)
+    assert e.memory_gib["optimizer_temporaries"] * GIB == pytest.approx(4 * p)
+    assert e.states_gib["optimizer"] * GIB == pytest.approx(8 * p)
+    assert "sqrt(v)" in e.notes["optimizer_temporaries"]
+    # a fused optimizer (torchtune's habit) has none
+    tt = estimate(Workload(model="Qwen/Qwen2.5-0.5B", method="full", precision="bf16", framework="torchtune",
+                           micro_batch=1, seq_len=256))
+    assert tt.memory_gib["optimizer_temporaries"] == 0.0
+
+
+def test_torchtitan_fsdp_keeps_fp32_masters_and_an_unchunked_fp32_loss():
+    common = dict(model=L8, method="full", precision="bf16", gpus=8, sharding="fsdp", micro_batch=1, seq_len=8192,
+                  checkpointing="full")
+    titan = estimate(Workload(**common, framework="torchtitan"))
+    tune = estimate(Workload(**common, framework="torchtune"))
+    # fp32 parameters, fp32 gradients and fp32 moments: 16 B per parameter, sharded 8 ways
+    s = titan.states_gib
+    assert (s["weights"] + s["gradients"] + s["optimizer"]) * GIB == pytest.approx(16 * P8 / 8)
+    # torchtune's pure bf16: 2 + 2 + 4
+    t = tune.states_gib
+    assert (t["weights"] + t["gradients"] + t["optimizer"]) * GIB == pytest.approx(8 * P8 / 8)
+    # torchtitan's loss is one fp32 cross-entropy over the whole vocabulary: (2 + 12) B per logit
+    vocab = load_config(L8).vocab_size
+    assert titan.memory_gib["logits"] * GIB == pytest.approx(8192 * vocab * 14)
+    assert tune.memory_gib["logits"] < titan.memory_gib["logits"] / 2  # chunked
+    assert "unchunked" in titan.notes["logits"]
+    assert titan.memory_gib["device"] > tune.memory_gib["device"] * 1.15
+
+
+def test_megatron_distributed_optimizer_is_6_plus_12_over_d_bytes_per_parameter():
+    e = estimate(Workload(model=L8, method="full", precision="bf16", framework="megatron", gpus=8, micro_batch=1,
+                          seq_len=4096, checkpointing="full"))
+    s = e.states_gib
+    assert (s["weights"] + s["gradients"] + s["optimizer"]) * GIB == pytest.approx((6 + 12 / 8) * P8)
+    assert e.memory_gib["gradients"] == pytest.approx(s["gradients"])  # the main-gradient buffer is persistent
+    # fp8 compute keeps the same storage
+    f8 = estimate(Workload(model=L8, method="full", precision="fp8", framework="megatron", gpus=8, micro_batch=1,
+                           seq_len=4096, checkpointing="full"))
+    assert f8.states_gib == s
