@@ -116,9 +116,13 @@ def read_machine(path: Path | None = None) -> MachineSpeed | None:
     of this host with other cores or RAM."""
     path = path or machine_file()
     try:
-        data = json.loads(path.read_text())
+        text = _read_own(path)
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(text)
         m = MachineSpeed(**{k: data[k] for k in MachineSpeed.__dataclass_fields__})
-    except (OSError, ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError):
         return None
     if m.hostname != (socket.gethostname() or "this-machine") or m.matmul_gflops_one_core <= 0:
         return None
@@ -131,13 +135,48 @@ def read_machine(path: Path | None = None) -> MachineSpeed | None:
     return m
 
 
+#: the largest machine file read (bytes): the file is a dozen fields of JSON
+MAX_MACHINE_FILE_BYTES = 64 * 1024
+
+
+def _read_own(path: Path) -> str:
+    """Returns the text of the machine file at `path`: a regular file of at most
+    `MAX_MACHINE_FILE_BYTES` (`$GPULEDGER_MACHINE_FILE` may name anything: /dev/zero, a FIFO, a
+    folder). Raises FileNotFoundError when there is none, UserError naming the variable otherwise."""
+    from gpuledger.errors import UserError
+    from gpuledger.safeyaml import FileRefused, read_text_file
+
+    try:
+        return read_text_file(path, MAX_MACHINE_FILE_BYTES)
+    except FileRefused as err:
+        if err.reason == "no such file":
+            raise FileNotFoundError(str(path)) from None
+        raise UserError(f"the machine file {path} ({ENV_FILE} or the default): {err.reason.replace('; give the path of a YAML file', '')}; "
+                        f"point {ENV_FILE} at a file of gpuledger's own (or unset it)") from None
+
+
 def store_machine(m: MachineSpeed, path: Path | None = None) -> Path:
-    """Writes `m` to the machine file (atomically); returns the path."""
+    """Writes `m` to the machine file durably (`gpuledger.files`); returns the path. A file already
+    there is replaced only when it is a machine file (gpuledger's own): anything else that
+    `$GPULEDGER_MACHINE_FILE` names is refused with a UserError, never overwritten."""
+    from gpuledger.errors import UserError
+    from gpuledger.files import write_text_atomic
+
     path = path or machine_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(asdict(m), indent=2) + "\n")
-    os.replace(tmp, path)
+    try:
+        text = _read_own(path)
+    except FileNotFoundError:
+        text = None
+    if text is not None:
+        try:
+            data = json.loads(text)
+            ours = isinstance(data, dict) and set(MachineSpeed.__dataclass_fields__) <= set(data)
+        except ValueError:
+            ours = False
+        if not ours:
+            raise UserError(f"the machine file {path} ({ENV_FILE} or the default) holds something else than "
+                            f"gpuledger's measurement; not overwritten: point {ENV_FILE} at a new file")
+    write_text_atomic(path, json.dumps(asdict(m), indent=2) + "\n")
     return path
 
 
