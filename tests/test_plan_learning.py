@@ -43,10 +43,16 @@ def test_machine_is_measured_once_then_read(isolated):
     assert read_machine() is None
     store_machine(MachineSpeed(**{**m.__dict__, "total_ram_gib": m.total_ram_gib * 2}))  # resized
     assert read_machine() is None
-    machine_file().write_text("{not json")
-    assert read_machine() is None
     again = local_machine()
     assert again.hostname == HOST and json.loads(machine_file().read_text())["hostname"] == HOST
+    # a file that is not gpuledger's measurement is not trusted, and never overwritten (issue 31)
+    machine_file().write_text("{not json")
+    assert read_machine() is None
+    from gpuledger.errors import UserError
+
+    with pytest.raises(UserError, match="not overwritten"):
+        local_machine()
+    assert machine_file().read_text() == "{not json"
 
 
 def _measurements(rows):
