@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/flow_overhead.py [--trials 100 1000] [--parallel 4] [--launcher fake|local]
 
 Both sides run the same no-op trials through the same launcher (default: the fake, in-process
-launcher `gpuledger.launch.fake`, which writes each record to its landing folder like the local
+launcher of the tests, tests/helpers/fake_launcher.py (registered here), which writes each record to its landing folder like the local
 one; `--launcher local` runs `true` as real subprocesses under the agent) with the same
 submit/poll/collect loop (`gpuledger.runtime.launching.launch_and_collect`):
 - bare: a `ThreadPoolExecutor(max_workers=parallel)`; records kept in memory, nothing stored;
@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 GOAL_MS = 50.0
+REPO = Path(__file__).resolve().parents[1]
 
 
 def write_spec(folder: Path, trials: int, parallel: int) -> Path:
@@ -94,6 +95,11 @@ def main() -> int:
     ap.add_argument("--parallel", type=int, default=2, help="at most this many at once (the plan may cap it lower)")
     ap.add_argument("--launcher", choices=["fake", "local"], default="fake")
     args = ap.parse_args()
+    if args.launcher == "fake":  # the tests' launcher: not part of gpuledger, registered for this run
+        sys.path.insert(0, str(REPO / "tests"))
+        from helpers import fake_launcher
+
+        fake_launcher.register()
     home = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="gl-bench-") as tmp:
         tmpdir = Path(tmp)

@@ -1,74 +1,15 @@
-"""The one home of gpuledger's shared vocabulary: statuses and the result-record protocol.
+"""The result-record protocol: what a job and gpuledger say to each other.
 
-Stdlib only and import-free on purpose: the in-job agent (`gpuledger.agent`), trainer code
-(`gpuledger.track`), the launchers, the warehouse, the flows and the reports all read these names
-from here, so a status or an environment variable is spelled once.
+Stdlib only and import-free on purpose: the in-job agent (`gpuledger.agent`) and trainer code
+(`gpuledger.track`) read it, as do the launchers that set the variables.
 
-Statuses, from the smallest unit up:
-- an attempt (one result record, the warehouse's `runs.status`): `RUN_STATUSES`;
-- what a launcher's `poll` answers while an attempt runs: `LAUNCH_STATUSES` (terminal ones in
-  `LAUNCH_TERMINAL`); `launch_status_of(run_status)` maps a record's status onto it;
-- a trial (the warehouse's `trials.status`): `TRIAL_STATUSES` = pending/running, an attempt's
-  status, or one the sweep gives a trial it did not run (`skipped-budget`; for the adaptive
-  search `pruned`: stopped early because it could not beat the best, and `not-asked`: a candidate
-  point the search ended without asking for, n_trials being reached);
-- a sweep run (the warehouse's `sweeps.status`, the flow's summary): `SWEEP_STATUSES`.
-
-The record protocol (docs/result-record.md): `SCHEMA` names the record version; a job prints its
-record as one `RESULT_LINE_PREFIX` line, trainers without the agent print metrics as
-`METRIC_LINE_PREFIX` lines; `ENV_*` are the environment variables a launcher sets for the agent
-and the trial.
+`SCHEMA` names the record version (docs/result-record.md); a job prints its record as one
+`RESULT_LINE_PREFIX` line, trainers without the agent print metrics as `METRIC_LINE_PREFIX` lines;
+`ENV_*` are the environment variables a launcher sets for the agent and the trial. The words a
+record may use (statuses, launchers, price sources) are in `gpuledger.vocabulary`.
 """
 
 from __future__ import annotations
-
-# -- statuses ----------------------------------------------------------------------------------
-
-SUCCEEDED = "succeeded"
-FAILED = "failed"
-OOM = "oom"
-PREEMPTED = "preempted"
-CANCELLED = "cancelled"
-PENDING = "pending"
-RUNNING = "running"
-RECOVERING = "recovering"
-SKIPPED_BUDGET = "skipped-budget"
-PRUNED = "pruned"
-NOT_ASKED = "not-asked"
-
-#: Terminal states of one attempt (a result record's `status`).
-RUN_STATUSES: tuple[str, ...] = (SUCCEEDED, FAILED, OOM, PREEMPTED, CANCELLED)
-#: What a launcher's `poll` answers.
-LAUNCH_STATUSES: tuple[str, ...] = (PENDING, RUNNING, RECOVERING, SUCCEEDED, FAILED, CANCELLED)
-LAUNCH_TERMINAL: frozenset[str] = frozenset({SUCCEEDED, FAILED, CANCELLED})
-#: Statuses a sweep gives a trial it did not run to the end itself.
-NOT_RUN_STATUSES: tuple[str, ...] = (SKIPPED_BUDGET, PRUNED, NOT_ASKED)
-#: Every status a trial can have.
-TRIAL_STATUSES: tuple[str, ...] = (PENDING, RUNNING, *RUN_STATUSES, *NOT_RUN_STATUSES)
-#: A trial in one of these will not change any more (a re-run of the sweep still retries failures).
-TRIAL_TERMINAL: tuple[str, ...] = (*RUN_STATUSES, *NOT_RUN_STATUSES)
-
-# Sweep run statuses (one run of the sweep flow).
-SWEEP_PLANNED = "planned"  # registered, nothing finished yet
-SWEEP_RUNNING = RUNNING
-SWEEP_DRY_RUN = "dry-run"  # planned and guarded only; nothing launched, nothing written
-SWEEP_SUCCEEDED = SUCCEEDED  # every trial to run ran and succeeded, every record stored
-SWEEP_PARTIAL = "partial"  # some trials failed or were not feasible; every record stored
-SWEEP_BUDGET_STOPPED = "budget-stopped"  # launching stopped at the budget; every record stored
-SWEEP_UNRECORDED = "unrecorded"  # results exist but some records could not be stored (still in landing)
-SWEEP_INTERRUPTED = "interrupted"  # stopped by the user (Ctrl-C) or a signal
-SWEEP_FAILED = FAILED  # the flow itself broke
-SWEEP_STATUSES: tuple[str, ...] = (SWEEP_PLANNED, SWEEP_RUNNING, SWEEP_DRY_RUN, SWEEP_SUCCEEDED, SWEEP_PARTIAL,
-                                   SWEEP_BUDGET_STOPPED, SWEEP_UNRECORDED, SWEEP_INTERRUPTED, SWEEP_FAILED)
-
-_LAUNCH_STATUS_OF_RUN = {SUCCEEDED: SUCCEEDED, FAILED: FAILED, OOM: FAILED, PREEMPTED: FAILED,
-                         CANCELLED: CANCELLED}
-
-
-def launch_status_of(run_status: str) -> str:
-    """Returns what `poll` answers for an attempt whose record says `run_status` (oom/preempted: failed)."""
-    return _LAUNCH_STATUS_OF_RUN.get(run_status, FAILED)
-
 
 # -- the result-record protocol ------------------------------------------------------------------
 
@@ -131,9 +72,3 @@ def ledger_env_names(names: list[str] | tuple[str, ...] | set[str] | dict[str, s
     """Returns the names among `names` in gpuledger's own namespace (`GPULEDGER_*`), sorted: what a
     spec's `task.env` may not set."""
     return sorted(n for n in names if str(n).upper().startswith(LEDGER_ENV_PREFIX))
-
-
-#: Launchers a record can name (`fake`: the deterministic in-process launcher of fast flow tests).
-LAUNCHERS: tuple[str, ...] = ("local", "skypilot", "fake")
-#: Where a billing line's price came from.
-PRICE_SOURCES: tuple[str, ...] = ("local", "catalog", "invoice")

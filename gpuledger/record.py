@@ -14,14 +14,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
-from gpuledger.protocol import LAUNCHERS, PRICE_SOURCES, RUN_STATUSES, SCHEMA
+from gpuledger.protocol import SCHEMA
+from gpuledger.vocabulary import PriceSource, RecordLauncher, RunStatus
 
-#: Terminal states of an attempt (the warehouse's `runs.status`), from `gpuledger.protocol`.
+#: Terminal states of an attempt (the warehouse's `runs.status`), from `gpuledger.vocabulary`.
 #: `skipped-budget` and `pruned` are never an attempt's record: the sweep gives them to trials it
 #: did not run.
-Status = Literal[RUN_STATUSES]  # type: ignore[valid-type]
-LauncherName = Literal[LAUNCHERS]  # type: ignore[valid-type]
-PriceSource = Literal[PRICE_SOURCES]  # type: ignore[valid-type]
+Status = RunStatus
+LauncherName = RecordLauncher
 
 
 class MetricPoint(BaseModel):

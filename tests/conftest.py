@@ -6,12 +6,15 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import fake_launcher
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
+
+fake_launcher.register()  # `launcher: fake` exists only in tests (gpuledger.launch.register_launcher)
 
 
 @pytest.fixture(autouse=True)

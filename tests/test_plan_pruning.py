@@ -172,7 +172,7 @@ def test_measured_curves_of_a_grid_are_replayed_for_an_asha_spec_of_the_same_poi
 
 @pytest.mark.slow
 def test_the_mid_sweep_budget_stop_holds_when_the_expected_pruned_spend_fits_but_nothing_is_pruned(tmp_path, warehouse):
-    from gpuledger import protocol
+    from gpuledger import vocabulary
     from gpuledger.search import launch_order
     from gpuledger.warehouse import Warehouse
 
@@ -205,12 +205,12 @@ def test_the_mid_sweep_budget_stop_holds_when_the_expected_pruned_spend_fits_but
     # the expected pruned spend is stored with the plan's estimates (trials.est_pruned_cost_usd, plan_json)
     assert stored["e"] == pytest.approx(expected, rel=1e-4) and stored["f"] == pytest.approx(full, rel=1e-4)
     assert plan_json["pruning"]["source"] == "formula" and plan_json["pruning"]["expected_usd"] == pytest.approx(expected)
-    ran = [r["cost_usd"] for r in rows if r["status"] == protocol.SUCCEEDED]
+    ran = [r["cost_usd"] for r in rows if r["status"] == vocabulary.SUCCEEDED]
     assert sum(ran) <= budget and len(ran) == summary.launched < 6
     # what it spared: all six trials at the measured mean would have crossed the budget
     assert sum(ran) / len(ran) * 6 > budget
     # the trial asked when the stop came, and those the study never asked for, are skipped-budget
-    assert {r["status"] for r in rows} == {protocol.SUCCEEDED, protocol.SKIPPED_BUDGET}
+    assert {r["status"] for r in rows} == {vocabulary.SUCCEEDED, vocabulary.SKIPPED_BUDGET}
 
 
 def test_pruned_spend_by_hand_measured_curves_missing_points_and_tpe(tmp_path):

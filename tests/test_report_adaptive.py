@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from adaptive_sweeps import XS, run_sweep, write_spec
 
-from gpuledger import protocol
+from gpuledger import vocabulary
 from gpuledger.report import write_sweep_report
 from gpuledger.report.common import usd
 from gpuledger.report.sweep import load_sweep, sweep_markdown, sweep_tables
@@ -59,7 +59,7 @@ def test_the_sweeps_ran_and_asha_pruned(ledger):
     assert grid.succeeded == len(XS) and grid.pruned == 0
     rows = _sql(ledger, "select status, count(*) n from v_trial_results where sweep_id = $s group by all",
                 {"s": asha.sweep_id})
-    assert {r["status"]: r["n"] for r in rows}.get(protocol.PRUNED) == asha.pruned
+    assert {r["status"]: r["n"] for r in rows}.get(vocabulary.PRUNED) == asha.pruned
 
 
 def test_grid_reports_have_no_adaptive_sections(ledger):
@@ -144,7 +144,7 @@ def test_progress_points_are_every_run_end_with_pruned_at_their_last_value(ledge
     ad = ledger["after"].adaptive
     runs = _sql(ledger, "select run_id from runs where sweep_id = $s", {"s": ledger["asha"].sweep_id})
     assert sorted(ad.ends["run_id"].to_list()) == sorted(r["run_id"] for r in runs)
-    pruned = [r for r in ad.ends.to_dicts() if r["trial_status"] == protocol.PRUNED]
+    pruned = [r for r in ad.ends.to_dicts() if r["trial_status"] == vocabulary.PRUNED]
     assert len(pruned) == ledger["asha"].pruned
     for r in pruned:
         last = _sql(ledger, """select arg_max(value, seq) v, count(*) n from metrics
@@ -213,7 +213,7 @@ def test_tpe_report_compares_with_the_grid_and_keeps_the_duration_what_if(ledger
     md = sweep_markdown(data)
     statuses = {r["status"]: r["n"] for r in _sql(
         ledger, "select status, count(*) n from v_trial_results where sweep_id = $s group by all", {"s": t})}
-    assert statuses == {protocol.SUCCEEDED: 3, protocol.NOT_ASKED: len(XS) - 3}
+    assert statuses == {vocabulary.SUCCEEDED: 3, vocabulary.NOT_ASKED: len(XS) - 3}
     assert f"{len(XS) - 3} not asked by the search" in md
     mine = _sql(ledger, "select sum(cost_usd) v from runs where sweep_id = $s", {"s": t})[0]["v"]
     grid = _sql(ledger, "select sum(cost_usd) v from runs where sweep_id = $s", {"s": g})[0]["v"]

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.fake_launcher import FakeLauncher
 from sweep_specs import write_spec
 
-from gpuledger import protocol
-from gpuledger.launch.fake import FakeLauncher
+from gpuledger import vocabulary
 from gpuledger.runtime import landing
 from gpuledger.runtime.budget import BudgetMeter
 from gpuledger.runtime.engine import Hooks, SweepRun, execute
@@ -99,7 +99,7 @@ def test_a_run_stores_every_record_and_a_rerun_continues(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run, made = _run(tmp_path, launcher_kw={"wall_s": 36.0}, usd_per_hour=1.0)
     summary = execute(run, Hooks())
-    assert (summary.status, summary.launched, summary.succeeded, summary.unrecorded) == (protocol.SWEEP_SUCCEEDED, 4, 4, 0)
+    assert (summary.status, summary.launched, summary.succeeded, summary.unrecorded) == (vocabulary.SWEEP_SUCCEEDED, 4, 4, 0)
     assert summary.spent_usd == pytest.approx(4 * 0.01) and summary.exit_code() == 0
     landing_dir = Path(summary.landing)
     assert landing.waiting(landing_dir) == [] and len(list((landing_dir / landing.INGESTED).glob("*.json"))) == 4
@@ -107,11 +107,11 @@ def test_a_run_stores_every_record_and_a_rerun_continues(tmp_path, monkeypatch):
         runs = wh.query("SELECT launcher, status, cost_usd FROM runs WHERE sweep_id = ?", [run.sweep_id])
         status = wh.scalar("SELECT status FROM sweeps WHERE sweep_id = ?", [run.sweep_id])
     assert runs.height == 4 and set(runs["launcher"]) == {"fake"} and set(runs["status"]) == {"succeeded"}
-    assert runs["cost_usd"].sum() == pytest.approx(0.04) and status == protocol.SWEEP_SUCCEEDED
+    assert runs["cost_usd"].sum() == pytest.approx(0.04) and status == vocabulary.SWEEP_SUCCEEDED
 
     again, _ = _run(tmp_path, usd_per_hour=1.0)
     summary = execute(again, Hooks())
-    assert summary.skipped_done == 4 and summary.launched == 0 and summary.status == protocol.SWEEP_SUCCEEDED
+    assert summary.skipped_done == 4 and summary.launched == 0 and summary.status == vocabulary.SWEEP_SUCCEEDED
 
 
 def test_failures_launcher_errors_and_the_budget_stop(tmp_path, monkeypatch):
@@ -122,7 +122,7 @@ def test_failures_launcher_errors_and_the_budget_stop(tmp_path, monkeypatch):
     summary = execute(run, Hooks())
     assert made[0].submitted == 5  # one launcher error, retried
     assert (summary.succeeded, summary.failed, summary.launcher_errors) == (3, 1, 0)
-    assert summary.status == protocol.SWEEP_PARTIAL and summary.exit_code() == 1
+    assert summary.status == vocabulary.SWEEP_PARTIAL and summary.exit_code() == 1
     assert any("oom" in f for f in summary.failures)
 
     # $3600/h = $1/s, 5 s per trial, plan ~0: after 2 measured trials the next would cross $12.5
@@ -137,7 +137,7 @@ def test_failures_launcher_errors_and_the_budget_stop(tmp_path, monkeypatch):
             stops.append((stop, trial_ids))
 
     summary = execute(run, Recording())
-    assert summary.budget_stopped and summary.status == protocol.SWEEP_BUDGET_STOPPED and summary.exit_code() == 0
+    assert summary.budget_stopped and summary.status == vocabulary.SWEEP_BUDGET_STOPPED and summary.exit_code() == 0
     assert summary.spent_usd <= 12.5 and summary.skipped_budget == len(stops[0][1]) > 0
     with _wh() as wh:
         skipped = wh.scalar("SELECT count(*) FROM trials WHERE sweep_id = ? AND status = 'skipped-budget'",
@@ -169,7 +169,7 @@ def test_a_second_run_of_a_running_sweep_refuses_naming_the_holder(tmp_path, mon
                 outcome["err"] = err.value
 
     summary = execute(first, StartSecond())
-    assert summary.status == protocol.SWEEP_SUCCEEDED and summary.launched == 4
+    assert summary.status == vocabulary.SWEEP_SUCCEEDED and summary.launched == 4
     assert outcome["err"].exit_code == 4 and first.holder in str(outcome["err"]) and not made  # launched nothing
     third, _ = _run(tmp_path)  # the lease was given back at the end
     assert execute(third, Hooks()).skipped_done == 4
@@ -198,7 +198,7 @@ def test_records_that_cannot_be_stored_are_counted_named_and_stored_by_the_next_
         for proc in readers:
             proc.kill()
             proc.wait()
-    assert summary.status == protocol.SWEEP_UNRECORDED and summary.exit_code() == 1
+    assert summary.status == vocabulary.SWEEP_UNRECORDED and summary.exit_code() == 1
     assert summary.unrecorded == 4 and len(summary.unrecorded_files) == 4
     assert all(Path(f).parent == Path(summary.landing) for f in summary.unrecorded_files)
     # the next run stores them first, and skips the trials they show succeeded
@@ -209,7 +209,7 @@ def test_records_that_cannot_be_stored_are_counted_named_and_stored_by_the_next_
     again.holder = run.holder
     summary = execute(again, Hooks())
     assert summary.skipped_done == 4 and summary.launched == 0 and summary.unrecorded == 0
-    assert summary.status == protocol.SWEEP_SUCCEEDED
+    assert summary.status == vocabulary.SWEEP_SUCCEEDED
     with _wh() as wh:
         assert wh.scalar("SELECT count(*) FROM runs WHERE sweep_id = ?", [run.sweep_id]) == 4
 
@@ -230,7 +230,7 @@ def test_ctrl_c_stops_launching_cancels_what_runs_and_still_stores_what_finished
                 timers[0].start()
 
     summary = execute(run, InterruptAfterFirstResults())
-    assert summary.interrupted and summary.status == protocol.SWEEP_INTERRUPTED and summary.exit_code() == 130
+    assert summary.interrupted and summary.status == vocabulary.SWEEP_INTERRUPTED and summary.exit_code() == 130
     assert summary.succeeded >= 2 and summary.unrecorded == 0
     with _wh() as wh:
         runs = wh.query("SELECT status, count(*) AS n FROM runs WHERE sweep_id = ? GROUP BY status", [run.sweep_id])
@@ -239,7 +239,7 @@ def test_ctrl_c_stops_launching_cancels_what_runs_and_still_stores_what_finished
     # every launched trial's record is stored: the finished ones succeeded, the running ones cancelled
     # (on a very loaded machine the interrupt may come after they finished: then all succeeded)
     assert set(counts) <= {"succeeded", "cancelled"} and sum(counts.values()) == summary.launched
-    assert counts["succeeded"] == summary.succeeded and status == protocol.SWEEP_INTERRUPTED
+    assert counts["succeeded"] == summary.succeeded and status == vocabulary.SWEEP_INTERRUPTED
 
 
 def test_the_pruning_watch_counts_each_step_once_over_attempts_and_every_step_less_point():
@@ -266,7 +266,7 @@ def test_candidates_a_search_never_asks_for_end_not_asked_not_pending(tmp_path, 
     assert (summary.launched, summary.succeeded, summary.not_asked) == (2, 2, 2)
     with _wh() as wh:
         statuses = sorted(wh.query("select status from trials where sweep_id = ?", [run.sweep_id])["status"])
-    assert statuses == [protocol.NOT_ASKED, protocol.NOT_ASKED, protocol.SUCCEEDED, protocol.SUCCEEDED]
+    assert statuses == [vocabulary.NOT_ASKED, vocabulary.NOT_ASKED, vocabulary.SUCCEEDED, vocabulary.SUCCEEDED]
     again, _ = _run(tmp_path, strategy="tpe", n_trials=2)  # the same sweep again: nothing more to ask
     summary = execute(again)
     assert (summary.launched, summary.not_asked) == (0, 2)

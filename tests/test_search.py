@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sweep_specs import sweep_spec, trial_script, x_points
 
-from gpuledger import protocol
+from gpuledger import vocabulary
 from gpuledger.search import AdaptiveSearch, study_path_for
 from gpuledger.spec import expand_trials, load_spec, sweep_id_for
 from gpuledger.spec.problems import SpecError
@@ -105,19 +105,19 @@ def test_asha_sweep_prunes_through_the_local_launcher_and_records_pruned(tmp_pat
                    launcher="local", summary=summary)
     execute(run)
     assert summary.succeeded + summary.pruned == 4 and summary.pruned >= 1 and summary.failed == 0
-    assert summary.status == protocol.SWEEP_SUCCEEDED
+    assert summary.status == vocabulary.SWEEP_SUCCEEDED
     with Warehouse.open(read_only=True) as wh:
         rows = {r["trial_id"]: r for r in wh.query(
             "select trial_id, params, status, metric_value, wall_s, cost_usd from v_trial_results").to_dicts()}
         runs = wh.query("select trial_id, status from v_runs").to_dicts()
     by_x = {t.params["x"]: rows[t.trial_id] for t in trials}
-    assert by_x[0.3]["status"] == protocol.SUCCEEDED and by_x[0.3]["metric_value"] == pytest.approx(1.125)
-    pruned = [r for r in rows.values() if r["status"] == protocol.PRUNED]
+    assert by_x[0.3]["status"] == vocabulary.SUCCEEDED and by_x[0.3]["metric_value"] == pytest.approx(1.125)
+    pruned = [r for r in rows.values() if r["status"] == vocabulary.PRUNED]
     assert len(pruned) == summary.pruned
     full = by_x[0.3]["wall_s"]
     for r in pruned:  # stopped early, billed for what they ran, their attempt cancelled
         assert r["metric_value"] is None and 0 < r["wall_s"] < full and r["cost_usd"] > 0
-    assert {r["status"] for r in runs if rows[r["trial_id"]]["status"] == protocol.PRUNED} == {protocol.CANCELLED}
+    assert {r["status"] for r in runs if rows[r["trial_id"]]["status"] == vocabulary.PRUNED} == {vocabulary.CANCELLED}
     assert study_path_for(sweep_id).is_file()
     # a second run of the same sweep resumes the study: nothing is asked again
     summary2 = SweepSummary(sweep_id=sweep_id, name=sp.name, trials=len(trials), max_parallel=1,
@@ -125,4 +125,4 @@ def test_asha_sweep_prunes_through_the_local_launcher_and_records_pruned(tmp_pat
     run2 = SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id, trials=trials, plan_json=plan_json, cap=1,
                     launcher="local", summary=summary2)
     execute(run2)
-    assert summary2.launched == 0 and summary2.status == protocol.SWEEP_SUCCEEDED
+    assert summary2.launched == 0 and summary2.status == vocabulary.SWEEP_SUCCEEDED

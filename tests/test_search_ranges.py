@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from sweep_specs import sweep_spec
 
-from gpuledger import protocol
+from gpuledger import vocabulary
 from gpuledger.search import AdaptiveSearch, sample_points, study_path_for
 from gpuledger.spec import expand_trials, load_spec, sweep_id_for, trial_id_for
 from gpuledger.spec.problems import SpecError
@@ -99,8 +99,9 @@ def _lr_loss(params: dict) -> float:
 
 def _ranged_run(folder: Path, monkeypatch, *, budget: float = 5.0, n_trials: int = 8, cap: int = 1, seed: int = 0,
              strategy: str = "tpe"):
+    from helpers.fake_launcher import FakeLauncher
+
     from gpuledger.inputs.ledger import planning_inputs
-    from gpuledger.launch.fake import FakeLauncher
     from gpuledger.plan import plan_sweep
     from gpuledger.runtime.engine import SweepRun
     from gpuledger.runtime.summary import SweepSummary
@@ -140,7 +141,7 @@ def test_a_tpe_sweep_over_a_log_range_plans_and_registers_every_asked_point(tmp_
     run = _ranged_run(tmp_path, monkeypatch)
     assert any("search tpe over ranges" in a for a in run.plan_json["assumptions"])
     summary = execute(run)
-    assert (summary.status, summary.launched, summary.succeeded, summary.failed) == (protocol.SWEEP_SUCCEEDED, 8, 8, 0)
+    assert (summary.status, summary.launched, summary.succeeded, summary.failed) == (vocabulary.SWEEP_SUCCEEDED, 8, 8, 0)
     asked = _study_trials(run.sweep_id)
     assert len(asked) == 8 and {a["state"] for a in asked.values()} == {"COMPLETE"}
     with Warehouse.open(read_only=True) as wh:
@@ -154,7 +155,7 @@ def test_a_tpe_sweep_over_a_log_range_plans_and_registers_every_asked_point(tmp_
     for tid, a in asked.items():
         row = rows[tid]
         assert json.loads(row["params"]) == a["params"] and tid == trial_id_for(run.spec.name, a["params"])
-        assert row["trial_index"] == a["number"] and row["status"] == protocol.SUCCEEDED and row["feasible"] is True
+        assert row["trial_index"] == a["number"] and row["status"] == vocabulary.SUCCEEDED and row["feasible"] is True
         assert row["est_wall_s"] > 0 and row["est_cost_usd"] > 0 and row["est_memory_gib"] > 0
         assert results[tid]["metric_value"] == pytest.approx(_lr_loss(a["params"]))
     # each point is planned with its own params: micro_batch and lora_r change the memory estimate
@@ -181,7 +182,7 @@ def test_a_resumed_tpe_sweep_asks_nothing_again_and_keeps_its_ids(tmp_path, monk
     second = _ranged_run(tmp_path, monkeypatch, budget=5.0, n_trials=6)
     assert second.sweep_id == first.sweep_id
     s2 = execute(second)
-    assert s2.status == protocol.SWEEP_SUCCEEDED and (s2.skipped_done, s2.launched, s2.succeeded) == (3, 3, 3)
+    assert s2.status == vocabulary.SWEEP_SUCCEEDED and (s2.skipped_done, s2.launched, s2.succeeded) == (3, 3, 3)
     after = _study_trials(first.sweep_id)
     complete = {tid: a for tid, a in after.items() if a["state"] == "COMPLETE"}
     for tid, a in before.items():  # the same ids, the same params, the same study trial
@@ -200,7 +201,7 @@ def test_an_asha_sweep_over_ranges_runs_exactly_the_planned_points_in_their_orde
     run = _ranged_run(tmp_path, monkeypatch, strategy="asha", n_trials=5, cap=2)
     assert any("asha runs exactly these points" in a for a in run.plan_json["assumptions"])
     summary = execute(run)
-    assert (summary.status, summary.launched, summary.succeeded) == (protocol.SWEEP_SUCCEEDED, 5, 5)
+    assert (summary.status, summary.launched, summary.succeeded) == (vocabulary.SWEEP_SUCCEEDED, 5, 5)
     asked = sorted(_study_trials(run.sweep_id).items(), key=lambda kv: kv[1]["number"])
     assert [tid for tid, _ in asked] == [t.trial_id for t in run.trials]  # the plan's points, in its order
     with Warehouse.open(read_only=True) as wh:
@@ -208,7 +209,7 @@ def test_an_asha_sweep_over_ranges_runs_exactly_the_planned_points_in_their_orde
                         [run.sweep_id]).to_dicts()
     plan_cost = {r["trial_id"]: r["est_cost_usd"] for r in run.plan_json["trials"]}
     assert {r["trial_id"]: r["est_cost_usd"] for r in rows} == pytest.approx(plan_cost)
-    assert {r["status"] for r in rows} == {protocol.SUCCEEDED}
+    assert {r["status"] for r in rows} == {vocabulary.SUCCEEDED}
 
 
 def test_the_seed_reproduces_asha_sequences_and_tpe_first_points(tmp_path):
@@ -247,7 +248,8 @@ def test_the_seed_reproduces_asha_sequences_and_tpe_first_points(tmp_path):
 def test_a_tpe_point_the_planner_finds_infeasible_is_registered_with_its_reason_and_not_launched(tmp_path, monkeypatch):
     """Planned on the cloud (bundled catalog), launched by the fake launcher: micro_batch changes the
     memory estimate, and the points that do not fit one A100-80GB are registered, not launched."""
-    from gpuledger.launch.fake import FakeLauncher
+    from helpers.fake_launcher import FakeLauncher
+
     from gpuledger.plan import plan_sweep
     from gpuledger.runtime.engine import SweepRun, execute
     from gpuledger.runtime.summary import SweepSummary
@@ -298,9 +300,9 @@ def test_a_tpe_point_the_planner_finds_infeasible_is_registered_with_its_reason_
     assert len(rows) == 8 and infeasible and feasible  # every asked point is registered
     assert summary.not_feasible == len(infeasible) and summary.launched == len(feasible) == len(launched)
     for r in infeasible:
-        assert "A100-80GB" in r["reason"] and r["trial_id"] not in launched and r["status"] == protocol.PENDING
+        assert "A100-80GB" in r["reason"] and r["trial_id"] not in launched and r["status"] == vocabulary.PENDING
     for r in feasible:
-        assert r["accelerator"] == "A100-80GB" and r["status"] == protocol.SUCCEEDED
+        assert r["accelerator"] == "A100-80GB" and r["status"] == vocabulary.SUCCEEDED
     # the memory estimate grows with micro_batch; what fits is below what does not
     assert max(json.loads(r["params"])["micro_batch"] for r in feasible) < min(
         json.loads(r["params"])["micro_batch"] for r in infeasible)

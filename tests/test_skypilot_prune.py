@@ -34,7 +34,7 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from sky_offline import no_network, sky_offline  # noqa: F401 - fixtures used by name
 
-from gpuledger import protocol
+from gpuledger import protocol, vocabulary
 from gpuledger.launch.skypilot_task import RESULT_PATH
 
 # eval_loss(x, step) = (|x - 0.3| + 1) * (1 + 1/step): x = 0.3 is best at every step
@@ -208,7 +208,7 @@ def test_asha_sweep_on_the_skypilot_launcher_prunes_cancels_bills_what_ran_and_s
         cluster.stop_all()
 
     assert summary.succeeded + summary.pruned == 4 and summary.pruned >= 1 and summary.failed == 0
-    assert summary.status == protocol.SWEEP_SUCCEEDED
+    assert summary.status == vocabulary.SWEEP_SUCCEEDED
     # every job's task asked the agent to echo the objective, and the watch read the tail of the log
     tails = [c for c in cluster.calls if c[0] == "tail_logs"]
     assert any(c[2] == launchers[0].progress_tail_lines for c in tails)
@@ -222,7 +222,7 @@ def test_asha_sweep_on_the_skypilot_launcher_prunes_cancels_bills_what_ran_and_s
     trials_by_x = {t.params["x"]: t for t in trials}
     by_x = {x: rows[t.trial_id] for x, t in trials_by_x.items()}
     best = by_x[0.3]
-    assert best["status"] == protocol.SUCCEEDED and best["metric_value"] == pytest.approx(1.1)
+    assert best["status"] == vocabulary.SUCCEEDED and best["metric_value"] == pytest.approx(1.1)
     # billed: each attempt's time on its cluster (start to end) at aws g5.xlarge on-demand
     jobs = {name.rsplit("-", 1)[1]: cluster.jobs[job_id] for kind, job_id, name in
             (c for c in cluster.calls if c[0] == "launch")}
@@ -231,20 +231,20 @@ def test_asha_sweep_on_the_skypilot_launcher_prunes_cancels_bills_what_ran_and_s
         assert r["cost_usd"] == pytest.approx(seconds / 3600 * 1.006, abs=0.2 / 3600 * 1.006)
     # the best trial lost its cluster once: two attempts, and the pruner saw each of its steps once
     best_runs = sorted((r for r in runs if r["trial_id"] == trials_by_x[0.3].trial_id), key=lambda r: r["wall_s"])
-    assert sorted(r["status"] for r in best_runs) == [protocol.PREEMPTED, protocol.SUCCEEDED]
+    assert sorted(r["status"] for r in best_runs) == [vocabulary.PREEMPTED, vocabulary.SUCCEEDED]
     assert len(jobs[trials_by_x[0.3].trial_id]["windows"]) == 2
     study = optuna.load_study(study_name=sweep_id, storage=JournalStorage(JournalFileBackend(
         str(study_path_for(sweep_id)))))
     (best_trial,) = [t for t in study.get_trials() if t.user_attrs.get("gpuledger_trial_id")
                      == trials_by_x[0.3].trial_id]
     assert best_trial.intermediate_values == {k: pytest.approx(1 + 1 / k) for k in range(1, 11)}
-    pruned = [r for r in rows.values() if r["status"] == protocol.PRUNED]
+    pruned = [r for r in rows.values() if r["status"] == vocabulary.PRUNED]
     assert len(pruned) == summary.pruned
     for r in pruned:  # stopped early, billed for what they ran
         assert r["metric_value"] is None and 0 < r["cost_usd"] < best["cost_usd"] and r["wall_s"] < best["wall_s"]
     assert all(r["launcher"] == "skypilot" and r["cloud"] == "aws" and r["instance_type"] == "g5.xlarge"
                for r in runs)
-    assert {r["status"] for r in runs if rows[r["trial_id"]]["status"] == protocol.PRUNED} == {protocol.CANCELLED}
+    assert {r["status"] for r in runs if rows[r["trial_id"]]["status"] == vocabulary.PRUNED} == {vocabulary.CANCELLED}
     # the pruned jobs' logs hold the agent's echoed objective and its cancelled result line
     for job_id in cancelled:
         text = cluster.jobs[job_id]["log"].read_text()

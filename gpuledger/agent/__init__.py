@@ -53,7 +53,7 @@ from typing import Any
 
 import psutil
 
-from gpuledger import protocol
+from gpuledger import protocol, vocabulary
 from gpuledger.agent.measure import GIB, MAX_LINE_BYTES, FileTail, Gpus, Metrics, oom_kill_count
 from gpuledger.agent.signing import read_keys, write_signed
 from gpuledger.protocol import ENV_METRICS as METRICS_ENV
@@ -505,7 +505,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"[{protocol.ENV_ATTEMPT}]")
     p.add_argument("--params", default=_env(protocol.ENV_PARAMS), metavar="JSON",
                    help=f"the trial's parameters as a JSON object [{protocol.ENV_PARAMS}]")
-    p.add_argument("--launcher", choices=list(protocol.LAUNCHERS), default=_env(protocol.ENV_LAUNCHER, "local"),
+    p.add_argument("--launcher", choices=list(vocabulary.LAUNCHERS), default=_env(protocol.ENV_LAUNCHER, "local"),
                    help=f"[{protocol.ENV_LAUNCHER}]")
     p.add_argument("--cloud", default=_env(protocol.ENV_CLOUD), help=f"[{protocol.ENV_CLOUD}]")
     p.add_argument("--region", default=_env(protocol.ENV_REGION), help=f"[{protocol.ENV_REGION}]")

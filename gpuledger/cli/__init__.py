@@ -14,7 +14,7 @@ import math
 import re
 import sys
 
-from gpuledger import __version__
+from gpuledger import __version__, vocabulary
 
 
 class _Parser(argparse.ArgumentParser):
@@ -125,11 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("estimate", help="memory, compute and time one training/inference setup needs")
     s.add_argument("model", metavar="MODEL", help="registry name or path to an HF config.json")
-    s.add_argument("--method", default="lora", choices=["full", "lora", "qlora", "grpo", "ppo", "inference"])
+    s.add_argument("--method", default="lora", choices=vocabulary.METHODS)
     s.add_argument("--precision", default="bf16",
-                   choices=["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed", "fp8", "int8", "int4", "nf4"])
+                   choices=vocabulary.PRECISIONS)
     s.add_argument("--optimizer", default="adamw",
-                   choices=["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "adafactor"])
+                   choices=vocabulary.OPTIMIZERS)
     s.add_argument("--batch", type=_positive_int, default=1, help="micro-batch per GPU")
     s.add_argument("--seq", type=_positive_int, default=2048, help="sequence length (tokens)")
     s.add_argument("--grad-ckpt", action=argparse.BooleanOptionalAction, default=True)
@@ -137,14 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--lora-r", type=_positive_int, default=16)
     s.add_argument("--lora-targets", default="q,v", help="comma list (q,k,v,o,gate,up,down) or all-linear")
     s.add_argument("--gpus", type=_positive_int, default=1)
-    s.add_argument("--sharding", default="none", choices=["none", "ddp", "zero1", "zero2", "zero3", "fsdp"])
+    s.add_argument("--sharding", default="none", choices=vocabulary.SHARDINGS)
     s.add_argument("--prompt-len", type=_positive_int, default=None)
     s.add_argument("--completion-len", type=_positive_int, default=None)
     s.add_argument("--group-size", type=_positive_int, default=None)
-    s.add_argument("--framework", default="hf",
-                   choices=["hf", "litgpt", "torchtune", "torchtitan", "megatron", "nemo", "llm-foundry", "nanotron"],
+    s.add_argument("--framework", default="hf", choices=vocabulary.FRAMEWORKS,
                    help="training stack: its memory habits and speed (default hf)")
-    s.add_argument("--device", default="gpu", choices=["gpu", "cpu"],
+    s.add_argument("--device", default="gpu", choices=vocabulary.DEVICES,
                    help="cpu: estimate resident memory of a CPU run (the local demo)")
     from gpuledger.cli.commands.estimate import add_stack_options
 
@@ -162,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("sweep", help="plan, launch, measure and report a sweep")
     s.add_argument("spec", metavar="SPEC")
-    s.add_argument("--launcher", choices=["local", "skypilot"], default=None)
+    s.add_argument("--launcher", choices=vocabulary.LAUNCHERS, default=None)
     s.add_argument("--max-parallel", type=_parallel, default=None, metavar="N")
     s.add_argument("--dry-run", action="store_true")
     s.add_argument("--force", action="store_true", help="launch even when the budget guard refuses")

@@ -34,6 +34,7 @@ from gpuledger.estimate.memory import (
 from gpuledger.estimate.throughput import ModelShape, StepTime, TrainSetup, step_time
 from gpuledger.estimate.workload import STACK_FIELDS, Workload
 from gpuledger.models import load_config
+from gpuledger.vocabulary import RL_METHODS
 
 MEMORY_KEYS = ("weights", "gradients", "optimizer", "optimizer_temporaries", "activations", "logits", "kv_cache", "buffers",
                "allocated", "reserved", "device")
@@ -106,7 +107,7 @@ def estimate(w: Workload) -> Estimate:
     seq = w.seq_len
     if w.method in ("grpo", "ppo", "inference") and (w.prompt_len or w.completion_len):
         seq = (w.prompt_len or 0) + (w.completion_len or 0)
-    fpt = flops_per_token(cfg, m.params_total, active_params(cfg), "full" if w.method in ("grpo", "ppo") else w.method,
+    fpt = flops_per_token(cfg, m.params_total, active_params(cfg), "full" if w.method in RL_METHODS else w.method,
                           seq, w.grad_ckpt, m.params_trainable)
     assumptions = [
         f"{cfg.name} ({cfg.model_type}): {m.params_total:,} params"

@@ -47,8 +47,9 @@ from gpuledger.estimate.coefficients import (
     SMALL_MATMUL_TOKENS,
     generation,
 )
+from gpuledger.vocabulary import CHECKPOINTINGS
 
-CHECKPOINTING = ("none", "selective", "full")
+CHECKPOINTING = CHECKPOINTINGS
 
 
 @dataclass(frozen=True)

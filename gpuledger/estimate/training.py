@@ -34,6 +34,7 @@ from gpuledger.estimate.memory import (
 )
 from gpuledger.estimate.workload import Workload, memory_habits
 from gpuledger.models import ModelConfig, count_params, layer_linears, load_config, lora_linears
+from gpuledger.vocabulary import RL_METHODS
 
 #: DeepSpeed's own defaults when no HF "auto" applies: reduce_bucket_size = allgather_bucket_size =
 #: 5e8 elements (deepspeed/runtime/zero/config.py). HF's "auto" sets hidden^2 (transformers
@@ -145,7 +146,7 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     a, r_b = _act_bytes(p), _resid_bytes(p)
     mixed = p in ("bf16-mixed", "fp16-mixed", "fp8")
     sharding = _sharding(w, m)
-    rl = w.method in ("grpo", "ppo")
+    rl = w.method in RL_METHODS
     d, vocab = cfg.hidden_size, cfg.vocab_size
     pc = count_params(cfg)
     layer_params = (total - pc.embedding) / max(1, cfg.num_layers)

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Method = Literal["full", "lora", "qlora", "grpo", "ppo", "inference"]
-Precision = Literal["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed", "fp8", "int8", "int4", "nf4"]
-Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "adafactor"]
-Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
-
-
-Framework = Literal["hf", "litgpt", "torchtune", "torchtitan", "megatron", "nemo", "llm-foundry", "nanotron"]
-Checkpointing = Literal["none", "selective", "full"]
+from gpuledger.vocabulary import (
+    QUANTISED_PRECISIONS,
+    Checkpointing,
+    Device,
+    Framework,
+    Generation,
+    Method,
+    Optimizer,
+    Precision,
+    RefModel,
+    Sharding,
+)
 
 #: Workload fields a spec's `train` section carries under the same name (gpuledger/spec/models.py Train).
 STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd", "grad_accum",
@@ -59,7 +61,7 @@ class Workload(BaseModel):
     prompt_len: int | None = Field(None, ge=1)
     completion_len: int | None = Field(None, ge=1)
     group_size: int | None = Field(None, ge=1)
-    device: Literal["gpu", "cpu"] = "gpu"
+    device: Device = "gpu"
     #: the training code whose memory habits to assume (loss and adapter dtypes differ; see memory.py):
     #: hf = Transformers + PEFT (+ TRL), the default and what trainers/ ships; litgpt; torchtune.
     #: tuned pre-training stacks (torchtitan, megatron, nemo, llm-foundry, nanotron) share torchtune's
@@ -97,11 +99,11 @@ class Workload(BaseModel):
     #: GRPO/PPO reference model: same_gpu (a second copy of the policy), offload (kept on CPU),
     #: shared_base (LoRA: the policy with adapters disabled, TRL's PEFT path), none (beta = 0);
     #: auto = shared_base under LoRA/QLoRA-style methods, same_gpu otherwise.
-    ref_model: Literal["auto", "same_gpu", "offload", "shared_base", "none"] = "auto"
+    ref_model: RefModel = "auto"
     #: GRPO/PPO generation: hf (model.generate on the training GPU), vllm_colocate (a vLLM engine in
     #: the training process holding `vllm_gpu_memory_utilization` of the GPU), vllm_server (a separate
     #: vLLM server on other GPUs: nothing on the training GPU).
-    generation: Literal["hf", "vllm_colocate", "vllm_server"] = "hf"
+    generation: Generation = "hf"
     #: TRL GRPOConfig.vllm_gpu_memory_utilization (default 0.3) for vllm_colocate.
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
     #: memory of the GPU (GiB), used only for vllm_colocate's share.
@@ -144,7 +146,7 @@ class Workload(BaseModel):
                              f"({self.tensor_parallel} x {self.pipeline_parallel})")
         if self.nodes is not None and self.nodes > self.gpus:
             raise ValueError(f"nodes ({self.nodes}) cannot exceed gpus ({self.gpus})")
-        if self.method == "full" and self.precision in ("int8", "int4", "nf4"):
+        if self.method == "full" and self.precision in QUANTISED_PRECISIONS:
             raise ValueError(f"full fine-tuning cannot train {self.precision} weights; use --method qlora or lora "
                              "(a frozen quantised base) or a float precision")
         return self

@@ -37,15 +37,15 @@ from prefect.events import emit_event
 from prefect.states import Failed, State
 from prefect.utilities.annotations import quote
 
-from gpuledger import protocol
+from gpuledger import vocabulary
 from gpuledger.errors import BudgetExceeded, UserError
 from gpuledger.flows.artifacts import Progress, artifact_key, publish_report, publish_table
+from gpuledger.launch import known_launchers, plans_as
 from gpuledger.runtime.budget import BudgetStop
 from gpuledger.runtime.engine import Hooks, SweepRun, best_recipe, execute
 from gpuledger.runtime.events import notify
 from gpuledger.runtime.ids import new_sweep_id
-from gpuledger.runtime.launching import SWEEP_LAUNCHERS, make_launcher
-from gpuledger.runtime.requests import planned_as
+from gpuledger.runtime.launching import make_launcher
 from gpuledger.runtime.summary import SweepSummary
 
 BUDGET_EVENT = "gpuledger.budget.exceeded"
@@ -120,12 +120,12 @@ def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, n
         raise UserError(f"{spec}: kind is {sp.kind!r}; the sweep flow runs `kind: sweep` specs "
                         f"(use `gpuledger capacity` for capacity specs)")
     launcher_name = launcher or sp.launcher
-    if launcher_name not in SWEEP_LAUNCHERS:
+    if launcher_name not in known_launchers():
         raise UserError(f"unknown launcher {launcher_name!r}: use local or skypilot")
     sweep_id = new_sweep_id(sp) if new else sweep_id_for(sp)
     trials = expand_trials(sp)
-    plan = plan_sweep(sp, trials, max_parallel=max_parallel, launcher=planned_as(launcher_name),
-                      **planning_inputs(sp, planned_as(launcher_name)))
+    plan = plan_sweep(sp, trials, max_parallel=max_parallel, launcher=plans_as(launcher_name),
+                      **planning_inputs(sp, plans_as(launcher_name)))
     plan_json = plan.to_json()
     cap = int(plan_json.get("max_parallel") or max_parallel or sp.resources.max_parallel or 1)
     cap = max(1, min(cap, max_parallel or cap))
@@ -196,7 +196,7 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
         log.warning("Budget guard refused sweep %s but force=True: launching anyway (recorded as forced). %s",
                     sweep_id, err)
     if dry_run:
-        summary.status = protocol.SWEEP_DRY_RUN
+        summary.status = vocabulary.SWEEP_DRY_RUN
         log.info("Dry run: nothing launched, nothing written.")
         notify("finished", summary=summary.to_dict())
         return summary.to_dict()

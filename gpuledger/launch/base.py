@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from gpuledger.protocol import LAUNCH_STATUSES, LAUNCH_TERMINAL
+from gpuledger.vocabulary import LAUNCH_TERMINAL, LaunchStatus
 
 if TYPE_CHECKING:
     from gpuledger.record import ResultRecord
 
-#: What `poll` answers (`gpuledger.protocol.LAUNCH_STATUSES`). Terminal: succeeded, failed, cancelled.
-TrialStatus = Literal[LAUNCH_STATUSES]  # type: ignore[valid-type]
+#: What `poll` answers (`gpuledger.vocabulary.LAUNCH_STATUSES`). Terminal: succeeded, failed, cancelled.
+TrialStatus = LaunchStatus
 TERMINAL: frozenset[str] = LAUNCH_TERMINAL
 
 
@@ -44,7 +44,7 @@ class LaunchRequest:
     #: price of the chosen offer (local: the plan's local rate); None: the launcher's own default
     usd_per_hour: float | None = None
     on_demand_usd_per_hour: float | None = None
-    price_source: str = "local"  # gpuledger.protocol.PRICE_SOURCES
+    price_source: str = "local"  # gpuledger.vocabulary.PRICE_SOURCES
     price_description: str = ""  # where the price comes from, for the billing line
     #: metrics the in-job agent echoes to the job's logs while it runs (`--echo-metrics`): the sweep's
     #: objective when its trials can be pruned, so a launcher that only reads logs (SkyPilot) sees them

@@ -53,7 +53,7 @@ from typing import Any
 
 import psutil
 
-from gpuledger import protocol
+from gpuledger import protocol, vocabulary
 from gpuledger.agent.signing import signature_path, signed_by, write_signed
 from gpuledger.launch.base import LaunchRequest, TrialStatus
 from gpuledger.record import ResultRecord
@@ -188,7 +188,7 @@ class LocalLauncher:
                 return "pending"
             if handle.state == "running":
                 return "running"
-            return protocol.launch_status_of(self._final_record(handle).status)  # type: ignore[return-value]
+            return vocabulary.launch_status_of(self._final_record(handle).status)  # type: ignore[return-value]
 
     def cancel(self, handle: LocalHandle) -> None:
         """Stops the trial (idempotent): a queued one never starts, a running one gets SIGTERM."""

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from gpuledger import protocol
+from gpuledger import vocabulary
 from gpuledger.launch.base import LaunchRequest, TrialStatus
 from gpuledger.launch.skypilot_logs import new_points, parse_result_lines
 from gpuledger.launch.skypilot_pool import PoolKeeper, pool_job_config
@@ -292,7 +292,7 @@ class SkyPilotLauncher:
         self.pool_usage.extend(self.pools.close())
 
     def poll(self, handle: SkyJob) -> TrialStatus:
-        if handle.status in protocol.LAUNCH_TERMINAL:
+        if handle.status in vocabulary.LAUNCH_TERMINAL:
             return handle.status
         records = [r for r in self.sdk.queue([handle.job_id]) if int(r.get("job_id", -1)) == handle.job_id]
         if not records:
@@ -302,7 +302,7 @@ class SkyPilotLauncher:
         return handle.status
 
     def cancel(self, handle: SkyJob) -> None:
-        if handle.status in protocol.LAUNCH_TERMINAL or handle.cancel_requested:
+        if handle.status in vocabulary.LAUNCH_TERMINAL or handle.cancel_requested:
             return
         self.sdk.cancel(handle.job_id)
         handle.cancel_requested = True
@@ -318,7 +318,7 @@ class SkyPilotLauncher:
         gives nothing new (the next look reads it again).
         """
         names = handle.request.echo_metrics
-        ended = handle.status in protocol.LAUNCH_TERMINAL
+        ended = handle.status in vocabulary.LAUNCH_TERMINAL
         if not names or not (ended or handle.sky_status in ("RUNNING", "WINDING_DOWN")):
             return [], offset
         try:
@@ -332,14 +332,14 @@ class SkyPilotLauncher:
         if handle.final_logs is not None:
             return handle.final_logs
         logs = self.sdk.tail_logs(handle.job_id)
-        if handle.status in protocol.LAUNCH_TERMINAL:
+        if handle.status in vocabulary.LAUNCH_TERMINAL:
             handle.final_logs = logs
         return logs
 
     def wait(self, handle: SkyJob, timeout_s: float | None = None) -> TrialStatus:
         """Polls every `poll_interval_s` until a terminal status (or `timeout_s`); returns the status."""
         start = self.clock()
-        while self.poll(handle) not in protocol.LAUNCH_TERMINAL:
+        while self.poll(handle) not in vocabulary.LAUNCH_TERMINAL:
             if timeout_s is not None and self.clock() - start > timeout_s:
                 break
             time.sleep(self.poll_interval_s)

@@ -21,7 +21,6 @@ from gpuledger.serving import sweep_points
 #: |estimate − measured| / measured beyond which a trial is named on the accuracy charts
 OUTLIER_PCT = 25.0
 #: parallel slots of the what-if curve (the actual K is added when it is not among them)
-_FAILED = ("failed", "oom", "preempted", "cancelled")
 
 
 @dataclass

@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuledger.launch import plans_as
 from gpuledger.runtime.budget import plan_cost_usd
-from gpuledger.runtime.requests import launch_requests, planned_as
+from gpuledger.runtime.requests import launch_requests
 
 
 @dataclass
@@ -37,13 +38,13 @@ class Admission:
         """Reads the planning inputs once (the warehouse is opened read-only: call before the writer starts)."""
         from gpuledger.inputs.ledger import planning_inputs
 
-        return cls(run, hooks, planning_inputs(run.spec, planned_as(run.launcher)))
+        return cls(run, hooks, planning_inputs(run.spec, plans_as(run.launcher)))
 
     def plan(self, trial: Any) -> dict[str, Any]:
         """Returns the plan (`Plan.to_json()`) of `trial` alone, with the sweep's settings."""
         from gpuledger.plan import plan_sweep
 
-        return plan_sweep(self.run.spec, [trial], max_parallel=self.run.cap, launcher=planned_as(self.run.launcher),
+        return plan_sweep(self.run.spec, [trial], max_parallel=self.run.cap, launcher=plans_as(self.run.launcher),
                           **self.inputs).to_json()
 
     def admit(self, trial: Any, writer: Any, meter: Any, requests: dict[str, Any]) -> bool:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuledger import protocol
+from gpuledger import vocabulary
 from gpuledger.record import ResultRecord
 from gpuledger.runtime import landing
 from gpuledger.runtime.budget import BudgetMeter, BudgetStop
@@ -131,7 +131,7 @@ def register(run: SweepRun, hooks: Hooks, landing_dir: Path) -> tuple[list[Any],
             plan_json=run.plan_json, prices=prices_used(run.plan_json),
         )
         planned = [] if asks_new_points(sp) else run.trials  # tpe over a range: each one registered when asked
-        wh.upsert_trials(run.sweep_id, [{**r, "status": protocol.PENDING} for r in warehouse_trial_rows(run.plan_json, planned)])
+        wh.upsert_trials(run.sweep_id, [{**r, "status": vocabulary.PENDING} for r in warehouse_trial_rows(run.plan_json, planned)])
         refused = landing.quarantine_unsigned(landing_dir)
         if refused:
             hooks.log.warning("%d file(s) in %s were not written by gpuledger's launcher (unsigned); moved to %s, "
@@ -251,7 +251,7 @@ class _Loop:
         self.pending.clear()
         self.summary.budget_stopped = True
         self.summary.skipped_budget = len(ids)
-        self.writer.mark(ids, protocol.SKIPPED_BUDGET, stop.reason)
+        self.writer.mark(ids, vocabulary.SKIPPED_BUDGET, stop.reason)
         self.hooks.log.warning("Stopping launches of %s: %s; %d trial(s) marked skipped-budget.",
                                self.run.sweep_id, stop.reason, len(ids))
         with contextlib.suppress(Exception):
@@ -275,7 +275,7 @@ class _Loop:
                     self.unkept[rec.run_id] = f"could not keep it in {self.writer.landing_dir}: {err.strerror or err}"
                     self.hooks.log.error("Result record %s of trial %s %s", rec.run_id, rec.trial_id,
                                          self.unkept[rec.run_id])
-            self.meter.finished(t.trial_id, [(rec.cost_usd, rec.status == protocol.CANCELLED) for rec in outcome.records])
+            self.meter.finished(t.trial_id, [(rec.cost_usd, rec.status == vocabulary.CANCELLED) for rec in outcome.records])
             if outcome.error is not None:
                 errors[t.trial_id] = outcome.error
                 self.summary.launcher_errors += 1
@@ -284,15 +284,15 @@ class _Loop:
             self._tell(t.trial_id, outcome)
             for i, rec in enumerate(outcome.records):
                 records.append(rec)
-                if rec.status == protocol.PREEMPTED and i < len(outcome.records) - 1:  # recovered: a later attempt
+                if rec.status == vocabulary.PREEMPTED and i < len(outcome.records) - 1:  # recovered: a later attempt
                     self.hooks.log.info("Trial %s: attempt %d preempted after %.1f s; recovered", rec.trial_id,
                                         rec.attempt, rec.wall_s)
-                elif outcome.pruned and rec.status == protocol.CANCELLED:
+                elif outcome.pruned and rec.status == vocabulary.CANCELLED:
                     self.summary.pruned += 1
                     pruned[rec.trial_id] = outcome.pruned
                     self.pruned_ids.add(rec.trial_id)
                     self.hooks.log.info("Trial %s %s after %.1f s", rec.trial_id, outcome.pruned, rec.wall_s)
-                elif rec.status == protocol.SUCCEEDED:
+                elif rec.status == vocabulary.SUCCEEDED:
                     self.summary.succeeded += 1
                     self.hooks.log.info("Trial %s succeeded in %.1f s (%s)", rec.trial_id, rec.wall_s,
                                         _fmt_metrics(rec.final_metrics))
@@ -303,7 +303,7 @@ class _Loop:
         self.summary.spent_usd = self.meter.spent_usd
         self.writer.results(records, errors)
         for trial_id, why in pruned.items():  # after its record: the trial's status is `pruned`
-            self.writer.mark([trial_id], protocol.PRUNED, why)
+            self.writer.mark([trial_id], vocabulary.PRUNED, why)
 
     def _tell(self, trial_id: str, outcome: TrialOutcome) -> None:
         """Tells the study how the trial ended: pruned, its final objective value, or failed."""
@@ -312,7 +312,7 @@ class _Loop:
         if outcome.pruned:
             self.search.tell_pruned(trial_id)
             return
-        ok = [r for r in outcome.records if r.status == protocol.SUCCEEDED]
+        ok = [r for r in outcome.records if r.status == vocabulary.SUCCEEDED]
         value = ok[-1].final_metrics.get(self.search.metric) if ok else None
         self.search.tell(trial_id, value)
 
@@ -356,14 +356,14 @@ def _mark_unasked(search: AdaptiveSearch, strategy: str, todo: list[Any], writer
     if not ids:
         return
     if summary.budget_stopped:
-        writer.mark(ids, protocol.SKIPPED_BUDGET, "the budget stop ended the search before it asked for this point")
+        writer.mark(ids, vocabulary.SKIPPED_BUDGET, "the budget stop ended the search before it asked for this point")
         summary.skipped_budget += len(ids)
-        status = protocol.SKIPPED_BUDGET
+        status = vocabulary.SKIPPED_BUDGET
     else:
-        writer.mark(ids, protocol.NOT_ASKED, f"the {strategy} search asked for its {search.n_trials} trial(s) "
+        writer.mark(ids, vocabulary.NOT_ASKED, f"the {strategy} search asked for its {search.n_trials} trial(s) "
                     "without this point")
         summary.not_asked = len(ids)
-        status = protocol.NOT_ASKED
+        status = vocabulary.NOT_ASKED
     hooks.log.info("%d candidate point(s) the search did not ask for: marked %s.", len(ids), status)
 
 
@@ -418,8 +418,8 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
 
     def stored(records: list[ResultRecord], errors: dict[str, str], ok: bool) -> None:
         for trial_id, status, cost, lost in (
-                [(r.trial_id, protocol.PRUNED if r.trial_id in pruned_ids else r.status, r.cost_usd, unkept.get(r.run_id))
-                 for r in records] + [(t, protocol.FAILED, 0.0, None) for t in errors]):
+                [(r.trial_id, vocabulary.PRUNED if r.trial_id in pruned_ids else r.status, r.cost_usd, unkept.get(r.run_id))
+                 for r in records] + [(t, vocabulary.FAILED, 0.0, None) for t in errors]):
             counter["done"] += 1
             notify("result", trial_id=trial_id, status=status, cost_usd=cost, done=counter["done"], total=total,
                    spent_usd=summary.spent_usd, stored=ok, kept=lost is None, not_kept=lost)
@@ -427,7 +427,7 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
 
     writer = Writer(run.sweep_id, landing_dir, hooks.log, stored, lease=(run.holder, run.lease_ttl_s))
     launcher = run.launcher_factory(run.launcher, run.spec, run.cap, landing_dir)
-    status = protocol.SWEEP_FAILED
+    status = vocabulary.SWEEP_FAILED
     try:
         loop = _Loop(run, hooks, launcher, writer, meter, todo, search, pruned_ids, admission)
         loop.unkept = unkept

@@ -22,8 +22,6 @@ from gpuledger.record import ResultRecord
 #: Backoff between attempts when the launcher itself raises (not the trial): 3 retries.
 LAUNCH_RETRY_DELAYS_S = (2.0, 10.0, 30.0)
 RETRY_JITTER = 0.2
-#: Launchers a sweep can use (`fake`: tests and benchmarks only, `gpuledger.launch.fake`).
-SWEEP_LAUNCHERS = ("local", "skypilot", "fake")
 
 
 def make_launcher(name: str, spec: Any, max_parallel: int, landing: Path) -> Any:

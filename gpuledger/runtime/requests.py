@@ -24,14 +24,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from gpuledger.launch import plans_as
 from gpuledger.launch.base import LaunchRequest
 
 INFEASIBLE_PREFIX = "infeasible: "
-
-
-def planned_as(launcher: str) -> str:
-    """Returns the launcher a sweep's plan is made for: the fake launcher stands in for `local`."""
-    return "local" if launcher == "fake" else launcher
 
 
 def _price_description(row: dict[str, Any], local: bool) -> str:
@@ -44,7 +40,7 @@ def _price_description(row: dict[str, Any], local: bool) -> str:
 
 
 def _placement(spec: Any, row: dict[str, Any] | None, launcher: str) -> dict[str, Any]:
-    local = planned_as(launcher) == "local"
+    local = plans_as(launcher) == "local"
     if row is not None and row.get("feasible", True) is False:
         return dict(price_description=f"{INFEASIBLE_PREFIX}{row.get('reason') or 'no offer fits'}")
     if local:

@@ -1,12 +1,12 @@
 """What one run of a sweep did (`SweepSummary`, the flow's return value as a dict) and the rule
-that names its final status (`gpuledger.protocol.SWEEP_STATUSES`)."""
+that names its final status (`gpuledger.vocabulary.SWEEP_STATUSES`)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gpuledger import protocol
+from gpuledger import vocabulary
 
 
 @dataclass
@@ -36,7 +36,7 @@ class SweepSummary:
     #: records neither stored nor kept in landing (a full disk): "run_id: why"; counted in `unrecorded`
     lost: list[str] = field(default_factory=list)
     landing: str | None = None
-    status: str = protocol.SWEEP_PLANNED
+    status: str = vocabulary.SWEEP_PLANNED
     report_html: str | None = None
     report_markdown: str | None = None
     warehouse: str | None = None
@@ -50,14 +50,14 @@ class SweepSummary:
         """Returns the run's status: the worst thing that happened wins (unrecorded results, an
         interruption, then a budget stop, failures, success)."""
         if self.unrecorded:
-            return protocol.SWEEP_UNRECORDED
+            return vocabulary.SWEEP_UNRECORDED
         if self.interrupted:
-            return protocol.SWEEP_INTERRUPTED
+            return vocabulary.SWEEP_INTERRUPTED
         if self.budget_stopped:
-            return protocol.SWEEP_BUDGET_STOPPED
+            return vocabulary.SWEEP_BUDGET_STOPPED
         if self.failed or self.launcher_errors or self.not_feasible:
-            return protocol.SWEEP_PARTIAL
-        return protocol.SWEEP_SUCCEEDED
+            return vocabulary.SWEEP_PARTIAL
+        return vocabulary.SWEEP_SUCCEEDED
 
     def exit_code(self) -> int:
         """0: every launched trial succeeded and every record is stored (also after a budget stop);

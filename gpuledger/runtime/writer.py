@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpuledger import protocol
+from gpuledger import vocabulary
 from gpuledger.record import ResultRecord
 from gpuledger.runtime import landing
 
@@ -117,7 +117,7 @@ class Writer:
     def _write(self, items: list[Any]) -> None:
         records = [r for kind, *rest in items if kind == "results" for r in rest[0]]
         errors = {k: v for kind, *rest in items if kind == "results" for k, v in rest[1].items()}
-        marks = [(ids, protocol.FAILED, reason[:2000]) for ids, reason in (([t], r) for t, r in errors.items())]
+        marks = [(ids, vocabulary.FAILED, reason[:2000]) for ids, reason in (([t], r) for t, r in errors.items())]
         marks += [tuple(rest) for kind, *rest in items if kind == "mark"]
         registered = [item for item in items if item[0] == "trials"]
         stored = False

@@ -11,6 +11,7 @@ from gpuledger.spec.expand import grid_too_large
 from gpuledger.spec.shellctx import unsafe_placeholders
 from gpuledger.spec.templates import KNOWN_FIELDS, template_fields, unsafe_message
 from gpuledger.spec.types import MAX_TRIALS
+from gpuledger.vocabulary import RL_METHODS
 
 
 def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
@@ -103,7 +104,7 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
         if serve.get("concurrency") is None and serve.get("request_rate") is None:
             out.append((("serve",), "method: inference needs a load: serve.concurrency or serve.request_rate "
                                     "(or a search parameter of that name)"))
-    if method in ("grpo", "ppo") and mapping(data.get("train")).get("completion_len") is None:
+    if method in RL_METHODS and mapping(data.get("train")).get("completion_len") is None:
         out.append((("train", "completion_len"), f"method {method} needs train.completion_len"))
     return out
 

@@ -26,13 +26,20 @@ from gpuledger.spec.types import (
     Accelerator,
     Cloud,
     Duration,
-    Method,
     Money,
+    Scalar,
+)
+from gpuledger.vocabulary import (
+    Checkpointing,
+    Framework,
+    Generation,
+    Launcher,
+    Method,
     Optimizer,
     Precision,
-    Scalar,
-    Sharding,
+    RefModel,
 )
+from gpuledger.vocabulary import SpecSharding as Sharding
 
 
 class _Strict(BaseModel):
@@ -117,8 +124,7 @@ class Train(_Strict):
     completion_len: int | None = Field(None, ge=1)
     group_size: int | None = Field(None, ge=1)
     # optimised-stack options of the memory estimate (gpuledger.estimate.Workload documents each effect)
-    framework: Literal["hf", "litgpt", "torchtune", "torchtitan", "megatron", "nemo", "llm-foundry", "nanotron"] = Field(
-        "hf", description="training code whose memory habits and speed to assume")
+    framework: Framework = Field("hf", description="training code whose memory habits and speed to assume")
     compile: bool = Field(False, description="torch.compile: pointwise intermediates recomputed, not saved")
     activation_offload: bool = Field(False, description="saved activations offloaded to CPU memory")
     chunked_ce: bool | None = Field(None, description="chunked cross-entropy; null = the framework's habit")
@@ -128,12 +134,12 @@ class Train(_Strict):
                                    "through forward); null = the framework's habit")
     lora_dropout: float | None = Field(None, ge=0, lt=1, description="LoRA dropout; null = the framework's default")
     zero_bucket_elems: int | None = Field(None, ge=1, description="DeepSpeed reduce/all-gather bucket (elements)")
-    ref_model: Literal["auto", "same_gpu", "offload", "shared_base", "none"] = Field(
+    ref_model: RefModel = Field(
         "auto", description="GRPO/PPO reference model placement")
-    generation: Literal["hf", "vllm_colocate", "vllm_server"] = Field("hf", description="GRPO/PPO rollout engine")
+    generation: Generation = Field("hf", description="GRPO/PPO rollout engine")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="vllm_colocate: GPU share vLLM reserves")
     # what training time depends on (gpuledger/estimate/throughput.py)
-    checkpointing: Literal["none", "selective", "full"] | None = Field(
+    checkpointing: Checkpointing | None = Field(
         None, description="activation checkpointing mode; null = full/none from grad_checkpointing")
     packing: bool | None = Field(None, description="sequences packed to seq_len (true) or padded per micro-batch "
                                  "(false); null = the framework's habit")
@@ -244,7 +250,7 @@ class SweepSpec(_SpecBase):
     search: Search
     resources: Resources = Field(default_factory=Resources)
     budget: Budget
-    launcher: Literal["local", "skypilot"] = "local"
+    launcher: Launcher = "local"
     local: Local = Field(default_factory=Local)
     task: Task
 

@@ -1,4 +1,5 @@
-"""Scalar types of the spec language: durations, money, accelerator names, enumerations."""
+"""Scalar types of the spec language: durations, money, accelerator names, clouds. The words of
+methods, precisions, optimizers, sharding, frameworks and launchers are `gpuledger.vocabulary`'s."""
 
 from __future__ import annotations
 
@@ -71,10 +72,6 @@ Money = Annotated[float, BeforeValidator(parse_money)]
 Accelerator = Annotated[str, BeforeValidator(_normalize_accelerator)]
 Scalar = str | int | float | bool
 Cloud = Literal["aws", "gcp", "azure", "lambda", "nebius", "vast", "runpod", "oci", "kubernetes"]
-Method = Literal["full", "lora", "qlora", "grpo", "ppo", "inference"]
-Precision = Literal["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed", "fp8", "int8", "int4", "nf4"]
-Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "adafactor"]
-Sharding = Literal["auto", "none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
 
 #: The most trials one sweep may have: a grid's points (the product of its lists' lengths, before
 #: exclusions) or a random search's n_trials. Checked before anything is expanded.

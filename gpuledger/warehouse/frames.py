@@ -17,8 +17,7 @@ import pandera.polars as pa
 import polars as pl
 from pandera.errors import SchemaError, SchemaErrors
 
-from gpuledger.protocol import LAUNCHERS, RUN_STATUSES, TRIAL_STATUSES
-from gpuledger.protocol import PRICE_SOURCES as BILLING_SOURCES
+from gpuledger.vocabulary import PRICE_SOURCES, RECORD_LAUNCHERS, RUN_STATUSES, TRIAL_STATUSES
 
 GOALS = ("minimize", "maximize")
 
@@ -112,7 +111,7 @@ class RunsFrame(_Base):
     sweep_id: str = pa.Field(nullable=True)
     trial_id: str = pa.Field(str_length=_nonempty)
     attempt: pl.Int32 = pa.Field(ge=1)
-    launcher: str = pa.Field(isin=list(LAUNCHERS))
+    launcher: str = pa.Field(isin=list(RECORD_LAUNCHERS))
     cloud: str = pa.Field(nullable=True)
     region: str = pa.Field(nullable=True)
     instance_type: str = pa.Field(nullable=True)
@@ -175,7 +174,7 @@ class MetricsFrame(_Base):
 class BillingFrame(_Base):
     run_id: str = pa.Field(str_length=_nonempty)
     line_no: pl.Int32 = pa.Field(ge=0)
-    source: str = pa.Field(isin=list(BILLING_SOURCES))
+    source: str = pa.Field(isin=list(PRICE_SOURCES))
     description: str = pa.Field(nullable=True)
     usd_per_hour: float = pa.Field(ge=0)
     hours: float = pa.Field(ge=0)

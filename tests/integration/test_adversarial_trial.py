@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sweep_specs import sweep_spec, trial_script, x_points
 
-from gpuledger import protocol
+from gpuledger import protocol, vocabulary
 from gpuledger.launch.base import LaunchRequest
 from gpuledger.launch.local import LocalLauncher
 from gpuledger.runtime import landing
@@ -86,7 +86,7 @@ def test_a_trial_cannot_forge_a_record_into_its_sweep(tmp_path, monkeypatch):
         best = wh.query_named("sweep_best_recipe", {"sweep_id": run.sweep_id}).to_dicts()
     assert "forged-run" not in runs["run_id"].to_list()
     # positive control: both honest trials stored, measured, the best recipe is the honest one
-    assert runs.height == 2 and summary.succeeded == 2 and summary.status == protocol.SWEEP_SUCCEEDED
+    assert runs.height == 2 and summary.succeeded == 2 and summary.status == vocabulary.SWEEP_SUCCEEDED
     assert best and best[0]["best_metric"] == pytest.approx(1.1)
     # the trial saw who it is, not where the ledger lives nor its sweep
     seen = json.loads((tmp_path / "env-0.1.json").read_text())

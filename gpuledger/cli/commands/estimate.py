@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from gpuledger import vocabulary
 from gpuledger.errors import UserError
 
 _ROWS = (("weights", "weights"), ("gradients", "gradients"), ("optimizer", "optimizer"),
@@ -27,14 +28,14 @@ STACK_OPTIONS = (
                                         help="micro-batches per optimizer step (default: the framework's habit)")),
     ("--zero-bucket", "zero_bucket_elems",
      dict(type=int, default=None, help="DeepSpeed reduce/all-gather bucket size in elements (default hidden^2)")),
-    ("--ref-model", "ref_model", dict(default="auto", choices=["auto", "same_gpu", "offload", "shared_base", "none"],
+    ("--ref-model", "ref_model", dict(default="auto", choices=vocabulary.REF_MODELS,
                                       help="GRPO/PPO reference model placement")),
-    ("--generation", "generation", dict(default="hf", choices=["hf", "vllm_colocate", "vllm_server"],
+    ("--generation", "generation", dict(default="hf", choices=vocabulary.GENERATIONS,
                                         help="GRPO/PPO rollout engine")),
     ("--vllm-gpu-util", "vllm_gpu_memory_utilization",
      dict(type=float, default=0.3, help="vllm_colocate: share of the GPU vLLM pre-allocates")),
     ("--gpu-memory", "gpu_memory_gib", dict(type=float, default=None, help="GPU memory in GiB (vllm_colocate share)")),
-    ("--checkpointing", "checkpointing", dict(default=None, choices=["none", "selective", "full"],
+    ("--checkpointing", "checkpointing", dict(default=None, choices=vocabulary.CHECKPOINTINGS,
                                               help="activation checkpointing mode (default: from --grad-ckpt)")),
     ("--packing", "packing", dict(action=argparse.BooleanOptionalAction, default=None,
                                   help="sequences packed (or padded per micro-batch); default: the framework's habit")),

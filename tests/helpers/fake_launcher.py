@@ -1,4 +1,6 @@
 """A fake, deterministic, in-process launcher: fast flow tests and the flow-overhead benchmark.
+Not part of gpuledger: `register()` (tests/conftest.py, benchmarks/flow_overhead.py) makes
+`gpuledger.launch.get_launcher("fake")` return one, planned as `local`.
 
     launcher = FakeLauncher(landing_dir=tmp, wall_s=2.0, outcome=lambda req: {"status": "failed"}
                             if req.params["x"] == 0.5 else {})
@@ -30,7 +32,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gpuledger import protocol
+from gpuledger import protocol, vocabulary
 from gpuledger.launch.base import LaunchRequest, TrialStatus
 from gpuledger.record import ResultRecord
 
@@ -105,14 +107,14 @@ class FakeLauncher:
             return "cancelled"
         if time.monotonic() < handle.ready_at:
             return "running"
-        return protocol.launch_status_of(handle.record.status)  # type: ignore[return-value]
+        return vocabulary.launch_status_of(handle.record.status)  # type: ignore[return-value]
 
     def cancel(self, handle: FakeHandle) -> None:
         with self._lock:
             if handle.cancelled or time.monotonic() >= handle.ready_at:
                 return
             handle.cancelled = True
-            handle.record = handle.record.model_copy(update={"status": protocol.CANCELLED, "reason": "cancelled",
+            handle.record = handle.record.model_copy(update={"status": vocabulary.CANCELLED, "reason": "cancelled",
                                                              "final_metrics": {}, "metrics": []})
 
     def collect(self, handle: FakeHandle) -> list[ResultRecord]:
@@ -128,11 +130,11 @@ class FakeLauncher:
             self.cancel(handle)
 
     def _record(self, req: LaunchRequest, attempt: int, slot: int) -> ResultRecord:
-        fields: dict[str, Any] = {"status": protocol.SUCCEEDED, "exit_code": 0, "wall_s": self.wall_s,
+        fields: dict[str, Any] = {"status": vocabulary.SUCCEEDED, "exit_code": 0, "wall_s": self.wall_s,
                                   "final_metrics": self.metrics(req)}
         if self.outcome is not None:
             fields.update(self.outcome(req) or {})
-        if fields["status"] != protocol.SUCCEEDED:
+        if fields["status"] != vocabulary.SUCCEEDED:
             fields.setdefault("reason", f"{fields['status']} (fake outcome)")
             if fields.get("exit_code") == 0:
                 fields["exit_code"] = 1
@@ -154,3 +156,10 @@ class FakeLauncher:
             **fields,
         }
         return ResultRecord.model_validate(data)
+
+
+def register() -> None:
+    """Registers this launcher as `fake` (planned as `local`) with `gpuledger.launch`."""
+    from gpuledger.launch import register_launcher
+
+    register_launcher("fake", FakeLauncher, plans_as="local")

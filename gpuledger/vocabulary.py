@@ -1,0 +1,130 @@
+"""The one home of gpuledger's words: every name a spec, a command line, a record, the warehouse or
+a report may use for a method, precision, optimizer, sharding, framework, launcher, status or
+price source, and the groups of statuses the code asks about ("wasted", "terminal", ...).
+
+Each enumeration is written once, as a `Literal` type (what pydantic models and type checkers
+read); the tuple beside it (`METHODS = get_args(Method)`) is what `argparse` choices, pandera
+checks and loops read. Stdlib only and import-free on purpose: the in-job agent imports it.
+`tests/unit/test_vocabulary.py` checks that every status literal the warehouse's SQL compares a
+status column with is one of these.
+
+Statuses, from the smallest unit up:
+- an attempt (one result record, the warehouse's `runs.status`): `RUN_STATUSES`; those whose
+  spend bought no result: `WASTED_RUN_STATUSES` (the reports' and `v_run_facts`' waste);
+- what a launcher's `poll` answers while an attempt runs: `LAUNCH_STATUSES` (terminal ones in
+  `LAUNCH_TERMINAL`); `launch_status_of(run_status)` maps a record's status onto it;
+- a trial (the warehouse's `trials.status`): `TRIAL_STATUSES` = pending/running, an attempt's
+  status, or one the sweep gives a trial it did not run (`NOT_RUN_STATUSES`: `skipped-budget`; for
+  the adaptive search `pruned`: stopped early because it could not beat the best, and `not-asked`:
+  a candidate point the search ended without asking for, n_trials being reached);
+- a sweep run (the warehouse's `sweeps.status`, the flow's summary): `SWEEP_STATUSES`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# -- what a workload is (spec `method`/`precision`/`train`, `gpuledger estimate` options) -----------
+
+Method = Literal["full", "lora", "qlora", "grpo", "ppo", "inference"]
+METHODS: tuple[str, ...] = get_args(Method)
+#: Methods that train a policy with a rollout (GRPO, PPO).
+RL_METHODS: tuple[str, ...] = ("grpo", "ppo")
+
+Precision = Literal["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed", "fp8", "int8", "int4", "nf4"]
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+#: Precisions of a quantised, frozen base (full fine-tuning cannot train them).
+QUANTISED_PRECISIONS: tuple[str, ...] = ("int8", "int4", "nf4")
+
+Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "adafactor"]
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+
+#: How a multi-GPU trial splits its states; the estimator takes one of these.
+Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
+SHARDINGS: tuple[str, ...] = get_args(Sharding)
+#: What a spec may say: a sharding, or `auto` (the planner tries each that applies).
+SpecSharding = Literal["auto", "none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
+SPEC_SHARDINGS: tuple[str, ...] = get_args(SpecSharding)
+
+#: The training code whose memory habits and speed the estimate assumes (the tuned pre-training
+#: stacks share torchtune's memory habits: `gpuledger.estimate.workload.memory_habits`).
+Framework = Literal["hf", "litgpt", "torchtune", "torchtitan", "megatron", "nemo", "llm-foundry", "nanotron"]
+FRAMEWORKS: tuple[str, ...] = get_args(Framework)
+#: Activation checkpointing: none, selective (the attention core recomputed), full (every block).
+Checkpointing = Literal["none", "selective", "full"]
+CHECKPOINTINGS: tuple[str, ...] = get_args(Checkpointing)
+RefModel = Literal["auto", "same_gpu", "offload", "shared_base", "none"]
+REF_MODELS: tuple[str, ...] = get_args(RefModel)
+Generation = Literal["hf", "vllm_colocate", "vllm_server"]
+GENERATIONS: tuple[str, ...] = get_args(Generation)
+Device = Literal["gpu", "cpu"]
+DEVICES: tuple[str, ...] = get_args(Device)
+
+# -- where trials run ----------------------------------------------------------------------------
+
+#: Launchers a spec, `--launcher` and `gpuledger.launch.get_launcher` know. Tests register their
+#: own (`gpuledger.launch.register_launcher`); production code knows only these.
+Launcher = Literal["local", "skypilot"]
+LAUNCHERS: tuple[str, ...] = get_args(Launcher)
+#: Launchers a stored record may name: the above and `fake`, the tests' in-process launcher
+#: (tests/helpers/fake_launcher.py), whose records go through the same checks and warehouse.
+RecordLauncher = Literal["local", "skypilot", "fake"]
+RECORD_LAUNCHERS: tuple[str, ...] = get_args(RecordLauncher)
+
+#: Where a billing line's price came from.
+PriceSource = Literal["local", "catalog", "invoice"]
+PRICE_SOURCES: tuple[str, ...] = get_args(PriceSource)
+
+# -- statuses --------------------------------------------------------------------------------------
+
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+OOM = "oom"
+PREEMPTED = "preempted"
+CANCELLED = "cancelled"
+PENDING = "pending"
+RUNNING = "running"
+RECOVERING = "recovering"
+SKIPPED_BUDGET = "skipped-budget"
+PRUNED = "pruned"
+NOT_ASKED = "not-asked"
+
+#: Terminal states of one attempt (a result record's `status`).
+RunStatus = Literal["succeeded", "failed", "oom", "preempted", "cancelled"]
+RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
+#: Attempts whose spend bought no result: the waste of the reports and of `v_run_facts.wasted`.
+WASTED_RUN_STATUSES: tuple[str, ...] = (FAILED, OOM, PREEMPTED, CANCELLED)
+#: What a launcher's `poll` answers.
+LaunchStatus = Literal["pending", "running", "recovering", "succeeded", "failed", "cancelled"]
+LAUNCH_STATUSES: tuple[str, ...] = get_args(LaunchStatus)
+LAUNCH_TERMINAL: frozenset[str] = frozenset({SUCCEEDED, FAILED, CANCELLED})
+#: Statuses a sweep gives a trial it did not run to the end itself.
+NOT_RUN_STATUSES: tuple[str, ...] = (SKIPPED_BUDGET, PRUNED, NOT_ASKED)
+#: Every status a trial can have.
+TRIAL_STATUSES: tuple[str, ...] = (PENDING, RUNNING, *RUN_STATUSES, *NOT_RUN_STATUSES)
+#: A trial in one of these will not change any more (a re-run of the sweep still retries failures).
+TRIAL_TERMINAL: tuple[str, ...] = (*RUN_STATUSES, *NOT_RUN_STATUSES)
+
+# Sweep run statuses (one run of the sweep flow).
+SWEEP_PLANNED = "planned"  # registered, nothing finished yet
+SWEEP_RUNNING = RUNNING
+SWEEP_DRY_RUN = "dry-run"  # planned and guarded only; nothing launched, nothing written
+SWEEP_SUCCEEDED = SUCCEEDED  # every trial to run ran and succeeded, every record stored
+SWEEP_PARTIAL = "partial"  # some trials failed or were not feasible; every record stored
+SWEEP_BUDGET_STOPPED = "budget-stopped"  # launching stopped at the budget; every record stored
+SWEEP_UNRECORDED = "unrecorded"  # results exist but some records could not be stored (still in landing)
+SWEEP_INTERRUPTED = "interrupted"  # stopped by the user (Ctrl-C) or a signal
+SWEEP_FAILED = FAILED  # the flow itself broke
+SWEEP_STATUSES: tuple[str, ...] = (SWEEP_PLANNED, SWEEP_RUNNING, SWEEP_DRY_RUN, SWEEP_SUCCEEDED, SWEEP_PARTIAL,
+                                   SWEEP_BUDGET_STOPPED, SWEEP_UNRECORDED, SWEEP_INTERRUPTED, SWEEP_FAILED)
+
+#: Every status word of any kind (what the warehouse's SQL may compare a `status` column with).
+ALL_STATUSES: frozenset[str] = frozenset((*TRIAL_STATUSES, *LAUNCH_STATUSES, *SWEEP_STATUSES))
+
+_LAUNCH_STATUS_OF_RUN = {SUCCEEDED: SUCCEEDED, FAILED: FAILED, OOM: FAILED, PREEMPTED: FAILED,
+                         CANCELLED: CANCELLED}
+
+
+def launch_status_of(run_status: str) -> str:
+    """Returns what `poll` answers for an attempt whose record says `run_status` (oom/preempted: failed)."""
+    return _LAUNCH_STATUS_OF_RUN.get(run_status, FAILED)
