@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import polars as pl
 
 from gpuledger.errors import UserError
-from gpuledger.plan.requirements import require_tokens
 from gpuledger.plan.settings import AUTO_GPU_COUNTS
+from gpuledger.spec.problems import Problem
 
 #: Search parameters that change a trial's workload (CONTRACTS.md); value: the Workload field.
 PARAM_TO_WORKLOAD = {
@@ -44,6 +44,25 @@ ACCEL_SCHEMA = {"accelerator": pl.String, "precision": pl.String, "memory_gib": 
 #: Compute seconds of each distinct workload (the estimates' `workload` column) on each accelerator,
 #: before calibration.
 TIMES_SCHEMA = {"workload": pl.String, "accelerator": pl.String, "compute_s": pl.Float64}
+
+
+TOKENS_NEEDED = "train.tokens_per_trial is needed to estimate time and cost (training tokens per trial, e.g. 20_000_000)"
+
+
+def tokens_problem(spec) -> Problem | None:
+    """Returns the problem of a training spec without `train.tokens_per_trial` (the planner prices
+    a trial by its tokens), else None. A `method: inference` spec takes its tokens from `serve`."""
+    if spec.method == "inference" or spec.train.tokens_per_trial is not None:
+        return None
+    file, line, col = spec.position("train")
+    return Problem(file, line, col, "", TOKENS_NEEDED)
+
+
+def require_tokens(spec) -> None:
+    """Raises the planner's one-line UserError when `tokens_problem(spec)` finds one."""
+    problem = tokens_problem(spec)
+    if problem is not None:
+        raise UserError(str(problem))
 
 
 def sharding_options(method: str, gpus: int, spec_sharding: str = "auto") -> list[str]:
