@@ -473,7 +473,7 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
         try:
             with Warehouse.open(migrate=False) as wh:
                 for run_id, why in lost.items():  # ran, but nothing of it is kept: not `pending` for ever
-                    wh.mark_trials(run.sweep_id, [writer.unstored[run_id].trial_id], protocol.FAILED,
+                    wh.mark_trials(run.sweep_id, [writer.unstored[run_id].trial_id], vocabulary.FAILED,
                                    reason=f"its result record {run_id} was lost ({why}); run it again")
                 wh.finish_sweep(run.sweep_id, status=status)
                 wh.release_lease(run.sweep_id, run.holder)
