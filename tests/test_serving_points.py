@@ -164,3 +164,22 @@ def test_capacity_command_reads_the_sweep_from_the_warehouse(wh, tmp_path):
                           timeout=120, env={**os.environ, "GPULEDGER_WAREHOUSE": str(wh.path)})
     assert done.returncode == 0, done.stderr
     assert "measured in sweep serve-h100 on 2026-11-20: L4×1: none of 2 points meets" in done.stdout
+
+
+def test_capacity_fine_tune_cost_comes_from_the_warehouse_and_pays_back(wh):
+    from gpuledger.serving.capacity_from_sweep import plan_capacity_measured
+    from gpuledger.spec import parse_spec
+
+    text = CAPACITY.replace("measured: {from_sweep: serve-h100}\n", "") + (
+        "fine_tune: {sweep: serve-h100}\n"
+        "compare: {api: {usd_per_1m_input_tokens: 0.5, usd_per_1m_output_tokens: 1.5}}\n")
+    result = plan_capacity_measured(parse_spec(text, "c.yaml"), wh=wh)
+    roi = wh.query_named("report_sweep_roi", {"sweep_id": SWEEP}).to_dicts()[0]
+    c = result["compare"]
+    assert roi["total_cost_usd"] > 0 and c["fine_tune_usd"] == pytest.approx(roi["total_cost_usd"], abs=0.01)
+    assert c["fine_tune_source"].startswith(f"sweep serve-h100 ({SWEEP}")
+    assert c["api_usd_per_month"] > c["self_usd_per_month"] and c["payback_months"] > 0
+    assert c["payback_months"] == pytest.approx(c["fine_tune_usd"] / (c["api_usd_per_month"] - c["self_usd_per_month"]),
+                                                rel=0.01)
+    with pytest.raises(UserError, match="fine_tune.sweep: no sweep called 'nope'"):
+        plan_capacity_measured(parse_spec(text.replace("sweep: serve-h100", "sweep: nope"), "c.yaml"), wh=wh)

@@ -109,6 +109,6 @@ def payback(fine_tune_usd: float | None, self_usd_per_month: float | None, month
                 "why": f"serving costs ${self_usd_per_month:,.0f}/month, more than the ${worth:,.0f} it "
                        f"{'saves on the API' if basis == 'api' else 'earns'}: the fine-tune never pays back"}
     months = fine_tune_usd / gain
-    return {"payback_months": round(months, 2), "gain_usd_per_month": round(gain, 2), "basis": basis,
+    return {"payback_months": float(f"{months:.3g}"), "gain_usd_per_month": round(gain, 2), "basis": basis,
             "why": f"${fine_tune_usd:,.2f} fine-tune / ${gain:,.2f} a month gained "
-                   f"({'API bill avoided' if basis == 'api' else 'revenue'} − serving) = {months:,.2f} months"}
+                   f"({'API bill avoided' if basis == 'api' else 'revenue'} − serving) = {months:,.3g} months"}

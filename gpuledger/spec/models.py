@@ -264,6 +264,33 @@ class LengthDist(_Strict):
         None, min_length=1, max_length=1000, description="[[tokens, weight], ...]: lengths and how often they occur")
     dataset: Literal["sharegpt", "alpaca"] | None = Field(None, description="a dataset's published moments")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        """`std: TOKENS` (or `spread`, a share of the mean) → cv; `histogram: {TOKENS: WEIGHT}` → pairs;
+        dataset names in any case, `sharegpt-like` → sharegpt."""
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        if "std" in out:
+            std, mean = out.pop("std"), out.get("mean")
+            if isinstance(std, int | float) and isinstance(mean, int | float) and mean > 0 and "cv" not in out:
+                out["cv"] = float(std) / float(mean)
+            else:
+                raise ValueError("std needs a mean (and no cv): the standard deviation in tokens")
+        if "spread" in out and "cv" not in out:
+            out["cv"] = out.pop("spread")
+        hist = out.get("histogram")
+        if isinstance(hist, dict):
+            try:
+                out["histogram"] = [[int(k), v] for k, v in hist.items()]
+            except (TypeError, ValueError):
+                raise ValueError("histogram keys must be token counts, e.g. {200: 3, 4000: 1}") from None
+        name = out.get("dataset")
+        if isinstance(name, str):
+            out["dataset"] = name.strip().lower().removesuffix("-like").removesuffix("_like").replace("_", "")
+        return out
+
     @model_validator(mode="after")
     def _one_kind(self) -> LengthDist:
         given = [k for k in ("mean", "histogram", "dataset") if getattr(self, k) is not None]

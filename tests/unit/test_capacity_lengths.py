@@ -59,3 +59,14 @@ def test_long_prompts_in_a_mix_interrupt_the_others_decode():
     # the same mean prompt; the mix's long prompts fill whole 2,048-token steps while others decode
     assert mixed.tpot_p95_s > fixed.tpot_p95_s * 1.1
     assert mixed.ttft_p95_s > fixed.ttft_p95_s
+
+
+def test_distribution_spellings():
+    from gpuledger.spec.models import LengthDist
+
+    assert LengthDist.model_validate({"mean": 500, "std": 250}).cv == 0.5
+    assert LengthDist.model_validate({"mean": 500, "spread": 0.3}).cv == 0.3
+    assert LengthDist.model_validate({"dataset": "ShareGPT-like"}).dataset == "sharegpt"
+    assert LengthDist.model_validate({"histogram": {"100": 1, "300": 3}}).histogram == [(100, 1.0), (300, 3.0)]
+    with pytest.raises(ValueError, match="std needs a mean"):
+        LengthDist.model_validate({"dataset": "sharegpt", "std": 40})
