@@ -23,11 +23,12 @@ FRAMEWORKS = tuple(FRAMEWORK_CLASS)
 PRIOR_MATMUL_EFFICIENCY = {"tuned": 0.72, "torchtune": 0.62, "litgpt": 0.70, "hf": 0.55}
 
 #: Achieved fraction of the dense 16-bit peak on the model's matmuls (recompute included), on an
-#: Ampere GA100 part with large micro-batches. Fitted (`benchmarks/time_accuracy.py --fit`, 46 public
-#: rows, 2026-11-26): tuned on llm-foundry's MPT tables, Megatron-LM Table 1, Llama 3 Table 4;
-#: torchtune on its README's speed table; litgpt on TinyLlama's README; hf on whyNLP/tinyllama's
-#: benchmark (HF Trainer + DeepSpeed). Classes with one or two rows stay close to their prior.
-MATMUL_EFFICIENCY = {"tuned": 0.6632, "torchtune": 0.8409, "litgpt": 0.6808, "hf": 0.3210}
+#: Ampere GA100 part with large micro-batches. Fitted (`benchmarks/time_accuracy.py --fit`, 51 scored
+#: public rows, 2026-11-26): tuned on llm-foundry's MPT tables, Megatron-LM Table 1, Llama 3 Table 4;
+#: torchtune on its README's speed table; litgpt on TinyLlama's README and lit-gpt's resource tables
+#: (LoRA, micro-batch 1-4, one A100-40GB); hf on whyNLP/tinyllama's benchmark (HF Trainer + DeepSpeed).
+#: Classes with one or two rows stay close to their prior.
+MATMUL_EFFICIENCY = {"tuned": 0.6632, "torchtune": 0.8409, "litgpt": 0.5636, "hf": 0.3210}
 
 #: Sustained fraction of the datasheet peak by GPU generation, relative to Ampere GA100 (same code):
 #: llm-foundry's MPT tables measure H100 at 0.67-0.72 of A100's MFU on the same configurations
@@ -96,11 +97,20 @@ OPTIMIZER_BYTES_PER_PARAM = {"adamw": 32, "paged-adamw": 32, "adamw-8bit": 14, "
 #: clipping bookkeeping) ~30 ms; the PyTorch-native recipes ~10 ms; tuned stacks prefetch data on
 #: other workers: ~5 ms.
 FIXED_STEP_S = {"hf": 0.03, "litgpt": 0.01, "torchtune": 0.01, "tuned": 0.005}
-#: Kernels launched per decoder layer per pass; eager PyTorch dispatch costs ~5-10 µs of CPU per op
-#: (PyTorch "Accelerating PyTorch with CUDA Graphs", 2021), which bounds a step from below when the
-#: GPU work per kernel is shorter.
+#: Kernels launched per decoder layer per pass (eager: every op of an unfused Llama-style block;
+#: fused: torch.compile / Megatron-TE fusions).
 KERNELS_PER_LAYER = {"eager": 40, "fused": 15}
-KERNEL_LAUNCH_S = 8e-6
+#: CPU seconds per op launched, a floor under each micro-batch's GPU time when its kernels are
+#: shorter than the host needs to issue them. Fused/compiled code: ~8 µs per launch (PyTorch,
+#: "Accelerating PyTorch with CUDA Graphs", 2021: 5-10 µs of CPU per kernel). Eager code also pays
+#: Python module calls, dispatch and autograd recording per op: lit-gpt's resource tables (A100-40GB,
+#: LoRA, micro-batch 1-4 of ~150-token Alpaca samples, tutorials/resource-tables.md, 2023-10) take
+#: 97-102 ms per iteration for phi-1.5 (24 layers) whatever the micro-batch, 74-90 ms for StableLM-3B
+#: (16 layers), 142-151 ms for Llama-2-7B (32), 191 ms for Llama-2-13B (40): a floor of ~4.1 ms per
+#: layer per forward+backward = 40 ops x 2.5 passes x 41 µs (fitted on those rows: they are in-sample
+#: for it; lit-gpt's finetune_lora.md table, not used, agrees within +2% (Llama-2-7B) and -22%
+#: (StableLM-3B) at micro-batch 4).
+KERNEL_LAUNCH_S = {"eager": 41e-6, "fused": 8e-6}
 
 #: GPUs per node (DGX/HGX boards; cloud 8-GPU instances); more GPUs per trial = several nodes.
 GPUS_PER_NODE = 8

@@ -224,9 +224,8 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
 
     gpu_s = matmul_s + attention_s + memory_s
     # kernel launches: a floor under each micro-batch's GPU time (eager Python dispatch)
-    kernels = shape.layers / pp * KERNELS_PER_LAYER["fused" if compiled or cls == "tuned" else "eager"] * (
-        passes + (0.5 if frozen else 0))
-    launch_s = kernels * KERNEL_LAUNCH_S
+    kernels = shape.layers / pp * KERNELS_PER_LAYER[fused] * (passes + (0.5 if frozen else 0))
+    launch_s = kernels * KERNEL_LAUNCH_S[fused]
     micro_s = max(gpu_s, launch_s)
     if launch_s > gpu_s:
         notes.append(f"launch-bound: {kernels:,.0f} kernels per micro-batch take longer to launch than to run")
