@@ -1,6 +1,7 @@
-"""Planner scale: 100,000 trials against the whole bundled offers catalog.
+"""Planner scale: 100,000 trials against the whole bundled offers catalog, this planner beside an
+earlier one on the same frames.
 
-    python benchmarks/plan_scale.py [--trials N] [--repeats R]
+    python benchmarks/plan_scale.py [--trials N] [--repeats R] [--baseline REV | --no-baseline]
 
 Builds an estimates frame by hand (so the estimator's speed is not measured here): every trial
 with its own memory need and FLOPs (no two alike, the planner's worst case: nothing to
@@ -8,19 +9,33 @@ de-duplicate), `gpus_per_trial: auto` (1, 2, 4, 8 GPUs, so 4 estimate rows per t
 all accelerators, spot auto with a deadline (the Poisson path runs). Times `plan_from_estimates`
 end to end (pruning, scoring, choice, LPT schedule, what-if for K = 1..64, alternatives) and prints
 trials × offers per second, where offers = every row of the bundled catalog (before pruning).
+
+Side by side: the frames (estimates, offers, times) are written once to Parquet; this checkout's
+planner and the planner of git revision REV (its `gpuledger/` package extracted with `git archive`,
+default BASELINE: the planner before `best_per_key`) each plan them in a fresh process, alternating,
+and the benchmark checks that both give the same totals and the same choice per trial.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from gpuledger.catalog.pricing import load_offers
-from gpuledger.plan import PlanSettings, plan_from_estimates
+REPO = Path(__file__).resolve().parent.parent
+#: The planner before `gpuledger.plan.scoring.best_per_key` (it scored the whole keys × offers cross join).
+BASELINE = "5aeaa4f917624a59385c556d99e936b7fcc7caad"
+#: What must be the same in both plans, per trial (floats as the plan rounds them).
+CHOICE_COLS = ["trial_id", "accelerator", "gpus", "cloud", "region", "instance_type", "spot", "est_wall_s",
+               "est_cost_usd", "deadline_ok", "feasible", "start_s", "slot"]
 
 
 def synthetic_estimates(n: int, seed: int = 0) -> pl.DataFrame:
@@ -55,42 +70,119 @@ def synthetic_times(est: pl.DataFrame, accelerators) -> pl.DataFrame:
                                            * pl.when(pl.col("gpus") > 1).then(0.85).otherwise(1.0)))
 
 
+def _settings(budget_usd: float):
+    from gpuledger.plan import PlanSettings
+
+    return PlanSettings(sweep="bench", method="full", precision="bf16", spot="auto", deadline_s=24 * 3600.0,
+                        max_parallel=64, budget_usd=budget_usd)
+
+
+def run_one(frames: Path, repeats: int, out: Path) -> None:
+    """In a fresh process: plans the frames `repeats` times (after a warm-up), writes timings and the
+    plan's totals to out/result.json and its trial choices to out/choices.parquet."""
+    from gpuledger.plan import plan_from_estimates
+
+    est, offers, times_df = (pl.read_parquet(frames / f"{n}.parquet") for n in ("estimates", "offers", "times"))
+    settings = _settings(1e12)
+    plan_from_estimates(est.head(1000), offers, settings, times=times_df)  # warm-up (imports)
+    wall, cpu = [], []
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        plan = plan_from_estimates(est, offers, settings, times=times_df)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    t0, c0 = time.perf_counter(), time.process_time()
+    over = plan_from_estimates(est, offers, _settings(1000.0), times=times_df)
+    over_wall, over_cpu = time.perf_counter() - t0, time.process_time() - c0
+    tf = plan.trials_frame
+    plan.trials_frame.select(CHOICE_COLS).write_parquet(out / "choices.parquet")
+    out.joinpath("result.json").write_text(json.dumps({
+        "wall_s": wall, "cpu_s": cpu, "over_budget_wall_s": over_wall, "over_budget_cpu_s": over_cpu,
+        "total_est_cost_usd": plan.total_est_cost_usd, "makespan_s": plan.makespan_s, "what_if": plan.what_if,
+        "feasible": int(tf["feasible"].sum()), "spot": int(tf["spot"].sum()),
+        "alternatives": over.alternatives, "load": os.getloadavg(),
+    }))
+
+
+def _baseline_package(rev: str, into: Path) -> Path | None:
+    """Extracts `gpuledger/` of git revision `rev` into `into`; returns that folder (None without git)."""
+    try:
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "gpuledger"], capture_output=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        err = getattr(exc, "stderr", b"") or b""
+        print(f"baseline {rev}: not available ({err.decode().strip() or exc}); timing this planner only")
+        return None
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def _side(label: str, frames: Path, repeats: int, work: Path, package_root: Path | None) -> dict:
+    out = work / label
+    out.mkdir()
+    env = dict(os.environ)
+    if package_root is not None:  # the extracted package first on the path, ahead of this checkout's
+        env["PYTHONPATH"] = os.pathsep.join([str(package_root), env.get("PYTHONPATH", "")])
+    subprocess.run([sys.executable, __file__, "--run-one", str(frames), "--repeats", str(repeats), "--out", str(out)],
+                   env=env, check=True, cwd=work)
+    res = json.loads(out.joinpath("result.json").read_text())
+    res["choices"] = pl.read_parquet(out / "choices.parquet")
+    return res
+
+
+def _line(label: str, r: dict) -> str:
+    return (f"{label}: wall best {min(r['wall_s']):.3f} s (all: {', '.join(f'{t:.3f}' for t in r['wall_s'])}); "
+            f"CPU best {min(r['cpu_s']):.3f} s (all threads); over budget {r['over_budget_wall_s']:.3f} s wall, "
+            f"{r['over_budget_cpu_s']:.3f} s CPU; load average {r['load'][0]:.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=100_000)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--baseline", default=BASELINE, help="git revision whose planner runs beside this one")
+    ap.add_argument("--no-baseline", action="store_true", help="time this planner only")
+    ap.add_argument("--run-one", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.run_one:
+        run_one(args.run_one, args.repeats, args.out)
+        return
+    from gpuledger.catalog.pricing import load_offers
+
     offers = load_offers()
     est = synthetic_estimates(args.trials)
-    settings = PlanSettings(sweep="bench", method="full", precision="bf16", spot="auto", deadline_s=24 * 3600.0,
-                            max_parallel=64, budget_usd=1e12)
     times_df = synthetic_times(est, offers["accelerator"].unique().to_list())
-    plan_from_estimates(est.head(1000), offers, settings, times=times_df)  # warm-up (imports, catalog load)
-    times, cpu = [], []
-    for _ in range(args.repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        plan = plan_from_estimates(est, offers, settings, times=times_df)
-        times.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    best = min(times)
+    with tempfile.TemporaryDirectory(prefix="plan_scale_") as tmp:
+        work = Path(tmp)
+        frames = work / "frames"
+        frames.mkdir()
+        for name, df in (("estimates", est), ("offers", offers), ("times", times_df)):
+            df.write_parquet(frames / f"{name}.parquet")
+        old_root = None
+        if not args.no_baseline:
+            (work / "package").mkdir()
+            old_root = _baseline_package(args.baseline, work / "package")
+        new = _side("this", frames, args.repeats, work, None)
+        old = _side("baseline", frames, args.repeats, work, old_root) if old_root else None
     pairs = args.trials * offers.height
-    tf = plan.trials_frame
-    feasible = int(tf["feasible"].sum())
     print(f"trials: {args.trials:,} ({est.height:,} estimate rows: 1/2/4/8 GPUs); offers: {offers.height:,} "
-          f"(whole bundled catalog, {offers['cloud'].n_unique()} clouds)")
-    print(f"feasible trials: {feasible:,}; spot chosen: {int(tf['spot'].sum()):,}; "
-          f"total ${plan.total_est_cost_usd:,.0f}; makespan {plan.makespan_s / 3600:,.1f} h on 64 slots")
-    print(f"plan_from_estimates: best {best:.3f} s wall of {args.repeats} (all: {', '.join(f'{t:.3f}' for t in times)}); "
-          f"CPU time (all threads) best {min(cpu):.3f} s")
-    print(f"machine: {os.cpu_count()} logical CPUs, load average {', '.join(f'{x:.1f}' for x in os.getloadavg())} "
-          "(wall time on a shared machine rises with other load)")
-    print(f"trials x offers per second: {pairs / best:,.0f} ({pairs:,} pairs)")
-    print(f"goal: < 2 s -> {'met' if best < 2 else 'NOT met'}")
-    # the refusal path: over budget, the planner also totals the alternatives the guard quotes
-    over = PlanSettings(**{**settings.__dict__, "budget_usd": 1000.0})
-    t0 = time.perf_counter()
-    plan_from_estimates(est, offers, over, times=times_df)
-    print(f"over budget (alternatives for the guard's message computed too): {time.perf_counter() - t0:.3f} s")
+          f"(whole bundled catalog, {offers['cloud'].n_unique()} clouds); times: {times_df.height:,} rows")
+    print(f"feasible trials: {new['feasible']:,}; spot chosen: {new['spot']:,}; "
+          f"total ${new['total_est_cost_usd']:,.0f}; makespan {new['makespan_s'] / 3600:,.1f} h on 64 slots")
+    print(_line("this planner", new))
+    if old is not None:
+        print(_line(f"baseline {args.baseline[:10]}", old))
+        same_totals = (old["total_est_cost_usd"] == new["total_est_cost_usd"] and old["makespan_s"] == new["makespan_s"]
+                       and old["what_if"] == new["what_if"] and old["alternatives"] == new["alternatives"])
+        same_choices = old["choices"].equals(new["choices"])
+        print(f"same totals, what-if and budget-guard alternatives: {same_totals}; same choice per trial "
+              f"({', '.join(CHOICE_COLS[1:])}): {same_choices}")
+        print(f"speed-up: {min(old['wall_s']) / min(new['wall_s']):.1f}x wall, {min(old['cpu_s']) / min(new['cpu_s']):.1f}x CPU")
+        if not (same_totals and same_choices):
+            sys.exit("the two planners disagree on the same frames")
+    print(f"machine: {os.cpu_count()} logical CPUs (wall time on a shared machine rises with other load)")
+    print(f"trials x offers per second: {pairs / min(new['wall_s']):,.0f} ({pairs:,} pairs)")
+    print(f"goal: <= 0.5 s wall on a quiet machine -> {'met' if min(new['wall_s']) <= 0.5 else 'NOT met'} here")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ A package of small pure modules, each step a function named after what it return
     local.py        the local launcher's one offer: this machine, from its stored measured speed
     throughput_calibration.py  measured runs → a calibrated time factor per accelerator, a trial's
                     own measured time
-    scoring.py      scored_candidates(...)  (time, expected cost with spot preemptions, deadline test)
+    scoring.py      timing(...), deadline_met(...) (time, expected cost with spot preemptions, deadline
+                    test: the formulas), best_per_key(...) (each distinct workload's best candidate, no
+                    cross join: what the choice reads), scored_candidates(...) (every fitting pair: pools)
     preemption.py   poisson_cdf, poisson_quantile
     schedule.py     list_schedule(durations, slots)
     whatif.py       WHAT_IF_KS, what_if_curve(durations_s, costs_usd, ...)

@@ -13,15 +13,16 @@ from gpuledger.plan.scoring import scored_candidates
 from gpuledger.plan.settings import PlanSettings
 
 
-def alternatives(scored, trial_key, candidates, accel, times, table, s: PlanSettings, total: float, keys: pl.DataFrame) -> dict[str, Any]:
-    """Returns the totals the budget guard quotes (the cheaper alternatives only when over budget)."""
+def alternatives(any_fit: bool, trial_key, candidates, accel, times, table, s: PlanSettings, total: float, keys: pl.DataFrame) -> dict[str, Any]:
+    """Returns the totals the budget guard quotes (the cheaper alternatives only when over budget and
+    `any_fit`: some candidate fits some trial)."""
     out: dict[str, Any] = {}
     feas = table.filter(pl.col("feasible"))
     costs = np.sort(feas["est_cost_usd"].to_numpy())
     out["trials_within_budget"] = int(np.searchsorted(np.cumsum(costs), s.budget_usd, side="right")) if len(costs) else 0
     out["trials_feasible"] = int(feas.height)
     out["top_cost_drivers"] = top_drivers(feas, total)
-    if not scored.height or total <= s.budget_usd:
+    if not any_fit or total <= s.budget_usd:
         return out
     # per-accelerator totals need candidates pruned within each accelerator, deadline ignored
     reduced = scored_candidates(keys, candidates, accel, times, replace(s, deadline_s=None),

@@ -14,7 +14,7 @@ from gpuledger.plan.candidates import candidate_offers
 from gpuledger.plan.estimates import accelerator_table, compute_times
 from gpuledger.plan.model import Plan
 from gpuledger.plan.schedule import list_schedule, makespan_s
-from gpuledger.plan.scoring import KEY_COLS, scored_candidates
+from gpuledger.plan.scoring import KEY_COLS, best_per_key
 from gpuledger.plan.settings import S_PER_H, PlanSettings
 from gpuledger.plan.whatif import what_if_curve
 
@@ -34,20 +34,12 @@ MEASURED_SCHEMA = {"trial_id": pl.String, "accelerator": pl.String, "gpus": pl.I
 
 def _pick(frame: pl.DataFrame, by: str) -> pl.DataFrame:
     """Returns one row per `by`: deadline met first, then the lowest cost, then less time (a
-    single score and an arg-min per group: no sort of the big frame). For the dense integer `key`
-    the arg-min is done with numpy (`np.minimum.at`), else with a polars group-by."""
+    single score and an arg-min per group: no sort of the frame)."""
     if frame.is_empty():
         return frame
     cost = frame["est_cost_usd"].to_numpy()
     big = float(np.nanmax(cost)) * 2 + 1.0
     score = cost + np.where(frame["deadline_ok"].to_numpy(), 0.0, big) + frame["est_wall_s"].to_numpy() * 1e-12
-    if by == "key":
-        key = frame["key"].to_numpy().astype(np.int64)
-        best = np.full(int(key.max()) + 1, np.inf)
-        np.minimum.at(best, key, score)
-        hit = np.flatnonzero(score <= best[key])
-        _, first = np.unique(key[hit], return_index=True)
-        return frame[np.sort(hit[first])]
     rows = (
         frame.select(by).with_columns(_score=pl.Series(score)).with_row_index("_row")
         .group_by(by).agg(pl.col("_row").get(pl.col("_score").arg_min()))
@@ -160,15 +152,13 @@ def plan_from_estimates(
     candidates = candidate_offers(offers, est["gpus"].unique().to_list(), s).with_row_index("cand")
 
     # distinct estimate keys: identical workloads are scored once
-    key_cols = KEY_COLS
-    keys = est.filter(pl.col("est_memory_gib").is_not_null()).select(key_cols).unique().with_row_index("key")
-    scored = scored_candidates(keys, candidates, accel, times, s)
-
+    keyed = est.filter(pl.col("est_memory_gib").is_not_null()).with_columns(
+        key=(pl.struct(KEY_COLS).rank("dense") - 1).cast(pl.UInt32))
+    keys = keyed.unique("key", keep="any").select("key", *KEY_COLS)
     spot_allowed = {"auto": None, "always": True, "never": False}[s.spot]
-    pool = scored if spot_allowed is None else scored.filter(pl.col("spot") == spot_allowed)
-    best_per_key = _pick(pool, "key") if pool.height else pool
-    trial_key = est.join(keys, on=key_cols, how="inner").select("trial_id", "trial_index", "key", "sharding", "est_memory_gib", "flops_total")
-    per_trial = _pick(trial_key.join(best_per_key.drop("gpus", "est_memory_gib"), on="key", how="inner"), "trial_id")
+    best_key, any_fit = best_per_key(keys, candidates, accel, times, s, spot=spot_allowed)
+    trial_key = keyed.select("trial_id", "trial_index", "key", "sharding", "est_memory_gib", "flops_total")
+    per_trial = _pick(trial_key.join(best_key.drop("gpus", "est_memory_gib"), on="key", how="inner"), "trial_id")
     cand_strings = candidates.select(
         "cand", "accelerator", "cloud", "region", "instance_type", "on_demand_usd_per_hour", "price_source", "price_as_of",
         "price_basis",
@@ -212,7 +202,7 @@ def plan_from_estimates(
     total = float(costs.sum()) if len(costs) else 0.0
     what_if = what_if_curve(durations, costs, stop_at_target=s.target is not None, shared_cores=what_if_shared_cores,
                             _schedules={k: (start, slot)})
-    alternatives = budget_alternatives(scored, trial_key, candidates, accel, times, table, s, total, keys)
+    alternatives = budget_alternatives(any_fit, trial_key, candidates, accel, times, table, s, total, keys)
 
     if trials_meta is not None:
         table = table.join(trials_meta.select("trial_id", "params"), on="trial_id", how="left")
@@ -241,7 +231,10 @@ def _deadline_note(durations: np.ndarray, makespan: float, k: int, dl: float) ->
     if makespan <= dl:
         return (f"deadline: each trial's choice must finish within {fmt_duration(dl)}; the whole sweep's makespan "
                 f"{fmt_duration(makespan)} on {k} slot(s) meets it too")
-    need = next((kk for kk in (2**i for i in range(0, 11)) if kk > k and makespan_s(durations, kk) <= dl), None)
+    # a makespan is at least max(longest trial, total / slots): slot counts whose bound misses are not scheduled
+    longest, work = float(durations.max()), float(durations.sum())
+    need = next((kk for kk in (2**i for i in range(0, 11))
+                 if kk > k and max(longest, work / kk) <= dl and makespan_s(durations, kk) <= dl), None)
     hint = f"; {need} slots would meet it" if need else "; no parallelism up to 1024 slots meets it"
     return (f"WARNING deadline: the sweep's makespan {fmt_duration(makespan)} on {k} slot(s) exceeds the "
             f"{fmt_duration(dl)} deadline{hint} (resources.max_parallel)")
