@@ -7,7 +7,7 @@ document from these.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -16,6 +16,7 @@ from gpuledger.errors import UserError
 from gpuledger.report.adaptive_data import load_adaptive
 from gpuledger.report.billed import load_sweep_billed
 from gpuledger.report.common import check_name, usd
+from gpuledger.report.pools import load_pools
 from gpuledger.serving import sweep_points
 
 #: |estimate − measured| / measured beyond which a trial is named on the accuracy charts
@@ -41,6 +42,7 @@ class SweepData:
     serving: Any = None  # gpuledger.serving.SweepPoints of a method: inference sweep, else None
     billed: dict[str, Any] | None = None  # v_sweep_billed: estimated vs billed vs effective USD (FOCUS exports)
     adaptive: Any = None  # gpuledger.report.adaptive_data.AdaptiveData of a tpe/asha sweep, else None
+    pools: list[dict[str, Any]] = field(default_factory=list)  # its SkyPilot pools (gpuledger/report/pools.py)
 
 
 # ------------------------------------------------------------------------------------------ load
@@ -106,6 +108,7 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
         cloud_equiv=cloud_equiv,
         billed=load_sweep_billed(wh, sid),
         adaptive=load_adaptive(wh, sid, trials),
+        pools=load_pools(wh, sid),
     )
 
 

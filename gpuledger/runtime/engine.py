@@ -475,6 +475,8 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
                 for run_id, why in lost.items():  # ran, but nothing of it is kept: not `pending` for ever
                     wh.mark_trials(run.sweep_id, [writer.unstored[run_id].trial_id], vocabulary.FAILED,
                                    reason=f"its result record {run_id} was lost ({why}); run it again")
+                for usage in summary.pools:  # the pools' start-up and idle tail: the sweep's, beside its runs
+                    wh.record_pool_usage(run.sweep_id, usage)
                 wh.finish_sweep(run.sweep_id, status=status)
                 wh.release_lease(run.sweep_id, run.holder)
         except Exception as err:  # noqa: BLE001 - said, and the summary's status already tells the truth

@@ -47,6 +47,7 @@ from gpuledger.warehouse.core import WarehouseBase
 from gpuledger.warehouse.ingest import IngestMixin, IngestResult, Rejection
 from gpuledger.warehouse.lease import LeaseMixin, SweepBusy
 from gpuledger.warehouse.migrate import MigrationChanged
+from gpuledger.warehouse.pools import PoolsMixin
 from gpuledger.warehouse.readonly import (
     READ_ONLY_CONFIG,
     READ_ONLY_STATEMENTS,
@@ -66,10 +67,11 @@ from gpuledger.warehouse.sweeps import SweepsMixin
 
 #: base tables, in the order `export_parquet` writes them
 TABLES = ("schema_migrations", "schema_views", "specs", "sweeps", "trials", "runs", "final_metrics", "metrics",
-          "billing", "prices", "sweep_leases", "billing_files", "billing_line_items", "agent_launches")
+          "billing", "prices", "sweep_leases", "billing_files", "billing_line_items", "agent_launches",
+          "sweep_pools")
 
 
-class Warehouse(IngestMixin, SweepsMixin, LeaseMixin, BillingMixin, AgentLaunchesMixin, WarehouseBase):
+class Warehouse(IngestMixin, SweepsMixin, LeaseMixin, BillingMixin, AgentLaunchesMixin, PoolsMixin, WarehouseBase):
     """A connection to the DuckDB warehouse file. Use as a context manager; see the package doc."""
 
 
