@@ -232,9 +232,23 @@ def test_cli_commands_that_must_not_import_prefect_do_not():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def _run_logs(state) -> list[str]:
+    """Returns the messages the flow run of `state` (and its task runs) logged to the API."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    from gpuledger.flows.sweep import drain_prefect
+
+    drain_prefect()
+    with get_client(sync_client=True) as client:
+        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[state.state_details.flow_run_id])))
+    return [log.message for log in logs]
+
+
 @pytest.mark.slow
-def test_a_spec_the_planner_refuses_ends_failed_with_one_log_line_not_a_traceback(harness, workdir, capfd):
+def test_a_spec_the_planner_refuses_ends_failed_with_one_log_line_not_a_traceback(harness, workdir):
     from gpuledger.errors import UserError
+    from gpuledger.flows.cost_report import cost_report
     from gpuledger.flows.sweep import sweep
 
     spec = write_spec(workdir, name="no-tokens", xs=(0.1,))
@@ -243,6 +257,12 @@ def test_a_spec_the_planner_refuses_ends_failed_with_one_log_line_not_a_tracebac
     assert state.is_failed()
     error = state.result(raise_on_failure=False)
     assert isinstance(error, UserError) and "train.tokens_per_trial is needed" in str(error)
-    logged = capfd.readouterr()
-    assert "tokens_per_trial is needed" in logged.out + logged.err
-    assert "Traceback" not in logged.out + logged.err
+    logs = _run_logs(state)
+    assert [m for m in logs if "tokens_per_trial is needed" in m] and not [m for m in logs if "Traceback" in m]
+
+    report = cost_report(week="2026-W05", return_state=True)  # no warehouse yet: a user's error too
+    assert report.is_failed() and "no warehouse at" in str(report.result(raise_on_failure=False))
+    logs = _run_logs(report)
+    assert [m for m in logs if "no warehouse at" in m] and not [m for m in logs if "Traceback" in m]
+    with pytest.raises(UserError):  # called plainly, the flow raises it (as the budget guard's refusal)
+        cost_report(week="2026-W05")

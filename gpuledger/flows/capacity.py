@@ -19,9 +19,11 @@ import gpuledger.flows  # noqa: F401  (telemetry off before Prefect is imported)
 from prefect import flow, get_run_logger
 
 from gpuledger.errors import UserError
+from gpuledger.flows.refusals import flow_refuses
 
 
 @flow(name="capacity", persist_result=False, log_prints=True)
+@flow_refuses  # a user's error: one log line and a Failed state (gpuledger/flows/refusals.py)
 def capacity(spec: str) -> dict[str, Any]:
     """Plans serving capacity for a `kind: capacity` spec; returns the plan (a dict) and report files."""
     from gpuledger.flows.artifacts import publish_report

@@ -18,10 +18,12 @@ import gpuledger.flows  # noqa: F401  (telemetry off before Prefect is imported)
 # isort: split
 from prefect import flow, get_run_logger
 
+from gpuledger.flows.refusals import flow_refuses
 from gpuledger.weeks import check_week, last_complete_week
 
 
 @flow(name="cost-report", persist_result=False, log_prints=True)
+@flow_refuses  # a user's error: one log line and a Failed state (gpuledger/flows/refusals.py)
 def cost_report(week: str | None = None) -> dict[str, Any]:
     """Writes the weekly cost report of `week` (default: last complete ISO week); returns its files."""
     from gpuledger.flows.artifacts import publish_report

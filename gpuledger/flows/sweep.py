@@ -22,9 +22,6 @@ and the CLI's exit code tell the truth (`unrecorded` when some records could not
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +37,7 @@ from prefect.utilities.annotations import quote
 from gpuledger import vocabulary
 from gpuledger.errors import BudgetExceeded, UserError
 from gpuledger.flows.artifacts import Progress, artifact_key, publish_report, publish_table
+from gpuledger.flows.refusals import Refused, failed, user_errors_as_refusals
 from gpuledger.launch import known_launchers, plans_as
 from gpuledger.runtime.budget import BudgetStop
 from gpuledger.runtime.engine import Hooks, SweepRun, best_recipe, execute
@@ -53,33 +51,6 @@ PLAN_COLUMNS = ["trial_id", "params", "accelerator", "gpus", "cloud", "region", 
                 "est_memory_gib", "est_wall_s", "est_basis", "est_cost_usd", "feasible", "reason"]
 #: How `run-trials` makes its launcher (tests swap it for a flaky one).
 launcher_factory = make_launcher
-
-
-@dataclass(frozen=True)
-class Refused:
-    """What a task returns instead of raising on a user's error: Prefect would log a raised one with
-    its traceback; this way the log has one line and the flow ends Failed with the error as data."""
-
-    error: UserError
-
-
-def user_errors_as_refusals(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Wraps a task body: a `UserError` becomes one error line in the run's log and a `Refused`."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except UserError as err:
-            get_run_logger().error("%s", err)
-            return Refused(err)
-
-    return wrapper
-
-
-def _failed(refused: Refused) -> State:
-    """The flow's end on a user's error: Failed, with the error as data (the CLI prints it, one line)."""
-    return Failed(message=str(refused.error), data=refused.error)
 
 
 class PrefectHooks(Hooks):
@@ -181,7 +152,7 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
     log = get_run_logger()
     p = plan_sweep_task(spec, launcher, max_parallel, new and not dry_run)
     if isinstance(p, Refused):  # a spec the planner refuses: one line in the log, not a traceback
-        return _failed(p)
+        return failed(p)
     sp, sweep_id = p["spec"], p["sweep_id"]
     summary = SweepSummary(sweep_id=sweep_id, name=sp.name, dry_run=dry_run, trials=len(p["trials"]),
                            max_parallel=p["cap"], budget_usd=float(sp.budget.max_usd))
@@ -205,10 +176,10 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
                    cap=p["cap"], launcher=p["launcher"], summary=summary, launcher_factory=launcher_factory)
     summary = run_trials_task(quote(run))  # quote: Prefect passes the objects as they are
     if isinstance(summary, Refused):
-        return _failed(summary)
+        return failed(summary)
     summary = write_report_task(sp.name, quote(summary))
     if isinstance(summary, Refused):
-        return _failed(summary)
+        return failed(summary)
     log.info("Sweep %s %s: %d launched, %d succeeded, %d failed, %d skipped (budget), %d done before, "
              "%d record(s) not stored; spent $%.4f of $%.2f", sweep_id, summary.status, summary.launched,
              summary.succeeded, summary.failed + summary.launcher_errors, summary.skipped_budget,

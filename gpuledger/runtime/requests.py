@@ -87,10 +87,17 @@ def launch_requests(spec: Any, trials: Iterable[Any], rows: dict[str, dict[str, 
                     launcher: str, resolve_workdir: bool = True) -> dict[str, LaunchRequest]:
     """Returns {trial_id: request} for `trials`; `rows` maps trial ids to plan rows (None: no plan).
 
-    `resolve_workdir`: the spec's `task.workdir` made absolute against the current directory (what
-    a sweep runs in); False keeps it as written (what `render-task` prints).
+    `resolve_workdir`: the spec's `task.workdir` made absolute against the project's root (the folder
+    of its gpuledger.toml, so a sweep started from a subfolder runs its trials where one started at
+    the root does; outside a project the current directory); False keeps it as written (what
+    `render-task` prints).
     """
-    workdir = (Path.cwd() / spec.task.workdir).resolve() if resolve_workdir else Path(spec.task.workdir)
+    if resolve_workdir:
+        from gpuledger.settings import find_project
+
+        workdir = ((find_project() or Path.cwd()) / spec.task.workdir).resolve()
+    else:
+        workdir = Path(spec.task.workdir)
     return {t.trial_id: launch_request(spec, t, None if rows is None else rows.get(t.trial_id), sweep_id=sweep_id,
                                        launcher=launcher, workdir=workdir)
             for t in trials}

@@ -4,8 +4,8 @@ checkout, used in a project of its own far from the checkout.
 Builds the wheel (`uv build`), makes a venv with the locked dependencies (`uv sync --frozen
 --no-install-project` into a folder of the test: offline once uv's cache holds them, as after
 `uv sync`) and installs the wheel alone into it. Then, with the checkout nowhere on the path and no
-GPULEDGER_* or PREFECT_* variables: `init`, `doctor`, `validate`, a real 2-trial local sweep of the
-project's own spec whose trial imports `gpuledger.track`, `sql` from a nested subfolder (the same
+GPULEDGER_* or PREFECT_* variables: `init`, `doctor`, `validate`, a real 2-trial local sweep (started
+from the project's specs/ folder) of the project's own spec whose trial imports `gpuledger.track`, `sql` from a nested subfolder (the same
 warehouse, inside the project), `report sweep`, `report weekly`, `render-task`, `schema --write`,
 every `prefect.yaml` entrypoint loaded as a flow, and a command outside any project (one line).
 No output has a traceback, and nothing is written into site-packages (Python's own `__pycache__`
@@ -151,7 +151,7 @@ def test_the_installed_wheel_in_a_project_far_from_the_checkout(venv, tmp_path):
     shipped = sorted(str(p.relative_to(project)) for p in (project / "specs").glob("*.yaml"))
     assert "ok (sweep own-sweep, 2 trials)" in user.run("validate", *shipped, cwd=project).stdout
 
-    sweep = user.run("sweep", "specs/own.yaml", cwd=project)
+    sweep = user.run("sweep", "own.yaml", cwd=project / "specs")  # its trials still run at the project's root
     assert "2 launched, 2 succeeded, 0 failed" in sweep.stdout, sweep.stdout
     warehouse = project / ".gpuledger" / "ledger.duckdb"
     assert f"Warehouse: {warehouse}" in sweep.stdout and warehouse.is_file()
