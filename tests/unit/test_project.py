@@ -111,3 +111,23 @@ def test_commands_that_need_no_project_work_anywhere_and_write_nothing(outside, 
                  ["render-task", cloud], ["schema"]):
         assert main(argv) == 0, (argv, capsys.readouterr().err)
     assert list(outside.iterdir()) == []
+
+
+def test_the_demo_runs_in_the_project_or_in_a_new_one_it_makes(outside, monkeypatch):
+    from gpuledger.cli.commands.demo import DEMO_FOLDER, demo_project, spec_paths
+    from gpuledger.errors import UserError
+
+    root, made = demo_project()
+    assert made and root == (outside / DEMO_FOLDER).resolve() and (root / "gpuledger.toml").is_file()
+    (root / "specs" / "lora-asha.yaml").unlink()  # a project without the demo specs gets the bundled ones
+    monkeypatch.chdir(root / "specs")
+    assert demo_project() == (root, False)
+    assert [p.name for p in spec_paths(root)] == ["lora-grid.yaml", "lora-asha.yaml"]
+    assert (root / "specs" / "lora-asha.yaml").read_bytes() == dict(scaffold_files())["specs/lora-asha.yaml"].read_bytes()
+
+    elsewhere = outside / "other"
+    (elsewhere / DEMO_FOLDER).mkdir(parents=True)
+    (elsewhere / DEMO_FOLDER / "notes.txt").write_text("mine")
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(UserError, match="exists without a gpuledger.toml"):
+        demo_project()
