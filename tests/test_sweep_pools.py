@@ -5,9 +5,9 @@ realised saving against per-trial jobs. Fake launcher, real DuckDB warehouse, re
 from __future__ import annotations
 
 import pytest
+from helpers.fake_launcher import FakeLauncher
 from test_runtime import _run
 
-from gpuledger.launch.fake import FakeLauncher
 from gpuledger.launch.skypilot_pool import PoolUsage
 from gpuledger.runtime.engine import Hooks, execute
 
