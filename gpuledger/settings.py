@@ -75,6 +75,8 @@ SETTINGS: tuple[Setting, ...] = (
             "the project's shared price folder (committed): `gpuledger prices update` writes catalog.csv there"),
     Setting("prices.billed_min_gpu_hours", "GPULEDGER_BILLED_MIN_GPU_HOURS", float, 10.0,
             "billed GPU-hours an offer needs before the planner prices it at the rate learned from the FOCUS bill"),
+    Setting("sql.timeout_s", "GPULEDGER_SQL_TIMEOUT_S", float, 300.0,
+            "the longest a `gpuledger sql` query may run (seconds); Ctrl-C stops one at once"),
 )
 _BY_KEY = {s.key: s for s in SETTINGS}
 

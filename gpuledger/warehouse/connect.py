@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 
 from gpuledger.errors import UserError
+from gpuledger.settings import ENV_PATH
 
 ENV_LOCK_TIMEOUT = "GPULEDGER_LOCK_TIMEOUT_S"
 #: seconds a connection waits for the process holding the file to let go (env overrides)
@@ -57,13 +58,77 @@ def utc_naive(value: datetime | str | None) -> datetime | None:
     return value
 
 
+#: secrets seen in connection strings this process opened (`remember_secrets`): `redact` removes them
+#: from every message, DuckDB's own error text included (it quotes the connection string)
+_SECRETS: set[str] = set()
+_PASSWORD_RES = (re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.I),  # libpq key=value
+                 re.compile(r"(://[^:/@\s]+:)([^@\s]+)(@)"))  # postgresql://user:password@host
+
+
+def remember_secrets(target: str) -> None:
+    """Remembers the passwords of a connection string, so that `redact` hides them wherever they appear."""
+    for pattern in _PASSWORD_RES:
+        for m in pattern.finditer(target):
+            value = m.group(2).strip("'")
+            if len(value) >= 3:
+                _SECRETS.add(value)
+
+
+def redact(text: str) -> str:
+    """Returns `text` without passwords: `password=...` and `://user:...@` forms, and every secret
+    `remember_secrets` saw, wherever it appears."""
+    text = _PASSWORD_RES[0].sub(r"\1***", text)
+    text = _PASSWORD_RES[1].sub(r"\1***\3", text)
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
 def one_line(err: BaseException) -> str:
-    """Returns the first line of a DuckDB error (e.g. 'Binder Error: column "x" not found ...')."""
+    """Returns the first line of a DuckDB error (e.g. 'Binder Error: column "x" not found ...'),
+    passwords redacted (`redact`)."""
     text = str(err).strip()
     first = text.splitlines()[0] if text else type(err).__name__
     # DuckDB adds 'LINE 1: ...' context on later lines; keep the first line, plus a candidate hint
     hint = next((ln.strip() for ln in text.splitlines()[1:] if ln.strip().startswith("Candidate")), "")
-    return f"{first} {hint}".strip()
+    return redact(f"{first} {hint}".strip())
+
+
+#: every DuckDB connection gpuledger opens: no extension is ever fetched from the network or
+#: loaded by itself (the ones needed come from the duckdb-ext-* packages and are LOADed by name)
+NO_EXTENSION_DOWNLOADS: dict[str, Any] = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+
+#: DuckDB's file header: the magic bytes at offset 8 (DuckDB's storage format, `MainHeader::MAGIC_BYTES`)
+_DUCKDB_MAGIC = b"DUCK"
+#: headers of files that are often mistaken for a warehouse
+_OTHER_MAGIC = ((b"SQLite format 3\x00", "an SQLite database"), (b"PAR1", "a Parquet file"),
+                (b"PK\x03\x04", "a zip archive"), (b"\x1f\x8b", "a gzip file"))
+
+
+def file_kind_problem(path: Path) -> str | None:
+    """Returns why the existing file at `path` is not a DuckDB database (judged by its header, before
+    DuckDB reads it: an SQLite file would make DuckDB reach for its sqlite extension), or None."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    except OSError as err:
+        return f"cannot be read ({err.strerror or err})"
+    if not head:
+        return None  # an empty file: DuckDB makes a database of it
+    for magic, what in _OTHER_MAGIC:
+        if head.startswith(magic):
+            return f"is {what}, not a DuckDB warehouse"
+    if head[8:12] != _DUCKDB_MAGIC:
+        return f"is not a DuckDB database (its first bytes are {head[:12]!r})"
+    return None
+
+
+def _is_lock_conflict(text: str) -> bool:
+    """True when DuckDB's error says another process holds the file's lock (not merely a message
+    that contains 'lock', such as a corrupt 'block')."""
+    return bool(re.search(r"Could not set lock on file|Conflicting lock", text, re.I))
 
 
 def lock_timeout_s(given: float | None = None) -> float:
@@ -135,14 +200,18 @@ def connect(path: Path, *, read_only: bool, timeout_s: float | None = None,
             config: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
     """Returns a DuckDB connection to `path`, waiting (bounded) while another process holds it."""
     wait_s = lock_timeout_s(timeout_s)
+    problem = file_kind_problem(path)
+    if problem is not None:
+        raise UserError(f"warehouse {path} {problem}; point {ENV_PATH} at a DuckDB file gpuledger made "
+                        "(or move this one away)")
     deadline = time.monotonic() + wait_s
     delay = 0.02
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only, config=config or {})
+            return duckdb.connect(str(path), read_only=read_only, config={**NO_EXTENSION_DOWNLOADS, **(config or {})})
         except duckdb.Error as err:
             text = str(err)
-            locked = "lock" in text.lower()
+            locked = _is_lock_conflict(text)
             if locked and time.monotonic() < deadline:
                 time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
                 delay = min(delay * 2, MAX_RETRY_SLEEP_S)
@@ -159,4 +228,8 @@ def connect(path: Path, *, read_only: bool, timeout_s: float | None = None,
             if "different configuration" in text:
                 raise UserError(f"warehouse {path} is already open in this process with another mode "
                                 f"(read-only vs read-write); close it first") from None
+            if re.search(r"corrupt|checksum|not a valid DuckDB|invalid.*header|unable to read|Serialization", text,
+                         re.I):
+                raise UserError(f"warehouse {path} is damaged and cannot be opened ({one_line(err)}); restore it "
+                                "from a copy (`gpuledger export` writes one) or move it away") from None
             raise UserError(f"cannot open warehouse {path}: {one_line(err)}") from None

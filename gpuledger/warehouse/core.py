@@ -7,6 +7,8 @@ The methods that write sweeps, trials, records and leases live in their own modu
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -175,6 +177,37 @@ class WarehouseBase:
             return rel.pl()
         except duckdb.Error as err:
             raise UserError(one_line(err)) from None
+
+    def query_bounded(self, sql: str, timeout_s: float) -> pl.DataFrame:
+        """Returns `query(sql)`, stopped (DuckDB's `interrupt`) after `timeout_s` seconds or at Ctrl-C,
+        either way a one-line UserError (exit code 130 for Ctrl-C). The query runs on a worker thread
+        so that the main thread, where Python's signals arrive, stays free to stop it."""
+        outcome: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                outcome["df"] = self.query(sql)
+            except BaseException as err:  # noqa: BLE001 - handed to the caller's thread
+                outcome["err"] = err
+
+        worker = threading.Thread(target=work, name="gpuledger-sql", daemon=True)
+        deadline = time.monotonic() + timeout_s
+        worker.start()
+        try:
+            while worker.is_alive() and time.monotonic() < deadline:
+                worker.join(min(0.1, max(0.0, deadline - time.monotonic())))
+        except KeyboardInterrupt:
+            self._con.interrupt()
+            worker.join(10)
+            raise UserError("interrupted (Ctrl-C): the query was stopped", exit_code=130) from None
+        if worker.is_alive():
+            self._con.interrupt()
+            worker.join(10)
+            raise UserError(f"the query ran longer than {timeout_s:g} s and was stopped (the setting sql.timeout_s, "
+                            "GPULEDGER_SQL_TIMEOUT_S, sets the limit)")
+        if "err" in outcome:
+            raise outcome["err"]
+        return outcome["df"]
 
     def query_named(self, name: str, params: dict[str, Any] | None = None) -> pl.DataFrame:
         """Runs the named query `gpuledger/warehouse/sql/queries/<name>.sql` with DuckDB named parameters (`$week`).

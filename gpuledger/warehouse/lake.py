@@ -35,7 +35,8 @@ import duckdb
 
 from gpuledger.errors import UserError
 from gpuledger.warehouse import sqlfiles
-from gpuledger.warehouse.connect import now, one_line
+from gpuledger.warehouse.connect import NO_EXTENSION_DOWNLOADS, now, one_line, remember_secrets
+from gpuledger.warehouse.connect import redact as connect_redact
 
 PREFIX = "ducklake:"
 ENV_DATA = "GPULEDGER_WAREHOUSE_DATA"
@@ -66,7 +67,7 @@ def reference() -> dict[str, TableShape]:
     """The tables as the migrations define them (applied to an in-memory DuckDB), with their keys."""
     from gpuledger.warehouse.migrate import migrate
 
-    con = duckdb.connect(":memory:")
+    con = duckdb.connect(":memory:", config=NO_EXTENSION_DOWNLOADS)
     try:
         migrate(con)
         shapes: dict[str, TableShape] = {}
@@ -98,10 +99,9 @@ def connect(target: str, *, read_only: bool, data_path: str | None = None) -> du
         raise LakeError(f"GPULEDGER_WAREHOUSE={target!r}: only ducklake:postgres:<connection string> is "
                         "supported (a PostgreSQL catalog)")
     data_path = data_path if data_path is not None else os.environ.get(ENV_DATA)
+    remember_secrets(target)  # DuckDB's own error text quotes the connection string: redacted everywhere
     try:
-        con = duckdb.connect(":memory:", config={"extension_directory": _extension_dir(),
-                                                 "autoinstall_known_extensions": False,
-                                                 "autoload_known_extensions": True})
+        con = duckdb.connect(":memory:", config={"extension_directory": _extension_dir(), **NO_EXTENSION_DOWNLOADS})
         con.execute("LOAD ducklake")
         con.execute("LOAD postgres_scanner")
         if data_path and "://" in data_path:
@@ -138,10 +138,8 @@ def _attach(con: duckdb.DuckDBPyConnection, statement: str, retry_s: float = 60.
 
 
 def redact(target: str) -> str:
-    """The connection string without a password, for messages."""
-    import re
-
-    return re.sub(r"(password\s*=\s*)\S+", r"\1***", target, flags=re.I)
+    """The connection string without a password, for messages (`gpuledger.warehouse.connect.redact`)."""
+    return connect_redact(target)
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection, *, retry_s: float = RETRY_S) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 import duckdb
 
 from gpuledger.errors import UserError
-from gpuledger.warehouse.connect import one_line
+from gpuledger.warehouse.connect import NO_EXTENSION_DOWNLOADS, one_line
 
 #: statement types `gpuledger sql` may run without `--write` (names of duckdb.StatementType);
 #: PRAGMA, CALL and EXPLAIN are checked further
@@ -138,7 +138,7 @@ def _problem(kind: str, text: str, depth: int) -> str | None:
 
 def _select_problem(text: str) -> str | None:
     """Returns why the SELECT `text` may not run read-only (a table function that is not allowed)."""
-    con = duckdb.connect(":memory:")
+    con = duckdb.connect(":memory:", config=NO_EXTENSION_DOWNLOADS)
     try:
         raw = con.execute("SELECT json_serialize_sql($q)", {"q": text}).fetchone()[0]
     except duckdb.Error as err:

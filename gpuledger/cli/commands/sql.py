@@ -8,7 +8,8 @@ configuration is locked and which loads no extension. It still reads the user's 
 (`select * from 'x.parquet'`, `read_csv(...)`). Table output fits the terminal
 (`$COLUMNS`, else 120): a table when the columns fit, else one block per row, one `column | value`
 line each (`gpuledger.cli.table_text`). SQL errors become one line
-(`gpuledger sql: Binder Error: ...`), never a traceback.
+(`gpuledger sql: Binder Error: ...`), never a traceback. A query runs at most `sql.timeout_s` seconds
+(`GPULEDGER_SQL_TIMEOUT_S`, default 300) and Ctrl-C stops it at once (DuckDB's `interrupt`).
 """
 
 from __future__ import annotations
@@ -36,8 +37,13 @@ def run(args: argparse.Namespace) -> int:
         problems = read_only_problems(query)
         if problems:
             raise UserError(f"refusing, without --write: {'; '.join(problems)}")
+    from gpuledger import settings
+
+    timeout_s = float(settings.current().get("sql.timeout_s"))
+    if not timeout_s > 0:
+        raise UserError(f"sql.timeout_s (GPULEDGER_SQL_TIMEOUT_S) is {timeout_s:g}; give a number of seconds > 0")
     with Warehouse.open(read_only=not args.write, config=None if args.write else READ_ONLY_CONFIG) as wh:
-        df = wh.query(query)
+        df = wh.query_bounded(query, timeout_s)
     out = sys.stdout
     if args.format == "csv":
         out.write(df.write_csv())
