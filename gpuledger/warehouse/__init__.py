@@ -14,7 +14,7 @@ Modules (each small, one job):
 
 Usage (a writer; writers migrate on open)::
 
-    with Warehouse.open() as wh:                       # GPULEDGER_WAREHOUSE or warehouse/ledger.duckdb
+    with Warehouse.open() as wh:                       # the project's .gpuledger/ledger.duckdb (gpuledger.settings)
         wh.register_sweep(sweep_id="lora-grid-1a2b3c4d", name="lora-grid", project="p", owner="o",
                           objective_metric="eval_loss", objective_goal="minimize", started_at=now)
         wh.upsert_trials("lora-grid-1a2b3c4d", [{"trial_id": "ab12", "index": 0, "params": {...}}])

@@ -238,7 +238,7 @@ class IngestMixin:
         return df.height
 
     def ingest_landing(self, landing: str | os.PathLike[str] | None = None) -> IngestResult:
-        """Ingests every `*.json` of a landing folder (default `warehouse/landing/` beside the file).
+        """Ingests every `*.json` of a landing folder (default `landing/` beside the file: the project's `.gpuledger/landing/`).
 
         A file holds one record (an object) or several (a list), at most `MAX_RECORD_FILE_BYTES`
         (checked before and while reading). Files are taken in batches of at most

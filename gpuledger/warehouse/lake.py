@@ -279,7 +279,7 @@ def push_ledger(file: str | os.PathLike[str], target: str, *, data_path: str | N
     if not target[len(PREFIX):].startswith("postgres:"):
         connect(target, read_only=True)  # raises the one-line "only ducklake:postgres" message
     if not path.is_file():
-        raise UserError(f"{path}: no such ledger file (a DuckDB warehouse file, e.g. warehouse/ledger.duckdb)")
+        raise UserError(f"{path}: no such ledger file (a DuckDB warehouse file, e.g. .gpuledger/ledger.duckdb of a project)")
     con = connect(target, read_only=False, data_path=data_path)
     try:
         ensure_schema(con)

@@ -1,7 +1,7 @@
 """`gpuledger serve`: local Prefect server + process worker + the deployments of prefect.yaml.
 
 Starts (or reuses) the server on 127.0.0.1 (port of `prefect.toml`, or PREFECT_API_URL), keeps
-its state in `.prefect/`, creates the work pool `gpuledger-local`, runs `prefect deploy --all`,
+its state in the project's Prefect home (`.gpuledger/prefect/`), creates the work pool `gpuledger-local`, runs `prefect deploy --all`,
 and runs a worker until Ctrl-C, which stops the worker and then the server. See gpuledger/flows/server.py.
 """
 
