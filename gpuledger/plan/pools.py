@@ -357,7 +357,7 @@ def _pool_rows(table: pl.DataFrame, option: PoolOption, per: pl.DataFrame, accel
     placed = pl.DataFrame({
         "trial_id": option.trial_ids, "_compute_s": option.compute_s, "_wall_s": option.run_s, "_cost": costs,
         "_start": sch.start_s, "_slot": sch.worker.astype(np.int64),
-    }).join(per.filter(pl.col("cand") == o["cand"]).unique("trial_id", keep="first")
+    }).join(per.filter(pl.col("cand") == o["cand"]).sort("compute_s", "sharding").unique("trial_id", keep="first")
             .select("trial_id", pl.col("sharding").alias("_sh"), pl.col("est_memory_gib").alias("_mem"),
                     pl.col("usable_memory_gib").alias("_usable")), on="trial_id", how="left")
     t = table.join(placed, on="trial_id", how="left")
@@ -371,7 +371,11 @@ def _pool_rows(table: pl.DataFrame, option: PoolOption, per: pl.DataFrame, accel
         "preemptions_per_hour": pl.lit(rate_h), "expected_preemptions": pl.col("_wall_s") * rate_h / S_PER_H,
         "price_source": pl.lit(o["price_source"]), "price_as_of": pl.lit(o["price_as_of"]),
         "price_basis": pl.lit(o.get("price_basis"), dtype=pl.String),
-        "sharding": pl.col("_sh"), "est_memory_gib": pl.col("_mem"), "usable_memory_gib": pl.col("_usable"),
+        # the pool's compute is the planned one on the planned accelerator and GPU count (`pool_options`),
+        # else the fastest fitting workload's: the sharding and memory of that same row
+        "sharding": pl.when(same).then(pl.col("sharding")).otherwise(pl.col("_sh")),
+        "est_memory_gib": pl.when(same).then(pl.col("est_memory_gib")).otherwise(pl.col("_mem")),
+        "usable_memory_gib": pl.when(same).then(pl.col("usable_memory_gib")).otherwise(pl.col("_usable")),
         "compute_s": pl.col("_compute_s"), "est_wall_s": pl.col("_wall_s"), "est_cost_usd": pl.col("_cost"),
         "start_s": pl.col("_start"), "slot": pl.col("_slot"), "deadline_ok": pl.lit(option.deadline_ok),
         "est_basis": pl.when(same).then(pl.col("est_basis")).otherwise(pl.lit(basis.get(o["accelerator"], "estimate"))),
