@@ -54,7 +54,7 @@ from typing import Any
 import psutil
 
 from gpuledger import protocol, vocabulary
-from gpuledger.agent.measure import GIB, MAX_LINE_BYTES, FileTail, Gpus, Metrics, oom_kill_count
+from gpuledger.agent.measure import GIB, MAX_LINE_BYTES, Echo, FileTail, Gpus, Metrics, oom_kill_count
 from gpuledger.agent.signing import read_keys, write_signed
 from gpuledger.protocol import ENV_METRICS as METRICS_ENV
 from gpuledger.protocol import METRIC_LINE_PREFIX, RESULT_LINE_PREFIX, SCHEMA
@@ -91,41 +91,6 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
-class Echo:
-    """`--echo-metrics`: writes the named metrics' new points to stdout as `GPULEDGER_METRIC` lines,
-    at most one line per metric per `interval_s` (faster points coalesced to the latest)."""
-
-    def __init__(self, names: set[str], interval_s: float, started: float, write: Any) -> None:
-        self.names, self.interval_s, self.started, self.write = names, interval_s, started, write
-        self.last: dict[str, float] = {}  # name -> monotonic time of its last echo
-        self.pending: dict[str, dict[str, Any]] = {}  # name -> the latest point not echoed yet
-        self.seen: dict[str, int] = {}  # name -> points read so far
-        self.lines = 0
-        self.lock = threading.Lock()
-
-    def offer(self, points: list[dict[str, Any]]) -> None:
-        with self.lock:
-            for p in points:
-                if p["name"] in self.names:
-                    self.seen[p["name"]] = n = self.seen.get(p["name"], 0) + 1
-                    # a point without a step is numbered (1, 2, ... per metric) so a reader can place it
-                    self.pending[p["name"]] = p if p["step"] is not None else {**p, "step": n}
-        self.flush()
-
-    def flush(self, force: bool = False) -> None:
-        now = time.monotonic()
-        with self.lock:
-            due = [n for n in self.pending if force or now - self.last.get(n, -1e18) >= self.interval_s]
-            points = [self.pending.pop(n) for n in due]
-            for n in due:
-                self.last[n] = now
-            self.lines += len(points)
-        for p in points:
-            line = {"name": p["name"], "value": p["value"], "step": p["step"],
-                    "time": round(self.started + p["t_s"], 3)}
-            self.write(METRIC_LINE_PREFIX + json.dumps(line, separators=(",", ":")) + "\n")
-
-
 class Agent:
     """Runs one command under measurement; `run()` returns the result record as a dict."""
 
@@ -156,6 +121,19 @@ class Agent:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, sig)
+
+    def _kill_all(self) -> None:
+        """SIGKILLs the trial's group and every other process below the agent: a daemon that left the
+        group (double fork, setsid) is still the agent's descendant (`become_subreaper`); reaps them."""
+        self._killpg(signal.SIGKILL)
+        try:
+            rest = psutil.Process().children(recursive=True)
+        except psutil.Error:
+            return
+        for p in rest:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        psutil.wait_procs(rest, timeout=2)
 
     def _stop_child(self, sig: int = signal.SIGTERM) -> None:
         """Sends `sig` to the child's group now and SIGKILL after the grace period."""
@@ -227,9 +205,8 @@ class Agent:
     def _sample_once(self, gpus: Gpus) -> None:
         assert self.proc is not None
         rss = 0
-        try:
-            root = psutil.Process(self.proc.pid)
-            procs = [root, *root.children(recursive=True)]
+        try:  # everything below the agent: the trial's tree and any daemon it left behind
+            procs = psutil.Process().children(recursive=True)
         except psutil.Error:
             procs = []
         for p in procs:
@@ -278,6 +255,7 @@ class Agent:
         for sig in FORWARDED_SIGNALS:
             signal.signal(sig, self._on_signal)
 
+        become_subreaper()
         tmpdir = tempfile.mkdtemp(prefix="gpuledger-agent-")
         # --metrics-file: kept where the launcher reads intermediate values (pruning); else private
         metrics_path = Path(opts.metrics_file) if opts.metrics_file else Path(tmpdir) / "metrics.jsonl"
@@ -336,9 +314,10 @@ class Agent:
                     break
                 except KeyboardInterrupt:  # pragma: no cover - handlers replace the default
                     continue
+            # Whatever the trial left behind dies with it (and releases the pipes): its group, and
+            # daemons that left the group; its time runs until they are gone.
+            self._kill_all()
             ended = time.time()
-            # Whatever the trial left behind in its group dies with it (and releases the pipes).
-            self._killpg(signal.SIGKILL)
             self.done.set()
             sampler.join(timeout=5)
             for t in threads:
@@ -466,6 +445,25 @@ class Agent:
                 sys.stdout.write(prefix + text)
                 sys.stdout.flush()
             self.stdout_ends_with_newline = True
+
+
+#: prctl(2) option: orphaned descendants re-parent to this process instead of init (Linux >= 3.4)
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Makes the agent the reaper of the trial's orphans (Linux `prctl(PR_SET_CHILD_SUBREAPER)`), so
+    a daemon the trial double-forks stays below the agent, is measured and ends with the trial;
+    returns False where the system has no such call (the process group still ends)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def _float_arg(text: str) -> float:

@@ -3,7 +3,8 @@
 - `oom_kill_count()`: the cgroup's count of kernel OOM kills (a trial killed by the kernel is `oom`);
 - `Gpus`: every visible GPU's used memory and utilisation through NVML (no driver: all None);
 - `Metrics`: the trial's metric points, from `GPULEDGER_METRIC` lines and the `$GPULEDGER_METRICS` file;
-- `FileTail`: follows the metrics file a trainer appends to.
+- `FileTail`: follows the metrics file a trainer appends to;
+- `Echo`: the agent's `--echo-metrics` (named metrics to stdout, bounded).
 
 Stdlib, psutil-free and (optionally) pynvml: it runs inside cloud jobs.
 """
@@ -20,6 +21,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from gpuledger.protocol import METRIC_LINE_PREFIX
 
 GIB = 1024**3
 MAX_METRIC_POINTS = 20_000  # beyond this only final_metrics keep being updated
@@ -260,3 +263,38 @@ class FileTail:
 
 # --------------------------------------------------------------------------------------------
 # The run
+
+
+class Echo:
+    """`--echo-metrics`: writes the named metrics' new points to stdout as `GPULEDGER_METRIC` lines,
+    at most one line per metric per `interval_s` (faster points coalesced to the latest)."""
+
+    def __init__(self, names: set[str], interval_s: float, started: float, write: Any) -> None:
+        self.names, self.interval_s, self.started, self.write = names, interval_s, started, write
+        self.last: dict[str, float] = {}  # name -> monotonic time of its last echo
+        self.pending: dict[str, dict[str, Any]] = {}  # name -> the latest point not echoed yet
+        self.seen: dict[str, int] = {}  # name -> points read so far
+        self.lines = 0
+        self.lock = threading.Lock()
+
+    def offer(self, points: list[dict[str, Any]]) -> None:
+        with self.lock:
+            for p in points:
+                if p["name"] in self.names:
+                    self.seen[p["name"]] = n = self.seen.get(p["name"], 0) + 1
+                    # a point without a step is numbered (1, 2, ... per metric) so a reader can place it
+                    self.pending[p["name"]] = p if p["step"] is not None else {**p, "step": n}
+        self.flush()
+
+    def flush(self, force: bool = False) -> None:
+        now = time.monotonic()
+        with self.lock:
+            due = [n for n in self.pending if force or now - self.last.get(n, -1e18) >= self.interval_s]
+            points = [self.pending.pop(n) for n in due]
+            for n in due:
+                self.last[n] = now
+            self.lines += len(points)
+        for p in points:
+            line = {"name": p["name"], "value": p["value"], "step": p["step"],
+                    "time": round(self.started + p["t_s"], 3)}
+            self.write(METRIC_LINE_PREFIX + json.dumps(line, separators=(",", ":")) + "\n")

@@ -99,3 +99,35 @@ def test_a_result_file_that_cannot_be_written_is_said_and_the_record_is_on_stdou
     assert "could not write the result record" in proc.stderr
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_LINE_PREFIX)]
     assert parse_record(json.loads(line[0][len(RESULT_LINE_PREFIX):])).status == "succeeded"
+
+
+def test_a_double_forked_daemon_ends_with_its_trial(tmp_path):
+    pid_file = tmp_path / "daemon.pid"
+    proc, result, took = _agent(tmp_path, f"""
+        import os, sys, time
+        if os.fork() == 0:          # child: leave the group and the session, fork again, exit
+            os.setsid()
+            if os.fork() == 0:      # the daemon: orphaned, in its own session
+                os.close(1); os.close(2)
+                open({str(pid_file)!r}, "w").write(str(os.getpid()))
+                time.sleep(120)
+            os._exit(0)
+        while not os.path.exists({str(pid_file)!r}) or not open({str(pid_file)!r}).read():
+            time.sleep(0.05)
+        print("main done", flush=True)
+        """, timeout=60)
+    record = parse_record(json.loads(result.read_text()))
+    daemon = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _alive(daemon):
+        time.sleep(0.1)
+    assert not _alive(daemon), "the daemon outlived its trial"
+    assert record.status == "succeeded" and b"main done" in proc.stdout and took < 30  # positive control
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
