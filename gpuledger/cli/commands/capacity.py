@@ -27,7 +27,7 @@ def render(result: dict, file=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=file or sys.stdout, width=160)
+    console = Console(file=file or sys.stdout, width=180)
     s = result["spec"]
     console.print(
         f"[bold]{s['name']}[/bold]: {s['model']} at {s['precision']} on {s.get('engine_version') or s.get('engine')} — "
@@ -39,8 +39,8 @@ def render(result: dict, file=None) -> None:
     table = Table(show_lines=False)
     for col, justify in [("accelerator", "left"), ("ok", "center"), ("GPUs", "right"), ("TP", "right"),
                          ("conc.", "right"), ("tok/s/GPU", "right"), ("src", "left"), ("p95 TTFT ms", "right"),
-                         ("p95 TPOT ms", "right"), ("$/GPU-h", "right"), ("$/hour", "right"), ("$/day", "right"),
-                         ("$/month", "right"), ("autoscaled", "right"), ("spot $/month", "right"),
+                         ("p95 TPOT ms", "right"), ("$/GPU-h", "right"), ("$/hour", "right"),
+                         ("$/month", "right"), ("auto $/mo", "right"), ("spot $/mo", "right"),
                          ("$/1M out", "right"), ("cloud", "left")]:
         table.add_column(col, justify=justify, no_wrap=True)
     best = result.get("best")
@@ -58,7 +58,6 @@ def render(result: dict, file=None) -> None:
             _num(o["tpot_ms"], "{:,.1f}"),
             _money(o["price_per_gpu_hour_on_demand"]),
             _money(o["usd_per_hour_on_demand"]),
-            _money(o["usd_per_day_on_demand"]),
             _money(o["usd_per_month_on_demand"]),
             _money(o.get("usd_per_month_autoscaled")),
             _money(o["usd_per_month_spot"]),
