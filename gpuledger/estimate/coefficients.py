@@ -23,12 +23,13 @@ FRAMEWORKS = tuple(FRAMEWORK_CLASS)
 PRIOR_MATMUL_EFFICIENCY = {"tuned": 0.72, "torchtune": 0.62, "litgpt": 0.70, "hf": 0.55}
 
 #: Achieved fraction of the dense 16-bit peak on the model's matmuls (recompute included), on an
-#: Ampere GA100 part with large micro-batches. Fitted (`benchmarks/time_accuracy.py --fit`, 51 scored
+#: Ampere GA100 part with large micro-batches. Fitted (`benchmarks/time_accuracy.py --fit`, 56 scored
 #: public rows, 2026-11-26): tuned on llm-foundry's MPT tables, Megatron-LM Table 1, Llama 3 Table 4;
 #: torchtune on its README's speed table; litgpt on TinyLlama's README and lit-gpt's resource tables
-#: (LoRA, micro-batch 1-4, one A100-40GB); hf on whyNLP/tinyllama's benchmark (HF Trainer + DeepSpeed).
+#: (LoRA, micro-batch 1-4, one A100-40GB); hf on whyNLP/tinyllama's benchmark (HF Trainer + DeepSpeed)
+#: and PaddleNLP's Torch benchmark (HF Trainer + PEFT/DeepSpeed, LLaMA-7B LoRA and ZeRO-2/3).
 #: Classes with one or two rows stay close to their prior.
-MATMUL_EFFICIENCY = {"tuned": 0.6632, "torchtune": 0.8409, "litgpt": 0.5636, "hf": 0.3210}
+MATMUL_EFFICIENCY = {"tuned": 0.6632, "torchtune": 0.8409, "litgpt": 0.5636, "hf": 0.3628}
 
 #: Sustained fraction of the datasheet peak by GPU generation, relative to Ampere GA100 (same code):
 #: llm-foundry's MPT tables measure H100 at 0.67-0.72 of A100's MFU on the same configurations
@@ -91,6 +92,17 @@ HBM_EFFICIENCY = 0.8
 #: ~32 B; 8-bit AdamW 1-byte states (bitsandbytes): ~14 B; SGD with momentum ~16 B.
 OPTIMIZER_BYTES_PER_PARAM = {"adamw": 32, "paged-adamw": 32, "adamw-8bit": 14, "paged-adamw-8bit": 14,
                              "sgd": 16, "adafactor": 20}
+
+#: DeepSpeed ZeRO (stages 1-3, fp16/bf16 with fp32 master weights) optimizer step, seconds per
+#: parameter of the GPU's partition, beyond the fused AdamW pass of OPTIMIZER_BYTES_PER_PARAM: its
+#: unfused passes over the flat partition (unscale, overflow check, gradient norm and clipping, fp32
+#: to 16-bit copy, flatten/unflatten, bucketed all-gather launches). Fitted on PaddleNLP's Torch
+#: benchmark (HF Trainer + DeepSpeed 0.9.4, LLaMA-7B full fine-tuning on 4 x A100-80G, ZeRO-2 and
+#: ZeRO-3 at global batch 8 and 16 of ~100-token samples): steps take 0.28-0.41 s more than the
+#: rest of the model at both batch sizes (a per-step cost, not per token) for 1.7e9 parameters per
+#: GPU: ~1.9e-10 s per parameter, i.e. ~280 B of memory traffic per parameter at A100 bandwidth. Those
+#: rows are in-sample for it.
+ZERO_STEP_S_PER_PARAM = 1.9e-10
 
 #: Fixed seconds per optimizer step outside the GPU's work: data collation, loss.item() sync,
 #: logging, LR scheduler. HF Trainer's step loop (callbacks, `_maybe_log_save_evaluate`, gradient

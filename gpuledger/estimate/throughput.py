@@ -45,6 +45,7 @@ from gpuledger.estimate.coefficients import (
     OVERLAP,
     PRIOR_MATMUL_EFFICIENCY,
     SMALL_MATMUL_TOKENS,
+    ZERO_STEP_S_PER_PARAM,
     generation,
 )
 from gpuledger.vocabulary import CHECKPOINTINGS
@@ -258,6 +259,8 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
     trained = s.params_trainable if frozen else shape.params_total
     opt_shards = shard * (dp if s.sharding in ("fsdp", "zero1", "zero2", "zero3") else 1)
     optimizer_s = trained / opt_shards * OPTIMIZER_BYTES_PER_PARAM.get(s.optimizer, 16) / bw
+    if s.sharding in ("zero1", "zero2", "zero3") and dp > 1:  # DeepSpeed's unfused passes over the partition
+        optimizer_s += trained / opt_shards * ZERO_STEP_S_PER_PARAM
     bubble = (pp - 1) / (accum + pp - 1) if pp > 1 else 0.0
     micro_total = accum * (micro_s + exposed_micro)
     step_s = micro_total / (1 - bubble) + exposed_step + optimizer_s + FIXED_STEP_S[cls]

@@ -93,3 +93,23 @@ def test_small_eager_micro_batches_are_bound_by_the_host():
     # compiled/fused code issues fewer kernels, at the launch cost alone: no such floor here
     fused = step_time(phi[0].shape, TrainSetup(**{**phi[0].setup.__dict__, "compile": True}))
     assert fused.parts_s["launch_floor"] == 0.0
+
+
+def test_deepspeed_zero_step_costs_the_same_at_any_batch():
+    """PaddleNLP's HF + DeepSpeed LLaMA-7B rows on 4 A100s: global batch 8 and 16 differ by far less than
+    twice in step time; the model's ZeRO step cost is per step (per parameter of the partition), not per token."""
+    from gpuledger.estimate.coefficients import ZERO_STEP_S_PER_PARAM
+    from gpuledger.estimate.public import model_tokens_per_s, time_cases, time_error
+
+    cases = {c.id: c for c in time_cases() if c.source == "paddlenlp-torch-benchmark"}
+    for c in cases.values():
+        assert abs(time_error(model_tokens_per_s(c), c.measured)) <= 0.25, c.id
+    small, big = cases["paddlenlp_torch_llama7b_full_zero2_bs8"], cases["paddlenlp_torch_llama7b_full_zero2_bs16"]
+    s_small, s_big = step_time(small.shape, small.setup), step_time(big.shape, big.setup)
+    assert s_small.parts_s["optimizer"] == pytest.approx(s_big.parts_s["optimizer"])
+    # plain DDP pays the AdamW pass over the whole model and no ZeRO step: the difference is exactly
+    # the AdamW pass saved by sharding it 4 ways and the ZeRO step over the quarter
+    ddp = step_time(small.shape, TrainSetup(**{**small.setup.__dict__, "sharding": "ddp"}))
+    quarter = small.shape.params_total / 4
+    adamw_quarter = ddp.parts_s["optimizer"] / 4
+    assert s_small.parts_s["optimizer"] == pytest.approx(adamw_quarter + quarter * ZERO_STEP_S_PER_PARAM)
