@@ -562,8 +562,11 @@ def assumptions(engine: inference.Engine | None = None) -> list[str]:
         "operating point = the concurrency with the most tokens/s per GPU whose p95 TTFT and TPOT meet the SLO "
         "in a closed loop (how serving benchmarks measure); the fleet's latency under Poisson arrivals at "
         "qps / replicas per replica is simulated and shown (load_check), not used for sizing",
-        "physical floors (infeasible below them, measured or not): TPOT ≥ weights / datasheet bandwidth of the "
-        "replica's GPUs; TTFT ≥ prefill FLOPs (2·P·s + 2·L·d·s²) / dense peak",
+        "physical floors of each option's own TP degree (infeasible below them, measured or not): TPOT ≥ weights "
+        "/ datasheet bandwidth of the replica's GPUs + at TP > 1 2 all-reduces per layer of at least 2 µs (NVLink) "
+        "or 5 µs (PCIe); TTFT ≥ prefill FLOPs (2·P·s + 2·L·d·s²) / dense peak; a prediction below them is lifted",
+        "tensor-parallel steps pay 2 all-reduces per layer (~8 µs NVLink, ~25 µs PCIe each) besides the TP "
+        "efficiency; engine_args.tensor_parallel pins the degree",
         "weights at the spec's precision (bytes/param: fp32 4, bf16/fp16 2, fp8/int8 1, int4 0.52, nf4 0.5625; "
         "embeddings stay 16 bit in quantised checkpoints); KV cache 16 bit, fp8 with fp8, fp32 with fp32",
         "tensor parallel 1/2/4/8 (up to max_gpus_per_replica) with efficiency NVLink 1/.9/.85/.8, PCIe "
