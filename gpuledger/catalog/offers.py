@@ -121,19 +121,26 @@ def _num_or_problem(text: str, col: str, *, required: bool, integer: bool = Fals
     return value, None
 
 
+#: the largest price file read (bytes): the bundled catalog of every cloud is well below 1 MiB
+MAX_PRICE_FILE_BYTES = 16 * 1024**2
+
+
 def read_price_file(path: str | Path) -> pl.DataFrame:
     """Returns the rows of a user price file (the columns of `offers.csv`), validated.
 
     Raises UserError naming the file, line and column of every problem at once. `source` defaults
     to the file name and `as_of` to the file's modification date when left empty.
     """
+    from gpuledger.safeyaml import FileRefused, read_text_file
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise UserError(f"{path}: price file not found (set by {PRICES_ENV}); fix the path or unset it") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"{path}: cannot read price file: {err}") from None
+    try:  # named by a variable, so it may name anything: a regular file of bounded size only
+        text = read_text_file(p, MAX_PRICE_FILE_BYTES).removeprefix("\ufeff")
+    except FileRefused as err:
+        if err.reason == "no such file":
+            raise UserError(f"{path}: price file not found (set by {PRICES_ENV}); fix the path or unset it") from None
+        raise UserError(f"{path}: not read as a price file ({PRICES_ENV}): "
+                        f"{err.reason.replace('; give the path of a YAML file', '')}") from None
     reader = csv.DictReader(io.StringIO(text))
     header = [h.strip() for h in (reader.fieldnames or [])]
     missing = [c for c in OFFER_COLUMNS if c not in header and c not in ("source", "as_of", "vcpus", "memory_gib", "usd_per_hour_spot")]

@@ -1,4 +1,4 @@
-"""Issue 31: the machine file is named by an environment variable, so it may name anything. It is
+"""Issue 31: files named by environment variables (GPULEDGER_MACHINE_FILE, GPULEDGER_PRICES) may name anything. They are
 read only when it is a small regular file and replaced only when it is gpuledger's own."""
 
 from __future__ import annotations
@@ -45,3 +45,16 @@ def test_gpuledgers_own_machine_file_is_replaced(tmp_path):  # positive control
     store_machine(FACTS, path)
     store_machine(MachineSpeed(**{**FACTS.__dict__, "matmul_gflops_one_core": 20.0}), path)
     assert '"matmul_gflops_one_core": 20.0' in path.read_text()
+
+
+@pytest.mark.parametrize("name", ["/dev/zero", "FIFO"])
+def test_a_price_file_that_is_not_a_regular_file_is_refused_at_once(tmp_path, name):
+    from gpuledger.catalog.offers import read_price_file
+
+    path = tmp_path / "fifo" if name == "FIFO" else name
+    if name == "FIFO":
+        os.mkfifo(path)
+    started = time.monotonic()
+    with pytest.raises(UserError, match="GPULEDGER_PRICES") as info:
+        read_price_file(path)
+    assert time.monotonic() - started < 2 and "not a regular file" in str(info.value)
