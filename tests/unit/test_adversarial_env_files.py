@@ -1,5 +1,6 @@
-"""Issue 31: files named by environment variables (GPULEDGER_MACHINE_FILE, GPULEDGER_PRICES) may name anything. They are
-read only when it is a small regular file and replaced only when it is gpuledger's own."""
+"""Issue 31: files named by environment variables (GPULEDGER_MACHINE_FILE, GPULEDGER_PRICES) may name
+anything. Such a file is read only when it is a small regular file, and replaced only when it is
+gpuledger's own."""
 
 from __future__ import annotations
 
