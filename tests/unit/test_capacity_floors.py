@@ -22,11 +22,12 @@ OFFERS = pl.DataFrame([dict(zip(_COLS, r, strict=True)) for r in [
 ]], orient="row")
 
 
-def _spec(tpot_ms: float, measured=None, engine_args=None, traffic=None) -> CapacitySpec:
+def _spec(tpot_ms: float, measured=None, engine_args=None, traffic=None,
+          accelerators=("H100", "A100-80GB", "L4")) -> CapacitySpec:
     data = {"kind": "capacity", "name": "t", "project": "p", "owner": "o", "model": "meta-llama/Llama-3.1-8B",
             "precision": "fp8", "traffic": traffic or {"qps": 50, "prompt_tokens": 512, "output_tokens": 256},
             "slo": {"p95_ttft_ms": 500, "p95_tpot_ms": tpot_ms},
-            "resources": {"accelerators": ["H100", "A100-80GB", "L4"], "clouds": ["aws"]}}
+            "resources": {"accelerators": list(accelerators), "clouds": ["aws"]}}
     if measured:
         data["measured"] = measured
     if engine_args:
@@ -48,8 +49,8 @@ def test_one_ms_tpot_is_infeasible_at_every_option_whatever_is_measured(measured
 
 
 def test_a_measured_rate_keeps_its_own_tp_floor_and_the_reason_names_it():
-    spec = _spec(40.0, {"H100": {"tokens_per_s_per_gpu": 3000}},
-                 traffic={"qps": 5, "prompt_tokens": 256, "output_tokens": 64})
+    spec = _spec(10.0, {"H100": {"tokens_per_s_per_gpu": 3000}},
+                 traffic={"qps": 5, "prompt_tokens": 256, "output_tokens": 64}, accelerators=("H100", "A100-80GB"))
     r = plan_capacity(spec, offers=OFFERS, model=LLAMA31_8B_FP8)
     h = next(o for o in r["options"] if o["accelerator"] == "H100")
     assert h["feasible"] and h["throughput_source"] == "measured" and h["gpus_per_replica"] == 1
@@ -66,7 +67,7 @@ def test_a_measured_rate_keeps_its_own_tp_floor_and_the_reason_names_it():
 
 
 def test_engine_args_tensor_parallel_pins_the_shape():
-    spec = _spec(40.0, {"H100": {"tokens_per_s_per_gpu": 3000}}, engine_args={"tensor_parallel": 2},
+    spec = _spec(10.0, {"H100": {"tokens_per_s_per_gpu": 3000}}, engine_args={"tensor_parallel": 2},
                  traffic={"qps": 5, "prompt_tokens": 256, "output_tokens": 64})
     r = plan_capacity(spec, offers=OFFERS, model=LLAMA31_8B_FP8)
     assert r["spec"]["engine_args"] == {"tensor_parallel": 2}
