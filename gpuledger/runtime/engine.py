@@ -179,6 +179,7 @@ class _Loop:
         self.pending = deque(todo if search is None else [])
         self.inflight: dict[Future[TrialOutcome], Any] = {}
         self.unkept: dict[str, str] = {}  # run_id -> why its record could not be written to landing
+        self.seen_runs: set[str] = set()  # run ids of the records this run took
         self.done_q: queue.Queue[Future[TrialOutcome]] = queue.Queue()
 
     def _on_retry(self, trial_id: str, retry: int, err: BaseException) -> None:
@@ -268,6 +269,7 @@ class _Loop:
                 outcome = fut.result()
             except BaseException as err:  # noqa: BLE001 - run_trial only lets interrupts through
                 outcome = TrialOutcome(t.trial_id, [], error=f"{type(err).__name__}: {err}")
+            outcome.records = self._launched_only(t.trial_id, outcome.records)
             for rec in outcome.records:
                 try:
                     landing.keep(self.writer.landing_dir, rec)
@@ -304,6 +306,22 @@ class _Loop:
         self.writer.results(records, errors)
         for trial_id, why in pruned.items():  # after its record: the trial's status is `pruned`
             self.writer.mark([trial_id], vocabulary.PRUNED, why)
+
+    def _launched_only(self, trial_id: str, records: list[ResultRecord]) -> list[ResultRecord]:
+        """Returns the records that are of what this run launched (this sweep, this trial, one run id
+        each); another one (a launcher handing back a record it did not make for this request) is
+        said and never stored."""
+        kept: list[ResultRecord] = []
+        for rec in records:
+            if rec.sweep_id != self.run.sweep_id or rec.trial_id != trial_id or rec.run_id in self.seen_runs:
+                self.hooks.log.error("Refusing a record the launcher returned for trial %s: it is of sweep %s, trial "
+                                     "%s, run %s (not what this run launched)", trial_id, _one_line(rec.sweep_id, 80),
+                                     _one_line(rec.trial_id, 80), _one_line(rec.run_id, 80))
+                self.summary.failures.append(f"{trial_id}: a record of something this run did not launch was refused")
+                continue
+            self.seen_runs.add(rec.run_id)
+            kept.append(rec)
+        return kept
 
     def _tell(self, trial_id: str, outcome: TrialOutcome) -> None:
         """Tells the study how the trial ended: pruned, its final objective value, or failed."""

@@ -12,7 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_runtime import _run, _wh  # noqa: E402
 
-from gpuledger import files, protocol  # noqa: E402
+from gpuledger import files, vocabulary  # noqa: E402
 from gpuledger.runtime import landing  # noqa: E402
 from gpuledger.runtime.engine import Hooks, execute  # noqa: E402
 from gpuledger.runtime.events import progress_listener  # noqa: E402
@@ -28,7 +28,7 @@ def test_landing_full_but_warehouse_fine_stores_every_record(tmp_path, monkeypat
     landing.landing_key(landing.landing_dir_for(run.sweep_id))  # made before the disk fills
     monkeypatch.setattr(files.os, "write", _full)
     summary = execute(run, Hooks())
-    assert summary.status == protocol.SWEEP_SUCCEEDED and summary.unrecorded == 0 and summary.lost == []
+    assert summary.status == vocabulary.SWEEP_SUCCEEDED and summary.unrecorded == 0 and summary.lost == []
     with _wh() as wh:
         assert wh.scalar("SELECT count(*) FROM runs WHERE sweep_id = ?", [run.sweep_id]) == 4
 
@@ -50,13 +50,13 @@ def test_nothing_can_be_written_the_sweep_says_lost_and_ends_unrecorded(tmp_path
     results = [e for e in events if e["kind"] == "result"]
     assert len(results) == 4 and all(not e["stored"] and not e["kept"] for e in results)
     assert all("No space left" in e["not_kept"] for e in results)
-    assert summary.status == protocol.SWEEP_UNRECORDED and summary.exit_code() == 1
+    assert summary.status == vocabulary.SWEEP_UNRECORDED and summary.exit_code() == 1
     assert summary.unrecorded == 4 and len(summary.lost) == 4
     with _wh() as wh:
         status = wh.scalar("SELECT status FROM sweeps WHERE sweep_id = ?", [run.sweep_id])
         trials = wh.query("SELECT status, reason FROM trials WHERE sweep_id = ?", [run.sweep_id])
-    assert status == protocol.SWEEP_UNRECORDED  # not `running` for ever
-    assert set(trials["status"]) == {protocol.FAILED}  # not `pending` for ever: a re-run runs them again
+    assert status == vocabulary.SWEEP_UNRECORDED  # not `running` for ever
+    assert set(trials["status"]) == {vocabulary.FAILED}  # not `pending` for ever: a re-run runs them again
     assert all("was lost" in r for r in trials["reason"])
 
 

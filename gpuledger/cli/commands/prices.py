@@ -111,14 +111,14 @@ def _update(args) -> int:
             said.append(f"{rows.height} {cloud_label(cloud)} offers as of {as_of}")
     if not frames:
         raise UserError(f"{root}: its catalogs list no GPU instance gpuledger knows")
+    from gpuledger.files import write_text_atomic
+
     new = pl.concat(frames)
     if target.is_file():  # keep the clouds this copy does not bring
         old = read_price_file(target)
         new = pl.concat([old.filter(~pl.col("cloud").is_in(new["cloud"].unique().to_list())), new])
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".tmp")
-    new.select(OFFER_COLUMNS).sort("cloud", "accelerator", "accelerator_count", "instance_type", "region").write_csv(tmp)
-    tmp.replace(target)
+    write_text_atomic(target, new.select(OFFER_COLUMNS).sort("cloud", "accelerator", "accelerator_count",
+                                                             "instance_type", "region").write_csv())
     print(f"copied {', '.join(said)} from {root} into {target}")
     print("commit it so your team plans with the same prices; `gpuledger prices` shows what the planner pays",
           file=sys.stderr)

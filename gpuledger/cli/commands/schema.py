@@ -10,6 +10,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
+from gpuledger.files import write_text_atomic
 from gpuledger.spec import json_schema
 
 #: the package's copy, beside the specs `gpuledger init` copies into a project
@@ -35,7 +36,7 @@ def run(args) -> int:
     if getattr(args, "write", False):
         target = project_schema_file()
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(schema_text(), encoding="utf-8")
+        write_text_atomic(target, schema_text())
         print(f"wrote {target}")
     else:
         print(schema_text(), end="")
