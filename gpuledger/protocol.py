@@ -41,6 +41,13 @@ ENV_TIMEOUT_S = "GPULEDGER_TIMEOUT_S"
 #: The agent's `--echo-interval-s` (least seconds between two echoed lines of one metric).
 ENV_ECHO_INTERVAL_S = "GPULEDGER_ECHO_INTERVAL_S"
 
+# probe runs (`gpuledger probe`, docs/probes.md): the attempt's purpose, and the trainer's stop rule
+#: that `gpuledger.track.log` honours (ends the process cleanly, exit 0, once reached)
+ENV_PURPOSE = "GPULEDGER_PURPOSE"
+ENV_PROBE_STEPS = "GPULEDGER_PROBE_STEPS"  # after this many logged training steps (step >= 1)
+ENV_PROBE_SECONDS = "GPULEDGER_PROBE_SECONDS"  # after this many seconds past the first logged training step
+ENV_PROBE_SHAPE = "GPULEDGER_PROBE_SHAPE"  # the probed shape as one JSON object (kept in the record)
+
 #: The agent's `--key-fd`: the file descriptor the launcher passes the attempt's signing key on.
 ENV_KEY_FD = "GPULEDGER_KEY_FD"
 
@@ -49,7 +56,9 @@ LEDGER_ENV_PREFIX = "GPULEDGER_"
 #: The variables a trial sees (set by the agent for its child): who it is and where its metrics go.
 #: Everything else of gpuledger's (`is_ledger_env`) is removed from a trial's environment, so a trial
 #: cannot name the warehouse, the landing folder, the sweep or its agent's result file.
-TRIAL_ENV: tuple[str, ...] = (ENV_RUN_ID, ENV_TRIAL_ID, ENV_SWEEP_NAME, ENV_ATTEMPT, ENV_PARAMS, ENV_METRICS)
+#: A probe's stop rule is the trial's to honour (`gpuledger.track.log` reads it), so it is one of them.
+TRIAL_ENV: tuple[str, ...] = (ENV_RUN_ID, ENV_TRIAL_ID, ENV_SWEEP_NAME, ENV_ATTEMPT, ENV_PARAMS, ENV_METRICS,
+                              ENV_PROBE_STEPS, ENV_PROBE_SECONDS)
 #: `GPULEDGER_*` variables of the trainers shipped in `gpuledger/trainers/` (their own settings, not
 #: the ledger's): a trial inherits them.
 TRAINER_ENV: tuple[str, ...] = ("GPULEDGER_CACHE_DIR", "GPULEDGER_DEMO_PRETRAIN_STEPS")

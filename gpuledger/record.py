@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
 from gpuledger.protocol import SCHEMA
-from gpuledger.vocabulary import PriceSource, RecordLauncher, RunStatus
+from gpuledger.vocabulary import PriceSource, Purpose, RecordLauncher, RunStatus
 
 #: Terminal states of an attempt (the warehouse's `runs.status`), from `gpuledger.vocabulary`.
 #: `skipped-budget` and `pruned` are never an attempt's record: the sweep gives them to trials it
@@ -80,6 +80,8 @@ class ResultRecord(BaseModel):
     final_metrics: dict[str, float] = Field(default_factory=dict)  # last value of each metric
     billing: list[BillingLine] = Field(default_factory=list)
     stderr_tail: str | None = None  # last lines of stderr when it failed
+    purpose: Purpose = "trial"  # "probe": a short run that measured a shape of the sweep (docs/probes.md)
+    probe_shape: dict[str, Any] | None = None  # a probe's shape (what trials it stands for)
 
     @property
     def cost_usd(self) -> float:

@@ -5,6 +5,13 @@ gpuledger's dependencies. Under `gpuledger.agent` the variable `GPULEDGER_METRIC
 file that the agent tails; without it (a trainer run by hand) each metric is printed as one
 `GPULEDGER_METRIC {...}` line on stdout, which the agent also understands.
 
+Probes (`gpuledger probe`, docs/probes.md): when `$GPULEDGER_PROBE_STEPS` (N) or
+`$GPULEDGER_PROBE_SECONDS` (S) is set, `log` ends the process cleanly (`SystemExit(0)`, after the
+point is written) once N distinct training steps (step >= 1) were logged, or at the first step logged
+S seconds or more after the first training step. Any trainer that logs its steps through `log` can
+be probed; a trainer reports `tokens` (cumulative training tokens at that step) so the probe measures
+tokens per second directly (else steps x micro-batch x sequence length).
+
 Each metric is one JSON object `{"name": str, "value": float, "step": int | null, "time": unix s}`.
 Values that are not finite numbers (NaN, inf) are still written, as JSON null, so that a diverged
 run is visible; the agent keeps them out of the record's numeric series.
@@ -20,7 +27,10 @@ import time
 from typing import Any
 
 from gpuledger.protocol import ENV_METRICS as METRICS_ENV
-from gpuledger.protocol import METRIC_LINE_PREFIX
+from gpuledger.protocol import ENV_PROBE_SECONDS, ENV_PROBE_STEPS, METRIC_LINE_PREFIX
+
+#: What this process has logged for a probe's stop rule: distinct training steps, and when the first was.
+_probe_seen: dict[str, Any] = {"steps": set(), "first_time": None}
 
 
 def _number(value: Any) -> float | None:
@@ -42,19 +52,44 @@ def metric_lines(step: int | None = None, **metrics: Any) -> list[str]:
     return lines
 
 
+def _limit(name: str) -> float | None:
+    """Returns the positive number in environment variable `name`, or None (unset or not a positive number)."""
+    value = _number(os.environ.get(name))
+    return value if value is not None and value > 0 else None
+
+
+def probe_limit_reached(step: int | None, now: float | None = None) -> bool:
+    """Returns True when a probe's limit (`$GPULEDGER_PROBE_STEPS` / `$GPULEDGER_PROBE_SECONDS`) is reached
+    with training step `step` logged now (steps < 1 and points without a step do not count)."""
+    steps, seconds = _limit(ENV_PROBE_STEPS), _limit(ENV_PROBE_SECONDS)
+    if (steps is None and seconds is None) or step is None or int(step) < 1:
+        return False
+    now = time.time() if now is None else now
+    seen = _probe_seen
+    seen["steps"].add(int(step))
+    if seen["first_time"] is None:
+        seen["first_time"] = now
+    if steps is not None and len(seen["steps"]) >= steps:
+        return True
+    return seconds is not None and now - seen["first_time"] >= seconds
+
+
 def log(step: int | None = None, **metrics: Any) -> None:
     """Reports `metrics` (name=value) at `step`; returns nothing.
 
     Appends to `$GPULEDGER_METRICS` when set (one flushed write per call, so a reader never sees
-    half a batch), else prints `GPULEDGER_METRIC {...}` lines on stdout.
+    half a batch), else prints `GPULEDGER_METRIC {...}` lines on stdout. Under a probe's limit
+    (module docstring) raises `SystemExit(0)` once the limit is reached.
     """
     lines = metric_lines(step, **metrics)
-    if not lines:
-        return
-    path = os.environ.get(METRICS_ENV)
-    if path:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write("".join(line + "\n" for line in lines))
-        return
-    sys.stdout.write("".join(METRIC_LINE_PREFIX + line + "\n" for line in lines))
-    sys.stdout.flush()
+    if lines:
+        path = os.environ.get(METRICS_ENV)
+        if path:
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write("".join(line + "\n" for line in lines))
+        else:
+            sys.stdout.write("".join(METRIC_LINE_PREFIX + line + "\n" for line in lines))
+            sys.stdout.flush()
+    if probe_limit_reached(step):
+        sys.stdout.flush()
+        raise SystemExit(0)  # a probe measured enough: end the trainer cleanly (finally blocks run)

@@ -75,6 +75,13 @@ RECORD_LAUNCHERS: tuple[str, ...] = get_args(RecordLauncher)
 PriceSource = Literal["local", "catalog", "invoice"]
 PRICE_SOURCES: tuple[str, ...] = get_args(PriceSource)
 
+# -- what a run was for ----------------------------------------------------------------------------
+#: An attempt of a trial, or a short probe that measured a shape of the sweep for the planner
+#: (`gpuledger probe`, docs/probes.md): the warehouse's `runs.purpose`.
+Purpose = Literal["trial", "probe"]
+PURPOSES: tuple[str, ...] = get_args(Purpose)
+TRIAL_PURPOSE, PROBE_PURPOSE = PURPOSES
+
 # -- statuses --------------------------------------------------------------------------------------
 
 SUCCEEDED = "succeeded"

@@ -424,6 +424,7 @@ class Agent:
             "final_metrics": final,
             "billing": [],
             "stderr_tail": text_tail,
+            **_purpose(),
         }
 
     def emit(self, record: dict[str, Any]) -> None:
@@ -464,6 +465,19 @@ def become_subreaper() -> bool:
         return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+def _purpose() -> dict[str, Any]:
+    """Returns the record's purpose fields from `$GPULEDGER_PURPOSE` and `$GPULEDGER_PROBE_SHAPE` (a probe
+    says so in its own record, so it is never taken for a trial's attempt wherever it is ingested)."""
+    purpose = _env(protocol.ENV_PURPOSE, vocabulary.TRIAL_PURPOSE)
+    if purpose not in vocabulary.PURPOSES:
+        purpose = vocabulary.TRIAL_PURPOSE
+    shape = None
+    if purpose == vocabulary.PROBE_PURPOSE:
+        with contextlib.suppress(ValueError):
+            loaded = json.loads(_env(protocol.ENV_PROBE_SHAPE, "null") or "null")
+            shape = loaded if isinstance(loaded, dict) else None
+    return {"purpose": purpose, "probe_shape": shape}
 
 
 def _float_arg(text: str) -> float:

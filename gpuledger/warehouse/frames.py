@@ -17,7 +17,7 @@ import pandera.polars as pa
 import polars as pl
 from pandera.errors import SchemaError, SchemaErrors
 
-from gpuledger.vocabulary import PRICE_SOURCES, RECORD_LAUNCHERS, RUN_STATUSES, TRIAL_STATUSES
+from gpuledger.vocabulary import PRICE_SOURCES, PURPOSES, RECORD_LAUNCHERS, RUN_STATUSES, TRIAL_STATUSES
 
 GOALS = ("minimize", "maximize")
 
@@ -135,6 +135,8 @@ class RunsFrame(_Base):
     stderr_tail: str = pa.Field(nullable=True)
     cost_usd: float = pa.Field(ge=0)
     ingested_at: _TS = pa.Field()
+    purpose: str = pa.Field(isin=list(PURPOSES))
+    probe_shape: str = pa.Field(nullable=True)
 
     @pa.dataframe_check
     def ends_after_start(cls, data: pa.PolarsData) -> pl.LazyFrame:

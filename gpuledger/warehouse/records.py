@@ -75,6 +75,7 @@ def records_to_frames(records: Sequence[Any], ingested_at: datetime | None = Non
             "peak_rss_gib": r.peak_rss_gib, "preemptions": r.preemptions, "recoveries": r.recoveries,
             "hostname": r.hostname, "command": r.command, "params": json_text(r.params),
             "stderr_tail": r.stderr_tail, "cost_usd": float(r.cost_usd), "ingested_at": ingested_at,
+            "purpose": r.purpose, "probe_shape": json_text(r.probe_shape),
         }
         for k, v in row.items():
             runs[k].append(v)

@@ -54,7 +54,8 @@ class SweepsMixin:
         """Inserts or updates a sweep (and its spec and price snapshot) in one transaction; returns its spec_id.
 
         A second call with the same `sweep_id` (a re-run/resume) updates every field, keeps the
-        EARLIEST `started_at`, clears `ended_at` and sets `status` (default 'running'). `prices`:
+        EARLIEST `started_at` (unless it was only `planned`: its probes ran, no trial yet), clears
+        `ended_at` and sets `status` (default 'running'). `prices`:
         the offers the plan used, rows with any of cloud, region, instance_type, accelerator,
         accelerator_count (or count/gpus), spot, usd_per_hour, on_demand_usd_per_hour, source,
         as_of; other keys go to the JSON column `extra`. They replace the sweep's earlier snapshot.
@@ -88,8 +89,11 @@ class SweepsMixin:
             raise UserError(f"cannot register sweep {sweep_id}: {err}") from None
         with self.transaction():
             self._upsert("specs", spec_df, keep=["first_seen_at"])
+            # a sweep only registered so far (status 'planned': its probes ran, no trial yet) starts its
+            # clock when it first runs, so the time between probing and launching is not time to recipe
             self._upsert("sweeps", sweep_df, update={
-                "started_at": "least(sweeps.started_at, excluded.started_at)"})
+                "started_at": "CASE WHEN sweeps.status = 'planned' THEN excluded.started_at "
+                              "ELSE least(sweeps.started_at, excluded.started_at) END"})
             if price_df is not None:
                 self._run("prices_delete_sweep", {"sweep_id": sweep_id})
                 self._upsert("prices", price_df)

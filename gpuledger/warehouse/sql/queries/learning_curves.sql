@@ -30,7 +30,8 @@ FROM runs r
 JOIN sweeps s ON s.sweep_id = r.sweep_id
 LEFT JOIN specs sp ON sp.spec_id = s.spec_id
 LEFT JOIN metrics m ON m.run_id = r.run_id AND m.name = s.objective_metric
-WHERE CASE WHEN $sweep_id::VARCHAR IS NOT NULL THEN r.sweep_id = $sweep_id::VARCHAR
+WHERE coalesce(r.purpose, 'trial') = 'trial'
+  AND CASE WHEN $sweep_id::VARCHAR IS NOT NULL THEN r.sweep_id = $sweep_id::VARCHAR
            ELSE s.model = $model::VARCHAR AND s.method = $method::VARCHAR
                 AND s.objective_metric = $metric::VARCHAR END
 ORDER BY r.started_at, r.run_id, m.seq

@@ -11,6 +11,6 @@ SELECT r.trial_id,
 FROM runs r
 JOIN sweeps s ON s.sweep_id = r.sweep_id
 LEFT JOIN trials t ON t.sweep_id = r.sweep_id AND t.trial_id = r.trial_id
-WHERE r.status = 'succeeded' AND r.wall_s > 0 AND s.model = $model AND s.method = $method
+WHERE r.status = 'succeeded' AND r.wall_s > 0 AND coalesce(r.purpose, 'trial') = 'trial' AND s.model = $model AND s.method = $method
 GROUP BY ALL
 ORDER BY r.trial_id, accelerator, gpus, hostname

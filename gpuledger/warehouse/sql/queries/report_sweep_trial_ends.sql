@@ -7,7 +7,7 @@ WITH last AS (
     FROM metrics m
     JOIN runs r ON r.run_id = m.run_id
     JOIN sweeps s ON s.sweep_id = r.sweep_id
-    WHERE r.sweep_id = $sweep_id AND m.name = s.objective_metric AND m.value IS NOT NULL
+    WHERE r.sweep_id = $sweep_id AND coalesce(r.purpose, 'trial') = 'trial' AND m.name = s.objective_metric AND m.value IS NOT NULL
     GROUP BY m.run_id
 )
 SELECT t.run_id, t.trial_id, t.attempt, t.status AS run_status, tr.status AS trial_status,

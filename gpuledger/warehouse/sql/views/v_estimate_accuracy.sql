@@ -18,3 +18,4 @@ SELECT r.run_id,
             THEN 100.0 * (t.est_wall_s - r.wall_s) / r.wall_s END AS time_err_pct
 FROM v_runs r
 JOIN trials t ON t.sweep_id = r.sweep_id AND t.trial_id = r.trial_id
+WHERE r.purpose = 'trial'  -- a probe ran a few steps of the trial, not the trial

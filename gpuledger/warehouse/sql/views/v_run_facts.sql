@@ -2,6 +2,7 @@
 -- itself: the one definition of a run's accelerator label, GPU-hours and whether its spend produced
 -- no result. No aggregation and no billing or metric join, so a filter on started_at (the weekly
 -- report's week range) reaches the runs scan; v_runs adds the billing lines and the objective.
+-- purpose: 'trial' (an attempt of a trial) or 'probe' (a short measuring run, docs/probes.md).
 SELECT r.run_id,
        r.sweep_id,
        s.name AS sweep_name,
@@ -31,6 +32,8 @@ SELECT r.run_id,
        r.recoveries,
        r.cost_usd,
        s.objective_metric AS metric_name,
-       r.params
+       r.params,
+       coalesce(r.purpose, 'trial') AS purpose,
+       r.probe_shape
 FROM runs r
 LEFT JOIN sweeps s ON s.sweep_id = r.sweep_id

@@ -39,7 +39,8 @@ SELECT r.run_id,
        coalesce(b.on_demand_equiv_usd, r.cost_usd) AS on_demand_equiv_usd,
        r.metric_name,
        fm.value AS metric_value,
-       r.params
+       r.params,
+       r.purpose
 FROM v_run_facts r
 LEFT JOIN bill b ON b.run_id = r.run_id
 LEFT JOIN final_metrics fm ON fm.run_id = r.run_id AND fm.name = r.metric_name

@@ -3,7 +3,9 @@
 -- The best run: succeeded, objective metric present, lowest (minimize; also when the goal is
 -- unknown) or highest (maximize) value; ties go to the run that ended first.
 -- cost_to_recipe_usd counts every run that ENDED by the moment the best run ended (runs still
--- running then are not counted, although they were paid for later).
+-- running then are not counted, although they were paid for later). Probe runs (purpose 'probe')
+-- are spend (total, waste, to recipe: they ran before the trials) but never the best run, and the
+-- sweep's start is its first trial's.
 WITH ids AS (
     SELECT sweep_id FROM sweeps
     UNION SELECT sweep_id FROM runs WHERE sweep_id IS NOT NULL
@@ -12,7 +14,8 @@ base AS (
     SELECT i.sweep_id, s.name, s.project, s.owner, s.objective_metric, s.objective_target,
            s.budget_usd, s.ended_at, s.status,
            coalesce(s.objective_goal, 'minimize') AS goal,
-           least(s.started_at, (SELECT min(r.started_at) FROM runs r WHERE r.sweep_id = i.sweep_id)) AS started_at
+           least(s.started_at, (SELECT min(r.started_at) FROM runs r WHERE r.sweep_id = i.sweep_id
+                                                AND coalesce(r.purpose, 'trial') = 'trial')) AS started_at
     FROM ids i LEFT JOIN sweeps s ON s.sweep_id = i.sweep_id
 ),
 ranked AS (
@@ -22,13 +25,14 @@ ranked AS (
                ORDER BY CASE WHEN b.goal = 'maximize' THEN -r.metric_value ELSE r.metric_value END,
                         r.ended_at, r.run_id) AS rk
     FROM v_runs r JOIN base b ON b.sweep_id = r.sweep_id
-    WHERE r.status = 'succeeded' AND r.metric_value IS NOT NULL
+    WHERE r.status = 'succeeded' AND r.metric_value IS NOT NULL AND r.purpose = 'trial'
 ),
 best AS (SELECT * FROM ranked WHERE rk = 1),
 target AS (
     SELECT r.sweep_id, min(r.ended_at) AS reached_at
     FROM v_runs r JOIN base b ON b.sweep_id = r.sweep_id
     WHERE r.status = 'succeeded' AND r.metric_value IS NOT NULL AND b.objective_target IS NOT NULL
+      AND r.purpose = 'trial'
       AND CASE WHEN b.goal = 'maximize' THEN r.metric_value >= b.objective_target
                ELSE r.metric_value <= b.objective_target END
     GROUP BY r.sweep_id

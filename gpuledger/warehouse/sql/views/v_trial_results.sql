@@ -1,8 +1,9 @@
--- One row per trial (planned in `trials`, or only seen in `runs`), all attempts aggregated.
+-- One row per trial (planned in `trials`, or only seen in `runs`), all attempts aggregated (trial
+-- attempts only: a probe of the trial's shape is in v_probes, its spend in the sweep's totals).
 WITH keys AS (
     SELECT sweep_id, trial_id FROM trials
     UNION
-    SELECT sweep_id, trial_id FROM runs WHERE sweep_id IS NOT NULL
+    SELECT sweep_id, trial_id FROM runs WHERE sweep_id IS NOT NULL AND coalesce(purpose, 'trial') = 'trial'
 ),
 agg AS (
     SELECT sweep_id, trial_id,
@@ -19,7 +20,7 @@ agg AS (
            min(started_at) AS started_at,
            max(ended_at) AS ended_at,
            sum(preemptions)::BIGINT AS preemptions
-    FROM v_runs WHERE sweep_id IS NOT NULL
+    FROM v_runs WHERE sweep_id IS NOT NULL AND purpose = 'trial'  -- probes: v_probes
     GROUP BY sweep_id, trial_id
 )
 SELECT k.sweep_id,

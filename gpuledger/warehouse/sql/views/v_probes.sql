@@ -1,0 +1,88 @@
+-- One row per probe run (runs.purpose = 'probe', `gpuledger probe`, docs/probes.md): what it measured
+-- of its shape. Training steps are the steps >= 1 the trainer logged through gpuledger.track (a step
+-- counts at the first point logged with its number). Start-up = the first training step's time since
+-- the attempt started (process start, imports, model load, set-up and the first step's own cost);
+-- the steady state = from the first to the last training step: its tokens are the difference of the
+-- cumulative `tokens` the trainer reported there (tokens_source 'reported'), else steps x micro_batch x
+-- seq_len x GPUs of the probe's shape (data parallel: every GPU takes a micro-batch).
+WITH steps AS (
+    SELECT m.run_id,
+           m.step,
+           min(m.t_s) AS t_s,
+           max(m.value) FILTER (WHERE m.name = 'tokens') AS tokens
+    FROM metrics m
+    JOIN runs r ON r.run_id = m.run_id
+    WHERE r.purpose = 'probe' AND m.step >= 1 AND m.t_s IS NOT NULL
+    GROUP BY m.run_id, m.step
+),
+span AS (
+    SELECT run_id,
+           count(*) AS steps,
+           min(t_s) AS startup_s,
+           max(t_s) - min(t_s) AS steady_s,
+           arg_max(step, t_s) - arg_min(step, t_s) AS steady_steps,
+           arg_max(tokens, t_s) FILTER (WHERE tokens IS NOT NULL)
+               - arg_min(tokens, t_s) FILTER (WHERE tokens IS NOT NULL) AS reported_tokens,
+           count(tokens) AS token_points
+    FROM steps
+    GROUP BY run_id
+),
+torch_mem AS (
+    SELECT run_id,
+           max(value) FILTER (WHERE name = 'torch_max_memory_allocated_gib') AS torch_allocated_gib,
+           max(value) FILTER (WHERE name = 'torch_max_memory_reserved_gib') AS torch_reserved_gib
+    FROM final_metrics
+    WHERE name IN ('torch_max_memory_allocated_gib', 'torch_max_memory_reserved_gib')
+    GROUP BY run_id
+),
+base AS (
+    SELECT r.run_id, r.sweep_id, s.name AS sweep_name, s.model, s.method, r.trial_id, r.status, r.launcher,
+           r.accelerator, r.gpus, r.hostname, r.started_at, r.ended_at, r.wall_s, r.cost_usd, r.probe_shape,
+           r.peak_rss_gib, r.peak_gpu_mem_gib, sp.steps, sp.startup_s, sp.steady_s, sp.steady_steps,
+           CASE WHEN sp.token_points >= 2 THEN sp.reported_tokens
+                ELSE sp.steady_steps * TRY_CAST(json_extract(r.probe_shape, '$.micro_batch') AS DOUBLE)
+                     * TRY_CAST(json_extract(r.probe_shape, '$.seq_len') AS DOUBLE) * greatest(r.gpus, 1) END
+               AS steady_tokens,
+           CASE WHEN sp.token_points >= 2 THEN 'reported' ELSE 'steps x micro_batch x seq_len x gpus' END
+               AS tokens_source,
+           tm.torch_allocated_gib, tm.torch_reserved_gib
+    FROM runs r
+    LEFT JOIN sweeps s ON s.sweep_id = r.sweep_id
+    LEFT JOIN span sp ON sp.run_id = r.run_id
+    LEFT JOIN torch_mem tm ON tm.run_id = r.run_id
+    WHERE r.purpose = 'probe'
+)
+SELECT run_id,
+       sweep_id,
+       sweep_name,
+       model,
+       method,
+       trial_id,
+       status,
+       launcher,
+       accelerator,
+       gpus,
+       hostname,
+       started_at,
+       ended_at,
+       wall_s,
+       cost_usd,
+       probe_shape,
+       coalesce(steps, 0) AS steps,
+       startup_s,
+       steady_s,
+       steady_steps,
+       steady_tokens,
+       tokens_source,
+       CASE WHEN steady_s > 0 AND steady_tokens > 0 THEN steady_tokens / steady_s END AS tokens_per_s,
+       CASE WHEN steady_steps > 0 THEN steady_s / steady_steps END AS step_s,
+       peak_rss_gib,
+       peak_gpu_mem_gib,
+       torch_allocated_gib,
+       torch_reserved_gib,
+       CASE WHEN gpus > 0 THEN peak_gpu_mem_gib ELSE peak_rss_gib END AS memory_gib,
+       -- usable for planning: it ran as it should (succeeded; or stopped by its backstop timeout) and
+       -- measured a steady state of at least one step
+       status IN ('succeeded', 'failed') AND steady_s > 0 AND steady_tokens > 0 AND startup_s IS NOT NULL
+           AND (status = 'succeeded' OR steady_steps >= 2) AS usable
+FROM base
