@@ -4,6 +4,8 @@
 - spot preemptions measured in the warehouse (`Warehouse.measured_preemption`);
 - measured runs of the spec's model and method (named query `plan_measurements`), which calibrate
   the plan's times (gpuledger/plan/throughput_calibration.py).
+- probes of the spec's model and method (named query `plan_probes` over `v_probes`): a trial placed
+  where a probe of its shape ran is extrapolated from it (gpuledger/plan/probes.py);
 - for a sweep that prunes (asha, tpe with pruning): the learning curves of the objective measured by
   earlier runs of the same model, method, metric and train settings (named query `learning_curves`),
   for the expected spend under pruning (gpuledger/plan/pruning.py).
@@ -76,13 +78,23 @@ def billed_rates() -> Any:
         return None
 
 
-def _measured(spec) -> tuple[dict | None, Any, dict | None, Any]:
+def _probes(wh, spec) -> Any:
+    """Returns the `plan_probes` rows of the spec's model and method (None before the probes migration)."""
+    from gpuledger.errors import UserError
+
+    try:
+        return wh.query_named("plan_probes", {"model": spec.model, "method": spec.method})
+    except UserError:  # a warehouse not yet migrated (no runs.purpose)
+        return None
+
+
+def _measured(spec) -> tuple[dict | None, Any, dict | None, Any, Any]:
     from gpuledger.errors import UserError
     from gpuledger.settings import warehouse_if_any
 
     path = warehouse_if_any()  # none yet, or outside a project: plan with the defaults
     if path is None:
-        return None, None, None, None
+        return None, None, None, None, None
     from gpuledger.search import prunes
     from gpuledger.warehouse import Warehouse
 
@@ -93,20 +105,22 @@ def _measured(spec) -> tuple[dict | None, Any, dict | None, Any]:
             try:
                 runs = wh.query_named("plan_measurements", {"model": spec.model, "method": spec.method})
             except UserError:  # a warehouse not yet migrated to 004 (no trials.est_flops)
-                return preemption, None, None, billed
-            return preemption, runs, (measured_curves(wh, spec) if prunes(spec) else None), billed
+                return preemption, None, None, billed, None
+            curves = measured_curves(wh, spec) if prunes(spec) else None
+            return preemption, runs, curves, billed, _probes(wh, spec)
     except UserError:  # busy (a running sweep holds it): plan with the defaults
-        return None, None, None, None
+        return None, None, None, None, None
 
 
 def planning_inputs(spec, launcher: str | None = None) -> dict[str, Any]:
-    """Returns {machine, measured_preemption, measurements, curves, billed_rates} for `plan_sweep(spec, **inputs)`."""
+    """Returns {machine, measured_preemption, measurements, curves, billed_rates, probes} for
+    `plan_sweep(spec, **inputs)`."""
     launcher = launcher or spec.launcher
     machine = None
     if launcher == "local":
         from gpuledger.inputs.machine import local_machine
 
         machine = local_machine()
-    preemption, runs, curves, billed = _measured(spec)
+    preemption, runs, curves, billed, probes = _measured(spec)
     return {"machine": machine, "measured_preemption": preemption, "measurements": runs, "curves": curves,
-            "billed_rates": billed}
+            "billed_rates": billed, "probes": probes}

@@ -20,8 +20,9 @@ from gpuledger.plan.whatif import what_if_curve
 
 #: The columns of a plan's trial table (plan.trials_frame), in order. `est_basis` says where the
 #: duration comes from: "measured" (this trial's own measured run), "calibrated on N runs" (a rate
-#: fitted to measured runs of the same model, method and accelerator) or "estimate" (the training-step
-#: model, `gpuledger.estimate.train_time_s`).
+#: fitted to measured runs of the same model, method and accelerator), "probe RUN_ID DATE" (extrapolated
+#: from a probe of the trial's shape, gpuledger/plan/probes.py) or "estimate" (the training-step model,
+#: `gpuledger.estimate.train_time_s`).
 OUT_COLS = [
     "trial_id", "trial_index", "accelerator", "gpus", "sharding", "cloud", "region", "instance_type", "spot",
     "est_memory_gib", "usable_memory_gib", "flops_total", "compute_s", "est_wall_s", "est_cost_usd", "est_basis",
@@ -76,6 +77,35 @@ def _infeasible_reasons(estimates: pl.DataFrame, candidates: pl.DataFrame, accel
     return pl.DataFrame({"trial_id": per_trial["trial_id"], "reason": reasons}, schema={"trial_id": pl.String, "reason": pl.String})
 
 
+def _apply_known(table: pl.DataFrame, known: pl.DataFrame, s: PlanSettings, on: list[str],
+                 skip_basis: str | None = None) -> pl.DataFrame:
+    """Returns the chosen rows with a known duration in place of the estimate where `known` (trial_id,
+    the placement columns `on`, _k_wall = T0 the whole run, _k_compute, _k_basis, optional _k_mem) matches
+    the chosen placement (and the row's basis is not `skip_basis`). Spot rework and the cost follow
+    from T0 as in `scored_candidates`."""
+    t = table.join(known.rename({c: f"_k_{c}" for c in on}), on="trial_id", how="left")
+    hit = pl.col("_k_wall").is_not_null()
+    for c in on:
+        hit = hit & (pl.col(f"_k_{c}") == pl.col(c))
+    if skip_basis is not None:
+        hit = hit & (pl.col("est_basis").fill_null("") != skip_basis)
+    hit = hit.fill_null(False)
+    lost = pl.lit(s.checkpoint_interval_s / 2) if s.checkpoint_interval_s is not None else pl.col("_k_compute").clip(0) / 2
+    rate_per_s = pl.col("preemptions_per_hour") / S_PER_H
+    wall = pl.when(pl.col("spot")).then(pl.col("_k_wall") * (1 + rate_per_s * (pl.lit(s.restart_s) + lost))).otherwise(pl.col("_k_wall"))
+    mem = pl.col("_k_mem") if "_k_mem" in known.columns else pl.lit(None, dtype=pl.Float64)
+    t = t.with_columns(
+        compute_s=pl.when(hit).then(pl.col("_k_compute").clip(0)).otherwise(pl.col("compute_s")),
+        est_wall_s=pl.when(hit).then(wall).otherwise(pl.col("est_wall_s")),
+        expected_preemptions=pl.when(hit).then(rate_per_s * pl.col("_k_wall")).otherwise(pl.col("expected_preemptions")),
+        est_memory_gib=pl.when(hit & mem.is_not_null()).then(mem).otherwise(pl.col("est_memory_gib")),
+        est_basis=pl.when(hit).then(pl.col("_k_basis")).otherwise(pl.col("est_basis")),
+    ).with_columns(
+        est_cost_usd=pl.when(hit).then(pl.col("usd_per_hour") * pl.col("est_wall_s") / S_PER_H).otherwise(pl.col("est_cost_usd")),
+    )
+    return t.drop([c for c in t.columns if c.startswith("_k_")])
+
+
 def apply_measured(table: pl.DataFrame, measured: pl.DataFrame | None, s: PlanSettings) -> pl.DataFrame:
     """Returns the chosen rows with a trial's own measured wall-clock in place of its estimate where
     that trial was measured on the chosen accelerator and GPU count (est_basis "measured"): the
@@ -83,21 +113,25 @@ def apply_measured(table: pl.DataFrame, measured: pl.DataFrame | None, s: PlanSe
     overhead; spot rework and the cost follow from T0 as in `scored_candidates`."""
     if measured is None or measured.is_empty():
         return table
-    m = measured.select(pl.col("trial_id"), pl.col("accelerator").alias("_m_acc"), pl.col("gpus").cast(pl.Int64).alias("_m_gpus"),
-                        pl.col("wall_s").alias("_m_wall"))
-    t = table.join(m, on="trial_id", how="left")
-    hit = (pl.col("_m_wall").is_not_null() & (pl.col("_m_acc") == pl.col("accelerator")) & (pl.col("_m_gpus") == pl.col("gpus"))).fill_null(False)
-    lost = pl.lit(s.checkpoint_interval_s / 2) if s.checkpoint_interval_s is not None else (pl.col("_m_wall") - s.overhead_s).clip(0) / 2
-    rate_per_s = pl.col("preemptions_per_hour") / S_PER_H
-    wall = pl.when(pl.col("spot")).then(pl.col("_m_wall") * (1 + rate_per_s * (pl.lit(s.restart_s) + lost))).otherwise(pl.col("_m_wall"))
-    return t.with_columns(
-        compute_s=pl.when(hit).then((pl.col("_m_wall") - s.overhead_s).clip(0)).otherwise(pl.col("compute_s")),
-        est_wall_s=pl.when(hit).then(wall).otherwise(pl.col("est_wall_s")),
-        expected_preemptions=pl.when(hit).then(rate_per_s * pl.col("_m_wall")).otherwise(pl.col("expected_preemptions")),
-        est_basis=pl.when(hit).then(pl.lit("measured")).otherwise(pl.col("est_basis")),
-    ).with_columns(
-        est_cost_usd=pl.when(hit).then(pl.col("usd_per_hour") * pl.col("est_wall_s") / S_PER_H).otherwise(pl.col("est_cost_usd")),
-    ).drop("_m_acc", "_m_gpus", "_m_wall")
+    known = measured.select(
+        "trial_id", "accelerator", pl.col("gpus").cast(pl.Int64), pl.col("wall_s").alias("_k_wall"),
+        (pl.col("wall_s") - s.overhead_s).alias("_k_compute"), pl.lit("measured").alias("_k_basis"))
+    return _apply_known(table, known, s, ["accelerator", "gpus"])
+
+
+def apply_probes(table: pl.DataFrame, probed: pl.DataFrame | None, s: PlanSettings) -> pl.DataFrame:
+    """Returns the chosen rows extrapolated from a probe of their shape where one ran on the chosen
+    accelerator, GPU count and sharding (gpuledger/plan/probes.py: compute_s = tokens / tokens_per_s,
+    T0 = provisioning + probe start-up + compute_s, memory = the probe's peak; est_basis "probe RUN_ID
+    DATE"); a trial measured itself ("measured") keeps its measurement."""
+    if probed is None or probed.is_empty():
+        return table
+    compute = pl.col("tokens") / pl.col("tokens_per_s")
+    known = probed.select(
+        "trial_id", "accelerator", pl.col("gpus").cast(pl.Int64), "sharding",
+        (pl.lit(s.provisioning_s) + pl.col("startup_s") + compute).alias("_k_wall"), compute.alias("_k_compute"),
+        pl.col("basis").alias("_k_basis"), pl.col("memory_gib").alias("_k_mem"))
+    return _apply_known(table, known, s, ["accelerator", "gpus", "sharding"], skip_basis="measured")
 
 
 def plan_from_estimates(
@@ -110,6 +144,7 @@ def plan_from_estimates(
     times: pl.DataFrame | None = None,
     extra_assumptions: Sequence[str] = (),
     measured: pl.DataFrame | None = None,
+    probed: pl.DataFrame | None = None,
     what_if_shared_cores: int | None = None,
 ) -> Plan:
     """Returns the Plan: per trial the cheapest (gpus, offer, spot) that meets the deadline (else
@@ -122,7 +157,8 @@ def plan_from_estimates(
     params (JSON text) — for the output. `accel`: the `accelerator_table` (default: from the
     catalog for the offers' accelerators; may carry `basis`, e.g. "calibrated on 12 runs").
     `times`: workload, accelerator, compute_s (default: `compute_times` of the estimates' workloads).
-    `measured`: trial_id, accelerator, gpus, wall_s (see `apply_measured`).
+    `measured`: trial_id, accelerator, gpus, wall_s (see `apply_measured`). `probed`: per trial a
+    probe of its shape (`gpuledger.plan.probes.probes_for_trials`, see `apply_probes`).
     """
     s = settings
     est = estimates
@@ -170,7 +206,7 @@ def plan_from_estimates(
     trial_ids = est.select("trial_id", "trial_index").unique("trial_id", keep="first")
     missing = trial_ids.join(per_trial.select("trial_id"), on="trial_id", how="anti")
     dl = s.deadline_s
-    feasible = apply_measured(per_trial, measured, s).with_columns(
+    feasible = apply_probes(apply_measured(per_trial, measured, s), probed, s).with_columns(
         feasible=pl.lit(True),
         reason=pl.when(pl.col("deadline_ok")).then(pl.lit(None, dtype=pl.String)).otherwise(
             pl.lit("misses deadline: ") + pl.col("est_wall_s").round(0).cast(pl.Int64).cast(pl.String)

@@ -103,6 +103,7 @@ def plan_sweep(
     measurements: pl.DataFrame | None = None,
     curves: dict | None = None,
     billed_rates=None,
+    probes: pl.DataFrame | None = None,
 ) -> Plan:
     """Returns the Plan of a sweep spec (pure: reads the bundled catalog; writes nothing, launches
     nothing, measures nothing).
@@ -118,6 +119,8 @@ def plan_sweep(
     train settings (`gpuledger.inputs.ledger`), for the expected spend under pruning (gpuledger/plan/pruning.py).
     `billed_rates`: rates learned from the FOCUS bill (`gpuledger.catalog.pricing.BilledRates`, from
     `gpuledger.inputs.ledger`): an offer backed by enough billed GPU-hours is priced at its billed rate.
+    `probes`: usable probes of this model and method (the warehouse's `plan_probes` named query): a
+    trial placed where a probe of its shape ran is extrapolated from it (gpuledger/plan/probes.py).
     """
     from gpuledger.spec import SweepSpec, expand_trials
 
@@ -131,10 +134,17 @@ def plan_sweep(
     if s.launcher == "local":
         if machine is None:
             raise ValueError("plan_sweep(launcher local) needs machine=gpuledger.inputs.machine.local_machine()")
-        plan = _plan_local(spec, trials, s, meta, machine, measurements)
+        plan = _plan_local(spec, trials, s, meta, machine, measurements, probes)
     else:
-        plan = _plan_cloud(spec, trials, s, meta, offers, measurements)
+        plan = _plan_cloud(spec, trials, s, meta, offers, measurements, probes)
     return _with_pruning(plan, spec, s, curves)
+
+
+def _with_probe_notes(plan: Plan, probed: pl.DataFrame | None, s: PlanSettings) -> Plan:
+    from gpuledger.plan.probes import probe_notes
+
+    notes = probe_notes(probed, plan.trials, s)
+    return replace(plan, assumptions=[*plan.assumptions, *notes]) if notes else plan
 
 
 def _with_pruning(plan: Plan, spec, s: PlanSettings, curves: dict | None) -> Plan:
@@ -156,8 +166,9 @@ def _with_pruning(plan: Plan, spec, s: PlanSettings, curves: dict | None) -> Pla
 
 
 def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.DataFrame | None,
-                measurements: pl.DataFrame | None) -> Plan:
+                measurements: pl.DataFrame | None, probes: pl.DataFrame | None) -> Plan:
     from gpuledger.plan.estimates import accelerator_table, compute_times
+    from gpuledger.plan.probes import probes_for_trials
     from gpuledger.plan.throughput_calibration import calibrate
 
     r = spec.resources
@@ -170,17 +181,21 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
     accel = accelerator_table(offers["accelerator"].unique().to_list(), est["precision"].unique().to_list(), s.method)
     times = compute_times(est, accel["accelerator"].unique().to_list())
     accel, measured, cal_notes = calibrate(accel, est, times, measurements, s, model=spec.model)
+    probed = probes_for_trials(spec, trials, probes)
     plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, times=times, measured=measured,
-                               extra_assumptions=notes + cal_notes + search_notes(spec, trials))
+                               probed=probed, extra_assumptions=notes + cal_notes + search_notes(spec, trials))
+    plan = _with_probe_notes(plan, probed, s)
     from gpuledger.plan.pools import with_pool
 
     return with_pool(plan, est, offers, accel, s, mode=r.pool, shared_setup=len({t.setup for t in trials}) <= 1,
                      times=times)
 
 
-def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, measurements: pl.DataFrame | None) -> Plan:
+def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, measurements: pl.DataFrame | None,
+                probes: pl.DataFrame | None) -> Plan:
     from gpuledger.plan.local import local_accel, local_offers, local_times, local_usable_gib
     from gpuledger.plan.prices import local_rate
+    from gpuledger.plan.probes import probes_for_trials
     from gpuledger.plan.throughput_calibration import calibrate
 
     rate = local_rate(spec, machine)
@@ -205,8 +220,10 @@ def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, meas
         *search_notes(spec, trials),
     ]
     s = replace(s, max_parallel=cap, spot="never")
+    probed = probes_for_trials(spec, trials, probes, hostname=machine.hostname)
     plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, times=times, measured=measured,
-                               extra_assumptions=notes, what_if_shared_cores=machine.cores)
+                               probed=probed, extra_assumptions=notes, what_if_shared_cores=machine.cores)
+    plan = _with_probe_notes(plan, probed, s)
     return with_cloud_equivalent(plan, spec, trials, measurements)
 
 

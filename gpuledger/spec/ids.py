@@ -20,6 +20,8 @@ def spec_hash(spec: SweepSpec | CapacitySpec) -> str:
     data = spec.model_dump(mode="json")
     for volatile in ("budget", "resources", "launcher", "local", "owner", "project"):
         data.pop(volatile, None)
+    for how in ("probe", "probe_above_usd"):  # whether to probe first is not the experiment
+        (data.get("search") or {}).pop(how, None)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 

@@ -1,0 +1,137 @@
+"""Probes in the plan (pure): which trials share a shape, and a probed shape's measured time and memory.
+
+A probe (`gpuledger probe`, docs/probes.md) runs one trial of a shape briefly on the planned
+placement and measures its start-up apart from its steady rate (the warehouse's `v_probes`). Shape
+= the workload's identity (model, method, precision, the trial program, the train settings but the
+token budget) + placement (accelerator, GPU count, sharding) + micro-batch and sequence length: the
+trials of a grid that differ only in learning rate, LoRA rank and the like share one probe.
+
+A trial whose chosen placement has a probe of its shape is extrapolated from it:
+
+    compute_s  = tokens_per_trial / tokens_per_s          (the probe's steady rate)
+    est_wall_s = provisioning_s + startup_s + compute_s   (spot: + the expected rework, as measured runs)
+    est_memory_gib = the probe's peak (NVML device level on GPUs, RSS on the CPU)
+
+with `est_basis` "probe RUN_ID DATE". A trial's own measured full run (`est_basis` "measured") wins
+over a probe of its shape.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import polars as pl
+
+#: The columns of the planner's probe input (named query `plan_probes`).
+PROBE_SCHEMA = {"run_id": pl.String, "accelerator": pl.String, "gpus": pl.Int64, "hostname": pl.String,
+                "probe_shape": pl.String, "startup_s": pl.Float64, "tokens_per_s": pl.Float64,
+                "memory_gib": pl.Float64, "ended_at": pl.Datetime}
+#: Per trial and placement: what `apply_probes` takes (see `probes_for_trials`).
+PROBED_SCHEMA = {"trial_id": pl.String, "accelerator": pl.String, "gpus": pl.Int64, "sharding": pl.String,
+                 "startup_s": pl.Float64, "tokens_per_s": pl.Float64, "memory_gib": pl.Float64,
+                 "tokens": pl.Float64, "basis": pl.String}
+#: Placement keys of a shape (the rest is the workload's).
+PLACEMENT_KEYS = ("accelerator", "gpus", "sharding")
+PROBE_BASIS = "probe"
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def workload_shape(spec, params: dict[str, Any]) -> dict[str, Any]:
+    """Returns the placement-free part of a trial's shape: model, method, precision, micro_batch, seq_len
+    (search params override the spec's train fields), and hashes of the trial program (task.run and
+    task.setup templates) and of the train settings but tokens_per_trial, micro_batch and seq_len."""
+    t = spec.train
+    train = {k: v for k, v in t.model_dump(mode="json").items() if k not in ("tokens_per_trial", "micro_batch", "seq_len")}
+    return {
+        "model": spec.model,
+        "method": spec.method,
+        "precision": str(params.get("precision", spec.precision)),
+        "micro_batch": int(params.get("micro_batch", t.micro_batch)),
+        "seq_len": int(params.get("seq_len", t.seq_len)),
+        "program": _digest([spec.task.run, spec.task.setup]),
+        "train": _digest(train),
+    }
+
+
+def trial_shape(spec, params: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    """Returns the whole shape of a trial as a plan row places it (accelerator, gpus, sharding)."""
+    return {**workload_shape(spec, params), "accelerator": row.get("accelerator"), "gpus": int(row.get("gpus") or 0),
+            "sharding": row.get("sharding") or "none"}
+
+
+def shape_key(shape: dict[str, Any]) -> str:
+    """Returns a short stable key of a shape (12 hex)."""
+    return _digest(shape)
+
+
+def shapes_to_probe(spec, trials, plan_rows: dict[str, dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:
+    """Returns [(shape, representative trial)] for the distinct shapes of the plan's feasible trials, in
+    trial order (the first trial of each shape represents it)."""
+    seen: dict[str, tuple[dict[str, Any], Any]] = {}
+    for trial in trials:
+        row = plan_rows.get(trial.trial_id)
+        if not row or row.get("feasible") is False or not row.get("accelerator"):
+            continue
+        shape = trial_shape(spec, trial.params, row)
+        seen.setdefault(shape_key(shape), (shape, trial))
+    return list(seen.values())
+
+
+def probes_for_trials(spec, trials, probes: pl.DataFrame | None, *, hostname: str | None = None) -> pl.DataFrame | None:
+    """Returns, per trial and probed placement, the newest usable probe of the trial's shape there:
+    trial_id, accelerator, gpus, sharding, startup_s, tokens_per_s, memory_gib, tokens (the trial's
+    token budget), basis ("probe RUN_ID YYYY-MM-DD"); None when nothing matches.
+
+    `probes`: the `plan_probes` rows (newest first). `hostname`: for the local CPU, only probes of
+    this machine count (another machine's CPU is not this one's)."""
+    tokens = getattr(spec.train, "tokens_per_trial", None)
+    if probes is None or probes.is_empty() or not tokens or spec.method == "inference":
+        return None
+    newest: dict[tuple, dict[str, Any]] = {}
+    for p in probes.iter_rows(named=True):
+        if hostname is not None and p["accelerator"] == "CPU" and p["hostname"] != hostname:
+            continue
+        try:
+            shape = json.loads(p["probe_shape"]) if isinstance(p["probe_shape"], str) else p["probe_shape"]
+        except ValueError:
+            continue
+        if not isinstance(shape, dict) or not p["tokens_per_s"] or p["startup_s"] is None:
+            continue
+        workload = {k: v for k, v in shape.items() if k not in PLACEMENT_KEYS}
+        key = (shape_key(workload), p["accelerator"], int(p["gpus"]), shape.get("sharding") or "none")
+        newest.setdefault(key, p)  # rows come newest first
+    rows = []
+    for trial in trials:
+        wkey = shape_key(workload_shape(spec, trial.params))
+        for (k, acc, gpus, sharding), p in newest.items():
+            if k == wkey:
+                date = p["ended_at"].date().isoformat() if p["ended_at"] is not None else "undated"
+                rows.append({"trial_id": trial.trial_id, "accelerator": acc, "gpus": gpus, "sharding": sharding,
+                             "startup_s": float(p["startup_s"]), "tokens_per_s": float(p["tokens_per_s"]),
+                             "memory_gib": p["memory_gib"], "tokens": float(tokens),
+                             "basis": f"{PROBE_BASIS} {p['run_id']} {date}"})
+    return pl.DataFrame(rows, schema=PROBED_SCHEMA) if rows else None
+
+
+def probe_notes(probed: pl.DataFrame | None, plan_trials: list[dict[str, Any]], s) -> list[str]:
+    """Returns the plan's assumptions about probes: per probe, how its steady state was extrapolated."""
+    if probed is None:
+        return []
+    used = {r["est_basis"] for r in plan_trials if str(r.get("est_basis", "")).startswith(PROBE_BASIS + " ")}
+    notes = []
+    for r in probed.unique("basis", keep="first").sort("basis").iter_rows(named=True):
+        n = sum(1 for t in plan_trials if t.get("est_basis") == r["basis"])
+        if r["basis"] not in used:
+            continue
+        notes.append(
+            f"{r['basis']}: {n} trial(s) of its shape ({r['accelerator']} x{r['gpus']}, {r['sharding']}) "
+            f"extrapolated from its steady state: wall = provisioning {s.provisioning_s:g} s + start-up "
+            f"{r['startup_s']:.1f} s (to the first training step, first step included) + {r['tokens']:,.0f} tokens / "
+            f"{r['tokens_per_s']:,.1f} tokens/s measured from the first to the last step; memory = the probe's peak"
+            + (f" {r['memory_gib']:.3f} GiB" if r["memory_gib"] is not None else " (not measured: the estimate stays)"))
+    return notes
