@@ -61,6 +61,16 @@ def _parallel(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0 or value > 86_400:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 86400 (one day), got {text}")
+    return value
+
+
 def _index(text: str) -> int:
     value = _whole_number(text)
     if value < 0:
@@ -171,6 +181,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--prefect-port", type=_prefect_port, default=None, metavar="PORT",
                    help="the port of this project's `gpuledger serve` (default: $GPULEDGER_PREFECT_PORT, "
                         "else prefect.toml's 4200)")
+
+    s = sub.add_parser("probe", help="run each shape of a sweep briefly and measure it; the next plan uses it")
+    s.add_argument("spec", metavar="SPEC")
+    s.add_argument("--trial", action="append", default=None, metavar="ID",
+                   help="probe only the shape of this trial (id, or index from 0; repeatable)")
+    limit = s.add_mutually_exclusive_group()
+    limit.add_argument("--steps", type=_positive_int, default=None, metavar="N",
+                       help="stop each probe after N logged training steps")
+    limit.add_argument("--seconds", type=_positive_float, default=None, metavar="S",
+                       help="stop each probe S seconds after its first training step (default when neither "
+                            "is given: gpuledger.runtime.probe.DEFAULT_PROBE_SECONDS, 10)")
+    s.add_argument("--launcher", choices=["local", "skypilot"], default=None)
+    s.add_argument("--max-parallel", type=_parallel, default=None, metavar="N")
+    s.add_argument("--json", action="store_true")
 
     s = sub.add_parser("render-task", help="print the SkyPilot task YAML that would be launched")
     s.add_argument("spec", metavar="SPEC")

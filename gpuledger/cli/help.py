@@ -66,6 +66,14 @@ DOCS: dict[str, tuple[str, list[str]]] = {
         "sweeps launched by agents would spend more than [agent] budget_usd of gpuledger.toml "
         "(or GPULEDGER_AGENT_BUDGET_USD), counted from the ledger. See docs/agents.md.",
         ["gpuledger mcp", "claude mcp add gpuledger -- gpuledger mcp"]),
+    "probe": (
+        "Measure before you commit: run the sweep's real trial command briefly, one probe per distinct shape "
+        "(GPU type and count, sharding, micro-batch, sequence length), on the planned hardware through the "
+        "sweep's launcher, under the measuring agent. Each probe's start-up, steady tokens/s and peak memory "
+        "are stored (runs with purpose 'probe', view v_probes; their cost is the sweep's spend) and the next "
+        "plan of every trial of that shape is extrapolated from it (est_basis 'probe ID DATE'). Exit 3 when "
+        "the probes would cross the sweep's budget. See docs/probes.md.",
+        ["gpuledger probe specs/lora-grid.yaml", "gpuledger probe specs/lora-grid.yaml --steps 50 --trial 0"]),
     "render-task": (
         "Print the SkyPilot task YAML one trial would be launched with (nothing is launched).",
         ["gpuledger render-task specs/llama3-8b-lora-cloud.yaml --trial 3 > task.yaml"]),

@@ -5,6 +5,9 @@
 The flow only orchestrates; what a sweep does lives in `gpuledger.runtime` (tested without Prefect):
 1. task `plan-sweep`: loads the spec, expands and plans its trials (`gpuledger.plan`), logs the
    plan once and publishes it as the table artifact `sweep-NAME-plan`;
+   With `search.probe: auto` and a plan above `search.probe_above_usd`, task `probe-shapes` first
+   probes the shapes planned on estimates alone (gpuledger.runtime.probe) and the plan is made again
+   on what they measured (docs/probes.md);
 2. the budget guard: over budget -> the run ends Failed with `BudgetExceeded` (exit 3 from the CLI)
    before anything is launched or written, unless `force` (then recorded as forced, and the
    runtime budget stop is off too). `dry_run` stops here;
@@ -79,8 +82,10 @@ class PrefectHooks(Hooks):
 
 @task(name="plan-sweep", persist_result=False, cache_policy=NO_CACHE)
 @user_errors_as_refusals
-def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, new: bool = False) -> dict[str, Any]:
-    """Loads, expands and plans the spec; logs and publishes the plan once; returns what the flow needs."""
+def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, new: bool = False,
+                    sweep_id: str | None = None) -> dict[str, Any]:
+    """Loads, expands and plans the spec; logs and publishes the plan once; returns what the flow needs.
+    `sweep_id`: the sweep being planned again (after its probes)."""
     from gpuledger.inputs.ledger import planning_inputs
     from gpuledger.plan import plan_sweep, render_plan
     from gpuledger.spec import expand_trials, load_spec, sweep_id_for
@@ -93,7 +98,7 @@ def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, n
     launcher_name = launcher or sp.launcher
     if launcher_name not in known_launchers():
         raise UserError(f"unknown launcher {launcher_name!r}: use local or skypilot")
-    sweep_id = new_sweep_id(sp) if new else sweep_id_for(sp)
+    sweep_id = sweep_id or (new_sweep_id(sp) if new else sweep_id_for(sp))
     trials = expand_trials(sp)
     plan = plan_sweep(sp, trials, max_parallel=max_parallel, launcher=plans_as(launcher_name),
                       **planning_inputs(sp, plans_as(launcher_name)))
@@ -106,6 +111,31 @@ def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, n
                   f" of ${float(sp.budget.max_usd):.2f} budget, max_parallel {cap}", PLAN_COLUMNS)
     return {"spec": sp, "plan": plan, "plan_json": plan_json, "sweep_id": sweep_id, "trials": trials, "cap": cap,
             "launcher": launcher_name}
+
+
+@task(name="probe-shapes", persist_result=False, cache_policy=NO_CACHE)
+def probe_task(spec: str, p: dict[str, Any]) -> bool:
+    """`search.probe: auto`: probes the shapes planned on estimates alone when the plan costs more than
+    `search.probe_above_usd` (gpuledger.runtime.probe); returns whether a probe was stored (re-plan)."""
+    from gpuledger.runtime.probe import auto_probe_trials, probe_lines, run_probes
+
+    log = get_run_logger()
+    ids, why = auto_probe_trials(p["spec"], p["plan_json"])
+    log.info("%s", why)
+    if not ids:
+        return False
+    try:
+        summary = run_probes(p["spec"], Path(spec), launcher=p["launcher"], trial_ids=ids, say=log.info,
+                             plan=(p["trials"], p["plan"], p["plan_json"]), sweep_id=p["sweep_id"],
+                             launcher_factory=launcher_factory)
+    except UserError as err:  # over budget, or a launcher that cannot start them: plan on the estimates
+        log.warning("Not probing: %s", err)
+        return False
+    for line in probe_lines(summary):
+        log.info("%s", line)
+    for line in summary.failures:
+        log.warning("%s", line)
+    return bool(summary.probes)
 
 
 @task(name="run-trials", persist_result=False, cache_policy=NO_CACHE)
@@ -153,6 +183,10 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
     p = plan_sweep_task(spec, launcher, max_parallel, new and not dry_run)
     if isinstance(p, Refused):  # a spec the planner refuses: one line in the log, not a traceback
         return failed(p)
+    if not dry_run and probe_task(spec, quote(p)):  # search.probe auto: measure first, then plan again
+        p = plan_sweep_task(spec, launcher, max_parallel, sweep_id=p["sweep_id"])
+        if isinstance(p, Refused):
+            return failed(p)
     sp, sweep_id = p["spec"], p["sweep_id"]
     summary = SweepSummary(sweep_id=sweep_id, name=sp.name, dry_run=dry_run, trials=len(p["trials"]),
                            max_parallel=p["cap"], budget_usd=float(sp.budget.max_usd))

@@ -53,6 +53,9 @@ class LaunchRequest:
     #: `pool_workers` workers); None: its own managed job
     pool: str | None = None
     pool_workers: int = 0
+    #: a probe's own variables (`gpuledger.runtime.probe.probe_env`: GPULEDGER_PURPOSE, _PROBE_SHAPE,
+    #: _PROBE_STEPS/_SECONDS), set by the launcher like the ids: a spec's `env` may not set GPULEDGER_*
+    probe_env: dict[str, str] = field(default_factory=dict)
 
 
 @runtime_checkable

@@ -365,6 +365,7 @@ class LocalLauncher:
             protocol.ENV_PARAMS: json.dumps(req.params, sort_keys=True, default=str),
             protocol.ENV_LAUNCHER: "local",
             "PYTHONUNBUFFERED": "1",
+            **{str(k): str(v) for k, v in req.probe_env.items()},
         })
         py_dir = str(Path(self.python).parent)
         env["PATH"] = py_dir + os.pathsep + env.get("PATH", "")

@@ -80,6 +80,7 @@ def task_envs(request: LaunchRequest) -> dict[str, str]:
         envs[protocol.ENV_GPUS] = str(request.gpus)
     if request.timeout_s:
         envs[protocol.ENV_TIMEOUT_S] = str(request.timeout_s)
+    envs.update({str(k): str(v) for k, v in request.probe_env.items()})  # a probe's purpose and stop rule
     return envs
 
 

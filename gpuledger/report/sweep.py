@@ -58,6 +58,7 @@ from gpuledger.report.document import (
 from gpuledger.report.html import render_html
 from gpuledger.report.markdown import render_markdown
 from gpuledger.report.pools import pools_section
+from gpuledger.report.probes import probes_section
 from gpuledger.report.serving import serving_section, serving_table
 from gpuledger.report.sweep_data import (
     OUTLIER_PCT,
@@ -155,6 +156,8 @@ def sweep_tables(data: SweepData) -> dict[str, pl.DataFrame]:
     }
     if data.serving is not None and data.serving.points:
         tables["serving-points"] = serving_table(data.serving)
+    if data.probes is not None and data.probes.height:
+        tables["probes"] = data.probes
     tables.update(adaptive_tables(data))
     return tables
 
@@ -394,6 +397,9 @@ def sweep_document(data: SweepData) -> Document:
         blocks.append(Note(f"Best recipe: {s['best_params']} (trial {s['best_trial_id']})."))
     if data.serving is not None:
         blocks.append(serving_section(data.serving))
+    probes = probes_section(data.probes)
+    if probes is not None:
+        blocks.append(probes)
     if data.adaptive is not None:  # tpe/asha: every trial's end on the curves, then the grid and pruning sections
         blocks.append(progress_section(data, data.adaptive, s, div, unit))
         blocks.extend(adaptive_sections(data, s))
@@ -445,6 +451,8 @@ def sweep_document(data: SweepData) -> Document:
                 f"launcher {s['launcher'] or '—'} · started {_ts(s['started_at'])} UTC · status {s['status'] or '—'}")
     footer = (f"From the warehouse views v_sweep_roi, v_trial_results, v_trial_timeline, v_estimate_accuracy, "
               f"v_spot_savings, v_waste, v_sweep_billed. Money: {s['price_source']}. Times: measured by the agent in each job.")
+    if data.probes is not None and data.probes.height:
+        footer += " Probes: v_probes."
     if data.adaptive is not None:
         footer += (" Adaptive sections: the trials' plan rows, the objective's points (metrics) and, where one ran, "
                    "a grid sweep of the same experiment; the ASHA what-if is a simulation over those points.")

@@ -43,6 +43,7 @@ class SweepData:
     billed: dict[str, Any] | None = None  # v_sweep_billed: estimated vs billed vs effective USD (FOCUS exports)
     adaptive: Any = None  # gpuledger.report.adaptive_data.AdaptiveData of a tpe/asha sweep, else None
     pools: list[dict[str, Any]] = field(default_factory=list)  # its SkyPilot pools (gpuledger/report/pools.py)
+    probes: pl.DataFrame | None = None  # v_probes rows of the sweep (`gpuledger probe`), None/empty: no probe
 
 
 # ------------------------------------------------------------------------------------------ load
@@ -109,6 +110,7 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
         billed=load_sweep_billed(wh, sid),
         adaptive=load_adaptive(wh, sid, trials),
         pools=load_pools(wh, sid),
+        probes=wh.query_named("report_sweep_probes", p),
     )
 
 

@@ -1,0 +1,284 @@
+"""Probe runs: a sweep's real trial command, run briefly, one per distinct shape (docs/probes.md).
+
+    summary = run_probes(spec, spec_path, seconds=10.0)   # or steps=N, trial_ids=[...]
+
+1. plans the sweep as `gpuledger plan` would (this machine or the chosen cloud offers) and groups its
+   feasible trials by shape (`gpuledger.plan.probes.shapes_to_probe`: accelerator, GPU count,
+   sharding, micro-batch, sequence length, same program); the first trial of each shape is probed;
+2. refuses (BudgetExceeded, exit 3) when what the sweep spent + the probes' estimated cost would
+   cross the sweep's budget: probe spend is the sweep's spend (`sweep_spent`, the runtime's meter);
+3. registers the sweep (status `planned` when new) and its planned trials, holds the sweep's lease,
+   and runs the probes through the sweep's launcher (local, or SkyPilot managed jobs on the planned
+   placement), at most the plan's max_parallel at once, like the sweep's trials, each under the
+   measuring agent with `GPULEDGER_PURPOSE=probe`, the shape, and the stop rule that
+   `gpuledger.track.log` honours (`GPULEDGER_PROBE_STEPS` / `GPULEDGER_PROBE_SECONDS`; the agent's
+   timeout is the backstop). Records land in `landing/probes/SWEEP_ID/`, never the sweep's own
+   landing folder;
+4. stores them (runs with purpose 'probe') and returns what `v_probes` says they measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuledger import protocol
+from gpuledger.errors import BudgetExceeded, UserError
+
+#: Default steady state a probe measures (seconds after its first training step): long enough to
+#: include a trainer's periodic work (the demo evaluates every 1/16 of its steps, ~1 s apart), short
+#: next to a trial (the demo's are 15-60 s; a GPU fine-tune's hours).
+DEFAULT_PROBE_SECONDS = 10.0
+#: Start-up a probe may take before its limit counts (the agent's backstop timeout adds it): a cloud
+#: job's set-up and model download, minutes (gpuledger/plan/settings.py CLOUD_SETUP_S is 5 min).
+PROBE_STARTUP_ALLOWANCE_S = 600.0
+
+
+@dataclass
+class ProbeSummary:
+    """What `run_probes` did: the sweep, one row per probe (v_probes columns), and the spend."""
+
+    sweep_id: str
+    shapes: int
+    probes: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    est_cost_usd: float = 0.0
+    cost_usd: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def probe_env(shape: dict[str, Any], *, steps: int | None, seconds: float | None) -> dict[str, str]:
+    """Returns the environment a probe's job gets: its purpose, shape and stop rule."""
+    env = {protocol.ENV_PURPOSE: protocol.PROBE_PURPOSE, protocol.ENV_PROBE_SHAPE: json.dumps(shape, sort_keys=True)}
+    if steps is not None:
+        env[protocol.ENV_PROBE_STEPS] = str(int(steps))
+    if seconds is not None:
+        env[protocol.ENV_PROBE_SECONDS] = f"{float(seconds):g}"
+    return env
+
+
+def probe_seconds_estimate(row: dict[str, Any], spec, shape: dict[str, Any], *, steps: int | None,
+                           seconds: float | None) -> float:
+    """Returns the planned steady seconds of one probe: `seconds`, or `steps` at the plan's step time
+    (compute_s / steps of the trial), at most the trial's compute_s (a trainer that ends first)."""
+    compute_s = float(row.get("compute_s") or 0.0)
+    if seconds is not None:
+        return min(float(seconds), compute_s) if compute_s > 0 else float(seconds)
+    tokens = float(spec.train.tokens_per_trial or 0)
+    per_step = float(shape["micro_batch"] * shape["seq_len"] * max(1, int(shape.get("gpus") or 1)))
+    trial_steps = tokens / per_step if per_step > 0 else 0.0
+    if trial_steps <= 0 or compute_s <= 0:
+        return 0.0
+    return compute_s * min(1.0, float(steps or 0) / trial_steps)
+
+
+def probe_cost_estimate_usd(row: dict[str, Any], overhead_s: float, steady_s: float) -> float:
+    """Returns the estimated cost of one probe: the plan row's rate x (the plan's start-up overhead +
+    the steady seconds)."""
+    rate = float(row.get("usd_per_hour") or 0.0)
+    return rate * (overhead_s + steady_s) / 3600.0
+
+
+def _timeout_s(spec, launcher: str, steady_s: float) -> float:
+    """The agent's backstop: start-up allowance + 3 x the planned steady seconds (at least a minute),
+    never beyond the trial's own timeout (local)."""
+    backstop = PROBE_STARTUP_ALLOWANCE_S + max(60.0, 3.0 * steady_s)
+    own = spec.local.trial_timeout if launcher in ("local", "fake") else None
+    return min(backstop, float(own)) if own else backstop
+
+
+def plan_for_probes(spec, launcher: str, max_parallel: int | None = None):
+    """Returns (trials, plan, plan_json) of the spec as `gpuledger plan` makes it (ledger inputs included)."""
+    from gpuledger.inputs.ledger import planning_inputs
+    from gpuledger.plan import plan_sweep
+    from gpuledger.runtime.requests import planned_as
+    from gpuledger.spec import expand_trials
+
+    trials = expand_trials(spec)
+    plan = plan_sweep(spec, trials, max_parallel=max_parallel, launcher=planned_as(launcher),
+                      **planning_inputs(spec, planned_as(launcher)))
+    return trials, plan, plan.to_json()
+
+
+def auto_probe_trials(spec, plan_json: dict[str, Any]) -> tuple[list[str], str]:
+    """Returns (trial ids whose shapes `gpuledger sweep` probes first, why) under `search.probe`: auto
+    probes the feasible trials planned on estimates alone (not measured, not probed) when the plan
+    costs more than `search.probe_above_usd`; never (or nothing left to learn) probes none."""
+    s = spec.search
+    total = float(plan_json.get("total_est_cost_usd") or 0.0)
+    if s.probe == "never":
+        return [], "search.probe: never: planning on the estimates as they are"
+    if spec.method == "inference" or not spec.train.tokens_per_trial:
+        return [], "no probe: probes measure training steps against train.tokens_per_trial"
+    if total <= s.probe_above_usd:
+        return [], (f"no probe: the plan's ${total:.4f} is not above search.probe_above_usd ${s.probe_above_usd:g} "
+                    "(`gpuledger probe` probes by hand)")
+    ids = [r["trial_id"] for r in plan_json.get("trials", [])
+           if r.get("feasible") is not False and r.get("est_basis") != "measured"
+           and not str(r.get("est_basis") or "").startswith("probe ")]
+    if not ids:
+        return [], "no probe: every trial's time is measured or probed already"
+    return ids, (f"search.probe auto: the plan's ${total:.4f} is above ${s.probe_above_usd:g}; probing the shapes of "
+                 f"{len(ids)} trial(s) planned on estimates, then planning again")
+
+
+def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids: list[str] | None = None,
+               steps: int | None = None, seconds: float | None = None, max_parallel: int | None = None,
+               say=print, launcher_factory=None, plan=None, sweep_id: str | None = None) -> ProbeSummary:
+    """Runs one probe per distinct shape of the sweep (or of the trials `trial_ids`); returns the summary.
+
+    `plan`: (trials, Plan, plan_json) when the caller planned already (the sweep's auto-probe);
+    `sweep_id`: the sweep the probes belong to (default: the spec's, `sweep_id_for`).
+    Raises UserError for a spec that cannot be probed, BudgetExceeded when the probes would cross the
+    budget."""
+    from gpuledger.plan.probes import shapes_to_probe
+    from gpuledger.plan.sweep import settings_for
+    from gpuledger.runtime.launching import SWEEP_LAUNCHERS, make_launcher
+    from gpuledger.runtime.requests import planned_as
+    from gpuledger.spec import sweep_id_for
+
+    launcher = launcher or spec.launcher
+    if launcher not in SWEEP_LAUNCHERS:
+        raise UserError(f"unknown launcher {launcher!r}: use local or skypilot")
+    if spec.method == "inference":
+        raise UserError(f"{spec_path}: method inference is a serving benchmark; probes measure training steps")
+    if not spec.train.tokens_per_trial:
+        raise UserError(f"{spec_path}: train.tokens_per_trial is needed to extrapolate a probe to a whole trial")
+    if steps is None and seconds is None:
+        seconds = DEFAULT_PROBE_SECONDS
+    trials, _plan, plan_json = plan if plan is not None else plan_for_probes(spec, launcher, max_parallel)
+    rows = {r["trial_id"]: r for r in plan_json.get("trials", [])}
+    chosen = trials
+    if trial_ids:
+        unknown = [t for t in trial_ids if t not in {x.trial_id for x in trials}]
+        if unknown:
+            raise UserError(f"{spec_path}: no trial {unknown[0]!r} in this sweep (`gpuledger plan {spec_path}` lists them)")
+        chosen = [t for t in trials if t.trial_id in trial_ids]
+    shapes = shapes_to_probe(spec, chosen, rows)
+    sweep_id = sweep_id or sweep_id_for(spec)
+    summary = ProbeSummary(sweep_id=sweep_id, shapes=len(shapes))
+    if not shapes:
+        raise UserError(f"{spec_path}: no feasible trial to probe (see `gpuledger plan {spec_path}`)")
+    overhead_s = settings_for(spec, launcher=planned_as(launcher)).overhead_s
+    steady = [probe_seconds_estimate(rows[t.trial_id], spec, shape, steps=steps, seconds=seconds) for shape, t in shapes]
+    summary.est_cost_usd = sum(probe_cost_estimate_usd(rows[t.trial_id], overhead_s, s)
+                               for (_, t), s in zip(shapes, steady, strict=True))
+    cap = max(1, min(int(plan_json.get("max_parallel") or 1), max_parallel or 10**6))
+    from gpuledger.runtime import landing as landing_files
+    from gpuledger.runtime.engine import lease_holder
+    from gpuledger.runtime.requests import launch_requests
+    from gpuledger.settings import current
+    from gpuledger.warehouse import Warehouse
+
+    holder = lease_holder()
+    landing_dir = current().landing_dir / "probes" / sweep_id
+    with Warehouse.open() as wh:
+        spent = float(wh.query_named("sweep_spent", {"sweep_id": sweep_id})["spent_usd"][0] or 0.0)
+        budget = float(spec.budget.max_usd)
+        if spent + summary.est_cost_usd > budget + 1e-9:
+            raise BudgetExceeded(f"{len(shapes)} probe(s) of sweep {sweep_id} are estimated at ${summary.est_cost_usd:.4f}; "
+                                 f"with the ${spent:.4f} it spent they would cross its ${budget:.2f} budget; nothing was launched")
+        wh.acquire_lease(sweep_id, holder, 120.0)
+        _register(wh, spec, spec_path, sweep_id, launcher, cap, plan_json, trials)
+    say(f"probing {len(shapes)} shape(s) of {sweep_id} ({len(trials)} trials) through the {launcher} launcher, "
+        f"at most {cap} at once; estimated ${summary.est_cost_usd:.4f}")
+    factory = launcher_factory or make_launcher
+    lch = factory(launcher, spec, cap, landing_dir)
+    reqs = launch_requests(spec, [t for _, t in shapes], rows, sweep_id=sweep_id, launcher=launcher)
+    requests = []
+    for (shape, t), s in zip(shapes, steady, strict=True):
+        req = reqs[t.trial_id]
+        requests.append((shape, dataclasses.replace(
+            req, probe_env=probe_env(shape, steps=steps, seconds=seconds),
+            timeout_s=_timeout_s(spec, launcher, s), echo_metrics=())))
+    try:
+        records = _run_all(lch, requests, cap, summary)
+    finally:
+        close = getattr(lch, "close", None)
+        if close is not None:
+            close()
+    for r in records:  # the stored form (purpose, shape), signed with the folder's key
+        landing_files.keep(landing_dir, r)
+    with Warehouse.open() as wh:
+        try:
+            result = wh.ingest_records(records)
+            landing_files.settle(landing_dir, [r.run_id for r in records], {})
+            for rej in result.rejected:
+                summary.failures.append(f"not stored: {rej.reason}")
+            ids = [r.run_id for r in records]
+            if ids:
+                got = wh.query_named("probes_of_runs", {"run_ids": ids})
+                summary.probes = got.to_dicts()
+        finally:
+            wh.release_lease(sweep_id, holder)
+    summary.cost_usd = sum(r.cost_usd for r in records)
+    return summary
+
+
+def _register(wh, spec, spec_path: Path, sweep_id: str, launcher: str, cap: int, plan_json: dict[str, Any],
+              trials) -> None:
+    """Registers the sweep when new (status `planned`) and its planned trials (a probe is stored as a
+    run of the trial it ran; ingest needs both)."""
+    from gpuledger.plan import prices_used, warehouse_trial_rows
+
+    known = wh.query_named("sweeps_known", {"sweep_ids": [sweep_id]})
+    if known.is_empty():
+        text = None
+        with contextlib.suppress(OSError):
+            text = Path(spec_path).read_text(encoding="utf-8")
+        wh.register_sweep(
+            sweep_id=sweep_id, name=spec.name, project=spec.project, owner=spec.owner, kind="sweep",
+            method=spec.method, model=spec.model, launcher=launcher,
+            objective_metric=spec.search.objective.metric, objective_goal=spec.search.objective.goal,
+            objective_target=spec.search.objective.target, budget_usd=float(spec.budget.max_usd),
+            deadline_s=spec.budget.deadline_s, max_parallel=cap, status=protocol.SWEEP_PLANNED,
+            spec_path=str(spec_path), spec_yaml=text, spec_json=spec.model_dump(mode="json"),
+            plan_json=plan_json, prices=prices_used(plan_json))
+    wh.upsert_trials(sweep_id, [{**r, "status": protocol.PENDING} for r in warehouse_trial_rows(plan_json, trials)])
+
+
+def _run_all(launcher, requests: list[tuple[dict[str, Any], Any]], cap: int, summary: ProbeSummary) -> list[Any]:
+    """Runs the probe requests (at most `cap` at once); returns their records with purpose 'probe' and
+    their shape (also when the agent died without writing one)."""
+    from gpuledger.runtime.launching import run_trial
+
+    records = []
+    with ThreadPoolExecutor(max_workers=cap, thread_name_prefix="probe") as pool:
+        futures = [(shape, pool.submit(run_trial, launcher, req)) for shape, req in requests]
+        for shape, fut in futures:
+            out = fut.result()
+            if out.error:
+                summary.failures.append(f"trial {out.trial_id}: {out.error}")
+            for rec in out.records:
+                records.append(rec.model_copy(update={"purpose": protocol.PROBE_PURPOSE, "probe_shape": shape}))
+                if rec.status != protocol.SUCCEEDED:
+                    summary.failures.append(f"probe of trial {rec.trial_id} {rec.status}: {rec.reason or ''}".strip())
+    return records
+
+
+def probe_lines(summary: ProbeSummary) -> list[str]:
+    """Returns one line per probe: what it measured, for the CLI."""
+    lines = []
+    for p in summary.probes:
+        shape = p.get("probe_shape")
+        try:
+            shape = json.loads(shape) if isinstance(shape, str) else (shape or {})
+        except ValueError:
+            shape = {}
+        tps, start = p.get("tokens_per_s"), p.get("startup_s")
+        what = (f"{tps:,.1f} tokens/s ({p.get('tokens_source')}), step {p.get('step_s') or math.nan:.3f} s, "
+                f"start-up {start:.1f} s" if tps and start is not None else "no steady state measured (not usable)")
+        mem = p.get("memory_gib")
+        lines.append(f"probe {p['run_id']} {p['status']}: {shape.get('accelerator')} x{shape.get('gpus')} "
+                     f"{shape.get('sharding')} micro_batch {shape.get('micro_batch')} seq_len {shape.get('seq_len')}: "
+                     f"{what}; peak memory {'-' if mem is None else f'{mem:.3f} GiB'}; {p.get('steps')} steps in "
+                     f"{p.get('wall_s') or 0:.1f} s, ${p.get('cost_usd') or 0:.4f}")
+    return lines

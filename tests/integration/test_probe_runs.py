@@ -1,0 +1,86 @@
+"""`gpuledger probe` for real: a trial script run by the local launcher under the agent, stopped by
+gpuledger.track after N steps, stored as a run with purpose 'probe' (DuckDB), not counted as the
+trial's result but as the sweep's spend, and read back by the next plan."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gpuledger.inputs.ledger import planning_inputs
+from gpuledger.plan import plan_sweep
+from gpuledger.runtime.probe import probe_lines, run_probes
+from gpuledger.spec import load_spec
+from gpuledger.warehouse import Warehouse
+
+pytestmark = pytest.mark.slow
+
+#: 10,000 steps of 0.02 s (200 s) unless the probe stops it; 64 tokens a step
+TRIAL = """
+import sys, time
+from gpuledger.track import log
+time.sleep(0.3)  # start-up
+for step in range(1, 10_001):
+    time.sleep(0.02)
+    log(step=step, tokens=step * 64)
+log(step=10_000, eval_loss=1.0)
+"""
+
+
+@pytest.fixture()
+def probe_spec(tmp_path, monkeypatch):
+    from sweep_specs import sweep_spec
+
+    monkeypatch.setenv("GPULEDGER_MACHINE_FILE", str(tmp_path / "machine.json"))
+    (tmp_path / "trial.py").write_text(TRIAL, encoding="utf-8")
+    return sweep_spec(tmp_path, name="probe-it", search="strategy: grid",
+                      params="{micro_batch: [1, 2], learning_rate: [0.1, 0.2]}",
+                      run=f"{sys.executable} {tmp_path / 'trial.py'} --mb {{micro_batch}}",
+                      tokens_per_trial=64_000, max_parallel=2)
+
+
+def test_probe_stops_the_trainer_is_stored_and_replans(probe_spec):
+    spec = load_spec(probe_spec)
+    summary = run_probes(spec, probe_spec, steps=15, say=lambda m: None)
+    assert summary.shapes == 2 and len(summary.probes) == 2 and not summary.failures
+    for p in summary.probes:
+        assert p["status"] == "succeeded" and p["usable"] and p["tokens_source"] == "reported"
+        assert p["steps"] == 15 and p["wall_s"] < 60  # stopped long before its 200 s
+        assert 0.3 <= p["startup_s"] < p["wall_s"]
+        assert 64 / 0.2 < p["tokens_per_s"] <= 64 / 0.02 * 1.05  # one step is at least the 20 ms sleep
+        assert json.loads(p["probe_shape"])["micro_batch"] in (1, 2)
+    assert len(probe_lines(summary)) == 2
+    with Warehouse.open(read_only=True) as wh:
+        runs = wh.query("SELECT purpose, count(*) AS n FROM v_runs GROUP BY ALL")
+        assert runs.to_dicts() == [{"purpose": "probe", "n": 2}]
+        results = wh.query("SELECT attempts, status FROM v_trial_results WHERE sweep_id = ?", [summary.sweep_id])
+        assert set(results["attempts"]) == {0} and set(results["status"]) == {"pending"}
+        assert wh.succeeded_trial_ids(summary.sweep_id) == set()
+        spent = wh.query_named("sweep_spent", {"sweep_id": summary.sweep_id})["spent_usd"][0]
+        assert spent == pytest.approx(summary.cost_usd) and spent > 0
+        roi = wh.query("SELECT total_cost_usd, best_run_id, status FROM v_sweep_roi").to_dicts()[0]
+        assert roi["total_cost_usd"] == pytest.approx(spent) and roi["best_run_id"] is None and roi["status"] == "planned"
+    plan = plan_sweep(spec, **planning_inputs(spec))
+    by_mb = {p["trial_id"]: p for p in summary.probes}
+    for t in plan.trials:
+        assert t["est_basis"].startswith("probe ") and t["est_basis"].split()[1] in {p["run_id"] for p in summary.probes}
+    probe = next(iter(by_mb.values()))
+    tid = probe["trial_id"]
+    row = next(t for t in plan.trials if t["trial_id"] == tid)
+    assert row["est_wall_s"] == pytest.approx(probe["startup_s"] + 64_000 / probe["tokens_per_s"], rel=1e-3)
+
+
+def test_cli_probe_refuses_over_budget_and_names_a_bad_trial(probe_spec):
+    text = probe_spec.read_text().replace("max_usd: 5.0", "max_usd: 0.000001")
+    probe_spec.write_text(text)
+    run = subprocess.run([sys.executable, "-m", "gpuledger", "probe", str(probe_spec), "--steps", "3"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 3 and "budget" in run.stderr and "Traceback" not in run.stderr
+    run = subprocess.run([sys.executable, "-m", "gpuledger", "probe", str(probe_spec), "--trial", "99"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "--trial 99" in run.stderr and "Traceback" not in run.stderr
+    with Warehouse.open(read_only=True) as wh:
+        assert wh.query("SELECT count(*) AS n FROM runs")["n"][0] == 0
