@@ -111,7 +111,8 @@ def plan_for_probes(spec, launcher: str, max_parallel: int | None = None):
 def auto_probe_trials(spec, plan_json: dict[str, Any]) -> tuple[list[str], str]:
     """Returns (trial ids whose shapes `gpuledger sweep` probes first, why) under `search.probe`: auto
     probes the feasible trials planned on estimates alone (not measured, not probed) when the plan
-    costs more than `search.probe_above_usd`; never (or nothing left to learn) probes none."""
+    costs more than `search.probe_above_usd` and fits the budget; never (the default), or nothing left
+    to learn, probes none."""
     s = spec.search
     total = float(plan_json.get("total_est_cost_usd") or 0.0)
     if s.probe == "never":
@@ -121,6 +122,9 @@ def auto_probe_trials(spec, plan_json: dict[str, Any]) -> tuple[list[str], str]:
     if total <= s.probe_above_usd:
         return [], (f"no probe: the plan's ${total:.4f} is not above search.probe_above_usd ${s.probe_above_usd:g} "
                     "(`gpuledger probe` probes by hand)")
+    if total > float(spec.budget.max_usd):
+        return [], (f"no probe: the plan's ${total:.4f} is over the ${float(spec.budget.max_usd):.2f} budget "
+                    "(the budget guard decides; probing would spend on a sweep that may not run)")
     ids = [r["trial_id"] for r in plan_json.get("trials", [])
            if r.get("feasible") is not False and r.get("est_basis") != "measured"
            and not str(r.get("est_basis") or "").startswith("probe ")]
@@ -180,12 +184,12 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
 
     holder = lease_holder()
     landing_dir = current().landing_dir / "probes" / sweep_id
+    spent = _spent_usd(sweep_id)
+    budget = float(spec.budget.max_usd)
+    if spent + summary.est_cost_usd > budget + 1e-9:
+        raise BudgetExceeded(f"{len(shapes)} probe(s) of sweep {sweep_id} are estimated at ${summary.est_cost_usd:.4f}; "
+                             f"with the ${spent:.4f} it spent they would cross its ${budget:.2f} budget; nothing was launched")
     with Warehouse.open() as wh:
-        spent = float(wh.query_named("sweep_spent", {"sweep_id": sweep_id})["spent_usd"][0] or 0.0)
-        budget = float(spec.budget.max_usd)
-        if spent + summary.est_cost_usd > budget + 1e-9:
-            raise BudgetExceeded(f"{len(shapes)} probe(s) of sweep {sweep_id} are estimated at ${summary.est_cost_usd:.4f}; "
-                                 f"with the ${spent:.4f} it spent they would cross its ${budget:.2f} budget; nothing was launched")
         wh.acquire_lease(sweep_id, holder, 120.0)
         _register(wh, spec, spec_path, sweep_id, launcher, cap, plan_json, trials)
     say(f"probing {len(shapes)} shape(s) of {sweep_id} ({len(trials)} trials) through the {launcher} launcher, "
@@ -221,6 +225,18 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
             wh.release_lease(sweep_id, holder)
     summary.cost_usd = sum(r.cost_usd for r in records)
     return summary
+
+
+def _spent_usd(sweep_id: str) -> float:
+    """Returns what the sweep spent so far (all runs, probes included), 0 without a warehouse (none created)."""
+    from gpuledger.settings import resolve_path
+    from gpuledger.warehouse import Warehouse
+
+    path = resolve_path()
+    if not path.exists():
+        return 0.0
+    with Warehouse.open(path, read_only=True) as wh:
+        return float(wh.query_named("sweep_spent", {"sweep_id": sweep_id})["spent_usd"][0] or 0.0)
 
 
 def _register(wh, spec, spec_path: Path, sweep_id: str, launcher: str, cap: int, plan_json: dict[str, Any],

@@ -105,10 +105,12 @@ class Search(_Strict):
     )
     objective: Objective
     probe: Literal["auto", "never"] = Field(
-        "auto", description="auto: `gpuledger sweep` first probes each shape (GPU type and count, sharding, "
+        "never", description="auto: `gpuledger sweep` first probes each shape (GPU type and count, sharding, "
         "micro-batch, sequence length) that has no probe or measured run yet, when the plan costs more than "
-        "probe_above_usd, and re-plans on what the probes measured before launching (docs/probes.md); never: "
-        "plan on the estimates as they are (`gpuledger probe` still probes by hand)")
+        "probe_above_usd and fits the budget, and re-plans on what the probes measured before launching "
+        "(docs/probes.md); never (default: a sweep launches only what its plan shows; probes are jobs that "
+        "cost money and, on a cloud, minutes of provisioning per shape): plan on the estimates and what "
+        "`gpuledger probe` measured by hand")
     probe_above_usd: float = Field(
         PROBE_ABOVE_USD, ge=0, le=1e9, description="search.probe auto probes only a sweep whose plan costs more "
         "than this (USD); default 5: a probe costs one instance's start-up plus ~10 s of steps per shape (on a "

@@ -167,3 +167,24 @@ def test_probe_environment_and_cost_estimates():
     assert probe_seconds_estimate(row, spec, shape, steps=40, seconds=None) == pytest.approx(10.0)
     assert probe_seconds_estimate(row, spec, shape, steps=None, seconds=500.0) == pytest.approx(96.0)  # ends first
     assert probe_cost_estimate_usd(row, 3.0, 10.0) == pytest.approx(3.6 * 13.0 / 3600)
+
+
+def test_auto_probe_decides_on_cost_budget_and_what_is_known():
+    from gpuledger.runtime.probe import auto_probe_trials
+
+    spec, trials = _demo()
+    rows = [{"trial_id": t.trial_id, "feasible": True, "est_basis": "estimate"} for t in trials]
+    plan = {"total_est_cost_usd": 10.0, "trials": rows}
+    ids, why = auto_probe_trials(spec, plan)
+    assert ids == [] and "never" in why  # the default
+    auto = spec.model_copy(update={"search": spec.search.model_copy(update={"probe": "auto"}),
+                                   "budget": spec.budget.model_copy(update={"max_usd": 20.0})})
+    ids, why = auto_probe_trials(auto, plan)
+    assert ids == [t.trial_id for t in trials] and "above $5" in why
+    assert auto_probe_trials(auto, {**plan, "total_est_cost_usd": 4.0})[0] == []  # not above probe_above_usd
+    assert "over the" in auto_probe_trials(auto, {**plan, "total_est_cost_usd": 25.0})[1]  # the guard decides
+    known = [{**r, "est_basis": "measured" if i % 2 else "probe x 2026-11-26"} for i, r in enumerate(rows)]
+    assert auto_probe_trials(auto, {**plan, "trials": known})[0] == []
+    from gpuledger.spec import sweep_id_for
+
+    assert sweep_id_for(auto) == sweep_id_for(spec)  # how to plan is not the experiment
