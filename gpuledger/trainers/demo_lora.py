@@ -14,7 +14,8 @@
    scale alpha/r) are trained by AdamW (cosine schedule, 10 % warm-up, global grad-norm clip 1.0)
    on the shifted corpus (kitchen instructions) with micro-batch B for a fixed budget of training
    tokens (`--tokens`, default 196,608; steps = tokens / (B·T) unless `--steps` is given).
-3. It reports through `gpuledger.track`: `train_loss` (mean of the last 10 steps) and held-out
+3. It reports through `gpuledger.track`: `tokens` (cumulative training tokens) every step (a probe,
+   `gpuledger probe`, measures its rate from them and stops it through `track.log`), `train_loss` (mean of the last 10 steps) and held-out
    `eval_loss` by step, and at the end `eval_loss` (final), `eval_loss_base` (step 0),
    `trainable_params`, `tokens`, `steps_per_s`.
 
@@ -224,8 +225,10 @@ def adapt(cfg, base, *, lora_r: int, lr: float, micro_batch: int, steps: int, se
         recent.append(loss)
         if not math.isfinite(loss):
             break
+        progress = {"tokens": step * micro_batch * seq_len}  # cumulative: what a probe's rate is measured from
         if step % 10 == 0 or step == steps:
-            report(step=step, train_loss=sum(recent[-10:]) / len(recent[-10:]))
+            progress["train_loss"] = sum(recent[-10:]) / len(recent[-10:])
+        report(step=step, **progress)
         if step % eval_every == 0 or step == steps:
             eval_loss = evaluate()
             report(step=step, eval_loss=eval_loss)
