@@ -73,7 +73,7 @@ def test_probe_stops_the_trainer_is_stored_and_replans(probe_spec):
     assert row["est_wall_s"] == pytest.approx(probe["startup_s"] + 64_000 / probe["tokens_per_s"], rel=1e-3)
 
 
-def test_cli_probe_refuses_over_budget_and_names_a_bad_trial(probe_spec):
+def test_cli_probe_refuses_over_budget_and_names_a_bad_trial(probe_spec, _isolated_warehouse):
     text = probe_spec.read_text().replace("max_usd: 5.0", "max_usd: 0.000001")
     probe_spec.write_text(text)
     run = subprocess.run([sys.executable, "-m", "gpuledger", "probe", str(probe_spec), "--steps", "3"],
@@ -82,5 +82,4 @@ def test_cli_probe_refuses_over_budget_and_names_a_bad_trial(probe_spec):
     run = subprocess.run([sys.executable, "-m", "gpuledger", "probe", str(probe_spec), "--trial", "99"],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and "--trial 99" in run.stderr and "Traceback" not in run.stderr
-    with Warehouse.open(read_only=True) as wh:
-        assert wh.query("SELECT count(*) AS n FROM runs")["n"][0] == 0
+    assert not _isolated_warehouse.exists()  # refused before anything was written or launched
