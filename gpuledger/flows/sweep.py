@@ -115,27 +115,10 @@ def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, n
 
 @task(name="probe-shapes", persist_result=False, cache_policy=NO_CACHE)
 def probe_task(spec: str, p: dict[str, Any]) -> bool:
-    """`search.probe: auto`: probes the shapes planned on estimates alone when the plan costs more than
-    `search.probe_above_usd` (gpuledger.runtime.probe); returns whether a probe was stored (re-plan)."""
-    from gpuledger.runtime.probe import auto_probe_trials, probe_lines, run_probes
+    """`search.probe: auto` (gpuledger.runtime.probe.auto_probe); returns whether to plan again."""
+    from gpuledger.runtime.probe import auto_probe
 
-    log = get_run_logger()
-    ids, why = auto_probe_trials(p["spec"], p["plan_json"])
-    log.info("%s", why)
-    if not ids:
-        return False
-    try:
-        summary = run_probes(p["spec"], Path(spec), launcher=p["launcher"], trial_ids=ids, say=log.info,
-                             plan=(p["trials"], p["plan"], p["plan_json"]), sweep_id=p["sweep_id"],
-                             launcher_factory=launcher_factory)
-    except UserError as err:  # over budget, or a launcher that cannot start them: plan on the estimates
-        log.warning("Not probing: %s", err)
-        return False
-    for line in probe_lines(summary):
-        log.info("%s", line)
-    for line in summary.failures:
-        log.warning("%s", line)
-    return bool(summary.probes)
+    return auto_probe(Path(spec), p, get_run_logger(), launcher_factory)
 
 
 @task(name="run-trials", persist_result=False, cache_policy=NO_CACHE)

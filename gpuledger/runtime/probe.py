@@ -134,6 +134,29 @@ def auto_probe_trials(spec, plan_json: dict[str, Any]) -> tuple[list[str], str]:
                  f"{len(ids)} trial(s) planned on estimates, then planning again")
 
 
+def auto_probe(spec_path: Path, p: dict[str, Any], log: Any, launcher_factory: Any = None) -> bool:
+    """The sweep's `search.probe: auto` step: probes the trials `auto_probe_trials` names (through the
+    sweep's launcher, for the sweep `p["sweep_id"]`, on the plan `p` already made) and logs what they
+    measured; returns True when a probe was stored (the sweep plans again). A UserError (over budget, a
+    launcher that cannot start them) is logged and the sweep goes on with its plan."""
+    ids, why = auto_probe_trials(p["spec"], p["plan_json"])
+    log.info("%s", why)
+    if not ids:
+        return False
+    try:
+        summary = run_probes(p["spec"], spec_path, launcher=p["launcher"], trial_ids=ids, say=log.info,
+                             plan=(p["trials"], p["plan"], p["plan_json"]), sweep_id=p["sweep_id"],
+                             launcher_factory=launcher_factory)
+    except UserError as err:
+        log.warning("Not probing: %s", err)
+        return False
+    for line in probe_lines(summary):
+        log.info("%s", line)
+    for line in summary.failures:
+        log.warning("%s", line)
+    return bool(summary.probes)
+
+
 def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids: list[str] | None = None,
                steps: int | None = None, seconds: float | None = None, max_parallel: int | None = None,
                say=print, launcher_factory=None, plan=None, sweep_id: str | None = None) -> ProbeSummary:

@@ -188,3 +188,35 @@ def test_auto_probe_decides_on_cost_budget_and_what_is_known():
     from gpuledger.spec import sweep_id_for
 
     assert sweep_id_for(auto) == sweep_id_for(spec)  # how to plan is not the experiment
+
+
+def test_the_sweeps_auto_probe_step_goes_on_without_probes_when_refused(monkeypatch):
+    from gpuledger.errors import BudgetExceeded
+    from gpuledger.runtime import probe as probe_module
+
+    class Log:
+        def __init__(self):
+            self.lines = []
+
+        def info(self, fmt, *args):
+            self.lines.append(("info", fmt % args))
+
+        def warning(self, fmt, *args):
+            self.lines.append(("warning", fmt % args))
+
+    spec, trials = _demo()
+    plan = {"total_est_cost_usd": 10.0, "trials": [{"trial_id": t.trial_id, "est_basis": "estimate"} for t in trials]}
+    log = Log()
+    assert probe_module.auto_probe(Path("s.yaml"), {"spec": spec, "plan_json": plan}, log) is False
+    assert "never" in log.lines[0][1]
+    auto = spec.model_copy(update={"search": spec.search.model_copy(update={"probe": "auto"}),
+                                   "budget": spec.budget.model_copy(update={"max_usd": 20.0})})
+
+    def refuse(*a, **k):
+        raise BudgetExceeded("the probes would cross the budget")
+
+    monkeypatch.setattr(probe_module, "run_probes", refuse)
+    p = {"spec": auto, "plan_json": plan, "launcher": "local", "trials": trials, "plan": None, "sweep_id": "s-1"}
+    log = Log()
+    assert probe_module.auto_probe(Path("s.yaml"), p, log) is False
+    assert log.lines[-1] == ("warning", "Not probing: the probes would cross the budget")
