@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuledger import protocol
+from gpuledger import protocol, vocabulary
 from gpuledger.errors import BudgetExceeded, UserError
 
 #: Default steady state a probe measures (seconds after its first training step): long enough to
@@ -57,7 +57,7 @@ class ProbeSummary:
 
 def probe_env(shape: dict[str, Any], *, steps: int | None, seconds: float | None) -> dict[str, str]:
     """Returns the environment a probe's job gets: its purpose, shape and stop rule."""
-    env = {protocol.ENV_PURPOSE: protocol.PROBE_PURPOSE, protocol.ENV_PROBE_SHAPE: json.dumps(shape, sort_keys=True)}
+    env = {protocol.ENV_PURPOSE: vocabulary.PROBE_PURPOSE, protocol.ENV_PROBE_SHAPE: json.dumps(shape, sort_keys=True)}
     if steps is not None:
         env[protocol.ENV_PROBE_STEPS] = str(int(steps))
     if seconds is not None:
@@ -91,20 +91,22 @@ def _timeout_s(spec, launcher: str, steady_s: float) -> float:
     """The agent's backstop: start-up allowance + 3 x the planned steady seconds (at least a minute),
     never beyond the trial's own timeout (local)."""
     backstop = PROBE_STARTUP_ALLOWANCE_S + max(60.0, 3.0 * steady_s)
-    own = spec.local.trial_timeout if launcher in ("local", "fake") else None
+    from gpuledger.launch import plans_as
+
+    own = spec.local.trial_timeout if plans_as(launcher) == "local" else None
     return min(backstop, float(own)) if own else backstop
 
 
 def plan_for_probes(spec, launcher: str, max_parallel: int | None = None):
     """Returns (trials, plan, plan_json) of the spec as `gpuledger plan` makes it (ledger inputs included)."""
     from gpuledger.inputs.ledger import planning_inputs
+    from gpuledger.launch import plans_as
     from gpuledger.plan import plan_sweep
-    from gpuledger.runtime.requests import planned_as
     from gpuledger.spec import expand_trials
 
     trials = expand_trials(spec)
-    plan = plan_sweep(spec, trials, max_parallel=max_parallel, launcher=planned_as(launcher),
-                      **planning_inputs(spec, planned_as(launcher)))
+    plan = plan_sweep(spec, trials, max_parallel=max_parallel, launcher=plans_as(launcher),
+                      **planning_inputs(spec, plans_as(launcher)))
     return trials, plan, plan.to_json()
 
 
@@ -166,14 +168,14 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
     `sweep_id`: the sweep the probes belong to (default: the spec's, `sweep_id_for`).
     Raises UserError for a spec that cannot be probed, BudgetExceeded when the probes would cross the
     budget."""
+    from gpuledger.launch import known_launchers, plans_as
     from gpuledger.plan.probes import shapes_to_probe
     from gpuledger.plan.sweep import settings_for
-    from gpuledger.runtime.launching import SWEEP_LAUNCHERS, make_launcher
-    from gpuledger.runtime.requests import planned_as
+    from gpuledger.runtime.launching import make_launcher
     from gpuledger.spec import sweep_id_for
 
     launcher = launcher or spec.launcher
-    if launcher not in SWEEP_LAUNCHERS:
+    if launcher not in known_launchers():
         raise UserError(f"unknown launcher {launcher!r}: use local or skypilot")
     if spec.method == "inference":
         raise UserError(f"{spec_path}: method inference is a serving benchmark; probes measure training steps")
@@ -194,7 +196,7 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
     summary = ProbeSummary(sweep_id=sweep_id, shapes=len(shapes))
     if not shapes:
         raise UserError(f"{spec_path}: no feasible trial to probe (see `gpuledger plan {spec_path}`)")
-    overhead_s = settings_for(spec, launcher=planned_as(launcher)).overhead_s
+    overhead_s = settings_for(spec, launcher=plans_as(launcher)).overhead_s
     steady = [probe_seconds_estimate(rows[t.trial_id], spec, shape, steps=steps, seconds=seconds) for shape, t in shapes]
     summary.est_cost_usd = sum(probe_cost_estimate_usd(rows[t.trial_id], overhead_s, s)
                                for (_, t), s in zip(shapes, steady, strict=True))
@@ -278,10 +280,10 @@ def _register(wh, spec, spec_path: Path, sweep_id: str, launcher: str, cap: int,
             method=spec.method, model=spec.model, launcher=launcher,
             objective_metric=spec.search.objective.metric, objective_goal=spec.search.objective.goal,
             objective_target=spec.search.objective.target, budget_usd=float(spec.budget.max_usd),
-            deadline_s=spec.budget.deadline_s, max_parallel=cap, status=protocol.SWEEP_PLANNED,
+            deadline_s=spec.budget.deadline_s, max_parallel=cap, status=vocabulary.SWEEP_PLANNED,
             spec_path=str(spec_path), spec_yaml=text, spec_json=spec.model_dump(mode="json"),
             plan_json=plan_json, prices=prices_used(plan_json))
-    wh.upsert_trials(sweep_id, [{**r, "status": protocol.PENDING} for r in warehouse_trial_rows(plan_json, trials)])
+    wh.upsert_trials(sweep_id, [{**r, "status": vocabulary.PENDING} for r in warehouse_trial_rows(plan_json, trials)])
 
 
 def _run_all(launcher, requests: list[tuple[dict[str, Any], Any]], cap: int, summary: ProbeSummary) -> list[Any]:
@@ -297,8 +299,8 @@ def _run_all(launcher, requests: list[tuple[dict[str, Any], Any]], cap: int, sum
             if out.error:
                 summary.failures.append(f"trial {out.trial_id}: {out.error}")
             for rec in out.records:
-                records.append(rec.model_copy(update={"purpose": protocol.PROBE_PURPOSE, "probe_shape": shape}))
-                if rec.status != protocol.SUCCEEDED:
+                records.append(rec.model_copy(update={"purpose": vocabulary.PROBE_PURPOSE, "probe_shape": shape}))
+                if rec.status != vocabulary.SUCCEEDED:
                     summary.failures.append(f"probe of trial {rec.trial_id} {rec.status}: {rec.reason or ''}".strip())
     return records
 
