@@ -7,11 +7,13 @@ Install with `pip install -r trainers/requirements.txt` (the spec's `task.setup`
 libraries (torch, transformers, peft, datasets) are imported only after the arguments are parsed,
 so `--help` works anywhere.
 
-Reports through `gpuledger.track` (the agent collects them into the result record):
-`train_loss` every `--log-every` steps, `eval_loss` every `--eval-every` steps and at the end,
-`gpu_mem_allocated_gib` / `gpu_mem_reserved_gib` (torch.cuda.max_memory_allocated / reserved, the
-`allocated` and `reserved` levels the estimator predicts), `tokens_per_s`, `trainable_params`,
-`total_params`.
+Reports through `gpuledger.track` (the agent collects them into the result record): cumulative
+training `tokens` every step (a probe, `gpuledger probe`, measures its steady rate from them and is
+stopped through `track.log`), `train_loss`, `lr`, `tokens_per_s` and `torch_max_memory_allocated_gib` /
+`torch_max_memory_reserved_gib` (torch.cuda.max_memory_allocated / reserved, the `allocated` and
+`reserved` levels the estimator predicts) on the first and every `--log-every` steps, `eval_loss`
+every `--eval-every` steps and at the end, `trainable_params`, `total_params`. The loop is
+`train_loop` (tested on a tiny random model on the CPU: tests/unit/test_peft_loop.py).
 """
 
 from __future__ import annotations
@@ -73,6 +75,67 @@ def _text_of(example: dict, field: str | None) -> str:
         return str(example["text"])
     parts = [str(example.get(k) or "") for k in ("instruction", "input", "output")]
     return "\n".join(p for p in parts if p)
+
+
+def _forever(make_loader):
+    """Yields the batches of `make_loader()` epoch after epoch."""
+    while True:
+        yield from make_loader()
+
+
+def _memory_gib(torch, device) -> dict:
+    """Returns torch's peak allocated / reserved GiB on a CUDA device (what the estimator's `allocated` and
+    `reserved` levels predict), nothing on the CPU."""
+    if device.type != "cuda":
+        return {}
+    return {"torch_max_memory_allocated_gib": torch.cuda.max_memory_allocated(device) / GIB,
+            "torch_max_memory_reserved_gib": torch.cuda.max_memory_reserved(device) / GIB}
+
+
+def train_loop(model, batches, *, opt, sched, device, max_steps: int, grad_accum: int = 1, log_every: int = 10,
+               eval_every: int = 100, evaluate=None, log=None, clip: float = 1.0) -> dict:
+    """Runs `max_steps` optimizer steps over `batches` (an iterator of dicts of tensors with input_ids,
+    attention_mask, labels); returns the final metrics (eval_loss, tokens, wall_train_s, memory on CUDA).
+
+    Reports through `log` (gpuledger.track.log): every step its cumulative training `tokens` (non-padding
+    tokens seen; what a probe measures its rate from, and where `gpuledger probe` stops it), every
+    `log_every` steps (and the first) train_loss, lr, tokens_per_s and torch's peak memory, every
+    `eval_every` steps and at the end eval_loss (`evaluate()`, when given)."""
+    import torch
+
+    from gpuledger import track
+
+    log = log or track.log
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    model.train()
+    step, tokens, t0 = 0, 0, time.time()
+    running: list[float] = []
+    eval_loss = math.nan
+    while step < max_steps:
+        for _ in range(grad_accum):
+            batch = {k: v.to(device) for k, v in next(batches).items()}
+            tokens += int(batch["attention_mask"].sum())
+            loss = model(**batch).loss / grad_accum
+            loss.backward()
+            running.append(loss.float().item() * grad_accum)
+        torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], clip)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        step += 1
+        point = {"tokens": tokens}
+        if step == 1 or step % log_every == 0 or step == max_steps:
+            point.update(train_loss=sum(running) / len(running), lr=sched.get_last_lr()[0],
+                         tokens_per_s=tokens / max(1e-9, time.time() - t0), **_memory_gib(torch, device))
+            running = []
+        log(step=step, **point)
+        if evaluate is not None and (step % eval_every == 0 or step == max_steps):
+            eval_loss = evaluate()
+            log(step=step, eval_loss=eval_loss)
+    final = {"eval_loss": eval_loss, "tokens": tokens, "wall_train_s": time.time() - t0, **_memory_gib(torch, device)}
+    log(step=step, **final)
+    return final
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,41 +209,11 @@ def main(argv: list[str] | None = None) -> int:
         model.train()
         return sum(losses) / max(1, len(losses))
 
-    torch.cuda.reset_peak_memory_stats()
-    model.train()
-    step, tokens, t0 = 0, 0, time.time()
-    running: list[float] = []
-    eval_loss = math.nan
-    batches = iter(loader(train, shuffle=True))
-    while step < args.max_steps:
-        for _ in range(args.grad_accum):
-            try:
-                batch = next(batches)
-            except StopIteration:
-                batches = iter(loader(train, shuffle=True))
-                batch = next(batches)
-            batch = {k: v.to(device) for k, v in batch.items()}
-            tokens += int(batch["attention_mask"].sum())
-            loss = model(**batch).loss / args.grad_accum
-            loss.backward()
-            running.append(loss.float().item() * args.grad_accum)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
-        step += 1
-        if step % args.log_every == 0 or step == args.max_steps:
-            track.log(step=step, train_loss=sum(running) / len(running), lr=sched.get_last_lr()[0],
-                      tokens_per_s=tokens / max(1e-9, time.time() - t0),
-                      gpu_mem_allocated_gib=torch.cuda.max_memory_allocated() / GIB,
-                      gpu_mem_reserved_gib=torch.cuda.max_memory_reserved() / GIB)
-            running = []
-        if step % args.eval_every == 0 or step == args.max_steps:
-            eval_loss = evaluate()
-            track.log(step=step, eval_loss=eval_loss)
-    track.log(step=step, eval_loss=eval_loss, tokens=tokens, wall_train_s=time.time() - t0,
-              gpu_mem_allocated_gib=torch.cuda.max_memory_allocated() / GIB,
-              gpu_mem_reserved_gib=torch.cuda.max_memory_reserved() / GIB)
+    batches = _forever(lambda: loader(train, shuffle=True))
+    final = train_loop(model, batches, opt=opt, sched=sched, device=device, max_steps=args.max_steps,
+                       grad_accum=args.grad_accum, log_every=args.log_every, eval_every=args.eval_every,
+                       evaluate=evaluate, log=track.log)
+    eval_loss = final["eval_loss"]
     if args.output_dir:
         os.makedirs(args.output_dir, exist_ok=True)
         model.save_pretrained(args.output_dir)
