@@ -10,7 +10,9 @@ Modules (each small, one job):
 - `records`: result records -> frames; JSON values encoded once (`json_text`);
 - `ingest`, `sweeps`, `lease`: the writing methods, mixed into `Warehouse` (`lease`: one run of a
   sweep at a time, `SweepBusy`);
-- `readonly`: which statements of ad-hoc SQL write.
+- `readonly`: which statements of ad-hoc SQL write;
+- `column_checks`: the column tests views.yml declares (unique, not_null, accepted_values, relationships),
+  run from the templates in `sql/column_checks/`.
 
 Usage (a writer; writers migrate on open)::
 
