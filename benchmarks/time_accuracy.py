@@ -62,7 +62,7 @@ def _fmt(s: dict) -> str:
 def main(argv: list[str]) -> int:
     cases = time_cases()
     if "--fit" in argv:
-        fitted = fit_efficiency([(c.shape, c.setup, c.measured) for c in cases])
+        fitted = fit_efficiency([(c.shape, c.setup, c.measured, c.source) for c in cases])
         print("MATMUL_EFFICIENCY fitted on all scored rows: "
               + ", ".join(f"{k} {v:.4f} ({n} rows)" for k, (v, n) in sorted(fitted.items())))
         return 0

@@ -104,8 +104,9 @@ def time_case(row: dict) -> TimeCase:
     method = row["method"]
     r = _num(row["lora_r"], int, 16)
     trainable = 0.0
-    if method in ("lora", "qlora"):
-        trainable = float(_lora_trainable(row["model"], method, r, row["lora_targets"] or "q,v"))
+    if method in ("lora", "qlora"):  # stated in the row (a model outside the registry), else counted
+        trainable = _num(row.get("params_trainable", ""), float, None) or float(
+            _lora_trainable(row["model"], method, r, row["lora_targets"] or "q,v"))
     mb = _num(row["micro_batch"], int, None)
     setup = TrainSetup(
         accelerator=row["accelerator"], method=method, framework=row["framework"], gpus=int(row["gpus"]),
@@ -150,7 +151,7 @@ def held_out_tokens_per_s(cases: list[TimeCase]) -> dict[str, float]:
 
     out = {}
     for source in sorted({c.source for c in cases}):
-        train = [(c.shape, c.setup, c.measured) for c in cases if c.source != source]
+        train = [(c.shape, c.setup, c.measured, c.source) for c in cases if c.source != source]
         eff = {**PRIOR_MATMUL_EFFICIENCY, **{cls: v for cls, (v, _) in fit_efficiency(train).items()}}
         for c in cases:
             if c.source == source:

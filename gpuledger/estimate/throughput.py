@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from gpuledger.estimate.coefficients import (
     ATTENTION_EFFICIENCY,
+    AUTOCAST_CAST_BYTES_PER_PARAM,
     BYTES_PER_ADAPTED_ELEMENT,
     DEQUANT_BYTES_PER_PARAM_PASS,
     EAGER_ATTENTION_FACTOR,
@@ -218,6 +219,12 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
         # read/written again per pass (x·A, ·B, the add); trainable = r (d_in + d_out) per linear
         adapted = s.params_trainable / max(1, s.lora_r)
         mem_bytes += positions * adapted * BYTES_PER_ADAPTED_ELEMENT * passes
+    if s.precision in ("bf16-mixed", "fp16-mixed"):
+        # autocast over fp32 weights: every forward (and recompute) casts each weight it uses to 16 bit, reading
+        # 4 B and writing 2 B (torch.autocast caches the copy within one forward only; PyTorch AMP docs)
+        fwd_passes = 1 + (1 if s.checkpointing == "full" else 0)
+        mem_bytes += shape.params_active * AUTOCAST_CAST_BYTES_PER_PARAM * fwd_passes
+        notes.append("autocast: fp32 weights cast to 16 bit in every forward")
     if s.method == "qlora":
         mem_bytes += shape.params_active * DEQUANT_BYTES_PER_PARAM_PASS * passes
         notes.append(f"QLoRA: {DEQUANT_BYTES_PER_PARAM_PASS} B per base parameter per pass of dequantisation")
@@ -280,21 +287,24 @@ def tokens_per_s_per_gpu(shape: ModelShape, s: TrainSetup, **kw) -> float:
     return step_time(shape, s, **kw).tokens_per_s_per_gpu
 
 
-def fit_efficiency(cases: list[tuple[ModelShape, TrainSetup, float]], rounds: int = 4) -> dict[str, tuple[float, int]]:
+def fit_efficiency(cases: list[tuple], rounds: int = 4) -> dict[str, tuple[float, int]]:
     """Returns {class: (matmul efficiency, cases)} fitted on measured cases (shape, setup, measured
-    tokens/s per GPU): each class's efficiency scaled by the median measured/predicted throughput of
-    its cases, repeated (the per-step parts do not scale with it), starting from the priors.
-    Classes without cases are absent (they keep PRIOR_MATMUL_EFFICIENCY)."""
+    tokens/s per GPU[, source]): each class's efficiency scaled by the median over its sources of
+    each source's median measured/predicted throughput (one source, one vote: a table of 18 rows from
+    one stack version does not outvote two others), repeated (the per-step parts do not scale with it),
+    starting from the priors. Classes without cases are absent (they keep PRIOR_MATMUL_EFFICIENCY)."""
     import statistics
 
     eff = dict(PRIOR_MATMUL_EFFICIENCY)
     counts: dict[str, int] = {}
     for _ in range(rounds):
-        ratios: dict[str, list[float]] = {}
-        for shape, setup, measured in cases:
+        ratios: dict[str, dict[str, list[float]]] = {}
+        for case in cases:
+            shape, setup, measured = case[:3]
+            source = case[3] if len(case) > 3 else ""
             pred = tokens_per_s_per_gpu(shape, setup, efficiency=eff)
-            ratios.setdefault(framework_class(setup.framework), []).append(measured / pred)
-        for cls, rs in ratios.items():
-            eff[cls] = min(0.95, eff[cls] * statistics.median(rs))
-            counts[cls] = len(rs)
+            ratios.setdefault(framework_class(setup.framework), {}).setdefault(source, []).append(measured / pred)
+        for cls, by_source in ratios.items():
+            eff[cls] = min(0.95, eff[cls] * statistics.median(statistics.median(rs) for rs in by_source.values()))
+            counts[cls] = sum(len(rs) for rs in by_source.values())
     return {cls: (round(eff[cls], 4), n) for cls, n in counts.items()}

@@ -24,7 +24,7 @@ def test_shipped_rows_are_the_test_rows():
 
 
 def test_shipped_efficiencies_are_the_fit_of_the_rows():
-    fitted = fit_efficiency([(c.shape, c.setup, c.measured) for c in time_cases()])
+    fitted = fit_efficiency([(c.shape, c.setup, c.measured, c.source) for c in time_cases()])
     for cls, (value, _) in fitted.items():
         assert MATMUL_EFFICIENCY[cls] == pytest.approx(value, abs=0.002), cls
 
@@ -113,3 +113,13 @@ def test_deepspeed_zero_step_costs_the_same_at_any_batch():
     quarter = small.shape.params_total / 4
     adamw_quarter = ddp.parts_s["optimizer"] / 4
     assert s_small.parts_s["optimizer"] == pytest.approx(adamw_quarter + quarter * ZERO_STEP_S_PER_PARAM)
+
+
+def test_rows_of_models_outside_the_registry_state_their_trainable_parameters():
+    """Qwen's README rows (Qwen v1, not in the registry): sizes and LoRA r=64 on every linear given in the row."""
+    qwen = [c for c in time_cases() if c.source == "qwen-readme-profiling"]
+    assert len(qwen) == 18
+    seven = next(c for c in qwen if c.id == "qwen_7b_lora_s2048")
+    d, ff, layers = 4096, 11008, 32  # Qwen-7B config.json: hidden, intermediate_size / 2, layers
+    assert seven.setup.params_trainable == 64 * ((d + 3 * d) + (d + d) + 2 * (d + ff) + (ff + d)) * layers
+    assert seven.measured == pytest.approx(8 * 2048 / 5.2, rel=1e-3)  # 8 micro-batches of 2048 tokens in 5.2 s
