@@ -80,3 +80,17 @@ def test_a_newline_in_a_metric_name_cannot_forge_a_log_line(caplog):
                                     _fmt_metrics({"loss\nERROR Trial t2 budget exceeded": 1.0, "eval": 0.5}))
     assert len(caplog.text.strip().splitlines()) == 1
     assert _one_line("plain reason") == "plain reason"  # positive control
+
+
+@pytest.mark.parametrize("target", ["ducklake:postgres:password=Pw-123456 host=127.0.0.1 port=1 dbname=d",
+                                    "ducklake:postgres:host=127.0.0.1 port=1 password='Pw 123456' dbname=d",
+                                    "ducklake:postgres:postgresql://u:Pw-123456@127.0.0.1:1/d"])
+def test_passwords_are_redacted_in_every_form_and_by_doctor(target):
+    from types import SimpleNamespace
+
+    from gpuledger.cli.commands.doctor import check_warehouse
+    from gpuledger.warehouse.connect import redact
+
+    assert "123456" not in redact(target) and "127.0.0.1" in redact(target)  # the rest kept
+    said = " ".join(f"{c.detail} {getattr(c, 'fix', '')}" for c in check_warehouse(SimpleNamespace(warehouse=target)))
+    assert "123456" not in said

@@ -145,7 +145,9 @@ def check_project(settings_mod) -> tuple[list[Check], object | None]:
 def check_warehouse(s) -> list[Check]:
     target = s.warehouse
     if target.startswith("ducklake:"):
-        return [Check("warehouse", "ok", f"team warehouse {target.split(' password')[0][:120]}"),
+        from gpuledger.warehouse.connect import redact  # every password form, wherever it stands
+
+        return [Check("warehouse", "ok", f"team warehouse {redact(target)[:120]}"),
                 check_postgres(target)]
     from gpuledger.warehouse.health import inspect
 
