@@ -132,11 +132,16 @@ def register(run: SweepRun, hooks: Hooks, landing_dir: Path) -> tuple[list[Any],
         )
         planned = [] if asks_new_points(sp) else run.trials  # tpe over a range: each one registered when asked
         wh.upsert_trials(run.sweep_id, [{**r, "status": vocabulary.PENDING} for r in warehouse_trial_rows(run.plan_json, planned)])
-        refused = landing.quarantine_unsigned(landing_dir)
+        try:
+            refused = landing.quarantine_unsigned(landing_dir)
+        except OSError as err:  # a full disk: the key cannot be made; nothing unchecked is stored
+            refused = None
+            hooks.log.warning("Cannot check the records in %s (%s); leaving them for the next run", landing_dir,
+                              err.strerror or err)
         if refused:
             hooks.log.warning("%d file(s) in %s were not written by gpuledger's launcher (unsigned); moved to %s, "
                               "not stored: %s", len(refused), landing_dir, landing_dir / landing.REJECTED, ", ".join(refused[:10]))
-        if landing.waiting(landing_dir):
+        if refused is not None and landing.waiting(landing_dir):
             recovered = wh.ingest_landing(landing_dir)
             hooks.log.info("Stored the result records an earlier run left in %s: %s", landing_dir, recovered.summary())
         done_ids = wh.succeeded_trial_ids(run.sweep_id)

@@ -31,8 +31,12 @@ def make_launcher(name: str, spec: Any, max_parallel: int, landing: Path) -> Any
     if name == "local":
         from gpuledger.runtime.landing import landing_key
 
+        try:
+            key = landing_key(landing)
+        except OSError:  # a full disk: agents sign with their attempt's key only; keeping records says the rest
+            key = None
         return get_launcher("local", max_parallel=max_parallel, landing_dir=landing,
-                            default_timeout_s=spec.local.trial_timeout, landing_key=landing_key(landing))
+                            default_timeout_s=spec.local.trial_timeout, landing_key=key)
     return get_launcher(name, landing_dir=landing)
 
 
