@@ -244,11 +244,13 @@ def prefect_api(cwd: Path | None = None, say: Callable[[str], None] | None = Non
             os.environ["PREFECT_API_URL"] = url
         else:
             other = explicit or wanted or configured_api_url(root)
-            if other and say:
+            if other and say and (explicit or wanted or api_healthy(other)):
                 why = ("answers, but it is not this project's `gpuledger serve`" if api_healthy(other)
                        else "does not answer")
                 say(f"the Prefect server at {other} {why}; using a temporary one for this run "
                     f"(`gpuledger serve` starts this project's server)")
+            elif say:  # the usual case without `gpuledger serve`: nothing is wrong
+                say("starting a temporary Prefect server for this run (`gpuledger serve` keeps one, with its UI)")
             proc, url = start_temporary_server(home=Path(os.environ["PREFECT_HOME"]))
             os.environ["PREFECT_API_URL"] = url
         yield url
