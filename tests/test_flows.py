@@ -39,7 +39,7 @@ def harness(tmp_path_factory):
 
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # reports/ land here
+    monkeypatch.chdir(tmp_path)  # relative spec paths; reports go to GPULEDGER_REPORTS_DIR (conftest)
     return tmp_path
 
 
@@ -88,7 +88,9 @@ def test_sweep_flow_runs_four_trials_ingests_reports_and_publishes_artifacts(har
     assert '"trials": 4' in prices["extra"][0]
     assert set(runs["status"]) == {"succeeded"} and set(trials["status"]) == {"succeeded"}
     html = Path(summary["report_html"])
-    assert html.is_file() and html.is_relative_to(workdir)
+    from gpuledger import settings
+
+    assert html.is_file() and html.is_relative_to(settings.current().reports_dir)  # GPULEDGER_REPORTS_DIR
     assert Path(summary["report_markdown"]).is_file()
     arts = _artifacts("sweep-tiny-grid-%")
     for key in ("sweep-tiny-grid-plan", "sweep-tiny-grid-roi", "sweep-tiny-grid-results",

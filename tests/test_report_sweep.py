@@ -116,9 +116,12 @@ def test_markdown_golden(wh):
 
 
 def test_default_paths_and_files(wh, tmp_path, monkeypatch):
+    """Without --out: reports/sweeps/NAME/ of the project (here GPULEDGER_REPORTS_DIR, tests/conftest.py)."""
+    from gpuledger import settings
+
     monkeypatch.chdir(tmp_path)
     files = write_sweep_report(wh, "lora-grid")
-    assert files.html == tmp_path.joinpath("reports/sweeps/lora-grid", f"{SWEEP_ID}.html").relative_to(tmp_path)
+    assert files.html == settings.current().reports_dir / "sweeps" / "lora-grid" / f"{SWEEP_ID}.html"
     assert files.markdown.name == f"{SWEEP_ID}.md"
     assert {p.name for p in files.csv} == {"headline.csv", "trials.csv", "runs.csv", "what-if.csv",
                                            "estimate-accuracy.csv", "waste.csv", "cloud-equivalent.csv", "billed.csv"}

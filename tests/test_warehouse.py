@@ -109,6 +109,7 @@ def test_path_resolution(tmp_path, monkeypatch):
     assert resolve_path() == tmp_path / "env.duckdb"
     assert resolve_path(tmp_path / "x.duckdb") == tmp_path / "x.duckdb"
     monkeypatch.delenv("GPULEDGER_WAREHOUSE")
+    monkeypatch.delenv("GPULEDGER_DATA_DIR")  # tests/conftest.py's run-time folder: the project's own here
     (tmp_path / "proj" / "sub" / "deeper").mkdir(parents=True)
     (tmp_path / "proj" / "gpuledger.toml").write_text("[paths]\n")
     monkeypatch.chdir(tmp_path / "proj" / "sub" / "deeper")
@@ -119,7 +120,7 @@ def test_path_resolution(tmp_path, monkeypatch):
 
 
 def test_reader_of_a_missing_warehouse_gets_a_clear_message(tmp_path):
-    with pytest.raises(UserError, match=r"no warehouse at .*nope\.duckdb yet; run `make demo`"):
+    with pytest.raises(UserError, match=r"no warehouse at .*nope\.duckdb yet; run `gpuledger sweep SPEC`"):
         Warehouse.open(tmp_path / "nope.duckdb", read_only=True)
 
 
