@@ -178,3 +178,28 @@ def test_sdk_pool_calls_are_skypilots(monkeypatch):
     assert names == ["pool_apply", "pool_status", "pool_down", "launch"]
     assert calls[0][1][:2] == ("TASK", "p") and calls[0][2]["workers"] == 2
     assert calls[-2][2] == {"name": "gl-x", "pool": "p"}
+
+
+def test_a_failing_leftover_check_does_not_block_a_trial_of_its_own():
+    class Unreachable(PoolSky):
+        def pool_status(self, name):
+            raise RuntimeError("controller unreachable")
+
+    fake = Unreachable(Clock(), [_job(600, 1600)])
+    launcher = _launcher(fake, Clock())
+    launcher.submit(request())
+    assert [c[0] for c in fake.calls] == ["launch"]
+
+
+@pytest.mark.usefixtures("sky_home")
+def test_no_pool_controller_means_no_pool(monkeypatch):
+    import sky
+
+    from gpuledger.launch.skypilot_sdk import SkySDK
+
+    def not_up(rid):
+        raise sky.exceptions.ClusterNotUpError("no jobs controller")
+
+    monkeypatch.setattr(sky.jobs, "pool_status", lambda names: "r-status")
+    monkeypatch.setattr(sky, "get", not_up)
+    assert SkySDK().pool_status("gl-x") == []

@@ -125,9 +125,13 @@ class PoolKeeper:
         from gpuledger.plan.pools import pool_name
 
         name = pool_name(sweep_id)
-        if self.sdk.pool_status(name):
-            self._say("tearing down SkyPilot pool %s, left by an earlier run of this sweep", name)
-            self.sdk.pool_down(name)
+        try:
+            if self.sdk.pool_status(name):
+                self._say("tearing down SkyPilot pool %s, left by an earlier run of this sweep", name)
+                self.sdk.pool_down(name)
+        except Exception as err:  # noqa: BLE001 - a trial of its own does not wait on another's leftover
+            self._say("could not check for a leftover SkyPilot pool %s (%s); `sky jobs pool status` shows it",
+                      name, err)
 
     def close(self) -> list[PoolUsage]:
         """Tears down every pool this run used; returns what each cost (also kept in `usage`)."""

@@ -80,11 +80,16 @@ class SkySDK:
                            output_stream=self.log_stream)
 
     def pool_status(self, name: str) -> list[dict[str, Any]]:
-        """Returns the pool `name` as plain dicts (empty: no such pool): name, status, and
-        `workers` (each: name, status, launched_at) from SkyPilot's `replica_info`."""
+        """Returns the pool `name` as plain dicts (empty: no such pool, or no pool controller up, which
+        SkyPilot answers with `ClusterNotUpError`): name, status, and `workers` (each: name, status,
+        launched_at) from SkyPilot's `replica_info`."""
         import sky
 
-        return [_plain_pool(r) for r in sky.get(sky.jobs.pool_status([name])) or []]
+        try:
+            records = sky.get(sky.jobs.pool_status([name])) or []
+        except sky.exceptions.ClusterNotUpError:
+            return []
+        return [_plain_pool(r) for r in records]
 
     def pool_down(self, name: str) -> None:
         """Tears the pool `name` down (its workers terminated; `sky jobs pool down`)."""
