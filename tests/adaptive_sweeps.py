@@ -37,18 +37,12 @@ def write_spec(folder: Path, strategy: str, max_parallel: int = 1, xs: tuple[flo
 
 def run_sweep(spec_path: Path, cap: int = 1):
     """Runs the sweep of `spec_path` into the warehouse of $GPULEDGER_WAREHOUSE; returns its summary."""
-    from gpuledger.inputs.ledger import planning_inputs
-    from gpuledger.plan import plan_sweep
-    from gpuledger.runtime.engine import SweepRun, execute
-    from gpuledger.runtime.summary import SweepSummary
-    from gpuledger.spec import expand_trials, load_spec, sweep_id_for
+    from dataclasses import replace
 
-    sp = load_spec(spec_path)
-    trials = expand_trials(sp)
-    plan_json = plan_sweep(sp, trials, launcher="local", **planning_inputs(sp, "local")).to_json()
-    sweep_id = sweep_id_for(sp)
-    summary = SweepSummary(sweep_id=sweep_id, name=sp.name, trials=len(trials), max_parallel=cap,
-                           budget_usd=float(sp.budget.max_usd))
-    execute(SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id, trials=trials, plan_json=plan_json, cap=cap,
-                     launcher="local", summary=summary))
+    from gpuledger.runtime.accepted import prepare
+    from gpuledger.runtime.engine import SweepRun, execute
+
+    accepted = replace(prepare(spec_path, launcher="local"), cap=cap)
+    summary = accepted.new_summary()
+    execute(SweepRun(accepted, summary=summary))
     return summary

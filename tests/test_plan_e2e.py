@@ -155,10 +155,10 @@ def test_two_plans_in_a_row_are_identical(tmp_path, monkeypatch):
     monkeypatch.setenv("GPULEDGER_MACHINE_FILE", str(tmp_path / "machine.json"))
     monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(tmp_path / "none.duckdb"))
     spec = load_spec(ROOT / "specs" / "lora-grid.yaml")
-    first = plan_sweep(spec, **planning_inputs(spec)).to_json_text()
+    first = plan_sweep(spec, inputs=planning_inputs(spec)).to_json_text()
     stored = json.loads(machine_file().read_text())
     assert stored["matmul_gflops_one_core"] > 0 and stored["measured_at"] and "NUM_THREADS=1" in stored["method"]
-    second = plan_sweep(spec, **planning_inputs(spec)).to_json_text()
+    second = plan_sweep(spec, inputs=planning_inputs(spec)).to_json_text()
     assert first == second
     assert not (tmp_path / "none.duckdb").exists()
 

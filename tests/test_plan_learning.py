@@ -94,9 +94,9 @@ def test_replan_after_a_sweep_reads_the_warehouse(isolated):
     spec = load_spec(ROOT / "specs" / "lora-grid.yaml")
     trials = expand_trials(spec)
     inputs = planning_inputs(spec)
-    assert inputs["measurements"] is None and inputs["machine"] == MACHINE  # no warehouse yet: none created
+    assert inputs.measurements is None and inputs.machine == MACHINE  # no warehouse yet: none created
     assert not (isolated / "ledger.duckdb").exists()
-    plan = plan_sweep(spec, trials, **inputs)
+    plan = plan_sweep(spec, trials, inputs=inputs)
     sid = sweep_id_for(spec)
     walls = {t.trial_id: 17.0 + 0.5 * t.index for t in trials}  # what the machine really took
     with Warehouse.open() as wh:
@@ -108,15 +108,15 @@ def test_replan_after_a_sweep_reads_the_warehouse(isolated):
         stored = wh.query("SELECT est_flops, est_basis, cloud_equiv_accelerator, cloud_equiv_usd FROM trials")
     assert stored["est_flops"].min() > 0 and set(stored["est_basis"]) == {"estimate"}
     assert stored["cloud_equiv_usd"].min() > 0 and stored["cloud_equiv_accelerator"].null_count() == 0
-    replan = plan_sweep(spec, trials, **planning_inputs(spec))
+    replan = plan_sweep(spec, trials, inputs=planning_inputs(spec))
     errors = [abs(t["est_wall_s"] - walls[t["trial_id"]]) / walls[t["trial_id"]] for t in replan.trials]
     assert statistics.median(errors) <= 0.35
     assert all(t["est_basis"] == "measured" for t in replan.trials)
-    assert replan.to_json_text() == plan_sweep(spec, trials, **planning_inputs(spec)).to_json_text()
+    assert replan.to_json_text() == plan_sweep(spec, trials, inputs=planning_inputs(spec)).to_json_text()
     # a new trial of the same family (another lora_r) is calibrated on the 12 measured ones
     wider = load_spec(ROOT / "specs" / "lora-grid.yaml")
     wider.search.params["lora_r"] = [4, 8, 16]
-    new = [t for t in plan_sweep(wider, **planning_inputs(wider)).trials if t["params"]["lora_r"] == 8]
+    new = [t for t in plan_sweep(wider, inputs=planning_inputs(wider)).trials if t["params"]["lora_r"] == 8]
     assert new and all(t["est_basis"] == "calibrated on 12 runs" for t in new)
     assert all(17.0 * 0.65 <= t["est_wall_s"] <= 22.5 * 1.35 for t in new)
 

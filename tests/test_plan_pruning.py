@@ -6,6 +6,7 @@ when the expected pruned spend fits but the trials do not get pruned (real subpr
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -46,20 +47,19 @@ def _plan(spec_path: Path, curves=None):
     sp = load_spec(spec_path)
     inputs = planning_inputs(sp, "local")
     if curves is not None:
-        inputs["curves"] = curves
-    return sp, plan_sweep(sp, launcher="local", **inputs)
+        inputs = replace(inputs, curves=curves)
+    return sp, plan_sweep(sp, launcher="local", inputs=inputs)
 
 
 def _run(sp, spec_path: Path, plan):
+    """Runs the sweep as `plan` planned it (the accepted sweep built around a plan made here)."""
+    from gpuledger.runtime.accepted import AcceptedSweep
     from gpuledger.runtime.engine import SweepRun, execute
-    from gpuledger.runtime.summary import SweepSummary
 
-    trials = expand_trials(sp)
-    sweep_id = sweep_id_for(sp)
-    summary = SweepSummary(sweep_id=sweep_id, name=sp.name, trials=len(trials), max_parallel=plan.max_parallel,
-                           budget_usd=float(sp.budget.max_usd))
-    execute(SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id, trials=trials, plan_json=plan.to_json(),
-                     cap=plan.max_parallel, launcher="local", summary=summary))
+    accepted = AcceptedSweep(spec=sp, spec_path=spec_path, sweep_id=sweep_id_for(sp), trials=tuple(expand_trials(sp)),
+                             plan=plan, cap=plan.max_parallel, launcher="local")
+    summary = accepted.new_summary()
+    execute(SweepRun(accepted, summary=summary))
     return summary
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,37 +14,30 @@ from helpers.fake_launcher import FakeLauncher
 from sweep_specs import write_spec
 
 from gpuledger import vocabulary
+from gpuledger.plan.model import PlannedTrial
 from gpuledger.runtime import landing
+from gpuledger.runtime.accepted import AcceptedSweep, prepare
 from gpuledger.runtime.budget import BudgetMeter
 from gpuledger.runtime.engine import Hooks, SweepRun, execute
-from gpuledger.runtime.requests import infeasible_reason, is_infeasible, launch_requests
-from gpuledger.runtime.summary import SweepSummary
+from gpuledger.runtime.requests import launch_requests
 
 
-def _prepared(folder: Path, **kw):
-    from gpuledger.inputs.ledger import planning_inputs
-    from gpuledger.plan import plan_sweep
-    from gpuledger.spec import expand_trials, load_spec, sweep_id_for
-
-    spec_path = write_spec(folder, **kw)
-    sp = load_spec(spec_path)
-    trials = expand_trials(sp)
-    plan_json = plan_sweep(sp, trials, launcher="local", **planning_inputs(sp, "local")).to_json()
-    return sp, spec_path, sweep_id_for(sp), trials, plan_json
+def _prepared(folder: Path, **kw) -> AcceptedSweep:
+    """The spec written under `folder`, accepted for the local launcher at 2 trials at once."""
+    return replace(prepare(write_spec(folder, **kw), launcher="local"), cap=2)
 
 
 def _run(folder: Path, *, launcher_kw=None, forced=False, **spec_kw) -> tuple[SweepRun, list[FakeLauncher]]:
-    sp, spec_path, sweep_id, trials, plan_json = _prepared(folder, **spec_kw)
+    accepted = _prepared(folder, **spec_kw)
     made: list[FakeLauncher] = []
 
     def factory(name, spec, cap, landing_dir):
         made.append(FakeLauncher(landing_dir=landing_dir, **(launcher_kw or {})))
         return made[-1]
 
-    summary = SweepSummary(sweep_id=sweep_id, name=sp.name, trials=len(trials), max_parallel=2, forced=forced,
-                           budget_usd=float(sp.budget.max_usd))
-    run = SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id, trials=trials, plan_json=plan_json, cap=2,
-                   launcher="local", summary=summary, launcher_factory=factory, retry_delays_s=(0.01, 0.01))
+    summary = accepted.new_summary()
+    summary.forced = forced
+    run = SweepRun(accepted, summary=summary, launcher_factory=factory, retry_delays_s=(0.01, 0.01))
     return run, made
 
 
@@ -55,30 +49,33 @@ def _wh():
 
 def test_requests_local_cloud_infeasible_and_unplanned(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    sp, _, sweep_id, trials, plan_json = _prepared(tmp_path, usd_per_hour=1.25)
-    rows = {r["trial_id"]: r for r in plan_json["trials"]}
+    accepted = _prepared(tmp_path, usd_per_hour=1.25)
+    sp, sweep_id, trials = accepted.spec, accepted.sweep_id, list(accepted.trials)
+    rows = {t.trial_id: t for t in accepted.plan.planned_trials}
     local = launch_requests(sp, trials, rows, sweep_id=sweep_id, launcher="local")
     req = local[trials[0].trial_id]
     assert req.accelerator is None and req.gpus == 0 and req.cloud is None and req.price_source == "local"
-    assert req.usd_per_hour == pytest.approx(rows[trials[0].trial_id]["usd_per_hour"])
+    assert req.usd_per_hour == pytest.approx(rows[trials[0].trial_id].usd_per_hour)
     assert req.timeout_s == sp.local.trial_timeout and req.workdir == tmp_path.resolve()
-    cloud_row = {"trial_id": trials[0].trial_id, "accelerator": "A100", "gpus": 0, "cloud": "aws",
-                 "region": "us-east-1", "instance_type": "p4d.24xlarge", "spot": True, "usd_per_hour": 9.5,
-                 "price_source": "catalog", "price_as_of": "2026-05-20"}
+    cloud_row = PlannedTrial(trials[0].trial_id, 0, {}, True, accelerator="A100", gpus=0, cloud="aws",
+                             region="us-east-1", instance_type="p4d.24xlarge", spot=True, usd_per_hour=9.5,
+                             price_source="catalog", price_as_of="2026-05-20")
     (cloud,) = launch_requests(sp, trials[:1], {trials[0].trial_id: cloud_row}, sweep_id=sweep_id,
                                launcher="skypilot", resolve_workdir=False).values()
     assert (cloud.accelerator, cloud.gpus, cloud.spot, cloud.usd_per_hour) == ("A100", 1, True, 9.5)
     assert cloud.workdir == Path(sp.task.workdir) and "2026-05-20" in cloud.price_description
-    (bad,) = launch_requests(sp, trials[:1], {trials[0].trial_id: {"feasible": False, "reason": "too big"}},
-                             sweep_id=sweep_id, launcher="skypilot").values()
-    assert is_infeasible(bad) and infeasible_reason(bad) == "too big" and bad.accelerator is None
+    infeasible = PlannedTrial(trials[0].trial_id, 0, {}, False, reason="too big")
+    (bad,) = launch_requests(sp, trials[:1], {trials[0].trial_id: infeasible}, sweep_id=sweep_id,
+                             launcher="skypilot").values()
+    assert bad.accelerator is None and bad.price_description == "not placed: too big"
     (unplanned,) = launch_requests(sp, trials[:1], None, sweep_id=sweep_id, launcher="skypilot").values()
     assert unplanned.price_description == "spec's first choices (no plan)"
 
 
 def test_budget_rule_counts_measured_in_flight_and_next_and_corrects_the_plan_by_measurements():
-    meter = BudgetMeter.for_plan(10.0, {"a": {"est_cost_usd": 3}, "b": {"est_cost_usd": 3}, "c": {"est_cost_usd": 3},
-                                        "d": {"est_cost_usd": "nan"}})
+    costs = {"a": 3.0, "b": 3.0, "c": 3.0, "d": float("nan")}
+    meter = BudgetMeter.for_plan(10.0, {k: PlannedTrial(k, i, {}, True, est_cost_usd=v)
+                                        for i, (k, v) in enumerate(costs.items())})
     assert meter.check("a") is None
     meter.launched("a")
     meter.launched("b")
@@ -129,7 +126,7 @@ def test_failures_launcher_errors_and_the_budget_stop(tmp_path, monkeypatch):
     (tmp_path / "b").mkdir()
     run, _ = _run(tmp_path / "b", name="dear", max_parallel=1, usd_per_hour=3600, budget=12.5,
                   launcher_kw={"wall_s": 5.0})
-    run.cap = 1
+    run.sweep = replace(run.sweep, cap=1)
     stops = []
 
     class Recording(Hooks):

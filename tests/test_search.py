@@ -11,7 +11,7 @@ from sweep_specs import sweep_spec, trial_script, x_points
 
 from gpuledger import vocabulary
 from gpuledger.search import AdaptiveSearch, study_path_for
-from gpuledger.spec import expand_trials, load_spec, sweep_id_for
+from gpuledger.spec import expand_trials, load_spec
 from gpuledger.spec.problems import SpecError
 
 # eval_loss(x, step) = (|x - 0.3| + 1) * (1 + 1/step): every trial improves, x = 0.3 is best at every step
@@ -84,10 +84,10 @@ def test_tpe_tells_repeats_their_value_and_stops_at_n_trials(tmp_path):
 
 
 def test_asha_sweep_prunes_through_the_local_launcher_and_records_pruned(tmp_path, monkeypatch):
-    from gpuledger.inputs.ledger import planning_inputs
-    from gpuledger.plan import plan_sweep
+    from dataclasses import replace
+
+    from gpuledger.runtime.accepted import prepare
     from gpuledger.runtime.engine import SweepRun, execute
-    from gpuledger.runtime.summary import SweepSummary
     from gpuledger.warehouse import Warehouse
 
     monkeypatch.chdir(tmp_path)
@@ -95,15 +95,10 @@ def test_asha_sweep_prunes_through_the_local_launcher_and_records_pruned(tmp_pat
     # reduction_factor 4 of 4 trials: the best 1 goes on from the first value (step 2 in the trial script)
     spec_path = _spec(tmp_path, "asha", extra="pruning: {min_steps: 2, reduction_factor: 4}",
                       xs=(0.6, 0.5, 0.3, 0.1))
-    sp = load_spec(spec_path)
-    trials = expand_trials(sp)
-    plan_json = plan_sweep(sp, trials, launcher="local", **planning_inputs(sp, "local")).to_json()
-    sweep_id = sweep_id_for(sp)
-    summary = SweepSummary(sweep_id=sweep_id, name=sp.name, trials=len(trials), max_parallel=1,
-                           budget_usd=float(sp.budget.max_usd))
-    run = SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id, trials=trials, plan_json=plan_json, cap=1,
-                   launcher="local", summary=summary)
-    execute(run)
+    accepted = replace(prepare(spec_path, launcher="local"), cap=1)
+    sweep_id, trials = accepted.sweep_id, accepted.trials
+    summary = accepted.new_summary()
+    execute(SweepRun(accepted, summary=summary))
     assert summary.succeeded + summary.pruned == 4 and summary.pruned >= 1 and summary.failed == 0
     assert summary.status == vocabulary.SWEEP_SUCCEEDED
     with Warehouse.open(read_only=True) as wh:
@@ -120,9 +115,6 @@ def test_asha_sweep_prunes_through_the_local_launcher_and_records_pruned(tmp_pat
     assert {r["status"] for r in runs if rows[r["trial_id"]]["status"] == vocabulary.PRUNED} == {vocabulary.CANCELLED}
     assert study_path_for(sweep_id).is_file()
     # a second run of the same sweep resumes the study: nothing is asked again
-    summary2 = SweepSummary(sweep_id=sweep_id, name=sp.name, trials=len(trials), max_parallel=1,
-                            budget_usd=float(sp.budget.max_usd))
-    run2 = SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id, trials=trials, plan_json=plan_json, cap=1,
-                    launcher="local", summary=summary2)
-    execute(run2)
+    summary2 = accepted.new_summary()
+    execute(SweepRun(accepted, summary=summary2))
     assert summary2.launched == 0 and summary2.status == vocabulary.SWEEP_SUCCEEDED

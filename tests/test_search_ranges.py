@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from sweep_specs import sweep_spec
 
 from gpuledger import vocabulary
 from gpuledger.search import AdaptiveSearch, sample_points, study_path_for
-from gpuledger.spec import expand_trials, load_spec, sweep_id_for, trial_id_for
+from gpuledger.spec import expand_trials, load_spec, trial_id_for
 from gpuledger.spec.problems import SpecError
 
 LR = "{low: 1.0e-4, high: 1.0e-1, log: true}"
@@ -101,27 +102,19 @@ def _ranged_run(folder: Path, monkeypatch, *, budget: float = 5.0, n_trials: int
              strategy: str = "tpe"):
     from helpers.fake_launcher import FakeLauncher
 
-    from gpuledger.inputs.ledger import planning_inputs
-    from gpuledger.plan import plan_sweep
+    from gpuledger.runtime.accepted import prepare
     from gpuledger.runtime.engine import SweepRun
-    from gpuledger.runtime.summary import SweepSummary
 
     monkeypatch.chdir(folder)
     monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(folder / "wh" / "ledger.duckdb"))
     spec_path = _spec(folder, f"{{learning_rate: {LR}, lora_r: {{low: 4, high: 64, type: int}}, micro_batch: [8, 32]}}",
                       strategy, extra=f"n_trials: {n_trials}\nseed: {seed}", budget=budget)
-    sp = load_spec(spec_path)
-    trials = expand_trials(sp)  # the representative points the plan prices
-    plan_json = plan_sweep(sp, trials, launcher="local", **planning_inputs(sp, "local")).to_json()
-    sweep_id = sweep_id_for(sp)
-    summary = SweepSummary(sweep_id=sweep_id, name=sp.name, trials=len(trials), max_parallel=cap,
-                           budget_usd=float(sp.budget.max_usd))
+    accepted = replace(prepare(spec_path, launcher="local"), cap=cap)  # its trials: the points the plan prices
 
     def factory(name, spec, cap_, landing):
         return FakeLauncher(landing_dir=landing, wall_s=36.0, metrics=lambda req: {"eval_loss": _lr_loss(req.params)})
 
-    return SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id, trials=trials, plan_json=plan_json, cap=cap,
-                    launcher="local", summary=summary, launcher_factory=factory, retry_delays_s=(0.01,))
+    return SweepRun(accepted, summary=accepted.new_summary(), launcher_factory=factory, retry_delays_s=(0.01,))
 
 
 def _study_trials(sweep_id: str) -> dict[str, dict]:
@@ -250,9 +243,9 @@ def test_a_tpe_point_the_planner_finds_infeasible_is_registered_with_its_reason_
     memory estimate, and the points that do not fit one A100-80GB are registered, not launched."""
     from helpers.fake_launcher import FakeLauncher
 
-    from gpuledger.plan import plan_sweep
+    from gpuledger.plan.model import PlanningInputs
+    from gpuledger.runtime.accepted import prepare
     from gpuledger.runtime.engine import SweepRun, execute
-    from gpuledger.runtime.summary import SweepSummary
     from gpuledger.warehouse import Warehouse
 
     monkeypatch.chdir(tmp_path)
@@ -281,14 +274,9 @@ def test_a_tpe_point_the_planner_finds_infeasible_is_registered_with_its_reason_
         task:
           run: python train.py --mb {micro_batch} --lr {learning_rate}
     """), encoding="utf-8")
-    sp = load_spec(spec_path)
-    trials = expand_trials(sp)
-    plan_json = plan_sweep(sp, trials, launcher="skypilot").to_json()
-    sweep_id = sweep_id_for(sp)
-    summary = SweepSummary(sweep_id=sweep_id, name=sp.name, trials=len(trials), max_parallel=2,
-                           budget_usd=float(sp.budget.max_usd))
-    run = SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id, trials=trials, plan_json=plan_json, cap=2,
-                   launcher="skypilot", summary=summary, retry_delays_s=(0.01,),
+    accepted = replace(prepare(spec_path, launcher="skypilot", inputs=PlanningInputs()), cap=2)
+    sweep_id, summary = accepted.sweep_id, accepted.new_summary()
+    run = SweepRun(accepted, summary=summary, retry_delays_s=(0.01,),
                    launcher_factory=lambda name, spec, cap, landing: FakeLauncher(landing_dir=landing, wall_s=60.0))
     execute(run)
     with Warehouse.open(read_only=True) as wh:

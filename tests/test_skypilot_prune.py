@@ -26,6 +26,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import optuna
@@ -172,13 +173,10 @@ class FakeCluster:
 
 @pytest.mark.usefixtures("sky_offline")
 def test_asha_sweep_on_the_skypilot_launcher_prunes_cancels_bills_what_ran_and_survives_a_recovery(tmp_path, monkeypatch):
-    from gpuledger.inputs.ledger import planning_inputs
     from gpuledger.launch.skypilot import SkyPilotLauncher
-    from gpuledger.plan import plan_sweep
+    from gpuledger.runtime.accepted import prepare
     from gpuledger.runtime.engine import SweepRun, execute
-    from gpuledger.runtime.summary import SweepSummary
     from gpuledger.search import study_path_for
-    from gpuledger.spec import expand_trials, load_spec, sweep_id_for
     from gpuledger.warehouse import Warehouse
 
     monkeypatch.chdir(tmp_path)
@@ -186,10 +184,8 @@ def test_asha_sweep_on_the_skypilot_launcher_prunes_cancels_bills_what_ran_and_s
     (tmp_path / "trial.py").write_text(TRIAL, encoding="utf-8")
     spec_path = tmp_path / "sky-asha.yaml"
     spec_path.write_text(SPEC, encoding="utf-8")
-    sp = load_spec(spec_path)
-    trials = expand_trials(sp)
-    plan_json = plan_sweep(sp, trials, launcher="skypilot", **planning_inputs(sp, "skypilot")).to_json()
-    sweep_id = sweep_id_for(sp)
+    accepted = replace(prepare(spec_path, launcher="skypilot"), cap=1)
+    trials, sweep_id = accepted.trials, accepted.sweep_id
     cluster = FakeCluster(tmp_path, preempt=("GPULEDGER_PARAM_X", "0.3"))
     launchers = []
 
@@ -198,10 +194,8 @@ def test_asha_sweep_on_the_skypilot_launcher_prunes_cancels_bills_what_ran_and_s
         launchers.append(SkyPilotLauncher(sdk=cluster, poll_interval_s=0.1, progress_interval_s=0.2))
         return launchers[-1]
 
-    summary = SweepSummary(sweep_id=sweep_id, name=sp.name, trials=len(trials), max_parallel=1,
-                           budget_usd=float(sp.budget.max_usd))
-    run = SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id, trials=trials, plan_json=plan_json, cap=1,
-                   launcher="skypilot", summary=summary, launcher_factory=factory)
+    summary = accepted.new_summary()
+    run = SweepRun(accepted, summary=summary, launcher_factory=factory)
     try:
         execute(run)
     finally:

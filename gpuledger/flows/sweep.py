@@ -38,14 +38,13 @@ from prefect.states import Failed, State
 from prefect.utilities.annotations import quote
 
 from gpuledger import vocabulary
-from gpuledger.errors import BudgetExceeded, UserError
+from gpuledger.errors import BudgetExceeded
 from gpuledger.flows.artifacts import Progress, artifact_key, publish_report, publish_table
 from gpuledger.flows.refusals import Refused, failed, user_errors_as_refusals
-from gpuledger.launch import known_launchers, plans_as
+from gpuledger.runtime.accepted import AcceptedSweep, prepare
 from gpuledger.runtime.budget import BudgetStop
 from gpuledger.runtime.engine import Hooks, SweepRun, best_recipe, execute
 from gpuledger.runtime.events import notify
-from gpuledger.runtime.ids import new_sweep_id
 from gpuledger.runtime.launching import make_launcher
 from gpuledger.runtime.summary import SweepSummary
 
@@ -83,42 +82,28 @@ class PrefectHooks(Hooks):
 @task(name="plan-sweep", persist_result=False, cache_policy=NO_CACHE)
 @user_errors_as_refusals
 def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, new: bool = False,
-                    sweep_id: str | None = None) -> dict[str, Any]:
-    """Loads, expands and plans the spec; logs and publishes the plan once; returns what the flow needs.
-    `sweep_id`: the sweep being planned again (after its probes)."""
-    from gpuledger.inputs.ledger import planning_inputs
-    from gpuledger.plan import plan_sweep, render_plan
-    from gpuledger.spec import expand_trials, load_spec, sweep_id_for
+                    sweep_id: str | None = None) -> AcceptedSweep:
+    """Loads, expands and plans the spec (`gpuledger.runtime.accepted.prepare`); logs and publishes the
+    plan once; returns the accepted sweep the run takes. `sweep_id`: the sweep being planned again
+    (after its probes)."""
+    from gpuledger.plan import render_plan
 
     log = get_run_logger()
-    sp = load_spec(Path(spec))
-    if sp.kind != "sweep":
-        raise UserError(f"{spec}: kind is {sp.kind!r}; the sweep flow runs `kind: sweep` specs "
-                        f"(use `gpuledger capacity` for capacity specs)")
-    launcher_name = launcher or sp.launcher
-    if launcher_name not in known_launchers():
-        raise UserError(f"unknown launcher {launcher_name!r}: use local or skypilot")
-    sweep_id = sweep_id or (new_sweep_id(sp) if new else sweep_id_for(sp))
-    trials = expand_trials(sp)
-    plan = plan_sweep(sp, trials, max_parallel=max_parallel, launcher=plans_as(launcher_name),
-                      **planning_inputs(sp, plans_as(launcher_name)))
-    plan_json = plan.to_json()
-    cap = int(plan_json.get("max_parallel") or max_parallel or sp.resources.max_parallel or 1)
-    cap = max(1, min(cap, max_parallel or cap))
-    log.info("Plan of sweep %s (%d trials, at most %d at once):\n%s", sweep_id, len(trials), cap, render_plan(plan))
-    publish_table(artifact_key("sweep", sp.name, "plan"), plan_json.get("trials", []),
-                  f"Plan of {sweep_id}: {len(trials)} trials, est. ${float(plan_json.get('total_est_cost_usd') or 0):.2f}"
-                  f" of ${float(sp.budget.max_usd):.2f} budget, max_parallel {cap}", PLAN_COLUMNS)
-    return {"spec": sp, "plan": plan, "plan_json": plan_json, "sweep_id": sweep_id, "trials": trials, "cap": cap,
-            "launcher": launcher_name}
+    sweep = prepare(spec, launcher=launcher, max_parallel=max_parallel, new=new, sweep_id=sweep_id)
+    log.info("Plan of sweep %s (%d trials, at most %d at once):\n%s", sweep.sweep_id, len(sweep.trials), sweep.cap,
+             render_plan(sweep.plan))
+    publish_table(artifact_key("sweep", sweep.spec.name, "plan"), sweep.plan.to_json()["trials"],
+                  f"Plan of {sweep.sweep_id}: {len(sweep.trials)} trials, est. ${sweep.plan.total_est_cost_usd:.2f}"
+                  f" of ${float(sweep.spec.budget.max_usd):.2f} budget, max_parallel {sweep.cap}", PLAN_COLUMNS)
+    return sweep
 
 
 @task(name="probe-shapes", persist_result=False, cache_policy=NO_CACHE)
-def probe_task(spec: str, p: dict[str, Any]) -> bool:
+def probe_task(spec: str, accepted: AcceptedSweep) -> bool:
     """`search.probe: auto` (gpuledger.runtime.probe.auto_probe); returns whether to plan again."""
     from gpuledger.runtime.probe import auto_probe
 
-    return auto_probe(Path(spec), p, get_run_logger(), launcher_factory)
+    return auto_probe(Path(spec), accepted, get_run_logger(), launcher_factory)
 
 
 @task(name="run-trials", persist_result=False, cache_policy=NO_CACHE)
@@ -163,18 +148,17 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
     from gpuledger.plan import budget_guard
 
     log = get_run_logger()
-    p = plan_sweep_task(spec, launcher, max_parallel, new and not dry_run)
-    if isinstance(p, Refused):  # a spec the planner refuses: one line in the log, not a traceback
-        return failed(p)
-    if not dry_run and probe_task(spec, quote(p)):  # search.probe auto: measure first, then plan again
-        p = plan_sweep_task(spec, launcher, max_parallel, sweep_id=p["sweep_id"])
-        if isinstance(p, Refused):
-            return failed(p)
-    sp, sweep_id = p["spec"], p["sweep_id"]
-    summary = SweepSummary(sweep_id=sweep_id, name=sp.name, dry_run=dry_run, trials=len(p["trials"]),
-                           max_parallel=p["cap"], budget_usd=float(sp.budget.max_usd))
+    accepted = plan_sweep_task(spec, launcher, max_parallel, new and not dry_run)
+    if isinstance(accepted, Refused):  # a spec the planner refuses: one line in the log, not a traceback
+        return failed(accepted)
+    if not dry_run and probe_task(spec, quote(accepted)):  # search.probe auto: measure first, then plan again
+        accepted = plan_sweep_task(spec, launcher, max_parallel, sweep_id=accepted.sweep_id)
+        if isinstance(accepted, Refused):
+            return failed(accepted)
+    sp, sweep_id = accepted.spec, accepted.sweep_id
+    summary = accepted.new_summary(dry_run=dry_run)
     try:
-        budget_guard(p["plan"])
+        budget_guard(accepted.plan)
     except BudgetExceeded as err:
         if not force:
             # a refusal is an answer, not a crash: a Failed state with the message (no traceback in the logs)
@@ -189,8 +173,7 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
         notify("finished", summary=summary.to_dict())
         return summary.to_dict()
 
-    run = SweepRun(spec=sp, spec_path=Path(spec), sweep_id=sweep_id, trials=p["trials"], plan_json=p["plan_json"],
-                   cap=p["cap"], launcher=p["launcher"], summary=summary, launcher_factory=launcher_factory)
+    run = SweepRun(accepted, summary=summary, launcher_factory=launcher_factory)
     summary = run_trials_task(quote(run))  # quote: Prefect passes the objects as they are
     if isinstance(summary, Refused):
         return failed(summary)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuledger.plan.model import PlanningInputs
+
 
 def measured_curves(wh, spec) -> dict[str, Any]:
     """Returns {params key: Curve} of the objective's learning curves earlier runs of the spec's model,
@@ -112,9 +114,9 @@ def _measured(spec) -> tuple[dict | None, Any, dict | None, Any, Any]:
         return None, None, None, None, None
 
 
-def planning_inputs(spec, launcher: str | None = None) -> dict[str, Any]:
-    """Returns {machine, measured_preemption, measurements, curves, billed_rates, probes} for
-    `plan_sweep(spec, **inputs)`."""
+def planning_inputs(spec, launcher: str | None = None) -> PlanningInputs:
+    """Returns what `plan_sweep(spec, inputs=...)` learns from outside: this machine's speed (for
+    `launch: local`), measured preemptions, measurements, learning curves and billed rates."""
     launcher = launcher or spec.launcher
     machine = None
     if launcher == "local":
@@ -122,5 +124,5 @@ def planning_inputs(spec, launcher: str | None = None) -> dict[str, Any]:
 
         machine = local_machine()
     preemption, runs, curves, billed, probes = _measured(spec)
-    return {"machine": machine, "measured_preemption": preemption, "measurements": runs, "curves": curves,
-            "billed_rates": billed, "probes": probes}
+    return PlanningInputs(machine=machine, measured_preemption=preemption, measurements=runs, curves=curves,
+                          billed_rates=billed, probes=probes)

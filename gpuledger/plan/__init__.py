@@ -2,6 +2,8 @@
 
 A package of small pure modules, each step a function named after what it returns:
 
+    model.py        PlanningInputs (what it is given), Plan (what it returns), PlannedTrial (one
+                    trial as placed: feasible, reason, placement, estimates; what the runtime reads)
     settings.py     constants (each an assumption the plan states) and PlanSettings
     estimates.py    trial_estimates(spec, trials, gpu_counts), compute_times(...) (the estimator's time),
                     accelerator_table(...)  (memory, time factor)
@@ -33,7 +35,7 @@ from gpuledger.plan.candidates import candidate_offers
 from gpuledger.plan.choice import plan_from_estimates
 from gpuledger.plan.estimates import accelerator_table, trial_estimates
 from gpuledger.plan.formats import fmt_duration
-from gpuledger.plan.model import Plan
+from gpuledger.plan.model import Plan, PlannedTrial, PlanningInputs
 from gpuledger.plan.preemption import poisson_cdf, poisson_quantile
 from gpuledger.plan.prices import local_rate, prices_used, warehouse_trial_rows
 from gpuledger.plan.render import budget_guard, render_plan
@@ -44,7 +46,7 @@ from gpuledger.plan.sweep import plan_sweep, settings_for
 from gpuledger.plan.whatif import WHAT_IF_KS, what_if_curve
 
 __all__ = [
-    "WHAT_IF_KS", "Plan", "PlanSettings", "accelerator_table", "budget_guard", "candidate_offers", "fmt_duration",
+    "WHAT_IF_KS", "Plan", "PlanSettings", "PlannedTrial", "PlanningInputs", "accelerator_table", "budget_guard", "candidate_offers", "fmt_duration",
     "list_schedule", "local_rate", "plan_from_estimates", "plan_sweep", "poisson_cdf", "poisson_quantile", "prices_used",
     "render_plan", "scored_candidates", "settings_for", "trial_estimates", "warehouse_trial_rows", "what_if_curve",
 ]

@@ -1,15 +1,92 @@
-"""`Plan`: what the planner returns (a polars frame of trials + totals), and its JSON form."""
+"""What the planner takes and returns, typed: `PlanningInputs` (what it learns from outside),
+`Plan` (a polars frame of trials + totals, and its JSON form), `PlannedTrial` (one trial as placed)."""
 
 from __future__ import annotations
 
 import functools
 import json
 import math
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
+
+if TYPE_CHECKING:
+    from gpuledger.catalog.pricing import BilledRates
+    from gpuledger.inputs.machine import MachineSpeed
+    from gpuledger.search.asha_replay import Curve
+
+
+@dataclass(frozen=True)
+class PlanningInputs:
+    """What the pure planner is given from outside (`gpuledger.inputs.ledger.planning_inputs` reads
+    them; `plan_sweep(spec, inputs=...)` takes them). Each None: not known, the documented defaults.
+
+    - `machine`: this machine's stored speed, needed to plan `launcher: local`;
+    - `measured_preemption`: {(cloud, accelerator): (spot_hours, preemptions)} from the warehouse;
+    - `measurements`: the named query `plan_measurements` for the spec's model and method;
+    - `curves`: {params key: learning curve} of earlier runs (a sweep that prunes);
+    - `billed_rates`: rates learned from the FOCUS bill;
+    - `probes`: usable probes of the spec's model and method (the named query `plan_probes`)."""
+
+    machine: MachineSpeed | None = None
+    measured_preemption: dict[tuple[str, str], tuple[float, float]] | None = None
+    measurements: pl.DataFrame | None = None
+    curves: dict[str, Curve] | None = None
+    billed_rates: BilledRates | None = None
+    probes: pl.DataFrame | None = None
+
+
+@dataclass(frozen=True)
+class PlannedTrial:
+    """One trial as the plan placed it: a row of `Plan.trials_frame`, typed (`Plan.planned_trials`).
+
+    `feasible` False: no offer fits and `reason` says why (the placement fields are then None).
+    Seconds (`_s`), US dollars (`_usd`), GiB (`_gib`); `flops_total` the trial's FLOPs as planned;
+    `est_basis` where its duration comes from (measured, calibrated on N runs, estimate)."""
+
+    trial_id: str
+    trial_index: int
+    params: dict[str, Any]
+    feasible: bool
+    reason: str | None = None
+    accelerator: str | None = None
+    gpus: int | None = None
+    sharding: str | None = None
+    cloud: str | None = None
+    region: str | None = None
+    instance_type: str | None = None
+    spot: bool | None = None
+    usd_per_hour: float | None = None
+    on_demand_usd_per_hour: float | None = None
+    price_source: str | None = None
+    price_as_of: str | None = None
+    est_memory_gib: float | None = None
+    flops_total: float | None = None
+    est_wall_s: float | None = None
+    est_cost_usd: float | None = None
+    est_basis: str | None = None
+    est_pruned_cost_usd: float | None = None
+    start_s: float | None = None
+    #: a trial placed on a SkyPilot pool (`gpuledger.plan.pools`): the pool's name and its workers
+    pool: str | None = None
+    pool_workers: int | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> PlannedTrial:
+        """Returns the typed trial of one row of `Plan.trials` (columns it does not name stay in the plan)."""
+        values = {f.name: row[f.name] for f in fields(cls) if f.name in row}
+        values["feasible"] = bool(row.get("feasible"))
+        values["params"] = dict(row.get("params") or {})
+        return cls(**values)
+
+    @property
+    def cost_usd(self) -> float:
+        """The estimated cost the budget meter counts: `est_cost_usd` when finite and positive, else 0."""
+        value = self.est_cost_usd
+        return float(value) if value is not None and math.isfinite(value) and value > 0 else 0.0
 
 
 @dataclass
@@ -52,6 +129,15 @@ class Plan:
             r["params"] = json.loads(p) if isinstance(p, str) else (p or {})
             out.append(r)
         return out
+
+    @functools.cached_property
+    def planned_trials(self) -> list[PlannedTrial]:
+        """The trials as typed values, in trial order (what the runtime reads)."""
+        return [PlannedTrial.from_row(r) for r in self.trials]
+
+    def planned(self, trial_id: str) -> PlannedTrial | None:
+        """Returns the planned trial `trial_id`, or None when the plan has no such trial."""
+        return next((t for t in self.planned_trials if t.trial_id == trial_id), None)
 
     @property
     def feasible_trials(self) -> list[dict[str, Any]]:

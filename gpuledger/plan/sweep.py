@@ -13,7 +13,7 @@ from gpuledger.errors import UserError
 from gpuledger.plan.choice import plan_from_estimates
 from gpuledger.plan.estimates import trial_estimates
 from gpuledger.plan.formats import fmt_duration
-from gpuledger.plan.model import Plan
+from gpuledger.plan.model import Plan, PlanningInputs
 from gpuledger.plan.settings import (
     CLOUD_PROVISIONING_S,
     CLOUD_SETUP_S,
@@ -104,6 +104,7 @@ def plan_sweep(
     curves: dict | None = None,
     billed_rates=None,
     probes: pl.DataFrame | None = None,
+    inputs: PlanningInputs | None = None,
 ) -> Plan:
     """Returns the Plan of a sweep spec (pure: reads the bundled catalog; writes nothing, launches
     nothing, measures nothing).
@@ -121,7 +122,12 @@ def plan_sweep(
     `gpuledger.inputs.ledger`): an offer backed by enough billed GPU-hours is priced at its billed rate.
     `probes`: usable probes of this model and method (the warehouse's `plan_probes` named query): a
     trial placed where a probe of its shape ran is extrapolated from it (gpuledger/plan/probes.py).
+    `inputs`: all of these at once (`PlanningInputs`, what `gpuledger.inputs.ledger.planning_inputs`
+    returns); given, it replaces them.
     """
+    if inputs is not None:
+        machine, measured_preemption, measurements = inputs.machine, inputs.measured_preemption, inputs.measurements
+        curves, billed_rates, probes = inputs.curves, inputs.billed_rates, inputs.probes
     from gpuledger.spec import SweepSpec, expand_trials
 
     if not isinstance(spec, SweepSpec):

@@ -9,7 +9,8 @@ the sweep starts. TPE over a range asks new points as it learns; each one is, be
    sweep's plan settings (its launcher and `max_parallel`) and the planning inputs read once when the
    run starts (this machine's speed, measured spot preemptions, measured runs): its params change its
    memory, time and cost estimates as they change any planned trial's (e.g. `lora_r`, `micro_batch`);
-2. given its plan row: the launch request and the budget rule (its estimate) read it like any other;
+2. given its planned trial (`PlannedTrial`): the launch request and the budget rule (its estimate)
+   read it like any other;
 3. registered: its warehouse `trials` row (params, placement, estimates) is written through the
    sweep's one writer, which this waits for, so the row is stored before the trial launches.
 A trial the planner finds infeasible is registered with its reason and not launched; one the planner
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuledger.launch import plans_as
-from gpuledger.runtime.budget import plan_cost_usd
+from gpuledger.plan.model import Plan, PlannedTrial, PlanningInputs
 from gpuledger.runtime.requests import launch_requests
 
 
@@ -31,7 +32,7 @@ from gpuledger.runtime.requests import launch_requests
 class Admission:
     run: Any  # gpuledger.runtime.engine.SweepRun
     hooks: Any
-    inputs: dict[str, Any] = field(default_factory=dict)  # planning_inputs(spec, launcher)
+    inputs: PlanningInputs = field(default_factory=PlanningInputs)  # planning_inputs(spec, launcher)
 
     @classmethod
     def for_run(cls, run: Any, hooks: Any) -> Admission:
@@ -40,12 +41,12 @@ class Admission:
 
         return cls(run, hooks, planning_inputs(run.spec, plans_as(run.launcher)))
 
-    def plan(self, trial: Any) -> dict[str, Any]:
-        """Returns the plan (`Plan.to_json()`) of `trial` alone, with the sweep's settings."""
+    def plan(self, trial: Any) -> Plan:
+        """Returns the plan of `trial` alone, with the sweep's settings."""
         from gpuledger.plan import plan_sweep
 
         return plan_sweep(self.run.spec, [trial], max_parallel=self.run.cap, launcher=plans_as(self.run.launcher),
-                          **self.inputs).to_json()
+                          inputs=self.inputs)
 
     def admit(self, trial: Any, writer: Any, meter: Any, requests: dict[str, Any]) -> bool:
         """Plans and registers `trial`, adds its plan row, budget estimate and launch request; returns
@@ -54,27 +55,28 @@ class Admission:
 
         run, log = self.run, self.hooks.log
         try:
-            plan_json = self.plan(trial)
+            plan = self.plan(trial)
         except Exception as err:  # noqa: BLE001 - said; the trial is not launched, the sweep goes on
             why = " ".join(str(err).split())[:500]
             log.error("Trial %s %s: could not be planned, not launched: %s", trial.trial_id, trial.params, why)
             run.summary.failures.append(f"{trial.trial_id}: not planned: {why}")
             return False
-        row = next((r for r in plan_json.get("trials", []) if r.get("trial_id") == trial.trial_id), {})
+        row = plan.planned(trial.trial_id) or PlannedTrial(trial.trial_id, trial.index, dict(trial.params), False,
+                                                           reason="the planner returned no row for it")
         run.rows[trial.trial_id] = row
-        meter.plan_costs_usd[trial.trial_id] = plan_cost_usd(row)
-        if not writer.register(warehouse_trial_rows(plan_json, [trial])):
+        meter.plan_costs_usd[trial.trial_id] = row.cost_usd
+        if not writer.register(warehouse_trial_rows(plan.to_json(), [trial])):  # the warehouse edge
             log.error("Trial %s is not launched: its trials row could not be stored (%s)", trial.trial_id,
                       writer.last_error or "unknown error")
             run.summary.failures.append(f"{trial.trial_id}: not registered: {writer.last_error}")
             return False
-        if row.get("feasible") is False:
+        if not row.feasible:
             run.summary.not_feasible += 1
-            log.warning("Trial %s is not launched: %s", trial.trial_id, row.get("reason") or "no offer fits")
+            log.warning("Trial %s is not launched: %s", trial.trial_id, row.reason or "no offer fits")
             return False
         requests.update(launch_requests(run.spec, [trial], run.rows, sweep_id=run.sweep_id, launcher=run.launcher))
         log.info("Trial %s %s asked by the search: planned (est. %s s, $%s) and registered.", trial.trial_id,
-                 trial.params, _fmt(row.get("est_wall_s")), _fmt(row.get("est_cost_usd")))
+                 trial.params, _fmt(row.est_wall_s), _fmt(row.est_cost_usd))
         return True
 
 

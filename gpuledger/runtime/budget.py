@@ -9,21 +9,15 @@ sweep (the person said to spend it) never stops.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpuledger.plan.model import PlannedTrial
 
 #: Money below this is rounding (a trial exactly at the budget still launches).
 EPSILON_USD = 1e-9
-
-
-def plan_cost_usd(row: dict[str, Any] | None) -> float:
-    """Returns a plan row's estimated cost (USD), 0 when it has none or it is not finite."""
-    try:
-        value = float((row or {}).get("est_cost_usd"))
-    except (TypeError, ValueError):
-        return 0.0
-    return value if math.isfinite(value) and value > 0 else 0.0
 
 
 @dataclass
@@ -53,9 +47,9 @@ class BudgetMeter:
     in_flight: set[str] = field(default_factory=set)
 
     @classmethod
-    def for_plan(cls, budget_usd: float, rows: dict[str, dict[str, Any]], *, spent_usd: float = 0.0,
+    def for_plan(cls, budget_usd: float, rows: Mapping[str, PlannedTrial], *, spent_usd: float = 0.0,
                  measured_usd: list[float] | None = None, forced: bool = False) -> BudgetMeter:
-        return cls(budget_usd=float(budget_usd), plan_costs_usd={k: plan_cost_usd(r) for k, r in rows.items()},
+        return cls(budget_usd=float(budget_usd), plan_costs_usd={k: r.cost_usd for k, r in rows.items()},
                    spent_usd=float(spent_usd), measured_usd=list(measured_usd or []), forced=forced)
 
     def estimate_usd(self, trial_id: str) -> float:

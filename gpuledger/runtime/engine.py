@@ -1,7 +1,7 @@
 """Running one sweep's trials: register, recover, launch on a plain thread pool, store, stop at the budget.
 
-    run = SweepRun(spec, spec_path, sweep_id, trials, plan_json, cap=2, launcher="local", summary=...)
-    execute(run, hooks)  # -> the SweepSummary, its status and counts filled in
+    sweep = prepare(spec_path)                           # gpuledger.runtime.accepted: spec, trials, plan
+    execute(SweepRun(sweep, summary=sweep.new_summary()), hooks)  # -> the SweepSummary, filled in
 
 What `execute` does, in order (every step says what it did through `hooks.log`):
 1. registers the sweep, its spec, plan and prices, and its trials in the warehouse; stores the
@@ -45,8 +45,10 @@ from pathlib import Path
 from typing import Any
 
 from gpuledger import vocabulary
+from gpuledger.plan.model import Plan, PlannedTrial
 from gpuledger.record import ResultRecord
 from gpuledger.runtime import landing
+from gpuledger.runtime.accepted import AcceptedSweep
 from gpuledger.runtime.budget import BudgetMeter, BudgetStop
 from gpuledger.runtime.events import notify
 from gpuledger.runtime.launching import LAUNCH_RETRY_DELAYS_S, TrialOutcome, make_launcher, run_trial
@@ -55,6 +57,8 @@ from gpuledger.runtime.summary import SweepSummary
 from gpuledger.runtime.writer import Writer
 from gpuledger.search import AdaptiveSearch, asks_new_points, is_adaptive
 from gpuledger.search.values import objective_values
+from gpuledger.spec.expand import Trial
+from gpuledger.spec.models import SweepSpec
 
 #: After Ctrl-C: how long the trials being cancelled get to hand in their records (seconds).
 INTERRUPT_GRACE_S = 15.0
@@ -83,17 +87,13 @@ class Hooks:
 
 @dataclass
 class SweepRun:
-    """One accepted (planned, guarded) run of a sweep."""
+    """One run of an accepted (planned, guarded) sweep: the `AcceptedSweep`, the summary it fills in,
+    how it launches. `rows`: the planned trial of each trial id, the plan's and those an adaptive
+    search admits later (`gpuledger.runtime.admit`)."""
 
-    spec: Any
-    spec_path: Path
-    sweep_id: str
-    trials: list[Any]
-    plan_json: dict[str, Any]
-    cap: int
-    launcher: str
+    sweep: AcceptedSweep
     summary: SweepSummary
-    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rows: dict[str, PlannedTrial] = field(default_factory=dict)
     launcher_factory: Any = make_launcher
     retry_delays_s: tuple[float, ...] = LAUNCH_RETRY_DELAYS_S
     holder: str = field(default_factory=lease_holder)
@@ -101,7 +101,35 @@ class SweepRun:
 
     def __post_init__(self) -> None:
         if not self.rows:
-            self.rows = {r["trial_id"]: r for r in self.plan_json.get("trials", [])}
+            self.rows = {t.trial_id: t for t in self.sweep.plan.planned_trials}
+
+    @property
+    def spec(self) -> SweepSpec:
+        return self.sweep.spec
+
+    @property
+    def spec_path(self) -> Path:
+        return self.sweep.spec_path
+
+    @property
+    def sweep_id(self) -> str:
+        return self.sweep.sweep_id
+
+    @property
+    def trials(self) -> tuple[Trial, ...]:
+        return self.sweep.trials
+
+    @property
+    def plan(self) -> Plan:
+        return self.sweep.plan
+
+    @property
+    def cap(self) -> int:
+        return self.sweep.cap
+
+    @property
+    def launcher(self) -> str:
+        return self.sweep.launcher
 
 
 def _read_text(path: Path) -> str | None:
@@ -117,6 +145,7 @@ def register(run: SweepRun, hooks: Hooks, landing_dir: Path) -> tuple[list[Any],
     from gpuledger.warehouse import Warehouse
 
     sp, summary = run.spec, run.summary
+    plan_json = run.plan.to_json()  # the warehouse edge: the plan as stored
     with Warehouse.open() as wh:
         summary.warehouse = str(wh.path)
         # a second run of the same sweep meanwhile refuses here (SweepBusy, exit 4, naming this holder)
@@ -128,10 +157,10 @@ def register(run: SweepRun, hooks: Hooks, landing_dir: Path) -> tuple[list[Any],
             objective_target=sp.search.objective.target, budget_usd=float(sp.budget.max_usd),
             deadline_s=sp.budget.deadline_s, max_parallel=run.cap, forced=summary.forced,
             spec_path=str(run.spec_path), spec_yaml=_read_text(run.spec_path), spec_json=sp.model_dump(mode="json"),
-            plan_json=run.plan_json, prices=prices_used(run.plan_json),
+            plan_json=plan_json, prices=prices_used(plan_json),
         )
         planned = [] if asks_new_points(sp) else run.trials  # tpe over a range: each one registered when asked
-        wh.upsert_trials(run.sweep_id, [{**r, "status": vocabulary.PENDING} for r in warehouse_trial_rows(run.plan_json, planned)])
+        wh.upsert_trials(run.sweep_id, [{**r, "status": vocabulary.PENDING} for r in warehouse_trial_rows(plan_json, planned)])
         try:
             refused = landing.quarantine_unsigned(landing_dir)
         except OSError as err:  # a full disk: the key cannot be made; nothing unchecked is stored
@@ -149,12 +178,12 @@ def register(run: SweepRun, hooks: Hooks, landing_dir: Path) -> tuple[list[Any],
         measured = [float(c) for c in wh.query_named("runs_measured_costs", {"sweep_id": run.sweep_id})["cost_usd"]]
     todo = []
     for t in planned:
-        row = run.rows.get(t.trial_id, {})
+        row = run.rows.get(t.trial_id)
         if t.trial_id in done_ids:
             summary.skipped_done += 1
-        elif row and row.get("feasible") is False:
+        elif row is not None and not row.feasible:
             summary.not_feasible += 1
-            hooks.log.warning("Trial %s is not launched: %s", t.trial_id, row.get("reason") or "no offer fits")
+            hooks.log.warning("Trial %s is not launched: %s", t.trial_id, row.reason or "no offer fits")
         else:
             todo.append(t)
     if summary.skipped_done:

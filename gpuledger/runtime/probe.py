@@ -106,7 +106,7 @@ def plan_for_probes(spec, launcher: str, max_parallel: int | None = None):
 
     trials = expand_trials(spec)
     plan = plan_sweep(spec, trials, max_parallel=max_parallel, launcher=plans_as(launcher),
-                      **planning_inputs(spec, plans_as(launcher)))
+                      inputs=planning_inputs(spec, plans_as(launcher)))
     return trials, plan, plan.to_json()
 
 
@@ -136,18 +136,19 @@ def auto_probe_trials(spec, plan_json: dict[str, Any]) -> tuple[list[str], str]:
                  f"{len(ids)} trial(s) planned on estimates, then planning again")
 
 
-def auto_probe(spec_path: Path, p: dict[str, Any], log: Any, launcher_factory: Any = None) -> bool:
+def auto_probe(spec_path: Path, accepted: Any, log: Any, launcher_factory: Any = None) -> bool:
     """The sweep's `search.probe: auto` step: probes the trials `auto_probe_trials` names (through the
-    sweep's launcher, for the sweep `p["sweep_id"]`, on the plan `p` already made) and logs what they
-    measured; returns True when a probe was stored (the sweep plans again). A UserError (over budget, a
-    launcher that cannot start them) is logged and the sweep goes on with its plan."""
-    ids, why = auto_probe_trials(p["spec"], p["plan_json"])
+    sweep's launcher, for the sweep of `accepted`, a `gpuledger.runtime.accepted.AcceptedSweep`, on its
+    plan) and logs what they measured; returns True when a probe was stored (the sweep plans again). A
+    UserError (over budget, a launcher that cannot start them) is logged and the sweep goes on with its plan."""
+    plan_json = accepted.plan.to_json()
+    ids, why = auto_probe_trials(accepted.spec, plan_json)
     log.info("%s", why)
     if not ids:
         return False
     try:
-        summary = run_probes(p["spec"], spec_path, launcher=p["launcher"], trial_ids=ids, say=log.info,
-                             plan=(p["trials"], p["plan"], p["plan_json"]), sweep_id=p["sweep_id"],
+        summary = run_probes(accepted.spec, spec_path, launcher=accepted.launcher, trial_ids=ids, say=log.info,
+                             plan=(list(accepted.trials), accepted.plan, plan_json), sweep_id=accepted.sweep_id,
                              launcher_factory=launcher_factory)
     except UserError as err:
         log.warning("Not probing: %s", err)

@@ -1,14 +1,15 @@
-"""Plan row -> `LaunchRequest`: the one place a planned trial becomes what a launcher runs.
+"""`PlannedTrial` -> `LaunchRequest`: the one place a planned trial becomes what a launcher runs.
 
-Used by the sweep (`gpuledger.runtime.engine`) and by `gpuledger render-task`. A plan row is one
-entry of `Plan.to_json()["trials"]` (placement, price and estimates of one trial).
+Used by the sweep (`gpuledger.runtime.engine`) and by `gpuledger render-task`. A planned trial is one
+of `Plan.planned_trials` (placement, price and estimates of one trial, `gpuledger.plan.model`).
 
 - `launcher == "local"`: no placement (this machine), the plan row's hourly rate (the spec's
   `local.usd_per_hour`, or the planner's stated reference rate) and the spec's `local.trial_timeout`;
 - any other launcher: the row's accelerator, GPU count (at least 1 when it names an accelerator),
   cloud, region, instance type, spot and price, described with the price's source and date, and the
   SkyPilot pool it runs on when the plan chose one (`pool`, `pool_workers`: gpuledger/plan/pools.py);
-- a row the planner found infeasible: no placement, its reason in `price_description`;
+- a trial the planner found infeasible (`feasible` False): no placement, its `reason` in
+  `price_description` (callers read `PlannedTrial.feasible`: the sweep does not launch it);
 - no row at all (no plan): the spec's first accelerator, cloud and region, said so.
 
 When the sweep prunes (`gpuledger.search.prunes`: asha, or tpe with `pruning`), the request names the
@@ -20,42 +21,42 @@ The working folder is resolved against the current directory (where the spec is 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gpuledger.launch import plans_as
 from gpuledger.launch.base import LaunchRequest
+from gpuledger.plan.model import PlannedTrial
 
-INFEASIBLE_PREFIX = "infeasible: "
 
-
-def _price_description(row: dict[str, Any], local: bool) -> str:
-    source = row.get("price_source") or ("local" if local else "catalog")
-    as_of = row.get("price_as_of") or ""
+def _price_description(row: PlannedTrial | None, local: bool) -> str:
+    source = (row.price_source if row else None) or ("local" if local else "catalog")
+    as_of = (row.price_as_of if row else None) or ""
     if local:
-        return f"local machine at ${float(row.get('usd_per_hour') or 0.0):g}/h ({source} {as_of})".replace(" )", ")")
-    return (f"{row.get('cloud')} {row.get('instance_type')} {row.get('region')} "
-            f"{'spot' if row.get('spot') else 'on-demand'}, plan price ({source} {as_of})").replace(" )", ")")
+        rate = float((row.usd_per_hour if row else None) or 0.0)
+        return f"local machine at ${rate:g}/h ({source} {as_of})".replace(" )", ")")
+    assert row is not None
+    return (f"{row.cloud} {row.instance_type} {row.region} "
+            f"{'spot' if row.spot else 'on-demand'}, plan price ({source} {as_of})").replace(" )", ")")
 
 
-def _placement(spec: Any, row: dict[str, Any] | None, launcher: str) -> dict[str, Any]:
+def _placement(spec: Any, row: PlannedTrial | None, launcher: str) -> dict[str, Any]:
     local = plans_as(launcher) == "local"
-    if row is not None and row.get("feasible", True) is False:
-        return dict(price_description=f"{INFEASIBLE_PREFIX}{row.get('reason') or 'no offer fits'}")
+    if row is not None and not row.feasible:
+        return dict(price_description=f"not placed: {row.reason or 'no offer fits'}")
     if local:
-        row = row or {}
-        return dict(usd_per_hour=float(row.get("usd_per_hour") or spec.local.usd_per_hour or 0.0),
+        return dict(usd_per_hour=float((row.usd_per_hour if row else None) or spec.local.usd_per_hour or 0.0),
                     price_source="local", price_description=_price_description(row, True),
                     timeout_s=spec.local.trial_timeout)
-    if row is not None and row.get("accelerator"):
+    if row is not None and row.accelerator:
         return dict(
-            accelerator=row["accelerator"], gpus=max(1, int(row.get("gpus") or 1)), cloud=row.get("cloud"),
-            region=row.get("region"), instance_type=row.get("instance_type"), spot=bool(row.get("spot", False)),
-            usd_per_hour=float(row.get("usd_per_hour") or 0.0),
-            on_demand_usd_per_hour=row.get("on_demand_usd_per_hour"),
+            accelerator=row.accelerator, gpus=max(1, int(row.gpus or 1)), cloud=row.cloud,
+            region=row.region, instance_type=row.instance_type, spot=bool(row.spot),
+            usd_per_hour=float(row.usd_per_hour or 0.0),
+            on_demand_usd_per_hour=row.on_demand_usd_per_hour,
             price_source="catalog", price_description=_price_description(row, False),
-            pool=row.get("pool"), pool_workers=int(row.get("pool_workers") or 0),
+            pool=row.pool, pool_workers=int(row.pool_workers or 0),
         )
     res = spec.resources
     return dict(
@@ -69,7 +70,7 @@ def _placement(spec: Any, row: dict[str, Any] | None, launcher: str) -> dict[str
     )
 
 
-def launch_request(spec: Any, trial: Any, row: dict[str, Any] | None, *, sweep_id: str, launcher: str,
+def launch_request(spec: Any, trial: Any, row: PlannedTrial | None, *, sweep_id: str, launcher: str,
                    workdir: Path | None = None) -> LaunchRequest:
     """Returns the request that runs `trial` of `spec` as planned in `row` (None: no plan)."""
     from gpuledger.search import prunes
@@ -83,9 +84,9 @@ def launch_request(spec: Any, trial: Any, row: dict[str, Any] | None, *, sweep_i
     )
 
 
-def launch_requests(spec: Any, trials: Iterable[Any], rows: dict[str, dict[str, Any]] | None, *, sweep_id: str,
+def launch_requests(spec: Any, trials: Iterable[Any], rows: Mapping[str, PlannedTrial] | None, *, sweep_id: str,
                     launcher: str, resolve_workdir: bool = True) -> dict[str, LaunchRequest]:
-    """Returns {trial_id: request} for `trials`; `rows` maps trial ids to plan rows (None: no plan).
+    """Returns {trial_id: request} for `trials`; `rows` maps trial ids to planned trials (None: no plan).
 
     `resolve_workdir`: the spec's `task.workdir` made absolute against the project's root (the folder
     of its gpuledger.toml, so a sweep started from a subfolder runs its trials where one started at
@@ -101,12 +102,3 @@ def launch_requests(spec: Any, trials: Iterable[Any], rows: dict[str, dict[str, 
     return {t.trial_id: launch_request(spec, t, None if rows is None else rows.get(t.trial_id), sweep_id=sweep_id,
                                        launcher=launcher, workdir=workdir)
             for t in trials}
-
-
-def is_infeasible(request: LaunchRequest) -> bool:
-    """True when the planner found no offer for the request's trial (its reason: `infeasible_reason`)."""
-    return request.price_description.startswith(INFEASIBLE_PREFIX)
-
-
-def infeasible_reason(request: LaunchRequest) -> str:
-    return request.price_description.removeprefix(INFEASIBLE_PREFIX)

@@ -8,6 +8,7 @@ positive control that the honest path still works.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,6 @@ from gpuledger.launch.base import LaunchRequest
 from gpuledger.launch.local import LocalLauncher
 from gpuledger.runtime import landing
 from gpuledger.runtime.engine import Hooks, SweepRun, execute
-from gpuledger.runtime.summary import SweepSummary
 
 
 def _forged(run_id: str, trial_id: str, sweep_id: str) -> dict:
@@ -31,19 +31,12 @@ def _forged(run_id: str, trial_id: str, sweep_id: str) -> dict:
 
 
 def _sweep(folder: Path, trial: str, run: str, xs=(0.1, 0.2)) -> SweepRun:
-    from gpuledger.inputs.ledger import planning_inputs
-    from gpuledger.plan import plan_sweep
-    from gpuledger.spec import expand_trials, load_spec, sweep_id_for
+    from gpuledger.runtime.accepted import prepare
 
     spec_path = sweep_spec(folder, name="hostile", search="strategy: grid", params=x_points(xs), trial=trial,
                            run=run, usd_per_hour=0.0)
-    sp = load_spec(spec_path)
-    trials = expand_trials(sp)
-    plan_json = plan_sweep(sp, trials, launcher="local", **planning_inputs(sp, "local")).to_json()
-    summary = SweepSummary(sweep_id=sweep_id_for(sp), name=sp.name, trials=len(trials), max_parallel=1,
-                           budget_usd=float(sp.budget.max_usd))
-    return SweepRun(spec=sp, spec_path=spec_path, sweep_id=sweep_id_for(sp), trials=trials, plan_json=plan_json,
-                    cap=1, launcher="local", summary=summary, retry_delays_s=(0.01,))
+    accepted = replace(prepare(spec_path, launcher="local"), cap=1)
+    return SweepRun(accepted, summary=accepted.new_summary(), retry_delays_s=(0.01,))
 
 
 #: The trial: reports eval_loss = |x - 0.3| + 1, saves what it sees of gpuledger's variables, and

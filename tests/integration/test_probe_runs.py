@@ -63,7 +63,7 @@ def test_probe_stops_the_trainer_is_stored_and_replans(probe_spec):
         assert spent == pytest.approx(summary.cost_usd) and spent > 0
         roi = wh.query("SELECT total_cost_usd, best_run_id, status FROM v_sweep_roi").to_dicts()[0]
         assert roi["total_cost_usd"] == pytest.approx(spent) and roi["best_run_id"] is None and roi["status"] == "planned"
-    plan = plan_sweep(spec, **planning_inputs(spec))
+    plan = plan_sweep(spec, inputs=planning_inputs(spec))
     by_mb = {p["trial_id"]: p for p in summary.probes}
     for t in plan.trials:
         assert t["est_basis"].startswith("probe ") and t["est_basis"].split()[1] in {p["run_id"] for p in summary.probes}

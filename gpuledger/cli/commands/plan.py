@@ -2,7 +2,8 @@
 
 Exit 0 within budget; 3 when the budget guard refuses (with --json the plan is printed first).
 Nothing is launched and no warehouse file is created. What the planner learns from outside comes
-from `gpuledger.inputs.ledger.planning_inputs`: this machine's stored speed (measured once, on first
+through `gpuledger.runtime.accepted.prepare` (the sweep's own set-up) from
+`gpuledger.inputs.ledger.planning_inputs`: this machine's stored speed (measured once, on first
 use), spot preemptions and measured runs from an existing warehouse.
 """
 
@@ -10,22 +11,14 @@ from __future__ import annotations
 
 import sys
 
-from gpuledger.errors import BudgetExceeded, UserError
+from gpuledger.errors import BudgetExceeded
 
 
 def run(args) -> int:
-    from gpuledger.plan import budget_guard, plan_sweep, render_plan
-    from gpuledger.spec import CapacitySpec, load_spec
+    from gpuledger.plan import budget_guard, render_plan
+    from gpuledger.runtime.accepted import prepare
 
-    spec = load_spec(args.spec)
-    if isinstance(spec, CapacitySpec):
-        raise UserError(
-            f"{args.spec} is a capacity spec (kind: capacity); `gpuledger plan` plans sweeps. "
-            f"Use `gpuledger capacity {args.spec}` for GPUs and $/month to serve it."
-        )
-    from gpuledger.inputs.ledger import planning_inputs
-
-    plan = plan_sweep(spec, **planning_inputs(spec))
+    plan = prepare(args.spec).plan
     if args.json:
         print(plan.to_json_text())
     else:

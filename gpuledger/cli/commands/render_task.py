@@ -19,9 +19,27 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuledger.errors import UserError
 from gpuledger.launch.base import LaunchRequest
+
+if TYPE_CHECKING:
+    from gpuledger.plan.model import PlannedTrial
+    from gpuledger.spec.expand import Trial
+
+
+def planned_trials(spec, *, use_planner: bool = True) -> tuple[list[Trial], dict[str, PlannedTrial] | None]:
+    """Returns the trials of `spec` and, unless `use_planner` is False, their planned trials for SkyPilot."""
+    from gpuledger.spec import expand_trials
+
+    trials = expand_trials(spec)
+    if not use_planner:
+        return trials, None
+    from gpuledger.plan import plan_sweep
+
+    return trials, {t.trial_id: t for t in plan_sweep(spec, trials, launcher="skypilot").planned_trials}
 
 
 def launch_requests(spec, *, use_planner: bool = True) -> list[LaunchRequest]:
@@ -29,16 +47,11 @@ def launch_requests(spec, *, use_planner: bool = True) -> list[LaunchRequest]:
     `use_planner=False`, on the spec's first choices); built by `gpuledger.runtime.requests`, the
     same code the sweep uses. A trial the planner found no offer for gets no placement."""
     from gpuledger.runtime import requests
-    from gpuledger.spec import expand_trials, sweep_id_for
+    from gpuledger.spec import sweep_id_for
 
-    trials = expand_trials(spec)
-    rows = None
-    if use_planner:
-        from gpuledger.plan import plan_sweep
-
-        rows = {r["trial_id"]: r for r in plan_sweep(spec, launcher="skypilot").trials}
+    trials, rows = planned_trials(spec, use_planner=use_planner)
     return list(requests.launch_requests(spec, trials, rows, sweep_id=sweep_id_for(spec), launcher="skypilot",
-                      resolve_workdir=False).values())
+                                         resolve_workdir=False).values())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,19 +60,23 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     if not isinstance(spec, SweepSpec):
         raise UserError(f"{args.spec}: render-task needs a `kind: sweep` spec (this one is kind: {spec.kind})")
-    requests = launch_requests(spec)
-    n = args.trial
-    if not 0 <= n < len(requests):
-        raise UserError(
-            f"{args.spec}: no trial {n}: the spec has {len(requests)} trial(s), numbered 0 to "
-            f"{len(requests) - 1}; pass --trial with one of those"
-        )
-    request = requests[n]
-    from gpuledger.runtime.requests import infeasible_reason, is_infeasible
+    from gpuledger.runtime.requests import launch_request
+    from gpuledger.spec import sweep_id_for
 
-    if is_infeasible(request):
-        raise UserError(f"{args.spec}: trial {n} ({request.trial_id}) fits no offer: "
-                        f"{infeasible_reason(request)}; see `gpuledger plan {args.spec}`")
+    trials, rows = planned_trials(spec)
+    n = args.trial
+    if not 0 <= n < len(trials):
+        raise UserError(
+            f"{args.spec}: no trial {n}: the spec has {len(trials)} trial(s), numbered 0 to "
+            f"{len(trials) - 1}; pass --trial with one of those"
+        )
+    trial = trials[n]
+    planned = (rows or {}).get(trial.trial_id)
+    if planned is not None and not planned.feasible:
+        raise UserError(f"{args.spec}: trial {n} ({trial.trial_id}) fits no offer: "
+                        f"{planned.reason or 'no offer fits'}; see `gpuledger plan {args.spec}`")
+    request = launch_request(spec, trial, planned, sweep_id=sweep_id_for(spec), launcher="skypilot",
+                             workdir=Path(spec.task.workdir))
     from gpuledger.catalog.skypilot import cached_clouds
 
     if request.cloud and cached_clouds((request.cloud,)):

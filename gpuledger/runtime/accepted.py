@@ -1,0 +1,81 @@
+"""An accepted sweep: what the runtime is handed once a spec is planned (and, by the caller,
+guarded): the spec, its trials, the plan, the sweep id, the parallelism cap and the launcher.
+
+    sweep = prepare("specs/lora-grid.yaml", launcher="local")   # load, expand, plan (no warehouse write)
+    budget_guard(sweep.plan)                                     # the caller decides
+    execute(SweepRun(sweep, summary=sweep.new_summary()), hooks)
+
+`prepare` is the one place a sweep is set up: the Prefect flow, `gpuledger plan` and the tests call
+it. Planning inputs come from `gpuledger.inputs.ledger.planning_inputs` unless `inputs` is given.
+Nothing here writes anything or launches anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuledger.errors import UserError
+from gpuledger.launch import known_launchers, plans_as
+from gpuledger.plan.model import Plan, PlanningInputs
+from gpuledger.runtime.summary import SweepSummary
+from gpuledger.spec.expand import Trial
+from gpuledger.spec.models import SweepSpec
+
+
+@dataclass(frozen=True)
+class AcceptedSweep:
+    """A planned sweep the runtime may run. `launcher` is the one that runs it (`plan.launcher` the
+    one it was planned for: the same, or `local` for a launcher registered as planned like it);
+    `cap` is at most this many trials at once."""
+
+    spec: SweepSpec
+    spec_path: Path
+    sweep_id: str
+    trials: tuple[Trial, ...]
+    plan: Plan
+    cap: int
+    launcher: str
+
+    def new_summary(self, *, dry_run: bool = False) -> SweepSummary:
+        """Returns the summary a run of this sweep fills in (counts zero, status not yet known)."""
+        return SweepSummary(sweep_id=self.sweep_id, name=self.spec.name, dry_run=dry_run, trials=len(self.trials),
+                            max_parallel=self.cap, budget_usd=float(self.spec.budget.max_usd))
+
+
+def prepare(spec_path: str | Path, *, launcher: str | None = None, max_parallel: int | None = None,
+            new: bool = False, inputs: PlanningInputs | None = None, sweep_id: str | None = None) -> AcceptedSweep:
+    """Loads, expands and plans the sweep spec at `spec_path`; returns what the runtime runs.
+
+    `launcher`: instead of the spec's; `max_parallel`: at most this many at once (the plan may cap
+    it lower); `new`: a fresh sweep id (`gpuledger.runtime.ids.new_sweep_id`) instead of the spec's
+    stable one; `sweep_id`: this one (a sweep planned again, after its probes); `inputs`: planning
+    inputs to use instead of reading this machine and the warehouse.
+    Raises `UserError` for a capacity spec or an unknown launcher (one line, naming the file)."""
+    from gpuledger.plan import plan_sweep
+    from gpuledger.spec import expand_trials, load_spec, sweep_id_for
+
+    path = Path(spec_path)
+    spec = load_spec(path)
+    if not isinstance(spec, SweepSpec):
+        raise UserError(f"{path} is a capacity spec (kind: {spec.kind}); sweeps and plans take `kind: sweep` "
+                        f"specs. Use `gpuledger capacity {path}` for GPUs and $/month to serve it.")
+    name = launcher or spec.launcher
+    if name not in known_launchers():
+        raise UserError(f"{path}: unknown launcher {name!r}: use {' or '.join(known_launchers())}")
+    if inputs is None:
+        from gpuledger.inputs.ledger import planning_inputs
+
+        inputs = planning_inputs(spec, plans_as(name))
+    if sweep_id is None and new:
+        from gpuledger.runtime.ids import new_sweep_id
+
+        sweep_id = new_sweep_id(spec)
+    elif sweep_id is None:
+        sweep_id = sweep_id_for(spec)
+    trials = tuple(expand_trials(spec))
+    plan = plan_sweep(spec, list(trials), max_parallel=max_parallel, launcher=plans_as(name), inputs=inputs)
+    cap = int(plan.max_parallel or max_parallel or spec.resources.max_parallel or 1)
+    cap = max(1, min(cap, max_parallel or cap))
+    return AcceptedSweep(spec=spec, spec_path=path, sweep_id=sweep_id, trials=trials, plan=plan, cap=cap,
+                         launcher=name)
