@@ -132,7 +132,7 @@ def test_a_tpe_sweep_over_a_log_range_plans_and_registers_every_asked_point(tmp_
     from gpuledger.warehouse import Warehouse
 
     run = _ranged_run(tmp_path, monkeypatch)
-    assert any("search tpe over ranges" in a for a in run.plan_json["assumptions"])
+    assert any("search tpe over ranges" in a for a in run.plan.assumptions)
     summary = execute(run)
     assert (summary.status, summary.launched, summary.succeeded, summary.failed) == (vocabulary.SWEEP_SUCCEEDED, 8, 8, 0)
     asked = _study_trials(run.sweep_id)
@@ -192,7 +192,7 @@ def test_an_asha_sweep_over_ranges_runs_exactly_the_planned_points_in_their_orde
     from gpuledger.warehouse import Warehouse
 
     run = _ranged_run(tmp_path, monkeypatch, strategy="asha", n_trials=5, cap=2)
-    assert any("asha runs exactly these points" in a for a in run.plan_json["assumptions"])
+    assert any("asha runs exactly these points" in a for a in run.plan.assumptions)
     summary = execute(run)
     assert (summary.status, summary.launched, summary.succeeded) == (vocabulary.SWEEP_SUCCEEDED, 5, 5)
     asked = sorted(_study_trials(run.sweep_id).items(), key=lambda kv: kv[1]["number"])
@@ -200,7 +200,7 @@ def test_an_asha_sweep_over_ranges_runs_exactly_the_planned_points_in_their_orde
     with Warehouse.open(read_only=True) as wh:
         rows = wh.query("select trial_id, est_cost_usd, status from trials where sweep_id = ?",
                         [run.sweep_id]).to_dicts()
-    plan_cost = {r["trial_id"]: r["est_cost_usd"] for r in run.plan_json["trials"]}
+    plan_cost = {t.trial_id: t.est_cost_usd for t in run.plan.planned_trials}
     assert {r["trial_id"]: r["est_cost_usd"] for r in rows} == pytest.approx(plan_cost)
     assert {r["status"] for r in rows} == {vocabulary.SUCCEEDED}
 
