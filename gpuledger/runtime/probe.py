@@ -184,7 +184,7 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
         raise UserError(f"{spec_path}: train.tokens_per_trial is needed to extrapolate a probe to a whole trial")
     if steps is None and seconds is None:
         seconds = DEFAULT_PROBE_SECONDS
-    trials, _plan, plan_json = plan if plan is not None else plan_for_probes(spec, launcher, max_parallel)
+    trials, planned, plan_json = plan if plan is not None else plan_for_probes(spec, launcher, max_parallel)
     rows = {r["trial_id"]: r for r in plan_json.get("trials", [])}
     chosen = trials
     if trial_ids:
@@ -222,7 +222,8 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
         f"at most {cap} at once; estimated ${summary.est_cost_usd:.4f}")
     factory = launcher_factory or make_launcher
     lch = factory(launcher, spec, cap, landing_dir)
-    reqs = launch_requests(spec, [t for _, t in shapes], rows, sweep_id=sweep_id, launcher=launcher)
+    placed = {t.trial_id: t for t in planned.planned_trials}
+    reqs = launch_requests(spec, [t for _, t in shapes], placed, sweep_id=sweep_id, launcher=launcher)
     requests = []
     for (shape, t), s in zip(shapes, steady, strict=True):
         req = reqs[t.trial_id]
