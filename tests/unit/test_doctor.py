@@ -98,3 +98,15 @@ def test_a_team_warehouse_checks_its_postgresql_host_quickly(project, monkeypatc
         server.listen(1)
         live = server.getsockname()[1]
         assert doctor.check_postgres(f"ducklake:postgres:host=127.0.0.1 port={live} dbname=x").status == "ok"
+
+
+def test_the_projects_newer_price_copy_is_the_age_that_counts(tmp_path):
+    header = "cloud,region,instance_type,accelerator,accelerator_count,usd_per_hour_on_demand,usd_per_hour_spot,vcpus,memory_gib,source,as_of\n"
+    copy = tmp_path / "prices" / "catalog.csv"
+    copy.parent.mkdir()
+    copy.write_text(header + "aws,us-east-1,p5.48xlarge,H100,8,98.32,,192,2048,SkyPilot cache,2030-01-02\n")
+    check = doctor.check_prices(today=date(2030, 1, 12), project_copy=copy)
+    assert check.status == "ok" and str(copy) in check.detail and "10 days old" in check.detail
+    older = tmp_path / "old.csv"
+    older.write_text(header + "aws,us-east-1,p5.48xlarge,H100,8,98.32,,192,2048,SkyPilot cache,2001-01-01\n")
+    assert "bundled price catalog" in doctor.check_prices(today=date(2030, 1, 12), project_copy=older).detail

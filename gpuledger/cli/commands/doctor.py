@@ -6,7 +6,7 @@ migrations of this gpuledger it still lacks), the Prefect API (answers, or its p
 temporary server), SkyPilot (installed, and which clouds have credential files: no network call),
 NVML (the GPUs this machine's driver reports), the age of the bundled price catalog, and PostgreSQL
 when the warehouse is a team one (`ducklake:postgres:`; a TCP connect with a short timeout).
-Nothing is changed and nothing waits long: the whole run takes about a second.
+Nothing is changed and nothing waits long (a network probe gives up after PROBE_TIMEOUT_S).
 
 Each check ends `ok`, `warn` (works, with a limit worth knowing) or `fail` (something will not
 work); the exit code is 1 when any check failed, else 0. `--json` prints the list of checks.
@@ -288,18 +288,42 @@ def check_gpu() -> Check:
     return Check("gpu", "ok", f"{n} GPU(s) via NVML, driver {driver}: {', '.join(names) or '-'}")
 
 
-def check_prices(today: date | None = None) -> Check:
-    text = resources.files("gpuledger.catalog").joinpath("offers.csv").read_text(encoding="utf-8")
-    dates = sorted({row["as_of"] for row in csv.DictReader(io.StringIO(text)) if row.get("as_of")})
-    if not dates:
+def _newest_as_of(text: str) -> date | None:
+    """Returns the newest `as_of` date of a price CSV's rows (the catalog's columns), None without one."""
+    dates = sorted({row["as_of"][:10] for row in csv.DictReader(io.StringIO(text)) if row.get("as_of")})
+    for value in reversed(dates):
+        with contextlib.suppress(ValueError):
+            return date.fromisoformat(value)
+    return None
+
+
+def check_prices(today: date | None = None, project_copy: Path | None = None) -> Check:
+    """The age of the prices plans use: the bundled snapshot, or the project's copy
+    (`gpuledger prices update`, `prices.dir`) where newer."""
+    bundled = _newest_as_of(resources.files("gpuledger.catalog").joinpath("offers.csv").read_text(encoding="utf-8"))
+    if bundled is None:
         return Check("prices", "fail", "the bundled price catalog has no as_of dates", "reinstall gpuledger")
-    newest = date.fromisoformat(dates[-1][:10])
+    newest, what = bundled, f"bundled price catalog as of {bundled.isoformat()}"
+    if project_copy is not None and project_copy.is_file():
+        copied = _newest_as_of(project_copy.read_text(encoding="utf-8", errors="replace"))
+        if copied is not None and copied > bundled:
+            newest, what = copied, f"the project's price catalog {project_copy} as of {copied.isoformat()}"
     age_days = ((today or date.today()) - newest).days
-    detail = f"bundled price catalog as of {newest.isoformat()} ({age_days} days old)"
+    detail = f"{what} ({age_days} days old)"
     if age_days > PRICE_MAX_AGE_DAYS:
         return Check("prices", "warn", detail + f", older than {PRICE_MAX_AGE_DAYS} days",
-                     "plans price at these rows; give current prices with a price file (GPULEDGER_PRICES)")
+                     "plans price at these rows: `gpuledger prices update` copies SkyPilot's newer catalog into "
+                     "the project, or give your own prices (docs/prices.md)")
     return Check("prices", "ok", detail)
+
+
+def _project_price_copy() -> Path | None:
+    from gpuledger.catalog.pricing import project_catalog_path
+
+    try:
+        return project_catalog_path()
+    except UserError:  # a settings file that does not read: said by the settings line
+        return None
 
 
 def run_checks() -> list[Check]:
@@ -312,7 +336,8 @@ def run_checks() -> list[Check]:
     if s is not None:
         with contextlib.suppress(settings_mod.ProjectNotFound):  # said by the project line
             checks += check_warehouse(s)
-    steps: list[Callable[[], Check]] = [lambda: check_prefect(s), check_skypilot, check_gpu, check_prices]
+    steps: list[Callable[[], Check]] = [lambda: check_prefect(s), check_skypilot, check_gpu,
+                                        lambda: check_prices(project_copy=_project_price_copy())]
     for step in steps:
         checks.append(step())
     return checks
