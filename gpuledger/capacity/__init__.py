@@ -4,7 +4,8 @@
   Poisson arrivals or a closed loop at a concurrency) over the step-cost model of
   `gpuledger.estimate.inference`; p50/p95/p99 TTFT and TPOT, throughput.
 - `gpuledger.capacity.plan`: per accelerator, the latency–throughput curve, the operating point
-  that meets the SLO, the fleet and its price (`plan_capacity`).
+  that meets the SLO, the fleet and its price (`plan_capacity`), returned as a `CapacityPlan`
+  (`gpuledger.capacity.plan_types`: its keys and their types, named once).
 """
 
 from gpuledger.capacity.plan import (

@@ -25,6 +25,7 @@ from typing import Any
 
 from gpuledger.capacity import economy, elastic, floors, lengths, operating
 from gpuledger.capacity.measured import measured_points
+from gpuledger.capacity.plan_types import CapacityPlan
 from gpuledger.capacity.simulate import SimulationTooLong
 from gpuledger.errors import UserError
 from gpuledger.estimate import inference
@@ -436,7 +437,7 @@ def _fill_prices(opt: dict[str, Any], price: dict[str, Any] | None) -> None:
 
 def plan_capacity(spec, *, offers=None, measured: dict | None = None,
                   model: inference.ServingModel | None = None, fine_tune_usd: float | None = None,
-                  fine_tune_source: str | None = None) -> dict[str, Any]:
+                  fine_tune_source: str | None = None) -> CapacityPlan:
     """Returns the capacity plan of a `CapacitySpec` as a JSON-ready dict (see the module docstring).
 
     `offers`: a polars frame (or list of dicts) with the columns of `gpuledger.catalog.offers`;
@@ -478,7 +479,7 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
         economy.add_to_option(o, spec, rates)
     priced = [o for o in options if o["feasible"] and o["usd_per_month_on_demand"] is not None]
     best = min(priced, key=lambda o: (o["usd_per_month_on_demand"], o["gpus"], o["accelerator"])) if priced else None
-    result: dict[str, Any] = {
+    result: CapacityPlan = {
         "spec": {
             "name": spec.name,
             "project": spec.project,
