@@ -12,7 +12,7 @@ per run, spread over 52 weeks (stored in time order) and 50 owners. Each view is
 row fetched). The weekly report's queries are then timed side by side on the same warehouse, best of
 `--repeat`, alternating which goes first: as they were (benchmarks/sql/weekly_strftime/: whole views
 filtered by `strftime(ts, '%G-W%V') = $week`) and as they are (gpuledger/warehouse/sql/queries/: the week's range
-`gpuledger.weeks.week_bounds` on base tables), each pair checked to give the same rows; and the whole
+`gpuledger.report.weeks.week_bounds` on base tables), each pair checked to give the same rows; and the whole
 report (queries + charts + HTML/markdown/CSV) written with either set. With `--lake`, the file is
 pushed into a DuckLake warehouse on that PostgreSQL catalog (`gpuledger warehouse push`'s code path)
 and the same reads are timed there.
@@ -33,9 +33,9 @@ from pathlib import Path
 import duckdb
 
 from gpuledger.report.weekly import write_weekly_report
+from gpuledger.report.weeks import iso_week, week_bounds
 from gpuledger.warehouse import Warehouse, lake
 from gpuledger.warehouse.sqlfiles import view_docs
-from gpuledger.weeks import iso_week, week_bounds
 
 REPO = Path(__file__).resolve().parent.parent
 GENERATE = REPO / "benchmarks" / "sql" / "scale_generate.sql"

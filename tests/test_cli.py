@@ -92,7 +92,14 @@ def test_weeks_out_of_range_are_one_line(week, message, capsys):
 
 
 def test_weeks_module_arithmetic_holds_at_the_bounds():
-    from gpuledger.weeks import check_week, iso_week, last_complete_week, previous_week, week_end, week_start
+    from gpuledger.report.weeks import (
+        check_week,
+        iso_week,
+        last_complete_week,
+        previous_week,
+        week_end,
+        week_start,
+    )
 
     assert week_start("2026-W01").isoformat() == "2025-12-29"
     assert previous_week("1970-W01") == "1969-W52" and week_end("9998-W52").isoformat() == "9998-12-28"

@@ -10,8 +10,8 @@ from report_fixtures import assert_golden, build_weekly_fixture
 from gpuledger.errors import UserError
 from gpuledger.report import MARKDOWN_MAX_CHARS, load_week, weekly_markdown, write_weekly_report
 from gpuledger.report.weekly import choose_week, weekly_summary
+from gpuledger.report.weeks import check_week, last_complete_week, previous_week, week_end
 from gpuledger.warehouse import Warehouse
-from gpuledger.weeks import check_week, last_complete_week, previous_week, week_end
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The weekly report's week filter as a half-open timestamp range (gpuledger.weeks.week_bounds) gives the
+"""The weekly report's week filter as a half-open timestamp range (gpuledger.report.weeks.week_bounds) gives the
 same answers as the ISO-week rule it replaced (`strftime(ts, '%G-W%V') = week` over whole views, kept in
 benchmarks/sql/weekly_strftime/), on a real warehouse whose runs and FOCUS line items sit on the edges:
 Sunday 23:59:59(.999999) / Monday 00:00 UTC, ISO week 53 (2020, 2026) and years whose ISO week starts in
@@ -16,8 +16,8 @@ import pytest
 
 from gpuledger.report import load_week
 from gpuledger.report.weekly import weekly_summary
+from gpuledger.report.weeks import iso_week, previous_week, week_bounds
 from gpuledger.warehouse import Warehouse
-from gpuledger.weeks import iso_week, previous_week, week_bounds
 from tests.record_fixtures import example_record, ingest_known
 from tests.test_billing import DATA, ingest
 

@@ -80,7 +80,7 @@ def _index(text: str) -> int:
 
 def _week(text: str) -> str:
     from gpuledger.errors import UserError
-    from gpuledger.weeks import check_week
+    from gpuledger.report.weeks import check_week
 
     try:
         return check_week(text)

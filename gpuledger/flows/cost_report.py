@@ -19,7 +19,7 @@ import gpuledger.flows  # noqa: F401  (telemetry off before Prefect is imported)
 from prefect import flow, get_run_logger
 
 from gpuledger.flows.refusals import flow_refuses
-from gpuledger.weeks import check_week, last_complete_week
+from gpuledger.report.weeks import check_week, last_complete_week
 
 
 @flow(name="cost-report", persist_result=False, log_prints=True)

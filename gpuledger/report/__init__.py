@@ -9,7 +9,8 @@ twin sized for a Prefect artifact, and the CSVs of its tables:
 
 each returning `ReportFiles(html, markdown, csv, markdown_text)`. For a Prefect artifact without
 writing files: `sweep_markdown(load_sweep(wh, name))`, `weekly_markdown(load_week(wh, week))`,
-`capacity_markdown(result)`.
+`capacity_markdown(result)`. ISO weeks (`YYYY-Www`, the weekly report's unit; the CLI's `--week`):
+`gpuledger.report.weeks`, the one place for them.
 """
 
 from gpuledger.report.capacity import capacity_html, capacity_markdown, write_capacity_report

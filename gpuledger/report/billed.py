@@ -10,7 +10,7 @@ v_billing_attribution, v_billed_usage, v_run_billed and v_sweep_billed. "Catalog
 the billed rate per offer with what a plan pays before the bill (gpuledger/catalog/pricing.py).
 
 A line item counts in the ISO week its charge period STARTS (UTC), as a run counts in the week it
-started (the half-open range of `gpuledger.weeks.week_bounds`); one whose charge period runs past
+started (the half-open range of `gpuledger.report.weeks.week_bounds`); one whose charge period runs past
 that week (monthly tax, a commitment purchase) counts whole there, and the section says how many do.
 """
 
@@ -23,7 +23,7 @@ import polars as pl
 
 from gpuledger.report.common import usd
 from gpuledger.report.document import Card, Note, Section, Table
-from gpuledger.weeks import week_bounds
+from gpuledger.report.weeks import week_bounds
 
 BILLED = "billed (FOCUS export)"
 EFFECTIVE = "effective (FOCUS export)"

@@ -18,7 +18,7 @@ from gpuledger.files import write_text_atomic
 from gpuledger.report.document import Document
 from gpuledger.report.html import render_html
 from gpuledger.report.markdown import render_markdown
-from gpuledger.weeks import WEEK_RE
+from gpuledger.report.weeks import WEEK_RE
 
 #: Names that may become part of a path (the spec's `name` pattern).
 NAME_RE = re.compile(r"^[a-z0-9-]+$")

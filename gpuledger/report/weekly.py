@@ -5,10 +5,10 @@ week-over-week change, top sweeps, cost per succeeded trial and waste (as `v_run
 and budget burn of the week's sweeps that have a budget (as `v_sweep_roi`). A run counts in the
 week of its START (UTC), the ISO-week rule of `v_weekly_spend`. The named queries `report_week_*`
 read the base tables for the week's half-open range [Monday 00:00, next Monday 00:00)
-(`gpuledger.weeks.week_bounds`), which DuckDB prunes by zone maps, instead of filtering whole views
+(`gpuledger.report.weeks.week_bounds`), which DuckDB prunes by zone maps, instead of filtering whole views
 by `strftime(started_at, '%G-W%V')`, which computes every run's billing and metric joins first.
 
-A week is the ISO week 'YYYY-Www' (Monday to Sunday, UTC; gpuledger.weeks). Without a week: the
+A week is the ISO week 'YYYY-Www' (Monday to Sunday, UTC; gpuledger.report.weeks). Without a week: the
 last complete week that has data (saying so), else the current week so far; the page lists the
 weeks that have data.
 """
@@ -46,7 +46,7 @@ from gpuledger.report.document import (
 )
 from gpuledger.report.html import render_html
 from gpuledger.report.markdown import render_markdown
-from gpuledger.weeks import (
+from gpuledger.report.weeks import (
     check_week,
     current_week,
     last_complete_week,

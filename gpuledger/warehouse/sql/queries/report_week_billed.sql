@@ -1,4 +1,4 @@
--- The bill of the ISO week [$week_start, $week_end) (gpuledger.weeks.week_bounds), per currency: the
+-- The bill of the ISO week [$week_start, $week_end) (gpuledger.report.weeks.week_bounds), per currency: the
 -- line items whose charge period STARTS in the week (UTC, the rule runs follow in v_weekly_spend),
 -- billed / effective / list cost, what matches a run and what matches none (v_billing_attribution).
 -- Each currency is its own row, never summed.
