@@ -10,6 +10,10 @@ A trial whose chosen placement has a probe of its shape is extrapolated from it:
 
     compute_s  = tokens_per_trial / tokens_per_s          (the probe's steady rate)
     est_wall_s = provisioning_s + startup_s + compute_s   (spot: + the expected rework, as measured runs)
+
+where startup_s is the warm start-up: the least any probe of the shape took to its first step (on the
+same host for local runs, whose caches persist: a first run may pay one-time work such as a model
+download or the demo's pretraining that later runs find cached)
     est_memory_gib = the probe's peak (NVML device level on GPUs, RSS on the CPU)
 
 with `est_basis` "probe RUN_ID DATE". A trial's own measured full run (`est_basis` "measured") wins
@@ -26,7 +30,7 @@ import polars as pl
 
 #: The columns of the planner's probe input (named query `plan_probes`).
 PROBE_SCHEMA = {"run_id": pl.String, "accelerator": pl.String, "gpus": pl.Int64, "hostname": pl.String,
-                "probe_shape": pl.String, "startup_s": pl.Float64, "tokens_per_s": pl.Float64,
+                "probe_shape": pl.String, "startup_s": pl.Float64, "warm_startup_s": pl.Float64, "tokens_per_s": pl.Float64,
                 "memory_gib": pl.Float64, "ended_at": pl.Datetime}
 #: Per trial and placement: what `apply_probes` takes (see `probes_for_trials`).
 PROBED_SCHEMA = {"trial_id": pl.String, "accelerator": pl.String, "gpus": pl.Int64, "sharding": pl.String,
@@ -111,8 +115,10 @@ def probes_for_trials(spec, trials, probes: pl.DataFrame | None, *, hostname: st
         for (k, acc, gpus, sharding), p in newest.items():
             if k == wkey:
                 date = p["ended_at"].date().isoformat() if p["ended_at"] is not None else "undated"
+                warm = p.get("warm_startup_s")
+                startup = min(float(p["startup_s"]), float(warm)) if warm is not None else float(p["startup_s"])
                 rows.append({"trial_id": trial.trial_id, "accelerator": acc, "gpus": gpus, "sharding": sharding,
-                             "startup_s": float(p["startup_s"]), "tokens_per_s": float(p["tokens_per_s"]),
+                             "startup_s": startup, "tokens_per_s": float(p["tokens_per_s"]),
                              "memory_gib": p["memory_gib"], "tokens": float(tokens),
                              "basis": f"{PROBE_BASIS} {p['run_id']} {date}"})
     return pl.DataFrame(rows, schema=PROBED_SCHEMA) if rows else None
@@ -131,7 +137,8 @@ def probe_notes(probed: pl.DataFrame | None, plan_trials: list[dict[str, Any]], 
         notes.append(
             f"{r['basis']}: {n} trial(s) of its shape ({r['accelerator']} x{r['gpus']}, {r['sharding']}) "
             f"extrapolated from its steady state: wall = provisioning {s.provisioning_s:g} s + start-up "
-            f"{r['startup_s']:.1f} s (to the first training step, first step included) + {r['tokens']:,.0f} tokens / "
+            f"{r['startup_s']:.1f} s (to the first training step, first step included; the least of the shape's probes, "
+            f"a first run's one-time work aside) + {r['tokens']:,.0f} tokens / "
             f"{r['tokens_per_s']:,.1f} tokens/s measured from the first to the last step; memory = the probe's peak"
             + (f" {r['memory_gib']:.3f} GiB" if r["memory_gib"] is not None else " (not measured: the estimate stays)"))
     return notes

@@ -14,7 +14,11 @@
    `gpuledger.track.log` honours (`GPULEDGER_PROBE_STEPS` / `GPULEDGER_PROBE_SECONDS`; the agent's
    timeout is the backstop). Records land in `landing/probes/SWEEP_ID/`, never the sweep's own
    landing folder;
-4. stores them (runs with purpose 'probe') and returns what `v_probes` says they measured.
+4. on the local launcher, runs each shape once more to its first step only: this machine keeps what a
+   first run cached (a model download, the demo's pretrained base, compiled kernels), so the start-up a
+   trial pays is a warm one; the planner takes the least start-up of a shape's probes here
+   (`plan_probes.warm_startup_s`);
+5. stores them (runs with purpose 'probe') and returns what `v_probes` says they measured.
 """
 
 from __future__ import annotations
@@ -232,6 +236,11 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
             timeout_s=_timeout_s(spec, launcher, s), echo_metrics=())))
     try:
         records = _run_all(lch, requests, cap, summary)
+        if plans_as(launcher) == "local":  # this machine keeps what a first run cached: start-up again, warm
+            ok = {json.dumps(r.probe_shape, sort_keys=True) for r in records if r.status == vocabulary.SUCCEEDED}
+            again = [(shape, dataclasses.replace(req, probe_env=probe_env(shape, steps=1, seconds=None)))
+                     for shape, req in requests if json.dumps(shape, sort_keys=True) in ok]
+            records += _run_all(lch, again, cap, summary)
     finally:
         close = getattr(lch, "close", None)
         if close is not None:
@@ -317,8 +326,13 @@ def probe_lines(summary: ProbeSummary) -> list[str]:
         except ValueError:
             shape = {}
         tps, start = p.get("tokens_per_s"), p.get("startup_s")
-        what = (f"{tps:,.1f} tokens/s ({p.get('tokens_source')}), step {p.get('step_s') or math.nan:.3f} s, "
-                f"start-up {start:.1f} s" if tps and start is not None else "no steady state measured (not usable)")
+        if tps and start is not None:
+            what = (f"{tps:,.1f} tokens/s ({p.get('tokens_source')}), step {p.get('step_s') or math.nan:.3f} s, "
+                    f"start-up {start:.1f} s")
+        elif start is not None and p.get("steps") == 1:
+            what = f"start-up {start:.1f} s (run again to its first step: the warm start-up)"
+        else:
+            what = "no steady state measured (not usable)"
         mem = p.get("memory_gib")
         lines.append(f"probe {p['run_id']} {p['status']}: {shape.get('accelerator')} x{shape.get('gpus')} "
                      f"{shape.get('sharding')} micro_batch {shape.get('micro_batch')} seq_len {shape.get('seq_len')}: "

@@ -45,7 +45,11 @@ def probe_spec(tmp_path, monkeypatch):
 def test_probe_stops_the_trainer_is_stored_and_replans(probe_spec):
     spec = load_spec(probe_spec)
     summary = run_probes(spec, probe_spec, steps=15, say=lambda m: None)
-    assert summary.shapes == 2 and len(summary.probes) == 2 and not summary.failures
+    # per shape: the probe, then (local launcher) a run to its first step only, for the warm start-up
+    assert summary.shapes == 2 and len(summary.probes) == 4 and not summary.failures
+    warm = [p for p in summary.probes if not p["usable"]]
+    assert len(warm) == 2 and all(p["steps"] == 1 and p["status"] == "succeeded" and p["startup_s"] >= 0.3 for p in warm)
+    summary.probes = [p for p in summary.probes if p["usable"]]
     for p in summary.probes:
         assert p["status"] == "succeeded" and p["usable"] and p["tokens_source"] == "reported"
         assert p["steps"] == 15 and p["wall_s"] < 60  # stopped long before its 200 s
@@ -53,9 +57,12 @@ def test_probe_stops_the_trainer_is_stored_and_replans(probe_spec):
         assert 64 / 0.2 < p["tokens_per_s"] <= 64 / 0.02 * 1.05  # one step is at least the 20 ms sleep
         assert json.loads(p["probe_shape"])["micro_batch"] in (1, 2)
     assert len(probe_lines(summary)) == 2
+    shape_startup = {}
+    for p in [*summary.probes, *warm]:
+        shape_startup[p["probe_shape"]] = min(shape_startup.get(p["probe_shape"], 1e9), p["startup_s"])
     with Warehouse.open(read_only=True) as wh:
         runs = wh.query("SELECT purpose, count(*) AS n FROM v_runs GROUP BY ALL")
-        assert runs.to_dicts() == [{"purpose": "probe", "n": 2}]
+        assert runs.to_dicts() == [{"purpose": "probe", "n": 4}]
         results = wh.query("SELECT attempts, status FROM v_trial_results WHERE sweep_id = ?", [summary.sweep_id])
         assert set(results["attempts"]) == {0} and set(results["status"]) == {"pending"}
         assert wh.succeeded_trial_ids(summary.sweep_id) == set()
@@ -70,7 +77,8 @@ def test_probe_stops_the_trainer_is_stored_and_replans(probe_spec):
     probe = next(iter(by_mb.values()))
     tid = probe["trial_id"]
     row = next(t for t in plan.trials if t["trial_id"] == tid)
-    assert row["est_wall_s"] == pytest.approx(probe["startup_s"] + 64_000 / probe["tokens_per_s"], rel=1e-3)
+    startup = shape_startup[probe["probe_shape"]]  # the warm start-up: the least of the shape's runs
+    assert row["est_wall_s"] == pytest.approx(startup + 64_000 / probe["tokens_per_s"], rel=1e-3)
 
 
 def test_cli_probe_refuses_over_budget_and_names_a_bad_trial(probe_spec, _isolated_warehouse):

@@ -220,3 +220,16 @@ def test_the_sweeps_auto_probe_step_goes_on_without_probes_when_refused(monkeypa
     log = Log()
     assert probe_module.auto_probe(Path("s.yaml"), p, log) is False
     assert log.lines[-1] == ("warning", "Not probing: the probes would cross the budget")
+
+
+def test_the_warm_start_up_of_a_shape_is_the_least_of_its_probes():
+    spec, trials = _demo()
+    rows = {t["trial_id"]: t for t in plan_sweep(spec, trials, machine=MACHINE).trials}
+    cold = _probes(spec, trials, rows, tps={8: 4000.0, 32: 6000.0}, startup_s=60.0, mem=0.25)  # paid a pretraining
+    warm = cold.with_columns(warm_startup_s=pl.lit(2.0))
+    tokens = spec.train.tokens_per_trial
+    for t in plan_sweep(spec, trials, machine=MACHINE, probes=warm).trials:
+        tps = 4000.0 if t["params"]["micro_batch"] == 8 else 6000.0
+        assert t["est_wall_s"] == pytest.approx(2.0 + tokens / tps, abs=1e-3)
+    first = plan_sweep(spec, trials, machine=MACHINE, probes=cold).trials[0]
+    assert first["est_wall_s"] == pytest.approx(60.0 + tokens / 4000.0, abs=1e-3)  # without a warm run: as measured

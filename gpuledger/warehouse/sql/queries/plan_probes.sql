@@ -1,7 +1,17 @@
 -- Usable probes of a model and method (v_probes), newest first, for the planner
 -- (gpuledger/plan/probes.py): the probe's shape (JSON), where it ran ('CPU' for local runs, as in
 -- plan_measurements), its start-up seconds, steady tokens per second and peak memory (GiB: NVML
--- device level on GPUs, RSS on the CPU), and when it ended.
+-- device level on GPUs, RSS on the CPU), and when it ended. warm_startup_s: the least start-up of any
+-- probe of the same shape (on the same host for local runs, whose caches persist; the start-up-only
+-- probes `gpuledger probe` runs locally included): a first run on a machine may pay one-time work (a
+-- download, the demo's pretrained base) that the trials after it find cached.
+WITH probes AS (
+    SELECT *,
+           min(startup_s) OVER (PARTITION BY probe_shape::VARCHAR,
+                                             CASE WHEN launcher = 'local' THEN hostname END) AS warm_startup_s
+    FROM v_probes
+    WHERE model = $model AND method = $method AND startup_s IS NOT NULL
+)
 SELECT run_id,
        trial_id,
        sweep_id,
@@ -10,6 +20,7 @@ SELECT run_id,
        hostname,
        probe_shape,
        startup_s,
+       warm_startup_s,
        tokens_per_s,
        step_s,
        steady_s,
@@ -17,6 +28,6 @@ SELECT run_id,
        memory_gib,
        cost_usd,
        ended_at
-FROM v_probes
-WHERE usable AND model = $model AND method = $method
+FROM probes
+WHERE usable
 ORDER BY ended_at DESC, run_id
