@@ -206,8 +206,15 @@ def test_the_sweeps_auto_probe_step_goes_on_without_probes_when_refused(monkeypa
 
     spec, trials = _demo()
     plan = {"total_est_cost_usd": 10.0, "trials": [{"trial_id": t.trial_id, "est_basis": "estimate"} for t in trials]}
+    from types import SimpleNamespace
+
+    class Planned:  # what the runtime's AcceptedSweep.plan answers
+        def to_json(self):
+            return plan
+
     log = Log()
-    assert probe_module.auto_probe(Path("s.yaml"), {"spec": spec, "plan_json": plan}, log) is False
+    accepted = SimpleNamespace(spec=spec, plan=Planned(), launcher="local", trials=tuple(trials), sweep_id="s-1")
+    assert probe_module.auto_probe(Path("s.yaml"), accepted, log) is False
     assert "never" in log.lines[0][1]
     auto = spec.model_copy(update={"search": spec.search.model_copy(update={"probe": "auto"}),
                                    "budget": spec.budget.model_copy(update={"max_usd": 20.0})})
@@ -216,9 +223,8 @@ def test_the_sweeps_auto_probe_step_goes_on_without_probes_when_refused(monkeypa
         raise BudgetExceeded("the probes would cross the budget")
 
     monkeypatch.setattr(probe_module, "run_probes", refuse)
-    p = {"spec": auto, "plan_json": plan, "launcher": "local", "trials": trials, "plan": None, "sweep_id": "s-1"}
     log = Log()
-    assert probe_module.auto_probe(Path("s.yaml"), p, log) is False
+    assert probe_module.auto_probe(Path("s.yaml"), SimpleNamespace(**{**vars(accepted), "spec": auto}), log) is False
     assert log.lines[-1] == ("warning", "Not probing: the probes would cross the budget")
 
 
