@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 
 from gpuledger.errors import UserError
-from gpuledger.warehouse import sqlfiles as sf
+from gpuledger.warehouse import sqlfiles
 from gpuledger.warehouse.connect import connect, one_line
 
 #: how long doctor waits for a file another process holds (s)
@@ -51,7 +51,7 @@ def _writable(path: Path) -> bool:
 def inspect(path: str | os.PathLike[str]) -> WarehouseHealth:
     """Returns the WarehouseHealth of the DuckDB file at `path` (read-only; changes nothing)."""
     p = Path(path)
-    shipped = [v for v, _name, _sql in sf.migrations()]
+    shipped = [v for v, _name, _sql in sqlfiles.migrations()]
     h = WarehouseHealth(path=p, exists=p.is_file(), latest=max(shipped, default=0), writable=_writable(p))
     if not h.exists:
         if p.exists():
@@ -65,14 +65,14 @@ def inspect(path: str | os.PathLike[str]) -> WarehouseHealth:
     try:
         h.readable = True
         try:
-            applied = {int(v) for v, _name, _checksum in sf.run(con, "schema_migrations_applied").fetchall()}
+            applied = {int(v) for v, _name, _checksum in sqlfiles.run(con, "schema_migrations_applied").fetchall()}
         except duckdb.Error:
             applied = set()  # no schema_migrations table: nothing applied
         h.version = max(applied, default=None)
         h.pending = [v for v in shipped if v not in applied]
         try:
-            known = dict(sf.run(con, "schema_views_known").fetchall())
-            h.views_current = all(known.get(n) == sf.checksum(s) for n, s in sf.views().items())
+            known = dict(sqlfiles.run(con, "schema_views_known").fetchall())
+            h.views_current = all(known.get(n) == sqlfiles.checksum(s) for n, s in sqlfiles.views().items())
         except duckdb.Error:
             h.views_current = False
     except duckdb.Error as err:

@@ -18,7 +18,7 @@ import polars as pl
 
 from gpuledger.errors import UserError
 from gpuledger.files import write_text_atomic
-from gpuledger.warehouse import sqlfiles as sf
+from gpuledger.warehouse import sqlfiles
 from gpuledger.warehouse.checks import MAX_RECORD_FILE_BYTES, precheck, record_problem
 from gpuledger.warehouse.connect import now
 from gpuledger.warehouse.records import frames_module, record_reason, records_to_frames
@@ -181,7 +181,7 @@ class IngestMixin:
         is never silently replaced (a forged or re-used run id cannot rewrite history)."""
         self._con.register("_in_ids", built["runs"].select("run_id"))
         try:
-            cur = sf.run(self._con, "runs_stored_rows")
+            cur = sqlfiles.run(self._con, "runs_stored_rows")
             names = [d[0] for d in cur.description]
             stored = {row[0]: dict(zip(names, row, strict=True)) for row in cur.fetchall()}
             finals: dict[str, dict[str, float]] = {}

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuledger import protocol as P
-from gpuledger import track
+from gpuledger import protocol, track
 
 REPO = Path(__file__).resolve().parents[2]
 TRAINER = REPO / "gpuledger" / "scaffold" / "trainers" / "peft_lora.py"
@@ -89,8 +88,8 @@ def test_the_loop_learns_and_reports_tokens_every_step():
 def test_a_probe_limit_ends_the_loop_cleanly(monkeypatch, tmp_path):
     module = _trainer()
     metrics = tmp_path / "metrics.jsonl"
-    monkeypatch.setenv(P.ENV_METRICS, str(metrics))
-    monkeypatch.setenv(P.ENV_PROBE_STEPS, "7")
+    monkeypatch.setenv(protocol.ENV_METRICS, str(metrics))
+    monkeypatch.setenv(protocol.ENV_PROBE_STEPS, "7")
     monkeypatch.setitem(track._probe_seen, "steps", set())
     monkeypatch.setitem(track._probe_seen, "first_time", None)
     with pytest.raises(SystemExit) as stop:

@@ -159,3 +159,24 @@ def test_the_finder_sees_a_circle_hidden_in_a_function_and_a_relative_import(tmp
     assert cycles(graph) == [["pkg.a", "pkg.sub.b", "pkg.c", "pkg.a"]]
     (pkg / "c.py").write_text("import json\n")
     assert cycles(import_graph(module_files(pkg))) == []
+
+
+#: Short names only third-party habit allows (numpy as np, polars as pl, pandas as pd, pandera as pa).
+CONVENTIONAL_ALIASES = {"np", "pl", "pd", "pa"}
+
+
+def test_gpuledger_modules_are_imported_by_their_full_names():
+    """`from gpuledger import protocol as P` hides every use from a search for `protocol.`: a module of
+    gpuledger imported under an alias of three letters or fewer is refused, in gpuledger/ and tests/."""
+    short = []
+    for folder in (REPO / PACKAGE, REPO / "tests"):
+        for path in sorted(folder.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+                if isinstance(node, ast.Import | ast.ImportFrom):
+                    source = node.module if isinstance(node, ast.ImportFrom) else ""
+                    for alias in node.names:
+                        full = f"{source}.{alias.name}" if source else alias.name
+                        if (alias.asname and len(alias.asname) <= 3 and alias.asname not in CONVENTIONAL_ALIASES
+                                and (full.startswith(PACKAGE) or getattr(node, "level", 0) > 0)):
+                            short.append(f"{path.relative_to(REPO).as_posix()}:{node.lineno}: {full} as {alias.asname}")
+    assert not short, "import gpuledger modules by their full names:\n" + "\n".join(short)

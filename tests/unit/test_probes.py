@@ -13,8 +13,7 @@ import polars as pl
 import psutil
 import pytest
 
-from gpuledger import protocol as P
-from gpuledger import track
+from gpuledger import protocol, track
 from gpuledger.inputs.machine import MachineSpeed
 from gpuledger.plan import plan_sweep
 from gpuledger.plan.probes import PROBE_SCHEMA, shape_key, shapes_to_probe, trial_shape, workload_shape
@@ -33,8 +32,8 @@ MACHINE = MachineSpeed(hostname=HOST, cores=int(psutil.cpu_count(logical=False) 
 def fresh_track(monkeypatch):
     monkeypatch.setitem(track._probe_seen, "steps", set())
     monkeypatch.setitem(track._probe_seen, "first_time", None)
-    monkeypatch.delenv(P.ENV_PROBE_STEPS, raising=False)
-    monkeypatch.delenv(P.ENV_PROBE_SECONDS, raising=False)
+    monkeypatch.delenv(protocol.ENV_PROBE_STEPS, raising=False)
+    monkeypatch.delenv(protocol.ENV_PROBE_SECONDS, raising=False)
     return monkeypatch
 
 
@@ -43,7 +42,7 @@ def test_no_limit_never_stops(fresh_track):
 
 
 def test_step_limit_counts_distinct_training_steps(fresh_track):
-    fresh_track.setenv(P.ENV_PROBE_STEPS, "3")
+    fresh_track.setenv(protocol.ENV_PROBE_STEPS, "3")
     assert not track.probe_limit_reached(0)  # step 0 (a base eval) is not a training step
     assert not track.probe_limit_reached(None)
     assert not track.probe_limit_reached(1)
@@ -53,22 +52,22 @@ def test_step_limit_counts_distinct_training_steps(fresh_track):
 
 
 def test_seconds_limit_counts_from_the_first_training_step(fresh_track):
-    fresh_track.setenv(P.ENV_PROBE_SECONDS, "5")
+    fresh_track.setenv(protocol.ENV_PROBE_SECONDS, "5")
     assert not track.probe_limit_reached(1, now=100.0)
     assert not track.probe_limit_reached(2, now=104.9)
     assert track.probe_limit_reached(3, now=105.0)
 
 
 def test_a_bad_limit_is_no_limit(fresh_track):
-    fresh_track.setenv(P.ENV_PROBE_STEPS, "lots")
-    fresh_track.setenv(P.ENV_PROBE_SECONDS, "-1")
+    fresh_track.setenv(protocol.ENV_PROBE_STEPS, "lots")
+    fresh_track.setenv(protocol.ENV_PROBE_SECONDS, "-1")
     assert not any(track.probe_limit_reached(s) for s in range(1, 50))
 
 
 def test_log_ends_the_process_cleanly_after_writing(fresh_track, tmp_path):
     metrics = tmp_path / "m.jsonl"
-    fresh_track.setenv(P.ENV_METRICS, str(metrics))
-    fresh_track.setenv(P.ENV_PROBE_STEPS, "2")
+    fresh_track.setenv(protocol.ENV_METRICS, str(metrics))
+    fresh_track.setenv(protocol.ENV_PROBE_STEPS, "2")
     track.log(step=1, tokens=512)
     with pytest.raises(SystemExit) as stop:
         track.log(step=2, tokens=1024)
@@ -160,8 +159,8 @@ def test_newest_probe_of_a_shape_wins():
 def test_probe_environment_and_cost_estimates():
     shape = {"micro_batch": 8, "seq_len": 64, "gpus": 1}
     env = probe_env(shape, steps=None, seconds=10.0)
-    assert env[P.ENV_PURPOSE] == "probe" and env[P.ENV_PROBE_SECONDS] == "10" and P.ENV_PROBE_STEPS not in env
-    assert json.loads(env[P.ENV_PROBE_SHAPE]) == shape
+    assert env[protocol.ENV_PURPOSE] == "probe" and env[protocol.ENV_PROBE_SECONDS] == "10" and protocol.ENV_PROBE_STEPS not in env
+    assert json.loads(env[protocol.ENV_PROBE_SHAPE]) == shape
     spec, _ = _demo()
     row = {"compute_s": 96.0, "usd_per_hour": 3.6}  # 384 steps of 512 tokens in 96 s: 0.25 s a step
     assert probe_seconds_estimate(row, spec, shape, steps=40, seconds=None) == pytest.approx(10.0)
