@@ -14,6 +14,7 @@ from sky_offline import REPO_ROOT, no_network, sky_home, sky_offline  # noqa: F4
 
 from gpuledger.cli import main
 from gpuledger.cli.commands.render_task import launch_requests
+from gpuledger.launch.skypilot_task import AGENT_RUN_PREFIX
 from gpuledger.spec import SweepSpec, expand_trials, load_spec
 
 SPECS = sorted(p for p in (REPO_ROOT / "specs").glob("*.yaml") if isinstance(load_spec(p), SweepSpec))
@@ -58,7 +59,7 @@ def test_every_rendered_task_parses_and_matches_the_plan(requests_by_spec):
             assert envs["GPULEDGER_TRIAL_ID"] == req.trial_id
             for key, value in req.params.items():
                 assert envs[f"GPULEDGER_PARAM_{key.upper()}"] == str(value)
-            assert task.run.startswith("python3 -m gpuledger.agent --result ")
+            assert task.run.startswith(AGENT_RUN_PREFIX + "python3 -m gpuledger.agent --result ")
             checked += 1
     assert checked >= 12
 

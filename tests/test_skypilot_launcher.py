@@ -22,7 +22,7 @@ from gpuledger.launch.skypilot import (
     parse_result_lines,
 )
 from gpuledger.launch.skypilot_logs import parse_metric_lines
-from gpuledger.launch.skypilot_task import task_config
+from gpuledger.launch.skypilot_task import AGENT_RUN_PREFIX, task_config
 from gpuledger.record import parse_record
 
 # (cloud, region, instance, spot) -> $/h ; on-demand by (cloud, region, instance)
@@ -215,7 +215,11 @@ def test_submit_sends_the_planned_task_once():
     assert res["job_recovery"] == {"strategy": "FAILOVER", "max_restarts_on_errors": 1}
     assert task["envs"]["GPULEDGER_PARAM_LORA_R"] == "16"
     assert task["envs"]["GPULEDGER_TRIAL_ID"] == "0123456789ab"
-    assert task["run"].startswith("python3 -m gpuledger.agent --result /tmp/gpuledger-result.json -- bash -c ")
+    assert task["run"].startswith(AGENT_RUN_PREFIX + "python3 -m gpuledger.agent --result /tmp/gpuledger-result.json -- bash -c ")
+    # the job gets this installed gpuledger (agent and track), not whatever the synced workdir holds
+    (mount, source), = task["file_mounts"].items()
+    assert mount == "~/.gpuledger/lib/gpuledger" and (Path(source) / "agent" / "__main__.py").is_file()
+    assert (Path(source) / "track.py").is_file()
 
 
 def test_failed_job_without_result_line_is_failed_with_reason_and_billed_on_demand():
@@ -489,7 +493,7 @@ def test_progress_when_the_logs_cannot_be_read_gives_nothing_new():
 def test_the_task_echoes_the_objective_only_when_asked():
     assert "--echo-metrics" not in task_config(request())["run"]
     run = task_config(request(echo_metrics=("eval_loss",)))["run"]
-    assert run.startswith("python3 -m gpuledger.agent --result /tmp/gpuledger-result.json --echo-metrics eval_loss -- ")
+    assert run.startswith(AGENT_RUN_PREFIX + "python3 -m gpuledger.agent --result /tmp/gpuledger-result.json --echo-metrics eval_loss -- ")
 
 
 def test_the_watch_reads_skypilot_logs_every_progress_interval_not_every_poll(tmp_path):

@@ -14,7 +14,7 @@ from test_skypilot_launcher import T0, Clock, FakeSky, request, result_line, run
 
 from gpuledger.launch.skypilot import SkyPilotLauncher
 from gpuledger.launch.skypilot_pool import pool_job_config, pool_task_config
-from gpuledger.launch.skypilot_task import task_config
+from gpuledger.launch.skypilot_task import AGENT_RUN_PREFIX, task_config
 from gpuledger.plan.pools import pool_name
 
 POOL = pool_name("llama3-8b-lora-abcdef12")
@@ -80,7 +80,7 @@ def test_trials_run_on_one_pool_created_once_and_torn_down_with_what_it_cost():
     assert [c[3] for c in launches] == [POOL] * 3
     job = launches[0][1]
     assert "setup" not in job and job["resources"] == {"accelerators": {"A10G": 1}}
-    assert job["run"].startswith("python3 -m gpuledger.agent")
+    assert job["run"].startswith(AGENT_RUN_PREFIX + "python3 -m gpuledger.agent")
     for h in handles:
         assert run_to_end(launcher, h)[-1] == "succeeded"
         (rec,) = launcher.collect(h)
@@ -139,7 +139,7 @@ def test_the_pool_task_and_a_job_on_it_parse_with_skypilot():
     assert res.instance_type == "g5.xlarge" and res.use_spot and res.accelerators == {"A10G": 1}
     job = sky.Task.from_yaml_config(pool_job_config(req))
     (jres,) = list(job.resources)
-    assert jres.accelerators == {"A10G": 1} and job.setup is None and job.run.startswith("python3 -m gpuledger.agent")
+    assert jres.accelerators == {"A10G": 1} and job.setup is None and job.run.startswith(AGENT_RUN_PREFIX + "python3 -m gpuledger.agent")
 
 
 @pytest.mark.usefixtures("sky_home")

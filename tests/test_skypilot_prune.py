@@ -65,11 +65,10 @@ search:
   pruning: {min_steps: 2, reduction_factor: 2}
   params: {x: [0.6, 0.5, 0.3, 0.1]}
   objective: {metric: eval_loss, goal: minimize}
-resources: {accelerators: [A10G], gpus_per_trial: 1, clouds: [aws], spot: never, max_parallel: 1}
+resources: {accelerators: [A10G], gpus_per_trial: 1, clouds: [aws], spot: never, max_parallel: 1, pool: never}
 budget: {max_usd: 5}
 launcher: skypilot
 task:
-  env: {GPULEDGER_ECHO_INTERVAL_S: "0.05"}
   run: python3 trial.py --x {x}
 """
 
@@ -178,6 +177,9 @@ def test_asha_sweep_on_the_skypilot_launcher_prunes_cancels_bills_what_ran_and_s
     from gpuledger.runtime.engine import SweepRun, execute
     from gpuledger.search import study_path_for
     from gpuledger.warehouse import Warehouse
+
+    # the agent's echo interval is the job's environment (the fake cluster's), never the spec's task.env
+    monkeypatch.setenv("GPULEDGER_ECHO_INTERVAL_S", "0.05")
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(tmp_path / "wh" / "ledger.duckdb"))

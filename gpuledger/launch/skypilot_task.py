@@ -10,8 +10,10 @@ import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import gpuledger
 from gpuledger import protocol
 from gpuledger.billing.labels import launch_labels
 from gpuledger.launch.base import LaunchRequest
@@ -19,8 +21,20 @@ from gpuledger.launch.base import LaunchRequest
 #: Where the agent writes its record inside the job (the record also goes to the logs).
 RESULT_PATH = "/tmp/gpuledger-result.json"
 PARAM_ENV_PREFIX = protocol.ENV_PARAM_PREFIX
-#: Installs what the in-job agent needs; the agent itself comes with the synced workdir.
+#: Installs what the in-job agent needs; the agent itself (this installed gpuledger package) is
+#: mounted into the job (`PACKAGE_MOUNT`), so a job from a user's own repository has it too.
 AGENT_SETUP = "python3 -m pip install --quiet 'psutil>=5.9' 'pydantic>=2,<3' 'nvidia-ml-py>=12'"
+#: Where the job finds this gpuledger package: `file_mounts` copies the installed package there and
+#: the agent (and the trial it runs, for `gpuledger.track`) import it through PYTHONPATH.
+PACKAGE_PARENT = "~/.gpuledger/lib"
+PACKAGE_MOUNT = f"{PACKAGE_PARENT}/gpuledger"
+#: what a trial's `run` starts with: the mounted package first on the path, then the agent
+AGENT_RUN_PREFIX = f'PYTHONPATH="$HOME/{PACKAGE_PARENT[2:]}${{PYTHONPATH:+:$PYTHONPATH}}" '
+
+
+def package_dir() -> Path:
+    """Returns the folder of this installed gpuledger package (what the job gets as `PACKAGE_MOUNT`)."""
+    return Path(gpuledger.__file__).resolve().parent
 #: Spot: restart on the trial's own errors this often (besides preemption recoveries, unlimited).
 DEFAULT_MAX_RESTARTS_ON_ERRORS = 1
 
@@ -91,7 +105,8 @@ def wrapped_run(run: str, result_path: str = RESULT_PATH, echo_metrics: Sequence
     line per metric per second), where `SkyPilotLauncher.progress` reads them for the pruner.
     """
     echo = f" --echo-metrics {shlex.quote(','.join(echo_metrics))}" if echo_metrics else ""
-    return f"python3 -m gpuledger.agent --result {shlex.quote(result_path)}{echo} -- bash -c {shlex.quote(run)}"
+    return (f"{AGENT_RUN_PREFIX}python3 -m gpuledger.agent --result {shlex.quote(result_path)}{echo} "
+            f"-- bash -c {shlex.quote(run)}")
 
 
 def _resource(request: LaunchRequest, place: Placement, recovery: dict | None) -> dict[str, Any]:
@@ -142,6 +157,7 @@ def task_config(
     setup = "\n".join(s for s in (agent_setup, request.setup) if s) or None
     config: dict[str, Any] = {"name": job_name(request)}
     config["workdir"] = str(request.workdir)
+    config["file_mounts"] = {PACKAGE_MOUNT: str(package_dir())}
     config["resources"] = resources[0] if len(resources) == 1 else {"ordered": resources}
     config["envs"] = task_envs(request)
     if setup:
