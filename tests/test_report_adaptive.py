@@ -1,12 +1,13 @@
 """The ROI report of an adaptive sweep (issue 18 item 5), on real sweeps: a small ASHA sweep and grids of
-the same experiment (tests/adaptive_sweeps.py: local launcher, real trial subprocesses, a real DuckDB
-warehouse). Every number the adaptive sections show is checked against the warehouse by SQL written
+the same experiment (tests/adaptive_sweeps.py: the sweep engine, the fake launcher reporting each trial's
+curve, a real DuckDB warehouse). Every number the adaptive sections show is checked against the warehouse by SQL written
 here, independently of the report's named queries; the page opens in headless Chromium."""
 
 from __future__ import annotations
 
 import pytest
-from adaptive_sweeps import XS, run_sweep, write_spec
+from adaptive_sweeps import XS, curve, run_sweep, write_spec
+from adaptive_sweeps import loss as _loss
 
 from gpuledger import vocabulary
 from gpuledger.report import write_sweep_report
@@ -15,11 +16,6 @@ from gpuledger.report.sweep import load_sweep, sweep_markdown, sweep_tables
 from gpuledger.warehouse import Warehouse
 
 SECTIONS = ("What the full grid would have cost", "Money saved by pruning")
-
-
-def _loss(x: float, step: int) -> float:
-    """The trial script's eval_loss at its k-th reported value (step k)."""
-    return (abs(x - 0.3) + 1.0) * (1 + 1 / step)
 
 
 @pytest.fixture(scope="module")
@@ -32,12 +28,12 @@ def ledger(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
         mp.setenv("GPULEDGER_WAREHOUSE", str(wh_path))
-        asha = run_sweep(write_spec(root, "asha"), cap=1)
+        asha = run_sweep(write_spec(root, "asha"), cap=1, curve=curve)
         with Warehouse.open(wh_path, read_only=True) as wh:
             out["before"] = load_sweep(wh, sweep_id=asha.sweep_id)
-        grid = run_sweep(write_spec(root, "grid", max_parallel=2), cap=2)
-        few = run_sweep(write_spec(root, "grid", xs=XS[:2], name="tiny-few"), cap=2)
-        tpe = run_sweep(write_spec(root, "tpe"), cap=1)
+        grid = run_sweep(write_spec(root, "grid", max_parallel=2), cap=2, curve=curve)
+        few = run_sweep(write_spec(root, "grid", xs=XS[:2], name="tiny-few"), cap=2, curve=curve)
+        tpe = run_sweep(write_spec(root, "tpe"), cap=1, curve=curve)
         with Warehouse.open(wh_path, read_only=True) as wh:
             out["after"] = load_sweep(wh, sweep_id=asha.sweep_id)
             out["grid_data"] = load_sweep(wh, sweep_id=grid.sweep_id)

@@ -15,7 +15,11 @@ requests always give the same records (run ids, times, metrics, costs), whatever
 - billing: the request's `usd_per_hour` (else `usd_per_hour`) for `wall_s`, from the request's
   price source and description;
 - `outcome(request)` may override any record field (`status`, `reason`, `exit_code`, `wall_s`,
-  `final_metrics`, ...); `submit_errors` makes the first N `submit` calls raise (a launcher error).
+  `final_metrics`, ...); `submit_errors` makes the first N `submit` calls raise (a launcher error);
+- `curve(request)`: the metric points ({name, value, step, t_s}) the trial reports while it runs, one
+  per `poll` (read by `progress`, as the pruner reads a local trial's metrics file, every poll:
+  `progress_interval_s` 0), so an adaptive sweep prunes on the same values without a trial process or
+  a sleep; the attempt lasts its last point's t_s, and one cancelled (pruned) keeps the points shown.
 Records say `launcher: fake` and are written to `landing_dir/<run_id>.json` like the local
 launcher's, so the sweep stores them the same way.
 """
@@ -27,7 +31,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -56,6 +60,12 @@ class FakeHandle:
     record: ResultRecord
     ready_at: float  # monotonic time the attempt "ends" (sleep_s after submit)
     cancelled: bool = False
+    points: list[dict[str, Any]] = field(default_factory=list)  # `curve`: reported one per poll
+    shown: int = 0
+
+    @property
+    def ended(self) -> bool:
+        return self.shown >= len(self.points) and time.monotonic() >= self.ready_at
 
 
 class FakeLauncher:
@@ -63,12 +73,14 @@ class FakeLauncher:
 
     name = "fake"
     poll_interval_s = 0.0
+    progress_interval_s = 0.0
 
     def __init__(self, landing_dir: Path | str | None = None, *, wall_s: float = 1.0, usd_per_hour: float = 0.0,
                  start: datetime = DEFAULT_START, sleep_s: float = 0.0,
                  metrics: Callable[[LaunchRequest], dict[str, float]] = default_metrics,
                  outcome: Callable[[LaunchRequest], dict[str, Any]] | None = None, submit_errors: int = 0,
-                 write_landing: bool = True, **_ignored: Any) -> None:
+                 write_landing: bool = True, curve: Callable[[LaunchRequest], list[dict[str, Any]]] | None = None,
+                 **_ignored: Any) -> None:
         self.landing_dir = Path(landing_dir) if landing_dir is not None else None
         self.wall_s = float(wall_s)
         self.usd_per_hour = float(usd_per_hour)
@@ -77,6 +89,7 @@ class FakeLauncher:
         self.metrics = metrics
         self.outcome = outcome
         self.submit_errors = int(submit_errors)
+        self.curve = curve
         self.write_landing = write_landing and self.landing_dir is not None
         self.submitted = 0
         self._attempts: dict[str, int] = {}
@@ -98,24 +111,42 @@ class FakeLauncher:
             attempt = self._attempts.get(request.trial_id, 0) + 1
             self._attempts[request.trial_id] = attempt
             slot = len(self._handles)
-            handle = FakeHandle(request, self._record(request, attempt, slot), time.monotonic() + self.sleep_s)
+            points = [dict(p) for p in self.curve(request)] if self.curve is not None else []
+            handle = FakeHandle(request, self._record(request, attempt, slot, points), time.monotonic() + self.sleep_s,
+                                points=points)
             self._handles.append(handle)
         return handle
 
     def poll(self, handle: FakeHandle) -> TrialStatus:
         if handle.cancelled:
             return "cancelled"
+        if handle.shown < len(handle.points):
+            handle.shown += 1
+            return "running"
         if time.monotonic() < handle.ready_at:
             return "running"
         return vocabulary.launch_status_of(handle.record.status)  # type: ignore[return-value]
 
+    def progress(self, handle: FakeHandle, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+        """Returns (the curve's points shown since `offset`, the new offset), like the local launcher's."""
+        return handle.points[offset:handle.shown], handle.shown
+
     def cancel(self, handle: FakeHandle) -> None:
         with self._lock:
-            if handle.cancelled or time.monotonic() >= handle.ready_at:
+            if handle.cancelled or handle.ended:
                 return
             handle.cancelled = True
-            handle.record = handle.record.model_copy(update={"status": vocabulary.CANCELLED, "reason": "cancelled",
-                                                             "final_metrics": {}, "metrics": []})
+            kept = handle.points[:handle.shown]
+            update: dict[str, Any] = {"status": vocabulary.CANCELLED, "reason": "cancelled", "final_metrics": {},
+                                      "metrics": kept}
+            if handle.points:
+                wall_s = float(kept[-1]["t_s"]) if kept else 0.0
+                update.update(wall_s=wall_s, ended_at=handle.record.started_at + timedelta(seconds=wall_s))
+            data = handle.record.to_json()
+            if handle.points:  # billed for the time it ran
+                update["billing"] = [{**b, "hours": update["wall_s"] / 3600.0,
+                                      "cost_usd": b["usd_per_hour"] * update["wall_s"] / 3600.0} for b in data["billing"]]
+            handle.record = ResultRecord.model_validate({**data, **update})
 
     def collect(self, handle: FakeHandle) -> list[ResultRecord]:
         record = handle.record
@@ -129,9 +160,11 @@ class FakeLauncher:
         for handle in list(self._handles):
             self.cancel(handle)
 
-    def _record(self, req: LaunchRequest, attempt: int, slot: int) -> ResultRecord:
+    def _record(self, req: LaunchRequest, attempt: int, slot: int, points: list[dict[str, Any]]) -> ResultRecord:
         fields: dict[str, Any] = {"status": vocabulary.SUCCEEDED, "exit_code": 0, "wall_s": self.wall_s,
                                   "final_metrics": self.metrics(req)}
+        if points:  # the curve's last value of each metric, at its last point's time
+            fields.update(final_metrics={p["name"]: p["value"] for p in points}, wall_s=float(points[-1]["t_s"]))
         if self.outcome is not None:
             fields.update(self.outcome(req) or {})
         if fields["status"] != vocabulary.SUCCEEDED:
@@ -149,7 +182,7 @@ class FakeLauncher:
             "gpus": req.gpus if req.accelerator else 0, "spot": req.spot, "started_at": started,
             "ended_at": started + timedelta(seconds=wall_s), "hostname": "fake", "command": req.run,
             "params": dict(req.params),
-            "metrics": [{"name": k, "value": v, "step": 1, "t_s": wall_s} for k, v in fields["final_metrics"].items()],
+            "metrics": points or [{"name": k, "value": v, "step": 1, "t_s": wall_s} for k, v in fields["final_metrics"].items()],
             "billing": [{"source": req.price_source, "description": req.price_description or "fake launcher rate",
                          "usd_per_hour": rate, "hours": hours, "cost_usd": rate * hours, "spot": req.spot,
                          "on_demand_usd_per_hour": req.on_demand_usd_per_hour if req.spot else rate}],
