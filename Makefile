@@ -8,11 +8,12 @@ UV = $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 
-.PHONY: help setup demo test lint serve bench clean
+.PHONY: help setup demo test test-fast lint serve bench clean
 
 help:
 	@echo "make demo    set up, run the demo LoRA grid then the same points by ASHA locally, write their ROI reports"
-	@echo "make test    set up, run the test suite (and ruff)"
+	@echo "make test    set up, run the test suite (and ruff): tests/unit and tests/integration"
+	@echo "make test-fast  the unit tests only (tests/unit: no server, browser, cluster or real sweep)"
 	@echo "make serve   local Prefect server + worker + deployments (Ctrl-C stops)"
 	@echo "make bench   run the benchmarks (ratios measured side by side)"
 
@@ -28,6 +29,10 @@ demo: setup
 
 test: setup lint
 	GPULEDGER_TEST_UV="$(UV)" $(BIN)/pytest
+
+# The edit loop: tests/unit only (fast, pure; tests/integration holds real processes, servers, browsers).
+test-fast: setup
+	$(BIN)/pytest tests/unit -m "not slow" -q
 
 lint: setup
 	$(BIN)/ruff check .

@@ -1,4 +1,9 @@
-"""Shared test settings: every test gets its own warehouse and never talks to the network."""
+"""Shared test settings: every test gets its own warehouse and never talks to the network.
+
+Tests by kind: tests/unit/ (fast and pure: no server, browser, PostgreSQL, trial subprocess or Prefect;
+`make test-fast`), tests/integration/ (real processes, servers, browsers; marked `integration` and `slow`
+here, so `pytest -m "not slow"` runs the unit tests), helpers in tests/helpers/ (`helpers.<module>`).
+tests/unit/test_test_layout.py keeps it so."""
 
 from __future__ import annotations
 
@@ -15,6 +20,17 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
 fake_launcher.register()  # `launcher: fake` exists only in tests (gpuledger.launch.register_launcher)
+
+
+INTEGRATION = REPO / "tests" / "integration"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks every test under tests/integration/ `integration` and `slow`."""
+    for item in items:
+        if INTEGRATION in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.integration)
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

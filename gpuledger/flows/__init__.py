@@ -1,4 +1,4 @@
-"""Prefect flows of gpuledger: the only package that imports Prefect (tests/test_layering.py holds it).
+"""Prefect flows of gpuledger: the only package that imports Prefect (tests/unit/test_layering.py holds it).
 
 - `flows.sweep`: flow `sweep` (plan, guard, launch with a Prefect-native parallelism cap, ingest
   each result as it arrives, budget stop, ROI report and artifacts).

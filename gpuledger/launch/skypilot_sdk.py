@@ -1,5 +1,5 @@
 """The SDK boundary of the SkyPilot launcher: `SkySDK`, the only object that calls SkyPilot's client
-API (0.14.1), returning plain values. Tests replace it with a fake (tests/test_skypilot_launcher.py).
+API (0.14.1), returning plain values. Tests replace it with a fake (tests/unit/test_skypilot_launcher.py).
 
 - managed jobs: `launch` (`sky.jobs.launch` [+ `pool=`] + `sky.stream_and_get`), `queue`
   (`sky.jobs.queue_v2` + `sky.get`), `tail_logs` (follow=False, optionally the last `tail` lines,

@@ -3,7 +3,7 @@
 The counts follow the module trees of `transformers`' `modeling_<family>.py` (each Linear's
 weight and bias, each norm's weight and bias, embeddings, tied or separate lm_head), so they equal
 `sum(p.numel() for p in AutoModelForCausalLM.from_config(cfg).parameters())` built on the meta
-device (checked for every registry model with transformers 5.23 + torch 2.13; tests/test_models.py
+device (checked for every registry model with transformers 5.23 + torch 2.13; tests/unit/test_models.py
 holds the verified values). Tied weights count once, as `parameters()` counts them.
 """
 

@@ -51,7 +51,7 @@ class KVEngine:
     `prefill(slot, tokens)` (or `prefill_batch` for prompts of one length) fills a slot's cache from a
     prompt and returns the logits after its last token; `decode(slots, tokens, positions)` appends one token to each given slot and returns their
     next-token logits [B, vocab]. Both compute exactly what a full causal forward over the same
-    tokens computes (tests/test_serve_bench.py checks it).
+    tokens computes (tests/integration/test_serve_bench.py checks it).
     """
 
     def __init__(self, hf: dict, slots: int, seed: int = 0) -> None:

@@ -15,7 +15,7 @@ is created; later connections read it from the catalog).
 - Several writers: DuckLake commits optimistically and lets concurrent INSERTs through, so every
   writing transaction first updates the single row of `lake_writer`: two writers that overlap
   conflict on that row, the later one's commit fails and it retries from the start (seeing the
-  earlier one's rows). Nothing is lost, nothing duplicated (`push_ledger`; tests/test_lake.py).
+  earlier one's rows). Nothing is lost, nothing duplicated (`push_ledger`; tests/integration/test_lake.py).
 """
 
 from __future__ import annotations

@@ -15,17 +15,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from record_fixtures import example_record
-from report_fixtures import (
+from gpuledger.billing import read_focus
+from gpuledger.warehouse import Warehouse
+from helpers.record_fixtures import example_record
+from helpers.report_fixtures import (
     build_all_failed,
     build_empty_sweep,
     build_local_demo,
     build_running,
     build_weekly_fixture,
 )
-
-from gpuledger.billing import read_focus
-from gpuledger.warehouse import Warehouse
 
 FOCUS_BILL = Path(__file__).resolve().parent.parent / "data" / "focus" / "gpu_cloud_2026-02.csv"
 ASHA = "asha-demo-0000aaaa"
@@ -79,7 +78,7 @@ def _billed(wh: Warehouse) -> None:
 
 def build_demo_warehouse(path: str | Path) -> None:
     """Writes the warehouse of the module doc at `path` (a new file)."""
-    build_weekly_fixture(path)
+    build_weekly_fixture(path)  # the first builder starts from the migrated template
     build_all_failed(path)
     build_running(path)
     build_empty_sweep(path)

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from sweep_specs import sweep_spec, trial_script, x_points
+from helpers.sweep_specs import sweep_spec, trial_script, x_points
 
 from gpuledger import protocol, vocabulary
 from gpuledger.launch.base import LaunchRequest

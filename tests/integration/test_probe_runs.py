@@ -32,7 +32,7 @@ log(step=10_000, eval_loss=1.0)
 
 @pytest.fixture()
 def probe_spec(tmp_path, monkeypatch):
-    from sweep_specs import sweep_spec
+    from helpers.sweep_specs import sweep_spec
 
     monkeypatch.setenv("GPULEDGER_MACHINE_FILE", str(tmp_path / "machine.json"))
     (tmp_path / "trial.py").write_text(TRIAL, encoding="utf-8")

@@ -8,9 +8,10 @@ import json
 import statistics
 from pathlib import Path
 
+from helpers.record_fixtures import example_record
+
 from gpuledger.cli import main
 from gpuledger.estimate.public import MEMORY_CSV, THROUGHPUT_CSV, read_csv
-from tests.record_fixtures import example_record
 
 #: (run, GPU, planned GiB, measured GiB, planned s, measured s, the plan's basis)
 RUNS = [("r0", "A100", 10.0, 12.5, 1000.0, 800.0, "estimate"), ("r1", "A100", 10.0, 9.0, 1000.0, 1250.0, "estimate"),

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from helpers.record_fixtures import example_record, ingest_known
+from helpers.sky_offline import SHARED_CATALOG, no_network  # noqa: F401 - fixture by name
 
 from gpuledger.catalog.offers import bundled_offers
 from gpuledger.cli import main
-from tests.record_fixtures import example_record, ingest_known
-from tests.sky_offline import SHARED_CATALOG, no_network  # noqa: F401 - fixture by name
 
 
 def _shared_catalog() -> Path:

@@ -1,7 +1,7 @@
 -- Budget burn (over all weeks) of the sweeps with a budget that had a run start in the ISO week
 -- [$week_start, $week_end): the columns of v_sweep_roi, computed for those sweeps only (v_sweep_roi
 -- ranks, spends and counts every sweep's runs before any filter). total_cost_usd and budget_used_pct
--- as v_sweep_roi defines them (tests/test_report_weekly.py checks both agree).
+-- as v_sweep_roi defines them (tests/unit/test_report_weekly.py checks both agree).
 WITH week_sweeps AS (
     SELECT DISTINCT sweep_id FROM runs
     WHERE started_at >= $week_start AND started_at < $week_end AND sweep_id IS NOT NULL

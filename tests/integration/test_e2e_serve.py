@@ -1,0 +1,103 @@
+"""End to end on a real Prefect server and worker: `gpuledger serve`, then
+`prefect deployment run sweep/lora-grid --watch` on a small spec, then Ctrl-C.
+
+Free port, temporary PREFECT_HOME and warehouse; the worker runs the flow in this checkout (the
+deployment's pull step). Checks the warehouse, a clean shutdown (worker, then server, exit 0) and
+that no process is left behind. Runs in CI (marked slow, not skipped).
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from helpers.sweep_specs import write_spec
+
+
+def read_until(proc: subprocess.Popen, needle: str, timeout_s: float, seen: list[str]) -> bool:
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not sel.select(timeout=0):
+            return False
+        if not sel.select(timeout=1.0):
+            continue
+        line = proc.stdout.readline().decode(errors="replace")
+        if not line:
+            return False
+        seen.append(line)
+        if needle in line:
+            return True
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(480)
+def test_serve_deploy_run_sweep_deployment_and_shut_down_cleanly(tmp_path, repo_root, _isolated_warehouse):
+    from gpuledger.flows.server import free_port
+
+    spec = write_spec(tmp_path, name="e2e-grid", xs=(0.1, 0.3))
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = dict(os.environ)
+    env.update({"PREFECT_API_URL": api, "PREFECT_HOME": str(tmp_path / "prefect-home"),
+                "GPULEDGER_WAREHOUSE": str(_isolated_warehouse), "DO_NOT_TRACK": "1",
+                "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PYTHONUNBUFFERED": "1"})
+    serve = subprocess.Popen([sys.executable, "-m", "gpuledger.cli", "serve"], cwd=repo_root, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    seen: list[str] = []
+    procs: list[psutil.Process] = []
+    try:
+        assert read_until(serve, "gpuledger serve ready", 300, seen), "".join(seen[-60:])
+
+        # a second `gpuledger serve` finds it running and leaves it alone
+        second = subprocess.run([sys.executable, "-m", "gpuledger.cli", "serve"], cwd=repo_root, env=env,
+                                capture_output=True, text=True, timeout=60)
+        assert second.returncode == 0 and "already running" in second.stdout, second.stdout + second.stderr
+
+        prefect = str(Path(sys.executable).parent / "prefect")
+        ls = subprocess.run([prefect, "deployment", "ls"], env=env, capture_output=True, text=True, timeout=60)
+        for name in ("sweep/lora-grid", "cost-report/weekly", "capacity/chat-serving"):
+            assert name in ls.stdout, ls.stdout + ls.stderr
+        run = subprocess.run(
+            [prefect, "deployment", "run", "sweep/lora-grid", "--param", f"spec={spec}", "--watch",
+             "--watch-timeout", "240"],
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+        assert "Completed" in run.stdout + run.stderr
+
+        from gpuledger.warehouse import Warehouse
+
+        with Warehouse.open(read_only=True) as wh:
+            runs = wh.query("SELECT trial_id, status FROM runs")
+            sweeps = wh.query("SELECT name, status FROM sweeps")
+        assert runs.height == 2 and set(runs["status"]) == {"succeeded"}
+        assert sweeps.to_dicts() == [{"name": "e2e-grid", "status": "succeeded"}]
+        procs = psutil.Process(serve.pid).children(recursive=True)
+        assert len(procs) >= 2  # server and worker (and their children)
+    finally:
+        if serve.poll() is None:
+            os.killpg(serve.pid, signal.SIGINT)  # Ctrl-C
+        try:
+            rest = serve.communicate(timeout=90)[0].decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            os.killpg(serve.pid, signal.SIGKILL)
+            rest = serve.communicate()[0].decode(errors="replace")
+            pytest.fail("gpuledger serve did not stop within 90 s of Ctrl-C:\n" + "".join(seen[-40:]))
+    out = "".join(seen) + rest
+    assert serve.returncode == 0, out[-4000:]
+    assert out.index("Stopping: worker first") < out.index("Stopped.")
+    gone, alive = psutil.wait_procs(procs, timeout=15)
+    try:
+        assert not alive, f"left behind: {[(p.pid, p.cmdline()) for p in alive]}"
+    finally:
+        for p in alive:
+            p.kill()

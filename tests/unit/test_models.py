@@ -1,0 +1,187 @@
+"""Model registry and exact parameter counts (verified against transformers on the meta device)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuledger.errors import UserError
+from gpuledger.models import count_params, load_config, lora_linears, registry_names
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "reference" / "param_counts.csv"
+
+# The eight counts of shared/reference/param_counts.csv (copied so the test runs without ../shared).
+REFERENCE = {
+    "facebook/opt-125m": 125_239_296,
+    "facebook/opt-350m": 331_196_416,
+    "gpt2": 124_439_808,
+    "meta-llama/Llama-2-7b-hf": 6_738_415_616,
+    "meta-llama/Meta-Llama-3-8B": 8_030_261_248,
+    "mistralai/Mistral-7B-v0.1": 7_241_732_096,
+    "Qwen/Qwen2.5-0.5B": 494_032_768,
+    "google/gemma-2b": 2_506_172_416,
+}
+# sum(p.numel() for p in AutoModelForCausalLM.from_config(cfg).parameters()) under
+# torch.device("meta"), transformers 5.23.0 + torch 2.13.0 (CPU), from each registry config.
+VERIFIED = {
+    "gpt2-medium": 354_823_168, "gpt2-large": 774_030_080, "gpt2-xl": 1_557_611_200,
+    "facebook/opt-1.3b": 1_315_758_080, "facebook/opt-2.7b": 2_651_596_800, "facebook/opt-6.7b": 6_658_473_984,
+    "facebook/opt-13b": 12_853_473_280, "facebook/opt-30b": 29_974_540_288,
+    "meta-llama/Llama-2-13b-hf": 13_015_864_320, "meta-llama/Llama-2-70b-hf": 68_976_648_192,
+    "meta-llama/Meta-Llama-3-70B": 70_553_706_496, "meta-llama/Llama-3.1-8B": 8_030_261_248,
+    "meta-llama/Llama-3.1-70B": 70_553_706_496, "meta-llama/Llama-3.1-405B": 405_853_388_800,
+    "meta-llama/Llama-3.2-1B": 1_235_814_400, "meta-llama/Llama-3.2-3B": 3_212_749_824,
+    "huggyllama/llama-65b": 65_285_660_672,
+    "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T": 1_100_048_384,
+    "mistralai/Mixtral-8x7B-v0.1": 46_702_792_704,
+    "Qwen/Qwen2.5-1.5B": 1_543_714_304, "Qwen/Qwen2.5-3B": 3_085_938_688, "Qwen/Qwen2.5-7B": 7_615_616_512,
+    "Qwen/Qwen2.5-14B": 14_770_033_664, "Qwen/Qwen2.5-32B": 32_763_876_352, "Qwen/Qwen2.5-72B": 72_706_203_648,
+    "Qwen/Qwen3-0.6B": 596_049_920, "Qwen/Qwen3-1.7B": 1_720_574_976, "Qwen/Qwen3-4B": 4_022_468_096,
+    "Qwen/Qwen3-8B": 8_190_735_360,
+    "google/gemma-7b": 8_537_680_896, "google/gemma-2-2b": 2_614_341_888, "google/gemma-2-9b": 9_241_705_984,
+    "microsoft/phi-1_5": 1_418_270_720, "microsoft/phi-2": 2_779_683_840,
+    "microsoft/Phi-3-mini-4k-instruct": 3_821_079_552,
+    "EleutherAI/pythia-160m": 162_322_944, "EleutherAI/pythia-1b": 1_011_781_632,
+    "EleutherAI/pythia-6.9b": 6_857_302_016,
+    "tiiuae/falcon-7b": 6_921_720_704, "tiiuae/falcon-40b": 41_303_293_952,
+    # the demo trainer's GPT-2 (V=45, P=64, d=64, 4 layers): 45*64 + 64*64 + 4*(12*64^2 + 13*64) + 2*64
+    "gpuledger/demo-char-gpt": 207_040,
+}
+# Hand-written config.json files exercising HF defaults and family switches; counts verified the
+# same way (AutoConfig.for_model(model_type, **fields) on the meta device).
+EDGE = [
+    ({"model_type": "llama", "num_hidden_layers": 2}, 666_914_816),
+    ({"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+      "num_attention_heads": 8, "num_key_value_heads": 2, "attention_bias": True, "mlp_bias": True,
+      "vocab_size": 1000, "head_dim": 64}, 1_959_680),
+    ({"model_type": "gpt2", "n_embd": 128, "n_layer": 3, "n_head": 4, "n_inner": 300, "vocab_size": 999,
+      "n_positions": 64, "tie_word_embeddings": False}, 695_556),
+    ({"model_type": "opt", "hidden_size": 128, "ffn_dim": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "word_embed_proj_dim": 64, "do_layer_norm_before": True, "vocab_size": 500,
+      "max_position_embeddings": 100}, 326_656),
+    ({"model_type": "opt", "hidden_size": 128, "ffn_dim": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "layer_norm_elementwise_affine": False, "enable_bias": False, "vocab_size": 500,
+      "tie_word_embeddings": False}, 652_544),
+    ({"model_type": "phi", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+      "num_attention_heads": 8, "num_key_value_heads": 2, "qk_layernorm": True, "vocab_size": 1000}, 1_369_576),
+    ({"model_type": "falcon", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 8,
+      "parallel_attn": False, "multi_query": False, "bias": True, "vocab_size": 1000}, 1_836_032),
+    ({"model_type": "falcon", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 8,
+      "num_kv_heads": 2, "new_decoder_architecture": True, "num_ln_in_parallel_attn": 1, "vocab_size": 1000,
+      "ffn_hidden_size": 700}, 1_302_016),
+    ({"model_type": "gpt_neox", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+      "num_attention_heads": 8, "attention_bias": False, "vocab_size": 1000, "tie_word_embeddings": True}, 1_308_672),
+    ({"model_type": "qwen3", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+      "num_attention_heads": 8, "num_key_value_heads": 4, "attention_bias": True, "head_dim": 64,
+      "vocab_size": 1000}, 2_088_960),
+    ({"model_type": "qwen2", "num_hidden_layers": 1}, 1_582_325_760),
+    ({"model_type": "mixtral", "num_hidden_layers": 1, "num_local_experts": 4}, 1_008_758_784),
+    ({"model_type": "mistral", "num_hidden_layers": 1}, 480_260_096),
+    ({"model_type": "gemma2", "num_hidden_layers": 1}, 667_692_288),
+    ({"model_type": "gemma", "num_hidden_layers": 1}, 1_063_265_280),
+    ({"model_type": "phi3", "num_hidden_layers": 1, "num_key_value_heads": 8}, 296_100_864),
+    ({"model_type": "phi", "num_hidden_layers": 1}, 260_124_672),
+    ({"model_type": "gpt_neox", "num_hidden_layers": 1}, 1_072_785_408),
+    ({"model_type": "falcon", "num_hidden_layers": 1}, 502_548_224),
+    ({"model_type": "opt"}, 125_239_296),
+    ({"model_type": "gpt2"}, 124_439_808),
+]
+
+
+@pytest.mark.parametrize("name,expected", sorted(REFERENCE.items()))
+def test_reference_counts_exact(name, expected):
+    assert count_params(load_config(name)).total == expected
+
+
+def test_reference_csv_agrees_when_present():
+    if not SHARED.is_file():
+        pytest.skip(f"{SHARED} absent (shared reference data lives next to the repo)")
+    with open(SHARED, newline="") as fh:
+        rows = {r["model"]: int(r["params_total"]) for r in csv.DictReader(fh)}
+    assert rows == REFERENCE
+
+
+@pytest.mark.parametrize("name,expected", sorted(VERIFIED.items()))
+def test_verified_counts_exact(name, expected):
+    if name.startswith("gpuledger/") and name not in registry_names():
+        pytest.skip(f"{name} is registered by the demo trainer's config file, not present here")
+    pc = count_params(load_config(name))
+    assert pc.exact and pc.total == expected
+
+
+@pytest.mark.parametrize("fields,expected", EDGE, ids=[f"{f['model_type']}-{i}" for i, (f, _) in enumerate(EDGE)])
+def test_hf_defaults_and_variants_from_a_path(tmp_path, fields, expected):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    assert count_params(load_config(str(path))).total == expected
+
+
+def test_opt_350m_is_not_the_seed_claim():
+    assert count_params(load_config("facebook/opt-350m")).total == 331_196_416 != 356_714_496
+
+
+def test_every_listed_family_and_model_is_registered():
+    names = set(registry_names())
+    for n in ["gpt2", "gpt2-medium", "gpt2-xl", "facebook/opt-125m", "facebook/opt-13b", "meta-llama/Llama-2-70b-hf",
+              "meta-llama/Meta-Llama-3-70B", "meta-llama/Llama-3.1-405B", "meta-llama/Llama-3.2-3B",
+              "mistralai/Mixtral-8x7B-v0.1", "Qwen/Qwen2.5-72B", "Qwen/Qwen3-8B", "google/gemma-2-9b",
+              "microsoft/phi-2", "microsoft/Phi-3-mini-4k-instruct", "tiiuae/falcon-40b", "EleutherAI/pythia-6.9b",
+              "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T"]:
+        assert n in names, n
+    assert all(load_config(n).num_layers > 0 for n in names)
+
+
+def test_names_case_insensitive_and_without_org():
+    assert load_config("LLAMA-2-7B-HF").name == "meta-llama/Llama-2-7b-hf"
+    assert load_config("opt-350m").name == "facebook/opt-350m"
+    assert load_config("qwen/qwen3-0.6b").name == "Qwen/Qwen3-0.6B"
+
+
+def test_registry_config_facts():
+    l3 = load_config("meta-llama/Llama-3.1-70B")
+    assert (l3.num_kv_heads, l3.head_dim, l3.vocab_size) == (8, 128, 128256)
+    g = load_config("google/gemma-2b")
+    assert (g.num_kv_heads, g.head_dim, g.tie_word_embeddings) == (1, 256, True)
+    f = load_config("tiiuae/falcon-7b")
+    assert (f.num_kv_heads, f.intermediate_size) == (1, 4 * 4544)
+
+
+def test_unknown_name_did_you_mean():
+    with pytest.raises(UserError, match="did you mean.*meta-llama/Llama-2-7b-hf"):
+        load_config("Llama-2-7b-hff")
+
+
+@pytest.mark.parametrize("content,match", [("{not json", "not valid JSON"), ("[1, 2]", "JSON object"),
+                                           ('{"hidden_size": 8}', "model_type"),
+                                           ('{"model_type": "llama", "hidden_size": "big"}', "hidden_size")])
+def test_bad_files(tmp_path, content, match):
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    with pytest.raises(UserError, match=match):
+        load_config(str(path))
+
+
+def test_missing_file():
+    with pytest.raises(UserError, match="does not exist"):
+        load_config("/no/such/config.json")
+
+
+def test_unknown_family_is_a_flagged_estimate(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "newarch", "hidden_size": 512, "intermediate_size": 1024,
+                                "num_hidden_layers": 4, "num_attention_heads": 8, "vocab_size": 1000}))
+    pc = count_params(load_config(str(path)))
+    assert not pc.exact and "newarch" in pc.note
+    # llama-style blocks with a gated MLP; lm_head tied (PretrainedConfig's tie_word_embeddings=True)
+    assert pc.total == 1000 * 512 + 4 * (4 * 512 * 512 + 3 * 512 * 1024 + 2 * 512) + 512
+
+
+def test_lora_linears_fused_and_targets():
+    assert [lin.name for lin in lora_linears(load_config("gpt2"), "q,v")] == ["attn.c_attn"]
+    names = [lin.name for lin in lora_linears(load_config("meta-llama/Llama-2-7b-hf"), "all-linear")]
+    assert names == ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    mix = lora_linears(load_config("mistralai/Mixtral-8x7B-v0.1"), "up")
+    assert mix[0].count == 8
