@@ -11,10 +11,21 @@ is not an edge: a package's `__init__` re-exporting its modules is not a circle.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "gpuledger"
+
+
+def _parsed(path: Path) -> ast.AST:
+    return _parse(path.read_text(encoding="utf-8"), str(path))
+
+
+@functools.cache
+def _parse(text: str, filename: str) -> ast.AST:
+    """Each source parsed once per session (both tests walk the same files)."""
+    return ast.parse(text, filename=filename)
 
 
 def module_files(root: Path = REPO / PACKAGE) -> dict[str, Path]:
@@ -41,7 +52,7 @@ def import_graph(modules: dict[str, Path]) -> dict[str, dict[str, int]]:
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: dict[str, int] = {}
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        for node in ast.walk(_parsed(path)):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -171,7 +182,7 @@ def test_gpuledger_modules_are_imported_by_their_full_names():
     short = []
     for folder in (REPO / PACKAGE, REPO / "tests"):
         for path in sorted(folder.rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            for node in ast.walk(_parsed(path)):
                 if isinstance(node, ast.Import | ast.ImportFrom):
                     source = node.module if isinstance(node, ast.ImportFrom) else ""
                     for alias in node.names:
