@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from gpuledger.errors import BudgetExceeded
-from gpuledger.protocol import SWEEP_PLANNED, SWEEP_RUNNING
+from gpuledger.vocabulary import SWEEP_PLANNED, SWEEP_RUNNING
 
 #: sweep statuses under which a launch still spends (its planned spend is held)
 OPEN_SWEEP_STATUSES = (SWEEP_PLANNED, SWEEP_RUNNING)
