@@ -445,7 +445,7 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
     {accelerator: operating point(s)} (see `measured_points`), e.g. what a serving sweep measured;
     it replaces the spec's `measured` for the same accelerator. `model`: a ready `ServingModel`
     (tests; default: the spec's model from the registry). `fine_tune_usd`: the cost of the spec's
-    `fine_tune.sweep` read from the warehouse (`gpuledger.serving.measured.plan_capacity_measured`),
+    `fine_tune.sweep` read from the warehouse (`gpuledger.serving.capacity_from_sweep.plan_capacity_measured`),
     `fine_tune_source` where it comes from; `fine_tune.usd` in the spec needs neither.
     """
     if getattr(spec, "kind", None) != "capacity":
