@@ -94,8 +94,15 @@ def test_sql_stops_at_its_time_limit(ledger):
     assert "42" in quick.communicate(timeout=60)[0] and quick.returncode == 0  # positive control
 
 
+def _as_at_a_terminal() -> None:
+    """Ctrl-C as a terminal delivers it: SIGINT at its default (a background job of a
+    non-interactive shell, such as a CI step's, starts with SIGINT ignored, and Python then
+    installs no KeyboardInterrupt handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sql_stops_at_ctrl_c(ledger):
-    proc = _sql(ENDLESS, env={"GPULEDGER_WAREHOUSE": str(ledger)})
+    proc = _sql(ENDLESS, env={"GPULEDGER_WAREHOUSE": str(ledger)}, preexec_fn=_as_at_a_terminal)
     time.sleep(4)  # importing and opening, then deep in the query
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)

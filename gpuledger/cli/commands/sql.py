@@ -15,6 +15,7 @@ line each (`gpuledger.cli.table_text`). SQL errors become one line
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 
@@ -42,8 +43,18 @@ def run(args: argparse.Namespace) -> int:
     timeout_s = float(settings.current().get("sql.timeout_s"))
     if not timeout_s > 0:
         raise UserError(f"sql.timeout_s (GPULEDGER_SQL_TIMEOUT_S) is {timeout_s:g}; give a number of seconds > 0")
-    with Warehouse.open(read_only=not args.write, config=None if args.write else READ_ONLY_CONFIG) as wh:
-        df = wh.query_bounded(query, timeout_s)
+    try:
+        with Warehouse.open(read_only=not args.write, config=None if args.write else READ_ONLY_CONFIG) as wh:
+            df = wh.query_bounded(query, timeout_s)
+    except UserError as err:
+        if err.exit_code != 130:
+            raise
+        # Ctrl-C: DuckDB's threads, interrupted mid-query, abort the interpreter's ordinary exit
+        # ("terminate called without an active exception"); the query is stopped and nothing was
+        # written (read-only, or --write's statement rolled back), so leave at once with the one line.
+        print(f"gpuledger sql: {err}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(130)
     out = sys.stdout
     if args.format == "csv":
         out.write(df.write_csv())
