@@ -217,6 +217,8 @@ def test_ctrl_c_stops_launching_cancels_what_runs_and_still_stores_what_finished
     import threading
 
     monkeypatch.chdir(tmp_path)
+    # Ctrl-C as at a terminal: a background job of a non-interactive shell starts with SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     run, made = _run(tmp_path, max_parallel=2, launcher_kw={"sleep_s": 3.0})
     timers: list[threading.Timer] = []
 
@@ -226,7 +228,10 @@ def test_ctrl_c_stops_launching_cancels_what_runs_and_still_stores_what_finished
                 timers.append(threading.Timer(0.3, signal.raise_signal, args=(signal.SIGINT,)))
                 timers[0].start()
 
-    summary = execute(run, InterruptAfterFirstResults())
+    try:
+        summary = execute(run, InterruptAfterFirstResults())
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert summary.interrupted and summary.status == vocabulary.SWEEP_INTERRUPTED and summary.exit_code() == 130
     assert summary.succeeded >= 2 and summary.unrecorded == 0
     with _wh() as wh:
