@@ -25,7 +25,7 @@ MIN_RUNS = 5
 #: GPU kind -> architecture family (NVIDIA architecture whitepapers); memory habits (allocator,
 #: kernels, CUDA context) follow the architecture and software stack, not the SKU.
 FAMILY = {"V100": "volta", "T4": "turing", "A100": "ampere", "A100-80GB": "ampere", "A10G": "ampere",
-          "A10": "ampere", "RTXA6000": "ampere", "A6000": "ampere", "RTX3090": "ampere", "L4": "ada", "L40S": "ada",
+          "A10": "ampere", "RTXA6000": "ampere", "A6000": "ampere", "RTX3090": "ampere", "L4": "ada", "L40": "ada", "L40S": "ada",
           "RTX4090": "ada", "H100": "hopper", "H200": "hopper", "GH200": "hopper", "B200": "blackwell"}
 #: framework of the runs the warehouse records (gpuledger's trainers: Transformers + PEFT)
 RUN_FRAMEWORK = "hf"

@@ -23,16 +23,19 @@ FRAMEWORKS = tuple(FRAMEWORK_CLASS)
 PRIOR_MATMUL_EFFICIENCY = {"tuned": 0.72, "torchtune": 0.62, "litgpt": 0.70, "hf": 0.55}
 
 #: Achieved fraction of the dense 16-bit peak on the model's matmuls (recompute included), on an
-#: Ampere GA100 part with large micro-batches. Fitted (`benchmarks/time_accuracy.py --fit`, 74 scored
+#: Ampere GA100 part with large micro-batches. Fitted (`benchmarks/time_accuracy.py --fit`, 108 scored
 #: public rows, 2026-11-26; each class's value is the median over its sources of each source's median
 #: measured/predicted, so one long table does not outvote the others): tuned on llm-foundry's MPT
 #: tables, Megatron-LM Table 1, Llama 3 Table 4; torchtune on its README's speed table; litgpt on
 #: TinyLlama's README and lit-gpt's resource tables (LoRA, micro-batch 1-4, one A100-40GB); hf on
 #: whyNLP/tinyllama's benchmark (HF Trainer + DeepSpeed), PaddleNLP's Torch benchmark (HF Trainer +
-#: PEFT/DeepSpeed, LLaMA-7B LoRA and ZeRO-2/3) and Qwen's README profiling (Qwen 1.8B/7B/14B LoRA,
-#: one A100-80G, 256-8192 tokens). The hf sources disagree: Qwen's rows run ~1.6x faster than the
-#: others imply (held out, the model is 40-100% slow on Qwen-7B/14B), so this value errs slow there.
-MATMUL_EFFICIENCY = {"tuned": 0.6725, "torchtune": 0.8409, "litgpt": 0.6285, "hf": 0.4089}
+#: PEFT/DeepSpeed, LLaMA-7B LoRA and ZeRO-2/3), Qwen's README profiling (Qwen 1.8B/7B/14B LoRA, one
+#: A100-80G, 256-8192 tokens) and fms-acceleration's benchmark references (HF Trainer + TRL + PEFT,
+#: Mistral-7B/Mixtral/Llama-2-70B full, LoRA, QLoRA packed to 4096 on 1-2 A100-80GB and L40). The hf
+#: sources split two against two: the 2023-12/2024-05 stacks with FlashAttention-2 and bf16 weights
+#: (Qwen, fms-acceleration) run ~1.45x faster than the 2023 ones (PaddleNLP's fp16 autocast without
+#: flash attention, whyNLP's ZeRO-3) imply; the median sits between them (each ~20% off, held out more).
+MATMUL_EFFICIENCY = {"tuned": 0.6725, "torchtune": 0.8409, "litgpt": 0.6285, "hf": 0.5451}
 
 #: Sustained fraction of the datasheet peak by GPU generation, relative to Ampere GA100 (same code):
 #: llm-foundry's MPT tables measure H100 at 0.67-0.72 of A100's MFU on the same configurations
@@ -47,8 +50,13 @@ GENERATION_FACTOR = {"ampere": 1.0, "ga102": 0.85, "ada": 0.75, "hopper": 0.70, 
 #: real boost clocks (torchtune's README: 8B full fine-tune at 1,650 tokens/s = 0.64 of it with
 #: recompute); the L40S (350 W) and L4 (72 W) are power-limited far below their full-rate
 #: fp32-accumulate datasheet peaks under sustained GEMMs (L40S: ~60% of 362; L4: ~50% of 121;
-#: assumed, no public row here: calibrate on your own runs).
+#: assumed: calibrate on your own runs). The L40 is the same AD102 die (142 SMs, ~2.5 GHz boost, 864 GB/s)
+#: as the L40S and the RTX 6000 Ada (whose whitepaper gives 364 TFLOP/s at FP32 accumulate), but its
+#: datasheet states half the L40S's rate (181 vs 362): it is given the L40S's sustained TFLOP/s, i.e.
+#: twice the L40S's factor on its own datasheet figure. fms-acceleration's L40 rows (HF Trainer +
+#: PEFT, Mistral-7B LoRA/QLoRA/full, packed 4096) then check the L40S's assumed 0.6 (docs/training-time.md).
 KIND_FACTOR = {"RTX4090": 1.0, "L40S": 0.6, "L4": 0.5}
+KIND_FACTOR["L40"] = KIND_FACTOR["L40S"] * 362.0 / 181.05
 
 #: Fused attention forward+backward as a fraction of the 16-bit peak: FlashAttention-2 reaches
 #: 50-73% forward and less backward on A100 (Dao 2023, "FlashAttention-2", §4.1: 187-203 TFLOP/s
