@@ -35,7 +35,7 @@ PRIOR_MATMUL_EFFICIENCY = {"tuned": 0.72, "torchtune": 0.62, "litgpt": 0.70, "hf
 #: sources split two against two: the 2023-12/2024-05 stacks with FlashAttention-2 and bf16 weights
 #: (Qwen, fms-acceleration) run ~1.45x faster than the 2023 ones (PaddleNLP's fp16 autocast without
 #: flash attention, whyNLP's ZeRO-3) imply; the median sits between them (each ~20% off, held out more).
-MATMUL_EFFICIENCY = {"tuned": 0.6725, "torchtune": 0.8409, "litgpt": 0.6285, "hf": 0.5451}
+MATMUL_EFFICIENCY = {"tuned": 0.6725, "torchtune": 0.8338, "litgpt": 0.6285, "hf": 0.5451}
 
 #: Sustained fraction of the datasheet peak by GPU generation, relative to Ampere GA100 (same code):
 #: llm-foundry's MPT tables measure H100 at 0.67-0.72 of A100's MFU on the same configurations
@@ -53,8 +53,10 @@ GENERATION_FACTOR = {"ampere": 1.0, "ga102": 0.85, "ada": 0.75, "hopper": 0.70, 
 #: assumed: calibrate on your own runs). The L40 is the same AD102 die (142 SMs, ~2.5 GHz boost, 864 GB/s)
 #: as the L40S and the RTX 6000 Ada (whose whitepaper gives 364 TFLOP/s at FP32 accumulate), but its
 #: datasheet states half the L40S's rate (181 vs 362): it is given the L40S's sustained TFLOP/s, i.e.
-#: twice the L40S's factor on its own datasheet figure. fms-acceleration's L40 rows (HF Trainer +
-#: PEFT, Mistral-7B LoRA/QLoRA/full, packed 4096) then check the L40S's assumed 0.6 (docs/training-time.md).
+#: twice the L40S's factor on its own datasheet figure (attention too: throughput.py scales a kind's
+#: attention rate by its factor over its generation's). fms-acceleration's L40 rows (HF Trainer + PEFT,
+#: Mistral-7B LoRA/QLoRA/full, 4-8 x 4096 packed) run 20-30% faster than 0.6 implies on one GPU (~0.7-0.75
+#: would fit them); 0.6 is kept for the small, padded single-GPU batches no Ada row measures yet.
 KIND_FACTOR = {"RTX4090": 1.0, "L40S": 0.6, "L4": 0.5}
 KIND_FACTOR["L40"] = KIND_FACTOR["L40S"] * 362.0 / 181.05
 

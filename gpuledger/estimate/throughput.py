@@ -201,7 +201,9 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
     if s.precision == "fp8" and kind.tflops.get("fp8"):
         rate *= FP8_MATMUL_SPEEDUP
         notes.append(f"fp8: linear layers x{FP8_MATMUL_SPEEDUP} over bf16 (measured), attention stays 16-bit")
-    attn_rate = bf16_peak * ATTENTION_EFFICIENCY.get(gen, ATTENTION_EFFICIENCY["other"]) * (
+    # a card that departs from its generation's sustained rate (KIND_FACTOR) does so on attention's tensor work too
+    kind_vs_gen = gen_factor / GENERATION_FACTOR.get(gen, GENERATION_FACTOR["other"])
+    attn_rate = bf16_peak * ATTENTION_EFFICIENCY.get(gen, ATTENTION_EFFICIENCY["other"]) * kind_vs_gen * (
         1.0 if s.flash_attn else EAGER_ATTENTION_FACTOR)
     bw = kind.bandwidth_gbps * 1e9 * HBM_EFFICIENCY
     positions = tokens_mb  # per micro-batch per replica; the replica's GPUs split the work
