@@ -30,9 +30,13 @@ def test_shipped_efficiencies_are_the_fit_of_the_rows():
 
 
 def test_checkpointing_costs_in_order():
-    assert tps(checkpointing="none") > tps(checkpointing="selective") > tps(checkpointing="full")
+    # GPU-bound (4 x 2048 packed tokens per micro-batch): at 1 x 1024 eager kernels are launch-bound either way
+    def run(ck):
+        return tps(checkpointing=ck, micro_batch=4, packing=True)
+
+    assert run("none") > run("selective") > run("full")
     # selective recomputes the attention core only: a few percent, not a third
-    assert tps(checkpointing="selective") > 0.9 * tps(checkpointing="none")
+    assert run("selective") > 0.9 * run("none")
 
 
 def test_padding_costs_and_packing_removes_it():
