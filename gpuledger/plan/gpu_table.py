@@ -99,6 +99,9 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                                           f"${sp['usd_per_hour']:.2f}/h")
                 if not od and not sp:
                     row["reason"] = f"no offer of {n} x {acc} in the catalog"
+                elif workload.precision.startswith("bf16") and not kind.tflops.get("bf16"):
+                    # V100, T4: no bf16 tensor cores; the time is the fp16 rate (catalog.GpuKind.peak_tflops)
+                    row["reason"] = "no bf16 on this GPU: timed as fp16 (train with --precision fp16-mixed)"
             options.append(row)
     priced = [o for o in options if o["fits"] and o["usd_on_demand"] is not None]
     if priced:

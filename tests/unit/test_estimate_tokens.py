@@ -41,6 +41,9 @@ def test_text_table_and_without_tokens_no_table(capsys):
     assert main(["estimate", "gpt2", "--tokens", "1e6", "--accelerator", "A100"]) == 0
     text = capsys.readouterr().out
     assert "which GPU" in text and "FASTEST" in text and "CHEAPEST" in text
+    # the answer first, above the table: the marked options in one line each
+    head = text[text.index("which GPU"):].splitlines()[1:3]
+    assert head[0].startswith("  cheapest: ") and head[1].startswith("  fastest: ") and "x A100" in head[1]
     assert main(["estimate", "gpt2"]) == 0
     assert "which GPU" not in capsys.readouterr().out
 
@@ -61,3 +64,10 @@ def test_checkpointing_mode_keeps_grad_ckpt_working():
     sel = Workload(model="gpt2", checkpointing="selective")
     assert sel.checkpointing_mode == "selective" and sel.grad_ckpt is False
     assert Workload(model="gpt2", checkpointing="full").grad_ckpt is True
+
+
+def test_a_gpu_without_bf16_says_its_time_is_the_fp16_rate():
+    opts = gpu_options(Workload(model="meta-llama/Llama-3.2-1B", method="lora"), 1e6, load_offers(), ["V100", "A100"])
+    v100 = [o for o in opts if o["accelerator"] == "V100" and o["fits"] and o["usd_on_demand"] is not None]
+    assert v100 and all("no bf16" in o["reason"] for o in v100)
+    assert not any("no bf16" in (o["reason"] or "") for o in opts if o["accelerator"] == "A100")

@@ -194,16 +194,21 @@ def render_gpu_table(options: list[dict], tokens: float) -> str:
     from gpuledger.plan.formats import fmt_duration
 
     lines = [f"{tokens:,.0f} training tokens: which GPU (time by gpuledger/estimate/throughput.py; $ = time x "
-             "the cheapest catalog offer with that many GPUs)",
-             f"{'GPU':10} {'n':>2} {'shard':5} {'fits':4} {'peak GiB':>9} {'time':>9} {'tok/s/GPU':>9} "
-             f"{'$ on-demand':>11} {'$ spot':>8}  note"]
+             "the cheapest catalog offer with that many GPUs)"]
+    for mark, key in (("cheapest", "cheapest"), ("fastest", "fastest")):
+        for o in (o for o in options if o[key]):
+            usd = f"${o['usd_on_demand']:,.2f} on demand" if o["usd_on_demand"] is not None else "no on-demand offer"
+            lines.append(f"  {mark}: {o['gpus']} x {o['accelerator']} ({o['sharding']}), "
+                         f"{fmt_duration(o['time_s'])}, {usd}")
+    lines.append(f"{'GPU':10} {'n':>2} {'shard':5} {'fits':4} {'peak GiB':>9} {'time':>9} {'tok/s/GPU':>9} "
+                 f"{'$ on-demand':>11} {'$ spot':>8}  note")
     for o in options:
         fits = "yes" if o["fits"] else "no"
         t = fmt_duration(o["time_s"]) if o["time_s"] is not None else "-"
         od = f"{o['usd_on_demand']:,.2f}" if o["usd_on_demand"] is not None else "-"
         sp = f"{o['usd_spot']:,.2f}" if o["usd_spot"] is not None else "-"
         marks = [m for m, k in (("CHEAPEST", "cheapest"), ("FASTEST", "fastest")) if o[k]]
-        note = " ".join(marks) or (o["reason"] or "")
+        note = " ".join([*marks, o["reason"] or ""]).strip()
         peak = f"{o['peak_memory_gib']:.1f}" if o["peak_memory_gib"] is not None else "-"
         tps = f"{o['tokens_per_s_per_gpu']:,.0f}" if o["tokens_per_s_per_gpu"] is not None else "-"
         lines.append(f"{o['accelerator']:10} {o['gpus']:2d} {o['sharding'] or '':5} {fits:4} {peak:>9} {t:>9} "
