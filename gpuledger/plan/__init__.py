@@ -11,11 +11,13 @@ A package of small pure modules, each step a function named after what it return
     local.py        the local launcher's one offer: this machine, from its stored measured speed
     throughput_calibration.py  measured runs → a calibrated time factor per accelerator, a trial's
                     own measured time
+    compute_table.py KeyCompute: each scoring key's compute seconds per accelerator, read from the
+                    times frame (a block layout without a copy, any layout by a join)
     scoring.py      timing(...), deadline_met(...) (time, expected cost with spot preemptions, deadline
                     test: the formulas), best_per_key(...) (each distinct workload's best candidate, no
                     cross join: what the choice reads), scored_candidates(...) (every fitting pair: pools)
     preemption.py   poisson_cdf, poisson_quantile
-    schedule.py     list_schedule(durations, slots)
+    schedule.py     list_schedule(durations, slots), list_starts(durations, slots) (starts only)
     whatif.py       WHAT_IF_KS, what_if_curve(durations_s, costs_usd, ...)
     choice.py       plan_from_estimates(estimates, offers, settings) -> Plan
     alternatives.py what the budget guard quotes

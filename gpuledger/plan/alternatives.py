@@ -9,13 +9,17 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from gpuledger.plan.compute_table import KeyCompute
 from gpuledger.plan.scoring import scored_candidates
 from gpuledger.plan.settings import PlanSettings
 
 
-def alternatives(any_fit: bool, trial_key, candidates, accel, times, table, s: PlanSettings, total: float, keys: pl.DataFrame) -> dict[str, Any]:
+def alternatives(any_fit: bool, row_key: np.ndarray, row_trial: np.ndarray, candidates: pl.DataFrame, accel: pl.DataFrame,
+                 compute: KeyCompute, table: pl.DataFrame, s: PlanSettings, total: float, keys: pl.DataFrame) -> dict[str, Any]:
     """Returns the totals the budget guard quotes (the cheaper alternatives only when over budget and
-    `any_fit`: some candidate fits some trial)."""
+    `any_fit`: some candidate fits some trial). `row_key`, `row_trial`: per estimate row its scoring key
+    and its trial's code (trial ids in sorted order); `compute`: the keys' compute matrix
+    (`gpuledger.plan.compute_table`)."""
     out: dict[str, Any] = {}
     feas = table.filter(pl.col("feasible"))
     costs = np.sort(feas["est_cost_usd"].to_numpy())
@@ -25,10 +29,9 @@ def alternatives(any_fit: bool, trial_key, candidates, accel, times, table, s: P
     if not any_fit or total <= s.budget_usd:
         return out
     # per-accelerator totals need candidates pruned within each accelerator, deadline ignored
-    reduced = scored_candidates(keys, candidates, accel, times, replace(s, deadline_s=None),
-                                prune_within=("spot", "acc_id")).select("key", "acc_id", "spot", "est_cost_usd")
-    tk_key = trial_key["key"].to_numpy().astype(np.int64)
-    tk_trial = trial_key["trial_id"].rank("dense").to_numpy().astype(np.int64) - 1
+    reduced = scored_candidates(keys, candidates, accel, None, replace(s, deadline_s=None),
+                                prune_within=("spot", "acc_id"), compute=compute).select("key", "acc_id", "spot", "est_cost_usd")
+    tk_key, tk_trial = row_key, row_trial
     n_keys, n_trials = int(tk_key.max()) + 1, int(tk_trial.max()) + 1
     r_key = reduced["key"].to_numpy().astype(np.int64)
     r_cost = reduced["est_cost_usd"].to_numpy()

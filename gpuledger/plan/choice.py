@@ -11,6 +11,7 @@ import polars as pl
 from gpuledger.plan.alternatives import alternatives as budget_alternatives
 from gpuledger.plan.assumptions import plan_assumptions
 from gpuledger.plan.candidates import candidate_offers
+from gpuledger.plan.compute_table import KeyCompute, accelerator_ids, compute_in_row_order, compute_matrix
 from gpuledger.plan.estimates import accelerator_table, compute_times
 from gpuledger.plan.model import Plan
 from gpuledger.plan.schedule import list_schedule, makespan_s
@@ -31,21 +32,6 @@ OUT_COLS = [
 ]
 
 MEASURED_SCHEMA = {"trial_id": pl.String, "accelerator": pl.String, "gpus": pl.Int64, "wall_s": pl.Float64}
-
-
-def _pick(frame: pl.DataFrame, by: str) -> pl.DataFrame:
-    """Returns one row per `by`: deadline met first, then the lowest cost, then less time (a
-    single score and an arg-min per group: no sort of the frame)."""
-    if frame.is_empty():
-        return frame
-    cost = frame["est_cost_usd"].to_numpy()
-    big = float(np.nanmax(cost)) * 2 + 1.0
-    score = cost + np.where(frame["deadline_ok"].to_numpy(), 0.0, big) + frame["est_wall_s"].to_numpy() * 1e-12
-    rows = (
-        frame.select(by).with_columns(_score=pl.Series(score)).with_row_index("_row")
-        .group_by(by).agg(pl.col("_row").get(pl.col("_score").arg_min()))
-    )["_row"].sort()
-    return frame[rows.to_numpy()]
 
 
 def _infeasible_reasons(estimates: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame, settings: PlanSettings) -> pl.DataFrame:
@@ -187,24 +173,13 @@ def plan_from_estimates(
         snapshot = price_snapshot_id(offers)
     candidates = candidate_offers(offers, est["gpus"].unique().to_list(), s).with_row_index("cand")
 
-    # distinct estimate keys: identical workloads are scored once
-    keyed = est.filter(pl.col("est_memory_gib").is_not_null()).with_columns(
-        key=(pl.struct(KEY_COLS).rank("dense") - 1).cast(pl.UInt32))
-    keys = keyed.unique("key", keep="any").select("key", *KEY_COLS)
+    keyed, keys, compute, row_key = _keys(est, times, accel)
     spot_allowed = {"auto": None, "always": True, "never": False}[s.spot]
-    best_key, any_fit = best_per_key(keys, candidates, accel, times, s, spot=spot_allowed)
-    trial_key = keyed.select("trial_id", "trial_index", "key", "sharding", "est_memory_gib", "flops_total")
-    per_trial = _pick(trial_key.join(best_key.drop("gpus", "est_memory_gib"), on="key", how="inner"), "trial_id")
-    cand_strings = candidates.select(
-        "cand", "accelerator", "cloud", "region", "instance_type", "on_demand_usd_per_hour", "price_source", "price_as_of",
-        "price_basis",
-    )
-    basis = accel.select("accelerator", pl.col("basis").alias("est_basis")).unique("accelerator", keep="first")
-    per_trial = (per_trial.join(cand_strings, on="cand", how="left").join(candidates.select("cand", "gpus"), on="cand", how="left")
-                 .join(basis, on="accelerator", how="left"))
+    best_key, any_fit = best_per_key(keys, candidates, accel, None, s, spot=spot_allowed, compute=compute)
+    trial_code = est["trial_id"].rank("dense").to_numpy().astype(np.int64) - 1  # trial_id's place in sorted order
+    row_trial = trial_code[est["est_memory_gib"].is_not_null().to_numpy()]  # per row of `keyed`
+    per_trial, missing = _per_trial(est, keyed, row_key, row_trial, trial_code, best_key, candidates, accel)
 
-    trial_ids = est.select("trial_id", "trial_index").unique("trial_id", keep="first")
-    missing = trial_ids.join(per_trial.select("trial_id"), on="trial_id", how="anti")
     dl = s.deadline_s
     feasible = apply_probes(apply_measured(per_trial, measured, s), probed, s).with_columns(
         feasible=pl.lit(True),
@@ -214,31 +189,24 @@ def plan_from_estimates(
             + pl.when(pl.col("spot")).then(pl.lit(f" at {s.deadline_confidence:.0%} confidence")).otherwise(pl.lit(""))
         ),
     ).select(OUT_COLS)
-    if missing.height:
-        reasons = _infeasible_reasons(est.join(missing, on="trial_id", how="semi"), candidates, accel, s)
-        if spot_allowed is True:
-            reasons = reasons.with_columns(reason=pl.col("reason") + pl.lit("; spot: always and no trustworthy spot offer fits"))
-        min_mem = est.join(missing, on="trial_id", how="semi").sort("est_memory_gib", nulls_last=True).group_by("trial_id", maintain_order=True).first()
-        infeas = missing.join(reasons, on="trial_id").join(min_mem.select("trial_id", "gpus", "sharding", "est_memory_gib"), on="trial_id", how="left").with_columns(
-            feasible=pl.lit(False), spot=pl.lit(False), deadline_ok=pl.lit(False),
-        )
-        infeas = pl.concat([feasible.clear(), infeas], how="diagonal_relaxed").select(OUT_COLS)
-        table = pl.concat([feasible, infeas], how="vertical_relaxed")
-    else:
-        table = feasible
 
-    # schedule: LPT (longest first) list scheduling on max_parallel slots
+    # schedule: LPT (longest first, ties by trial_index) list scheduling on max_parallel slots
     k = max(1, int(s.max_parallel))
-    feas = table.filter(pl.col("feasible")).sort(["est_wall_s", "trial_index"], descending=[True, False])
-    durations = feas["est_wall_s"].to_numpy()
-    costs = feas["est_cost_usd"].to_numpy()
+    wall = feasible["est_wall_s"].to_numpy()
+    order = np.lexsort((feasible["trial_index"].to_numpy(), -wall))
+    durations = wall[order]
+    costs = feasible["est_cost_usd"].to_numpy()[order]
     start, slot = list_schedule(durations, k)
     makespan = float((start + durations).max()) if len(durations) else 0.0
-    table = table.join(pl.DataFrame({"trial_id": feas["trial_id"], "start_s": start, "slot": slot}), on="trial_id", how="left")
+    start_s, slot_of = np.empty(len(order)), np.empty(len(order), dtype=np.int64)
+    start_s[order], slot_of[order] = start, slot
+    table = feasible.with_columns(start_s=start_s, slot=slot_of)
+    if missing.height:
+        table = pl.concat([table, _infeasible(est, missing, candidates, accel, s, spot_allowed, feasible)], how="diagonal_relaxed")
     total = float(costs.sum()) if len(costs) else 0.0
     what_if = what_if_curve(durations, costs, stop_at_target=s.target is not None, shared_cores=what_if_shared_cores,
                             _schedules={k: (start, slot)})
-    alternatives = budget_alternatives(any_fit, trial_key, candidates, accel, times, table, s, total, keys)
+    alternatives = budget_alternatives(any_fit, row_key, row_trial, candidates, accel, compute, table, s, total, keys)
 
     if trials_meta is not None:
         table = table.join(trials_meta.select("trial_id", "params"), on="trial_id", how="left")
@@ -246,19 +214,94 @@ def plan_from_estimates(
         table = table.with_columns(params=pl.lit("{}"))
     round_cols = {"est_memory_gib": 3, "usable_memory_gib": 3, "compute_s": 3, "est_wall_s": 3, "est_cost_usd": 6,
                   "start_s": 3, "expected_preemptions": 4}
-    table = table.with_columns([pl.col(c).round(n) for c, n in round_cols.items()]).sort("trial_index")
+    table = table.with_columns([pl.col(c).round(n) for c, n in round_cols.items()])
+    if not table["trial_index"].is_sorted():
+        table = table.sort("trial_index")
 
     from gpuledger.plan.prices import price_notes
 
-    assumptions = list(extra_assumptions) + plan_assumptions(s, candidates, offers, accel) + price_notes(table, s.launcher)
+    used = candidates[np.unique(per_trial["cand"].to_numpy())].with_columns(feasible=pl.lit(True))  # the prices chosen
+    assumptions = list(extra_assumptions) + plan_assumptions(s, candidates, offers, accel) + price_notes(used, s.launcher)
     if dl is not None and len(durations):
         assumptions.append(_deadline_note(durations, makespan, k, dl))
     return Plan(
         sweep=s.sweep, trials_frame=table, total_est_cost_usd=total, makespan_s=makespan, max_parallel=k,
         budget_usd=s.budget_usd, within_budget=total <= s.budget_usd, price_snapshot=snapshot, what_if=what_if,
-        assumptions=assumptions, launcher=s.launcher, launch_order=feas["trial_id"].to_list(),
+        assumptions=assumptions, launcher=s.launcher, launch_order=feasible["trial_id"].gather(order).to_list(),
         alternatives=alternatives, deadline_s=dl,
     )
+
+
+def _keys(est: pl.DataFrame, times: pl.DataFrame, accel: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, KeyCompute, np.ndarray]:
+    """Returns (the estimate rows with a memory estimate, the scoring keys (key, KEY_COLS), their
+    compute matrix (`compute_table`), each row's key). Distinct workloads laid out in `times` row by row
+    (`compute_in_row_order`): one key per row; otherwise identical rows (KEY_COLS) share a key, scored once."""
+    keyed = est.filter(pl.col("est_memory_gib").is_not_null())
+    acc_ids = accelerator_ids(accel)
+    compute = compute_in_row_order(keyed["workload"], times, acc_ids)
+    if compute is not None:
+        row_key = np.arange(keyed.height, dtype=np.int64)
+        keys = keyed.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("key"), *KEY_COLS)
+        return keyed, keys, compute, row_key
+    key = (keyed.select(pl.struct(KEY_COLS).rank("dense")).to_series() - 1).cast(pl.UInt32)
+    keys = keyed.with_columns(key=key).unique("key", keep="any").select("key", *KEY_COLS)
+    return keyed, keys, compute_matrix(keys, times, acc_ids), key.to_numpy().astype(np.int64)
+
+
+def _per_trial(est: pl.DataFrame, keyed: pl.DataFrame, row_key: np.ndarray, row_trial: np.ndarray, trial_code: np.ndarray,
+               best_key: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Returns (per trial its chosen row: deadline met first, then the lowest cost, then less time, ties
+    to the first row, in trial_index order; the trials with none: trial_id, trial_index).
+
+    One score per row (cost, + twice the largest cost where the deadline is missed, + wall × 1e-12)
+    and its minimum per trial (numpy: no join or group-by on the trial ids)."""
+    n_trials = int(trial_code.max()) + 1 if len(trial_code) else 0
+    pos = np.full(int(row_key.max()) + 1 if len(row_key) else 0, -1, dtype=np.int64)  # key -> its row of best_key
+    pos[best_key["key"].to_numpy()] = np.arange(best_key.height)
+    rows = np.flatnonzero(pos[row_key] >= 0)  # rows of `keyed` with a best candidate
+    at = pos[row_key[rows]]
+    cost = best_key["est_cost_usd"].to_numpy()[at]
+    first = np.full(n_trials, len(rows), dtype=np.int64)
+    if len(rows):
+        big = float(np.nanmax(cost)) * 2 + 1.0
+        score = cost + np.where(best_key["deadline_ok"].to_numpy()[at], 0.0, big) + best_key["est_wall_s"].to_numpy()[at] * 1e-12
+        code = row_trial[rows]
+        least = np.full(n_trials, np.inf)
+        np.minimum.at(least, code, score)
+        hit = np.flatnonzero(score == least[code])
+        np.minimum.at(first, code[hit], hit)
+    chosen = first[first < len(rows)]
+    sel = rows[chosen]
+    sel = sel[np.argsort(keyed["trial_index"].to_numpy()[sel], kind="stable")]
+    picked = best_key[pos[row_key[sel]]].drop("key", "gpus", "est_memory_gib")
+    basis = accel.select("accelerator", pl.col("basis").alias("est_basis")).unique("accelerator", keep="first")
+    cand_info = candidates.select(
+        "cand", "accelerator", "cloud", "region", "instance_type", "on_demand_usd_per_hour", "price_source", "price_as_of",
+        "price_basis", "gpus",
+    ).join(basis, on="accelerator", how="left", maintain_order="left")
+    per_trial = pl.concat([
+        keyed[sel].select("trial_id", "trial_index", "sharding", "est_memory_gib", "flops_total"),
+        picked, cand_info[picked["cand"].to_numpy()].drop("cand"),
+    ], how="horizontal")
+    has = np.zeros(n_trials, dtype=bool)
+    has[row_trial[sel]] = True
+    rep = np.full(n_trials, len(trial_code), dtype=np.int64)  # each trial's first estimate row
+    np.minimum.at(rep, trial_code, np.arange(len(trial_code)))
+    missing = est[rep[~has]].select("trial_id", "trial_index")
+    return per_trial, missing
+
+
+def _infeasible(est: pl.DataFrame, missing: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame, s: PlanSettings,
+                spot_allowed: bool | None, feasible: pl.DataFrame) -> pl.DataFrame:
+    """Returns the rows (OUT_COLS) of the trials no candidate fits, each with its reason."""
+    reasons = _infeasible_reasons(est.join(missing, on="trial_id", how="semi"), candidates, accel, s)
+    if spot_allowed is True:
+        reasons = reasons.with_columns(reason=pl.col("reason") + pl.lit("; spot: always and no trustworthy spot offer fits"))
+    min_mem = est.join(missing, on="trial_id", how="semi").sort("est_memory_gib", nulls_last=True).group_by("trial_id", maintain_order=True).first()
+    infeas = missing.join(reasons, on="trial_id").join(min_mem.select("trial_id", "gpus", "sharding", "est_memory_gib"), on="trial_id", how="left").with_columns(
+        feasible=pl.lit(False), spot=pl.lit(False), deadline_ok=pl.lit(False),
+    )
+    return pl.concat([feasible.clear(), infeas], how="diagonal_relaxed").select(OUT_COLS)
 
 
 def _deadline_note(durations: np.ndarray, makespan: float, k: int, dl: float) -> str:

@@ -33,7 +33,25 @@ def list_schedule(durations: Sequence[float] | np.ndarray, slots: int) -> tuple[
     return np.asarray(start), np.asarray(slot, dtype=np.int64)
 
 
+def list_starts(durations: Sequence[float] | np.ndarray, slots: int) -> np.ndarray:
+    """Returns the start per job of `list_schedule(durations, slots)`, the same numbers, without the
+    slots: a heap of bare free times (a job starts when the earliest slot frees, whichever slot that
+    is), which is about twice as fast as the heap of (free time, slot) pairs."""
+    d = np.asarray(durations, dtype=np.float64)
+    n = len(d)
+    k = max(1, int(slots))
+    if n <= k:
+        return np.zeros(n)
+    if k == 1:
+        return np.concatenate([[0.0], np.cumsum(d)[:-1]])
+    dl = d.tolist()
+    heap = dl[:k]
+    heapq.heapify(heap)
+    replace_ = heapq.heapreplace  # pops the earliest free time (the job's start), pushes the job's end
+    return np.asarray([0.0] * k + [replace_(heap, heap[0] + x) for x in dl[k:]])
+
+
 def makespan_s(durations: Sequence[float] | np.ndarray, slots: int) -> float:
     """Returns when the last job of a list schedule on `slots` slots ends (0 for no jobs)."""
     d = np.asarray(durations, dtype=np.float64)
-    return float((list_schedule(d, slots)[0] + d).max()) if len(d) else 0.0
+    return float((list_starts(d, slots) + d).max()) if len(d) else 0.0

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from gpuledger.plan.compute_table import KeyCompute, accelerator_ids, compute_matrix
 from gpuledger.plan.preemption import poisson_quantile
 from gpuledger.plan.settings import S_PER_H, PlanSettings
 
@@ -76,7 +77,7 @@ def numeric_candidates(candidates: pl.DataFrame, accel: pl.DataFrame, s: PlanSet
                        prune_within: Sequence[str] = ("spot",)) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Returns (acc_ids: accelerator → acc_id, the candidates' numeric columns per precision with
     usable_memory_gib, those dominated within their `prune_within` class dropped: see `_pareto`)."""
-    acc_ids = accel.select("accelerator").unique(maintain_order=True).with_row_index("acc_id")
+    acc_ids = accelerator_ids(accel)
     cand = (
         candidates.join(acc_ids, on="accelerator", how="inner")
         .join(accel, on="accelerator", how="inner")
@@ -120,49 +121,21 @@ def deadline_met(t0_s: np.ndarray, per_preemption_s: np.ndarray, expected_preemp
     return ok
 
 
-def _key_times(keys: pl.DataFrame, times: pl.DataFrame, acc_ids: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Returns (key, acc_id, compute seconds) arrays: each key's compute seconds per accelerator (`times`
-    by workload).
-
-    `compute_times` writes a workload's rows together, so `times` is matched to the keys per run of
-    equal workloads (a run-length encoding), not per row: the same result for any row order, and a
-    join of the distinct workloads instead of every (workload, accelerator) row when they come in runs.
-    """
-    runs = times.select(pl.col("workload").rle()).unnest("workload").with_row_index("run")
-    lens = runs["len"].to_numpy().astype(np.int64)
-    pairs = runs.join(keys.select("key", pl.col("workload").alias("value")), on="value", how="inner")
-    run, key = pairs["run"].to_numpy(), pairs["key"].to_numpy().astype(np.int64)
-    n_acc = acc_ids.height
-    acc = (times["accelerator"].cast(pl.Enum(acc_ids["accelerator"].to_list()), strict=False)
-           .to_physical().cast(pl.Int64).fill_null(n_acc).to_numpy())  # Enum codes in acc_ids' order
-    compute = times["compute_s"].to_numpy()
-    if np.bincount(run, minlength=len(lens)).max(initial=0) <= 1:  # one key per workload at most
-        key_of_run = np.full(len(lens), -1, dtype=np.int64)
-        key_of_run[run] = key
-        key_row = np.repeat(key_of_run, lens)
-    else:  # a workload shared by several keys: each (run, key) pair takes its run's rows
-        plen = lens[run]
-        pair_of = np.repeat(np.arange(len(run)), plen)
-        row = (np.cumsum(lens) - lens)[run][pair_of] + (np.arange(int(plen.sum())) - np.repeat(np.cumsum(plen) - plen, plen))
-        key_row, acc, compute = key[pair_of], acc[row], compute[row]
-    keep = (key_row >= 0) & (acc < n_acc)
-    if not keep.all():
-        key_row, acc, compute = key_row[keep], acc[keep], compute[keep]
-    return key_row, acc, compute
-
-
-def scored_candidates(estimates: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame, times: pl.DataFrame,
-                      settings: PlanSettings, *, prune_within: Sequence[str] = ("spot",)) -> pl.DataFrame:
+def scored_candidates(estimates: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame, times: pl.DataFrame | None,
+                      settings: PlanSettings, *, prune_within: Sequence[str] = ("spot",),
+                      compute: KeyCompute | None = None) -> pl.DataFrame:
     """Returns every (estimate key × candidate) whose memory fits (columns SCORED_COLS), by `timing` and
     `deadline_met`.
 
     `estimates` has one row per distinct `key` (KEY_COLS); `candidates` comes from `candidate_offers`
-    with a `cand` id; `times`: workload, accelerator, compute_s. Candidates dominated within their
+    with a `cand` id; `times`: workload, accelerator, compute_s, or `compute`: the keys' seconds read
+    from it (`compute_table`, accelerators numbered by `accelerator_ids(accel)`). Candidates dominated within their
     `prune_within` class are dropped first (see `_pareto`). The plan's own choice reads `best_per_key`.
     """
     s = settings
     acc_ids, cand = numeric_candidates(candidates, accel, s, prune_within)
-    key, acc, model_s = _key_times(estimates, times, acc_ids)
+    comp = compute if compute is not None else compute_matrix(estimates, times, acc_ids)
+    key, acc, model_s = comp.pairs()
     kt = pl.DataFrame({"key": key, "acc_id": acc, "_model_s": model_s}).cast(
         {"key": estimates.schema["key"], "acc_id": pl.UInt32})
     df = (
@@ -178,57 +151,44 @@ def scored_candidates(estimates: pl.DataFrame, candidates: pl.DataFrame, accel: 
     return df.with_columns(**{k: pl.Series(k, v) for k, v in t.items()}).select(SCORED_COLS)
 
 
-def best_per_key(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame, times: pl.DataFrame,
-                 settings: PlanSettings, *, spot: bool | None = None) -> tuple[pl.DataFrame, bool]:
+def best_per_key(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame, times: pl.DataFrame | None,
+                 settings: PlanSettings, *, spot: bool | None = None,
+                 compute: KeyCompute | None = None) -> tuple[pl.DataFrame, bool]:
     """Returns (each key's best scored row, columns SCORED_COLS: deadline met first, then the lowest
     cost, then less time, ties to the lower candidate id; whether any candidate fits any key at all,
-    whatever `spot`). `spot`: None any, True spot only, False on-demand only.
+    whatever `spot`). `spot`: None any, True spot only, False on-demand only. `times` or `compute`:
+    as in `scored_candidates`.
 
     The same rows `scored_candidates` scores, without its cross join: keys are grouped by requirement
     shape (gpus, precision) and sorted by memory, so the keys a candidate fits are a prefix; each
     candidate (dominated ones pruned first, `_pareto`) is scored over its prefix against a running best
-    per key, and only the winners' rows are built.
+    per key, and only the winners' rows are built. What depends on the accelerator only (the prefix's
+    compute seconds, T0, the preemptions a deadline allows) is computed once per accelerator, not per
+    candidate: candidates come accelerator by accelerator (`candidate_offers` sorts them so).
     """
     s = settings
     acc_ids, cand = numeric_candidates(candidates, accel, s)
-    key, acc, model_s = _key_times(keys, times, acc_ids)
-    n_keys = int(keys["key"].max()) + 1 if keys.height else 0
-    comp = np.full((n_keys, acc_ids.height), np.nan)  # model seconds per key and accelerator
-    comp[key, acc] = model_s
-    # per key: the best score (cost + wall × 1e-12) and candidate row meeting the deadline, and missing it
-    ok_best, late_best = np.full(n_keys, np.inf), np.full(n_keys, np.inf)
+    comp = compute if compute is not None else compute_matrix(keys, times, acc_ids)
+    n_keys = comp.n_keys
+    key_ids = keys["key"].to_numpy().astype(np.int64)
+    mem_all = keys["est_memory_gib"].to_numpy()
+    gpus_all = keys["gpus"].to_numpy()
+    # per key: the candidate row of the best score (cost + wall × 1e-12) meeting the deadline, and missing it
     ok_row, late_row = np.full(n_keys, -1, dtype=np.int64), np.full(n_keys, -1, dtype=np.int64)
     any_fit = False
-    groups = keys.select("key", "gpus", "precision", "est_memory_gib").sort("est_memory_gib").partition_by(
-        "gpus", "precision", as_dict=True, maintain_order=True)
     cand = cand.with_row_index("_row")
     for (gpus, precision), gc in cand.partition_by("gpus", "precision", as_dict=True, maintain_order=True).items():
-        group = groups.get((gpus, precision))
-        if group is None:
+        in_group = (gpus_all == gpus) & (keys["precision"] == precision).fill_null(False).to_numpy()
+        if not in_group.any():
             continue
-        idx = group["key"].to_numpy()
-        mem = group["est_memory_gib"].to_numpy()
-        comp_g = {a: np.ascontiguousarray(comp[idx, a]) for a in gc["acc_id"].unique().to_list()}
-        okb, okr, lab, lar = ok_best[idx], ok_row[idx], late_best[idx], late_row[idx]
-        for row, a, is_spot, usd, rate, usable, tf in gc.select(
-                "_row", "acc_id", "spot", "usd_per_hour", "preemptions_per_hour", "usable_memory_gib", "time_factor").iter_rows():
-            n = int(np.searchsorted(mem, usable, side="right"))
-            if n == 0:
-                continue
-            compute = comp_g[a][:n] * tf
-            any_fit = any_fit or not np.isnan(compute).all()
-            if spot is not None and bool(is_spot) != spot:
-                continue
-            t = timing(compute, usd, rate, s)
-            score = t["est_cost_usd"] + t["est_wall_s"] * 1e-12  # NaN (no time on this accelerator) never wins
-            ok = deadline_met(t["t0_s"], t["per_preemption_s"], t["expected_preemptions"], s)
-            better = ok & (score < okb[:n])
-            np.copyto(okb[:n], score, where=better)
-            np.copyto(okr[:n], row, where=better)
-            worse = ~ok & (score < lab[:n])
-            np.copyto(lab[:n], score, where=worse)
-            np.copyto(lar[:n], row, where=worse)
-        ok_best[idx], ok_row[idx], late_best[idx], late_row[idx] = okb, okr, lab, lar
+        order = np.argsort(mem_all[in_group])
+        idx, mem = key_ids[in_group][order], mem_all[in_group][order]
+        fit_any, okr = _best_in_group(gc, idx, mem, comp, s, spot, deadline=s.deadline_s is not None)
+        any_fit = any_fit or fit_any
+        ok_row[idx] = okr
+        none_ok = np.flatnonzero(okr < 0)  # few keys: those no candidate takes within the deadline
+        if s.deadline_s is not None and none_ok.size:  # their best, all late
+            late_row[idx[none_ok]] = _best_in_group(gc, idx[none_ok], mem[none_ok], comp, s, spot, deadline=False)[1]
     met = ok_row >= 0
     chosen = np.where(met, ok_row, late_row)
     key = np.flatnonzero(chosen >= 0)
@@ -236,8 +196,100 @@ def best_per_key(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFra
     col = {c: cand[c].to_numpy()[row] for c in ("cand", "gpus", "acc_id", "spot", "usd_per_hour", "preemptions_per_hour",
                                                 "usable_memory_gib", "time_factor")}
     mem = np.full(n_keys, np.nan)
-    mem[keys["key"].to_numpy()] = keys["est_memory_gib"].to_numpy()
-    compute = comp[key, col["acc_id"]] * col.pop("time_factor")
-    t = timing(compute, col["usd_per_hour"], col["preemptions_per_hour"], s)
-    out = pl.DataFrame({"key": key, "est_memory_gib": mem[key], **col, "compute_s": compute, **t, "deadline_ok": met[key]})
+    mem[key_ids] = mem_all
+    compute_s = comp.at(key, col["acc_id"]) * col.pop("time_factor")
+    t = timing(compute_s, col["usd_per_hour"], col["preemptions_per_hour"], s)
+    out = pl.DataFrame({"key": key, "est_memory_gib": mem[key], **col, "compute_s": compute_s, **t, "deadline_ok": met[key]})
     return out.cast({"key": keys.schema["key"], "cand": cand.schema["cand"], "acc_id": cand.schema["acc_id"]}).select(SCORED_COLS), any_fit
+
+
+def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, mem: np.ndarray, comp: KeyCompute, s: PlanSettings,
+                   spot: bool | None, *, deadline: bool) -> tuple[bool, np.ndarray]:
+    """Returns (whether any candidate of `gc` fits a key, per key of `idx` (sorted by `mem`) the row of
+    its best candidate, -1 where none; `deadline`: among those meeting it only) by the formulas of
+    `timing` and `deadline_met`, to the last bit: the same operations on the same numbers.
+
+    Candidates come accelerator by accelerator. An accelerator's cheapest candidate bounds all of its
+    candidates from below (wall >= T0 and rounding is monotone: usd_min × T0 / 3600 + T0 × 1e-12 <=
+    every score there), so only the keys whose best so far is not below that bound are scored
+    (about a third: the accelerators likely to win are taken first, by the bound's median over a
+    sample of keys). Any order gives the same choice: ties go to the lower candidate row."""
+    dl = s.deadline_s
+    threshold = (1 - s.deadline_confidence) - _MARKOV_MARGIN
+    n_all = len(idx)
+    best, best_row = np.full(n_all, np.inf), np.full(n_all, -1, dtype=np.int64)
+    compute_b, t0_b, lower_b, tmp_b = (np.empty(n_all) for _ in range(4))
+    any_fit = False
+    per_acc: dict[int, list] = {}
+    for row, a, is_spot, usd, rate, usable, tf in gc.select(
+            "_row", "acc_id", "spot", "usd_per_hour", "preemptions_per_hour", "usable_memory_gib", "time_factor").iter_rows():
+        n = int(np.searchsorted(mem, usable, side="right"))
+        if n and comp.column[a] >= 0:  # else it fits no key, or has no time on this accelerator (NaN: never wins)
+            per_acc.setdefault(a, []).append((row, is_spot, usd, rate, n, tf))
+    sample = np.arange(0, n_all, max(1, n_all // 256))
+    likely = {}  # the bound's median over a sample of the keys: the likely winners first
+    for a, cands in per_acc.items():
+        n, tf = cands[0][4], cands[0][5]
+        part = sample[sample < n]
+        t0 = s.overhead_s + comp.at(idx[part], a) * tf
+        likely[a] = float(np.nanmedian(min(c[2] for c in cands) * t0)) if part.size and not np.isnan(t0).all() else np.inf
+    for a in sorted(per_acc, key=lambda a: likely[a]):
+        cands = per_acc[a]
+        groups = {}
+        for c in cands:  # one accelerator: the same usable memory and time factor, so one prefix, unless given otherwise
+            groups.setdefault((c[4], c[5]), []).append(c)
+        for (n, tf), same in groups.items():
+            compute, t0 = compute_b[:n], t0_b[:n]
+            np.multiply(comp.at(idx[:n], a), tf, out=compute)
+            any_fit = any_fit or not np.isnan(compute).all()
+            scored = [c for c in same if spot is None or bool(c[1]) == spot]
+            if not scored:
+                continue
+            np.add(compute, s.overhead_s, out=t0)  # T0 = overhead + compute
+            lower, tmp = lower_b[:n], tmp_b[:n]
+            np.multiply(t0, min(c[2] for c in scored), out=lower)
+            np.divide(lower, S_PER_H, out=lower)
+            np.multiply(t0, 1e-12, out=tmp)
+            np.add(lower, tmp, out=lower)
+            keep = np.flatnonzero(lower <= best[:n])
+            if keep.size:
+                _score_keys(scored, keep, compute[keep], t0[keep], best, best_row, s, deadline, dl, threshold)
+    return any_fit, best_row
+
+
+def _score_keys(cands: list, keep: np.ndarray, compute: np.ndarray, t0: np.ndarray, best: np.ndarray, best_row: np.ndarray,
+                s: PlanSettings, deadline: bool, dl: float | None, threshold: float) -> None:
+    """Scores one accelerator's candidates (row, spot, usd_per_hour, preemptions_per_hour, ...) on the keys
+    `keep` (their compute and T0 given) and updates `best`/`best_row` there (lower score, then lower row)."""
+    if s.checkpoint_interval_s is not None:
+        per_pre = np.broadcast_to(s.restart_s + s.checkpoint_interval_s / 2, t0.shape)
+    else:
+        per_pre = s.restart_s + compute / 2
+    if deadline:
+        in_time = t0 <= dl
+        check = np.flatnonzero(in_time)
+        t0_check = t0[check]
+        n_allowed = np.floor((dl - t0_check) / per_pre[check])
+        n_allowed_1 = n_allowed + 1
+    b, br = best[keep], best_row[keep]
+    for row, _, usd, rate, _, _ in cands:
+        rate_per_s = rate / S_PER_H
+        wall = t0 if rate_per_s == 0 else t0 * (1 + rate_per_s * per_pre)  # on-demand: T0 × (1 + 0) = T0
+        score = usd * wall / S_PER_H + wall * 1e-12  # NaN (no time for a key) never wins
+        better = (score < b) | ((score == b) & (row < br))
+        if deadline:
+            ok = in_time
+            if rate_per_s > 0 and check.size:
+                mu = rate_per_s * t0_check
+                rows = np.flatnonzero(mu > 0) if not mu.all() else None
+                c, m_, na, na1 = (check, mu, n_allowed, n_allowed_1) if rows is None else (
+                    check[rows], mu[rows], n_allowed[rows], n_allowed_1[rows])
+                sum_rows = np.flatnonzero(~(m_ / na1 < threshold))
+                if sum_rows.size:
+                    ok = in_time.copy()
+                    q = poisson_quantile(m_[sum_rows], s.deadline_confidence, cap=na[sum_rows])
+                    ok[c[sum_rows]] = q <= na[sum_rows]
+            better &= ok
+        np.copyto(b, score, where=better)
+        np.copyto(br, row, where=better)
+    best[keep], best_row[keep] = b, br

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gpuledger.plan.schedule import list_schedule
+from gpuledger.plan.schedule import list_starts
 
 #: The what-if curve's parallelism levels.
 WHAT_IF_KS = (1, 2, 4, 8, 16, 32, 64)
@@ -58,7 +58,7 @@ def what_if_curve(
         d, c = d0 * slow, c0 * slow
         cum = np.concatenate([[0.0], np.cumsum(c)])
         cached = (_schedules or {}).get(int(k)) if slow == 1.0 else None
-        start = cached[0] if cached is not None else list_schedule(d, k)[0]
+        start = cached[0] if cached is not None else list_starts(d, k)
         finish = start + d
         # starts are non-decreasing in launch order under list scheduling: count by binary search
         started_before = np.searchsorted(start, finish, side="left")
