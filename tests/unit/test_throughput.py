@@ -138,3 +138,18 @@ def test_the_l40_runs_at_the_l40s_sustained_rate():
 
     assert run("L40") == pytest.approx(run("L40S"), rel=0.01)
     assert run("L40") < 0.85 * run("A100-80GB")  # 864 vs 2,039 GB/s and a lower sustained tensor rate
+
+
+def test_the_rtx4090_factor_is_the_fit_of_its_sources():
+    """KIND_FACTOR["RTX4090"] is fitted on the card's two sources (torchtune, fsdp_qlora): the median of the
+    sources' median measured/predicted comes out at 1 (within the iteration's 3%)."""
+    import statistics
+
+    from gpuledger.estimate.public import model_tokens_per_s
+
+    by_source: dict[str, list[float]] = {}
+    for c in time_cases():
+        if c.setup.accelerator == "RTX4090":
+            by_source.setdefault(c.source, []).append(c.measured / model_tokens_per_s(c))
+    assert len(by_source) == 2
+    assert statistics.median(statistics.median(r) for r in by_source.values()) == pytest.approx(1.0, abs=0.03)
