@@ -201,7 +201,7 @@ GENERATIONS: dict[str, Generation] = {
 #: Catalog accelerator → generation.
 GENERATION_OF: dict[str, str] = {
     "V100": "volta", "T4": "turing", "A100": "ampere", "A100-80GB": "ampere", "A10G": "ampere",
-    "A10": "ampere", "A6000": "ampere", "L4": "ada", "L40S": "ada", "RTX4090": "ada",
+    "A10": "ampere", "A6000": "ampere", "L4": "ada", "L40": "ada", "L40S": "ada", "RTX4090": "ada",
     "H100": "hopper", "H200": "hopper", "B200": "blackwell",
 }
 
