@@ -75,7 +75,7 @@ def oom_kill_count() -> int | None:
 #: NVML product-name fragments -> the catalog's accelerator names (gpuledger/catalog/gpus.csv),
 #: most specific first ("A100" before "A10", "L40S" before "L4").
 _NVML_NAMES = (("H200", "H200"), ("H100", "H100"), ("B200", "B200"), ("A100", "A100"), ("A10G", "A10G"),
-               ("A6000", "A6000"), ("A10", "A10"), ("L40S", "L40S"), ("L4", "L4"), ("T4", "T4"),
+               ("A6000", "A6000"), ("A10", "A10"), ("L40S", "L40S"), ("L40", "L40"), ("L4", "L4"), ("T4", "T4"),
                ("V100", "V100"), ("4090", "RTX4090"))
 
 

@@ -216,7 +216,7 @@ def test_track_log_appends_to_file(tmp_path, monkeypatch):
 @pytest.mark.parametrize(("nvml", "mem", "name"), [
     ("NVIDIA H200", 141, "H200"), ("NVIDIA H100 80GB HBM3", 80, "H100"), ("NVIDIA A100-SXM4-80GB", 80, "A100-80GB"),
     ("NVIDIA A100-SXM4-40GB", 40, "A100"), ("NVIDIA A10G", 24, "A10G"), ("NVIDIA A10", 24, "A10"),
-    ("NVIDIA L40S", 48, "L40S"), ("NVIDIA L4", 24, "L4"), ("Tesla T4", 16, "T4"), ("Tesla V100-SXM2-16GB", 16, "V100"),
+    ("NVIDIA L40S", 48, "L40S"), ("NVIDIA L40", 48, "L40"), ("NVIDIA L4", 24, "L4"), ("Tesla T4", 16, "T4"), ("Tesla V100-SXM2-16GB", 16, "V100"),
     ("NVIDIA GeForce RTX 4090", 24, "RTX4090"), ("NVIDIA RTX A6000", 48, "A6000"), ("NVIDIA B200", 180, "B200"),
     ("Some Future GPU", 10, "Some Future GPU"),
 ])
