@@ -14,11 +14,11 @@ from gpuledger.plan.scoring import scored_candidates
 from gpuledger.plan.settings import PlanSettings
 
 
-def alternatives(any_fit: bool, row_key: np.ndarray, row_trial: np.ndarray, candidates: pl.DataFrame, accel: pl.DataFrame,
+def alternatives(any_fit: bool, row_key: np.ndarray, row_ids: pl.Series, candidates: pl.DataFrame, accel: pl.DataFrame,
                  compute: KeyCompute, table: pl.DataFrame, s: PlanSettings, total: float, keys: pl.DataFrame) -> dict[str, Any]:
     """Returns the totals the budget guard quotes (the cheaper alternatives only when over budget and
-    `any_fit`: some candidate fits some trial). `row_key`, `row_trial`: per estimate row its scoring key
-    and its trial's code (trial ids in sorted order); `compute`: the keys' compute matrix
+    `any_fit`: some candidate fits some trial). `row_key`, `row_ids`: per estimate row (with a memory
+    estimate) its scoring key and its trial_id; `compute`: the keys' compute matrix
     (`gpuledger.plan.compute_table`)."""
     out: dict[str, Any] = {}
     feas = table.filter(pl.col("feasible"))
@@ -31,7 +31,8 @@ def alternatives(any_fit: bool, row_key: np.ndarray, row_trial: np.ndarray, cand
     # per-accelerator totals need candidates pruned within each accelerator, deadline ignored
     reduced = scored_candidates(keys, candidates, accel, None, replace(s, deadline_s=None),
                                 prune_within=("spot", "acc_id"), compute=compute).select("key", "acc_id", "spot", "est_cost_usd")
-    tk_key, tk_trial = row_key, row_trial
+    tk_key = row_key
+    tk_trial = row_ids.rank("dense").to_numpy().astype(np.int64) - 1  # trials in id order: the sums' order
     n_keys, n_trials = int(tk_key.max()) + 1, int(tk_trial.max()) + 1
     r_key = reduced["key"].to_numpy().astype(np.int64)
     r_cost = reduced["est_cost_usd"].to_numpy()

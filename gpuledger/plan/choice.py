@@ -176,7 +176,7 @@ def plan_from_estimates(
     keyed, keys, compute, row_key = _keys(est, times, accel)
     spot_allowed = {"auto": None, "always": True, "never": False}[s.spot]
     best_key, any_fit = best_per_key(keys, candidates, accel, None, s, spot=spot_allowed, compute=compute)
-    trial_code = est["trial_id"].rank("dense").to_numpy().astype(np.int64) - 1  # trial_id's place in sorted order
+    trial_code = _trial_codes(est)
     row_trial = trial_code[est["est_memory_gib"].is_not_null().to_numpy()]  # per row of `keyed`
     per_trial, missing = _per_trial(est, keyed, row_key, row_trial, trial_code, best_key, candidates, accel)
 
@@ -206,7 +206,7 @@ def plan_from_estimates(
     total = float(costs.sum()) if len(costs) else 0.0
     what_if = what_if_curve(durations, costs, stop_at_target=s.target is not None, shared_cores=what_if_shared_cores,
                             _schedules={k: (start, slot)})
-    alternatives = budget_alternatives(any_fit, row_key, row_trial, candidates, accel, compute, table, s, total, keys)
+    alternatives = budget_alternatives(any_fit, row_key, keyed["trial_id"], candidates, accel, compute, table, s, total, keys)
 
     if trials_meta is not None:
         table = table.join(trials_meta.select("trial_id", "params"), on="trial_id", how="left")
@@ -248,6 +248,23 @@ def _keys(est: pl.DataFrame, times: pl.DataFrame, accel: pl.DataFrame) -> tuple[
     return keyed, keys, compute_matrix(keys, times, acc_ids), key.to_numpy().astype(np.int64)
 
 
+def _trial_codes(est: pl.DataFrame) -> np.ndarray:
+    """Returns each estimate row's trial as a code 0..trials − 1: its trial_index's place when trial ids
+    and indexes match one to one (checked: a gather and a count, no hashing of every row), else its
+    trial_id's place in sorted order."""
+    ti, ids = est["trial_index"], est["trial_id"]
+    n = est.height
+    if n and not ti.null_count() and not ids.null_count() and ti.min() >= 0 and ti.max() < 4 * n:
+        index = ti.to_numpy().astype(np.int64)
+        first = np.full(int(index.max()) + 1, n, dtype=np.int64)  # each trial_index's first row
+        np.minimum.at(first, index, np.arange(n))
+        firsts = first[first < n]
+        if (ids == ids.gather(first[index])).all() and ids.gather(firsts).n_unique() == len(firsts):
+            code_of = np.cumsum(first < n) - 1
+            return code_of[index]
+    return ids.rank("dense").to_numpy().astype(np.int64) - 1
+
+
 def _per_trial(est: pl.DataFrame, keyed: pl.DataFrame, row_key: np.ndarray, row_trial: np.ndarray, trial_code: np.ndarray,
                best_key: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Returns (per trial its chosen row: deadline met first, then the lowest cost, then less time, ties
@@ -273,21 +290,21 @@ def _per_trial(est: pl.DataFrame, keyed: pl.DataFrame, row_key: np.ndarray, row_
     chosen = first[first < len(rows)]
     sel = rows[chosen]
     sel = sel[np.argsort(keyed["trial_index"].to_numpy()[sel], kind="stable")]
-    picked = best_key[pos[row_key[sel]]].drop("key", "gpus", "est_memory_gib")
+    picked = best_key.drop("key", "gpus", "est_memory_gib")[pos[row_key[sel]]]
     basis = accel.select("accelerator", pl.col("basis").alias("est_basis")).unique("accelerator", keep="first")
     cand_info = candidates.select(
         "cand", "accelerator", "cloud", "region", "instance_type", "on_demand_usd_per_hour", "price_source", "price_as_of",
         "price_basis", "gpus",
     ).join(basis, on="accelerator", how="left", maintain_order="left")
     per_trial = pl.concat([
-        keyed[sel].select("trial_id", "trial_index", "sharding", "est_memory_gib", "flops_total"),
+        keyed.select("trial_id", "trial_index", "sharding", "est_memory_gib", "flops_total")[sel],
         picked, cand_info[picked["cand"].to_numpy()].drop("cand"),
     ], how="horizontal")
     has = np.zeros(n_trials, dtype=bool)
     has[row_trial[sel]] = True
     rep = np.full(n_trials, len(trial_code), dtype=np.int64)  # each trial's first estimate row
     np.minimum.at(rep, trial_code, np.arange(len(trial_code)))
-    missing = est[rep[~has]].select("trial_id", "trial_index")
+    missing = est.select("trial_id", "trial_index")[rep[~has]]
     return per_trial, missing
 
 

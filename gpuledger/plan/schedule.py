@@ -7,6 +7,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+#: From this many slots on, `list_schedule` assigns jobs a round at a time (numpy) while rounds stay
+#: long: longest-first orders fill a whole round of K jobs almost every time, ~12 µs a round against
+#: ~0.4 µs a job for the heap (measured on the planner's 100,000-trial benchmark: 64 slots, ~20 ms vs ~45 ms).
+ROUNDS_MIN_SLOTS = 48
+
 
 def list_schedule(durations: Sequence[float] | np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarray]:
     """Returns (start, slot) per job: greedy list scheduling of jobs in the given order on `slots`
@@ -19,18 +24,49 @@ def list_schedule(durations: Sequence[float] | np.ndarray, slots: int) -> tuple[
         return np.zeros(n), np.arange(n, dtype=np.int64)
     if k == 1:
         return np.concatenate([[0.0], np.cumsum(d)[:-1]]), np.zeros(n, dtype=np.int64)
-    dl = d.tolist()
-    start = [0.0] * n
-    slot = list(range(k)) + [0] * (n - k)
-    heap = [(dl[i], i) for i in range(k)]
-    heapq.heapify(heap)
-    replace_ = heapq.heapreplace
-    for j in range(k, n):
-        free_at, s_ = heap[0]
-        start[j] = free_at
-        slot[j] = s_
-        replace_(heap, (free_at + dl[j], s_))
-    return np.asarray(start), np.asarray(slot, dtype=np.int64)
+    start, slot = np.zeros(n), np.arange(n, dtype=np.int64)
+    free, ids = d[:k].copy(), np.arange(k)
+    j = k
+    if k >= ROUNDS_MIN_SLOTS and np.isfinite(d).all():
+        j, free, ids = _rounds(d, start, slot, free, ids)
+    if j < n:
+        heap = sorted(zip(free.tolist(), ids.tolist(), strict=True))  # a sorted list is a heap
+        dl = d.tolist()
+        starts, slots_ = [], []
+        replace_ = heapq.heapreplace
+        for x in dl[j:]:
+            free_at, s_ = heap[0]
+            starts.append(free_at)
+            slots_.append(s_)
+            replace_(heap, (free_at + x, s_))
+        start[j:], slot[j:] = starts, slots_
+    return start, slot
+
+
+def _rounds(d: np.ndarray, start: np.ndarray, slot: np.ndarray, free: np.ndarray, ids: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    """Schedules jobs k, k+1, ... a round at a time into `start`/`slot`, exactly as the heap would, while
+    rounds stay long; returns (the next job, the slots' free times and ids) for the heap to go on.
+
+    The slots sorted by (free time, id), the next jobs take them in that order as long as each slot's
+    free time is strictly below every end time the round has made so far (then it is the earliest
+    (free time, id) left, the heap's pick); the round stops at the first job for which that fails."""
+    n, k = len(d), len(free)
+    order = np.lexsort((ids, free))
+    free, ids = free[order], ids[order]
+    j, rounds = k, 0
+    while j < n:
+        m = min(k, n - j)
+        end = free[:m] + d[j:j + m]
+        stop = np.flatnonzero(free[1:m] >= np.minimum.accumulate(end[:m - 1]))
+        b = int(stop[0]) + 1 if stop.size else m
+        start[j:j + b], slot[j:j + b] = free[:b], ids[:b]
+        free, ids = np.concatenate([free[b:], end[:b]]), np.concatenate([ids[b:], ids[:b]])
+        order = np.lexsort((ids, free))
+        free, ids = free[order], ids[order]
+        j, rounds = j + b, rounds + 1
+        if rounds >= 16 and (j - k) < rounds * k // 4:  # short rounds: the heap is faster
+            break
+    return j, free, ids
 
 
 def list_starts(durations: Sequence[float] | np.ndarray, slots: int) -> np.ndarray:

@@ -60,11 +60,13 @@ def what_if_curve(
         cached = (_schedules or {}).get(int(k)) if slow == 1.0 else None
         start = cached[0] if cached is not None else list_starts(d, k)
         finish = start + d
-        # starts are non-decreasing in launch order under list scheduling: count by binary search
-        started_before = np.searchsorted(start, finish, side="left")
-        # the recipe trial itself always counts, whatever its own start
-        started_before = np.maximum(started_before, np.arange(1, n + 1))
-        cost_if = cum[started_before] if stop_at_target else np.full(n, cum[-1])
+        if stop_at_target:
+            # starts are non-decreasing in launch order under list scheduling: count by binary search
+            started_before = np.searchsorted(start, finish, side="left")
+            # the recipe trial itself always counts, whatever its own start
+            cost_if = cum[np.maximum(started_before, np.arange(1, n + 1))]
+        else:
+            cost_if = np.full(n, cum[-1])
         if target_index is None:
             t, cost = float(finish.mean()), float(cost_if.mean())
         else:
