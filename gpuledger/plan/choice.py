@@ -181,14 +181,16 @@ def plan_from_estimates(
     per_trial, missing = _per_trial(est, keyed, row_key, row_trial, trial_code, best_key, candidates, accel)
 
     dl = s.deadline_s
-    feasible = apply_probes(apply_measured(per_trial, measured, s), probed, s).with_columns(
-        feasible=pl.lit(True),
-        reason=pl.when(pl.col("deadline_ok")).then(pl.lit(None, dtype=pl.String)).otherwise(
+    chosen = apply_probes(apply_measured(per_trial, measured, s), probed, s)
+    late = np.flatnonzero(~chosen["deadline_ok"].to_numpy())  # the reason is written for these only
+    reason = pl.repeat(None, chosen.height, dtype=pl.String, eager=True).alias("reason")
+    if late.size:
+        reason = reason.scatter(late, chosen[late].select(
             pl.lit("misses deadline: ") + pl.col("est_wall_s").round(0).cast(pl.Int64).cast(pl.String)
             + pl.lit(f" s > {dl if dl is None else round(dl)} s")
             + pl.when(pl.col("spot")).then(pl.lit(f" at {s.deadline_confidence:.0%} confidence")).otherwise(pl.lit(""))
-        ),
-    ).select(OUT_COLS)
+        ).to_series())
+    feasible = chosen.with_columns(feasible=pl.lit(True), reason=reason).select(OUT_COLS)
 
     # schedule: LPT (longest first, ties by trial_index) list scheduling on max_parallel slots
     k = max(1, int(s.max_parallel))

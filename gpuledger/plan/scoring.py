@@ -210,15 +210,17 @@ def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, mem: np.ndarray, comp: Key
     `timing` and `deadline_met`, to the last bit: the same operations on the same numbers.
 
     Candidates come accelerator by accelerator. An accelerator's cheapest candidate bounds all of its
-    candidates from below (wall >= T0 and rounding is monotone: usd_min × T0 / 3600 + T0 × 1e-12 <=
-    every score there), so only the keys whose best so far is not below that bound are scored
-    (about a third: the accelerators likely to win are taken first, by the bound's median over a
-    sample of keys). Any order gives the same choice: ties go to the lower candidate row."""
+    candidates from below: every score there is >= fl(fl(usd_min × T0) / 3600) (wall >= T0, the
+    added wall × 1e-12 >= 0, rounding is monotone), which is >= T0 × (usd_min / 3600 × (1 − 1e-12))
+    in floating point (the margin covers the few roundings, ~1e-16 each). So only the keys whose best
+    so far is not below that bound are scored (about a third: the accelerators likely to win are taken
+    first, by the bound's median over a sample of keys). Any order gives the same choice: ties go to
+    the lower candidate row."""
     dl = s.deadline_s
     threshold = (1 - s.deadline_confidence) - _MARKOV_MARGIN
     n_all = len(idx)
     best, best_row = np.full(n_all, np.inf), np.full(n_all, -1, dtype=np.int64)
-    compute_b, t0_b, lower_b, tmp_b = (np.empty(n_all) for _ in range(4))
+    compute_b, t0_b, lower_b = (np.empty(n_all) for _ in range(3))
     any_fit = False
     per_acc: dict[int, list] = {}
     for row, a, is_spot, usd, rate, usable, tf in gc.select(
@@ -239,19 +241,16 @@ def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, mem: np.ndarray, comp: Key
         for c in cands:  # one accelerator: the same usable memory and time factor, so one prefix, unless given otherwise
             groups.setdefault((c[4], c[5]), []).append(c)
         for (n, tf), same in groups.items():
-            compute, t0 = compute_b[:n], t0_b[:n]
-            np.multiply(comp.at(idx[:n], a), tf, out=compute)
+            compute, t0 = comp.at(idx[:n], a), t0_b[:n]
+            if tf != 1.0:  # x × 1.0 is x
+                compute = np.multiply(compute, tf, out=compute_b[:n])
             any_fit = any_fit or not np.isnan(compute).all()
             scored = [c for c in same if spot is None or bool(c[1]) == spot]
             if not scored:
                 continue
             np.add(compute, s.overhead_s, out=t0)  # T0 = overhead + compute
-            lower, tmp = lower_b[:n], tmp_b[:n]
-            np.multiply(t0, min(c[2] for c in scored), out=lower)
-            np.divide(lower, S_PER_H, out=lower)
-            np.multiply(t0, 1e-12, out=tmp)
-            np.add(lower, tmp, out=lower)
-            keep = np.flatnonzero(lower <= best[:n])
+            lower = np.multiply(t0, min(c[2] for c in scored) / S_PER_H * (1 - 1e-12), out=lower_b[:n])
+            keep = np.flatnonzero(lower <= best[:n])  # NaN (no time) is never kept
             if keep.size:
                 _score_keys(scored, keep, compute[keep], t0[keep], best, best_row, s, deadline, dl, threshold)
     return any_fit, best_row
@@ -276,7 +275,10 @@ def _score_keys(cands: list, keep: np.ndarray, compute: np.ndarray, t0: np.ndarr
         rate_per_s = rate / S_PER_H
         wall = t0 if rate_per_s == 0 else t0 * (1 + rate_per_s * per_pre)  # on-demand: T0 × (1 + 0) = T0
         score = usd * wall / S_PER_H + wall * 1e-12  # NaN (no time for a key) never wins
-        better = (score < b) | ((score == b) & (row < br))
+        better = score < b
+        tie = score == b  # rare: then the lower row wins
+        if tie.any():
+            better |= tie & (row < br)
         if deadline:
             ok = in_time
             if rate_per_s > 0 and check.size:
