@@ -15,7 +15,7 @@ from gpuledger.plan.compute_table import KeyCompute, accelerator_ids, compute_in
 from gpuledger.plan.estimates import accelerator_table, compute_times
 from gpuledger.plan.model import Plan
 from gpuledger.plan.schedule import list_schedule, makespan_s
-from gpuledger.plan.scoring import KEY_COLS, best_per_key
+from gpuledger.plan.scoring import KEY_COLS, best_rows
 from gpuledger.plan.settings import S_PER_H, PlanSettings
 from gpuledger.plan.whatif import what_if_curve
 
@@ -175,7 +175,7 @@ def plan_from_estimates(
 
     keyed, keys, compute, row_key = _keys(est, times, accel)
     spot_allowed = {"auto": None, "always": True, "never": False}[s.spot]
-    best_key, any_fit = best_per_key(keys, candidates, accel, None, s, spot=spot_allowed, compute=compute)
+    best_key, any_fit = best_rows(keys, candidates, accel, None, s, spot=spot_allowed, compute=compute)
     trial_code = _trial_codes(est)
     row_trial = trial_code[est["est_memory_gib"].is_not_null().to_numpy()]  # per row of `keyed`
     per_trial, missing = _per_trial(est, keyed, row_key, row_trial, trial_code, best_key, candidates, accel)
@@ -268,22 +268,23 @@ def _trial_codes(est: pl.DataFrame) -> np.ndarray:
 
 
 def _per_trial(est: pl.DataFrame, keyed: pl.DataFrame, row_key: np.ndarray, row_trial: np.ndarray, trial_code: np.ndarray,
-               best_key: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+               best_key: dict[str, np.ndarray], candidates: pl.DataFrame, accel: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Returns (per trial its chosen row: deadline met first, then the lowest cost, then less time, ties
     to the first row, in trial_index order; the trials with none: trial_id, trial_index).
 
     One score per row (cost, + twice the largest cost where the deadline is missed, + wall × 1e-12)
-    and its minimum per trial (numpy: no join or group-by on the trial ids)."""
+    and its minimum per trial (numpy: no join or group-by on the trial ids). `best_key`: each key's best
+    row (`scoring.best_rows`)."""
     n_trials = int(trial_code.max()) + 1 if len(trial_code) else 0
     pos = np.full(int(row_key.max()) + 1 if len(row_key) else 0, -1, dtype=np.int64)  # key -> its row of best_key
-    pos[best_key["key"].to_numpy()] = np.arange(best_key.height)
+    pos[best_key["key"]] = np.arange(len(best_key["key"]))
     rows = np.flatnonzero(pos[row_key] >= 0)  # rows of `keyed` with a best candidate
     at = pos[row_key[rows]]
-    cost = best_key["est_cost_usd"].to_numpy()[at]
+    cost = best_key["est_cost_usd"][at]
     first = np.full(n_trials, len(rows), dtype=np.int64)
     if len(rows):
         big = float(np.nanmax(cost)) * 2 + 1.0
-        score = cost + np.where(best_key["deadline_ok"].to_numpy()[at], 0.0, big) + best_key["est_wall_s"].to_numpy()[at] * 1e-12
+        score = cost + np.where(best_key["deadline_ok"][at], 0.0, big) + best_key["est_wall_s"][at] * 1e-12
         code = row_trial[rows]
         least = np.full(n_trials, np.inf)
         np.minimum.at(least, code, score)
@@ -292,7 +293,8 @@ def _per_trial(est: pl.DataFrame, keyed: pl.DataFrame, row_key: np.ndarray, row_
     chosen = first[first < len(rows)]
     sel = rows[chosen]
     sel = sel[np.argsort(keyed["trial_index"].to_numpy()[sel], kind="stable")]
-    picked = best_key.drop("key", "gpus", "est_memory_gib")[pos[row_key[sel]]]
+    at = pos[row_key[sel]]
+    picked = pl.DataFrame({c: v[at] for c, v in best_key.items() if c not in ("key", "gpus", "est_memory_gib")})
     basis = accel.select("accelerator", pl.col("basis").alias("est_basis")).unique("accelerator", keep="first")
     cand_info = candidates.select(
         "cand", "accelerator", "cloud", "region", "instance_type", "on_demand_usd_per_hour", "price_source", "price_as_of",

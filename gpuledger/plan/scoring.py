@@ -1,6 +1,6 @@
 """Step 3 of the plan: score (estimate key × candidate offer) pairs that fit: time, expected cost with
 spot preemptions, and the deadline test — every pair as a frame (`scored_candidates`, what pools and
-the budget guard read) or only each key's best (`best_per_key`, what the choice reads, without ever
+the budget guard read) or only each key's best (`best_per_key`, `best_rows`: what the choice reads, without ever
 holding the keys × offers cross join).
 
 The formulas, in one place (`timing`, `deadline_met`):
@@ -157,14 +157,23 @@ def best_per_key(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFra
     """Returns (each key's best scored row, columns SCORED_COLS: deadline met first, then the lowest
     cost, then less time, ties to the lower candidate id; whether any candidate fits any key at all,
     whatever `spot`). `spot`: None any, True spot only, False on-demand only. `times` or `compute`:
-    as in `scored_candidates`.
+    as in `scored_candidates`. The frame of `best_rows`.
+    """
+    cols, any_fit = best_rows(keys, candidates, accel, times, settings, spot=spot, compute=compute)
+    return pl.DataFrame(cols).cast({"key": keys.schema["key"]}).select(SCORED_COLS), any_fit
+
+
+def best_rows(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame, times: pl.DataFrame | None,
+              settings: PlanSettings, *, spot: bool | None = None,
+              compute: KeyCompute | None = None) -> tuple[dict[str, np.ndarray], bool]:
+    """Returns `best_per_key`'s rows as numpy arrays ({column of SCORED_COLS: values}, keys in order).
 
     The same rows `scored_candidates` scores, without its cross join: keys are grouped by requirement
     shape (gpus, precision) and sorted by memory, so the keys a candidate fits are a prefix; each
     candidate (dominated ones pruned first, `_pareto`) is scored over its prefix against a running best
     per key, and only the winners' rows are built. What depends on the accelerator only (the prefix's
     compute seconds, T0, the preemptions a deadline allows) is computed once per accelerator, not per
-    candidate: candidates come accelerator by accelerator (`candidate_offers` sorts them so).
+    candidate, and keys an accelerator cannot win are skipped (`_best_in_group`).
     """
     s = settings
     acc_ids, cand = numeric_candidates(candidates, accel, s)
@@ -177,8 +186,11 @@ def best_per_key(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFra
     ok_row, late_row = np.full(n_keys, -1, dtype=np.int64), np.full(n_keys, -1, dtype=np.int64)
     any_fit = False
     cand = cand.with_row_index("_row")
+    of_precision: dict[str, np.ndarray] = {}
     for (gpus, precision), gc in cand.partition_by("gpus", "precision", as_dict=True, maintain_order=True).items():
-        in_group = (gpus_all == gpus) & (keys["precision"] == precision).fill_null(False).to_numpy()
+        if precision not in of_precision:
+            of_precision[precision] = (keys["precision"] == precision).fill_null(False).to_numpy()
+        in_group = (gpus_all == gpus) & of_precision[precision]
         if not in_group.any():
             continue
         order = np.argsort(mem_all[in_group])
@@ -199,8 +211,7 @@ def best_per_key(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFra
     mem[key_ids] = mem_all
     compute_s = comp.at(key, col["acc_id"]) * col.pop("time_factor")
     t = timing(compute_s, col["usd_per_hour"], col["preemptions_per_hour"], s)
-    out = pl.DataFrame({"key": key, "est_memory_gib": mem[key], **col, "compute_s": compute_s, **t, "deadline_ok": met[key]})
-    return out.cast({"key": keys.schema["key"], "cand": cand.schema["cand"], "acc_id": cand.schema["acc_id"]}).select(SCORED_COLS), any_fit
+    return {"key": key, "est_memory_gib": mem[key], **col, "compute_s": compute_s, **t, "deadline_ok": met[key]}, any_fit
 
 
 def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, mem: np.ndarray, comp: KeyCompute, s: PlanSettings,
@@ -269,7 +280,7 @@ def _score_keys(cands: list, keep: np.ndarray, compute: np.ndarray, t0: np.ndarr
         check = np.flatnonzero(in_time)
         t0_check = t0[check]
         n_allowed = np.floor((dl - t0_check) / per_pre[check])
-        n_allowed_1 = n_allowed + 1
+        ratio = t0_check / (n_allowed + 1)  # Markov's mu / (n_allowed + 1) = rate × ratio
     b, br = best[keep], best_row[keep]
     for row, _, usd, rate, _, _ in cands:
         rate_per_s = rate / S_PER_H
@@ -282,15 +293,15 @@ def _score_keys(cands: list, keep: np.ndarray, compute: np.ndarray, t0: np.ndarr
         if deadline:
             ok = in_time
             if rate_per_s > 0 and check.size:
-                mu = rate_per_s * t0_check
-                rows = np.flatnonzero(mu > 0) if not mu.all() else None
-                c, m_, na, na1 = (check, mu, n_allowed, n_allowed_1) if rows is None else (
-                    check[rows], mu[rows], n_allowed[rows], n_allowed_1[rows])
-                sum_rows = np.flatnonzero(~(m_ / na1 < threshold))
-                if sum_rows.size:
+                # the rows Markov does not settle: rate × ratio differs from deadline_met's mu / (n + 1) by a
+                # few ulps at most, inside _MARKOV_MARGIN, where both shortcuts agree with the Poisson sum
+                unsure = np.flatnonzero(ratio >= threshold / rate_per_s)
+                if unsure.size:
+                    mu = rate_per_s * t0_check[unsure]
+                    unsure, mu = unsure[mu > 0], mu[mu > 0]  # no preemption expected: nothing to test
                     ok = in_time.copy()
-                    q = poisson_quantile(m_[sum_rows], s.deadline_confidence, cap=na[sum_rows])
-                    ok[c[sum_rows]] = q <= na[sum_rows]
+                    q = poisson_quantile(mu, s.deadline_confidence, cap=n_allowed[unsure])
+                    ok[check[unsure]] = q <= n_allowed[unsure]
             better &= ok
         np.copyto(b, score, where=better)
         np.copyto(br, row, where=better)
