@@ -195,7 +195,9 @@ def plan_from_estimates(
     # schedule: LPT (longest first, ties by trial_index) list scheduling on max_parallel slots
     k = max(1, int(s.max_parallel))
     wall = feasible["est_wall_s"].to_numpy()
-    order = np.lexsort((feasible["trial_index"].to_numpy(), -wall))
+    order = np.argsort(-wall)
+    if (np.diff(wall[order]) == 0).any():  # equal durations: the lower trial_index first
+        order = np.lexsort((feasible["trial_index"].to_numpy(), -wall))
     durations = wall[order]
     costs = feasible["est_cost_usd"].to_numpy()[order]
     start, slot = list_schedule(durations, k)
