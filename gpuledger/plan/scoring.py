@@ -169,7 +169,8 @@ def best_rows(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame,
     """Returns `best_per_key`'s rows as numpy arrays ({column of SCORED_COLS: values}, keys in order).
 
     The same rows `scored_candidates` scores, without its cross join: keys are grouped by requirement
-    shape (gpus, precision) and sorted by memory, so the keys a candidate fits are a prefix; each
+    shape (gpus, precision) and ordered by memory (by how many of the group's usable memories lie below
+    theirs), so the keys a candidate fits are a prefix; each
     candidate (dominated ones pruned first, `_pareto`) is scored over its prefix against a running best
     per key, and only the winners' rows are built. What depends on the accelerator only (the prefix's
     compute seconds, T0, the preemptions a deadline allows) is computed once per accelerator, not per
@@ -193,14 +194,18 @@ def best_rows(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame,
         in_group = (gpus_all == gpus) & of_precision[precision]
         if not in_group.any():
             continue
-        order = np.argsort(mem_all[in_group])
-        idx, mem = key_ids[in_group][order], mem_all[in_group][order]
-        fit_any, okr = _best_in_group(gc, idx, mem, comp, s, spot, deadline=s.deadline_s is not None)
+        # a key fits the candidates whose usable memory is at or above it: rank the keys by how many of the
+        # group's usable memories lie below theirs, so the keys a candidate fits are a prefix (a radix sort)
+        levels = np.unique(gc["usable_memory_gib"].to_numpy())
+        rank = np.searchsorted(levels, mem_all[in_group], side="left").astype(np.int32)
+        order = np.argsort(rank.astype(np.int16) if len(levels) < 2**15 else rank, kind="stable")
+        idx, rank = key_ids[in_group][order], rank[order]
+        fit_any, okr = _best_in_group(gc, idx, rank, levels, comp, s, spot, deadline=s.deadline_s is not None)
         any_fit = any_fit or fit_any
         ok_row[idx] = okr
         none_ok = np.flatnonzero(okr < 0)  # few keys: those no candidate takes within the deadline
         if s.deadline_s is not None and none_ok.size:  # their best, all late
-            late_row[idx[none_ok]] = _best_in_group(gc, idx[none_ok], mem[none_ok], comp, s, spot, deadline=False)[1]
+            late_row[idx[none_ok]] = _best_in_group(gc, idx[none_ok], rank[none_ok], levels, comp, s, spot, deadline=False)[1]
     met = ok_row >= 0
     chosen = np.where(met, ok_row, late_row)
     key = np.flatnonzero(chosen >= 0)
@@ -214,9 +219,10 @@ def best_rows(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame,
     return {"key": key, "est_memory_gib": mem[key], **col, "compute_s": compute_s, **t, "deadline_ok": met[key]}, any_fit
 
 
-def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, mem: np.ndarray, comp: KeyCompute, s: PlanSettings,
+def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, rank: np.ndarray, levels: np.ndarray, comp: KeyCompute, s: PlanSettings,
                    spot: bool | None, *, deadline: bool) -> tuple[bool, np.ndarray]:
-    """Returns (whether any candidate of `gc` fits a key, per key of `idx` (sorted by `mem`) the row of
+    """Returns (whether any candidate of `gc` fits a key, per key of `idx` (sorted by `rank`: the number of
+    `levels`, the group's usable memories, below the key's memory) the row of
     its best candidate, -1 where none; `deadline`: among those meeting it only) by the formulas of
     `timing` and `deadline_met`, to the last bit: the same operations on the same numbers.
 
@@ -236,7 +242,7 @@ def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, mem: np.ndarray, comp: Key
     per_acc: dict[int, list] = {}
     for row, a, is_spot, usd, rate, usable, tf in gc.select(
             "_row", "acc_id", "spot", "usd_per_hour", "preemptions_per_hour", "usable_memory_gib", "time_factor").iter_rows():
-        n = int(np.searchsorted(mem, usable, side="right"))
+        n = int(np.searchsorted(rank, np.searchsorted(levels, usable), side="right"))  # the keys with memory <= usable
         if n and comp.column[a] >= 0:  # else it fits no key, or has no time on this accelerator (NaN: never wins)
             per_acc.setdefault(a, []).append((row, is_spot, usd, rate, n, tf))
     sample = np.arange(0, n_all, max(1, n_all // 256))
