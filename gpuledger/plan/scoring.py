@@ -197,7 +197,7 @@ def best_rows(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame,
         # a key fits the candidates whose usable memory is at or above it: rank the keys by how many of the
         # group's usable memories lie below theirs, so the keys a candidate fits are a prefix (a radix sort)
         levels = np.unique(gc["usable_memory_gib"].to_numpy())
-        rank = np.searchsorted(levels, mem_all[in_group], side="left").astype(np.int32)
+        rank = np.searchsorted(levels, mem_all[in_group], side="left")
         order = np.argsort(rank.astype(np.int16) if len(levels) < 2**15 else rank, kind="stable")
         idx, rank = key_ids[in_group][order], rank[order]
         fit_any, okr = _best_in_group(gc, idx, rank, levels, comp, s, spot, deadline=s.deadline_s is not None)
@@ -238,6 +238,9 @@ def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, rank: np.ndarray, levels: 
     n_all = len(idx)
     best, best_row = np.full(n_all, np.inf), np.full(n_all, -1, dtype=np.int64)
     compute_b, t0_b, lower_b = (np.empty(n_all) for _ in range(3))
+    buf = {name: np.empty(n_all) for name in ("compute", "t0", "per_pre", "best", "wall", "score", "tmp")}
+    buf.update(best_row=np.empty(n_all, dtype=np.int64), in_time=np.empty(n_all, dtype=bool), better=np.empty(n_all, dtype=bool),
+               tie=np.empty(n_all, dtype=bool))
     any_fit = False
     per_acc: dict[int, list] = {}
     for row, a, is_spot, usd, rate, usable, tf in gc.select(
@@ -269,31 +272,43 @@ def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, rank: np.ndarray, levels: 
             lower = np.multiply(t0, min(c[2] for c in scored) / S_PER_H * (1 - 1e-12), out=lower_b[:n])
             keep = np.flatnonzero(lower <= best[:n])  # NaN (no time) is never kept
             if keep.size:
-                _score_keys(scored, keep, compute[keep], t0[keep], best, best_row, s, deadline, dl, threshold)
+                _score_keys(scored, keep, compute, t0, best, best_row, s, deadline, dl, threshold, buf)
     return any_fit, best_row
 
 
 def _score_keys(cands: list, keep: np.ndarray, compute: np.ndarray, t0: np.ndarray, best: np.ndarray, best_row: np.ndarray,
-                s: PlanSettings, deadline: bool, dl: float | None, threshold: float) -> None:
+                s: PlanSettings, deadline: bool, dl: float | None, threshold: float, buf: dict[str, np.ndarray]) -> None:
     """Scores one accelerator's candidates (row, spot, usd_per_hour, preemptions_per_hour, ...) on the keys
-    `keep` (their compute and T0 given) and updates `best`/`best_row` there (lower score, then lower row)."""
+    `keep` of `compute`/`t0` and updates `best`/`best_row` there (lower score, then lower row); `buf`:
+    arrays at least as long as `keep`, written instead of new ones per candidate."""
+    m = keep.size
+    compute, t0 = np.take(compute, keep, out=buf["compute"][:m]), np.take(t0, keep, out=buf["t0"][:m])
     if s.checkpoint_interval_s is not None:
-        per_pre = np.broadcast_to(s.restart_s + s.checkpoint_interval_s / 2, t0.shape)
-    else:
-        per_pre = s.restart_s + compute / 2
+        per_pre = np.broadcast_to(s.restart_s + s.checkpoint_interval_s / 2, (m,))
+    else:  # restart + compute / 2
+        per_pre = np.divide(compute, 2, out=buf["per_pre"][:m])
+        np.add(per_pre, s.restart_s, out=per_pre)
     if deadline:
-        in_time = t0 <= dl
+        in_time = np.less_equal(t0, dl, out=buf["in_time"][:m])
         check = np.flatnonzero(in_time)
         t0_check = t0[check]
         n_allowed = np.floor((dl - t0_check) / per_pre[check])
         ratio = t0_check / (n_allowed + 1)  # Markov's mu / (n_allowed + 1) = rate × ratio
-    b, br = best[keep], best_row[keep]
+    b, br = np.take(best, keep, out=buf["best"][:m]), np.take(best_row, keep, out=buf["best_row"][:m])
+    wall_b, score, tmp, better = buf["wall"][:m], buf["score"][:m], buf["tmp"][:m], buf["better"][:m]
     for row, _, usd, rate, _, _ in cands:
         rate_per_s = rate / S_PER_H
-        wall = t0 if rate_per_s == 0 else t0 * (1 + rate_per_s * per_pre)  # on-demand: T0 × (1 + 0) = T0
-        score = usd * wall / S_PER_H + wall * 1e-12  # NaN (no time for a key) never wins
-        better = score < b
-        tie = score == b  # rare: then the lower row wins
+        if rate_per_s == 0:  # on-demand: T0 × (1 + 0 × per_pre) = T0
+            wall = t0
+        else:  # T0 × (1 + rate × per_pre)
+            wall = np.multiply(per_pre, rate_per_s, out=wall_b)
+            np.add(wall, 1, out=wall)
+            np.multiply(wall, t0, out=wall)
+        np.multiply(wall, usd, out=score)  # cost = usd × wall / S_PER_H; score = cost + wall × 1e-12
+        np.divide(score, S_PER_H, out=score)
+        np.add(score, np.multiply(wall, 1e-12, out=tmp), out=score)  # NaN (no time for a key) never wins
+        np.less(score, b, out=better)
+        tie = np.equal(score, b, out=buf["tie"][:m])  # rare: then the lower row wins
         if tie.any():
             better |= tie & (row < br)
         if deadline:
@@ -308,7 +323,7 @@ def _score_keys(cands: list, keep: np.ndarray, compute: np.ndarray, t0: np.ndarr
                     ok = in_time.copy()
                     q = poisson_quantile(mu, s.deadline_confidence, cap=n_allowed[unsure])
                     ok[check[unsure]] = q <= n_allowed[unsure]
-            better &= ok
+            np.logical_and(better, ok, out=better)
         np.copyto(b, score, where=better)
         np.copyto(br, row, where=better)
     best[keep], best_row[keep] = b, br
