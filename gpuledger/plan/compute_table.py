@@ -75,11 +75,17 @@ def _periodic(col: pl.Series, first: pl.Series) -> bool:
     return True
 
 
-def _constant_in_blocks(col: pl.Series, p: int) -> bool:
-    """Returns whether col[i] == col[i − 1] wherever i mod p != 0 (no nulls in `col`)."""
+def _in_blocks(col: pl.Series, heads: pl.Series) -> bool:
+    """Returns whether col[i] == heads[i // p] for every i, p = len(col) / len(heads) (no nulls in `col`):
+    each block's first row is its head, and every other row equals the row before it."""
+    p = col.len() // heads.len()
     last = None
     for offset, chunk in _chunks(col):
-        n = chunk.len()
+        n, first = chunk.len(), (-offset) % p  # the chunk's first block start
+        if first < n:
+            starts = chunk.gather_every(p, offset=first)
+            if not starts.equals(heads.slice((offset + first) // p, starts.len()), check_names=False, check_dtypes=False):
+                return False
         if offset % p and chunk[0] != last:
             return False
         if n > 1:
@@ -103,9 +109,7 @@ def compute_in_row_order(workloads: pl.Series, times: pl.DataFrame, acc_ids: pl.
     first = acc.head(p)
     if first.n_unique() != p or not _periodic(acc, first):  # every block names first's accelerators in order
         return None
-    if not work.gather_every(p).equals(workloads, check_names=False, check_dtypes=False):  # block heads
-        return None
-    if not _constant_in_blocks(work, p):  # every row of a block is its head's workload
+    if not _in_blocks(work, workloads):  # every row of a block is its estimate row's workload
         return None
     block = times["compute_s"].cast(pl.Float64).to_numpy().reshape(m, p)
     col_of = {a: j for j, a in enumerate(first.to_list())}

@@ -64,6 +64,7 @@ def test_times_in_blocks_are_read_as_the_join_reads_them():
         times.head(times.height - 3),  # a workload without its block
         swapped,  # the second block names A100 twice and no H100
         times.with_columns(workload=pl.when(pl.int_range(pl.len()) == 7).then(pl.lit("w0/1")).otherwise("workload")),
+        times.with_columns(workload=pl.when(pl.int_range(pl.len()).is_between(6, 8)).then(pl.lit("x")).otherwise("workload")),
     ]
     for t in not_blocks:
         assert compute_in_row_order(est["workload"], t, ids) is None
