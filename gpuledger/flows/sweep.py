@@ -8,7 +8,7 @@ The flow only orchestrates; what a sweep does lives in `gpuledger.runtime` (test
    With `search.probe: auto` and a plan above `search.probe_above_usd`, task `probe-shapes` first
    probes the shapes planned on estimates alone (gpuledger.runtime.probe) and the plan is made again
    on what they measured (docs/probes.md);
-2. the budget guard: over budget -> the run ends Failed with `BudgetExceeded` (exit 3 from the CLI)
+2. the budget guard (the plan's trials + what the sweep's probes spent already): over budget -> the run ends Failed with `BudgetExceeded` (exit 3 from the CLI)
    before anything is launched or written, unless `force` (then recorded as forced, and the
    runtime budget stop is off too). `dry_run` stops here;
 3. task `run-trials`: `gpuledger.runtime.engine.execute` registers the sweep, stores leftovers of
@@ -146,6 +146,7 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
     instead of continuing the spec's sweep.
     """
     from gpuledger.plan import budget_guard
+    from gpuledger.runtime.probe import sweep_spend_usd
 
     log = get_run_logger()
     accepted = plan_sweep_task(spec, launcher, max_parallel, new and not dry_run)
@@ -158,7 +159,7 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
     sp, sweep_id = accepted.spec, accepted.sweep_id
     summary = accepted.new_summary(dry_run=dry_run)
     try:
-        budget_guard(accepted.plan)
+        budget_guard(accepted.plan, probes_usd=sweep_spend_usd(sweep_id)[1])  # probes (auto, by hand) spent already
     except BudgetExceeded as err:
         if not force:
             # a refusal is an answer, not a crash: a Failed state with the message (no traceback in the logs)

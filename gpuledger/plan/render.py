@@ -12,24 +12,32 @@ from gpuledger.plan.formats import fmt_duration, fmt_usd
 from gpuledger.plan.model import Plan
 
 
-def budget_guard(plan: Plan) -> None:
-    """Raises BudgetExceeded (exit 3) when the plan's total is over its budget; the message gives
-    the estimated total, the budget, the top cost drivers, and what would fit."""
-    if plan.within_budget:
-        return
+def budget_guard(plan: Plan, *, probes_usd: float = 0.0) -> None:
+    """Raises BudgetExceeded (exit 3) when the plan's spend (the expected spend under pruning when the
+    plan has one, else its total) plus what the sweep's probes already spent is over its budget; the
+    message gives the estimate, the budget, the top cost drivers, and what would fit.
+
+    `probes_usd`: the sweep's probe spend so far (runs with purpose 'probe': `gpuledger probe`, or
+    `search.probe: auto` in `gpuledger sweep` just before this check), money the plan's trials do not
+    include (docs/probes.md)."""
     budget = plan.budget_usd or 0.0
     total = plan.total_est_cost_usd
-    alt = plan.alternatives
+    probes_usd = max(0.0, float(probes_usd))
     pr = plan.pruning or {}
+    decided = pr["expected_usd"] if pr.get("expected_usd") is not None else total
+    if plan.within_budget and (probes_usd == 0 or decided + probes_usd <= budget + 1e-9):
+        return
+    alt = plan.alternatives
+    probes = f" + {fmt_usd(probes_usd)} the sweep's probes spent" if probes_usd > 0 else ""
     if pr.get("expected_usd") is not None:
         expected = pr["expected_usd"]
-        lines = [f"expected spend under pruning {fmt_usd(expected)} ({pr['source']}: {pr['basis']}) exceeds the budget "
-                 f"{fmt_usd(budget)} (by {fmt_usd(expected - budget)}); the full, unpruned spend of the "
+        lines = [f"expected spend under pruning {fmt_usd(expected)} ({pr['source']}: {pr['basis']}){probes} exceeds the budget "
+                 f"{fmt_usd(budget)} (by {fmt_usd(expected + probes_usd - budget)}); the full, unpruned spend of the "
                  f"{len(plan.feasible_trials)} trial(s) of sweep {plan.sweep} is {fmt_usd(total)}; nothing was launched."]
         total = expected
     else:
-        lines = [f"estimated cost {fmt_usd(total)} exceeds the budget {fmt_usd(budget)} "
-                 f"(by {fmt_usd(total - budget)}) for {len(plan.feasible_trials)} trial(s) of sweep {plan.sweep}; "
+        lines = [f"estimated cost {fmt_usd(total)}{probes} exceeds the budget {fmt_usd(budget)} "
+                 f"(by {fmt_usd(total + probes_usd - budget)}) for {len(plan.feasible_trials)} trial(s) of sweep {plan.sweep}; "
                  "nothing was launched."]
         if pr:
             lines.append(f"spend under pruning: {pr['basis']}")
@@ -46,16 +54,16 @@ def budget_guard(plan: Plan) -> None:
                        ("cheapest_ignoring_deadline_usd", "the cheapest choice per trial, ignoring the deadline")):
         v = alt.get(key)
         if v and v["total_usd"] < total - 1e-9:
-            fits = "fits" if v["total_usd"] <= budget else "still over"
+            fits = "fits" if v["total_usd"] + probes_usd <= budget else "still over"
             lines.append(f"  {label}: {fmt_usd(v['total_usd'])} ({fits})")
     cheaper = sorted(
         ((a, v) for a, v in alt.get("by_accelerator", {}).items() if v["trials"] == v["of"] and v["total_usd"] < total - 1e-9),
         key=lambda kv: kv[1]["total_usd"],
     )
     for acc, v in cheaper[:2]:
-        fits = "fits" if v["total_usd"] <= budget else "still over"
+        fits = "fits" if v["total_usd"] + probes_usd <= budget else "still over"
         lines.append(f"  every trial on {acc} (resources.accelerators: [{acc}]): {fmt_usd(v['total_usd'])} ({fits})")
-    lines.append(f"raise budget.max_usd to at least {fmt_usd(math.ceil(total * 100) / 100)}, change the spec as above, "
+    lines.append(f"raise budget.max_usd to at least {fmt_usd(math.ceil((total + probes_usd) * 100) / 100)}, change the spec as above, "
                  "or pass --force to `gpuledger sweep` (recorded in the warehouse).")
     raise BudgetExceeded("\n".join(lines))
 

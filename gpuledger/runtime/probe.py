@@ -214,7 +214,7 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
 
     holder = lease_holder()
     landing_dir = current().landing_dir / "probes" / sweep_id
-    spent = _spent_usd(sweep_id)
+    spent, _ = sweep_spend_usd(sweep_id)
     budget = float(spec.budget.max_usd)
     if spent + summary.est_cost_usd > budget + 1e-9:
         raise BudgetExceeded(f"{len(shapes)} probe(s) of sweep {sweep_id} are estimated at ${summary.est_cost_usd:.4f}; "
@@ -263,16 +263,20 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
     return summary
 
 
-def _spent_usd(sweep_id: str) -> float:
-    """Returns what the sweep spent so far (all runs, probes included), 0 without a warehouse (none created)."""
+def sweep_spend_usd(sweep_id: str) -> tuple[float, float]:
+    """Returns (what the sweep spent so far, all runs, probes included; of it, its probes' spend) in
+    USD, (0, 0) without a warehouse (none created): the probes' budget check here, and the sweep's
+    pre-launch budget guard, which adds the probes' part to the plan's trials (`budget_guard(plan,
+    probes_usd=...)`)."""
     from gpuledger.settings import resolve_path
     from gpuledger.warehouse import Warehouse
 
     path = resolve_path()
     if not path.exists():
-        return 0.0
+        return 0.0, 0.0
     with Warehouse.open(path, read_only=True) as wh:
-        return float(wh.query_named("sweep_spent", {"sweep_id": sweep_id})["spent_usd"][0] or 0.0)
+        row = wh.query_named("sweep_spent", {"sweep_id": sweep_id}).row(0, named=True)
+    return float(row["spent_usd"] or 0.0), float(row["probes_usd"] or 0.0)
 
 
 def _register(wh, spec, spec_path: Path, sweep_id: str, launcher: str, cap: int, plan_json: dict[str, Any],

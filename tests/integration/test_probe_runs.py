@@ -12,7 +12,7 @@ import pytest
 
 from gpuledger.inputs.ledger import planning_inputs
 from gpuledger.plan import plan_sweep
-from gpuledger.runtime.probe import probe_lines, run_probes
+from gpuledger.runtime.probe import probe_lines, run_probes, sweep_spend_usd
 from gpuledger.spec import load_spec
 from gpuledger.warehouse import Warehouse
 
@@ -68,6 +68,9 @@ def test_probe_stops_the_trainer_is_stored_and_replans(probe_spec):
         assert wh.succeeded_trial_ids(summary.sweep_id) == set()
         spent = wh.query_named("sweep_spent", {"sweep_id": summary.sweep_id})["spent_usd"][0]
         assert spent == pytest.approx(summary.cost_usd) and spent > 0
+    # the sweep's pre-launch budget guard adds the probes' part of the spend to the plan's trials
+    assert sweep_spend_usd(summary.sweep_id) == (pytest.approx(spent), pytest.approx(spent))
+    with Warehouse.open(read_only=True) as wh:
         roi = wh.query("SELECT total_cost_usd, best_run_id, status FROM v_sweep_roi").to_dicts()[0]
         assert roi["total_cost_usd"] == pytest.approx(spent) and roi["best_run_id"] is None and roi["status"] == "planned"
     plan = plan_sweep(spec, inputs=planning_inputs(spec))

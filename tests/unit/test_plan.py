@@ -220,6 +220,23 @@ def test_budget_guard_message_has_numbers_and_alternatives():
     budget_guard(plan_of(e, o, PlanSettings(**{**s.__dict__, "budget_usd": 50.0}), accel=ACCEL))
 
 
+def test_budget_guard_counts_what_the_sweeps_probes_spent():
+    # search.probe auto: the sweep probes, then plans again; the plan's trials fit, the probes' spend
+    # on top of them does not (docs/probes.md: probe spend is the sweep's spend)
+    e = estimates(*[(f"t{i}", 1, "none", 10.0, 2.0) for i in range(10)])
+    o = offers(("aws", "g6.xlarge", "L4", 1, 1.0, 0.4))
+    s = PlanSettings(**{**BASE.__dict__, "budget_usd": 23.0, "spot": "never", "preemption_per_hour": 0.05})
+    p = plan_of(e, o, s, accel=ACCEL)
+    assert p.total_est_cost_usd == pytest.approx(22.0) and p.within_budget
+    budget_guard(p)
+    budget_guard(p, probes_usd=0.99)  # $22.99: still within $23
+    with pytest.raises(BudgetExceeded) as err:
+        budget_guard(p, probes_usd=1.5)
+    msg = str(err.value)
+    assert "estimated cost $22.00 + $1.50 the sweep's probes spent exceeds the budget $23.00 (by $0.50)" in msg
+    assert "raise budget.max_usd to at least $23.50" in msg
+
+
 # ------------------------------------------------------------------ what-if
 
 
