@@ -84,6 +84,15 @@ def probe_seconds_estimate(row: dict[str, Any], spec, shape: dict[str, Any], *, 
     return compute_s * min(1.0, float(steps or 0) / trial_steps)
 
 
+def fill_slots(shapes: list[Any], slots: int) -> list[Any]:
+    """Returns `shapes` repeated in turn until `slots` are filled (as they are when there are that many
+    or more): on the local launcher the sweep runs `slots` trials at once on this machine's cores, so
+    its probes run as many at once, each measuring its rate while sharing the cores as a trial will."""
+    if not shapes or len(shapes) >= slots:
+        return list(shapes)
+    return [shapes[i % len(shapes)] for i in range(slots)]
+
+
 def probe_cost_estimate_usd(row: dict[str, Any], overhead_s: float, steady_s: float) -> float:
     """Returns the estimated cost of one probe: the plan row's rate x (the plan's start-up overhead +
     the steady seconds)."""
@@ -201,11 +210,13 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
     summary = ProbeSummary(sweep_id=sweep_id, shapes=len(shapes))
     if not shapes:
         raise UserError(f"{spec_path}: no feasible trial to probe (see `gpuledger plan {spec_path}`)")
+    cap = max(1, min(int(plan_json.get("max_parallel") or 1), max_parallel or 10**6))
+    if plans_as(launcher) == "local":  # the trials will share this machine's cores `cap` at a time: so do the probes
+        shapes = fill_slots(shapes, cap)
     overhead_s = settings_for(spec, launcher=plans_as(launcher)).overhead_s
     steady = [probe_seconds_estimate(rows[t.trial_id], spec, shape, steps=steps, seconds=seconds) for shape, t in shapes]
     summary.est_cost_usd = sum(probe_cost_estimate_usd(rows[t.trial_id], overhead_s, s)
                                for (_, t), s in zip(shapes, steady, strict=True))
-    cap = max(1, min(int(plan_json.get("max_parallel") or 1), max_parallel or 10**6))
     from gpuledger.runtime import landing as landing_files
     from gpuledger.runtime.engine import lease_holder
     from gpuledger.runtime.requests import launch_requests
@@ -222,7 +233,8 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
     with Warehouse.open() as wh:
         wh.acquire_lease(sweep_id, holder, 120.0)
         _register(wh, spec, spec_path, sweep_id, launcher, cap, plan_json, trials)
-    say(f"probing {len(shapes)} shape(s) of {sweep_id} ({len(trials)} trials) through the {launcher} launcher, "
+    copies = f" ({len(shapes)} probes: copies fill the {cap} slots the trials will share)" if len(shapes) > summary.shapes else ""
+    say(f"probing {summary.shapes} shape(s) of {sweep_id} ({len(trials)} trials){copies} through the {launcher} launcher, "
         f"at most {cap} at once; estimated ${summary.est_cost_usd:.4f}")
     factory = launcher_factory or make_launcher
     lch = factory(launcher, spec, cap, landing_dir)

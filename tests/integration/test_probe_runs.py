@@ -12,7 +12,7 @@ import pytest
 
 from gpuledger.inputs.ledger import planning_inputs
 from gpuledger.plan import plan_sweep
-from gpuledger.runtime.probe import probe_lines, run_probes, sweep_spend_usd
+from gpuledger.runtime.probe import plan_for_probes, probe_lines, run_probes, sweep_spend_usd
 from gpuledger.spec import load_spec
 from gpuledger.warehouse import Warehouse
 
@@ -82,6 +82,23 @@ def test_probe_stops_the_trainer_is_stored_and_replans(probe_spec):
     row = next(t for t in plan.trials if t["trial_id"] == tid)
     startup = shape_startup[probe["probe_shape"]]  # the warm start-up: the least of the shape's runs
     assert row["est_wall_s"] == pytest.approx(startup + 64_000 / probe["tokens_per_s"], rel=1e-3)
+
+
+def test_one_shape_is_probed_by_as_many_copies_at_once_as_the_trials_will_run(probe_spec):
+    # the local sweep runs max_parallel trials at once on this machine's cores: a shape probed alone
+    # would measure its rate with the cores to itself, so copies fill the slots
+    spec = load_spec(probe_spec)
+    _, _, plan_json = plan_for_probes(spec, "local")
+    cap = plan_json["max_parallel"]
+    first = plan_json["trials"][0]["trial_id"]
+    summary = run_probes(spec, probe_spec, steps=5, trial_ids=[first], say=lambda m: None)
+    assert summary.shapes == 1 and not summary.failures
+    usable = [p for p in summary.probes if p["usable"]]
+    assert len(usable) == cap and {p["trial_id"] for p in usable} == {first}
+    assert len({p["probe_shape"] for p in usable}) == 1
+    if cap > 1:  # they ran side by side: each started before the other ended
+        a, b = usable[:2]
+        assert a["started_at"] < b["ended_at"] and b["started_at"] < a["ended_at"]
 
 
 def test_cli_probe_refuses_over_budget_and_names_a_bad_trial(probe_spec, _isolated_warehouse):

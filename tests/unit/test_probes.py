@@ -17,7 +17,7 @@ from gpuledger import protocol, track
 from gpuledger.inputs.machine import MachineSpeed
 from gpuledger.plan import plan_sweep
 from gpuledger.plan.probes import PROBE_SCHEMA, shape_key, shapes_to_probe, trial_shape, workload_shape
-from gpuledger.runtime.probe import probe_cost_estimate_usd, probe_env, probe_seconds_estimate
+from gpuledger.runtime.probe import fill_slots, probe_cost_estimate_usd, probe_env, probe_seconds_estimate
 from gpuledger.spec import expand_trials, load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,6 +154,13 @@ def test_newest_probe_of_a_shape_wins():
     old = old.with_columns(pl.col("run_id") + "-old")
     plan = plan_sweep(spec, trials, machine=MACHINE, probes=pl.concat([new, old]))  # newest first, as the query orders
     assert all(t["est_basis"].endswith("2026-11-26") for t in plan.trials)
+
+
+def test_copies_of_the_shapes_fill_the_slots_the_trials_will_share():
+    assert fill_slots(["a"], 2) == ["a", "a"]
+    assert fill_slots(["a", "b"], 5) == ["a", "b", "a", "b", "a"]
+    assert fill_slots(["a", "b", "c"], 2) == ["a", "b", "c"]  # more shapes than slots: each once
+    assert fill_slots([], 4) == []
 
 
 def test_probe_environment_and_cost_estimates():

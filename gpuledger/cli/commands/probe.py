@@ -66,4 +66,5 @@ def run(args) -> int:
               f"(`gpuledger plan {args.spec}` shows it)")
         for f in summary.failures:
             print(f"  {f}")
-    return 0 if len(usable) == summary.shapes and not summary.failures else 1
+    usable_shapes = {json.dumps(p.get("probe_shape"), sort_keys=True, default=str) for p in usable}  # copies share one
+    return 0 if len(usable_shapes) == summary.shapes and not summary.failures else 1
