@@ -294,7 +294,9 @@ def _per_trial(est: pl.DataFrame, keyed: pl.DataFrame, row_key: np.ndarray, row_
         np.minimum.at(first, code[hit], hit)
     chosen = first[first < len(rows)]
     sel = rows[chosen]
-    sel = sel[np.argsort(keyed["trial_index"].to_numpy()[sel], kind="stable")]
+    index = keyed["trial_index"].to_numpy()[sel]
+    if (np.diff(index) < 0).any():  # trial codes from trial_index come in its order already
+        sel = sel[np.argsort(index, kind="stable")]
     at = pos[row_key[sel]]
     picked = pl.DataFrame({c: v[at] for c, v in best_key.items() if c not in ("key", "gpus", "est_memory_gib")})
     basis = accel.select("accelerator", pl.col("basis").alias("est_basis")).unique("accelerator", keep="first")
