@@ -3,14 +3,13 @@ on-demand, the cheapest ignoring the deadline, one accelerator for every trial."
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from gpuledger.plan.compute_table import KeyCompute
-from gpuledger.plan.scoring import scored_candidates
+from gpuledger.plan.scoring import fitting, key_groups, numeric_candidates, timing
 from gpuledger.plan.settings import PlanSettings
 
 
@@ -29,39 +28,58 @@ def alternatives(any_fit: bool, row_key: np.ndarray, row_ids: pl.Series, candida
     if not any_fit or total <= s.budget_usd:
         return out
     # per-accelerator totals need candidates pruned within each accelerator, deadline ignored
-    reduced = scored_candidates(keys, candidates, accel, None, replace(s, deadline_s=None),
-                                prune_within=("spot", "acc_id"), compute=compute).select("key", "acc_id", "spot", "est_cost_usd")
+    acc_ids, cand = numeric_candidates(candidates, accel, s, prune_within=("spot", "acc_id"))
+    groups = list(key_groups(keys, cand))
     tk_key = row_key
     tk_trial = row_ids.rank("dense").to_numpy().astype(np.int64) - 1  # trials in id order: the sums' order
-    n_keys, n_trials = int(tk_key.max()) + 1, int(tk_trial.max()) + 1
-    r_key = reduced["key"].to_numpy().astype(np.int64)
-    r_cost = reduced["est_cost_usd"].to_numpy()
-    r_spot = reduced["spot"].to_numpy()
-    r_acc = reduced["acc_id"].to_numpy()
+    n_trials = int(tk_trial.max()) + 1
 
-    def total_for(mask: np.ndarray) -> tuple[float, int]:
-        per_key = np.full(n_keys, np.inf)
-        np.minimum.at(per_key, r_key[mask], r_cost[mask])
+    def total_for(per_key: np.ndarray) -> tuple[float, int]:
         per_trial = np.full(n_trials, np.inf)
         np.minimum.at(per_trial, tk_trial, per_key[tk_key])
         ok = np.isfinite(per_trial)
         return float(per_trial[ok].sum()), int(ok.sum())
 
-    cheapest, n = total_for(np.ones(len(r_key), dtype=bool))
-    out["cheapest_ignoring_deadline_usd"] = {"total_usd": round(cheapest, 2), "trials": n}
-    for name, mask in (("all_spot_usd", r_spot), ("all_on_demand_usd", ~r_spot)):
-        if mask.any():
-            t, n = total_for(mask)
-            out[name] = {"total_usd": round(t, 2), "trials": n}
-    names = accel.select("accelerator").unique(maintain_order=True).with_row_index("acc_id")
+    cheapest, spot, on_demand = (np.full(compute.n_keys, np.inf) for _ in range(3))
     by_acc = {}
-    for acc_id, acc in names.iter_rows():
-        mask = r_acc == acc_id
-        if mask.any():
-            t, n = total_for(mask)
+    for acc_id, acc in acc_ids.iter_rows():
+        per_key = _cheapest_on(acc_id, groups, compute, s, cheapest, spot, on_demand)
+        if per_key is not None:
+            t, n = total_for(per_key)
             by_acc[acc] = {"total_usd": round(t, 2), "trials": n, "of": int(feas.height)}
+    t, n = total_for(cheapest)
+    out["cheapest_ignoring_deadline_usd"] = {"total_usd": round(t, 2), "trials": n}
+    for name, per_key in (("all_spot_usd", spot), ("all_on_demand_usd", on_demand)):
+        if np.isfinite(per_key).any():
+            t, n = total_for(per_key)
+            out[name] = {"total_usd": round(t, 2), "trials": n}
     out["by_accelerator"] = dict(sorted(by_acc.items()))
     return out
+
+
+def _cheapest_on(acc_id: int, groups: list, compute: KeyCompute, s: PlanSettings, cheapest: np.ndarray, spot: np.ndarray,
+                 on_demand: np.ndarray) -> np.ndarray | None:
+    """Returns each key's cheapest cost on accelerator `acc_id`, deadline ignored (inf: none; None: no
+    candidate there fits any key), and lowers `cheapest`, `spot` and `on_demand` (per key, all
+    accelerators) by it: the minima of `scored_candidates`' rows, by `scoring.timing`'s formulas, without
+    its keys × candidates frame."""
+    per_key = None
+    for gc, idx, rank, levels in groups:
+        rows = gc.filter(pl.col("acc_id") == acc_id)
+        for usd, rate, is_spot, usable, tf in rows.select(
+                "usd_per_hour", "preemptions_per_hour", "spot", "usable_memory_gib", "time_factor").iter_rows():
+            n = fitting(rank, levels, usable)
+            seconds = compute.at(idx[:n], acc_id)
+            has = ~np.isnan(seconds)
+            if not has.any():  # no (key, candidate) row here
+                continue
+            keys = idx[:n][has]
+            cost = timing(seconds[has] * tf, usd, rate, s)["est_cost_usd"]
+            if per_key is None:
+                per_key = np.full(compute.n_keys, np.inf)
+            for target in (per_key, cheapest, spot if is_spot else on_demand):
+                target[keys] = np.minimum(target[keys], cost)
+    return per_key
 
 
 def top_drivers(feas: pl.DataFrame, total: float) -> list[dict[str, Any]]:

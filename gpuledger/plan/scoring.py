@@ -182,24 +182,11 @@ def best_rows(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame,
     n_keys = comp.n_keys
     key_ids = keys["key"].to_numpy().astype(np.int64)
     mem_all = keys["est_memory_gib"].to_numpy()
-    gpus_all = keys["gpus"].to_numpy()
     # per key: the candidate row of the best score (cost + wall × 1e-12) meeting the deadline, and missing it
     ok_row, late_row = np.full(n_keys, -1, dtype=np.int64), np.full(n_keys, -1, dtype=np.int64)
     any_fit = False
     cand = cand.with_row_index("_row")
-    of_precision: dict[str, np.ndarray] = {}
-    for (gpus, precision), gc in cand.partition_by("gpus", "precision", as_dict=True, maintain_order=True).items():
-        if precision not in of_precision:
-            of_precision[precision] = (keys["precision"] == precision).fill_null(False).to_numpy()
-        in_group = (gpus_all == gpus) & of_precision[precision]
-        if not in_group.any():
-            continue
-        # a key fits the candidates whose usable memory is at or above it: rank the keys by how many of the
-        # group's usable memories lie below theirs, so the keys a candidate fits are a prefix (a radix sort)
-        levels = np.unique(gc["usable_memory_gib"].to_numpy())
-        rank = np.searchsorted(levels, mem_all[in_group], side="left")
-        order = np.argsort(rank.astype(np.int16) if len(levels) < 2**15 else rank, kind="stable")
-        idx, rank = key_ids[in_group][order], rank[order]
+    for gc, idx, rank, levels in key_groups(keys, cand):
         fit_any, okr = _best_in_group(gc, idx, rank, levels, comp, s, spot, deadline=s.deadline_s is not None)
         any_fit = any_fit or fit_any
         ok_row[idx] = okr
@@ -217,6 +204,33 @@ def best_rows(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame,
     compute_s = comp.at(key, col["acc_id"]) * col.pop("time_factor")
     t = timing(compute_s, col["usd_per_hour"], col["preemptions_per_hour"], s)
     return {"key": key, "est_memory_gib": mem[key], **col, "compute_s": compute_s, **t, "deadline_ok": met[key]}, any_fit
+
+
+def key_groups(keys: pl.DataFrame, cand: pl.DataFrame):
+    """Yields, per requirement shape (gpus, precision) of the candidates `cand`: (its candidates, its keys
+    ordered by memory level, their levels, the levels: the distinct usable memories of its candidates).
+
+    A key fits the candidates whose usable memory is at or above its memory: ranked by how many levels
+    lie below their memory (a radix sort, not a full sort by memory), the keys a candidate fits are a
+    prefix (`fitting`)."""
+    key_ids = keys["key"].to_numpy().astype(np.int64)
+    mem_all, gpus_all = keys["est_memory_gib"].to_numpy(), keys["gpus"].to_numpy()
+    of_precision: dict[str, np.ndarray] = {}
+    for (gpus, precision), gc in cand.partition_by("gpus", "precision", as_dict=True, maintain_order=True).items():
+        if precision not in of_precision:
+            of_precision[precision] = (keys["precision"] == precision).fill_null(False).to_numpy()
+        in_group = (gpus_all == gpus) & of_precision[precision]
+        if not in_group.any():
+            continue
+        levels = np.unique(gc["usable_memory_gib"].to_numpy())
+        rank = np.searchsorted(levels, mem_all[in_group], side="left")
+        order = np.argsort(rank.astype(np.int16) if len(levels) < 2**15 else rank, kind="stable")
+        yield gc, key_ids[in_group][order], rank[order], levels
+
+
+def fitting(rank: np.ndarray, levels: np.ndarray, usable_gib: float) -> int:
+    """Returns how many keys (ordered by `rank`, see `key_groups`) have memory <= `usable_gib`."""
+    return int(np.searchsorted(rank, np.searchsorted(levels, usable_gib), side="right"))
 
 
 def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, rank: np.ndarray, levels: np.ndarray, comp: KeyCompute, s: PlanSettings,
@@ -245,7 +259,7 @@ def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, rank: np.ndarray, levels: 
     per_acc: dict[int, list] = {}
     for row, a, is_spot, usd, rate, usable, tf in gc.select(
             "_row", "acc_id", "spot", "usd_per_hour", "preemptions_per_hour", "usable_memory_gib", "time_factor").iter_rows():
-        n = int(np.searchsorted(rank, np.searchsorted(levels, usable), side="right"))  # the keys with memory <= usable
+        n = fitting(rank, levels, usable)
         if n and comp.column[a] >= 0:  # else it fits no key, or has no time on this accelerator (NaN: never wins)
             per_acc.setdefault(a, []).append((row, is_spot, usd, rate, n, tf))
     sample = np.arange(0, n_all, max(1, n_all // 256))

@@ -138,3 +138,27 @@ def test_list_schedule_in_rounds_is_the_heap_schedule(k):
         start, slot = list_schedule(d, k)
         assert np.array_equal(start, want_start) and np.array_equal(slot, want_slot)
         assert np.array_equal(list_starts(d, k), want_start)
+
+
+def test_budget_guard_alternatives_are_the_minima_of_the_cross_join():
+    """The alternatives an over-budget plan quotes (cheapest ignoring the deadline, all spot, all
+    on-demand, one accelerator for all) equal the per-trial minima of `scored_candidates`' whole frame."""
+    from dataclasses import replace
+
+    est, times, offers = _frames(120, 8)
+    s = PlanSettings(provisioning_s=600.0, setup_s=600.0, deadline_s=4 * H, preemption_per_hour=0.2, budget_usd=1.0)
+    alt = plan_from_estimates(est, offers, s, times=times, accel=ACCEL).alternatives
+    keys = est.with_row_index("key").with_columns(pl.col("key").cast(pl.UInt32), precision=pl.lit("bf16"))
+    cands = candidate_offers(offers, [1, 2], s).with_row_index("cand")
+    rows = (scored_candidates(keys, cands, ACCEL, times, replace(s, deadline_s=None), prune_within=("spot", "acc_id"))
+            .join(keys.select("key", "trial_id"), on="key").join(cands.select("cand", "accelerator"), on="cand"))
+
+    def total(frame):
+        per_trial = frame.group_by("trial_id").agg(pl.col("est_cost_usd").min())
+        return {"total_usd": round(per_trial["est_cost_usd"].sum(), 2), "trials": per_trial.height}
+
+    assert alt["cheapest_ignoring_deadline_usd"] == total(rows)
+    assert alt["all_spot_usd"] == total(rows.filter(pl.col("spot")))
+    assert alt["all_on_demand_usd"] == total(rows.filter(~pl.col("spot")))
+    by_acc = {a: {**total(rows.filter(pl.col("accelerator") == a)), "of": 120} for a in sorted(set(rows["accelerator"]))}
+    assert alt["by_accelerator"] == by_acc and len(by_acc) == 3
