@@ -182,7 +182,10 @@ def main() -> None:
             sys.exit("the two planners disagree on the same frames")
     print(f"machine: {os.cpu_count()} logical CPUs (wall time on a shared machine rises with other load)")
     print(f"trials x offers per second: {pairs / min(new['wall_s']):,.0f} ({pairs:,} pairs)")
-    print(f"goal: <= 0.5 s wall on a quiet machine -> {'met' if min(new['wall_s']) <= 0.5 else 'NOT met'} here")
+    cpu, wall = min(new["cpu_s"]), min(new["wall_s"])
+    print(f"goal: <= 0.5 s on a quiet machine -> CPU {cpu:.3f} s {'met' if cpu <= 0.5 else 'NOT met'}; wall {wall:.3f} s "
+          f"{'met' if wall <= 0.5 else 'NOT met'} here at load average {new['load'][0]:.1f} (wall counts the time other "
+          "processes hold the cores; the planner itself is mostly single-threaded)")
 
 
 if __name__ == "__main__":
