@@ -69,10 +69,11 @@ def _rounds(d: np.ndarray, start: np.ndarray, slot: np.ndarray, free: np.ndarray
     return j, free, ids
 
 
-def list_starts(durations: Sequence[float] | np.ndarray, slots: int) -> np.ndarray:
+def list_starts(durations: Sequence[float] | np.ndarray, slots: int, *, as_list: list[float] | None = None) -> np.ndarray:
     """Returns the start per job of `list_schedule(durations, slots)`, the same numbers, without the
     slots: a heap of bare free times (a job starts when the earliest slot frees, whichever slot that
-    is), which is about twice as fast as the heap of (free time, slot) pairs."""
+    is), which is about twice as fast as the heap of (free time, slot) pairs. `as_list`: the durations
+    as a Python list already (several slot counts over the same durations convert them once)."""
     d = np.asarray(durations, dtype=np.float64)
     n = len(d)
     k = max(1, int(slots))
@@ -80,7 +81,7 @@ def list_starts(durations: Sequence[float] | np.ndarray, slots: int) -> np.ndarr
         return np.zeros(n)
     if k == 1:
         return np.concatenate([[0.0], np.cumsum(d)[:-1]])
-    dl = d.tolist()
+    dl = as_list if as_list is not None else d.tolist()
     heap = dl[:k]
     heapq.heapify(heap)
     replace_ = heapq.heapreplace  # pops the earliest free time (the job's start), pushes the job's end

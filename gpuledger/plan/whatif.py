@@ -53,12 +53,19 @@ def what_if_curve(
     if target_index is not None and not 0 <= target_index < n:
         raise ValueError(f"target_index {target_index} is outside 0..{n - 1}")
     out = []
+    cum0, d0_list = np.concatenate([[0.0], np.cumsum(c0)]), None
     for k in ks:
         slow = max(1.0, int(k) / shared_cores) if shared_cores else 1.0
-        d, c = d0 * slow, c0 * slow
-        cum = np.concatenate([[0.0], np.cumsum(c)])
-        cached = (_schedules or {}).get(int(k)) if slow == 1.0 else None
-        start = cached[0] if cached is not None else list_starts(d, k)
+        if slow == 1.0:  # d0 × 1.0 is d0
+            d, cum = d0, cum0
+            cached = (_schedules or {}).get(int(k))
+            if cached is None and d0_list is None and n > k > 1:
+                d0_list = d0.tolist()
+            start = cached[0] if cached is not None else list_starts(d, k, as_list=d0_list)
+        else:
+            d, c = d0 * slow, c0 * slow
+            cum = np.concatenate([[0.0], np.cumsum(c)])
+            start = list_starts(d, k)
         finish = start + d
         if stop_at_target:
             # starts are non-decreasing in launch order under list scheduling: count by binary search
