@@ -50,6 +50,13 @@ ENV_PROBE_SHAPE = "GPULEDGER_PROBE_SHAPE"  # the probed shape as one JSON object
 
 #: The agent's `--key-fd`: the file descriptor the launcher passes the attempt's signing key on.
 ENV_KEY_FD = "GPULEDGER_KEY_FD"
+#: The key the agent signs its `RESULT_LINE_PREFIX` line with (the SkyPilot launcher makes one per job
+#: and passes it as a task secret); the agent takes it out of its environment before the trial starts.
+ENV_RESULT_KEY = "GPULEDGER_RESULT_KEY"
+#: What follows the record's JSON on a signed result line, then the HMAC-SHA256 (hex) of the exact JSON
+#: text: `GPULEDGER_RESULT {json} hmac-sha256=HEX` (a reader that ignores the rest of the line still
+#: reads the record).
+RESULT_SIGNATURE_PREFIX = "hmac-sha256="
 
 #: The prefix of gpuledger's own variables: a spec's `task.env` may not set any of them.
 LEDGER_ENV_PREFIX = "GPULEDGER_"

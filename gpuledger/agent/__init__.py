@@ -3,7 +3,8 @@
     python -m gpuledger.agent --result FILE [--run-id ID] [--trial-id ID] [--timeout-s S] -- CMD...
 
 It starts CMD in its own session (so the whole tree can be signalled as one process group),
-passes its stdout/stderr through unchanged, and meanwhile
+passes its stdout/stderr through (every `GPULEDGER_RESULT ` in them rewritten, so nothing the trial
+prints reads as the agent's own result line: `gpuledger.agent.owned`), and meanwhile
 
 - samples every `--sample-interval-s` (default 0.25 s) the resident memory of the process tree
   (psutil RSS summed over CMD and all its descendants) and, where an NVIDIA driver is present,
@@ -22,8 +23,10 @@ passes its stdout/stderr through unchanged, and meanwhile
 - enforces `--timeout-s` (kills the group; status `failed`, reason "timeout after N s").
 
 At exit it writes the result record (docs/result-record.md; `gpuledger.record.ResultRecord`)
-atomically to FILE, prints it as one `GPULEDGER_RESULT {...}` line on stdout, and exits with the
-child's exit code (128+N when the child died of signal N).
+atomically to FILE, prints it as one `GPULEDGER_RESULT {...}` line on stdout (followed by
+` hmac-sha256=HEX` when `$GPULEDGER_RESULT_KEY` gave it a key, which it removes from its environment
+at start: `gpuledger.agent.signing`), and exits with the child's exit code (128+N when the child died
+of signal N).
 
 Placement fields (launcher, cloud, region, instance type, accelerator, GPU count, spot) and the
 ids come from options or, when absent, from `GPULEDGER_*` environment variables, so that a
@@ -54,8 +57,11 @@ from typing import Any
 import psutil
 
 from gpuledger import protocol, vocabulary
+from gpuledger.agent import measure
 from gpuledger.agent.measure import GIB, MAX_LINE_BYTES, Echo, FileTail, Gpus, Metrics, oom_kill_count
-from gpuledger.agent.signing import read_keys, write_signed
+from gpuledger.agent.owned import Neutraliser
+from gpuledger.agent.owned import note as owned_note
+from gpuledger.agent.signing import read_keys, signed_result_line, take_env_key, write_signed
 from gpuledger.protocol import ENV_METRICS as METRICS_ENV
 from gpuledger.protocol import METRIC_LINE_PREFIX, RESULT_LINE_PREFIX, SCHEMA
 
@@ -113,6 +119,10 @@ class Agent:
         self.kill_at: float | None = None
         self.keys: dict[str, bytes] = {}  # the signing keys (`--key-fd`)
         self.sampler_error: str | None = None
+        # the trial's output never carries a line the launcher would take for the agent's own record
+        self.stdout_owned = Neutraliser()
+        self.stderr_owned = Neutraliser()
+        self.line_key: bytes | None = None  # the key the result line is signed with ($GPULEDGER_RESULT_KEY)
 
     # -- signals -----------------------------------------------------------------------------
 
@@ -152,10 +162,10 @@ class Agent:
     # -- threads -----------------------------------------------------------------------------
 
     def _pump_stdout(self, pipe: Any, metrics: Metrics) -> None:
-        """Passes the trial's stdout through, parsing its `GPULEDGER_METRIC` lines; a line is read in
+        """Passes the trial's stdout through (result-line prefixes neutralised: `owned.Neutraliser`),
+        parsing its `GPULEDGER_METRIC` lines; a line is read in
         pieces of at most `MAX_LINE_BYTES` (memory does not grow with the longest line), and one
         longer than that is passed through unparsed."""
-        out = sys.stdout.buffer
         prefix = METRIC_LINE_PREFIX.encode()
         continued = False  # the piece read is the rest of a line longer than MAX_LINE_BYTES
         for line in iter(lambda: pipe.readline(MAX_LINE_BYTES), b""):
@@ -165,14 +175,19 @@ class Agent:
             elif not continued and not whole and line.startswith(prefix):
                 metrics.refused += 1
             continued = not line.endswith(b"\n")
-            with self.out_lock:
-                try:
-                    out.write(line)
-                    out.flush()
-                except (OSError, ValueError):
-                    pass
-                self.stdout_ends_with_newline = line.endswith(b"\n")
+            self._write_out(self.stdout_owned.feed(line))
+        self._write_out(self.stdout_owned.finish())
         pipe.close()
+
+    def _write_out(self, data: bytes) -> None:
+        """Writes the trial's stdout (its result-line prefixes already neutralised) through."""
+        if not data:
+            return
+        with self.out_lock:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stdout.buffer.write(data)
+                sys.stdout.buffer.flush()
+            self.stdout_ends_with_newline = data.endswith(b"\n")
 
     def _pump_stderr(self, pipe: Any) -> None:
         err = sys.stderr.buffer
@@ -186,7 +201,7 @@ class Agent:
             if not chunk:
                 break
             try:
-                err.write(chunk)
+                err.write(self.stderr_owned.feed(chunk))
                 err.flush()
             except (OSError, ValueError):
                 pass
@@ -200,6 +215,9 @@ class Agent:
                 self.stderr_tail.append(line + b"\n")
             if len(self.stderr_partial) > STDERR_TAIL_BYTES:
                 self.stderr_partial = self.stderr_partial[-STDERR_TAIL_BYTES:]
+        with contextlib.suppress(OSError, ValueError):
+            err.write(self.stderr_owned.finish())
+            err.flush()
         pipe.close()
 
     def _sample_once(self, gpus: Gpus) -> None:
@@ -255,7 +273,7 @@ class Agent:
         for sig in FORWARDED_SIGNALS:
             signal.signal(sig, self._on_signal)
 
-        become_subreaper()
+        measure.become_subreaper()
         tmpdir = tempfile.mkdtemp(prefix="gpuledger-agent-")
         # --metrics-file: kept where the launcher reads intermediate values (pruning); else private
         metrics_path = Path(opts.metrics_file) if opts.metrics_file else Path(tmpdir) / "metrics.jsonl"
@@ -335,6 +353,9 @@ class Agent:
             os.rmdir(tmpdir)
 
         status, reason = self._classify(exit_code, launch_error, oom_kills_before)
+        printed = owned_note(self.stdout_owned.count + self.stderr_owned.count)
+        if printed:
+            reason = f"{reason}; {printed}" if reason else printed
         tail_text = b"".join(self.stderr_tail) + self.stderr_partial
         tail_text = tail_text[-STDERR_TAIL_BYTES:]
         if launch_error:
@@ -429,13 +450,13 @@ class Agent:
 
     def emit(self, record: dict[str, Any]) -> None:
         """Writes the record atomically to --result (signed, with `--key-fd`: `signature_path`) and
-        prints the GPULEDGER_RESULT line."""
+        prints the GPULEDGER_RESULT line (signed with `$GPULEDGER_RESULT_KEY`, when given)."""
         line = json.dumps(record, separators=(",", ":"), allow_nan=False)
         try:
             if self.opts.result:
                 write_signed(Path(self.opts.result), record, self.keys)
         finally:  # the line first carries the record when the file cannot be written (a full disk)
-            self._print_line(RESULT_LINE_PREFIX + line + "\n")
+            self._print_line(signed_result_line(line, self.line_key) + "\n")
 
     def _print_line(self, text: str) -> None:
         """Prints one line of the agent's own on stdout, on a line of its own (the child's partial
@@ -447,24 +468,6 @@ class Agent:
                 sys.stdout.flush()
             self.stdout_ends_with_newline = True
 
-
-#: prctl(2) option: orphaned descendants re-parent to this process instead of init (Linux >= 3.4)
-PR_SET_CHILD_SUBREAPER = 36
-
-
-def become_subreaper() -> bool:
-    """Makes the agent the reaper of the trial's orphans (Linux `prctl(PR_SET_CHILD_SUBREAPER)`), so
-    a daemon the trial double-forks stays below the agent, is measured and ends with the trial;
-    returns False where the system has no such call (the process group still ends)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
 
 def _purpose() -> dict[str, Any]:
     """Returns the record's purpose fields from `$GPULEDGER_PURPOSE` and `$GPULEDGER_PROBE_SHAPE` (a probe
@@ -573,6 +576,10 @@ def main(argv: list[str] | None = None) -> int:
     if not opts.echo_interval_s >= 0:  # also refuses NaN
         parser.error("--echo-interval-s must be >= 0")
     agent = Agent(cmd, opts)
+    try:  # taken out of the environment before anything starts: the trial never inherits it
+        agent.line_key = take_env_key(protocol.ENV_RESULT_KEY)
+    except ValueError as err:
+        parser.error(str(err))
     if opts.key_fd is not None:
         try:
             agent.keys = read_keys(opts.key_fd)

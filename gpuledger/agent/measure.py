@@ -4,7 +4,8 @@
 - `Gpus`: every visible GPU's used memory and utilisation through NVML (no driver: all None);
 - `Metrics`: the trial's metric points, from `GPULEDGER_METRIC` lines and the `$GPULEDGER_METRICS` file;
 - `FileTail`: follows the metrics file a trainer appends to;
-- `Echo`: the agent's `--echo-metrics` (named metrics to stdout, bounded).
+- `Echo`: the agent's `--echo-metrics` (named metrics to stdout, bounded);
+- `become_subreaper()`: the trial's orphans stay below the agent (measured, ended with the trial).
 
 Stdlib, psutil-free and (optionally) pynvml: it runs inside cloud jobs.
 """
@@ -16,6 +17,7 @@ import json
 import math
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -298,3 +300,22 @@ class Echo:
             line = {"name": p["name"], "value": p["value"], "step": p["step"],
                     "time": round(self.started + p["t_s"], 3)}
             self.write(METRIC_LINE_PREFIX + json.dumps(line, separators=(",", ":")) + "\n")
+
+
+#: prctl(2) option: orphaned descendants re-parent to this process instead of init (Linux >= 3.4)
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Makes the agent the reaper of the trial's orphans (Linux `prctl(PR_SET_CHILD_SUBREAPER)`), so
+    a daemon the trial double-forks stays below the agent, is measured and ends with the trial;
+    returns False where the system has no such call (the process group still ends)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False

@@ -1,9 +1,14 @@
-"""Signed result files: how a launcher tells its agent's record from a file a trial wrote.
+"""Signed results: how a launcher tells its agent's record from a file or a line a trial wrote.
 
 The launcher makes a key per attempt and passes it (and, for a sweep, the landing folder's key) on
 a pipe (`--key-fd`) that the agent reads and closes before it starts the trial, so the trial, which
 inherits no descriptors, never has them. The agent writes the record and `FILE.sig` beside it: one
-`NAME HMAC-SHA256-HEX` line per key. Stdlib only: it runs inside cloud jobs.
+`NAME HMAC-SHA256-HEX` line per key.
+
+A launcher that reads the job's logs instead (SkyPilot) passes a key per job as
+`$GPULEDGER_RESULT_KEY` (`take_env_key`); the agent signs its `GPULEDGER_RESULT` line with it
+(`signed_result_line`) and the launcher believes only a line that verifies (`result_line_signed`).
+Stdlib only: it runs inside cloud jobs.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuledger.files import write_bytes_atomic, write_json_atomic
+from gpuledger.protocol import RESULT_LINE_PREFIX, RESULT_SIGNATURE_PREFIX
 
 
 def signature_path(result: Path) -> Path:
@@ -55,6 +61,23 @@ def write_signed(path: Path, record: dict[str, Any], keys: dict[str, bytes]) -> 
             signature_path(path).unlink()
 
 
+def signed_result_line(json_text: str, key: bytes | None) -> str:
+    """Returns the agent's result line for the record `json_text` (one line, no newline): signed
+    (`protocol.RESULT_SIGNATURE_PREFIX` + the HMAC-SHA256 of the exact text) when there is a key."""
+    line = RESULT_LINE_PREFIX + json_text
+    return f"{line} {RESULT_SIGNATURE_PREFIX}{sign(key, json_text.encode())}" if key else line
+
+
+def result_line_signed(json_text: str, rest: str, key: bytes) -> bool:
+    """Returns True when `rest` (what follows the JSON on its line) starts with a valid signature of
+    `json_text` under `key`; whatever follows the signature (a terminal's colour reset) is ignored."""
+    rest = rest.lstrip()
+    if not rest.startswith(RESULT_SIGNATURE_PREFIX):
+        return False
+    value = rest[len(RESULT_SIGNATURE_PREFIX):len(RESULT_SIGNATURE_PREFIX) + 64]
+    return hmac.compare_digest(value.encode("ascii", "replace"), sign(key, json_text.encode()).encode())
+
+
 #: The names of the keys on the `--key-fd` pipe, in order (one hex key per line).
 KEY_NAMES = ("attempt", "landing")
 
@@ -77,3 +100,35 @@ def read_keys(fd: int) -> dict[str, bytes]:
     if len(keys.get("attempt", b"")) < 16:
         raise ValueError("expected a key of at least 16 bytes per line")
     return keys
+
+
+def take_env_key(name: str) -> bytes | None:
+    """Returns the key in the environment variable `name` (None when unset or empty) and removes it:
+    from `os.environ` (children never inherit it) and, on Linux, from this process's initial
+    environment block too (its bytes overwritten), so `/proc/<agent pid>/environ` no longer shows it
+    to the trial. Raises ValueError for a key shorter than 16 characters."""
+    value = os.environ.get(name)
+    if value is not None:
+        _scrub_initial_environ(name)  # first: once unset, libc no longer points at the block
+        os.environ.pop(name, None)
+    if not value:
+        return None
+    key = value.strip().encode()
+    if len(key) < 16:
+        raise ValueError(f"${name}: expected a key of at least 16 characters")
+    return key
+
+
+def _scrub_initial_environ(name: str) -> None:
+    """Overwrites the value of `name` in the environment block the process started with (what
+    /proc/PID/environ reads); best effort: nothing happens where libc cannot be reached."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError, ValueError):
+        libc = ctypes.CDLL(None)
+        libc.getenv.restype = ctypes.c_void_p
+        libc.getenv.argtypes = [ctypes.c_char_p]
+        ptr = libc.getenv(name.encode())
+        if ptr:
+            ctypes.memset(ptr, ord("x"), len(ctypes.string_at(ptr)))
+        libc.unsetenv(name.encode())

@@ -3,7 +3,9 @@
 No `sky` import: pure text parsing, shared by `SkyPilotLauncher.collect` (result lines) and
 `SkyPilotLauncher.progress` (a running trial's metric points for the pruner). Both tolerate
 SkyPilot's log prefixes (`(task, pid=123) GPULEDGER_RESULT {...}`) and whatever follows the JSON on
-its line (colour codes), and skip bad JSON.
+its line (colour codes), and skip bad JSON. A result line is believed only when it carries the
+agent's signature under the job's key (`signed_result_lines`; the line format is in
+`gpuledger.agent.signing`).
 
 `new_points(logs, offset, names)` is the pruning watch's read of a log that is re-read (or
 tailed) in full each time. `offset` is not a position in the text but a step watermark: the
@@ -29,34 +31,56 @@ import math
 from collections.abc import Collection, Iterator
 from typing import Any
 
+from gpuledger.agent.signing import result_line_signed
 from gpuledger.protocol import METRIC_LINE_PREFIX, RESULT_LINE_PREFIX
 
 _DECODER = json.JSONDecoder()
 
 
-def _prefixed_json(logs: str, prefix: str) -> Iterator[Any]:
-    """Yields the JSON value after `prefix` on each line that has it; what follows the value on the
-    line (a terminal's colour reset, a carriage return) is ignored."""
+def _prefixed_json(logs: str, prefix: str) -> Iterator[tuple[Any, str, str]]:
+    """Yields (the JSON value, its exact text, the rest of the line) after `prefix` on each line that
+    has it; what follows the value on the line (a signature, a colour reset) is the rest."""
     for line in logs.splitlines():
         pos = line.find(prefix)
         if pos < 0:
             continue
+        text = line[pos + len(prefix):].lstrip()
         try:
-            value, _end = _DECODER.raw_decode(line[pos + len(prefix):].lstrip())
+            value, end = _DECODER.raw_decode(text)
         except json.JSONDecodeError:
             continue
-        yield value
+        yield value, text[:end], text[end:]
 
 
 def parse_result_lines(logs: str) -> list[dict[str, Any]]:
-    """Returns every `GPULEDGER_RESULT {json}` record in `logs`, in order (bad JSON skipped)."""
-    return [data for data in _prefixed_json(logs, RESULT_LINE_PREFIX) if isinstance(data, dict)]
+    """Returns every `GPULEDGER_RESULT {json}` record in `logs`, in order (bad JSON skipped), signed
+    or not: what the lines say, not what is believed (`signed_result_lines`)."""
+    return [data for data, _text, _rest in _prefixed_json(logs, RESULT_LINE_PREFIX) if isinstance(data, dict)]
+
+
+def signed_result_lines(logs: str, key: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Returns (the records of the result lines signed with `key`, the records of those that are not),
+    each in log order. Only the first are the agent's: it signs its line with the job's key
+    (`gpuledger.agent.signing.signed_result_line`); an unsigned or wrongly signed line was printed
+    by something else (a trial that bypassed the agent's neutralising, an agent without the key)."""
+    signed: list[dict[str, Any]] = []
+    unsigned: list[dict[str, Any]] = []
+    for data, text, rest in _prefixed_json(logs, RESULT_LINE_PREFIX):
+        if isinstance(data, dict):
+            (signed if result_line_signed(text, rest, key) else unsigned).append(data)
+    return signed, unsigned
+
+
+def unsigned_note(count: int) -> str:
+    """Says how many result lines in a job's logs claimed an attempt without the agent's signature."""
+    return (f"{count} {RESULT_LINE_PREFIX.strip()} line(s) in the job's logs are not signed by its agent "
+            "(printed by something else; ignored)")
 
 
 def parse_metric_lines(logs: str) -> list[dict[str, Any]]:
     """Returns every `GPULEDGER_METRIC {json}` point in `logs`, in order (a line may hold a list)."""
     points = []
-    for data in _prefixed_json(logs, METRIC_LINE_PREFIX):
+    for data, _text, _rest in _prefixed_json(logs, METRIC_LINE_PREFIX):
         points.extend(p for p in (data if isinstance(data, list) else [data]) if isinstance(p, dict))
     return points
 

@@ -131,3 +131,37 @@ def _alive(pid: int) -> bool:
             return fh.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_trial_cannot_print_the_agents_result_line_nor_read_its_key(tmp_path):
+    # the SkyPilot path: the job's log (stdout + stderr) is where the launcher reads the record, and the
+    # key comes to the agent as $GPULEDGER_RESULT_KEY (a task secret)
+    from gpuledger.launch.skypilot_logs import signed_result_lines
+
+    key = "a1b2c3d4" * 8
+    result = tmp_path / "result.json"
+    code = textwrap.dedent("""
+        import os, sys
+        forged = 'GPULEDGER_RESULT {"run_id": "r1", "status": "succeeded", "gpus": 0, "final_metrics": {"eval_loss": -1e9}}'
+        print(forged, flush=True)                                  # at a line start
+        print("(task, pid=1) " + forged, file=sys.stderr, flush=True)  # on stderr, after SkyPilot's prefix
+        sys.stdout.write("10%\\r" + forged[:9]); sys.stdout.flush()  # split across two writes, after a \\r
+        sys.stdout.write(forged[9:] + "\\n"); sys.stdout.flush()
+        seen = os.environ.get("GPULEDGER_RESULT_KEY", "")
+        with open(f"/proc/{os.getppid()}/environ", "rb") as fh:      # the agent's environment block
+            seen += fh.read().decode("utf-8", "replace")
+        print("key seen: " + str("a1b2c3d4" * 8 in seen), flush=True)
+        print('GPULEDGER_METRIC {"name": "eval_loss", "value": 1.25}', flush=True)
+        """)
+    cmd = [sys.executable, "-m", "gpuledger.agent", "--result", str(result), "--trial-id", "t1", "--run-id", "r1",
+           "--", sys.executable, "-c", code]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "GPULEDGER_RESULT_KEY": key})
+    assert proc.returncode == 0, proc.stderr
+    assert "key seen: False\n" in proc.stdout and "key seen: True" not in proc.stdout
+    signed, unsigned = signed_result_lines(proc.stdout + proc.stderr, key.encode())
+    assert unsigned == []  # every line the trial printed was neutralised
+    (record,) = signed  # positive control: the agent's own line, signed, with what it measured
+    assert record["final_metrics"] == {"eval_loss": 1.25} and record["status"] == "succeeded"
+    assert record["reason"].startswith("the trial printed 3 GPULEDGER_RESULT line(s); ignored")
+    assert proc.stdout.count("GPULEDGER_RESULT_FROM_TRIAL ") == 2 and "GPULEDGER_RESULT_FROM_TRIAL " in proc.stderr
