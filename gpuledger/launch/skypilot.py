@@ -52,6 +52,7 @@ which this module re-exports). Three parts:
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -60,7 +61,7 @@ from typing import Any
 
 from gpuledger import vocabulary
 from gpuledger.launch.base import LaunchRequest, TrialStatus
-from gpuledger.launch.skypilot_logs import new_points, parse_result_lines
+from gpuledger.launch.skypilot_logs import new_points, parse_result_lines, signed_result_lines, unsigned_note  # noqa: F401
 from gpuledger.launch.skypilot_pool import PoolKeeper, pool_job_config
 from gpuledger.launch.skypilot_sdk import QUEUE_FIELDS, SkySDK  # noqa: F401 - the SDK boundary, re-exported
 from gpuledger.launch.skypilot_task import (  # noqa: F401 - the task part, re-exported
@@ -181,6 +182,9 @@ class SkyJob:
     last_record: dict[str, Any] = field(default_factory=dict)
     cancel_requested: bool = False
     final_logs: str | None = None  # the log read once the job ended (the last watch and collect share it)
+    #: the key the job's agent signs its result line with (a task secret, made per launch): a line
+    #: without its signature is never believed (`skypilot_logs.signed_result_lines`)
+    key: bytes = field(default_factory=lambda: secrets.token_hex(32).encode(), repr=False)
 
 
 def parse_cluster_resources(text: str | None) -> tuple[str | None, bool | None]:
@@ -270,19 +274,24 @@ class SkyPilotLauncher:
             max_restarts_on_errors=self.max_restarts_on_errors,
         )
 
-    def task_for(self, request: LaunchRequest):
+    def task_for(self, request: LaunchRequest, result_key: bytes | None = None):
         """Returns what `submit` hands to `sdk.launch` (a `sky.Task` unless `task_builder` says otherwise);
-        a trial on a pool: its job there (`skypilot_pool.pool_job_config`)."""
+        a trial on a pool: its job there (`skypilot_pool.pool_job_config`). `result_key`: the job's
+        signing key, a task secret (`task_config`)."""
+        options = self._task_options(request)
+        if result_key is not None:
+            options["result_key"] = result_key.decode()
         if request.pool is not None:
-            return self.config_builder(pool_job_config(request, **self._task_options(request)))
-        return self.task_builder(request, **self._task_options(request))
+            return self.config_builder(pool_job_config(request, **options))
+        return self.task_builder(request, **options)
 
     def submit(self, request: LaunchRequest) -> SkyJob:
         name = job_name(request)
         pool = self.pools.ensure(request, self._task_options(request))
-        task = self.task_for(request)
+        key = secrets.token_hex(32).encode()  # this launch's: the job's agent signs its result line with it
+        task = self.task_for(request, key)
         job_id = self.sdk.launch(task, name) if pool is None else self.sdk.launch(task, name, pool=pool)
-        handle = SkyJob(request=request, job_id=int(job_id), name=name, submitted_at=self.clock())
+        handle = SkyJob(request=request, job_id=int(job_id), name=name, submitted_at=self.clock(), key=key)
         if pool is not None:
             self.pools.attach(pool, handle)
         return handle
@@ -406,7 +415,7 @@ class SkyPilotLauncher:
         except Exception as err:  # noqa: BLE001 - logs are best effort; the queue still tells the story
             logs = ""
             handle.failure_reason = handle.failure_reason or f"could not read the job's logs: {err}"
-        lines = parse_result_lines(logs)
+        lines, unsigned = signed_result_lines(logs, handle.key)  # only the agent's signed lines are believed
         attempts = list(handle.attempts)
         if not attempts:
             # never seen running (failed before start, or cancelled while pending): one attempt, as
@@ -418,55 +427,78 @@ class SkyPilotLauncher:
             if a.ended_at is None:
                 a.ended_at, a.ended_by = max(self.clock(), a.started_at), handle.sky_status
         matched = self._match(attempts, lines)
+        forged = self._claims(attempts, unsigned, matched)
         observed_recoveries = len(attempts) - 1
         missed = max(0, handle.recovery_count - observed_recoveries)
         records = []
         for i, (attempt, line) in enumerate(zip(attempts, matched, strict=True)):
             last = i == len(attempts) - 1
-            rec = self._validated(handle, i + 1, attempt, line)
+            rec = self._validated(handle, i + 1, attempt, line, forged[i])
             if last and missed:
                 rec.preemptions += missed
                 rec.recoveries += missed
             records.append(rec)
         return records
 
-    def _validated(self, handle: SkyJob, number: int, attempt: Attempt, line: dict[str, Any] | None) -> ResultRecord:
+    def _validated(self, handle: SkyJob, number: int, attempt: Attempt, line: dict[str, Any] | None,
+                   forged: int = 0) -> ResultRecord:
         """Returns the attempt's validated record; a result line that does not validate is
-        replaced by a synthesized record that says so."""
+        replaced by a synthesized record that says so. `forged`: how many unsigned result lines
+        claimed this attempt (never believed; said in the reason)."""
         from pydantic import ValidationError
 
         try:
-            model = ResultRecord.model_validate(self._record(handle, number, attempt, line))
+            model = ResultRecord.model_validate(self._record(handle, number, attempt, line, forged))
         except ValidationError as err:
             if line is None:
                 raise
-            model = ResultRecord.model_validate(self._record(handle, number, attempt, None))
+            model = ResultRecord.model_validate(self._record(handle, number, attempt, None, forged))
             note = f"result line did not validate ({err.error_count()} problems)"
             model.reason = f"{model.reason}; {note}" if model.reason else note
         return model
 
     @staticmethod
-    def _match(attempts: list[Attempt], lines: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
-        """Pairs result lines with attempts: most time overlap wins; the last line per attempt is kept.
+    def _overlapping(attempts: list[Attempt], line: dict[str, Any]) -> int | None:
+        """Returns the index of the attempt whose time the line's times overlap most, or None."""
+        start, end = _ts(line.get("started_at")), _ts(line.get("ended_at"))
+        best, best_overlap = None, 0.0
+        if start is not None and end is not None:
+            for i, a in enumerate(attempts):
+                overlap = min(end, a.ended_at or end) - max(start, a.started_at)
+                if overlap >= best_overlap and overlap > 0:
+                    best, best_overlap = i, overlap
+        return best
 
-        A line whose times overlap no attempt (clock skew) goes to the last attempt without one.
+    @classmethod
+    def _match(cls, attempts: list[Attempt], lines: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+        """Pairs (signed) result lines with attempts: most time overlap wins; the last line per attempt
+        is kept. A line whose times overlap no attempt (clock skew) goes to the last attempt without one.
         """
         out: list[dict[str, Any] | None] = [None] * len(attempts)
         for line in lines:
-            start, end = _ts(line.get("started_at")), _ts(line.get("ended_at"))
-            best, best_overlap = None, 0.0
-            if start is not None and end is not None:
-                for i, a in enumerate(attempts):
-                    overlap = min(end, a.ended_at or end) - max(start, a.started_at)
-                    if overlap >= best_overlap and overlap > 0:
-                        best, best_overlap = i, overlap
+            best = cls._overlapping(attempts, line)
             if best is None:
                 free = [i for i, m in enumerate(out) if m is None]
                 best = free[-1] if free else len(attempts) - 1
             out[best] = line  # later lines replace earlier ones: the last one per attempt
         return out
 
-    def _record(self, handle: SkyJob, number: int, attempt: Attempt, line: dict[str, Any] | None) -> dict[str, Any]:
+    @classmethod
+    def _claims(cls, attempts: list[Attempt], unsigned: list[dict[str, Any]],
+                matched: list[dict[str, Any] | None]) -> list[int]:
+        """Returns, per attempt, how many unsigned result lines claim it (by their times, as `_match`
+        places lines; one that overlaps none: the last attempt without a signed line)."""
+        counts = [0] * len(attempts)
+        for line in unsigned:
+            best = cls._overlapping(attempts, line)
+            if best is None:
+                free = [i for i, m in enumerate(matched) if m is None]
+                best = free[-1] if free else len(attempts) - 1
+            counts[best] += 1
+        return counts
+
+    def _record(self, handle: SkyJob, number: int, attempt: Attempt, line: dict[str, Any] | None,
+                forged: int = 0) -> dict[str, Any]:
         req = handle.request
         ended_by = attempt.ended_by or handle.sky_status
         rec: dict[str, Any] = dict(line) if line else {}
@@ -498,6 +530,12 @@ class SkyPilotLauncher:
             status, reason = "cancelled", "cancelled"
         else:
             status, reason = "failed", self._failure(handle, ended_by)
+        if forged:  # never what those lines claimed: the attempt is what SkyPilot and the signed line say
+            note = unsigned_note(forged)
+            if not line and status == "succeeded":
+                status, reason = "failed", f"no trustworthy result record: {note}"
+            else:
+                reason = f"{reason}; {note}" if reason else note
         spot = attempt.spot if attempt.spot is not None else req.spot
         cloud = attempt.cloud or req.cloud
         region = attempt.region or req.region

@@ -134,11 +134,16 @@ def task_config(
     agent_setup: str | None = AGENT_SETUP,
     max_restarts_on_errors: int = DEFAULT_MAX_RESTARTS_ON_ERRORS,
     result_path: str = RESULT_PATH,
+    result_key: str | None = None,
 ) -> dict[str, Any]:
     """Returns the SkyPilot task of one trial as a YAML-shaped dict (what `sky.Task.from_yaml_config` reads).
 
     Pure: no `sky` import. `alternatives` are fallback placements after the planned one;
     `region_failover` adds "same cloud and instance type, any region" as the last fallback (spot).
+    `result_key`: the key the job's agent signs its result line with, passed as a task secret
+    (`secrets: {GPULEDGER_RESULT_KEY: ...}`: SkyPilot sets it for set-up and run like `envs` but
+    redacts it from the YAML it shows and logs); the set-up unsets it before the spec's own
+    commands, the agent removes it before the trial starts.
     """
     planned = Placement(request.cloud, request.region, request.instance_type)
     places = [planned, *[p for p in alternatives if p != planned]]
@@ -154,12 +159,15 @@ def task_config(
             "max_restarts_on_errors": int(max_restarts_on_errors),
         }
     resources = [_resource(request, p, recovery) for p in places]
-    setup = "\n".join(s for s in (agent_setup, request.setup) if s) or None
+    unset = f"unset {protocol.ENV_RESULT_KEY}" if result_key and request.setup else None
+    setup = "\n".join(s for s in (agent_setup, unset, request.setup) if s) or None
     config: dict[str, Any] = {"name": job_name(request)}
     config["workdir"] = str(request.workdir)
     config["file_mounts"] = {PACKAGE_MOUNT: str(package_dir())}
     config["resources"] = resources[0] if len(resources) == 1 else {"ordered": resources}
     config["envs"] = task_envs(request)
+    if result_key:
+        config["secrets"] = {protocol.ENV_RESULT_KEY: result_key}
     if setup:
         config["setup"] = setup
     config["run"] = wrapped_run(request.run, result_path, request.echo_metrics)

@@ -114,7 +114,8 @@ class FakeCluster:
         job, task = self.jobs[job_id], self.jobs[job_id]["task"]
         run = task.run.replace(RESULT_PATH, str(self.folder / f"job-{job_id}-result.json"))
         bin_dir = str(Path(sys.executable).parent)  # `python3` is this interpreter, with gpuledger
-        env = {**os.environ, **task.envs, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+        secrets = {k: v.get_secret_value() for k, v in task.secrets.items()}  # SkyPilot sets them like envs
+        env = {**os.environ, **task.envs, **secrets, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
         with open(job["log"], "wb") as out:
             job["proc"] = subprocess.Popen(["bash", "-c", run], cwd=task.workdir, env=env, stdout=out,
                                            stderr=subprocess.STDOUT, start_new_session=True)

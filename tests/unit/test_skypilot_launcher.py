@@ -8,11 +8,13 @@ price table below (the real catalog prices of these rows, `gpuledger/catalog/off
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from gpuledger.agent.signing import signed_result_line
 from gpuledger.launch.base import LaunchRequest
 from gpuledger.launch.skypilot import (
     STATUS_MAP,
@@ -23,6 +25,7 @@ from gpuledger.launch.skypilot import (
 )
 from gpuledger.launch.skypilot_logs import parse_metric_lines
 from gpuledger.launch.skypilot_task import AGENT_RUN_PREFIX, task_config
+from gpuledger.protocol import ENV_RESULT_KEY, RESULT_LINE_PREFIX
 from gpuledger.record import parse_record
 
 # (cloud, region, instance, spot) -> $/h ; on-demand by (cloud, region, instance)
@@ -64,12 +67,15 @@ class FakeSky:
     logs: list[str] = field(default_factory=list)
     on_cancel: list[dict] = field(default_factory=list)
     calls: list[tuple] = field(default_factory=list)
+    keys: dict[int, str | None] = field(default_factory=dict)
     _steps: dict[int, list[dict]] = field(default_factory=dict)
 
     def launch(self, task, name):
         job_id = len(self._steps) + 1
         self.calls.append(("launch", task, name))
         self._steps[job_id] = list(self.scripts[job_id - 1])
+        # the job's agent gets the task's secret as SkyPilot sets it: an environment variable
+        self.keys[job_id] = (task.get("secrets") or {}).get(ENV_RESULT_KEY)
         return job_id
 
     def queue(self, job_ids=None):
@@ -87,6 +93,7 @@ class FakeSky:
     def tail_logs(self, job_id, tail=None):
         self.calls.append(("tail_logs", job_id) if tail is None else ("tail_logs", job_id, tail))
         text = self.logs[job_id - 1] if job_id - 1 < len(self.logs) else ""
+        text = agent_signs(text, self.keys.get(job_id))
         return text if tail is None else "".join(text.splitlines(keepends=True)[-tail:])
 
     def cancel(self, job_id):
@@ -117,7 +124,21 @@ def request(**overrides) -> LaunchRequest:
     return LaunchRequest(**base)
 
 
-def result_line(started: float, ended: float, status="succeeded", exit_code=0, **extra) -> str:
+#: Ends a `result_line` the job's agent printed: the fake signs it with the job's key as the agent does.
+AGENT_SIGNS = "<signed by the job's agent>"
+
+
+def agent_signs(text: str, key: str | None) -> str:
+    """Returns `text` with each agent line (`AGENT_SIGNS`) signed as the real agent signs it
+    (`signed_result_line` with the key the launcher put in the task's secrets); no key: unsigned."""
+    def sign(match: re.Match) -> str:
+        return signed_result_line(match.group(1), key.encode() if key else None)
+
+    return re.sub(re.escape(RESULT_LINE_PREFIX) + r"(\{.*\})" + re.escape(AGENT_SIGNS), sign, text)
+
+
+def result_line(started: float, ended: float, status="succeeded", exit_code=0, signed=True, **extra) -> str:
+    """A result line as the job's log holds it; `signed=False`: a line printed by something else."""
     from datetime import UTC, datetime
 
     rec = {
@@ -127,7 +148,7 @@ def result_line(started: float, ended: float, status="succeeded", exit_code=0, *
         "exit_code": exit_code, "status": status, "peak_rss_gib": 3.5, "peak_gpu_mem_gib": 17.25,
         "final_metrics": {"eval_loss": 1.07}, **extra,
     }
-    return "(task, pid=4242) GPULEDGER_RESULT " + json.dumps(rec)
+    return "(task, pid=4242) GPULEDGER_RESULT " + json.dumps(rec) + (AGENT_SIGNS if signed else "")
 
 
 def run_to_end(launcher, handle, max_polls=50):
