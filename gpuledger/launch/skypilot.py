@@ -33,7 +33,9 @@ which this module re-exports). Three parts:
 3. `SkyPilotLauncher` (the `Launcher` protocol). `poll` maps `ManagedJobStatus` to the protocol's
    statuses and tracks attempts: an attempt opens when the job is seen RUNNING and closes as
    *preempted* when it is next seen RECOVERING (or at the terminal status). `collect` parses the
-   `GPULEDGER_RESULT` lines of `tail_logs`, pairs them with attempts by time, synthesizes a record
+   `GPULEDGER_RESULT` lines of `tail_logs` signed with the job's key (`SkyJob.key`, made per launch,
+   a task secret; unsigned lines are never believed, the attempt they claim says so), pairs them
+   with attempts by time, synthesizes a record
    for an attempt without one (preempted; or failed with the job's failure reason), and bills each
    attempt: its duration x the catalog price of the resources actually used (cloud/region/instance
    from the queue's record, else the plan; spot or on-demand), with `on_demand_usd_per_hour` so
