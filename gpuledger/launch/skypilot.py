@@ -460,8 +460,9 @@ class SkyPilotLauncher:
         return model
 
     @staticmethod
-    def _overlapping(attempts: list[Attempt], line: dict[str, Any]) -> int | None:
-        """Returns the index of the attempt whose time the line's times overlap most, or None."""
+    def _attempt_of(attempts: list[Attempt], line: dict[str, Any], matched: list[dict[str, Any] | None]) -> int:
+        """Returns the attempt a result line belongs to: the one its times overlap most; a line whose
+        times overlap none (clock skew) goes to the last attempt without a line in `matched`."""
         start, end = _ts(line.get("started_at")), _ts(line.get("ended_at"))
         best, best_overlap = None, 0.0
         if start is not None and end is not None:
@@ -469,34 +470,26 @@ class SkyPilotLauncher:
                 overlap = min(end, a.ended_at or end) - max(start, a.started_at)
                 if overlap >= best_overlap and overlap > 0:
                     best, best_overlap = i, overlap
+        if best is None:
+            free = [i for i, m in enumerate(matched) if m is None]
+            best = free[-1] if free else len(attempts) - 1
         return best
 
     @classmethod
     def _match(cls, attempts: list[Attempt], lines: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
-        """Pairs (signed) result lines with attempts: most time overlap wins; the last line per attempt
-        is kept. A line whose times overlap no attempt (clock skew) goes to the last attempt without one.
-        """
+        """Pairs (signed) result lines with attempts (`_attempt_of`); the last line per attempt is kept."""
         out: list[dict[str, Any] | None] = [None] * len(attempts)
         for line in lines:
-            best = cls._overlapping(attempts, line)
-            if best is None:
-                free = [i for i, m in enumerate(out) if m is None]
-                best = free[-1] if free else len(attempts) - 1
-            out[best] = line  # later lines replace earlier ones: the last one per attempt
+            out[cls._attempt_of(attempts, line, out)] = line  # later lines replace earlier ones
         return out
 
     @classmethod
     def _claims(cls, attempts: list[Attempt], unsigned: list[dict[str, Any]],
                 matched: list[dict[str, Any] | None]) -> list[int]:
-        """Returns, per attempt, how many unsigned result lines claim it (by their times, as `_match`
-        places lines; one that overlaps none: the last attempt without a signed line)."""
+        """Returns, per attempt, how many unsigned result lines claim it (placed as `_match` places lines: `_attempt_of`)."""
         counts = [0] * len(attempts)
         for line in unsigned:
-            best = cls._overlapping(attempts, line)
-            if best is None:
-                free = [i for i, m in enumerate(matched) if m is None]
-                best = free[-1] if free else len(attempts) - 1
-            counts[best] += 1
+            counts[cls._attempt_of(attempts, line, matched)] += 1
         return counts
 
     def _record(self, handle: SkyJob, number: int, attempt: Attempt, line: dict[str, Any] | None,
