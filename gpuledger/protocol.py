@@ -47,6 +47,9 @@ ENV_PURPOSE = "GPULEDGER_PURPOSE"
 ENV_PROBE_STEPS = "GPULEDGER_PROBE_STEPS"  # after this many logged training steps (step >= 1)
 ENV_PROBE_SECONDS = "GPULEDGER_PROBE_SECONDS"  # after this many seconds past the first logged training step
 ENV_PROBE_SHAPE = "GPULEDGER_PROBE_SHAPE"  # the probed shape as one JSON object (kept in the record)
+#: The metric `gpuledger.track.log` adds to a probe's training steps: the trainer process's CPU seconds
+#: (`time.process_time()`, all its threads) then, from which `v_probes` tells the cores it used
+PROBE_CPU_METRIC = "process_cpu_s"
 
 #: The agent's `--key-fd`: the file descriptor the launcher passes the attempt's signing key on.
 ENV_KEY_FD = "GPULEDGER_KEY_FD"

@@ -11,6 +11,9 @@ point is written) once N distinct training steps (step >= 1) were logged, or at 
 S seconds or more after the first training step. Any trainer that logs its steps through `log` can
 be probed; a trainer reports `tokens` (cumulative training tokens at that step) so the probe measures
 tokens per second directly (else steps x micro-batch x sequence length).
+Under a probe each training step's point also carries `process_cpu_s` (`time.process_time()`: the
+trainer process's CPU seconds, all its threads, not its child processes'), unless the trainer logs it
+itself: `v_probes` tells from it how many cores the trainer used in its steady state (`cpu_cores`).
 
 Each metric is one JSON object `{"name": str, "value": float, "step": int | null, "time": unix s}`.
 Values that are not finite numbers (NaN, inf) are still written, as JSON null, so that a diverged
@@ -27,7 +30,7 @@ import time
 from typing import Any
 
 from gpuledger.protocol import ENV_METRICS as METRICS_ENV
-from gpuledger.protocol import ENV_PROBE_SECONDS, ENV_PROBE_STEPS, METRIC_LINE_PREFIX
+from gpuledger.protocol import ENV_PROBE_SECONDS, ENV_PROBE_STEPS, METRIC_LINE_PREFIX, PROBE_CPU_METRIC
 
 #: What this process has logged for a probe's stop rule: distinct training steps, and when the first was.
 _probe_seen: dict[str, Any] = {"steps": set(), "first_time": None}
@@ -58,6 +61,12 @@ def _limit(name: str) -> float | None:
     return value if value is not None and value > 0 else None
 
 
+def probing() -> bool:
+    """Returns True when this process runs as a probe (a stop rule is set: `$GPULEDGER_PROBE_STEPS` or
+    `$GPULEDGER_PROBE_SECONDS`)."""
+    return _limit(ENV_PROBE_STEPS) is not None or _limit(ENV_PROBE_SECONDS) is not None
+
+
 def probe_limit_reached(step: int | None, now: float | None = None) -> bool:
     """Returns True when a probe's limit (`$GPULEDGER_PROBE_STEPS` / `$GPULEDGER_PROBE_SECONDS`) is reached
     with training step `step` logged now (steps < 1 and points without a step do not count)."""
@@ -81,6 +90,8 @@ def log(step: int | None = None, **metrics: Any) -> None:
     half a batch), else prints `GPULEDGER_METRIC {...}` lines on stdout. Under a probe's limit
     (module docstring) raises `SystemExit(0)` once the limit is reached.
     """
+    if step is not None and int(step) >= 1 and PROBE_CPU_METRIC not in metrics and probing():
+        metrics[PROBE_CPU_METRIC] = round(time.process_time(), 4)
     lines = metric_lines(step, **metrics)
     if lines:
         path = os.environ.get(METRICS_ENV)

@@ -31,11 +31,11 @@ import polars as pl
 #: The columns of the planner's probe input (named query `plan_probes`).
 PROBE_SCHEMA = {"run_id": pl.String, "accelerator": pl.String, "gpus": pl.Int64, "hostname": pl.String,
                 "probe_shape": pl.String, "startup_s": pl.Float64, "warm_startup_s": pl.Float64, "tokens_per_s": pl.Float64,
-                "memory_gib": pl.Float64, "ended_at": pl.Datetime}
+                "memory_gib": pl.Float64, "ended_at": pl.Datetime, "cpu_cores": pl.Float64}
 #: Per trial and placement: what `apply_probes` takes (see `probes_for_trials`).
 PROBED_SCHEMA = {"trial_id": pl.String, "accelerator": pl.String, "gpus": pl.Int64, "sharding": pl.String,
                  "startup_s": pl.Float64, "tokens_per_s": pl.Float64, "memory_gib": pl.Float64,
-                 "tokens": pl.Float64, "basis": pl.String}
+                 "tokens": pl.Float64, "basis": pl.String, "cpu_cores": pl.Float64}
 #: Placement keys of a shape (the rest is the workload's).
 PLACEMENT_KEYS = ("accelerator", "gpus", "sharding")
 PROBE_BASIS = "probe"
@@ -120,8 +120,18 @@ def probes_for_trials(spec, trials, probes: pl.DataFrame | None, *, hostname: st
                 rows.append({"trial_id": trial.trial_id, "accelerator": acc, "gpus": gpus, "sharding": sharding,
                              "startup_s": startup, "tokens_per_s": float(p["tokens_per_s"]),
                              "memory_gib": p["memory_gib"], "tokens": float(tokens),
-                             "basis": f"{PROBE_BASIS} {p['run_id']} {date}"})
+                             "basis": f"{PROBE_BASIS} {p['run_id']} {date}", "cpu_cores": p.get("cpu_cores")})
     return pl.DataFrame(rows, schema=PROBED_SCHEMA) if rows else None
+
+
+def _cpu_note(r: dict[str, Any], s) -> str:
+    """Returns what a local probe's CPU use says about the rate the plan takes (empty elsewhere)."""
+    cores = r.get("cpu_cores")
+    if r["accelerator"] != "CPU" or cores is None:
+        return ""
+    shared = " (below 1: it shared the cores with the other probes and other work)" if cores < 0.9 else ""
+    return (f", its trainer using {cores:.2f} of a core then (CPU seconds / wall){shared}: each trial is assumed to "
+            f"get as much, {s.max_parallel} at once as the probes ran, the machine's other load as during the probe")
 
 
 def probe_notes(probed: pl.DataFrame | None, plan_trials: list[dict[str, Any]], s) -> list[str]:
@@ -139,6 +149,7 @@ def probe_notes(probed: pl.DataFrame | None, plan_trials: list[dict[str, Any]], 
             f"extrapolated from its steady state: wall = provisioning {s.provisioning_s:g} s + start-up "
             f"{r['startup_s']:.1f} s (to the first training step, first step included; the least of the shape's probes, "
             f"a first run's one-time work aside) + {r['tokens']:,.0f} tokens / "
-            f"{r['tokens_per_s']:,.1f} tokens/s measured from the first to the last step; memory = the probe's peak"
+            f"{r['tokens_per_s']:,.1f} tokens/s measured from the first to the last step{_cpu_note(r, s)}; memory = "
+            "the probe's peak"
             + (f" {r['memory_gib']:.3f} GiB" if r["memory_gib"] is not None else " (not measured: the estimate stays)"))
     return notes

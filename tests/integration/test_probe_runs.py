@@ -56,6 +56,8 @@ def test_probe_stops_the_trainer_is_stored_and_replans(probe_spec):
         assert 0.3 <= p["startup_s"] < p["wall_s"]
         assert 64 / 0.2 < p["tokens_per_s"] <= 64 / 0.02 * 1.05  # one step is at least the 20 ms sleep
         assert json.loads(p["probe_shape"])["micro_batch"] in (1, 2)
+        # the trainer's CPU seconds over the steady window (gpuledger.track adds them): it mostly sleeps
+        assert p["steady_cpu_s"] >= 0 and 0 <= p["cpu_cores"] < 0.9
     assert len(probe_lines(summary)) == 2
     shape_startup = {}
     for p in [*summary.probes, *warm]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -72,7 +73,22 @@ def test_log_ends_the_process_cleanly_after_writing(fresh_track, tmp_path):
     with pytest.raises(SystemExit) as stop:
         track.log(step=2, tokens=1024)
     assert stop.value.code == 0
-    assert [json.loads(line)["value"] for line in metrics.read_text().splitlines()] == [512, 1024]
+    points = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert [p["value"] for p in points if p["name"] == "tokens"] == [512, 1024]
+
+
+def test_a_probes_training_steps_carry_the_trainers_cpu_seconds(fresh_track, tmp_path):
+    metrics = tmp_path / "m.jsonl"
+    fresh_track.setenv(protocol.ENV_METRICS, str(metrics))
+    track.log(step=1, tokens=64)  # not a probe: nothing added
+    fresh_track.setenv(protocol.ENV_PROBE_SECONDS, "100")
+    track.log(step=0, eval_loss=4.0)  # a base eval: not a training step
+    track.log(step=2, tokens=128)
+    track.log(step=3, tokens=192, process_cpu_s=7.5)  # the trainer's own figure stays
+    points = [json.loads(line) for line in metrics.read_text().splitlines()]
+    cpu = [(p["step"], p["value"]) for p in points if p["name"] == protocol.PROBE_CPU_METRIC]
+    assert [step for step, _ in cpu] == [2, 3] and cpu[1][1] == 7.5
+    assert 0 < cpu[0][1] <= time.process_time()
 
 
 def _demo():
@@ -123,6 +139,12 @@ def test_a_probed_shape_is_extrapolated_from_start_up_and_the_steady_rate():
         assert t["est_cost_usd"] == pytest.approx(t["usd_per_hour"] * t["est_wall_s"] / 3600, rel=1e-3)
     notes = [a for a in after.assumptions if a.startswith("probe ")]
     assert len(notes) == 2 and all("start-up 2.5 s" in n and "tokens/s measured" in n for n in notes)
+    # the cores the probe's trainer used are said (none measured here)
+    assert not any("of a core" in n for n in notes)
+    shared = plan_sweep(spec, trials, machine=MACHINE, probes=probes.with_columns(cpu_cores=pl.lit(0.69)))
+    notes = [a for a in shared.assumptions if a.startswith("probe ")]
+    assert all("its trainer using 0.69 of a core" in n and "it shared the cores" in n for n in notes)
+    assert [t["est_wall_s"] for t in shared.trials] == [t["est_wall_s"] for t in after.trials]
     assert after.total_est_cost_usd != before.total_est_cost_usd
     # the same inputs, the same plan
     assert after.to_json_text() == plan_sweep(spec, trials, machine=MACHINE, probes=probes).to_json_text()

@@ -4,7 +4,8 @@
 -- device level on GPUs, RSS on the CPU), and when it ended. warm_startup_s: the least start-up of any
 -- probe of the same shape (on the same host for local runs, whose caches persist; the start-up-only
 -- probes `gpuledger probe` runs locally included): a first run on a machine may pay one-time work (a
--- download, the demo's pretrained base) that the trials after it find cached.
+-- download, the demo's pretrained base) that the trials after it find cached. cpu_cores: the cores the
+-- probe's trainer used in its steady state (the plan's assumptions say it for local probes).
 WITH probes AS (
     SELECT *,
            min(startup_s) OVER (PARTITION BY probe_shape::VARCHAR,
@@ -23,6 +24,7 @@ SELECT run_id,
        warm_startup_s,
        tokens_per_s,
        step_s,
+       cpu_cores,
        steady_s,
        tokens_source,
        memory_gib,

@@ -5,11 +5,15 @@
 -- the steady state = from the first to the last training step: its tokens are the difference of the
 -- cumulative `tokens` the trainer reported there (tokens_source 'reported'), else steps x micro_batch x
 -- seq_len x GPUs of the probe's shape (data parallel: every GPU takes a micro-batch).
+-- cpu_cores: the CPU seconds the trainer process used in the steady window (the `process_cpu_s`
+-- gpuledger.track adds to a probe's steps) / steady_s: the cores it used while sharing the machine
+-- with the sweep's other probes and everything else that ran (1.0 = one core to itself).
 WITH steps AS (
     SELECT m.run_id,
            m.step,
            min(m.t_s) AS t_s,
-           max(m.value) FILTER (WHERE m.name = 'tokens') AS tokens
+           max(m.value) FILTER (WHERE m.name = 'tokens') AS tokens,
+           min(m.value) FILTER (WHERE m.name = 'process_cpu_s') AS cpu_s
     FROM metrics m
     JOIN runs r ON r.run_id = m.run_id
     WHERE r.purpose = 'probe' AND m.step >= 1 AND m.t_s IS NOT NULL
@@ -23,7 +27,10 @@ span AS (
            arg_max(step, t_s) - arg_min(step, t_s) AS steady_steps,
            arg_max(tokens, t_s) FILTER (WHERE tokens IS NOT NULL)
                - arg_min(tokens, t_s) FILTER (WHERE tokens IS NOT NULL) AS reported_tokens,
-           count(tokens) AS token_points
+           count(tokens) AS token_points,
+           arg_max(cpu_s, t_s) FILTER (WHERE cpu_s IS NOT NULL)
+               - arg_min(cpu_s, t_s) FILTER (WHERE cpu_s IS NOT NULL) AS steady_cpu_s,
+           count(cpu_s) AS cpu_points
     FROM steps
     GROUP BY run_id
 ),
@@ -39,6 +46,7 @@ base AS (
     SELECT r.run_id, r.sweep_id, s.name AS sweep_name, s.model, s.method, r.trial_id, r.status, r.launcher,
            r.accelerator, r.gpus, r.hostname, r.started_at, r.ended_at, r.wall_s, r.cost_usd, r.probe_shape,
            r.peak_rss_gib, r.peak_gpu_mem_gib, sp.steps, sp.startup_s, sp.steady_s, sp.steady_steps,
+           CASE WHEN sp.cpu_points = sp.steps THEN sp.steady_cpu_s END AS steady_cpu_s,
            CASE WHEN sp.token_points >= 2 THEN sp.reported_tokens
                 ELSE sp.steady_steps * TRY_CAST(json_extract(r.probe_shape, '$.micro_batch') AS DOUBLE)
                      * TRY_CAST(json_extract(r.probe_shape, '$.seq_len') AS DOUBLE) * greatest(r.gpus, 1) END
@@ -76,6 +84,8 @@ SELECT run_id,
        tokens_source,
        CASE WHEN steady_s > 0 AND steady_tokens > 0 THEN steady_tokens / steady_s END AS tokens_per_s,
        CASE WHEN steady_steps > 0 THEN steady_s / steady_steps END AS step_s,
+       steady_cpu_s,
+       CASE WHEN steady_s > 0 AND steady_cpu_s >= 0 THEN steady_cpu_s / steady_s END AS cpu_cores,
        peak_rss_gib,
        peak_gpu_mem_gib,
        torch_allocated_gib,
