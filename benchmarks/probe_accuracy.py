@@ -16,8 +16,9 @@ and how much of it was this benchmark's (trainers, agents, gpuledger and Prefect
 (other users: `other_cores`), per phase, and each trainer's CPU seconds: the CPU share a trial got
 (cpu_s / its process's lifetime) and its tokens per CPU second.
 
-Run: `python benchmarks/probe_accuracy.py [--gpuledger PATH] [--keep DIR] [--json]` (about 7 min on
-the 2-core dev VM; the load average before and after is printed: note it with the result).
+Run: `python benchmarks/probe_accuracy.py [--gpuledger PATH] [--keep DIR] [--json]` (5-8 min on the
+2-core dev VM; the load average before and after is printed: note it with the result). Results and
+what they showed: docs/probes.md ("How accurate") and docs/measurements.md.
 """
 
 from __future__ import annotations
@@ -215,6 +216,7 @@ def measure(gpuledger: Path, folder: Path) -> dict:
     with Warehouse.open(proj / ".gpuledger" / "ledger.duckdb", read_only=True) as wh:
         rows = wh.query_named("probe_accuracy", {"sweep_id": sweep_id}).to_dicts()
         probes = wh.query_named("plan_probes", {"model": "gpuledger/demo-char-gpt", "method": "lora"}).to_dicts()
+        result["runs_by_purpose"] = wh.query_named("runs_by_purpose", {"sweep_id": sweep_id}).to_dicts()
         steady = {p["run_id"]: p for p in wh.query_named("probes_of_runs", {"run_ids": [p["run_id"] for p in probes]}).to_dicts()}
     trainers = list(sampler.trainers.values())
     for p in probes:
@@ -235,7 +237,8 @@ def show(res: dict) -> None:
     print(f"sweep {res['sweep_id']}  started {res['started']}  load average before {res['load_before']}, "
           f"after {res['load_after']}")
     print(f"probe {res['probe_s']} s, sweep {res['sweep_s']} s; plan: {res['plan_bases_probe']} of "
-          f"{res['plan_trials']} trials based on a probe")
+          f"{res['plan_trials']} trials based on a probe; v_runs: "
+          + ", ".join(f"{r['runs']} {r['purpose']}" for r in res.get("runs_by_purpose", [])))
     for p in res["probes"]:
         print(f"  probe {p['run_id']}: start-up {p['startup_s']:.2f} s (warm {p['warm_startup_s']:.2f} s), "
               f"{p['tokens_per_s']:,.0f} tokens/s over {p['steady_s']:.1f} s; cpu share {p.get('cpu_share') or 0:.2f}, "
