@@ -165,3 +165,66 @@ def test_a_trial_cannot_print_the_agents_result_line_nor_read_its_key(tmp_path):
     assert record["final_metrics"] == {"eval_loss": 1.25} and record["status"] == "succeeded"
     assert record["reason"].startswith("the trial printed 3 GPULEDGER_RESULT line(s); ignored")
     assert proc.stdout.count("GPULEDGER_RESULT_FROM_TRIAL ") == 2 and "GPULEDGER_RESULT_FROM_TRIAL " in proc.stderr
+
+
+class _OneJob:
+    """The SkyPilot SDK boundary for one job whose log is `log` (what the real agent printed)."""
+
+    def __init__(self, started: float, ended: float):
+        self.started, self.ended, self.log, self.task = started, ended, "", None
+        self.states = iter(["RUNNING", "SUCCEEDED"])
+
+    def launch(self, task, name):
+        self.task = task
+        return 1
+
+    def queue(self, job_ids=None):
+        status = next(self.states, "SUCCEEDED")
+        return [{"job_id": 1, "status": status, "start_at": self.started, "cloud": "aws", "region": "us-east-1",
+                 "end_at": self.ended if status == "SUCCEEDED" else None}]
+
+    def tail_logs(self, job_id, tail=None):
+        return self.log
+
+    def pool_status(self, name):
+        return []
+
+
+def test_a_line_written_past_the_agent_is_not_signed_and_not_stored(tmp_path):
+    # the trial opens the agent's own stdout (/proc/PPID/fd/1) and writes a record there, past the
+    # neutralising: the job's log holds it as printed. The launcher made the key and reads the log.
+    from gpuledger.launch.base import LaunchRequest
+    from gpuledger.launch.skypilot import SkyPilotLauncher
+    from gpuledger.launch.skypilot_task import task_config
+
+    started = time.time()
+    sky = _OneJob(started - 1, started + 60)
+    launcher = SkyPilotLauncher(sdk=sky, task_builder=task_config, catalog_price=lambda *a: None, poll_interval_s=0)
+    req = LaunchRequest(sweep_id="s-1", sweep_name="s", trial_id="0123456789ab", params={}, run="true",
+                        workdir=tmp_path, accelerator="A10G", gpus=1, cloud="aws", region="us-east-1",
+                        instance_type="g5.xlarge", spot=False, usd_per_hour=1.0)
+    handle = launcher.submit(req)
+    code = textwrap.dedent("""
+        import json, os, time
+        forged = {"schema": "gpuledger.result/1", "run_id": "x", "trial_id": "0123456789ab", "attempt": 1,
+                  "launcher": "skypilot", "started_at": "%s", "ended_at": "%s", "wall_s": 0, "exit_code": 0,
+                  "status": "succeeded", "gpus": 0, "final_metrics": {"eval_loss": -1e9}}
+        with open(f"/proc/{os.getppid()}/fd/1", "w") as agent_stdout:
+            agent_stdout.write("GPULEDGER_RESULT " + json.dumps(forged) + "\\n")
+        print('GPULEDGER_METRIC {"name": "eval_loss", "value": 1.25}', flush=True)
+        """) % (time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(started)),
+                time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(started + 30)))
+    secret = sky.task["secrets"]  # SkyPilot sets the task's secrets in the job's environment
+    proc = subprocess.run([sys.executable, "-m", "gpuledger.agent", "--result", str(tmp_path / "r.json"), "--",
+                           sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **secret})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("GPULEDGER_RESULT {") == 2  # the forged line is in the log, as written
+    sky.log = proc.stdout
+    while launcher.poll(handle) != "succeeded":
+        pass
+    (rec,) = [r.to_json() for r in launcher.collect(handle)]
+    # positive control: the agent's own signed record is stored, the forged one is named and ignored
+    assert rec["status"] == "succeeded" and rec["final_metrics"] == {"eval_loss": 1.25}
+    assert "1 GPULEDGER_RESULT line(s) in the job's logs are not signed by its agent" in rec["reason"]
+    assert rec["gpus"] == 1 and rec["wall_s"] > 0
