@@ -142,8 +142,8 @@ def task_config(
     `region_failover` adds "same cloud and instance type, any region" as the last fallback (spot).
     `result_key`: the key the job's agent signs its result line with, passed as a task secret
     (`secrets: {GPULEDGER_RESULT_KEY: ...}`: SkyPilot sets it for set-up and run like `envs` but
-    redacts it from the YAML it shows and logs); the set-up unsets it before the spec's own
-    commands, the agent removes it before the trial starts.
+    redacts it from the YAML it shows and logs); the set-up unsets it first, the agent removes it
+    before the trial starts.
     """
     planned = Placement(request.cloud, request.region, request.instance_type)
     places = [planned, *[p for p in alternatives if p != planned]]
@@ -159,8 +159,9 @@ def task_config(
             "max_restarts_on_errors": int(max_restarts_on_errors),
         }
     resources = [_resource(request, p, recovery) for p in places]
-    unset = f"unset {protocol.ENV_RESULT_KEY}" if result_key and request.setup else None
-    setup = "\n".join(s for s in (agent_setup, unset, request.setup) if s) or None
+    setup = "\n".join(s for s in (agent_setup, request.setup) if s) or None
+    if setup and result_key:  # set-up commands (pip installs run packages' code) never see the key
+        setup = f"unset {protocol.ENV_RESULT_KEY}\n{setup}"
     config: dict[str, Any] = {"name": job_name(request)}
     config["workdir"] = str(request.workdir)
     config["file_mounts"] = {PACKAGE_MOUNT: str(package_dir())}
