@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from gpuledger.errors import UserError
@@ -101,9 +102,21 @@ def _as_at_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def _wait_until_open(pid: int, path: Path, within_s: float) -> None:
+    """Waits until process `pid` holds `path` open."""
+    proc, target = psutil.Process(pid), str(Path(path).resolve())
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if any(f.path == target for f in proc.open_files()):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"pid {pid} did not open {target} within {within_s} s")
+
+
 def test_sql_stops_at_ctrl_c(ledger):
     proc = _sql(ENDLESS, env={"GPULEDGER_WAREHOUSE": str(ledger)}, preexec_fn=_as_at_a_terminal)
-    time.sleep(4)  # importing and opening, then deep in the query
+    _wait_until_open(proc.pid, ledger, within_s=60)  # imported and opened (a fixed sleep loses to a busy machine)
+    time.sleep(1)  # then deep in the query
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
