@@ -178,6 +178,18 @@ def steady_cpu(trainers: list[dict], run_id: str, started_at, startup_s: float |
     return {"cpu_share": cpu / steady_s, "tokens_per_cpu_s": tokens / cpu if tokens else None}
 
 
+def share_adjusted_error(r: dict, probe_share: float | None) -> float | None:
+    """Returns the error (%) the trial's plan would have had had the probe's trainer got the same CPU
+    share as the trial's did: the plan's compute seconds x probe share / trial share, its start-up as
+    planned. What is left is everything but the machine's other load changing between the two."""
+    share = r.get("cpu_share")
+    if not share or not probe_share or r.get("probe_warm_startup_s") is None or not r["wall_s"]:
+        return None
+    compute = r["est_wall_s"] - r["probe_warm_startup_s"]  # local: no provisioning
+    planned = r["probe_warm_startup_s"] + compute * probe_share / share
+    return 100.0 * (planned - r["wall_s"]) / r["wall_s"]
+
+
 def loadavg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -223,13 +235,20 @@ def measure(gpuledger: Path, folder: Path) -> dict:
         q = steady.get(p["run_id"], {})
         p.update(steady_cpu(trainers, p["run_id"], q.get("started_at"), q.get("startup_s"), q.get("steady_s"),
                             q.get("steady_tokens")))
+        if p.get("cpu_cores"):  # the probe's own figure (v_probes.cpu_cores, from gpuledger.track) when it has one
+            p["cpu_share"] = p["cpu_cores"]
+            p["tokens_per_cpu_s"] = p["tokens_per_s"] / p["cpu_cores"]
+    share_of = {p["run_id"]: p.get("cpu_share") for p in probes}
     for r in rows:
         tokens = r["tokens_per_s"] * r["steady_s"] if r["tokens_per_s"] and r.get("steady_s") else None
         r.update(steady_cpu(trainers, r["run_id"], r["started_at"], r["startup_s"], r.get("steady_s"), tokens))
+        r["share_adjusted_err_pct"] = share_adjusted_error(r, share_of.get(r["probe_run_id"]))
+    adjusted = [r["share_adjusted_err_pct"] for r in rows if r["share_adjusted_err_pct"] is not None]
     result.update(sweep_id=sweep_id, trials=rows, probes=probes, phases=sampler.summary(), timeline=sampler.timeline,
                   trainers=trainers,
                   median_err_pct=statistics.median(r["time_err_pct"] for r in rows) if rows else None,
-                  median_abs_err_pct=statistics.median(abs(r["time_err_pct"]) for r in rows) if rows else None)
+                  median_abs_err_pct=statistics.median(abs(r["time_err_pct"]) for r in rows) if rows else None,
+                  median_share_adjusted_err_pct=statistics.median(adjusted) if adjusted else None)
     return result
 
 
@@ -254,6 +273,9 @@ def show(res: dict) -> None:
         print(f"  {phase:6} {json.dumps(s)}")
     print(f"median error (planned - measured) / measured: {res['median_err_pct']:+.1f}% "
           f"(median |error| {res['median_abs_err_pct']:.1f}%) over {len(res['trials'])} trials")
+    if res.get("median_share_adjusted_err_pct") is not None:
+        print(f"had the probe's trainer got each trial's CPU share: median error "
+              f"{res['median_share_adjusted_err_pct']:+.1f}% (the rest of the error is the machine's other load)")
 
 
 def main(argv: list[str] | None = None) -> int:
