@@ -65,6 +65,8 @@ class PlannedTrial:
     price_as_of: str | None = None
     est_memory_gib: float | None = None
     flops_total: float | None = None
+    #: the compute seconds of the trial's work on its placement (no start-up, no preemption)
+    compute_s: float | None = None
     est_wall_s: float | None = None
     est_cost_usd: float | None = None
     est_basis: str | None = None

@@ -24,9 +24,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from gpuledger.plan.model import PlannedTrial
 
 #: The columns of the planner's probe input (named query `plan_probes`).
 PROBE_SCHEMA = {"run_id": pl.String, "accelerator": pl.String, "gpus": pl.Int64, "hostname": pl.String,
@@ -62,10 +66,10 @@ def workload_shape(spec, params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def trial_shape(spec, params: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
-    """Returns the whole shape of a trial as a plan row places it (accelerator, gpus, sharding)."""
-    return {**workload_shape(spec, params), "accelerator": row.get("accelerator"), "gpus": int(row.get("gpus") or 0),
-            "sharding": row.get("sharding") or "none"}
+def trial_shape(spec, params: dict[str, Any], placed: PlannedTrial) -> dict[str, Any]:
+    """Returns the whole shape of a trial as the plan placed it (accelerator, gpus, sharding)."""
+    return {**workload_shape(spec, params), "accelerator": placed.accelerator, "gpus": int(placed.gpus or 0),
+            "sharding": placed.sharding or "none"}
 
 
 def shape_key(shape: dict[str, Any]) -> str:
@@ -73,15 +77,16 @@ def shape_key(shape: dict[str, Any]) -> str:
     return _digest(shape)
 
 
-def shapes_to_probe(spec, trials, plan_rows: dict[str, dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:
-    """Returns [(shape, representative trial)] for the distinct shapes of the plan's feasible trials, in
-    trial order (the first trial of each shape represents it)."""
+def shapes_to_probe(spec, trials, planned: Mapping[str, PlannedTrial]) -> list[tuple[dict[str, Any], Any]]:
+    """Returns [(shape, representative trial)] for the distinct shapes of the plan's feasible trials
+    (`planned`: trial id -> how the plan placed it), in trial order (the first trial of each shape
+    represents it)."""
     seen: dict[str, tuple[dict[str, Any], Any]] = {}
     for trial in trials:
-        row = plan_rows.get(trial.trial_id)
-        if not row or row.get("feasible") is False or not row.get("accelerator"):
+        placed = planned.get(trial.trial_id)
+        if placed is None or not placed.feasible or not placed.accelerator:
             continue
-        shape = trial_shape(spec, trial.params, row)
+        shape = trial_shape(spec, trial.params, placed)
         seen.setdefault(shape_key(shape), (shape, trial))
     return list(seen.values())
 

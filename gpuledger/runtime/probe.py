@@ -30,10 +30,13 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuledger import protocol, vocabulary
 from gpuledger.errors import BudgetExceeded, UserError
+
+if TYPE_CHECKING:
+    from gpuledger.plan.model import Plan, PlannedTrial
 
 #: Default steady state a probe measures (seconds after its first training step): long enough to
 #: include a trainer's periodic work (the demo evaluates every 1/16 of its steps, ~1 s apart), short
@@ -69,11 +72,12 @@ def probe_env(shape: dict[str, Any], *, steps: int | None, seconds: float | None
     return env
 
 
-def probe_seconds_estimate(row: dict[str, Any], spec, shape: dict[str, Any], *, steps: int | None,
+def probe_seconds_estimate(placed: PlannedTrial, spec, shape: dict[str, Any], *, steps: int | None,
                            seconds: float | None) -> float:
-    """Returns the planned steady seconds of one probe: `seconds`, or `steps` at the plan's step time
-    (compute_s / steps of the trial), at most the trial's compute_s (a trainer that ends first)."""
-    compute_s = float(row.get("compute_s") or 0.0)
+    """Returns the planned steady seconds of one probe of the trial `placed`: `seconds`, or `steps` at
+    the plan's step time (compute_s / steps of the trial), at most the trial's compute_s (a trainer
+    that ends first)."""
+    compute_s = float(placed.compute_s or 0.0)
     if seconds is not None:
         return min(float(seconds), compute_s) if compute_s > 0 else float(seconds)
     tokens = float(spec.train.tokens_per_trial or 0)
@@ -93,10 +97,10 @@ def fill_slots(shapes: list[Any], slots: int) -> list[Any]:
     return [shapes[i % len(shapes)] for i in range(slots)]
 
 
-def probe_cost_estimate_usd(row: dict[str, Any], overhead_s: float, steady_s: float) -> float:
-    """Returns the estimated cost of one probe: the plan row's rate x (the plan's start-up overhead +
-    the steady seconds)."""
-    rate = float(row.get("usd_per_hour") or 0.0)
+def probe_cost_estimate_usd(placed: PlannedTrial, overhead_s: float, steady_s: float) -> float:
+    """Returns the estimated cost of one probe of the trial `placed`: its planned rate x (the plan's
+    start-up overhead + the steady seconds)."""
+    rate = float(placed.usd_per_hour or 0.0)
     return rate * (overhead_s + steady_s) / 3600.0
 
 
@@ -110,8 +114,8 @@ def _timeout_s(spec, launcher: str, steady_s: float) -> float:
     return min(backstop, float(own)) if own else backstop
 
 
-def plan_for_probes(spec, launcher: str, max_parallel: int | None = None):
-    """Returns (trials, plan, plan_json) of the spec as `gpuledger plan` makes it (ledger inputs included)."""
+def plan_for_probes(spec, launcher: str, max_parallel: int | None = None) -> tuple[list[Any], Plan]:
+    """Returns (trials, plan) of the spec as `gpuledger plan` makes it (ledger inputs included)."""
     from gpuledger.inputs.ledger import planning_inputs
     from gpuledger.launch import plans_as
     from gpuledger.plan import plan_sweep
@@ -120,16 +124,16 @@ def plan_for_probes(spec, launcher: str, max_parallel: int | None = None):
     trials = expand_trials(spec)
     plan = plan_sweep(spec, trials, max_parallel=max_parallel, launcher=plans_as(launcher),
                       inputs=planning_inputs(spec, plans_as(launcher)))
-    return trials, plan, plan.to_json()
+    return trials, plan
 
 
-def auto_probe_trials(spec, plan_json: dict[str, Any]) -> tuple[list[str], str]:
+def auto_probe_trials(spec, plan: Plan) -> tuple[list[str], str]:
     """Returns (trial ids whose shapes `gpuledger sweep` probes first, why) under `search.probe`: auto
     probes the feasible trials planned on estimates alone (not measured, not probed) when the plan
     costs more than `search.probe_above_usd` and fits the budget; never (the default), or nothing left
     to learn, probes none."""
     s = spec.search
-    total = float(plan_json.get("total_est_cost_usd") or 0.0)
+    total = float(plan.total_est_cost_usd or 0.0)
     if s.probe == "never":
         return [], "search.probe: never: planning on the estimates as they are"
     if spec.method == "inference" or not spec.train.tokens_per_trial:
@@ -140,9 +144,8 @@ def auto_probe_trials(spec, plan_json: dict[str, Any]) -> tuple[list[str], str]:
     if total > float(spec.budget.max_usd):
         return [], (f"no probe: the plan's ${total:.4f} is over the ${float(spec.budget.max_usd):.2f} budget "
                     "(the budget guard decides; probing would spend on a sweep that may not run)")
-    ids = [r["trial_id"] for r in plan_json.get("trials", [])
-           if r.get("feasible") is not False and r.get("est_basis") != "measured"
-           and not str(r.get("est_basis") or "").startswith("probe ")]
+    ids = [t.trial_id for t in plan.planned_trials
+           if t.feasible and t.est_basis != "measured" and not str(t.est_basis or "").startswith("probe ")]
     if not ids:
         return [], "no probe: every trial's time is measured or probed already"
     return ids, (f"search.probe auto: the plan's ${total:.4f} is above ${s.probe_above_usd:g}; probing the shapes of "
@@ -154,14 +157,13 @@ def auto_probe(spec_path: Path, accepted: Any, log: Any, launcher_factory: Any =
     sweep's launcher, for the sweep of `accepted`, a `gpuledger.runtime.accepted.AcceptedSweep`, on its
     plan) and logs what they measured; returns True when a probe was stored (the sweep plans again). A
     UserError (over budget, a launcher that cannot start them) is logged and the sweep goes on with its plan."""
-    plan_json = accepted.plan.to_json()
-    ids, why = auto_probe_trials(accepted.spec, plan_json)
+    ids, why = auto_probe_trials(accepted.spec, accepted.plan)
     log.info("%s", why)
     if not ids:
         return False
     try:
         summary = run_probes(accepted.spec, spec_path, launcher=accepted.launcher, trial_ids=ids, say=log.info,
-                             plan=(list(accepted.trials), accepted.plan, plan_json), sweep_id=accepted.sweep_id,
+                             plan=(list(accepted.trials), accepted.plan), sweep_id=accepted.sweep_id,
                              launcher_factory=launcher_factory)
     except UserError as err:
         log.warning("Not probing: %s", err)
@@ -178,7 +180,7 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
                say=print, launcher_factory=None, plan=None, sweep_id: str | None = None) -> ProbeSummary:
     """Runs one probe per distinct shape of the sweep (or of the trials `trial_ids`); returns the summary.
 
-    `plan`: (trials, Plan, plan_json) when the caller planned already (the sweep's auto-probe);
+    `plan`: (trials, Plan) when the caller planned already (the sweep's auto-probe);
     `sweep_id`: the sweep the probes belong to (default: the spec's, `sweep_id_for`).
     Raises UserError for a spec that cannot be probed, BudgetExceeded when the probes would cross the
     budget."""
@@ -197,25 +199,25 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
         raise UserError(f"{spec_path}: train.tokens_per_trial is needed to extrapolate a probe to a whole trial")
     if steps is None and seconds is None:
         seconds = DEFAULT_PROBE_SECONDS
-    trials, planned, plan_json = plan if plan is not None else plan_for_probes(spec, launcher, max_parallel)
-    rows = {r["trial_id"]: r for r in plan_json.get("trials", [])}
+    trials, planned = plan if plan is not None else plan_for_probes(spec, launcher, max_parallel)
+    placed = {t.trial_id: t for t in planned.planned_trials}
     chosen = trials
     if trial_ids:
         unknown = [t for t in trial_ids if t not in {x.trial_id for x in trials}]
         if unknown:
             raise UserError(f"{spec_path}: no trial {unknown[0]!r} in this sweep (`gpuledger plan {spec_path}` lists them)")
         chosen = [t for t in trials if t.trial_id in trial_ids]
-    shapes = shapes_to_probe(spec, chosen, rows)
+    shapes = shapes_to_probe(spec, chosen, placed)
     sweep_id = sweep_id or sweep_id_for(spec)
     summary = ProbeSummary(sweep_id=sweep_id, shapes=len(shapes))
     if not shapes:
         raise UserError(f"{spec_path}: no feasible trial to probe (see `gpuledger plan {spec_path}`)")
-    cap = max(1, min(int(plan_json.get("max_parallel") or 1), max_parallel or 10**6))
+    cap = max(1, min(int(planned.max_parallel or 1), max_parallel or 10**6))
     if plans_as(launcher) == "local":  # the trials will share this machine's cores `cap` at a time: so do the probes
         shapes = fill_slots(shapes, cap)
     overhead_s = settings_for(spec, launcher=plans_as(launcher)).overhead_s
-    steady = [probe_seconds_estimate(rows[t.trial_id], spec, shape, steps=steps, seconds=seconds) for shape, t in shapes]
-    summary.est_cost_usd = sum(probe_cost_estimate_usd(rows[t.trial_id], overhead_s, s)
+    steady = [probe_seconds_estimate(placed[t.trial_id], spec, shape, steps=steps, seconds=seconds) for shape, t in shapes]
+    summary.est_cost_usd = sum(probe_cost_estimate_usd(placed[t.trial_id], overhead_s, s)
                                for (_, t), s in zip(shapes, steady, strict=True))
     from gpuledger.runtime import landing as landing_files
     from gpuledger.runtime.engine import lease_holder
@@ -232,7 +234,7 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
                              f"with the ${spent:.4f} it spent they would cross its ${budget:.2f} budget; nothing was launched")
     with Warehouse.open() as wh:
         wh.acquire_lease(sweep_id, holder, 120.0)
-        _register(wh, spec, spec_path, sweep_id, launcher, cap, plan_json, trials)
+        _register(wh, spec, spec_path, sweep_id, launcher, cap, planned, trials)
     copies = f" ({len(shapes)} probes: copies fill the {cap} slots the trials will share)" if len(shapes) > summary.shapes else ""
     say(f"probing {summary.shapes} shape(s) of {sweep_id} ({len(trials)} trials){copies} through the {launcher} launcher, "
         f"at most {cap} at once; estimated ${summary.est_cost_usd:.4f}")
@@ -291,11 +293,12 @@ def sweep_spend_usd(sweep_id: str) -> tuple[float, float]:
     return float(row["spent_usd"] or 0.0), float(row["probes_usd"] or 0.0)
 
 
-def _register(wh, spec, spec_path: Path, sweep_id: str, launcher: str, cap: int, plan_json: dict[str, Any],
-              trials) -> None:
+def _register(wh, spec, spec_path: Path, sweep_id: str, launcher: str, cap: int, plan: Plan, trials) -> None:
     """Registers the sweep when new (status `planned`) and its planned trials (a probe is stored as a
     run of the trial it ran; ingest needs both)."""
     from gpuledger.plan import prices_used, warehouse_trial_rows
+
+    plan_json = plan.to_json()  # the warehouse edge: the plan as stored
 
     known = wh.query_named("sweeps_known", {"sweep_ids": [sweep_id]})
     if known.is_empty():

@@ -90,9 +90,9 @@ def test_one_shape_is_probed_by_as_many_copies_at_once_as_the_trials_will_run(pr
     # the local sweep runs max_parallel trials at once on this machine's cores: a shape probed alone
     # would measure its rate with the cores to itself, so copies fill the slots
     spec = load_spec(probe_spec)
-    _, _, plan_json = plan_for_probes(spec, "local")
-    cap = plan_json["max_parallel"]
-    first = plan_json["trials"][0]["trial_id"]
+    _, plan = plan_for_probes(spec, "local")
+    cap = plan.max_parallel
+    first = plan.planned_trials[0].trial_id
     summary = run_probes(spec, probe_spec, steps=5, trial_ids=[first], say=lambda m: None)
     assert summary.shapes == 1 and not summary.failures
     usable = [p for p in summary.probes if p["usable"]]

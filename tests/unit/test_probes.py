@@ -4,6 +4,7 @@ another program's do not count)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import time
@@ -17,6 +18,7 @@ import pytest
 from gpuledger import protocol, track
 from gpuledger.inputs.machine import MachineSpeed
 from gpuledger.plan import plan_sweep
+from gpuledger.plan.model import PlannedTrial
 from gpuledger.plan.probes import PROBE_SCHEMA, shape_key, shapes_to_probe, trial_shape, workload_shape
 from gpuledger.runtime.probe import fill_slots, probe_cost_estimate_usd, probe_env, probe_seconds_estimate
 from gpuledger.spec import expand_trials, load_spec
@@ -98,7 +100,7 @@ def _demo():
 
 def test_demo_grid_has_two_shapes_micro_batch_apart():
     spec, trials = _demo()
-    rows = {t["trial_id"]: t for t in plan_sweep(spec, trials, machine=MACHINE).trials}
+    rows = {t.trial_id: t for t in plan_sweep(spec, trials, machine=MACHINE).planned_trials}
     shapes = shapes_to_probe(spec, trials, rows)
     assert sorted(s["micro_batch"] for s, _ in shapes) == [8, 32]
     assert {s["accelerator"] for s, _ in shapes} == {"CPU"} and {s["sharding"] for s, _ in shapes} == {"none"}
@@ -125,7 +127,7 @@ def _probes(spec, trials, rows, *, tps, startup_s, mem, host=HOST, when="2026-11
 def test_a_probed_shape_is_extrapolated_from_start_up_and_the_steady_rate():
     spec, trials = _demo()
     before = plan_sweep(spec, trials, machine=MACHINE)
-    rows = {t["trial_id"]: t for t in before.trials}
+    rows = {t.trial_id: t for t in before.planned_trials}
     tps = {8: 4000.0, 32: 6000.0}
     probes = _probes(spec, trials, rows, tps=tps, startup_s=2.5, mem=0.25)
     after = plan_sweep(spec, trials, machine=MACHINE, probes=probes)
@@ -152,7 +154,7 @@ def test_a_probed_shape_is_extrapolated_from_start_up_and_the_steady_rate():
 
 def test_another_machine_or_program_does_not_count_and_measured_wins():
     spec, trials = _demo()
-    rows = {t["trial_id"]: t for t in plan_sweep(spec, trials, machine=MACHINE).trials}
+    rows = {t.trial_id: t for t in plan_sweep(spec, trials, machine=MACHINE).planned_trials}
     elsewhere = _probes(spec, trials, rows, tps={8: 1.0, 32: 1.0}, startup_s=1.0, mem=1.0, host="elsewhere")
     assert {t["est_basis"] for t in plan_sweep(spec, trials, machine=MACHINE, probes=elsewhere).trials} == {"estimate"}
     other = spec.model_copy(update={"task": spec.task.model_copy(update={"run": spec.task.run + " --seed 1"})})
@@ -161,7 +163,7 @@ def test_another_machine_or_program_does_not_count_and_measured_wins():
         == {"estimate"}
     measured_id = trials[2].trial_id
     measured = pl.DataFrame([{"trial_id": measured_id, "accelerator": "CPU", "gpus": 1, "hostname": HOST,
-                              "wall_s": 42.0, "runs": 1, "est_flops": rows[measured_id]["flops_total"]}])
+                              "wall_s": 42.0, "runs": 1, "est_flops": rows[measured_id].flops_total}])
     plan = {t["trial_id"]: t for t in plan_sweep(spec, trials, machine=MACHINE, probes=probes,
                                                  measurements=measured).trials}
     assert plan[measured_id]["est_basis"] == "measured" and plan[measured_id]["est_wall_s"] == pytest.approx(42.0)
@@ -170,7 +172,7 @@ def test_another_machine_or_program_does_not_count_and_measured_wins():
 
 def test_newest_probe_of_a_shape_wins():
     spec, trials = _demo()
-    rows = {t["trial_id"]: t for t in plan_sweep(spec, trials, machine=MACHINE).trials}
+    rows = {t.trial_id: t for t in plan_sweep(spec, trials, machine=MACHINE).planned_trials}
     new = _probes(spec, trials, rows, tps={8: 4000.0, 32: 6000.0}, startup_s=2.0, mem=0.2, when="2026-11-26T10:00:00")
     old = _probes(spec, trials, rows, tps={8: 100.0, 32: 100.0}, startup_s=9.0, mem=0.9, when="2026-11-20T10:00:00")
     old = old.with_columns(pl.col("run_id") + "-old")
@@ -191,7 +193,8 @@ def test_probe_environment_and_cost_estimates():
     assert env[protocol.ENV_PURPOSE] == "probe" and env[protocol.ENV_PROBE_SECONDS] == "10" and protocol.ENV_PROBE_STEPS not in env
     assert json.loads(env[protocol.ENV_PROBE_SHAPE]) == shape
     spec, _ = _demo()
-    row = {"compute_s": 96.0, "usd_per_hour": 3.6}  # 384 steps of 512 tokens in 96 s: 0.25 s a step
+    row = PlannedTrial(trial_id="t", trial_index=0, params={}, feasible=True, compute_s=96.0,
+                       usd_per_hour=3.6)  # 384 steps of 512 tokens in 96 s: 0.25 s a step
     assert probe_seconds_estimate(row, spec, shape, steps=40, seconds=None) == pytest.approx(10.0)
     assert probe_seconds_estimate(row, spec, shape, steps=None, seconds=500.0) == pytest.approx(96.0)  # ends first
     assert probe_cost_estimate_usd(row, 3.0, 10.0) == pytest.approx(3.6 * 13.0 / 3600)
@@ -201,18 +204,20 @@ def test_auto_probe_decides_on_cost_budget_and_what_is_known():
     from gpuledger.runtime.probe import auto_probe_trials
 
     spec, trials = _demo()
-    rows = [{"trial_id": t.trial_id, "feasible": True, "est_basis": "estimate"} for t in trials]
-    plan = {"total_est_cost_usd": 10.0, "trials": rows}
+    planned = plan_sweep(spec, trials, machine=MACHINE)
+    plan = dataclasses.replace(planned, total_est_cost_usd=10.0,
+                               trials_frame=planned.trials_frame.with_columns(feasible=True, est_basis=pl.lit("estimate")))
     ids, why = auto_probe_trials(spec, plan)
     assert ids == [] and "never" in why  # the default
     auto = spec.model_copy(update={"search": spec.search.model_copy(update={"probe": "auto"}),
                                    "budget": spec.budget.model_copy(update={"max_usd": 20.0})})
     ids, why = auto_probe_trials(auto, plan)
     assert ids == [t.trial_id for t in trials] and "above $5" in why
-    assert auto_probe_trials(auto, {**plan, "total_est_cost_usd": 4.0})[0] == []  # not above probe_above_usd
-    assert "over the" in auto_probe_trials(auto, {**plan, "total_est_cost_usd": 25.0})[1]  # the guard decides
-    known = [{**r, "est_basis": "measured" if i % 2 else "probe x 2026-11-26"} for i, r in enumerate(rows)]
-    assert auto_probe_trials(auto, {**plan, "trials": known})[0] == []
+    assert auto_probe_trials(auto, dataclasses.replace(plan, total_est_cost_usd=4.0))[0] == []  # not above probe_above_usd
+    assert "over the" in auto_probe_trials(auto, dataclasses.replace(plan, total_est_cost_usd=25.0))[1]  # the guard decides
+    known = plan.trials_frame.with_columns(
+        est_basis=pl.when(pl.col("trial_index") % 2 == 1).then(pl.lit("measured")).otherwise(pl.lit("probe x 2026-11-26")))
+    assert auto_probe_trials(auto, dataclasses.replace(plan, trials_frame=known))[0] == []
     from gpuledger.spec import sweep_id_for
 
     assert sweep_id_for(auto) == sweep_id_for(spec)  # how to plan is not the experiment
@@ -233,15 +238,13 @@ def test_the_sweeps_auto_probe_step_goes_on_without_probes_when_refused(monkeypa
             self.lines.append(("warning", fmt % args))
 
     spec, trials = _demo()
-    plan = {"total_est_cost_usd": 10.0, "trials": [{"trial_id": t.trial_id, "est_basis": "estimate"} for t in trials]}
+    planned = plan_sweep(spec, trials, machine=MACHINE)
+    plan = dataclasses.replace(planned, total_est_cost_usd=10.0,
+                               trials_frame=planned.trials_frame.with_columns(est_basis=pl.lit("estimate")))
     from types import SimpleNamespace
 
-    class Planned:  # what the runtime's AcceptedSweep.plan answers
-        def to_json(self):
-            return plan
-
     log = Log()
-    accepted = SimpleNamespace(spec=spec, plan=Planned(), launcher="local", trials=tuple(trials), sweep_id="s-1")
+    accepted = SimpleNamespace(spec=spec, plan=plan, launcher="local", trials=tuple(trials), sweep_id="s-1")
     assert probe_module.auto_probe(Path("s.yaml"), accepted, log) is False
     assert "never" in log.lines[0][1]
     auto = spec.model_copy(update={"search": spec.search.model_copy(update={"probe": "auto"}),
@@ -258,7 +261,7 @@ def test_the_sweeps_auto_probe_step_goes_on_without_probes_when_refused(monkeypa
 
 def test_the_warm_start_up_of_a_shape_is_the_least_of_its_probes():
     spec, trials = _demo()
-    rows = {t["trial_id"]: t for t in plan_sweep(spec, trials, machine=MACHINE).trials}
+    rows = {t.trial_id: t for t in plan_sweep(spec, trials, machine=MACHINE).planned_trials}
     cold = _probes(spec, trials, rows, tps={8: 4000.0, 32: 6000.0}, startup_s=60.0, mem=0.25)  # paid a pretraining
     warm = cold.with_columns(warm_startup_s=pl.lit(2.0))
     tokens = spec.train.tokens_per_trial

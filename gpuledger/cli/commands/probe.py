@@ -48,21 +48,21 @@ def run(args) -> int:
     summary = run_probes(spec, spec_path, launcher=args.launcher, trial_ids=_trial_ids(spec, args.trial),
                          steps=args.steps, seconds=args.seconds, max_parallel=args.max_parallel, say=say)
     launcher = args.launcher or spec.launcher
-    _, plan, plan_json = plan_for_probes(spec, launcher, args.max_parallel)
+    _, plan = plan_for_probes(spec, launcher, args.max_parallel)
     usable = [p for p in summary.probes if p.get("usable")]
     if args.json:
         print(json.dumps({**summary.to_dict(), "plan": {
-            "total_est_cost_usd": plan_json["total_est_cost_usd"], "makespan_s": plan_json["makespan_s"],
-            "trials": [{k: t.get(k) for k in ("trial_id", "est_wall_s", "est_memory_gib", "est_cost_usd", "est_basis")}
-                       for t in plan_json["trials"]]}}, default=str, indent=1))
+            "total_est_cost_usd": round(plan.total_est_cost_usd, 4), "makespan_s": round(plan.makespan_s, 3),
+            "trials": [{k: getattr(t, k) for k in ("trial_id", "est_wall_s", "est_memory_gib", "est_cost_usd", "est_basis")}
+                       for t in plan.planned_trials]}}, default=str, indent=1))
     else:
         for line in probe_lines(summary):
             print(line)
-        probed = sum(1 for t in plan_json["trials"] if str(t.get("est_basis", "")).startswith("probe "))
+        probed = sum(1 for t in plan.planned_trials if str(t.est_basis or "").startswith("probe "))
         print(f"{summary.sweep_id}: {len(summary.probes)} probe(s) of {summary.shapes} shape(s), spent "
               f"${summary.cost_usd:.4f} (estimated ${summary.est_cost_usd:.4f}; counted in the sweep's budget)")
-        print(f"plan now: {probed} of {len(plan_json['trials'])} trial(s) extrapolated from a probe; total "
-              f"${plan_json['total_est_cost_usd']:.4f}, makespan {plan_json['makespan_s']:.1f} s "
+        print(f"plan now: {probed} of {len(plan.planned_trials)} trial(s) extrapolated from a probe; total "
+              f"${plan.total_est_cost_usd:.4f}, makespan {plan.makespan_s:.1f} s "
               f"(`gpuledger plan {args.spec}` shows it)")
         for f in summary.failures:
             print(f"  {f}")
