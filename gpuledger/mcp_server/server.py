@@ -253,7 +253,7 @@ class GpuledgerTools:
                                                planned_usd=planned.planned_usd, budget_usd=self.budget_usd)
         log = settings.current().data_dir / "mcp" / f"{launch_id}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "gpuledger", "sweep", planned.spec_path]
+        argv = [sys.executable, "-m", "gpuledger.cli", "sweep", planned.spec_path]
         if max_parallel:
             argv += ["--max-parallel", str(int(max_parallel))]
         with open(log, "ab") as fh:

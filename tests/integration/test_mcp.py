@@ -70,7 +70,7 @@ def _env(proj: Path) -> dict[str, str]:
 
 
 def _client(proj: Path) -> Client:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "gpuledger", "mcp"], cwd=str(proj),
+    params = StdioServerParameters(command=sys.executable, args=["-m", "gpuledger.cli", "mcp"], cwd=str(proj),
                                    env=_env(proj))
     return Client(params, read_timeout_seconds=300)
 

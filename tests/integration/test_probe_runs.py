@@ -106,10 +106,10 @@ def test_one_shape_is_probed_by_as_many_copies_at_once_as_the_trials_will_run(pr
 def test_cli_probe_refuses_over_budget_and_names_a_bad_trial(probe_spec, _isolated_warehouse):
     text = probe_spec.read_text().replace("max_usd: 5.0", "max_usd: 0.000001")
     probe_spec.write_text(text)
-    run = subprocess.run([sys.executable, "-m", "gpuledger", "probe", str(probe_spec), "--steps", "3"],
+    run = subprocess.run([sys.executable, "-m", "gpuledger.cli", "probe", str(probe_spec), "--steps", "3"],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 3 and "budget" in run.stderr and "Traceback" not in run.stderr
-    run = subprocess.run([sys.executable, "-m", "gpuledger", "probe", str(probe_spec), "--trial", "99"],
+    run = subprocess.run([sys.executable, "-m", "gpuledger.cli", "probe", str(probe_spec), "--trial", "99"],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and "--trial 99" in run.stderr and "Traceback" not in run.stderr
     assert not _isolated_warehouse.exists()  # refused before anything was written or launched

@@ -1,5 +1,0 @@
-"""`python -m gpuledger ...`: the same as the `gpuledger` command."""
-
-from gpuledger.cli import main
-
-raise SystemExit(main())
