@@ -66,7 +66,7 @@ OFFER_SCHEMA: dict[str, pl.DataType] = {
 }
 
 #: A spot price that is exactly this fraction of on-demand is a known catalog artefact: some AWS
-#: regions list spot at exactly 10% of on-demand (shared/skypilot-catalog/aws-minima-notes.txt).
+#: regions list spot at exactly 10% of on-demand (docs/prices.md).
 SUSPICIOUS_SPOT_FRACTION = 0.10
 #: Relative tolerance for "exactly 10%" (catalog prices carry 4-6 significant digits).
 SUSPICIOUS_SPOT_RTOL = 0.002

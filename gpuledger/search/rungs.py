@@ -4,7 +4,7 @@ Optuna's `SuccessiveHalvingPruner` (asynchronous successive halving) judges a tr
 the values other trials happened to report there before it: the first trials at a rung go on when
 they are the best so far, a trial reporting later faces more competitors. With two slots, which trial
 reaches a rung first is a matter of timing, so the same grid on the same machine kept the best point
-in some runs and pruned it in others (gpuledger issue 30).
+in some runs and pruned it in others (docs/pools.md, "Pruning that keeps the recipe").
 
 `RungPruner` compares trials at equal steps and decides only what every arrival order agrees on: the
 outcome of synchronous successive halving over all `n_trials` trials of the bracket (the rungs at
