@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from helpers.record_fixtures import example_record
+from helpers.warehouse_template import fresh_warehouse
 
 from gpuledger.warehouse import Warehouse, WarehouseBusy
 
@@ -42,7 +43,7 @@ READER = textwrap.dedent("""
 
 @pytest.fixture
 def ledger(tmp_path) -> Path:
-    path = tmp_path / "ledger.duckdb"
+    path = fresh_warehouse(tmp_path / "ledger.duckdb")  # a migrated copy: the migrations are not what this tests
     with Warehouse.open(path) as wh:
         wh.register_sweep(sweep_id="s-1", name="s", started_at="2026-01-05T09:00:00")
         wh.upsert_trials("s-1", [{"trial_id": "t1", "index": 0}, {"trial_id": "t2", "index": 1}])
@@ -323,20 +324,33 @@ def test_even_past_the_check_the_connection_is_locked(ledger, tmp_path):
 
 
 @pytest.mark.slow
-def test_read_only_sql_still_reads_the_users_files_and_the_catalog(ledger, tmp_path):
+def test_read_only_sql_still_reads_the_users_files_and_the_catalog(ledger, tmp_path, monkeypatch, capsys):
+    """The CLI's main in this process (a process per query cost ~2.5 s each; the real process is
+    test_profile_output_pragma_cannot_overwrite_a_file's)."""
+    from gpuledger.cli import main
+
     (tmp_path / "extra.csv").write_text("trial_id,note\nt1,good\n")
     with Warehouse.open(ledger, read_only=True) as wh:
         wh.export_parquet(tmp_path / "pq")
-    cli = _sql(ledger, "select r.run_id, e.note from runs r join 'extra.csv' e using (trial_id)", "--format", "csv")
-    assert cli.returncode == 0, cli.stderr
-    assert cli.stdout == "run_id,note\nr1,good\n"
-    cli = _sql(ledger, f"select count(*) as n from read_parquet('{tmp_path / 'pq' / 'runs.parquet'}')",
-               "--format", "csv")
-    assert cli.returncode == 0 and cli.stdout == "n\n1\n"
+    monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(ledger))
+    monkeypatch.chdir(ledger.parent)
+
+    def sql(query: str, *extra: str) -> tuple[int, str, str]:
+        code = main(["sql", query, *extra])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, err = sql("select r.run_id, e.note from runs r join 'extra.csv' e using (trial_id)", "--format", "csv")
+    assert code == 0, err
+    assert out == "run_id,note\nr1,good\n"
+    code, out, err = sql(f"select count(*) as n from read_parquet('{tmp_path / 'pq' / 'runs.parquet'}')",
+                         "--format", "csv")
+    assert code == 0 and out == "n\n1\n", err
     for ok in ("pragma table_info('runs')", "call pragma_table_info('runs')", "pragma version",
                "select view_name, comment from duckdb_views() where view_name = 'v_waste'",
                "explain select * from v_runs"):
-        assert _sql(ledger, ok).returncode == 0, ok
+        code, out, err = sql(ok)
+        assert code == 0 and out and "Traceback" not in err, (ok, err)
 
 
 @pytest.mark.slow
