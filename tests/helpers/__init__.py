@@ -10,4 +10,6 @@ on the path.
     sky_offline        SkyPilot's own code against a stubbed cloud (no network)
     browser            headless Chromium (integration tests only)
     postgres           a throw-away PostgreSQL server (integration tests only)
+    prefect_server     one Prefect API server per test session, for tests that need one but do not test it
+                       (fixture `prefect_api_url`, tests/integration/conftest.py; integration tests only)
 """

@@ -115,13 +115,15 @@ def test_killed_sweep_resumes_without_rerunning_or_duplicating(tmp_path, _isolat
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_cli_dry_run_and_budget_refusal_exit_codes(tmp_path, _isolated_warehouse):
+def test_cli_dry_run_and_budget_refusal_exit_codes(tmp_path, _isolated_warehouse, prefect_api_url):
     spec = write_spec(tmp_path, "cli-grid", xs=(0.1, 0.2), sleep=0.0, max_parallel=1)
-    env = sweep_env(tmp_path, _isolated_warehouse)
+    # the session's Prefect server, as PREFECT_API_URL (a temporary server per run is the test above's)
+    env = {**sweep_env(tmp_path, _isolated_warehouse), "PREFECT_API_URL": prefect_api_url}
     dry = subprocess.run([*gpuledger(), "sweep", str(spec), "--dry-run"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=420)
     assert dry.returncode == 0, dry.stderr[-3000:]
     assert "dry run of cli-grid-" in dry.stdout and not _isolated_warehouse.exists()
+    assert "temporary Prefect server" not in dry.stderr  # a healthy PREFECT_API_URL is used as it is
     dear = spec.read_text().replace("usd_per_hour: 0.0", "usd_per_hour: 1000000").replace("max_usd: 5", "max_usd: 1")
     spec.write_text(dear)
     refused = subprocess.run([*gpuledger(), "sweep", str(spec)], cwd=tmp_path, env=env, capture_output=True,

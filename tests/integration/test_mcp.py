@@ -31,11 +31,16 @@ def _project(tmp_path: Path, budget_usd: float | None) -> Path:
     return proj
 
 
-def _tiny_spec(proj: Path, name: str, sleep_s: float) -> Path:
-    (proj / "trial.py").write_text(textwrap.dedent(f"""
-        import time, sys
+def _tiny_spec(proj: Path, name: str, hold: Path | None = None) -> Path:
+    """A one-trial sweep; with `hold`, its trial runs until that file exists (at most 100 s, within its 2 min trial_timeout), so the test
+    decides when the sweep ends (no fixed sleep to outlast)."""
+    trial = proj / f"trial-{name}.py"  # one script per spec: a second spec must not rewrite the first's
+    trial.write_text(textwrap.dedent(f"""
+        import pathlib, time, sys
         from gpuledger.track import log
-        time.sleep({sleep_s})
+        hold, deadline = {str(hold) if hold else ""!r}, time.monotonic() + 100  # within trial_timeout
+        while hold and not pathlib.Path(hold).exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
         log(eval_loss=abs(float(sys.argv[1]) - 0.3) + 1)
     """), encoding="utf-8")
     path = proj / "specs" / f"{name}.yaml"
@@ -57,21 +62,23 @@ def _tiny_spec(proj: Path, name: str, sleep_s: float) -> Path:
         launcher: local
         local: {{usd_per_hour: 36, trial_timeout: 2m}}
         task:
-          run: python {proj / 'trial.py'} {{x}}
+          run: python {trial} {{x}}
     """), encoding="utf-8")
     return path
 
 
-def _env(proj: Path) -> dict[str, str]:
+def _env(proj: Path, prefect_api_url: str = "") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPULEDGER_")}
     env.update({"HOME": str(proj.parent / "home"), "GPULEDGER_MACHINE_FILE": os.environ.get("GPULEDGER_MACHINE_FILE", ""),
-                "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"})
+                "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_API_URL": prefect_api_url})
     return {k: v for k, v in env.items() if v}
 
 
-def _client(proj: Path) -> Client:
+def _client(proj: Path, prefect_api_url: str = "") -> Client:
+    """An MCP client of a new `gpuledger mcp` process; the sweeps it launches use the Prefect server at
+    `prefect_api_url` (else each starts a temporary one)."""
     params = StdioServerParameters(command=sys.executable, args=["-m", "gpuledger.cli", "mcp"], cwd=str(proj),
-                                   env=_env(proj))
+                                   env=_env(proj, prefect_api_url))
     return Client(params, read_timeout_seconds=300)
 
 
@@ -135,9 +142,10 @@ def test_tools_plan_sql_and_a_budget_far_below_the_plan_refuses_before_anything_
 
 
 @pytest.mark.slow
-def test_the_budget_is_counted_from_the_ledger_across_server_restarts(tmp_path):
+def test_the_budget_is_counted_from_the_ledger_across_server_restarts(tmp_path, prefect_api_url):
     proj = _project(tmp_path, budget_usd=None)
-    first, second = _tiny_spec(proj, "agent-one", sleep_s=25), _tiny_spec(proj, "agent-two", sleep_s=0)
+    release = tmp_path / "release-agent-one"
+    first, second = _tiny_spec(proj, "agent-one", hold=release), _tiny_spec(proj, "agent-two")
 
     async def plan_of(spec: Path) -> dict:
         async with _client(proj) as client:
@@ -151,27 +159,34 @@ def test_the_budget_is_counted_from_the_ledger_across_server_restarts(tmp_path):
     (proj / "gpuledger.toml").write_text(f"[agent]\nbudget_usd = {planned * 1.5}\n", encoding="utf-8")
 
     async def launch(spec: Path) -> tuple[bool, str, dict | None]:
-        async with _client(proj) as client:  # a new server each time: nothing is remembered in memory
+        async with _client(proj, prefect_api_url) as client:  # a new server each time: nothing is remembered
             plan = await client.call_tool("plan", {"spec": str(spec)})
             result = await client.call_tool("sweep", {"spec": str(spec), "plan_id": plan.structured_content["plan_id"]})
             return result.is_error, _text(result), result.structured_content
 
     failed, text, launched = asyncio.run(launch(first))
     assert not failed, text
-    failed, text, _ = asyncio.run(launch(second))  # the first still holds its planned spend
-    assert failed and "refused before launch" in text and "1 still running" in text
+    try:
+        failed, text, _ = asyncio.run(launch(second))  # the first still holds its planned spend
+        assert failed and "refused before launch" in text and "1 still running" in text
+    finally:
+        release.touch()  # the first sweep's trial may finish now
 
-    async def status() -> dict:
-        async with _client(proj) as client:
-            return (await client.call_tool("status", {"sweep": launched["sweep_id"]})).structured_content
+    async def wait_for_the_end(sweep_id: str) -> list[dict]:
+        async with _client(proj) as client:  # one server polled (restarts are what the launches test)
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline:
+                rows = (await client.call_tool("status", {"sweep": sweep_id})).structured_content["sweeps"]
+                if rows and rows[0]["status"] not in ("planned", "running"):
+                    break
+                await asyncio.sleep(1.0)
+            return rows
 
-    deadline = time.time() + 240
-    while time.time() < deadline:
-        rows = asyncio.run(status())["sweeps"]
-        if rows and rows[0]["status"] not in ("planned", "running"):
-            break
-        time.sleep(3)
+    rows = asyncio.run(wait_for_the_end(launched["sweep_id"]))
     assert rows and rows[0]["status"] == "succeeded", rows
-    failed, text, _ = asyncio.run(launch(second))  # the first ended: it now counts what it was billed
+    failed, text, relaunched = asyncio.run(launch(second))  # the first ended: it now counts what it was billed
     assert not failed, text
     assert _launches(proj) == 2
+    # it runs to its end here (a sweep left running would outlive the test)
+    rows = asyncio.run(wait_for_the_end(relaunched["sweep_id"]))
+    assert rows and rows[0]["status"] == "succeeded", rows

@@ -10,7 +10,8 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 KINDS = ("unit", "integration")
 #: what a unit test must not import: a server, a browser, PostgreSQL, Prefect (tests/integration/ may)
-NOT_IN_UNIT = ("prefect", "playwright", "psycopg", "helpers.browser", "helpers.postgres", "gpuledger.flows")
+NOT_IN_UNIT = ("prefect", "playwright", "psycopg", "helpers.browser", "helpers.postgres", "helpers.prefect_server",
+               "gpuledger.flows")
 
 
 def test_no_test_or_helper_module_lies_directly_under_tests():
