@@ -8,12 +8,14 @@ that no process is left behind. Runs in CI (marked slow, not skipped).
 
 from __future__ import annotations
 
+import json
 import os
 import selectors
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import psutil
@@ -37,6 +39,19 @@ def read_until(proc: subprocess.Popen, needle: str, timeout_s: float, seen: list
         if needle in line:
             return True
     return False
+
+
+def deployments(api: str) -> set[str]:
+    """Returns the server's deployments as `flow/deployment` names (Prefect's REST API: POST
+    /deployments/filter and /flows/filter)."""
+
+    def post(path: str) -> list[dict]:
+        req = urllib.request.Request(f"{api}/{path}", data=b"{}", headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:  # noqa: S310 - the test's own local server
+            return json.loads(resp.read())
+
+    flows = {f["id"]: f["name"] for f in post("flows/filter")}
+    return {f"{flows.get(d['flow_id'])}/{d['name']}" for d in post("deployments/filter")}
 
 
 @pytest.mark.slow
@@ -63,10 +78,10 @@ def test_serve_deploy_run_sweep_deployment_and_shut_down_cleanly(tmp_path, repo_
                                 capture_output=True, text=True, timeout=60)
         assert second.returncode == 0 and "already running" in second.stdout, second.stdout + second.stderr
 
-        prefect = str(Path(sys.executable).parent / "prefect")
-        ls = subprocess.run([prefect, "deployment", "ls"], env=env, capture_output=True, text=True, timeout=60)
+        deployed = deployments(api)  # from the REST API (as `prefect deployment ls` reads it, without its start-up)
         for name in ("sweep/lora-grid", "cost-report/weekly", "capacity/chat-serving"):
-            assert name in ls.stdout, ls.stdout + ls.stderr
+            assert name in deployed, deployed
+        prefect = str(Path(sys.executable).parent / "prefect")
         run = subprocess.run(
             [prefect, "deployment", "run", "sweep/lora-grid", "--param", f"spec={spec}", "--watch",
              "--watch-timeout", "240"],
