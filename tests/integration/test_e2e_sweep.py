@@ -88,6 +88,7 @@ def test_killed_sweep_resumes_without_rerunning_or_duplicating(tmp_path, _isolat
     assert first.height >= 1
     done_first = set(first["trial_id"])
 
+    (tmp_path / "no-sleep").touch()  # the trials left run at once now (the sleep only kept the first run busy)
     again = subprocess.run([*gpuledger(), "sweep", str(spec)], cwd=tmp_path, env=env, capture_output=True,
                            text=True, timeout=600)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
