@@ -27,8 +27,11 @@ $(BIN)/gpuledger: pyproject.toml uv.lock
 demo: setup
 	$(BIN)/gpuledger demo
 
+# Two test files at a time (pytest-xdist, one per core of the 2-core CI machine); each file stays on one
+# worker (--dist loadfile), so a module's fixtures (a Prefect harness, a PostgreSQL cluster, the
+# installed-wheel venv) start once. `pytest` alone runs the same suite in one process.
 test: setup lint
-	GPULEDGER_TEST_UV="$(UV)" $(BIN)/pytest
+	GPULEDGER_TEST_UV="$(UV)" $(BIN)/pytest -n 2 --dist loadfile
 
 # The edit loop: tests/unit only (fast, pure; tests/integration holds real processes, servers, browsers).
 test-fast: setup
