@@ -197,17 +197,23 @@ class WarehouseBase:
             while worker.is_alive() and time.monotonic() < deadline:
                 worker.join(min(0.1, max(0.0, deadline - time.monotonic())))
         except KeyboardInterrupt:
-            self._con.interrupt()
-            worker.join(10)
+            self._stop(worker)
             raise UserError("interrupted (Ctrl-C): the query was stopped", exit_code=130) from None
         if worker.is_alive():
-            self._con.interrupt()
-            worker.join(10)
+            self._stop(worker)
             raise UserError(f"the query ran longer than {timeout_s:g} s and was stopped (the setting sql.timeout_s, "
                             "GPULEDGER_SQL_TIMEOUT_S, sets the limit)")
         if "err" in outcome:
             raise outcome["err"]
         return outcome["df"]
+
+    def _stop(self, worker: threading.Thread, within_s: float = 10.0) -> None:
+        """Interrupts the connection until `worker`'s query ends (at most `within_s`): an interrupt that
+        comes before DuckDB has started the query is lost, so it is repeated every 0.1 s."""
+        deadline = time.monotonic() + within_s
+        while worker.is_alive() and time.monotonic() < deadline:
+            self._con.interrupt()
+            worker.join(0.1)
 
     def query_named(self, name: str, params: dict[str, Any] | None = None) -> pl.DataFrame:
         """Runs the named query `gpuledger/warehouse/sql/queries/<name>.sql` with DuckDB named parameters (`$week`).

@@ -124,6 +124,19 @@ def test_sql_stops_at_ctrl_c(ledger):
     assert "Traceback" not in err and "interrupted" in err
 
 
+@pytest.mark.parametrize("after_s", [0.5, 1.0, 1.5, 2.0])
+def test_sql_leaves_at_ctrl_c_whenever_it_comes(ledger, after_s):
+    # while importing, opening the warehouse or starting the query: a KeyboardInterrupt raised inside
+    # an extension's import or DuckDB's open can be swallowed, and the query then ran for its whole limit
+    proc = _sql(ENDLESS, env={"GPULEDGER_WAREHOUSE": str(ledger)}, preexec_fn=_as_at_a_terminal)
+    time.sleep(after_s)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - sent < 10 and proc.returncode == 130, err[-500:]
+    assert "Traceback" not in err and "interrupted" in err
+
+
 def test_a_password_never_appears_in_a_message():
     secret = "Sup3r-Secret-pw"
     for target in (f"ducklake:postgres:dbname=nope host=127.0.0.1 port=1 user=x password={secret}",

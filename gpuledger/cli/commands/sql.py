@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
+import threading
 
 from gpuledger.errors import UserError
 
@@ -25,7 +27,32 @@ from gpuledger.errors import UserError
 TABLE_ROWS = 200
 
 
+def _leave_interrupted(message: str) -> None:
+    """Leaves at once with exit 130 and one line. Ctrl-C stops DuckDB mid-query or mid-open, and its
+    threads then abort or hang the interpreter's ordinary exit ("terminate called without an active
+    exception", or a wait that never ends); nothing was written (read-only, or --write's statement
+    rolled back), so there is nothing to clean up."""
+    print(f"gpuledger sql: {message}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(130)
+
+
 def run(args: argparse.Namespace) -> int:
+    """Runs the command; Ctrl-C anywhere in it (the imports, the open, the query) leaves at once with
+    one line and exit 130 (`_leave_interrupted`): a KeyboardInterrupt raised inside an extension's
+    import or DuckDB's open can be swallowed, and the query then runs on."""
+    if threading.current_thread() is not threading.main_thread():  # signals are the main thread's
+        return _run(args)
+    said = ("interrupted (Ctrl-C): a statement that had not committed is rolled back" if args.write
+            else "interrupted (Ctrl-C); nothing was written")
+    previous = signal.signal(signal.SIGINT, lambda *_: _leave_interrupted(said))
+    try:
+        return _run(args)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
     from gpuledger.cli import table_text
     from gpuledger.warehouse import READ_ONLY_CONFIG, Warehouse, read_only_problems, writing_statements
 
@@ -49,12 +76,9 @@ def run(args: argparse.Namespace) -> int:
     except UserError as err:
         if err.exit_code != 130:
             raise
-        # Ctrl-C: DuckDB's threads, interrupted mid-query, abort the interpreter's ordinary exit
-        # ("terminate called without an active exception"); the query is stopped and nothing was
-        # written (read-only, or --write's statement rolled back), so leave at once with the one line.
-        print(f"gpuledger sql: {err}", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(130)
+        _leave_interrupted(str(err))
+    except KeyboardInterrupt:  # Ctrl-C while the warehouse opens, before the query's own handler
+        _leave_interrupted("interrupted (Ctrl-C) while opening the warehouse; nothing ran")
     out = sys.stdout
     if args.format == "csv":
         out.write(df.write_csv())
