@@ -37,6 +37,7 @@ class SweepData:
     waste: pl.DataFrame  # v_waste rows
     billing_sources: pl.DataFrame  # source, description, usd_per_hour, spot, on_demand_usd_per_hour, lines
     price_dates: list[str]  # prices.as_of of the sweep's snapshot
+    price_sources: list[str]  # prices.source: where each catalog price the plan used came from
     cloud_equiv: pl.DataFrame  # per trial of a local sweep: the plan's cloud-GPU equivalent (accelerator, gpus,
     #                            cloud, instance_type, spot, wall_s, cost_usd); empty for cloud sweeps
     serving: Any = None  # gpuledger.serving.SweepPoints of a method: inference sweep, else None
@@ -92,7 +93,7 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
     savings = wh.query_named("report_sweep_spot_savings", p).to_dicts()
     waste = wh.query_named("report_sweep_waste", p)
     billing = wh.query_named("report_sweep_billing_sources", p)
-    dates = wh.query_named("report_sweep_price_dates", p)
+    prices = wh.query_named("report_sweep_prices", p)
     cloud_equiv = wh.query_named("report_sweep_cloud_equiv", p)
     return SweepData(
         roi=roi,
@@ -104,7 +105,8 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
                                             "spot_hours": 0.0, "saved_pct": None},
         waste=waste,
         billing_sources=billing,
-        price_dates=[str(d) for d in dates["as_of"].to_list()] if dates.height else [],
+        price_dates=sorted({str(d) for d in prices["as_of"].to_list()}),
+        price_sources=sorted(set(prices["source"].to_list())),
         serving=sweep_points(wh, sid),
         cloud_equiv=cloud_equiv,
         billed=load_sweep_billed(wh, sid),
@@ -132,7 +134,9 @@ def params_text(params: Any) -> str:
 
 
 def price_source(data: SweepData) -> str:
-    """Returns where the sweep's dollar figures come from, e.g. 'catalog prices as of 2026-05-20'."""
+    """Returns where the sweep's dollar figures come from, e.g. 'catalog prices as of 2026-05-20
+    (AWS list price from the SkyPilot catalog snapshot bundled with gpuledger)': the dates and, in
+    words, the basis of each price the plan used (`gpuledger.catalog.pricing`)."""
     b = data.billing_sources
     if b.height == 0:
         return "no billing lines yet"
@@ -153,7 +157,8 @@ def price_source(data: SweepData) -> str:
             parts.append(f"local rate {rate_text} (a configured rate, not a cloud price)")
     if "catalog" in sources:
         dates = ", ".join(data.price_dates)
-        parts.append("catalog prices" + (f" as of {dates}" if dates else " (date in the plan's price snapshot)"))
+        basis = f" ({'; '.join(data.price_sources)})" if data.price_sources else ""
+        parts.append("catalog prices" + (f" as of {dates}" if dates else " (date in the plan's price snapshot)") + basis)
     if "invoice" in sources:
         parts.append("invoice lines")
     return "; ".join(parts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -61,15 +62,24 @@ def test_headline_numbers_match_hand_arithmetic(wh):
     # 5 trials: 4 succeeded, 1 failed (oom); budget $10 -> 44.5 % used.
     assert (s["trials"], s["succeeded"], s["failed"], s["running"]) == (5, 4, 1, 0)
     assert s["budget_used_pct"] == pytest.approx(44.5)
-    assert s["price_source"] == "catalog prices as of 2026-01-02"
+    assert s["price_source"] == "catalog prices as of 2026-01-02 (skypilot-catalog)"  # the date and the basis
 
 
 def test_headline_numbers_appear_in_markdown_with_units(wh):
     md = sweep_markdown(load_sweep(wh, "lora-grid"))
     for text in ("| time to recipe | 2 h 15 min |", "| cost to recipe | $2.95 |", "| total spend | $4.45 |",
                  "| waste | $0.25 |", "| realised spot savings | $0.30 |", "| time to target 1.2 | 30 min 00 s |",
-                 "catalog prices as of 2026-01-02"):
+                 "catalog prices as of 2026-01-02 (skypilot-catalog)"):
         assert text in md
+
+
+def test_money_names_the_basis_of_each_price_the_plan_used(wh):
+    basis = ["AWS list price from the SkyPilot catalog cache, less your 20% discount (gpuledger.toml discount_pct)",
+             "your price for p5.48xlarge in gpuledger.toml"]
+    data = dataclasses.replace(load_sweep(wh, "lora-grid"), price_sources=basis)
+    md = sweep_markdown(data)
+    assert f"Money: catalog prices as of 2026-01-02 ({'; '.join(basis)})." in md  # too long for a card: a note
+    assert "prices: see Money under the cards" in md
 
 
 def test_what_if_uses_measured_durations_and_marks_actual_k(wh):
