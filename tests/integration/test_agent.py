@@ -180,12 +180,15 @@ def test_signals_are_forwarded_to_the_child_group(tmp_path, sig):
         print("ready", flush=True)
         time.sleep(1000)
         """)
+    # a long grace: this checks the forwarding, and a busy machine must not turn the child's own
+    # handling of the signal into the SIGKILL that follows the grace period
     agent = subprocess.Popen([PY, "-m", "gpuledger.agent", "--result", str(result), "--trial-id", "t",
-                              "--", PY, "-c", child], stdout=subprocess.PIPE, cwd=tmp_path,
-                             env={**os.environ, "PYTHONPATH": str(REPO)})
+                              "--kill-grace-s", "60", "--", PY, "-c", child], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert agent.stdout.readline() == b"ready\n"
     agent.send_signal(sig)
-    out, _ = agent.communicate(timeout=20)
+    out, err = agent.communicate(timeout=90)
+    assert marker.exists(), (agent.returncode, out[-2000:], err[-2000:])
     assert marker.read_text() == str(int(sig))
     assert agent.returncode == 7
     record = json.loads(result.read_text())
