@@ -63,7 +63,7 @@ from typing import Any
 
 from gpuledger import vocabulary
 from gpuledger.launch.base import LaunchRequest, TrialStatus
-from gpuledger.launch.skypilot_logs import new_points, parse_result_lines, signed_result_lines, unsigned_note  # noqa: F401
+from gpuledger.launch.skypilot_logs import new_points, signed_result_lines, unsigned_note
 from gpuledger.launch.skypilot_pool import PoolKeeper, pool_job_config
 from gpuledger.launch.skypilot_sdk import QUEUE_FIELDS, SkySDK  # noqa: F401 - the SDK boundary, re-exported
 from gpuledger.launch.skypilot_task import (  # noqa: F401 - the task part, re-exported

@@ -21,9 +21,8 @@ from gpuledger.launch.skypilot import (
     SkyPilotLauncher,
     offers_catalog_price,
     parse_cluster_resources,
-    parse_result_lines,
 )
-from gpuledger.launch.skypilot_logs import parse_metric_lines
+from gpuledger.launch.skypilot_logs import parse_metric_lines, parse_result_lines
 from gpuledger.launch.skypilot_task import AGENT_RUN_PREFIX, task_config
 from gpuledger.protocol import ENV_RESULT_KEY, RESULT_LINE_PREFIX
 from gpuledger.record import parse_record
