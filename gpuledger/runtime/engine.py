@@ -139,9 +139,26 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
+def sweep_fields(spec, spec_path: Path, plan_json: dict[str, Any], *, sweep_id: str, launcher: str,
+                 cap: int) -> dict[str, Any]:
+    """Returns the `Warehouse.register_sweep` fields of a sweep of `spec` planned as `plan_json` (the
+    sweep itself and the probes that register it first share them)."""
+    from gpuledger.plan import prices_used
+
+    return dict(
+        sweep_id=sweep_id, name=spec.name, project=spec.project, owner=spec.owner, kind="sweep",
+        method=spec.method, model=spec.model, launcher=launcher,
+        objective_metric=spec.search.objective.metric, objective_goal=spec.search.objective.goal,
+        objective_target=spec.search.objective.target, budget_usd=float(spec.budget.max_usd),
+        deadline_s=spec.budget.deadline_s, max_parallel=cap, spec_path=str(spec_path),
+        spec_yaml=_read_text(Path(spec_path)), spec_json=spec.model_dump(mode="json"),
+        plan_json=plan_json, prices=prices_used(plan_json),
+    )
+
+
 def register(run: SweepRun, hooks: Hooks, landing_dir: Path) -> tuple[list[Any], BudgetMeter]:
     """Step 1: registers the sweep and its trials, stores leftovers; returns (trials to run, meter)."""
-    from gpuledger.plan import prices_used, warehouse_trial_rows
+    from gpuledger.plan import warehouse_trial_rows
     from gpuledger.warehouse import Warehouse
 
     sp, summary = run.spec, run.summary
@@ -150,15 +167,8 @@ def register(run: SweepRun, hooks: Hooks, landing_dir: Path) -> tuple[list[Any],
         summary.warehouse = str(wh.path)
         # a second run of the same sweep meanwhile refuses here (SweepBusy, exit 4, naming this holder)
         wh.acquire_lease(run.sweep_id, run.holder, run.lease_ttl_s)
-        wh.register_sweep(
-            sweep_id=run.sweep_id, name=sp.name, project=sp.project, owner=sp.owner, kind="sweep",
-            method=sp.method, model=sp.model, launcher=run.launcher,
-            objective_metric=sp.search.objective.metric, objective_goal=sp.search.objective.goal,
-            objective_target=sp.search.objective.target, budget_usd=float(sp.budget.max_usd),
-            deadline_s=sp.budget.deadline_s, max_parallel=run.cap, forced=summary.forced,
-            spec_path=str(run.spec_path), spec_yaml=_read_text(run.spec_path), spec_json=sp.model_dump(mode="json"),
-            plan_json=plan_json, prices=prices_used(plan_json),
-        )
+        wh.register_sweep(**sweep_fields(sp, run.spec_path, plan_json, sweep_id=run.sweep_id, launcher=run.launcher,
+                                         cap=run.cap), forced=summary.forced)
         planned = [] if asks_new_points(sp) else run.trials  # tpe over a range: each one registered when asked
         wh.upsert_trials(run.sweep_id, [{**r, "status": vocabulary.PENDING} for r in warehouse_trial_rows(plan_json, planned)])
         try:

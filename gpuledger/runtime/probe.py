@@ -23,7 +23,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
@@ -296,23 +295,14 @@ def sweep_spend_usd(sweep_id: str) -> tuple[float, float]:
 def _register(wh, spec, spec_path: Path, sweep_id: str, launcher: str, cap: int, plan: Plan, trials) -> None:
     """Registers the sweep when new (status `planned`) and its planned trials (a probe is stored as a
     run of the trial it ran; ingest needs both)."""
-    from gpuledger.plan import prices_used, warehouse_trial_rows
+    from gpuledger.plan import warehouse_trial_rows
+    from gpuledger.runtime.engine import sweep_fields
 
     plan_json = plan.to_json()  # the warehouse edge: the plan as stored
-
     known = wh.query_named("sweeps_known", {"sweep_ids": [sweep_id]})
     if known.is_empty():
-        text = None
-        with contextlib.suppress(OSError):
-            text = Path(spec_path).read_text(encoding="utf-8")
-        wh.register_sweep(
-            sweep_id=sweep_id, name=spec.name, project=spec.project, owner=spec.owner, kind="sweep",
-            method=spec.method, model=spec.model, launcher=launcher,
-            objective_metric=spec.search.objective.metric, objective_goal=spec.search.objective.goal,
-            objective_target=spec.search.objective.target, budget_usd=float(spec.budget.max_usd),
-            deadline_s=spec.budget.deadline_s, max_parallel=cap, status=vocabulary.SWEEP_PLANNED,
-            spec_path=str(spec_path), spec_yaml=text, spec_json=spec.model_dump(mode="json"),
-            plan_json=plan_json, prices=prices_used(plan_json))
+        wh.register_sweep(**sweep_fields(spec, spec_path, plan_json, sweep_id=sweep_id, launcher=launcher, cap=cap),
+                          status=vocabulary.SWEEP_PLANNED)
     wh.upsert_trials(sweep_id, [{**r, "status": vocabulary.PENDING} for r in warehouse_trial_rows(plan_json, trials)])
 
 
