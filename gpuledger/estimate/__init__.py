@@ -118,6 +118,8 @@ def estimate(w: Workload) -> Estimate:
         f"training code habits: {w.framework} (logits/loss dtype, adapter dtype)",
         *m.assumptions,
     ]
+    if cfg.resolved:
+        assumptions.insert(0, f"model: {cfg.resolved}")
     if w.device == "cpu":
         assumptions.append("CPU mode: NOT yet calibrated against gpuledger/trainers/demo_lora.py's measured peak RSS "
                            "(the trainer was not runnable when this was written); interpreter baseline assumed")

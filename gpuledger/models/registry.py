@@ -10,6 +10,7 @@ the fields that differ from the defaults loads the way `AutoConfig` would load i
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import json
@@ -96,6 +97,9 @@ class ModelConfig:
     num_experts: int = 1  # MoE: experts per layer (mixtral num_local_experts)
     experts_per_token: int = 1  # MoE: experts each token is routed to
     source: str = ""  # registry file or user path
+    #: how a name that is not itself registered was resolved ("" when it was the registry's own name
+    #: or a path): the Hugging Face cache file, or the registered base of an -Instruct/-Chat variant
+    resolved: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -127,19 +131,6 @@ def _registry() -> dict[str, Path]:
 def registry_names() -> list[str]:
     """Returns every registered model name (`org/name`, or `name` for org-less models), sorted."""
     return sorted(_registry(), key=str.lower)
-
-
-def _resolve(name: str) -> Path | None:
-    table = _registry()
-    key = name.strip().lower().removeprefix("hf://").removeprefix("https://huggingface.co/").strip("/")
-    by_lower = {n.lower(): p for n, p in table.items()}
-    if key in by_lower:
-        return by_lower[key]
-    # without the org prefix, where that is unique (`llama-2-7b-hf`, `opt-350m`)
-    short = [p for n, p in table.items() if n.lower().rsplit("/", 1)[-1] == key]
-    if len(short) == 1:
-        return short[0]
-    return None
 
 
 def _int(value: Any, key: str, where: str) -> int:
@@ -241,9 +232,93 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
+#: Suffixes of a fine-tuned variant that keeps its base's architecture (the Hub's naming habits:
+#: Qwen2.5-7B-Instruct, Llama-2-7b-chat-hf, gemma-2-9b-it, Meta-Llama-3-8B-Instruct, Mistral-7B-Instruct-v0.2,
+#: Phi-3-mini-4k-instruct, falcon-7b-instruct). Tried longest first, case-insensitive; what is left
+#: must be a registered name.
+VARIANT_SUFFIXES = ("-instruct-hf", "-chat-hf", "-instruct", "-chat", "-base", "-it", "-sft", "-dpo", "-rlhf")
+
+
+def _variant_bases(key: str) -> list[str]:
+    """Returns registry keys a variant name may stand for, most specific first
+    (`qwen/qwen2.5-7b-instruct` -> `qwen/qwen2.5-7b`; `meta-llama/llama-2-7b-chat-hf` ->
+    `meta-llama/llama-2-7b-hf`; `mistralai/mistral-7b-instruct-v0.2` -> `mistralai/mistral-7b-v0.2`)."""
+    out: list[str] = []
+    import re
+
+    for suffix in VARIANT_SUFFIXES:
+        # the suffix at the end, or before a version / date tag (-v0.2, -2407)
+        m = re.search(re.escape(suffix) + r"(-v?\d[\w.]*)?$", key)
+        if not m:
+            continue
+        stem, tail = key[:m.start()], m.group(1) or ""
+        for cand in (stem + tail, stem + tail + "-hf" if suffix.endswith("-hf") else "", stem):
+            if cand and cand not in out:
+                out.append(cand)
+    return out
+
+
+def _lookup(key: str) -> Path | None:
+    table = _registry()
+    by_lower = {n.lower(): p for n, p in table.items()}
+    if key in by_lower:
+        return by_lower[key]
+    # without the org prefix, where that is unique (`llama-2-7b-hf`, `opt-350m`)
+    short = [p for n, p in table.items() if n.lower().rsplit("/", 1)[-1] == key]
+    if len(short) == 1:
+        return short[0]
+    return None
+
+
+def hf_cache_dirs() -> list[Path]:
+    """Returns the Hugging Face hub cache folders to look in, as huggingface_hub resolves them:
+    HF_HUB_CACHE (or the older HUGGINGFACE_HUB_CACHE), else HF_HOME/hub, else
+    ~/.cache/huggingface/hub (XDG_CACHE_HOME respected)."""
+    import os
+
+    env = os.environ
+    dirs = [env[k] for k in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE") if env.get(k)]
+    if env.get("HF_HOME"):
+        dirs.append(str(Path(env["HF_HOME"]) / "hub"))
+    xdg = env.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
+    dirs.append(str(Path(xdg) / "huggingface" / "hub"))
+    return [Path(d).expanduser() for d in dict.fromkeys(dirs)]
+
+
+def hf_cached_config(repo_id: str) -> Path | None:
+    """Returns the config.json of `repo_id` ("org/name") in the local Hugging Face cache
+    (`models--ORG--NAME/snapshots/<rev>/config.json`; the revision `refs/main` names first, else the
+    newest snapshot), or None. Offline: reads files only."""
+    if "/" not in repo_id or repo_id.count("/") != 1 or ".." in repo_id:
+        return None
+    folder = "models--" + repo_id.replace("/", "--")
+    for root in hf_cache_dirs():
+        repo = root / folder
+        if not repo.is_dir():
+            # the cache keeps the Hub's spelling; match the folder case-insensitively
+            try:
+                repo = next((p for p in root.iterdir() if p.name.lower() == folder.lower()), repo)
+            except OSError:
+                continue
+        snaps = repo / "snapshots"
+        if not snaps.is_dir():
+            continue
+        try:
+            ref = (repo / "refs" / "main").read_text().strip()
+        except OSError:
+            ref = ""
+        if ref and (snaps / ref / "config.json").is_file():
+            return snaps / ref / "config.json"
+        found = [p for p in snaps.glob("*/config.json") if p.is_file()]
+        if found:
+            return max(found, key=lambda p: p.stat().st_mtime)
+    return None
+
+
 @functools.cache
 def _load_cached(name_or_path: str) -> ModelConfig:
-    path = _resolve(name_or_path)
+    key = name_or_path.strip().lower().removeprefix("hf://").removeprefix("https://huggingface.co/").strip("/")
+    path = _lookup(key)
     if path is not None:
         data = _read_json(path)
         name = _registry_name(path)
@@ -258,6 +333,22 @@ def _load_cached(name_or_path: str) -> ModelConfig:
         return _normalise(data, name, str(candidate))
     if looks_like_path:
         raise UserError(f"model config file {name_or_path!r} does not exist; give a registry name or a path to an HF config.json")
+    repo_id = name_or_path.strip().removeprefix("hf://").removeprefix("https://huggingface.co/").strip("/")
+    cached = hf_cached_config(repo_id)
+    if cached is not None:
+        data = _read_json(cached)
+        cfg = _normalise(data, repo_id, str(cached))
+        return dataclasses.replace(cfg, resolved=f"{repo_id}: config.json from the Hugging Face cache ({cached})")
+    for base in _variant_bases(key):
+        # the same org first, then the base's name under any org where unique (Mistral's v0.2 base
+        # weights live under mistral-community)
+        path = _lookup(base) or _lookup(base.rsplit("/", 1)[-1])
+        if path is not None:
+            base_name = _registry_name(path)
+            cfg = _normalise(_read_json(path), repo_id, f"registry model {base_name}")
+            return dataclasses.replace(cfg, resolved=(
+                f"{repo_id} is not in the registry: resolved to {base_name}, the architecture it was tuned from "
+                "(same layers, widths and vocabulary assumed; give its config.json path to be exact)"))
     names = registry_names()
     lowered = {n.lower(): n for n in names}
     lowered.update({n.lower().rsplit("/", 1)[-1]: n for n in names})
@@ -265,7 +356,8 @@ def _load_cached(name_or_path: str) -> ModelConfig:
     hint = f"; did you mean {', '.join(dict.fromkeys(lowered[c] for c in close))}?" if close else ""
     raise UserError(
         f"unknown model {name_or_path!r}{hint} (registry: {len(names)} models, e.g. "
-        f"{', '.join(names[:4])}; or give a path to an HF config.json)"
+        f"{', '.join(names[:4])}; not in the Hugging Face cache ({', '.join(str(d) for d in hf_cache_dirs())}); "
+        "or give a path to an HF config.json)"
     )
 
 

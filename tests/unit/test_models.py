@@ -185,3 +185,80 @@ def test_lora_linears_fused_and_targets():
     assert names == ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     mix = lora_linears(load_config("mistralai/Mixtral-8x7B-v0.1"), "up")
     assert mix[0].count == 8
+
+
+# --- models by any name (issue 38 item 6) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,base", [
+    ("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B"),
+    ("meta-llama/Llama-2-7b-chat-hf", "meta-llama/Llama-2-7b-hf"),
+    ("google/gemma-2-9b-it", "google/gemma-2-9b"),
+    ("mistralai/Mistral-7B-Instruct-v0.2", "mistral-community/Mistral-7B-v0.2"),
+    ("Qwen/Qwen3-8B-Base", "Qwen/Qwen3-8B"),
+])
+def test_variant_names_resolve_to_their_base_and_say_so(name, base, monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty cache: the registry decides
+    from gpuledger.models import registry
+
+    registry._load_cached.cache_clear()
+    cfg = load_config(name)
+    assert cfg.name == name
+    assert count_params(cfg).total == count_params(load_config(base)).total
+    assert base in cfg.resolved and "not in the registry" in cfg.resolved
+    registry._load_cached.cache_clear()
+
+
+def test_unknown_variant_of_unknown_base_is_still_unknown(monkeypatch, tmp_path):
+    from gpuledger.errors import UserError
+    from gpuledger.models import registry
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    registry._load_cached.cache_clear()
+    with pytest.raises(UserError, match="unknown model"):
+        load_config("someorg/NoSuchModel-7B-Instruct")
+    registry._load_cached.cache_clear()
+
+
+def _cache_repo(root, repo_id, config, rev="abc123", ref=True):
+    repo = root / ("models--" + repo_id.replace("/", "--"))
+    snap = repo / "snapshots" / rev
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps(config))
+    if ref:
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_text(rev)
+    return snap / "config.json"
+
+
+@pytest.mark.parametrize("env", ["HF_HUB_CACHE", "HF_HOME"])
+def test_config_from_the_hugging_face_cache(env, monkeypatch, tmp_path):
+    from gpuledger.models import registry
+
+    cfg_json = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 6,
+                "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 32000}
+    root = tmp_path / "hub" if env == "HF_HOME" else tmp_path
+    for k in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv(env, str(tmp_path))
+    path = _cache_repo(root, "acme/tiny-llama-x", cfg_json)
+    registry._load_cached.cache_clear()
+    cfg = load_config("acme/tiny-llama-x")
+    assert cfg.num_layers == 6 and cfg.num_kv_heads == 4 and cfg.source == str(path)
+    assert "Hugging Face cache" in cfg.resolved
+    # a cached config wins over a registry variant guess: it is the model's own
+    _cache_repo(root, "Qwen/Qwen2.5-7B-Instruct", {**cfg_json, "num_hidden_layers": 3})
+    registry._load_cached.cache_clear()
+    assert load_config("Qwen/Qwen2.5-7B-Instruct").num_layers == 3
+    registry._load_cached.cache_clear()
+
+
+def test_estimate_says_how_the_model_was_resolved(monkeypatch, tmp_path):
+    from gpuledger.estimate import Workload, estimate
+    from gpuledger.models import registry
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    registry._load_cached.cache_clear()
+    est = estimate(Workload(model="Qwen/Qwen2.5-7B-Instruct"))
+    assert any("resolved to Qwen/Qwen2.5-7B" in a for a in est.assumptions)
+    registry._load_cached.cache_clear()
