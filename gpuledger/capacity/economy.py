@@ -98,12 +98,21 @@ def compare(best: dict[str, Any] | None, spec, fine_tune_usd: float | None,
     t = spec.traffic
     hourly = elastic.profile(t)
     month = returns.traffic_month(hourly, t.prompt_tokens, t.output_tokens)
-    own = best.get("usd_per_month_autoscaled") if best else None
+    production = best.get("usd_per_month_autoscaled") if best else None
+    envs = (best.get("environments") or {}) if best else {}
+    env_usd = round(sum(e["usd_per_month"] for e in envs.values()), 2)
+    # every replica the spec asks for: production + staging + canary (issue 38)
+    own = None if production is None else round(production + env_usd, 2)
     out: dict[str, Any] = {
         "requests_per_month": round(month["requests"]),
         "output_tokens_per_month": round(month["output_tokens"]),
         "self_usd_per_month": own,
-        "self_usd_per_1m_output_tokens": best.get("usd_per_1m_output_tokens") if best else None,
+        "self_usd_per_month_production": production,
+        "self_usd_per_month_environments": env_usd if best else None,
+        "self_includes": (["production (autoscaled)"] + [f"{k} ({v['replicas']} replica{'s' if v['replicas'] != 1 else ''})"
+                                                          for k, v in envs.items()]) if best else None,
+        "self_usd_per_1m_output_tokens": (round(own / month["output_tokens"] * 1e6, 4)
+                                          if own is not None and month["output_tokens"] else None),
         "api_usd_per_month": None, "api_usd_per_1m_output_tokens": None, "break_even": None,
         "revenue_usd_per_month": None,
         "fine_tune_usd": None if fine_tune_usd is None else round(fine_tune_usd, 2),
@@ -118,7 +127,7 @@ def compare(best: dict[str, Any] | None, spec, fine_tune_usd: float | None,
             tp = int(best["gpus_per_replica"] or 1)
             out["break_even"] = returns.break_even(
                 hourly, t.prompt_tokens, t.output_tokens, spec.headroom, float(best["tokens_per_s_per_gpu"]) * tp, tp,
-                float(best["price_per_gpu_hour_on_demand"]), c.api, spec.autoscale)
+                float(best["price_per_gpu_hour_on_demand"]), c.api, spec.autoscale, spec.environments)
     if c.revenue_usd_per_request is not None:
         out["revenue_usd_per_month"] = round(c.revenue_usd_per_request * month["requests"], 2)
     pay = returns.payback(fine_tune_usd, own, month, api_month, c.revenue_usd_per_request)

@@ -9,6 +9,10 @@ months a fine-tune takes to pay back. Pure arithmetic on a plan's option and the
   mean and peak qps there. None when a fully used replica still costs more per request than the API;
 - payback months = the fine-tune's cost / the month's gain, the gain being the API's month (or
   revenue × requests) minus the self-hosted month; None when the gain is not positive.
+
+The self-hosted month is always production (autoscaled) + the spec's staging and canary replicas:
+a team that self-hosts pays for them; the API needs neither (issue 38: the example's payback of
+0.49 months left them out; with them self-hosting costs more than the API).
 """
 
 from __future__ import annotations
@@ -42,19 +46,25 @@ def api_usd_per_month(api, month: dict[str, float]) -> float:
 
 def break_even(hourly: list[float], prompt_tokens: float, output_tokens: float, headroom: float,
                tokens_per_s_per_replica: float, gpus_per_replica: int, usd_per_gpu_hour: float, api,
-               autoscale=None) -> dict[str, Any]:
+               autoscale=None, environments=None) -> dict[str, Any]:
     """Returns the traffic above which self-hosting this option costs less than the API (see the
     module docstring): {mean_qps, peak_qps, scale, self_usd_per_month, api_usd_per_month} or
-    {mean_qps: None, why}."""
+    {mean_qps: None, why}. `environments` (the spec's staging and canary) are paid at every scale:
+    staging's replicas all month, the canary's whole replicas for its share of the scaled peak."""
     def costs(k: float) -> tuple[float, float]:
         scaled = [q * k for q in hourly]
         own = elastic.autoscaled(scaled, output_tokens, headroom, tokens_per_s_per_replica, gpus_per_replica,
                                  usd_per_gpu_hour, autoscale)["usd_per_month_autoscaled"]
+        own += environments_usd_per_month(environments, max(scaled) * output_tokens * (1 + headroom),
+                                          tokens_per_s_per_replica, gpus_per_replica, usd_per_gpu_hour)
         return own, api_usd_per_month(api, traffic_month(scaled, prompt_tokens, output_tokens))
 
     # at full use a replica serves tokens_per_s_per_replica / (1 + headroom) output tokens a second
     req_per_replica_hour = tokens_per_s_per_replica / (1 + headroom) / output_tokens * 3600
     own_per_request = gpus_per_replica * usd_per_gpu_hour / req_per_replica_hour
+    canary = getattr(getattr(environments, "canary", None), "traffic_share", None)
+    if canary:  # the canary's replicas grow with the traffic: production's cost × (1 + its share)
+        own_per_request *= 1 + canary
     api_per_request = (prompt_tokens * api.usd_per_1m_input_tokens + output_tokens * api.usd_per_1m_output_tokens) / 1e6
     if own_per_request >= api_per_request:
         return {"mean_qps": None, "peak_qps": None,
@@ -86,6 +96,16 @@ def break_even(hourly: list[float], prompt_tokens: float, output_tokens: float, 
     return {"mean_qps": round(mean, 4), "peak_qps": round(max(hourly) * b, 4), "scale": round(b, 4),
             "self_usd_per_month": round(own, 2), "api_usd_per_month": round(paid, 2),
             "why": f"self-hosting costs less than the API from {mean:,.3g} req/s on average ({b:,.3g} × this profile)"}
+
+
+def environments_usd_per_month(environments, demand_tokens_per_s: float, tokens_per_s_per_replica: float,
+                               gpus_per_replica: int, usd_per_gpu_hour: float) -> float:
+    """Returns the month of the spec's staging and canary replicas (0 when it names none)."""
+    if environments is None:
+        return 0.0
+    envs = elastic.environments_cost(environments, demand_tokens_per_s, tokens_per_s_per_replica, gpus_per_replica,
+                                     usd_per_gpu_hour)
+    return sum(e["usd_per_month"] for e in envs.values())
 
 
 def payback(fine_tune_usd: float | None, self_usd_per_month: float | None, month: dict[str, float],

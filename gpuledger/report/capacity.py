@@ -220,7 +220,8 @@ def _economy_section(result: dict[str, Any], opts: list[dict[str, Any]]) -> Sect
     if unit is not None:
         blocks.append(unit)
     if compare:
-        items = [("self-hosted $/month", usd(compare.get("self_usd_per_month"))),
+        items = [("self-hosted $/month", f"{usd(compare.get('self_usd_per_month'))} ("
+                  f"{' + '.join(compare.get('self_includes') or []) or '—'})"),
                  ("API $/month, same traffic", usd(compare.get("api_usd_per_month"))),
                  ("break-even", (compare.get("break_even") or {}).get("why") or "—"),
                  ("fine-tune", f"{usd(compare.get('fine_tune_usd'))} ({compare.get('fine_tune_source') or '—'})"),

@@ -129,6 +129,12 @@ def test_plan_json_reports_the_elastic_fleet_and_the_api_comparison():
     assert set(o["committed"]) == {"1y", "3y"} and o["spot"]["spot_share"] > 0
     c = peaky["compare"]
     assert c["api_usd_per_month"] > 0 and c["break_even"]["mean_qps"] > 0 and c["payback_months"] is not None
+    # issue 38: self-hosting pays for every replica the spec asks for, staging and canary included
+    envs = sum(e["usd_per_month"] for e in o["environments"].values())
+    assert envs > 0 and c["self_usd_per_month"] == pytest.approx(o["usd_per_month_autoscaled"] + envs, abs=0.02)
+    assert c["payback_months"] == pytest.approx(300 / (c["api_usd_per_month"] - c["self_usd_per_month"]), rel=0.01)
+    bare = _plan([q * 4 for q in DAY], compare=extra["compare"])["compare"]
+    assert bare["break_even"]["mean_qps"] < c["break_even"]["mean_qps"]  # fixed staging/canary raise it
     flat = _plan([80.0] * 24)["best"]
     assert flat["usd_per_month_autoscaled"] == pytest.approx(flat["usd_per_month_on_demand"], rel=0.05)
     assert _plan([80.0] * 24)["compare"] is None  # nothing to compare with

@@ -111,6 +111,8 @@ def economy_lines(best: dict, compare: dict | None) -> list[str]:
     if compare:
         if compare.get("api_usd_per_month") is not None:
             be = compare.get("break_even") or {}
+            lines.append(f"  self-hosted: {_money(compare['self_usd_per_month'])}/month = "
+                         f"{' + '.join(compare.get('self_includes') or ['production'])}")
             lines.append(f"  API for the same traffic: {_money(compare['api_usd_per_month'])}/month "
                          f"(${compare['api_usd_per_1m_output_tokens']:,.4f} per 1M output tokens, input included); "
                          f"break-even: {be.get('why', '-')}")
