@@ -8,7 +8,7 @@ UV = $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 
-.PHONY: help setup demo test test-fast lint serve bench clean
+.PHONY: help setup demo test test-fast lint serve bench bands clean
 
 help:
 	@echo "make demo    set up, run the demo LoRA grid then the same points by ASHA locally, write their ROI reports"
@@ -16,6 +16,7 @@ help:
 	@echo "make test-fast  the unit tests only (tests/unit: no server, browser, cluster or real sweep)"
 	@echo "make serve   local Prefect server + worker + deployments (Ctrl-C stops)"
 	@echo "make bench   run the benchmarks (ratios measured side by side)"
+	@echo "make bands   recompute the estimate bands' table and the accuracy gate's record (after a model change)"
 
 # Idempotent: installs uv if missing, then the locked environment into .venv.
 setup: $(BIN)/gpuledger
@@ -49,6 +50,12 @@ bench: setup
 	$(BIN)/python benchmarks/ingest.py
 	$(BIN)/python benchmarks/flow_overhead.py
 	$(BIN)/python benchmarks/spec_inputs.py
+
+# After any change to the time or memory model or to the public rows: the bands' table
+# (gpuledger/estimate/data/band_rows.json) and the accuracy gate's record
+# (benchmarks/results/accuracy_cells.json); commit both with the change (tests/unit/test_band_table.py).
+bands: setup
+	$(BIN)/python benchmarks/band_table.py --write
 
 clean:
 	rm -rf reports/sweeps reports/weekly reports/capacity .gpuledger .pytest_cache
