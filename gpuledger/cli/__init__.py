@@ -142,7 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
                    choices=vocabulary.OPTIMIZERS)
     s.add_argument("--batch", type=_positive_int, default=1, help="micro-batch per GPU")
     s.add_argument("--seq", type=_positive_int, default=2048, help="sequence length (tokens)")
-    s.add_argument("--grad-ckpt", action=argparse.BooleanOptionalAction, default=True)
+    s.add_argument("--grad-ckpt", action=argparse.BooleanOptionalAction, default=None,
+                   help="gradient checkpointing (default: on, or the stack's own habit for megatron, nemo, "
+                        "torchtitan, nanotron, llm-foundry)")
     s.add_argument("--flash-attn", action=argparse.BooleanOptionalAction, default=True)
     s.add_argument("--lora-r", type=_positive_int, default=16)
     s.add_argument("--lora-targets", default="q,v", help="comma list (q,k,v,o,gate,up,down) or all-linear")

@@ -52,7 +52,7 @@ MATMUL_EFFICIENCY = {"tuned": 0.72, "torchtune": 0.62, "litgpt": 0.70, "hf": 0.5
 #: sources split two against two: the 2023-12/2024-05 stacks with FlashAttention-2 and bf16 weights
 #: (Qwen, fms-acceleration) run ~1.45x faster than the 2023 ones (PaddleNLP's fp16 autocast without
 #: flash attention, whyNLP's ZeRO-3) imply; the median sits between them (each ~20% off, held out more).
-MATMUL_EFFICIENCY = {"tuned": 0.7096, "torchtune": 0.7877, "litgpt": 0.6285, "hf": 0.6306}
+MATMUL_EFFICIENCY = {"tuned": 0.6729, "torchtune": 0.7877, "litgpt": 0.6285, "hf": 0.6306}
 
 #: Sustained fraction of the datasheet peak by GPU generation, relative to Ampere GA100 (same code):
 #: llm-foundry's MPT tables measure H100 at 0.67-0.72 of A100's MFU on the same configurations
@@ -78,6 +78,15 @@ GENERATION_FACTOR = {"ampere": 1.0, "ga102": 0.85, "ada": 0.75, "hopper": 0.70, 
 #: 7-17% slow): 0.6 is kept for the small, padded single-GPU batches no Ada row measures yet.
 KIND_FACTOR = {"RTX4090": 1.26, "L40S": 0.6, "L4": 0.5}
 KIND_FACTOR["L40"] = KIND_FACTOR["L40S"] * 362.0 / 181.05
+
+#: Per (stack, generation) departure from GENERATION_FACTOR: Megatron-Core and NeMo (which runs
+#: Megatron-Core) ship Transformer Engine kernels tuned for Hopper; the generation factor above comes
+#: from llm-foundry's 2023 H100 rows (torch 1.13-2.0 era). Fitted on the Megatron-Core README's
+#: weak-scaling table (H100, r0.8.0, 2024-07) and Llama 3 Table 4 (H100, 2024): median over the 2
+#: sources of each source's median measured/predicted with the class efficiencies fixed; those rows
+#: are in-sample for it. Blackwell: assumed the same (no public row that is not reserved).
+STACK_GENERATION_FACTOR = {("megatron", "hopper"): 1.1, ("nemo", "hopper"): 1.1,
+                           ("megatron", "blackwell"): 1.1, ("nemo", "blackwell"): 1.1}
 
 #: Fused attention forward+backward as a fraction of the 16-bit peak: FlashAttention-2 reaches
 #: 50-73% forward and less backward on A100 (Dao 2023, "FlashAttention-2", §4.1: 187-203 TFLOP/s
@@ -144,6 +153,28 @@ ZERO_STEP_S_PER_PARAM = 1.9e-10
 #: clipping bookkeeping) ~30 ms; the PyTorch-native recipes ~10 ms; tuned stacks prefetch data on
 #: other workers: ~5 ms.
 FIXED_STEP_S = {"hf": 0.03, "litgpt": 0.01, "torchtune": 0.01, "tuned": 0.005}
+#: PEFT's adapted modules add small kernels per pass too (LoraLayer.forward: dropout, lora_A, lora_B, the
+#: scaling and the add; their backward), but no extra term is charged for them: Qwen's README rows (Qwen-7B
+#: LoRA on c_attn/c_proj/w1/w2, r=64, 1 x 256 tokens, A100-80G) take 0.15 s per micro-batch, already below
+#: the floor KERNELS_PER_LAYER x KERNEL_LAUNCH_S sets (0.18 s); a per-module term of even 2 kernels put those
+#: rows 40-150% slow (tried 2026-12-01).
+#: Quantised linears per decoder layer (q, k, v, o, gate, up, down of a Llama-style block) and the
+#: kernels each adds per pass beyond its matmul: bitsandbytes 4-bit (`MatMul4Bit`): dequantize_4bit
+#: (+ the absmax dequantisation of double quant) and the 16-bit copy it writes, in forward, recompute
+#: and backward alike: ~3; LLM.int8 (`MatMul8bitLt`): per-row double quantisation of the input, the
+#: outlier extraction, the int8 GEMM, the fp16 outlier GEMM, the dequantisation of the output, the
+#: weight's dequantisation for the input gradient: ~6. Counted from the code, not fitted (no public QLoRA
+#: row at micro-batches small enough to be launch-bound).
+QUANTISED_LINEARS_PER_LAYER = 7
+QUANT_KERNELS_PER_LINEAR = {"nf4": 3, "int8": 6}
+#: bitsandbytes LLM.int8() base weights (`load_in_8bit`, LoRA on an 8-bit base): its matmul passes take
+#: this many times the 16-bit time. bitsandbytes issue #490 (2023-06, A100 40GB, Llama 7B / Falcon 7B /
+#: flan-t5): "load_in_8bit is extremely slow, about 5x as slow as bf16, and 150% slower than load_in_4bit",
+#: and T. Dettmers' reply there (the int8 kernels are not efficient for small models); h2oGPT PR #166
+#: (8-bit training "much slower than 16-bit") and Alpaca-CoT issue #26 (8-bit LoRA "more than 2x
+#: slower"). 4 puts a 7B LoRA step on an 8-bit base at 2.4-3.4x its 4-bit step (3.3-3.6x its bf16 step) at 1-8 x 512-2048 tokens on A100/A10G/H100.
+INT8_BASE_MATMUL_FACTOR = 4.0
+
 #: Kernels launched per decoder layer per pass (eager: every op of an unfused Llama-style block;
 #: fused: torch.compile / Megatron-TE fusions).
 KERNELS_PER_LAYER = {"eager": 40, "fused": 15}

@@ -40,8 +40,12 @@ from gpuledger.estimate.coefficients import (
     INTERCONNECT_GBPS,
     KERNEL_LAUNCH_S,
     KERNELS_PER_LAYER,
+    INT8_BASE_MATMUL_FACTOR,
     KIND_FACTOR,
     MATMUL_EFFICIENCY,
+    QUANT_KERNELS_PER_LINEAR,
+    QUANTISED_LINEARS_PER_LAYER,
+    STACK_GENERATION_FACTOR,
     OPTIMIZER_BYTES_PER_PARAM,
     OVERLAP,
     PRIOR_MATMUL_EFFICIENCY,
@@ -196,6 +200,9 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
     eff_table = {**MATMUL_EFFICIENCY, **(efficiency or {})}
     small = tokens_mb / (tokens_mb + SMALL_MATMUL_TOKENS)
     gen_factor = KIND_FACTOR.get(kind.name, GENERATION_FACTOR.get(gen, GENERATION_FACTOR["other"]))
+    # a stack whose kernels were tuned for a generation (Transformer Engine on Hopper) departs from the
+    # generation's sustained rate that the other stacks see
+    gen_factor *= STACK_GENERATION_FACTOR.get((s.framework, gen), 1.0)
     eff = eff_table[cls] * gen_factor * small
     rate = bf16_peak * eff
     if s.precision == "fp8" and kind.tflops.get("fp8"):
@@ -208,7 +215,16 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
     bw = kind.bandwidth_gbps * 1e9 * HBM_EFFICIENCY
     positions = tokens_mb  # per micro-batch per replica; the replica's GPUs split the work
     shard = tp * pp
+    # the frozen base's share of the matmul FLOPs (LoRA/QLoRA: everything but the adapters)
+    base_flops = 2 * p * passes if frozen else 0.0
+    quant = "int8" if s.precision == "int8" and frozen else ("nf4" if (s.method == "qlora" or s.precision in (
+        "nf4", "int4")) and frozen else "")
     matmul_s = positions * matmul_flops / rate / shard
+    if quant == "int8":
+        # bitsandbytes LLM.int8(): int8 matmuls with fp16 outlier decomposition, per-row quantisation of every
+        # input and a dequantised weight for the input gradient: the base's matmuls run far below the 16-bit rate
+        matmul_s += positions * base_flops * (INT8_BASE_MATMUL_FACTOR - 1) / rate / shard
+        notes.append(f"LLM.int8 base (bitsandbytes 8-bit): its matmuls x{INT8_BASE_MATMUL_FACTOR:g} the 16-bit time")
     attention_s = positions * attn_flops / attn_rate / shard
 
     # --- memory-bound work per micro-batch ---
@@ -227,14 +243,17 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
         fwd_passes = 1 + (1 if s.checkpointing == "full" else 0)
         mem_bytes += shape.params_active * AUTOCAST_CAST_BYTES_PER_PARAM * fwd_passes
         notes.append("autocast: fp32 weights cast to 16 bit in every forward")
-    if s.method == "qlora":
+    if quant == "nf4":
         mem_bytes += shape.params_active * DEQUANT_BYTES_PER_PARAM_PASS * passes
         notes.append(f"QLoRA: {DEQUANT_BYTES_PER_PARAM_PASS} B per base parameter per pass of dequantisation")
     memory_s = mem_bytes / bw / shard
 
     gpu_s = matmul_s + attention_s + memory_s
     # kernel launches: a floor under each micro-batch's GPU time (eager Python dispatch)
-    kernels = shape.layers / pp * KERNELS_PER_LAYER[fused] * (passes + (0.5 if frozen else 0))
+    per_layer = KERNELS_PER_LAYER[fused]
+    if quant:
+        per_layer += QUANTISED_LINEARS_PER_LAYER * QUANT_KERNELS_PER_LINEAR[quant]
+    kernels = shape.layers / pp * per_layer * (passes + (0.5 if frozen else 0))
     launch_s = kernels * KERNEL_LAUNCH_S[fused]
     micro_s = max(gpu_s, launch_s)
     if launch_s > gpu_s:

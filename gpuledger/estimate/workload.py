@@ -23,6 +23,19 @@ STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "opt
                 "checkpointing", "packing", "tensor_parallel", "pipeline_parallel", "nodes")
 
 
+#: Activation checkpointing of a stack when the workload does not say (neither `checkpointing` nor
+#: `grad_ckpt` given): the pre-training stacks' own defaults. Megatron-Core's `recompute_granularity`
+#: is None by default (megatron/core/transformer/transformer_config.py) and NeMo's Megatron recipes
+#: for 1-70B models leave it off; with flash attention the "selective" recompute (the attention core)
+#: costs almost nothing, so it is what those runs' time and memory look like; torchtitan's
+#: `activation_checkpoint.mode` is "selective" in its Llama 3 8B config (full for 70B/405B); nanotron's
+#: `recompute_layer` defaults to false. llm-foundry's MPT yamls set `activation_checkpointing: true`
+#: (full). The fine-tuning stacks (hf, litgpt, torchtune) keep `grad_ckpt`'s default (on: TRL's
+#: SFTConfig and most PEFT recipes turn gradient checkpointing on).
+FRAMEWORK_CHECKPOINTING = {"megatron": "selective", "nemo": "selective", "torchtitan": "selective",
+                           "nanotron": "none", "llm-foundry": "full"}
+
+
 def memory_habits(framework: str) -> str:
     """Returns the framework whose memory habits a stack shares: the tuned pre-training stacks
     (torchtitan, Megatron, NeMo, llm-foundry, nanotron) keep 16-bit adapters/activations, fused AdamW
@@ -135,6 +148,11 @@ class Workload(BaseModel):
     @classmethod
     def _checkpointing_decides(cls, data):
         # the mode decides; grad_ckpt (the older switch) follows it, so memory and time see one thing
+        if isinstance(data, dict) and data.get("checkpointing") is None and data.get("grad_ckpt") is None:
+            data = {k: v for k, v in data.items() if k != "grad_ckpt"}
+            default = FRAMEWORK_CHECKPOINTING.get(str(data.get("framework") or "hf"))
+            if default:
+                data["checkpointing"] = default
         if isinstance(data, dict) and data.get("checkpointing") is not None:
             data = {**data, "grad_ckpt": data["checkpointing"] == "full"}
         return data

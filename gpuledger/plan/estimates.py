@@ -95,7 +95,9 @@ def trial_estimates(spec, trials, gpu_counts: Sequence[int] | None = None, *, de
     require_tokens(spec)  # the same check `gpuledger validate` reports (gpuledger/plan/requirements.py)
     base = {
         "model": spec.model, "method": spec.method, "precision": spec.precision, "optimizer": t.optimizer,
-        "micro_batch": t.micro_batch, "seq_len": t.seq_len, "grad_ckpt": t.grad_checkpointing,
+        "micro_batch": t.micro_batch, "seq_len": t.seq_len,
+        # unset in the spec: the stack's own habit (workload.FRAMEWORK_CHECKPOINTING), else on
+        "grad_ckpt": t.grad_checkpointing if "grad_checkpointing" in t.model_fields_set else None,
         "flash_attn": t.flash_attention, "lora_r": t.lora_r, "lora_targets": t.lora_targets,
         "prompt_len": t.prompt_len, "completion_len": t.completion_len, "group_size": t.group_size,
         "device": device,
