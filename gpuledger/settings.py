@@ -178,10 +178,10 @@ def no_project_message(what: str = "a project") -> str:
             f"(or set {ENV_PATH} to a warehouse file)")
 
 
-def find_project(start: Path | None = None) -> Path | None:
+def find_project(start: Path | None = None, *, environ: Mapping[str, str] | None = None) -> Path | None:
     """Returns the nearest folder at or above `start` (default: the working directory, or
     $GPULEDGER_PROJECT) that holds a `gpuledger.toml`, else None."""
-    env = os.environ.get(ENV_PROJECT)
+    env = (os.environ if environ is None else environ).get(ENV_PROJECT)
     if start is None and env:
         root = Path(env).expanduser().resolve()
         if not (root / PROJECT_FILE).is_file():
@@ -273,7 +273,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, *, cwd: Path | None = 
         sections.update(tables)
         for k, v in _layer_values(tables, str(user_file)).items():
             values[k], sources[k] = v, "user file"
-    root = find_project(cwd)
+    root = find_project(None if env.get(ENV_PROJECT) else cwd, environ=env)  # $GPULEDGER_PROJECT first
     if root is not None:
         tables = read_toml(root / PROJECT_FILE)
         for name, table in tables.items():

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import gpuledger
 from gpuledger import protocol
 from gpuledger.billing.labels import launch_labels
 from gpuledger.launch.base import LaunchRequest
@@ -34,7 +33,7 @@ AGENT_RUN_PREFIX = f'PYTHONPATH="$HOME/{PACKAGE_PARENT[2:]}${{PYTHONPATH:+:$PYTH
 
 def package_dir() -> Path:
     """Returns the folder of this installed gpuledger package (what the job gets as `PACKAGE_MOUNT`)."""
-    return Path(gpuledger.__file__).resolve().parent
+    return Path(__file__).resolve().parents[1]  # gpuledger/launch/skypilot_task.py -> gpuledger/
 #: Spot: restart on the trial's own errors this often (besides preemption recoveries, unlimited).
 DEFAULT_MAX_RESTARTS_ON_ERRORS = 1
 

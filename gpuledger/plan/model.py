@@ -142,12 +142,20 @@ class Plan:
         return next((t for t in self.planned_trials if t.trial_id == trial_id), None)
 
     @property
+    def decided_usd(self) -> float:
+        """The spend the budget guard decides on: the expected spend under pruning when the plan has
+        one and it is known, else the total of the trials (the one home of this rule: `budget_guard`,
+        `within_budget`, the MCP tools and `gpuledger plan --json`'s `decided_usd` read it)."""
+        expected = (self.pruning or {}).get("expected_usd")
+        return float(expected) if expected is not None else float(self.total_est_cost_usd)
+
+    @property
     def feasible_trials(self) -> list[dict[str, Any]]:
         return [t for t in self.trials if t["feasible"]]
 
     def to_json(self) -> dict[str, Any]:
         """Returns the plan as a JSON-ready dict (keys: sweep, trials, total_est_cost_usd,
-        makespan_s, max_parallel, budget_usd, within_budget, price_snapshot, what_if, assumptions,
+        makespan_s, max_parallel, budget_usd, within_budget, decided_usd, price_snapshot, what_if, assumptions,
         launcher, launch_order, alternatives, deadline_s, cloud_equivalent, pruning for a sweep that
         prunes, pool for a cloud plan)."""
         budget = self.budget_usd if self.budget_usd is not None and math.isfinite(self.budget_usd) else None
@@ -159,6 +167,7 @@ class Plan:
             "max_parallel": self.max_parallel,
             "budget_usd": budget,
             "within_budget": self.within_budget,
+            "decided_usd": round(self.decided_usd, 4),
             "price_snapshot": self.price_snapshot,
             "what_if": self.what_if,
             "assumptions": self.assumptions,

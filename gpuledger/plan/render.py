@@ -24,8 +24,7 @@ def budget_guard(plan: Plan, *, probes_usd: float = 0.0) -> None:
     total = plan.total_est_cost_usd
     probes_usd = max(0.0, float(probes_usd))
     pr = plan.pruning or {}
-    decided = pr["expected_usd"] if pr.get("expected_usd") is not None else total
-    if plan.within_budget and (probes_usd == 0 or decided + probes_usd <= budget + 1e-9):
+    if plan.within_budget and (probes_usd == 0 or plan.decided_usd + probes_usd <= budget + 1e-9):
         return
     alt = plan.alternatives
     probes = f" + {fmt_usd(probes_usd)} the sweep's probes spent" if probes_usd > 0 else ""

@@ -31,3 +31,23 @@ def planning_problems(spec, trials=None) -> list[Problem]:
         file, line, col = spec.position("model")
         return [Problem(file, line, col, "model", str(err).splitlines()[0] if str(err) else type(err).__name__)]
     return []
+
+
+def check_spec(path) -> dict:
+    """Returns {path, ok, kind, name, trials, problems} of one spec file: what `gpuledger validate`
+    says of it (the schema and the spec's own checks, then `planning_problems` for a sweep)."""
+    from gpuledger.spec import SpecError, expand_trials, load_spec
+
+    out: dict = {"path": str(path), "ok": False, "kind": None, "name": None, "trials": None, "problems": []}
+    try:
+        spec = load_spec(path)
+    except SpecError as err:
+        out["problems"] = [str(p) for p in err.problems]
+        return out
+    out.update(kind=spec.kind, name=spec.name)
+    if spec.kind == "sweep":
+        trials = expand_trials(spec)
+        out["trials"] = len(trials)
+        out["problems"] = [str(p) for p in planning_problems(spec, trials)]
+    out["ok"] = not out["problems"]
+    return out

@@ -167,8 +167,8 @@ def _with_pruning(plan: Plan, spec, s: PlanSettings, curves: dict | None) -> Pla
     per_trial = {tid: round(v, 6) for tid, v in spend.per_trial_usd.items()}
     frame = plan.trials_frame.with_columns(
         est_pruned_cost_usd=pl.col("trial_id").replace_strict(per_trial, default=None, return_dtype=pl.Float64))
-    decided = spend.expected_usd if spend.expected_usd is not None else plan.total_est_cost_usd
-    return replace(plan, trials_frame=frame, pruning=spend.to_json(), within_budget=decided <= s.budget_usd)
+    pruned = replace(plan, trials_frame=frame, pruning=spend.to_json())
+    return replace(pruned, within_budget=pruned.decided_usd <= s.budget_usd)
 
 
 def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.DataFrame | None,

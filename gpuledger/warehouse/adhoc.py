@@ -1,0 +1,52 @@
+"""Ad-hoc SQL against the warehouse (`gpuledger sql`, `Ledger.sql`, the MCP `sql` tool): one place
+that decides whether a statement may run and runs it.
+
+Read-only by default, and read-only means it writes nothing anywhere: each statement is checked with
+DuckDB's own parser (`gpuledger.warehouse.readonly`), and it runs on a read-only connection whose
+configuration is locked and which loads no extension. A query runs at most `timeout_s` seconds
+(`sql.timeout_s`, `GPULEDGER_SQL_TIMEOUT_S`, default 300).
+"""
+
+from __future__ import annotations
+
+import os
+
+import polars as pl
+
+from gpuledger import settings
+from gpuledger.errors import UserError
+from gpuledger.warehouse.readonly import READ_ONLY_CONFIG, read_only_problems, writing_statements
+
+
+def sql_timeout_s() -> float:
+    """Returns the setting `sql.timeout_s`; UserError when it is not a positive number."""
+    timeout_s = float(settings.current().get("sql.timeout_s"))
+    if not timeout_s > 0:
+        raise UserError(f"sql.timeout_s (GPULEDGER_SQL_TIMEOUT_S) is {timeout_s:g}; give a number of seconds > 0")
+    return timeout_s
+
+
+def check_query(query: str, *, write: bool = False) -> list[str]:
+    """Returns the statement kinds of `query` that change the warehouse; raises UserError (one line)
+    when `write` is False and the query would write anything anywhere."""
+    writes = writing_statements(query)
+    if not write:
+        if writes:
+            raise UserError(f"refusing a statement that changes the warehouse ({', '.join(writes)}); "
+                            "add --write if you mean it")
+        problems = read_only_problems(query)
+        if problems:
+            raise UserError(f"refusing, without --write: {'; '.join(problems)}")
+    return writes
+
+
+def run_query(query: str, *, write: bool = False, timeout_s: float | None = None,
+              path: str | os.PathLike[str] | None = None) -> pl.DataFrame:
+    """Returns the result of `query` as a polars frame (read-only unless `write`), within `timeout_s`
+    (default: `sql_timeout_s()`); UserError for a refused statement or an SQL error (one line)."""
+    from gpuledger.warehouse import Warehouse
+
+    check_query(query, write=write)
+    limit = sql_timeout_s() if timeout_s is None else float(timeout_s)
+    with Warehouse.open(path, read_only=not write, config=None if write else READ_ONLY_CONFIG) as wh:
+        return wh.query_bounded(query, limit)
