@@ -178,14 +178,19 @@ class GpuledgerTools:
         return _result(f"{len(rows)} offer(s)\n{head}", {"offers": rows})
 
     def sql(self, query: str) -> CallToolResult:
-        result = run_cli(["sql", query, "--format", "json"])
-        if result.code != 0:
-            raise ToolError(error_line(result, "sql failed"))
-        rows = json.loads(result.out) if result.out.strip() else []
+        """The agent's SQL: the ledger only (no files, URLs, extensions), streamed and cut at SQL_MAX_ROWS
+        rows and `LEDGER_MAX_BYTES` (`gpuledger.warehouse.ledger_sql`)."""
+        from gpuledger.warehouse.ledger_sql import ledger_query
+
+        timeout_s = float(settings.current().get("sql.timeout_s"))
+        result = ledger_query(query, max_rows=SQL_MAX_ROWS, timeout_s=timeout_s if timeout_s > 0 else 300.0)
+        rows = result.rows
         text_rows = "\n".join(json.dumps(r, default=str) for r in rows[:SQL_TEXT_ROWS])
         more = f"\n... {len(rows) - SQL_TEXT_ROWS} more row(s) in the structured content" if len(rows) > SQL_TEXT_ROWS else ""
-        return _result(f"{len(rows)} row(s)\n{text_rows}{more}",
-                       {"rows": rows[:SQL_MAX_ROWS], "row_count": len(rows), "truncated": len(rows) > SQL_MAX_ROWS})
+        cut = (f"\n(cut at {len(rows)} row(s): the result is longer than the agent's limit of "
+               f"{'rows' if result.cut_by == 'rows' else 'bytes'}; aggregate or add a LIMIT)" if result.truncated else "")
+        return _result(f"{len(rows)} row(s)\n{text_rows}{more}{cut}",
+                       {"rows": rows, "row_count": len(rows), "truncated": result.truncated, "cut_by": result.cut_by})
 
     def report(self, name: str) -> CallToolResult:
         result = run_cli(["report", "sweep", name])
@@ -354,8 +359,9 @@ def build_server(tools: GpuledgerTools) -> MCPServer:
     def report(name: str) -> CallToolResult:
         return _guard(tools.report)(name)
 
-    @server.tool(description="Read-only SQL (DuckDB) against the ledger; writes are refused. Views are documented "
-                             "in the resource gpuledger://views.yml.")
+    @server.tool(description="Read-only SQL (DuckDB) against the ledger only: writes, files, URLs and extensions "
+                             "are refused; at most 1000 rows come back. Views are documented in the resource "
+                             "gpuledger://views.yml.")
     def sql(query: str) -> CallToolResult:
         return _guard(tools.sql)(query)
 

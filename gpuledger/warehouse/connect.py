@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -105,16 +106,43 @@ _OTHER_MAGIC = ((b"SQLite format 3\x00", "an SQLite database"), (b"PAR1", "a Par
                 (b"PK\x03\x04", "a zip archive"), (b"\x1f\x8b", "a gzip file"))
 
 
+#: what a path that is not a regular file is, in words (`special_file_problem`)
+_SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                  (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+
+
+def special_file_problem(path: Path) -> str | None:
+    """Returns why `path` (links followed) is not a regular file when it exists as something else (a FIFO,
+    a device, a socket, a folder), judged by `stat` alone: nothing is opened, so nothing blocks."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    for test, what in _SPECIAL_KINDS:
+        if test(mode):
+            return f"is {what}, not a DuckDB file"
+    return None
+
+
 def file_kind_problem(path: Path) -> str | None:
     """Returns why the existing file at `path` is not a DuckDB database (judged by its header, before
     DuckDB reads it: an SQLite file would make DuckDB reach for its sqlite extension), or None."""
+    special = special_file_problem(path)
+    if special is not None:
+        return special
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(16)
+        # O_NONBLOCK: a FIFO swapped in after the check must not block the open
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except (FileNotFoundError, IsADirectoryError):
         return None
     except OSError as err:
         return f"cannot be read ({err.strerror or err})"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "is not a regular file"
+        head = os.read(fd, 16)
+    finally:
+        os.close(fd)
     if not head:
         return None  # an empty file: DuckDB makes a database of it
     for magic, what in _OTHER_MAGIC:
