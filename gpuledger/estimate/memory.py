@@ -204,7 +204,13 @@ def loss_bytes_per_token(cfg: ModelConfig, precision: str, framework: str, chunk
     Unchunked (hf's habit): Transformers' ForCausalLMLoss keeps the 16-bit logits (a·V, returned to
     the caller), upcasts to fp32 and log-softmaxes (4·V saved), and backward allocates the fp32
     gradient of the log-probs and of the logits (4·V + 4·V) while the activations are still alive:
-    (a + 12)·V.
+    (a + 12)·V. (Whether the 16-bit logits are freed before backward depends on the caller; 12·V instead
+    put the PEFT, fsdp_qlora, TRL and torchtune rows of memory_public.csv 1-4 points lower, median 6.5% ->
+    8.4%, tried 2026-12-01, so the measured peaks keep them.) torchtitan and llm-foundry: the same.
+    megatron / nemo / nanotron: Megatron's vocab-parallel cross-entropy (`_VocabParallelCrossEntropy`,
+    megatron/core/tensor_parallel/cross_entropy.py) keeps the fp32 exp-logits it computed in place and
+    writes the gradient into that same buffer in backward: the 16-bit logits + one fp32 copy, (a + 4)·V
+    (the caller divides by the tensor-parallel degree).
     litgpt: the lm_head runs in 128-token chunks and cross-entropy stays in 16 bit (lit-gpt
     `chunked_cross_entropy`): logits, log-probs and their two gradients, 4·a·V.
     torchtune / `chunked=True` (CEWithChunkedOutputLoss, 8 chunks): the 16-bit logits of every chunk
@@ -218,6 +224,8 @@ def loss_bytes_per_token(cfg: ModelConfig, precision: str, framework: str, chunk
     a, vocab = _act_bytes(precision), cfg.vocab_size
     if chunked is None:
         chunked = framework in ("litgpt", "torchtune")
+    if not chunked and framework in ("megatron", "nemo", "nanotron"):
+        return (a + 4) * vocab
     if not chunked:
         return (a + 12) * vocab
     if framework == "litgpt" and not compiled:

@@ -47,13 +47,15 @@ OFFLOAD_RESIDENT_BLOCKS = 2
 PHASES = ("load", "forward_end", "backward_end", "optimizer_step", "generation")
 
 
-def _sharding(w: Workload, m: MemoryBreakdown) -> str:
+def _sharding(w: Workload, m: MemoryBreakdown, dp: int | None = None) -> str:
+    """Returns the data-parallel sharding over the `dp` replicas (default: every GPU is one)."""
+    dp = w.gpus if dp is None else dp
     sharding = w.sharding
-    if w.gpus > 1 and sharding == "none":
+    if dp > 1 and sharding == "none":
         sharding = "ddp"
-        m.assumptions.append(f"{w.gpus} GPUs with sharding none: assumed DDP (a full replica per GPU)")
-    if w.gpus == 1 and sharding != "none":
-        m.assumptions.append(f"sharding {sharding} on 1 GPU divides nothing")
+        m.assumptions.append(f"{dp} data-parallel replicas with sharding none: assumed DDP (a full replica each)")
+    if dp == 1 and sharding != "none":
+        m.assumptions.append(f"sharding {sharding} over 1 data-parallel replica divides nothing")
     return sharding
 
 
@@ -141,11 +143,17 @@ def _tuned_states(w: Workload, total: int, master: str, cfg: ModelConfig, m: Mem
 
 
 def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreakdown) -> MemoryBreakdown:
-    p, n = w.precision, w.gpus
+    p = w.precision
+    # tensor x pipeline parallel: each GPU holds 1/(tp x pp) of the model (Megatron: the layers split over
+    # pipeline stages, every linear and the vocabulary split over tensor ranks); data-parallel sharding
+    # (distributed optimizer, ZeRO, FSDP) divides over the dp = gpus / (tp x pp) replicas only
+    tp, pp = w.tensor_parallel, w.pipeline_parallel
+    mp = tp * pp
+    n = max(1, w.gpus // mp)
     fw = memory_habits(w.framework)
     a, r_b = _act_bytes(p), _resid_bytes(p)
     mixed = p in ("bf16-mixed", "fp16-mixed", "fp8")
-    sharding = _sharding(w, m)
+    sharding = _sharding(w, m, n)
     rl = w.method in RL_METHODS
     d, vocab = cfg.hidden_size, cfg.vocab_size
     pc = count_params(cfg)
@@ -272,7 +280,7 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
 
     # --- sharding: per-GPU share of states, plus buffers ---
     buffers = quant_consts
-    if n > 1:
+    if w.gpus > 1:
         m.extra_device += NCCL_GIB * GIB
     ckpt = w.grad_ckpt
     unsharded_weights = False
@@ -330,6 +338,11 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         m.notes["buffers"] = (m.notes.get("buffers", "") + "; " if m.notes.get("buffers") else "") + \
             f"{'NF4 absmax' if base_p == 'nf4' else 'quantisation'} constants"
     del unsharded_weights
+    if mp > 1:
+        weights, grads, opt, opt_temp, extra_frozen, buffers, autocast_cache = (
+            x / mp for x in (weights, grads, opt, opt_temp, extra_frozen, buffers, autocast_cache))
+        m.assumptions.append(f"tensor_parallel {tp} x pipeline_parallel {pp}: weights, gradients and optimizer "
+                             f"states split {mp} ways before data-parallel sharding over {n}")
 
     # --- activations and logits ---
     if rl:
@@ -387,6 +400,20 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     chunked = w.chunked_ce if w.chunked_ce is not None else w.framework in ("litgpt", "torchtune")
     m.notes["logits"] = (f"[{logit_tokens:,} tokens x {vocab:,} vocab] logits + loss ({w.framework}, "
                          f"{'chunked' if chunked else 'unchunked'} cross-entropy)")
+    if tp > 1:
+        # Megatron sequence parallelism (on with tensor parallelism in NeMo's recipes, Korthikanti et al. 2022
+        # §4.2.2): every saved activation split over the tensor ranks; vocab-parallel cross-entropy: each
+        # rank holds V / tp of the logits and their fp32 softmax
+        act /= tp
+        logits /= tp
+        m.notes["logits"] += f"; vocab-parallel over {tp} tensor ranks"
+        m.notes["activations"] += f"; sequence parallel over {tp} tensor ranks"
+    if pp > 1:
+        # 1F1B: the first stage keeps pp micro-batches of its 1/pp of the layers in flight (= one micro-batch
+        # of the whole model's activations, Narayanan et al. 2021 §2.2); the last stage holds the logits
+        # but one micro-batch of its layers: the peak GPU is the larger of the two
+        logits = max(0.0, logits - act * (1 - 1 / pp))
+        m.notes["logits"] += f"; only on the last of {pp} pipeline stages (the peak stage's extra)"
 
     # --- the phases ---
     accum = w.grad_accum if w.grad_accum is not None else (2 if fw == "litgpt" else 1)

@@ -14,10 +14,13 @@ from typing import Any
 #: Seconds per hour: the one conversion between per-hour prices/rates and durations in seconds.
 S_PER_H = 3600.0
 
-#: Usable device memory = nvidia-smi total × this fraction − MEMORY_RESERVE_GIB. The 5% covers
-#: allocator fragmentation beyond what the estimator's `reserved` level models and run-to-run
-#: variation (PyTorch's caching allocator, NCCL buffers growing with message sizes).
-MEMORY_SAFETY_FRACTION = 0.95
+#: Usable device memory = nvidia-smi total × this fraction − MEMORY_RESERVE_GIB. 1.0: the estimate the
+#: planner compares is already the `device` level (live tensors + the allocator's fragmentation
+#: (ALLOCATOR_OVERHEAD) + the CUDA context + NCCL buffers), so a second 5% off the card (0.95, until
+#: 2026-12-01) refused runs that really ran: a run measured at 77 GiB of nvidia-smi on an 80 GB card was
+#: refused even when the estimate was exact. The estimate's own error is the band's business
+#: (gpuledger/estimate/bands.py), not a hidden margin here.
+MEMORY_SAFETY_FRACTION = 1.0
 #: GiB kept free per GPU for things no estimator sees: NCCL/communication buffers, cuBLAS
 #: workspaces of a second stream, a monitoring process's context.
 MEMORY_RESERVE_GIB = 0.5

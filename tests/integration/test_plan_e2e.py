@@ -96,7 +96,7 @@ def test_impossible_trials_reported_from_real_estimates():
         .replace("accelerators: [L4, A10G, L40S, A100-80GB, H100]", "accelerators: [L4]").replace("gpus_per_trial: auto", "gpus_per_trial: 1")
     plan = plan_sweep(parse_spec(text, "big.yaml"))
     assert plan.trials and not any(t["feasible"] for t in plan.trials)
-    assert plan.trials[0]["reason"].startswith("needs ") and "largest candidate L4 has 20.9 GiB usable" in plan.trials[0]["reason"]
+    assert plan.trials[0]["reason"].startswith("needs ") and "largest candidate L4 has 22.0 GiB usable" in plan.trials[0]["reason"]
     assert plan.total_est_cost_usd == 0
 
 

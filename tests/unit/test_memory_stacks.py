@@ -59,3 +59,28 @@ def test_megatron_distributed_optimizer_is_6_plus_12_over_d_bytes_per_parameter(
     f8 = estimate(Workload(model=L8, method="full", precision="fp8", framework="megatron", gpus=8, micro_batch=1,
                            seq_len=4096, checkpointing="full"))
     assert f8.states_gib == s
+
+
+def test_tensor_and_pipeline_parallel_split_the_model_per_gpu():
+    from gpuledger.estimate import Workload, estimate
+
+    base = dict(model="meta-llama/Llama-3.1-70B", method="full", precision="bf16", framework="megatron",
+                micro_batch=1, seq_len=4096)
+    dp8 = estimate(Workload(**base, gpus=8)).memory_gib
+    tp8 = estimate(Workload(**base, gpus=8, tensor_parallel=8)).memory_gib
+    tp8pp4 = estimate(Workload(**base, gpus=64, tensor_parallel=8, pipeline_parallel=4)).memory_gib
+    # the weights and main gradients are split over the tensor ranks (not replicated as in plain DP)
+    assert tp8["weights"] == pytest.approx(dp8["weights"] / 8, rel=1e-6)
+    # sequence parallel and vocab-parallel cross-entropy split activations and logits over the tensor ranks
+    assert tp8["activations"] == pytest.approx(dp8["activations"] / 8, rel=1e-6)
+    assert tp8["logits"] == pytest.approx(dp8["logits"] / 8, rel=1e-6)
+    assert tp8pp4["device"] < 80 < tp8["device"]
+
+
+def test_megatron_cross_entropy_keeps_one_fp32_copy():
+    from gpuledger.estimate.memory import loss_bytes_per_token
+    from gpuledger.models import load_config
+
+    cfg = load_config("google/gemma-2b")
+    assert loss_bytes_per_token(cfg, "bf16", "megatron") == (2 + 4) * cfg.vocab_size
+    assert loss_bytes_per_token(cfg, "bf16", "hf") == (2 + 12) * cfg.vocab_size

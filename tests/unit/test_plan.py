@@ -21,6 +21,7 @@ from gpuledger.plan import (
     render_plan,
     what_if_curve,
 )
+from gpuledger.plan.settings import MEMORY_SAFETY_FRACTION
 
 H = 3600.0  # seconds per hour: the planner works in seconds, these hand computations in hours
 # The tests' own time table (the planner takes compute seconds per workload and accelerator as an
@@ -87,7 +88,7 @@ def test_on_demand_cost_hand_computed():
     assert t["compute_s"] / H == pytest.approx(2.0)
     assert t["est_wall_s"] / H == pytest.approx(2.2)  # 2 h compute + 0.2 h overhead
     assert t["est_cost_usd"] == pytest.approx(2.2)
-    assert t["usable_memory_gib"] == pytest.approx(22.49 * 0.95 - 0.5, abs=1e-3)
+    assert t["usable_memory_gib"] == pytest.approx(22.49 * MEMORY_SAFETY_FRACTION - 0.5, abs=1e-3)
     assert p.total_est_cost_usd == pytest.approx(2.2)
     assert p.within_budget
 
@@ -174,7 +175,7 @@ def test_impossible_trial_listed_with_reason_never_dropped():
     assert [t["trial_id"] for t in p.trials] == ["ok", "big"]
     big = one(p, "big")
     assert big["feasible"] is False and big["est_cost_usd"] is None
-    assert big["reason"] == "needs 143.0 GiB per GPU (1 GPU, none); largest candidate L4 has 20.9 GiB usable"
+    assert big["reason"] == "needs 143.0 GiB per GPU (1 GPU, none); largest candidate L4 has " + f"{22.49 * MEMORY_SAFETY_FRACTION - 0.5:.1f} GiB usable"
     assert p.total_est_cost_usd == pytest.approx(1.2)
     assert "INFEASIBLE: needs 143.0 GiB" in render_plan(p)
 
