@@ -67,7 +67,7 @@ def replica_setup(model: inference.ServingModel, hw: inference.Hardware, precisi
     seqs, tokens = inference.engine_limits(engine, hw)
     sched = Scheduler(max_num_seqs=seqs, max_batched_tokens=max(tokens, seqs), chunked_prefill=engine.chunked_prefill,
                       kv_capacity_tokens=kv, reserve_full_request=engine.reserve_full_request,
-                      request_overhead_s=engine.request_overhead_s)
+                      request_overhead_s=inference.request_overhead_for(engine))
     per_request = prompt_tokens + output_tokens if engine.reserve_full_request else prompt_tokens + output_tokens / 2
     max_c = max(1, min(seqs, int(kv // per_request)))
     return Replica(tp=tp, cost=inference.step_cost(model, hw, precision, engine, tp), scheduler=sched, max_concurrency=max_c)

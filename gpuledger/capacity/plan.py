@@ -181,7 +181,49 @@ def _load_model(spec) -> inference.ServingModel:
         raise
     except Exception as err:  # a registry/config problem is the user's to fix, not a traceback
         raise UserError(f"cannot load model {spec.model!r}: {err}") from None
-    return inference.serving_model_from_config(cfg, spec.precision)
+    kv = getattr(getattr(spec, "engine_args", None), "kv_cache_dtype", None)
+    kv_bytes = None
+    if kv in ("fp8", "bf16", "fp16"):
+        from gpuledger.estimate import kv_cache_bytes_per_token
+
+        kv_bytes = int(kv_cache_bytes_per_token(cfg, kv))
+    return inference.serving_model_from_config(cfg, spec.precision, kv_bytes_per_token=kv_bytes)
+
+
+def _draft_model(name: str, precision: str) -> inference.ServingModel:
+    from gpuledger.models import load_config
+
+    try:
+        cfg = load_config(name)
+    except UserError:
+        raise
+    except Exception as err:
+        raise UserError(f"engine_args.speculative.draft_model: cannot load {name!r}: {err}") from None
+    return inference.serving_model_from_config(cfg, precision)
+
+
+#: engine_args keys that `inference.engine_with` takes as they are
+ENGINE_FLAGS = ("max_num_seqs", "max_num_batched_tokens", "chunked_prefill", "gpu_memory_utilization", "endpoint",
+                "prefix_cache_hit")
+
+
+def engine_of(spec) -> tuple[inference.Engine, dict[str, Any]]:
+    """Returns the spec's engine with its `engine_args` applied, and those args as given (JSON-ready)."""
+    try:
+        engine = inference.engine_for(getattr(spec, "engine", None))
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    args = getattr(spec, "engine_args", None)
+    overrides = {k: v for k, v in (args.model_dump() if args is not None else {}).items() if v is not None}
+    flags = {k: v for k, v in overrides.items() if k in ENGINE_FLAGS}
+    sp = overrides.get("speculative")
+    if sp:
+        draft = _draft_model(sp["draft_model"], spec.precision) if sp["method"] == "draft_model" else None
+        flags["speculative"] = (sp["method"], int(sp["num_speculative_tokens"]), float(sp["acceptance_rate"]), draft)
+    try:
+        return inference.engine_with(engine, **flags), overrides
+    except ValueError as err:
+        raise UserError(f"engine_args: {err}") from None
 
 
 def mixes(spec) -> tuple[lengths.LengthMix | None, lengths.LengthMix | None]:
@@ -238,7 +280,7 @@ def _estimate(model: inference.ServingModel, hw: inference.Hardware, spec, engin
     reason = (f"even one request at a time misses the SLO on {missed.replica.tp} × {hw.name} ({engine.name}, "
               f"TP {missed.replica.tp}, the fastest shape tried): "
               f"{missed.limit}; at concurrency 1 TTFT p95 {r.ttft_p95_s * 1e3:,.1f} ms (prefill + "
-              f"{engine.request_overhead_s * 1e3:g} ms request overhead), TPOT p95 {r.tpot_p95_s * 1e3:,.2f} ms")
+              f"{inference.request_overhead_for(engine) * 1e3:g} ms request overhead, {engine.endpoint} endpoint), TPOT p95 {r.tpot_p95_s * 1e3:,.2f} ms")
     return {"choice": None, "gpus": None, "replicas": None, "missed": missed, "reason": reason}
 
 
@@ -451,13 +493,7 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
     if getattr(spec, "kind", None) != "capacity":
         raise UserError(f"plan_capacity needs a `kind: capacity` spec (got kind {getattr(spec, 'kind', None)!r})")
     res = spec.resources
-    try:
-        engine = inference.engine_for(getattr(spec, "engine", None))
-    except ValueError as err:
-        raise UserError(str(err)) from None
-    args = getattr(spec, "engine_args", None)
-    overrides = {k: v for k, v in (args.model_dump() if args is not None else {}).items() if v is not None}
-    engine = inference.engine_with(engine, **{k: v for k, v in overrides.items() if k != "tensor_parallel"})
+    engine, overrides = engine_of(spec)
     if offers is None:
         from gpuledger.catalog.pricing import load_offers
 
@@ -555,8 +591,16 @@ def assumptions(engine: inference.Engine | None = None) -> list[str]:
         "/ (bandwidth × KV efficiency) + prompt attention FLOPs / (16-bit peak × attention MFU) + step overhead; "
         "efficiencies per GPU generation (gpuledger.estimate.inference.GENERATIONS) from published vLLM and "
         "TensorRT-LLM measurements (tests/data/serving_*.csv; benchmarks/capacity_accuracy.py)",
-        f"every request pays {e.request_overhead_s * 1e3:g} ms of fixed overhead (HTTP, tokenisation, scheduling) in "
-        "its TTFT",
+        f"every request pays {inference.request_overhead_for(e) * 1e3:g} ms of fixed overhead in its TTFT through the "
+        f"{e.endpoint} endpoint (HTTP, chat template, tokenisation, scheduling; chat "
+        f"{(e.request_overhead_chat_s if e.request_overhead_chat_s is not None else e.request_overhead_s) * 1e3:g} ms, "
+        f"completions {e.request_overhead_s * 1e3:g} ms, offline 0; engine_args.endpoint)",
+        f"{e.name} CPU costs as it runs: {e.step_overhead_per_seq_s * 1e6:g} µs per running sequence per step, serial "
+        f"with the GPU (scheduler, input preparation, output update), and {e.frontend_s_per_token * 1e6:g} µs of "
+        "API-server time per streamed token in its own process, a ceiling of "
+        + (f"{1 / e.frontend_s_per_token:,.0f} output tokens/s per replica" if e.frontend_s_per_token else "none")
+        + "; GEMM MFU × " + (", ".join(f"{s:g} on {g}" for g, s in e.gemm_mfu_scale_by_generation) or "1")
+        + " (gpuledger.estimate.inference.ENGINES, each with its source)",
         "latency under load from a discrete-event simulation of continuous batching (gpuledger.capacity.simulate): "
         f"closed loop at each concurrency, output lengths uniform within ±{operating.OUTPUT_SPREAD:.0%} of the mean, the "
         f"opening burst left out, seed {operating.SEED}; p50/p95/p99 TTFT and TPOT per request",

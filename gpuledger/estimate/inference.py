@@ -89,6 +89,24 @@ class Engine:
     weight_bw_scale_by_generation: tuple[tuple[str, float], ...] = ()
     large_gpu_min_gib: float = 70.0  # the larger limits apply from this much device memory
     a100_is_small: bool = True  # vLLM keeps the smaller limits on A100s whatever their memory
+    #: × the GEMM MFU on some generations only: ((generation, scale), ...)
+    gemm_mfu_scale_by_generation: tuple[tuple[str, float], ...] = ()
+    #: serial CPU time per running sequence per engine step (scheduler, input preparation, output
+    #: update in the engine loop): the GPU waits for it, so it weighs most where the GPU is fastest
+    step_overhead_per_seq_s: float = 0.0
+    #: CPU time of the API server per streamed output token (detokenise, one SSE chunk per token),
+    #: in its own process: overlapped with the GPU, a ceiling of 1 / this many tokens/s per replica
+    frontend_s_per_token: float = 0.0
+    #: per-request overhead through the OpenAI chat endpoint (chat template, message parsing, the
+    #: same HTTP/tokeniser/scheduling path); `request_overhead_s` is the completions endpoint's
+    request_overhead_chat_s: float | None = None
+    #: the endpoint requests come through: "chat" (what users deploy) or "completions"
+    endpoint: str = "chat"
+    #: share of prompt tokens served from the prefix cache (engine_args.prefix_cache_hit; 0: off or
+    #: no shared prefixes, as with random prompts)
+    prefix_cache_hit: float = 0.0
+    #: speculative decoding: (method, num_tokens, acceptance_rate, draft ServingModel | None)
+    speculative: tuple | None = None
 
 
 ENGINES: dict[str, Engine] = {
@@ -108,6 +126,23 @@ ENGINES: dict[str, Engine] = {
         # build 9515), batch 8 of 32 → 128 tokens on H200: Llama-3.1-8B TP 1 833 ms, Llama-3-70B TP 4 2,078 ms
         # end to end; both fit 0.58 (tests/data/serving_latency.csv, benchmarks/capacity_accuracy.py).
         weight_bw_scale_by_generation=(("hopper", 0.71),),
+        # Engines as they run (round 4, benchmarks/capacity_accuracy.py section 5, tests/data/serving_bench_public.csv):
+        # - through the OpenAI chat endpoint a request pays ~45 ms before its first token at concurrency 1
+        #   (chat template, message parsing, tokeniser, the API-server -> engine-core hop, the first SSE chunk):
+        #   issue 37 measured 60 ms TTFT at concurrency 1 where 12.8 ms was planned (prefill 8.8 ms + 4 ms);
+        #   the completions endpoint `vllm bench serve` uses by default keeps 4 ms (tests/data/serving_latency.csv);
+        # - the API server streams one chunk per output token in its own process: ~140 µs of CPU per token caps
+        #   a replica near 7,100 output tokens/s whatever the GPU (Llama-3.1-8B on an H100 through the chat
+        #   endpoint, ShareGPT, 1,000 prompts: 6,583 tokens/s, vllm PR 18566); slower GPUs never reach it;
+        # - the engine loop's scheduler/input preparation/output update, ~10 µs per running sequence per step,
+        #   serial with the GPU (V1 without async scheduling; vLLM 0.6.0's multi-step scheduling doubled
+        #   Llama-3.1-8B's H100 throughput, 3,958 -> 8,088 tokens/s: the CPU had been half of each step,
+        #   Lambda's vllm-benchmark v0 report);
+        # - Hopper GEMMs in vLLM's BF16 path reach 0.65 × the TensorRT-LLM-derived MFU: measured H100-over-A100
+        #   speed-ups are 1.2-1.9x (issue 37; Lambda: Mistral-7B 2.06x, Mistral-Nemo 1.89x on vLLM 0.5.4)
+        #   where the datasheets (3.2x compute, 1.6x bandwidth) made the model assume 1.8-3.0x.
+        gemm_mfu_scale_by_generation=(("hopper", 0.65),), step_overhead_per_seq_s=10e-6,
+        frontend_s_per_token=140e-6, request_overhead_chat_s=45e-3,
     ),
     # SGLang 0.4.9-0.5 `ServerArgs` (python/sglang/srt/server_args.py, chunked-prefill handling):
     # chunked_prefill_size 2048 below 35 GB of device memory (A10, L40, 4090), 8192 up to 160 GB
@@ -125,6 +160,13 @@ ENGINES: dict[str, Engine] = {
         # small-batch measurement here)
         weight_bw_scale_by_generation=(("hopper", 0.71),),
         large_gpu_min_gib=35.0, a100_is_small=False,
+        # SGLang's zero-overhead scheduler overlaps the next batch's CPU work with the GPU (~3 µs per
+        # sequence left serial) and its tokenizer/detokenizer managers stream from separate processes
+        # (~70 µs per token, a ceiling near 14,000 tokens/s: 10,897 output tokens/s on 2,000 ShareGPT prompts,
+        # sgl-project/sglang issue 1639, vLLM 0.6.3 beside it at 22,116 total tokens/s); Hopper GEMMs 0.75 ×
+        # (judgement between vLLM's 0.65 and TensorRT-LLM's own); the chat endpoint ~35 ms (judgement, below vLLM's)
+        gemm_mfu_scale_by_generation=(("hopper", 0.75),), step_overhead_per_seq_s=3e-6,
+        frontend_s_per_token=70e-6, request_overhead_chat_s=35e-3,
     ),
     # TensorRT-LLM 0.19-1.0, PyTorch backend (`trtllm-bench`, `trtllm-serve`): max_batch_size 2048,
     # max_num_tokens 8192, scheduler GUARANTEED_NO_EVICT (a request is admitted only with KV for its
@@ -139,15 +181,62 @@ ENGINES: dict[str, Engine] = {
         weight_bw_scale=1.0, kv_bw_scale=1.0, gemm_mfu_scale=1.08, step_overhead_s=0.3e-3,
         eager_step_overhead_s=0.0, request_overhead_s=4e-3,
         sources="TensorRT-LLM docs: perf-overview (commit 0c9430e), LLM API args (llm_args.py)",
+        # trtllm-serve's OpenAI chat endpoint: 20 ms per request (judgement); no streaming ceiling
+        # modelled (the C++ executor streams; its perf-overview throughput rows hold without one)
+        frontend_s_per_token=0.0, request_overhead_chat_s=20e-3,
+    ),
+    # Hugging Face TGI 3.x (text-generation-launcher): continuous batching with chunked prefill and
+    # prefix caching on by default since 3.0; --max-concurrent-requests 128 (the router refuses more),
+    # --max-batch-prefill-tokens 4096, CUDA graphs captured for batch 1, 2, 4, 8, 16, 32 (--cuda-graphs);
+    # flashinfer/flash-attention kernels like vLLM's (weight stream as vLLM's), a Rust router in front
+    # (per token ~60 µs of streaming, judgement), Python model server per step (~15 µs per sequence,
+    # judgement: no published H100 sweep here; its band is the widest).
+    "tgi": Engine(
+        name="tgi", version="TGI 3.0-3.3", max_num_seqs=128, max_num_seqs_small_gpu=128,
+        max_batched_tokens=4096, max_batched_tokens_small_gpu=4096, chunked_prefill=True,
+        cuda_graph_max_batch=32, kv_memory_fraction=0.90, reserve_full_request=False,
+        weight_bw_scale=1.0, kv_bw_scale=1.0, gemm_mfu_scale=0.95, step_overhead_s=0.5e-3,
+        eager_step_overhead_s=2e-3, request_overhead_s=6e-3,
+        sources="huggingface.co/docs/text-generation-inference launcher arguments (3.x defaults)",
+        weight_bw_scale_by_generation=(("hopper", 0.71),), gemm_mfu_scale_by_generation=(("hopper", 0.65),),
+        step_overhead_per_seq_s=15e-6, frontend_s_per_token=60e-6, request_overhead_chat_s=30e-3,
     ),
 }
 ENGINE_NAMES = tuple(ENGINES)
 
 
+#: "chat" (/v1/chat/completions, what users deploy), "completions" (/v1/completions, `vllm bench serve`'s
+#: default), "offline" (no HTTP server: `trtllm-bench`/`vllm bench throughput`; no per-request or
+#: streaming cost)
+ENDPOINTS = ("chat", "completions", "offline")
+
+
+def request_overhead_for(engine: Engine) -> float:
+    """Returns the per-request overhead (s) of the engine's endpoint: the chat endpoint's when
+    `engine.endpoint` is "chat" (and the engine has a figure for it), else the completions endpoint's."""
+    if engine.endpoint == "offline":
+        return 0.0
+    if engine.endpoint == "chat" and engine.request_overhead_chat_s is not None:
+        return engine.request_overhead_chat_s
+    return engine.request_overhead_s
+
+
 def engine_with(engine: Engine, *, max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
-                chunked_prefill: bool | None = None, gpu_memory_utilization: float | None = None) -> Engine:
+                chunked_prefill: bool | None = None, gpu_memory_utilization: float | None = None,
+                endpoint: str | None = None, prefix_cache_hit: float | None = None,
+                speculative: tuple | None = None) -> Engine:
     """Returns `engine` with the flags given (None keeps the default; a flag applies on every GPU size)."""
     changes: dict = {}
+    if prefix_cache_hit is not None:
+        changes["prefix_cache_hit"] = float(prefix_cache_hit)
+    if speculative is not None:
+        changes["speculative"] = speculative
+    if endpoint is not None:
+        if endpoint not in ENDPOINTS:
+            raise ValueError(f"unknown endpoint {endpoint!r} (known: {', '.join(ENDPOINTS)})")
+        changes["endpoint"] = endpoint
+        if endpoint == "offline":  # no API server: nothing streams
+            changes["frontend_s_per_token"] = 0.0
     if max_num_seqs is not None:
         changes.update(max_num_seqs=max_num_seqs, max_num_seqs_small_gpu=max_num_seqs)
     if max_num_batched_tokens is not None:
@@ -413,6 +502,29 @@ def max_batch_kv(model: ServingModel, hw: Hardware, precision: str, prompt_token
 
 
 @dataclass(frozen=True)
+class SpecDecode:
+    """Speculative decoding of one replica: `num_tokens` drafted per step, each accepted with
+    probability `acceptance_rate` (i.i.d.); the draft costs `draft_weight_s` per drafted token plus
+    `draft_flop_s` per sequence and drafted token."""
+
+    method: str  # eagle3 | ngram | draft_model
+    num_tokens: int
+    acceptance_rate: float
+    draft_weight_s: float = 0.0
+    draft_flop_s: float = 0.0
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Expected tokens one verification step emits: (1 − a^(k+1)) / (1 − a)."""
+        a, k = self.acceptance_rate, self.num_tokens
+        return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
+
+    def draft_s(self, seqs: int) -> float:
+        """Returns the draft's time for one step: k sequential draft passes over `seqs` sequences."""
+        return self.num_tokens * max(self.draft_weight_s, seqs * self.draft_flop_s)
+
+
+@dataclass(frozen=True)
 class StepCost:
     """The per-step cost model of one replica: engine × hardware × model × precision × TP."""
 
@@ -424,6 +536,10 @@ class StepCost:
     eager_extra_s: float
     cuda_graph_max_batch: int
     comm_s: float = 0.0  # tensor-parallel all-reduces of one step (`allreduce_s`)
+    per_seq_s: float = 0.0  # serial CPU time per running sequence (`Engine.step_overhead_per_seq_s`)
+    frontend_s_per_token: float = 0.0  # overlapped API-server time per emitted token
+    prefill_compute_fraction: float = 1.0  # 1 − prefix-cache hit rate: prompt tokens really computed
+    spec: SpecDecode | None = None  # speculative decoding: decode steps emit `spec.tokens_per_step`
 
     def step_s(self, decode_seqs: int, decode_ctx_tokens: float, prefill_tokens: int,
                prefill_pairs: float) -> float:
@@ -433,21 +549,44 @@ class StepCost:
         tokens = decode_seqs + prefill_tokens
         if tokens == 0:
             return 0.0
-        t = max(self.weight_s, tokens * self.flop_s_per_token)
-        t += decode_ctx_tokens * self.kv_s_per_token + prefill_pairs * self.attn_s_per_pair + self.overhead_s
-        t += self.comm_s
+        f = self.prefill_compute_fraction
+        pre = prefill_tokens * f
+        serial = self.overhead_s + self.comm_s + self.per_seq_s * (decode_seqs + (1 if prefill_tokens else 0))
         if prefill_tokens == 0 and decode_seqs > self.cuda_graph_max_batch:
-            t += self.eager_extra_s
-        return t
+            serial += self.eager_extra_s
+        sp = self.spec
+        if sp is not None and decode_seqs:
+            # one verification step scores k + 1 tokens per sequence and emits `tokens_per_step` on
+            # average (Leviathan et al. 2023, eq. 1); the simulation counts one token per step, so a
+            # step here is the verification's time / tokens_per_step; the draft's own steps added
+            k1 = sp.num_tokens + 1
+            verify = max(self.weight_s, (decode_seqs * k1 + pre) * self.flop_s_per_token)
+            verify += decode_ctx_tokens * self.kv_s_per_token + prefill_pairs * f * self.attn_s_per_pair + serial
+            verify += sp.draft_s(decode_seqs)
+            t = verify / sp.tokens_per_step
+        else:
+            t = max(self.weight_s, (decode_seqs + pre) * self.flop_s_per_token)
+            t += decode_ctx_tokens * self.kv_s_per_token + prefill_pairs * f * self.attn_s_per_pair + serial
+        # the API server streams every token in its own process: a ceiling, overlapped with the GPU
+        return max(t, decode_seqs * self.frontend_s_per_token)
 
 
-def step_cost(model: ServingModel, hw: Hardware, precision: str, engine: Engine, tp: int = 1) -> StepCost:
-    """Returns the `StepCost` of one replica (see the module docstring for the formula)."""
+def step_cost(model: ServingModel, hw: Hardware, precision: str, engine: Engine, tp: int = 1, *,
+              prefix_cache_hit: float = 0.0, spec: SpecDecode | None = None) -> StepCost:
+    """Returns the `StepCost` of one replica (see the module docstring for the formula).
+    `prefix_cache_hit`: the share of prompt tokens found in the prefix cache (not computed);
+    `spec`: speculative decoding (`spec_decode`); both default to the engine's own settings
+    (`Engine.prefix_cache_hit`, `Engine.speculative`)."""
+    if spec is None and engine.speculative is not None:
+        method, k, a, draft = engine.speculative
+        spec = spec_decode(method, k, a, model, hw, precision, replace(engine, speculative=None), tp, draft)
+    prefix_cache_hit = prefix_cache_hit or engine.prefix_cache_hit
     gen = GENERATIONS[hw.generation]
     eff_tp = tp * tp_efficiency(hw, tp)
     bw = hw.bandwidth_gbps * 1e9
     fp8_compute = precision == "fp8" and hw.native_fp8
-    mfu = (gen.gemm_mfu_fp8 if fp8_compute else gen.gemm_mfu) * engine.gemm_mfu_scale
+    mfu = ((gen.gemm_mfu_fp8 if fp8_compute else gen.gemm_mfu) * engine.gemm_mfu_scale
+           * dict(engine.gemm_mfu_scale_by_generation).get(hw.generation, 1.0))
     active = model.active_params or model.params_total
     # the embedding lookup is a gather, not a matmul; the (untied) lm_head is, so count P − E/2
     dense = active - model.embedding_params / 2
@@ -459,7 +598,39 @@ def step_cost(model: ServingModel, hw: Hardware, precision: str, engine: Engine,
     attn_s = 4.0 * model.num_layers * model.attn_dim / (p16 * 1e12 * gen.attn_mfu * engine.gemm_mfu_scale) / eff_tp
     return StepCost(weight_s=weight_s, flop_s_per_token=flop_s, kv_s_per_token=kv_s, attn_s_per_pair=attn_s,
                     overhead_s=engine.step_overhead_s, eager_extra_s=engine.eager_step_overhead_s,
-                    cuda_graph_max_batch=engine.cuda_graph_max_batch, comm_s=allreduce_s(model, hw, tp))
+                    cuda_graph_max_batch=engine.cuda_graph_max_batch, comm_s=allreduce_s(model, hw, tp),
+                    per_seq_s=engine.step_overhead_per_seq_s, frontend_s_per_token=engine.frontend_s_per_token,
+                    prefill_compute_fraction=1.0 - min(max(prefix_cache_hit, 0.0), 0.99), spec=spec)
+
+
+#: EAGLE-3's draft head: one decoder layer over the target's hidden states plus its own lm_head
+#: (Li et al. 2025, EAGLE-3 §3): ≈ 1/L of the target's layer weights + the embedding matrix.
+SPEC_METHODS = ("eagle3", "ngram", "draft_model")
+
+
+def spec_decode(method: str, num_tokens: int, acceptance_rate: float, model: ServingModel, hw: Hardware,
+                precision: str, engine: Engine, tp: int = 1, draft: ServingModel | None = None) -> SpecDecode:
+    """Returns the `SpecDecode` of a method on this replica: n-gram drafts cost no GPU time (a CPU
+    lookup in the prompt); EAGLE-3 one decoder layer + lm_head of the target per drafted token; a
+    draft model its own weight stream and FLOPs (`draft`, required)."""
+    if method not in SPEC_METHODS:
+        raise ValueError(f"unknown speculative method {method!r} (known: {', '.join(SPEC_METHODS)})")
+    if not 1 <= num_tokens <= 16:
+        raise ValueError(f"num_speculative_tokens must be 1..16 (got {num_tokens})")
+    if not 0.0 <= acceptance_rate <= 1.0:
+        raise ValueError(f"acceptance_rate must be within 0..1 (got {acceptance_rate})")
+    if method == "ngram":
+        return SpecDecode(method, num_tokens, acceptance_rate)
+    if method == "eagle3":
+        layer = (model.params_total - model.embedding_params) / max(model.num_layers, 1)
+        params = layer + model.embedding_params / 2  # the head's lm_head; embeddings are shared
+        draft = replace(model, params_total=int(params), embedding_params=int(model.embedding_params / 2),
+                        num_layers=1, active_params=None)
+    elif draft is None:
+        raise ValueError("speculative method draft_model needs a draft model (speculative.draft_model)")
+    c = step_cost(draft, hw, precision, replace(engine, step_overhead_per_seq_s=0.0, frontend_s_per_token=0.0), tp)
+    return SpecDecode(method, num_tokens, acceptance_rate, draft_weight_s=c.weight_s + c.overhead_s,
+                      draft_flop_s=c.flop_s_per_token)
 
 
 def prefill_flops(model: ServingModel, prompt_tokens: int) -> float:

@@ -377,8 +377,11 @@ class Traffic(_Strict):
 
 
 class Slo(_Strict):
-    p95_ttft_ms: float = Field(gt=0, description="time to first token, 95th percentile (ms)")
-    p95_tpot_ms: float = Field(gt=0, description="time per output token, 95th percentile (ms)")
+    p95_ttft_ms: float = Field(gt=0, le=1e9, description="time to first token, 95th percentile (ms)")
+    p95_tpot_ms: float = Field(gt=0, le=1e9, description="time per output token, 95th percentile (ms)")
+    confidence: Literal["p50", "p90"] = Field(
+        "p90", description="the fleet meets the SLO with this confidence: p90 sizes on the pessimistic end (P10 "
+        "throughput, P90 latency) of the model's measured error; p50 on the central estimate")
 
 
 class CapacityResources(_Strict):
@@ -388,7 +391,7 @@ class CapacityResources(_Strict):
     max_gpus_per_replica: int = Field(8, ge=1, le=8)
 
 
-Engine = Literal["vllm", "sglang", "trtllm"]
+Engine = Literal["vllm", "sglang", "trtllm", "tgi"]
 
 
 class MeasuredPoint(_Strict):
@@ -407,6 +410,23 @@ class MeasuredPoint(_Strict):
 MeasuredRate = MeasuredPoint
 
 
+class Speculative(_Strict):
+    """Speculative decoding as the engine runs it (vLLM `--speculative-config`, SGLang `--speculative-algorithm`)."""
+
+    method: Literal["eagle3", "ngram", "draft_model"] = Field(description="how drafts are made")
+    num_speculative_tokens: int = Field(3, ge=1, le=16, description="tokens drafted per step")
+    acceptance_rate: float = Field(ge=0, le=1, description="probability each drafted token is accepted "
+                                   "(measured on your traffic: vLLM's spec_decode metrics, or the method's paper)")
+    draft_model: str | None = Field(None, max_length=300, description="the draft model (draft_model only): "
+                                    "a registry name or a path to a config.json")
+
+    @model_validator(mode="after")
+    def _draft(self) -> Speculative:
+        if self.method == "draft_model" and not self.draft_model:
+            raise ValueError("method draft_model needs draft_model: the small model that drafts")
+        return self
+
+
 class EngineArgs(_Strict):
     """Engine flags a capacity plan assumes instead of the engine's defaults (same names as the
     `serve` section of an inference sweep)."""
@@ -418,6 +438,15 @@ class EngineArgs(_Strict):
                                                  description="fraction of GPU memory for weights + KV cache")
     tensor_parallel: Literal[1, 2, 4, 8] | None = Field(
         None, description="GPUs per replica (tensor-parallel size): pins the shape instead of trying 1, 2, 4, 8")
+    endpoint: Literal["chat", "completions", "offline"] | None = Field(
+        None, description="how requests arrive: chat (/v1/chat/completions, default), completions (/v1/completions, "
+        "vllm bench serve's default), offline (no HTTP server)")
+    prefix_cache_hit: float | None = Field(
+        None, ge=0, le=0.99, description="share of prompt tokens found in the prefix cache (a shared system prompt); "
+        "0 or absent: prefix caching off or no shared prefixes")
+    kv_cache_dtype: Literal["auto", "fp8", "bf16", "fp16"] | None = Field(
+        None, description="KV cache precision; auto: fp8 with fp8 weights, else 16 bit")
+    speculative: Speculative | None = Field(None, description="speculative decoding: method, tokens, acceptance rate")
 
 
 class MeasuredFromSweep(_Strict):

@@ -52,7 +52,7 @@ def test_kv_capacity_by_hand_on_h100():
 
 
 def test_engine_defaults_are_documented_with_versions():
-    assert set(inference.ENGINES) == {"vllm", "sglang", "trtllm"}
+    assert set(inference.ENGINES) == {"vllm", "sglang", "trtllm", "tgi"}
     for e in inference.ENGINES.values():
         assert e.version and e.sources and e.max_num_seqs >= 1 and e.max_batched_tokens >= 1
     v = inference.engine_for(None)
@@ -60,8 +60,8 @@ def test_engine_defaults_are_documented_with_versions():
     assert inference.engine_limits(v, inference.hardware_for("H100", "bf16")) == (1024, 8192)
     assert inference.engine_limits(v, inference.hardware_for("A100-80GB", "bf16")) == (256, 2048)  # vLLM's A100 rule
     assert inference.engine_for("trtllm").reserve_full_request
-    with pytest.raises(ValueError, match="known: vllm, sglang, trtllm"):
-        inference.engine_for("tgi")
+    with pytest.raises(ValueError, match="known: vllm, sglang, trtllm, tgi"):
+        inference.engine_for("lmdeploy")
 
 
 def test_step_cost_batch_one_by_hand():
@@ -74,7 +74,7 @@ def test_step_cost_batch_one_by_hand():
     kv_s = 131_072 / (1555e9 * 0.75)
     ctx = 1024 + 64
     step = c.step_s(1, ctx, 0, 0.0)
-    assert step == pytest.approx(weight_s + ctx * kv_s + 0.4e-3)
+    assert step == pytest.approx(weight_s + ctx * kv_s + 0.4e-3 + 10e-6)  # + vLLM's per-sequence CPU time
     # 75 tokens/s measured (tests/data/serving_latency.csv): the model is within 5%
     assert 1 / step == pytest.approx(75, rel=0.05)
 
@@ -133,3 +133,41 @@ def test_every_catalog_accelerator_has_a_generation():
 
     for name in gpu_kinds():
         assert inference.GENERATION_OF[name] in inference.GENERATIONS
+
+
+def test_engines_as_they_run_cpu_ceiling_chat_overhead_and_hopper_gemms():
+    """vLLM on an H100: the API server's streaming ceiling binds a small model at a large batch, the GPU
+    step does not; the chat endpoint's per-request cost is the TTFT floor at concurrency 1."""
+    h100 = inference.hardware_for("H100", "bf16")
+    v = inference.engine_for("vllm")
+    c = inference.step_cost(LLAMA31_8B, h100, "bf16", v)
+    gpu = c.step_s(512, 512 * 300, 0, 0.0) - 0.0
+    assert 512 / gpu == pytest.approx(1 / v.frontend_s_per_token, rel=0.01)  # the ceiling binds: ~7,100 tok/s
+    offline = inference.engine_with(v, endpoint="offline")
+    free = inference.step_cost(LLAMA31_8B, h100, "bf16", offline)
+    assert free.step_s(512, 512 * 300, 0, 0.0) < gpu  # no API server: the GPU step alone
+    assert inference.request_overhead_for(v) == v.request_overhead_chat_s == 45e-3
+    assert inference.request_overhead_for(inference.engine_with(v, endpoint="completions")) == v.request_overhead_s
+    assert inference.request_overhead_for(offline) == 0.0
+    # Hopper GEMMs in vLLM at 0.65 × TensorRT-LLM's MFU, A100's unchanged
+    t = inference.step_cost(LLAMA31_8B, h100, "bf16", inference.engine_for("trtllm"))
+    assert c.flop_s_per_token / t.flop_s_per_token == pytest.approx(1.08 / (0.95 * 0.65), rel=1e-9)
+    with pytest.raises(ValueError, match="unknown endpoint"):
+        inference.engine_with(v, endpoint="grpc")
+
+
+def test_speculative_decoding_cuts_tpot_at_small_batches_not_at_large():
+    h100 = inference.hardware_for("H100", "bf16")
+    v = inference.engine_for("vllm")
+    base = inference.step_cost(LLAMA31_8B, h100, "bf16", v)
+    spec = inference.spec_decode("eagle3", 3, 0.7, LLAMA31_8B, h100, "bf16", v)
+    assert spec.tokens_per_step == pytest.approx((1 - 0.7**4) / 0.3)  # 2.53 tokens per verification
+    fast = inference.step_cost(LLAMA31_8B, h100, "bf16", v, spec=spec)
+    one, one_spec = base.step_s(1, 1000, 0, 0.0), fast.step_s(1, 1000, 0, 0.0)
+    assert one / one_spec > 1.8  # batch 1: bandwidth-bound, ~2.5 tokens per weight read
+    big, big_spec = base.step_s(256, 256 * 500, 0, 0.0), fast.step_s(256, 256 * 500, 0, 0.0)
+    assert big / big_spec < one / one_spec  # compute-bound at 256: verifying 4 tokens each costs more
+    ngram = inference.spec_decode("ngram", 3, 0.0, LLAMA31_8B, h100, "bf16", v)
+    assert ngram.tokens_per_step == 1.0 and ngram.draft_s(8) == 0.0
+    with pytest.raises(ValueError, match="draft model"):
+        inference.spec_decode("draft_model", 3, 0.5, LLAMA31_8B, h100, "bf16", v)
