@@ -80,6 +80,7 @@ class ResultRecord(BaseModel):
     final_metrics: dict[str, float] = Field(default_factory=dict)  # last value of each metric
     billing: list[BillingLine] = Field(default_factory=list)
     stderr_tail: str | None = None  # last lines of stderr when it failed
+    log_path: str | None = None  # where the launcher keeps the attempt's whole output (local: landing/logs/RUN_ID.log)
     purpose: Purpose = "trial"  # "probe": a short run that measured a shape of the sweep (docs/probes.md)
     probe_shape: dict[str, Any] | None = None  # a probe's shape (what trials it stands for)
 

@@ -1,6 +1,13 @@
 """Flow `sweep`: plan, guard, run the trials, report; Prefect adds logs, artifacts and the budget event.
 
-    sweep(spec="specs/lora-grid.yaml", launcher=None, max_parallel=None, dry_run=False, force=False)
+    sweep(spec="specs/lora-grid.yaml", launcher=None, max_parallel=None, dry_run=False, force=False,
+          resume=None, new=False)
+
+Which sweep a run is (`resume`, `gpuledger.runtime.ids.sweep_to_run`): unset (the deployment's
+default) continues the spec's last sweep only while it is unfinished and starts a fresh one once it
+ended, so `prefect deployment run sweep/lora-grid` runs a new sweep each time; `resume=True`
+continues the last one (its succeeded trials skipped: what `gpuledger sweep` does); `resume=False`
+(or `new=True`) always a fresh one.
 
 The flow only orchestrates; what a sweep does lives in `gpuledger.runtime` (tested without Prefect):
 1. task `plan-sweep`: loads the spec, expands and plans its trials (`gpuledger.plan`), logs the
@@ -20,7 +27,11 @@ The flow only orchestrates; what a sweep does lives in `gpuledger.runtime` (test
 4. task `write-report`: the ROI report (`gpuledger.report`), published as the artifacts
    `sweep-NAME-roi` (markdown), `sweep-NAME-report` (link) and `sweep-NAME-results` (table).
 The flow returns the summary (`gpuledger.runtime.summary.SweepSummary` as a dict); its `status`
-and the CLI's exit code tell the truth (`unrecorded` when some records could not be stored).
+and the CLI's exit code tell the truth (`unrecorded` when some records could not be stored), and so
+does the flow run's state (`SweepSummary.outcome`, the rule of the exit code): `Completed` when the
+CLI exits 0, `Failed` with the counts and the first failure when it exits 1 (a failed trial, a
+record not stored), `Cancelled` when it was interrupted (exit 130); a refusal (the budget guard,
+a spec the planner refuses, a sweep running elsewhere) is `Failed` with the refusal's message.
 """
 
 from __future__ import annotations
@@ -34,7 +45,7 @@ import gpuledger.flows  # noqa: F401  (telemetry off before Prefect is imported)
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.events import emit_event
-from prefect.states import Failed, State
+from prefect.states import Cancelled, Failed, State
 from prefect.utilities.annotations import quote
 
 from gpuledger import vocabulary
@@ -81,7 +92,7 @@ class PrefectHooks(Hooks):
 
 @task(name="plan-sweep", persist_result=False, cache_policy=NO_CACHE)
 @user_errors_as_refusals
-def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, new: bool = False,
+def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, resume: bool | None = True,
                     sweep_id: str | None = None) -> AcceptedSweep:
     """Loads, expands and plans the spec (`gpuledger.runtime.accepted.prepare`); logs and publishes the
     plan once; returns the accepted sweep the run takes. `sweep_id`: the sweep being planned again
@@ -89,7 +100,9 @@ def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, n
     from gpuledger.plan import render_plan
 
     log = get_run_logger()
-    sweep = prepare(spec, launcher=launcher, max_parallel=max_parallel, new=new, sweep_id=sweep_id)
+    sweep = prepare(spec, launcher=launcher, max_parallel=max_parallel, resume=resume, sweep_id=sweep_id)
+    if sweep.chosen:
+        log.info("Sweep %s: %s", sweep.sweep_id, sweep.chosen)
     log.info("Plan of sweep %s (%d trials, at most %d at once):\n%s", sweep.sweep_id, len(sweep.trials), sweep.cap,
              render_plan(sweep.plan))
     publish_table(artifact_key("sweep", sweep.spec.name, "plan"), sweep.plan.to_json()["trials"],
@@ -138,18 +151,20 @@ def write_report_task(name: str, summary: SweepSummary) -> SweepSummary:
 
 @flow(name="sweep", persist_result=False)
 def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = None, dry_run: bool = False,
-          force: bool = False, new: bool = False) -> dict[str, Any] | State:
-    """Plans, guards, runs and reports one sweep; returns its summary (a dict).
+          force: bool = False, resume: bool | None = None, new: bool = False) -> dict[str, Any] | State:
+    """Plans, guards, runs and reports one sweep; returns its summary (a dict), or a Failed or
+    Cancelled state with the summary as data when the CLI would exit non-zero.
 
     A budget refusal (no `force`) ends the run Failed with the guard's message: calling the flow
-    raises `BudgetExceeded` (exit 3 from the CLI). `new`: a fresh sweep of the spec (a new sweep id)
-    instead of continuing the spec's sweep.
+    raises `BudgetExceeded` (exit 3 from the CLI). `resume`: unset, continue the spec's last sweep
+    only while it is unfinished, else start a fresh one; true: continue it; false: a fresh one.
+    `new`: as `resume=False`.
     """
     from gpuledger.plan import budget_guard
     from gpuledger.runtime.probe import sweep_spend_usd
 
     log = get_run_logger()
-    accepted = plan_sweep_task(spec, launcher, max_parallel, new and not dry_run)
+    accepted = plan_sweep_task(spec, launcher, max_parallel, False if new and not dry_run else resume)
     if isinstance(accepted, Refused):  # a spec the planner refuses: one line in the log, not a traceback
         return failed(accepted)
     if not dry_run and probe_task(spec, quote(accepted)):  # search.probe auto: measure first, then plan again
@@ -181,12 +196,20 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
     summary = write_report_task(sp.name, quote(summary))
     if isinstance(summary, Refused):
         return failed(summary)
-    log.info("Sweep %s %s: %d launched, %d succeeded, %d failed, %d skipped (budget), %d done before, "
-             "%d record(s) not stored; spent $%.4f of $%.2f", sweep_id, summary.status, summary.launched,
-             summary.succeeded, summary.failed + summary.launcher_errors, summary.skipped_budget,
-             summary.skipped_done, summary.unrecorded, summary.spent_usd, float(sp.budget.max_usd))
+    kind, message = summary.outcome()
+    (log.info if kind == "COMPLETED" else log.error)("Sweep %s", message)
     notify("finished", summary=summary.to_dict())
-    return summary.to_dict()
+    return ended(kind, message, summary.to_dict())
+
+
+def ended(kind: str, message: str, data: dict[str, Any]) -> dict[str, Any] | State:
+    """Returns what the flow returns for `SweepSummary.outcome()`'s (kind, message): the summary
+    itself (Completed), or a Failed / Cancelled state carrying it."""
+    if kind == "FAILED":
+        return Failed(message=message, data=data)
+    if kind == "CANCELLED":
+        return Cancelled(message=message, data=data)
+    return data
 
 
 def drain_prefect(timeout_s: float = 10.0) -> None:

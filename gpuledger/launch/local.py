@@ -549,6 +549,7 @@ class LocalLauncher:
             "params": dict(req.params),
             "preemptions": 0,
             "recoveries": 0,
+            "log_path": str(handle.log_path),
         })
         if record.get("accelerator") is None:
             record["gpus"] = 0

@@ -36,6 +36,8 @@ class AcceptedSweep:
     plan: Plan
     cap: int
     launcher: str
+    #: why this sweep id (`gpuledger.runtime.ids.sweep_to_run`: the spec's first, continued, fresh)
+    chosen: str = ""
 
     def new_summary(self, *, dry_run: bool = False) -> SweepSummary:
         """Returns the summary a run of this sweep fills in (counts zero, status not yet known)."""
@@ -44,16 +46,18 @@ class AcceptedSweep:
 
 
 def prepare(spec_path: str | Path, *, launcher: str | None = None, max_parallel: int | None = None,
-            new: bool = False, inputs: PlanningInputs | None = None, sweep_id: str | None = None) -> AcceptedSweep:
+            new: bool = False, inputs: PlanningInputs | None = None, sweep_id: str | None = None,
+            resume: bool | None = True) -> AcceptedSweep:
     """Loads, expands and plans the sweep spec at `spec_path`; returns what the runtime runs.
 
     `launcher`: instead of the spec's; `max_parallel`: at most this many at once (the plan may cap
-    it lower); `new`: a fresh sweep id (`gpuledger.runtime.ids.new_sweep_id`) instead of the spec's
-    stable one; `sweep_id`: this one (a sweep planned again, after its probes); `inputs`: planning
+    it lower); `resume` (`gpuledger.runtime.ids.sweep_to_run`): True continues the spec's latest sweep
+    (the spec's own id when it has none), None continues it only while unfinished, else a fresh one;
+    `new`: a fresh sweep id (`gpuledger.runtime.ids.new_sweep_id`), as `resume=False`; `sweep_id`: this one (a sweep planned again, after its probes); `inputs`: planning
     inputs to use instead of reading this machine and the warehouse.
     Raises `UserError` for a capacity spec or an unknown launcher (one line, naming the file)."""
     from gpuledger.plan import plan_sweep
-    from gpuledger.spec import expand_trials, load_spec, sweep_id_for
+    from gpuledger.spec import expand_trials, load_spec
 
     path = Path(spec_path)
     spec = load_spec(path)
@@ -67,15 +71,14 @@ def prepare(spec_path: str | Path, *, launcher: str | None = None, max_parallel:
         from gpuledger.inputs.ledger import planning_inputs
 
         inputs = planning_inputs(spec, plans_as(name))
-    if sweep_id is None and new:
-        from gpuledger.runtime.ids import new_sweep_id
+    chosen = ""
+    if sweep_id is None:
+        from gpuledger.runtime.ids import sweep_to_run
 
-        sweep_id = new_sweep_id(spec)
-    elif sweep_id is None:
-        sweep_id = sweep_id_for(spec)
+        sweep_id, chosen = sweep_to_run(spec, False if new else resume)
     trials = tuple(expand_trials(spec))
     plan = plan_sweep(spec, list(trials), max_parallel=max_parallel, launcher=plans_as(name), inputs=inputs)
     cap = int(plan.max_parallel or max_parallel or spec.resources.max_parallel or 1)
     cap = max(1, min(cap, max_parallel or cap))
     return AcceptedSweep(spec=spec, spec_path=path, sweep_id=sweep_id, trials=trials, plan=plan, cap=cap,
-                         launcher=name)
+                         launcher=name, chosen=chosen)

@@ -258,6 +258,11 @@ class _Loop:
             self.meter.launched(t.trial_id)
             self.summary.launched += 1
             fut.add_done_callback(self.done_q.put)
+            row = self.run.rows.get(t.trial_id)
+            est = "" if row is None or row.est_cost_usd is None else f"; est. ${row.est_cost_usd:.4f}"
+            est += "" if row is None or row.est_wall_s is None else f", {row.est_wall_s:.0f} s"
+            self.hooks.log.info("Trial %s started (%d running, %d launched this run%s; spent $%.4f so far)",
+                                t.trial_id, len(self.inflight), self.summary.launched, est, self.meter.spent_usd)
             notify("launched", trial_id=t.trial_id)
 
     def _admit(self, trial: Any) -> bool:
@@ -340,12 +345,19 @@ class _Loop:
                     self.hooks.log.info("Trial %s %s after %.1f s", rec.trial_id, outcome.pruned, rec.wall_s)
                 elif rec.status == vocabulary.SUCCEEDED:
                     self.summary.succeeded += 1
-                    self.hooks.log.info("Trial %s succeeded in %.1f s (%s)", rec.trial_id, rec.wall_s,
-                                        _fmt_metrics(rec.final_metrics))
+                    self.hooks.log.info("Trial %s succeeded in %.1f s (%s); cost $%.4f, spent $%.4f so far",
+                                        rec.trial_id, rec.wall_s, _fmt_metrics(rec.final_metrics), rec.cost_usd,
+                                        self.meter.spent_usd)
                 else:
                     self.summary.failed += 1
                     self.summary.failures.append(f"{rec.trial_id}: {rec.status}: {_one_line(rec.reason)}")
-                    self.hooks.log.warning("Trial %s %s: %s", rec.trial_id, rec.status, _one_line(rec.reason))
+                    detail = failure_detail(rec)
+                    self.summary.failure_details.append(detail)
+                    self.hooks.log.warning("Trial %s %s after %.1f s: %s; cost $%.4f, spent $%.4f so far%s%s",
+                                           rec.trial_id, rec.status, rec.wall_s, _one_line(rec.reason), rec.cost_usd,
+                                           self.meter.spent_usd,
+                                           f"; log {detail['log_path']}" if detail.get("log_path") else "",
+                                           "".join(f"\n  | {line}" for line in detail["stderr_lines"]))
         self.summary.spent_usd = self.meter.spent_usd
         self.writer.results(records, errors)
         for trial_id, why in pruned.items():  # after its record: the trial's status is `pruned`
@@ -556,6 +568,19 @@ def best_recipe(sweep_id: str) -> dict[str, Any] | None:
     with Warehouse.open(read_only=True) as wh:
         rows = wh.query_named("sweep_best_recipe", {"sweep_id": sweep_id}).to_dicts()
     return rows[0] if rows else None
+
+
+#: How many of a failed trial's last stderr lines the summary, the CLI and the flow's log show.
+STDERR_LINES_SHOWN = 8
+
+
+def failure_detail(rec: ResultRecord, lines: int = STDERR_LINES_SHOWN) -> dict[str, Any]:
+    """Returns what a failed attempt shows of itself: trial_id, run_id, status, reason, its log's
+    path (when the launcher kept one) and the last `lines` non-empty lines of its stderr (each
+    escaped to one line and cut at 300 characters)."""
+    tail = [ln for ln in (rec.stderr_tail or "").splitlines() if ln.strip()][-lines:]
+    return {"trial_id": rec.trial_id, "run_id": rec.run_id, "status": rec.status, "reason": rec.reason,
+            "log_path": rec.log_path, "stderr_lines": [_one_line(ln) for ln in tail]}
 
 
 def _one_line(text: object, limit: int = 300) -> str:

@@ -41,6 +41,8 @@ class SweepSummary:
     report_markdown: str | None = None
     warehouse: str | None = None
     failures: list[str] = field(default_factory=list)
+    #: each failed attempt: trial_id, run_id, status, reason, log_path, stderr_lines (its last stderr lines)
+    failure_details: list[dict[str, Any]] = field(default_factory=list)
     best: dict[str, Any] | None = None  # the best recipe: trial_id, params, metric, value, time/cost to it
     #: SkyPilot pools the run used (`gpuledger.launch.skypilot_pool.PoolUsage.to_json()`): worker-seconds,
     #: the trials' busy seconds, the idle tail (start-up and idle, the sweep's), the saving against per-trial jobs
@@ -65,6 +67,27 @@ class SweepSummary:
         if self.interrupted:
             return 130
         return 1 if (self.failed or self.launcher_errors or self.unrecorded) else 0
+
+    def counts_line(self) -> str:
+        """Returns the one line of counts and spend that the CLI, the flow's log and its state message share."""
+        budget = "" if self.budget_usd is None else f" of ${self.budget_usd:.2f}"
+        return (f"{self.sweep_id} {self.status}: {self.launched} launched, {self.succeeded} succeeded, "
+                f"{self.failed + self.launcher_errors} failed, {self.skipped_budget} skipped (budget), "
+                f"{self.skipped_done} done before; spent ${self.spent_usd:.4f}{budget}")
+
+    def outcome(self) -> tuple[str, str]:
+        """Returns (state, message): the Prefect state the flow run ends in, by the same rule as
+        `exit_code` (0 `COMPLETED`, 1 `FAILED`, 130 `CANCELLED`), and its message: the counts, the
+        first failure, the records not stored."""
+        code = self.exit_code()
+        message = self.counts_line()
+        if self.failures:
+            message += f"; first failure: {self.failures[0][:300]}"
+        if self.unrecorded:
+            message += f"; {self.unrecorded} result record(s) not stored (kept in {self.landing})"
+        if code == 130:
+            return "CANCELLED", f"interrupted: {message}"
+        return ("FAILED" if code else "COMPLETED"), message
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

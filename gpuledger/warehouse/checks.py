@@ -70,7 +70,7 @@ def _unwritable(rec: Any) -> str | None:
         value = getattr(rec, name)
         if value is not None and len(value) > MAX_ID_CHARS:
             return f"{name} of {len(value)} characters; at most {MAX_ID_CHARS}"
-    for name in ("reason", "command", "stderr_tail", "hostname", "cloud", "region", "instance_type", "accelerator"):
+    for name in ("reason", "command", "stderr_tail", "log_path", "hostname", "cloud", "region", "instance_type", "accelerator"):
         value = getattr(rec, name)
         if value is not None and len(value) > MAX_TEXT_CHARS:
             return f"{name} of {len(value)} characters; at most {MAX_TEXT_CHARS}"

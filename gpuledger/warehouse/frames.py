@@ -137,6 +137,7 @@ class RunsFrame(_Base):
     ingested_at: _TS = pa.Field()
     purpose: str = pa.Field(isin=list(PURPOSES))
     probe_shape: str = pa.Field(nullable=True)
+    log_path: str = pa.Field(nullable=True)
 
     @pa.dataframe_check
     def ends_after_start(cls, data: pa.PolarsData) -> pl.LazyFrame:

@@ -76,6 +76,7 @@ def records_to_frames(records: Sequence[Any], ingested_at: datetime | None = Non
             "hostname": r.hostname, "command": r.command, "params": json_text(r.params),
             "stderr_tail": r.stderr_tail, "cost_usd": float(r.cost_usd), "ingested_at": ingested_at,
             "purpose": r.purpose, "probe_shape": json_text(r.probe_shape),
+            "log_path": r.log_path,
         }
         for k, v in row.items():
             runs[k].append(v)

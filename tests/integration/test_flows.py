@@ -183,7 +183,9 @@ def test_trial_failure_is_recorded_not_retried_and_launcher_errors_are_retried(h
 
     monkeypatch.setattr(sweep_flow, "launcher_factory", flaky)
     spec = write_spec(workdir, name="flaky-grid", xs=(0.1, 0.5), max_parallel=1, fail=0.5)
-    summary = sweep_flow.sweep(spec=str(spec))
+    state = sweep_flow.sweep(spec=str(spec), return_state=True)
+    assert state.is_failed() and "1 succeeded, 1 failed" in state.message  # the state says what the exit code says
+    summary = state.result(raise_on_failure=False)
     # one retried launcher error (3 submits in all), one trial that failed on its own (1 attempt)
     assert calls["submit"] == 3
     assert summary["succeeded"] == 1 and summary["failed"] == 1 and summary["launcher_errors"] == 0

@@ -121,7 +121,8 @@ def run(args) -> int:
     with prefect_api(say=say, port=getattr(args, "prefect_port", None)):
         flow, progress_listener, drain_prefect = _import_flow()
         params = dict(spec=str(spec_path), launcher=args.launcher, max_parallel=args.max_parallel,
-                      dry_run=bool(args.dry_run), force=bool(args.force), new=bool(getattr(args, "new", False)))
+                      dry_run=bool(args.dry_run), force=bool(args.force),
+                      resume=not bool(getattr(args, "new", False)))  # the CLI continues the spec's last sweep
         try:
             if sys.stdout.isatty() and not args.dry_run and not as_json:
                 with _Bar() as bar, progress_listener(bar):
@@ -151,8 +152,17 @@ def _report(s: dict[str, Any]) -> int:
           f"{s['skipped_done']} done before; spent ${s['spent_usd']:.4f} of ${s['budget_usd']:.2f}")
     if s.get("not_asked"):
         print(f"  {s['not_asked']} candidate point(s) not asked for by the search (n_trials reached): `not-asked`")
+    details = {d["trial_id"]: d for d in s.get("failure_details") or []}
     for line in s.get("failures", [])[:20]:
         print(f"  failed: {line}")
+        detail = details.pop(line.split(":", 1)[0], None)
+        if detail is not None:
+            if detail.get("log_path"):
+                print(f"    log: {detail['log_path']}")
+            if detail.get("stderr_lines"):
+                print("    stderr (last lines):")
+                for text in detail["stderr_lines"]:
+                    print(f"      | {text}")
     if s.get("forced"):
         print("  forced past the budget guard (recorded in the warehouse)")
     best = s.get("best")

@@ -34,6 +34,8 @@ SELECT r.run_id,
        s.objective_metric AS metric_name,
        r.params,
        coalesce(r.purpose, 'trial') AS purpose,
-       r.probe_shape
+       r.probe_shape,
+       r.stderr_tail,
+       r.log_path
 FROM runs r
 LEFT JOIN sweeps s ON s.sweep_id = r.sweep_id

@@ -40,7 +40,9 @@ SELECT r.run_id,
        r.metric_name,
        fm.value AS metric_value,
        r.params,
-       r.purpose
+       r.purpose,
+       r.stderr_tail,
+       r.log_path
 FROM v_run_facts r
 LEFT JOIN bill b ON b.run_id = r.run_id
 LEFT JOIN final_metrics fm ON fm.run_id = r.run_id AND fm.name = r.metric_name
