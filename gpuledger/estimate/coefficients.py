@@ -175,6 +175,13 @@ QUANT_KERNELS_PER_LINEAR = {"nf4": 3, "int8": 6}
 #: slower"). 4 puts a 7B LoRA step on an 8-bit base at 2.4-3.4x its 4-bit step (3.3-3.6x its bf16 step) at 1-8 x 512-2048 tokens on A100/A10G/H100.
 INT8_BASE_MATMUL_FACTOR = 4.0
 
+#: Kernels an eager (Transformers) sparse-MoE block launches per expert the micro-batch routes to, per
+#: pass: `torch.where` on the routing mask, the token gather, gate/up/down linears, the activation, the
+#: routing-weight multiply and `index_add_` (transformers modeling_mixtral.py / modeling_qwen3_moe.py
+#: SparseMoeBlock.forward; counted from the code). With 128 experts that is ~900 launches per layer per
+#: pass, the reason HF MoE fine-tunes at small batches are host-bound. Tuned stacks use grouped GEMMs.
+MOE_KERNELS_PER_EXPERT = 7
+
 #: Kernels launched per decoder layer per pass (eager: every op of an unfused Llama-style block;
 #: fused: torch.compile / Megatron-TE fusions).
 KERNELS_PER_LAYER = {"eager": 40, "fused": 15}

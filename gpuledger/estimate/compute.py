@@ -103,5 +103,5 @@ def active_params(cfg: ModelConfig) -> int:
     active = pc.non_embedding + cfg.vocab_size * d
     if cfg.num_experts > 1:
         expert = sum(lin.weight_params for lin in layer_linears(cfg) if lin.count > 1)
-        active -= int(cfg.num_layers * expert * (1 - cfg.experts_per_token / cfg.num_experts))
+        active -= int(cfg.moe_layers * expert * (1 - cfg.experts_per_token / cfg.num_experts))
     return active

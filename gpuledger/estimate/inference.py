@@ -419,7 +419,15 @@ def serving_model_from_config(cfg, precision: str, *, params_total: int | None =
     per_tok = _cfg_int(cfg, "experts_per_token", "num_experts_per_tok") or 1
     active = None
     inter = _cfg_int(cfg, "intermediate_size")
-    if experts > 1 and inter and hidden:
+    from gpuledger.models import ModelConfig
+
+    if isinstance(cfg, ModelConfig) and cfg.num_experts > 1:
+        # the estimator's own count: routed top-k + shared experts, dense layers, MoE expert widths
+        from gpuledger.estimate.compute import active_params
+
+        # (active_params counts the lm_head but not the input embedding, which params_total holds)
+        active = min(params_total, int(active_params(cfg)) + cfg.vocab_size * cfg.hidden_size)
+    elif experts > 1 and inter and hidden:
         ffn = 3 * hidden * inter * layers  # gated MLP weights of one expert, all layers
         active = params_total - (experts - per_tok) * ffn
     name = (cfg.get("_name_or_path") if isinstance(cfg, dict) else getattr(cfg, "name", None)) or "model"

@@ -160,12 +160,12 @@ def layer_activation_bytes_per_token(cfg: ModelConfig, precision: str, *, lora_l
     contiguous copy disappears into the fused graph.
     """
     a, r = _act_bytes(precision), _resid_bytes(precision)
-    d, inter = cfg.hidden_size, cfg.intermediate_size
+    d = cfg.hidden_size
     q, kv = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
     k_e = cfg.experts_per_token
     n_norm, shared = _norms_per_layer(cfg)
     b = n_norm * d * r  # norm inputs
-    if cfg.model_type == "qwen3":
+    if cfg.model_type in ("qwen3", "qwen3_moe"):
         b += (q + kv) * a  # q_norm / k_norm inputs
     b += d * a  # attention input (normed) shared by q/k/v projections
     b += (q + 2 * kv) * a  # q, k, v saved by the attention kernel
@@ -173,7 +173,7 @@ def layer_activation_bytes_per_token(cfg: ModelConfig, precision: str, *, lora_l
     if not shared:
         b += d * a  # MLP input (normed)
     mlp_saved = (4 if cfg.gated_mlp else 2) // (2 if compiled else 1)
-    b += mlp_saved * inter * a * k_e
+    b += mlp_saved * cfg.mlp_width_per_token * a  # the routed top-k experts (+ shared) for MoE
     if cfg.num_experts > 1:
         b += d * a * k_e + cfg.num_experts * 4  # gathered tokens per expert, fp32 router logits
     dropout = float(cfg.get("resid_pdrop", 0.0) or cfg.get("dropout", 0.0) or 0.0)
@@ -312,8 +312,8 @@ def inference_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBrea
     context = prompt + completion
     kv = w.micro_batch * context * kv_cache_bytes_per_token(cfg, "fp32" if p == "fp32" else "bf16")
     # prefill working set: one block's intermediates for the prompt (freed block by block)
-    d, inter = cfg.hidden_size, cfg.intermediate_size
-    act = w.micro_batch * prompt * (4 * d + (3 if cfg.gated_mlp else 2) * inter * cfg.experts_per_token) * a
+    d = cfg.hidden_size
+    act = w.micro_batch * prompt * (4 * d + (3 if cfg.gated_mlp else 2) * cfg.mlp_width_per_token) * a
     if not w.flash_attn:
         act += w.micro_batch * cfg.num_heads * prompt * prompt * (4 + a)
     logits = w.micro_batch * cfg.vocab_size * 4 * 2  # last-token logits in fp32 + sampling probs

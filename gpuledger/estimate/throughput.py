@@ -43,6 +43,7 @@ from gpuledger.estimate.coefficients import (
     KERNELS_PER_LAYER,
     KIND_FACTOR,
     MATMUL_EFFICIENCY,
+    MOE_KERNELS_PER_EXPERT,
     OPTIMIZER_BYTES_PER_PARAM,
     OVERLAP,
     PRIOR_MATMUL_EFFICIENCY,
@@ -68,14 +69,22 @@ class ModelShape:
     hidden: int
     attn_dim: int  # heads x head_dim
     vocab: int
+    experts: int = 1  # MoE: routed experts per layer
+    experts_per_token: int = 1  # MoE: top-k
+    #: MoE: of params_active, the routed experts' weights a token passes through (top-k x one expert x MoE layers)
+    expert_params_active: float = 0.0
 
     @classmethod
     def from_config(cls, cfg) -> ModelShape:
         from gpuledger.estimate.compute import active_params
-        from gpuledger.models import count_params
+        from gpuledger.models import count_params, layer_linears
 
+        routed = 0.0
+        if cfg.num_experts > 1:
+            per_expert = sum(lin.weight_params for lin in layer_linears(cfg) if lin.count > 1) / cfg.num_experts
+            routed = float(cfg.moe_layers * cfg.experts_per_token * per_expert)
         return cls(float(count_params(cfg).total), float(active_params(cfg)), cfg.num_layers, cfg.hidden_size,
-                   cfg.num_heads * cfg.head_dim, cfg.vocab_size)
+                   cfg.num_heads * cfg.head_dim, cfg.vocab_size, cfg.num_experts, cfg.experts_per_token, routed)
 
     @classmethod
     def from_sizes(cls, params_total: float, layers: int, hidden: int, vocab: int) -> ModelShape:
@@ -220,6 +229,15 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
     quant = "int8" if s.precision == "int8" and frozen else ("nf4" if (s.method == "qlora" or s.precision in (
         "nf4", "int4")) and frozen else "")
     matmul_s = positions * matmul_flops / rate / shard
+    if shape.experts > 1 and shape.expert_params_active:
+        # routed experts see tokens x top-k / experts rows each: their GEMMs are small (the same wave
+        # quantization as a small micro-batch), whatever the micro-batch
+        per_expert_tokens = tokens_mb * shape.experts_per_token / shape.experts
+        small_e = per_expert_tokens / (per_expert_tokens + SMALL_MATMUL_TOKENS)
+        share = shape.expert_params_active / max(1.0, p)
+        matmul_s += positions * matmul_flops * share * (small / small_e - 1) / rate / shard
+        notes.append(f"MoE: {shape.experts} experts, top-{shape.experts_per_token}: ~{per_expert_tokens:,.0f} tokens "
+                     f"per expert per micro-batch (expert GEMMs at small-matmul {small_e:.2f})")
     if quant == "int8":
         # bitsandbytes LLM.int8(): int8 matmuls with fp16 outlier decomposition, per-row quantisation of every
         # input and a dequantised weight for the input gradient: the base's matmuls run far below the 16-bit rate
@@ -253,6 +271,11 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
     per_layer = KERNELS_PER_LAYER[fused]
     if quant:
         per_layer += QUANTISED_LINEARS_PER_LAYER * QUANT_KERNELS_PER_LINEAR[quant]
+    if shape.experts > 1 and fused == "eager":
+        # Transformers' sparse MoE blocks loop over the experts a micro-batch hits (modeling_mixtral.py /
+        # modeling_qwen3_moe.py: where, index, gate/up/down, act, mul, index_add_ per expert)
+        hit = min(shape.experts, tokens_mb * shape.experts_per_token)
+        per_layer += hit * MOE_KERNELS_PER_EXPERT
     kernels = shape.layers / pp * per_layer * (passes + (0.5 if frozen else 0))
     launch_s = kernels * KERNEL_LAUNCH_S[fused]
     micro_s = max(gpu_s, launch_s)

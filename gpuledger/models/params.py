@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from gpuledger.models.registry import ModelConfig
 
 EXACT_FAMILIES = ("gpt2", "opt", "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2",
-                  "phi", "phi3", "gpt_neox", "falcon")
+                  "phi", "phi3", "gpt_neox", "falcon", "qwen3_moe", "qwen2_moe", "deepseek_v3", "gpt_oss")
 
 
 @dataclass(frozen=True)
@@ -84,22 +84,78 @@ def layer_linears(cfg: ModelConfig) -> list[Linear]:
         return [Linear("query_key_value", d, q_dim + 2 * kv_dim, b, ("q", "k", "v")),
                 Linear("dense", q_dim, d, b, ("o",)),
                 Linear("dense_h_to_4h", d, inter, b, ("up",)), Linear("dense_4h_to_h", inter, d, b, ("down",))]
-    # llama-style: llama, mistral, mixtral, qwen2, qwen3, gemma, gemma2 (and the generic fallback)
+    if t == "deepseek_v3":
+        return _mla_linears(cfg) + _moe_linears(cfg)
+    # llama-style: llama, mistral, mixtral, qwen2, qwen3, gemma, gemma2, qwen2_moe, qwen3_moe, gpt_oss
+    # (and the generic fallback)
     attn_bias = bool(cfg.get("attention_bias", False))
-    qkv_bias = attn_bias or t == "qwen2"  # Qwen2 q/k/v have a bias, o_proj none (modeling_qwen2.py)
+    qkv_bias = attn_bias or t in ("qwen2", "qwen2_moe")  # Qwen2 q/k/v have a bias, o_proj none (modeling_qwen2.py)
+    o_bias = attn_bias and t != "qwen2_moe"
     mlp_bias = bool(cfg.get("mlp_bias", False))
     out = [Linear("q_proj", d, q_dim, qkv_bias, ("q",)), Linear("k_proj", d, kv_dim, qkv_bias, ("k",)),
-           Linear("v_proj", d, kv_dim, qkv_bias, ("v",)), Linear("o_proj", q_dim, d, attn_bias, ("o",))]
-    if cfg.num_experts > 1:  # Mixtral: router + E experts of (w1 gate, w3 up, w2 down)
-        e = cfg.num_experts
-        return out + [Linear("block_sparse_moe.gate", d, e, False, ()),
-                      Linear("experts.w1", d, inter, False, ("gate",), e),
-                      Linear("experts.w3", d, inter, False, ("up",), e),
-                      Linear("experts.w2", inter, d, False, ("down",), e)]
+           Linear("v_proj", d, kv_dim, qkv_bias, ("v",)), Linear("o_proj", q_dim, d, o_bias, ("o",))]
+    if cfg.num_experts > 1:
+        return out + _moe_linears(cfg)
     if not cfg.gated_mlp:
         return out + [Linear("up_proj", d, inter, mlp_bias, ("up",)), Linear("down_proj", inter, d, mlp_bias, ("down",))]
     return out + [Linear("gate_proj", d, inter, mlp_bias, ("gate",)), Linear("up_proj", d, inter, mlp_bias, ("up",)),
                   Linear("down_proj", inter, d, mlp_bias, ("down",))]
+
+
+def _mla_linears(cfg: ModelConfig) -> list[Linear]:
+    """DeepSeek-V3 multi-head latent attention (modeling_deepseek_v3.py DeepseekV3Attention): queries
+    through a low-rank q_a (d -> q_lora_rank) and q_b (-> heads x (nope + rope)); keys and values through
+    kv_a_proj_with_mqa (d -> kv_lora_rank + rope) and kv_b (-> heads x (nope + v)); o_proj from heads x v."""
+    d, h = cfg.hidden_size, cfg.num_heads
+    q_rank, kv_rank = int(cfg.get("q_lora_rank") or 0), int(cfg.get("kv_lora_rank") or 512)
+    nope, rope, v = (int(cfg.get("qk_nope_head_dim") or 128), int(cfg.get("qk_rope_head_dim") or 64),
+                     int(cfg.get("v_head_dim") or 128))
+    bias = bool(cfg.get("attention_bias", False))
+    q = ([Linear("q_a_proj", d, q_rank, bias, ("q",)), Linear("q_b_proj", q_rank, h * (nope + rope), False, ("q",))]
+         if q_rank else [Linear("q_proj", d, h * (nope + rope), False, ("q",))])
+    return q + [Linear("kv_a_proj_with_mqa", d, kv_rank + rope, bias, ("k", "v")),
+                Linear("kv_b_proj", kv_rank, h * (nope + v), False, ("k", "v")),
+                Linear("o_proj", h * v, d, bias, ("o",))]
+
+
+def _moe_linears(cfg: ModelConfig) -> list[Linear]:
+    """Returns the MLP of an MoE layer: the router, E routed experts (count=E) and the shared expert(s).
+
+    Mixtral: router `block_sparse_moe.gate` (no bias) + experts w1/w3/w2 at intermediate_size; Qwen3-MoE:
+    router + experts at moe_intermediate_size; Qwen2-MoE adds one shared expert of
+    shared_expert_intermediate_size and its 1-output sigmoid gate; DeepSeek-V3: router weight with an
+    e_score_correction_bias (E), shared experts of n_shared x moe_intermediate_size; gpt-oss: router with a
+    bias, experts as fused gate_up (d -> 2 x inter) and down projections, each with a bias per expert."""
+    d, e, t = cfg.hidden_size, cfg.num_experts, cfg.model_type
+    inter = cfg.expert_intermediate_size
+    if t == "gpt_oss":
+        return [Linear("router", d, e, True, ()),
+                Linear("experts.gate_up_proj", d, 2 * inter, True, ("gate", "up"), e),
+                Linear("experts.down_proj", inter, d, True, ("down",), e)]
+    out = [Linear("gate", d, e, False, ())]
+    if t == "deepseek_v3":
+        out[0] = Linear("gate", d, e, False, ())
+        out.append(Linear("gate.e_score_correction_bias", 1, e, False, ()))
+    out += [Linear("experts.gate_proj", d, inter, False, ("gate",), e),
+            Linear("experts.up_proj", d, inter, False, ("up",), e),
+            Linear("experts.down_proj", inter, d, False, ("down",), e)]
+    shared = cfg.shared_intermediate_size
+    if shared:
+        out += [Linear("shared_expert.gate_proj", d, shared, False, ("gate",)),
+                Linear("shared_expert.up_proj", d, shared, False, ("up",)),
+                Linear("shared_expert.down_proj", shared, d, False, ("down",))]
+        if t == "qwen2_moe":
+            out.append(Linear("shared_expert_gate", d, 1, False, ()))
+    return out
+
+
+def dense_layer_linears(cfg: ModelConfig) -> list[Linear]:
+    """Returns the linears of an MoE model's dense decoder layer (DeepSeek's first_k_dense_replace,
+    Qwen-MoE's mlp_only_layers): its attention and a dense gated MLP of intermediate_size."""
+    d, inter = cfg.hidden_size, cfg.intermediate_size
+    attn = [lin for lin in layer_linears(cfg) if lin.targets and set(lin.targets) <= {"q", "k", "v", "o"}]
+    return attn + [Linear("mlp.gate_proj", d, inter, False, ("gate",)), Linear("mlp.up_proj", d, inter, False, ("up",)),
+                   Linear("mlp.down_proj", inter, d, False, ("down",))]
 
 
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
@@ -166,12 +222,12 @@ def count_params(cfg: ModelConfig) -> ParamCount:
         if cfg.get("do_layer_norm_before", True) and not cfg.get("_remove_final_layer_norm", False):
             final += _norm(d, True) if affine else 0
         head = 0 if tied else vocab * proj
-    elif t in ("llama", "mistral", "mixtral", "qwen2", "gemma", "phi3"):
+    elif t in ("llama", "mistral", "mixtral", "qwen2", "gemma", "phi3", "qwen2_moe", "deepseek_v3", "gpt_oss"):
         emb = vocab * d
         per_layer = linears + 2 * d  # input_layernorm + post_attention_layernorm (RMSNorm weight only)
         final = d
         head = 0 if tied else vocab * d
-    elif t == "qwen3":
+    elif t in ("qwen3", "qwen3_moe"):
         emb = vocab * d
         per_layer = linears + 2 * d + 2 * cfg.head_dim  # + q_norm, k_norm over head_dim
         final = d
@@ -211,5 +267,12 @@ def count_params(cfg: ModelConfig) -> ParamCount:
         head = 0 if tied else vocab * d
         note = (f"model_type {t!r} is not one of the exactly counted families ({', '.join(EXACT_FAMILIES)}); "
                 "counted as a generic llama-style decoder")
+    if t == "deepseek_v3":  # MLA's two low-rank norms (q_a_layernorm, kv_a_layernorm)
+        per_layer += int(cfg.get("q_lora_rank") or 0) + int(cfg.get("kv_lora_rank") or 512)
+    if t == "gpt_oss":  # one learned attention-sink logit per head per layer
+        per_layer += cfg.num_heads
     total = emb + layers * per_layer + final + head
+    if cfg.num_experts > 1 and cfg.dense_layers:
+        dense = sum(lin.params for lin in dense_layer_linears(cfg)) - linears
+        total += cfg.dense_layers * dense
     return ParamCount(total=total, embedding=emb + head, exact=exact, note=note)

@@ -53,6 +53,27 @@ HF_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma2": {"vocab_size": 256000, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
                "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
                "max_position_embeddings": 8192, "tie_word_embeddings": True, "attention_bias": False},
+    # MoE families (transformers configuration_qwen3_moe.py, configuration_qwen2_moe.py,
+    # configuration_deepseek_v3.py, configuration_gpt_oss.py keyword defaults)
+    "qwen3_moe": {"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 24,
+                  "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": None, "attention_bias": False,
+                  "max_position_embeddings": 32768, "tie_word_embeddings": False, "decoder_sparse_step": 1,
+                  "moe_intermediate_size": 768, "num_experts_per_tok": 8, "num_experts": 128, "mlp_only_layers": []},
+    "qwen2_moe": {"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 24,
+                  "num_attention_heads": 16, "num_key_value_heads": 16, "max_position_embeddings": 32768,
+                  "tie_word_embeddings": False, "decoder_sparse_step": 1, "moe_intermediate_size": 1408,
+                  "shared_expert_intermediate_size": 5632, "num_experts_per_tok": 4, "num_experts": 60,
+                  "mlp_only_layers": []},
+    "deepseek_v3": {"vocab_size": 129280, "hidden_size": 7168, "intermediate_size": 18432,
+                    "moe_intermediate_size": 2048, "num_hidden_layers": 61, "num_attention_heads": 128,
+                    "num_key_value_heads": 128, "n_shared_experts": 1, "n_routed_experts": 256,
+                    "num_experts_per_tok": 8, "first_k_dense_replace": 3, "q_lora_rank": 1536, "kv_lora_rank": 512,
+                    "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 128,
+                    "max_position_embeddings": 4096, "tie_word_embeddings": False, "attention_bias": False},
+    "gpt_oss": {"vocab_size": 201088, "hidden_size": 2880, "intermediate_size": 2880, "num_hidden_layers": 36,
+                "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64, "num_local_experts": 128,
+                "num_experts_per_tok": 4, "attention_bias": True, "max_position_embeddings": 131072,
+                "tie_word_embeddings": False},
     "phi": {"vocab_size": 51200, "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24,
             "num_attention_heads": 32, "num_key_value_heads": None, "max_position_embeddings": 2048,
             "partial_rotary_factor": 0.5, "qk_layernorm": False, "tie_word_embeddings": False},
@@ -94,8 +115,12 @@ class ModelConfig:
     vocab_size: int
     tie_word_embeddings: bool
     max_position_embeddings: int | None
-    num_experts: int = 1  # MoE: experts per layer (mixtral num_local_experts)
-    experts_per_token: int = 1  # MoE: experts each token is routed to
+    num_experts: int = 1  # MoE: routed experts per layer (mixtral/gpt-oss num_local_experts, qwen num_experts,
+    # deepseek n_routed_experts)
+    experts_per_token: int = 1  # MoE: experts each token is routed to (top-k)
+    moe_intermediate_size: int = 0  # MoE: one routed expert's FFN width (0: intermediate_size, as Mixtral)
+    shared_intermediate_size: int = 0  # MoE: the always-on shared expert(s)' FFN width in all (0: none)
+    dense_layers: int = 0  # MoE: decoder layers with a dense MLP instead (deepseek first_k_dense_replace)
     source: str = ""  # registry file or user path
     #: how a name that is not itself registered was resolved ("" when it was the registry's own name
     #: or a path): the Hugging Face cache file, or the registered base of an -Instruct/-Chat variant
@@ -108,9 +133,29 @@ class ModelConfig:
         return default if value is None else value
 
     @property
+    def expert_intermediate_size(self) -> int:
+        """Returns one routed expert's FFN width (the dense width for dense models)."""
+        return self.moe_intermediate_size or self.intermediate_size
+
+    @property
+    def moe_layers(self) -> int:
+        """Returns the decoder layers with routed experts (0 for a dense model)."""
+        return max(0, self.num_layers - self.dense_layers) if self.num_experts > 1 else 0
+
+    @property
+    def mlp_width_per_token(self) -> float:
+        """Returns the FFN width a token passes through per layer, averaged over the layers: the top-k
+        routed experts plus the shared expert(s) in MoE layers, the dense width elsewhere."""
+        if self.num_experts <= 1:
+            return float(self.intermediate_size)
+        moe = self.experts_per_token * self.expert_intermediate_size + self.shared_intermediate_size
+        return (moe * self.moe_layers + self.intermediate_size * self.dense_layers) / max(1, self.num_layers)
+
+    @property
     def gated_mlp(self) -> bool:
         """True for SwiGLU/GeGLU MLPs (gate, up, down); False for two-matrix MLPs."""
-        return self.model_type in {"llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "phi3"} or (
+        return self.model_type in {"llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "phi3",
+                                   "qwen3_moe", "qwen2_moe", "deepseek_v3", "gpt_oss"} or (
             self.model_type not in HF_DEFAULTS and self.raw.get("hidden_act", "silu") in ("silu", "swiglu")
         )
 
@@ -186,9 +231,27 @@ def _normalise(raw: dict[str, Any], name: str, where: str) -> ModelConfig:
         raise UserError(f"{where}: hidden size, layers and heads must be positive")
     hd = cfg.get("head_dim")
     head_dim = _int(hd, "head_dim", where) if hd else d // heads
+    if model_type == "deepseek_v3":  # MLA: a query/key head is the no-rope part plus the rotary part
+        head_dim = int(cfg.get("qk_nope_head_dim") or 128) + int(cfg.get("qk_rope_head_dim") or 64)
     vocab = need("vocab_size")
-    experts = int(cfg.get("num_local_experts") or cfg.get("num_experts") or 1)
-    per_tok = int(cfg.get("num_experts_per_tok") or 1) if experts > 1 else 1
+    experts = int(cfg.get("num_local_experts") or cfg.get("num_experts") or cfg.get("n_routed_experts") or 1)
+    per_tok = int(cfg.get("num_experts_per_tok") or cfg.get("experts_per_token") or 1) if experts > 1 else 1
+    moe_inter = _int(cfg["moe_intermediate_size"], "moe_intermediate_size", where) if (
+        experts > 1 and cfg.get("moe_intermediate_size")) else 0
+    shared = 0
+    if experts > 1 and cfg.get("shared_expert_intermediate_size"):  # qwen2_moe: one shared expert of this width
+        shared = _int(cfg["shared_expert_intermediate_size"], "shared_expert_intermediate_size", where)
+    elif experts > 1 and cfg.get("n_shared_experts"):  # deepseek: n_shared x moe_intermediate_size
+        shared = _int(cfg["n_shared_experts"], "n_shared_experts", where) * (moe_inter or inter)
+    dense = 0
+    if experts > 1:
+        if cfg.get("first_k_dense_replace"):
+            dense = min(layers, _int(cfg["first_k_dense_replace"], "first_k_dense_replace", where))
+        elif model_type in ("qwen3_moe", "qwen2_moe"):
+            # Qwen MoE: layer i is sparse when i not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0
+            step = max(1, int(cfg.get("decoder_sparse_step") or 1))
+            only = {int(i) for i in (cfg.get("mlp_only_layers") or [])}
+            dense = sum(1 for i in range(layers) if i in only or (i + 1) % step)
     return ModelConfig(
         name=name,
         model_type=model_type,
@@ -203,6 +266,9 @@ def _normalise(raw: dict[str, Any], name: str, where: str) -> ModelConfig:
         max_position_embeddings=int(max_pos) if isinstance(max_pos, (int, float)) else None,
         num_experts=experts,
         experts_per_token=per_tok,
+        moe_intermediate_size=moe_inter,
+        shared_intermediate_size=shared,
+        dense_layers=dense,
         source=where,
         raw=cfg,
     )

@@ -262,3 +262,39 @@ def test_estimate_says_how_the_model_was_resolved(monkeypatch, tmp_path):
     est = estimate(Workload(model="Qwen/Qwen2.5-7B-Instruct"))
     assert any("resolved to Qwen/Qwen2.5-7B" in a for a in est.assumptions)
     registry._load_cached.cache_clear()
+
+
+# --- mixture-of-experts models from their config (issue 36 item 4) -------------------------------
+
+
+@pytest.mark.parametrize("name,total_b,active_b", [
+    # totals and activated parameters as their model cards state them (activated incl. the embedding)
+    ("Qwen/Qwen3-30B-A3B", 30.5, 3.3),
+    ("Qwen/Qwen3-235B-A22B", 235.1, 22.2),
+    ("Qwen/Qwen1.5-MoE-A2.7B", 14.3, 2.7),
+    ("openai/gpt-oss-20b", 20.9, 3.6 + 0.58),
+    ("openai/gpt-oss-120b", 116.8, 5.1 + 0.58),
+    ("mistralai/Mixtral-8x22B-v0.1", 140.6, 39.1),
+    ("deepseek-ai/DeepSeek-V3", 671.0, 37.5),
+])
+def test_moe_totals_and_active_parameters_match_their_cards(name, total_b, active_b):
+    from gpuledger.estimate.compute import active_params
+
+    cfg = load_config(name)
+    assert cfg.num_experts > 1
+    assert count_params(cfg).total / 1e9 == pytest.approx(total_b, abs=0.06 * total_b / 10 + 0.05)
+    with_embedding = (active_params(cfg) + cfg.vocab_size * cfg.hidden_size) / 1e9
+    assert with_embedding == pytest.approx(active_b, rel=0.05)
+
+
+def test_moe_from_a_hand_written_config(tmp_path):
+    # the config fields a user gives: experts, their width, shared experts, top-k, dense first layers
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "deepseek_v3", "hidden_size": 1024, "intermediate_size": 4096,
+                                "moe_intermediate_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8,
+                                "num_key_value_heads": 8, "n_routed_experts": 16, "n_shared_experts": 2,
+                                "num_experts_per_tok": 2, "first_k_dense_replace": 1, "vocab_size": 1000}))
+    cfg = load_config(str(path))
+    assert (cfg.num_experts, cfg.experts_per_token, cfg.moe_layers, cfg.dense_layers) == (16, 2, 3, 1)
+    assert cfg.shared_intermediate_size == 2 * 256
+    assert cfg.mlp_width_per_token == pytest.approx((3 * (2 * 256 + 512) + 4096) / 4)
