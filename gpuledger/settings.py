@@ -75,6 +75,10 @@ SETTINGS: tuple[Setting, ...] = (
             "the project's shared price folder (committed): `gpuledger prices update` writes catalog.csv there"),
     Setting("prices.billed_min_gpu_hours", "GPULEDGER_BILLED_MIN_GPU_HOURS", float, 10.0,
             "billed GPU-hours an offer needs before the planner prices it at the rate learned from the FOCUS bill"),
+    Setting("gpus.name", None, str, None,
+            "`[[gpus]]` tables, one per GPU kind the catalog lacks: name, memory_gib, bf16_tflops, bandwidth_gbps "
+            "(+ fp8_tflops, interconnect, interconnect_gbps, arch, sustained_factor, usd_per_gpu_hour, "
+            "usd_per_gpu_hour_spot, gpus_per_instance, cloud, region); read by gpuledger.catalog.project_gpus"),
     Setting("sql.timeout_s", "GPULEDGER_SQL_TIMEOUT_S", float, 300.0,
             "the longest a `gpuledger sql` query may run (seconds); Ctrl-C stops one at once"),
 )

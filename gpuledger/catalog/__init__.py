@@ -35,6 +35,11 @@ class GpuKind:
     confidence: str = ""
     notes: str = ""
     aliases: tuple[str, ...] = ()
+    #: declared in gpuledger.toml [[gpus]]: the GPU-to-GPU link ("nvlink", "pcie", ...) and its collective
+    #: bus bandwidth per GPU (GB/s), and a sustained fraction of the peak to use instead of the generation's
+    interconnect: str = ""
+    interconnect_gbps: float | None = None
+    sustained_factor: float | None = None
 
     def peak_tflops(self, precision: str) -> float:
         """Dense peak TFLOP/s for a compute precision, falling back the way the hardware does.
@@ -62,9 +67,107 @@ def _num(value: str) -> float | None:
     return float(value) if value else None
 
 
-@functools.cache
 def gpu_kinds() -> dict[str, GpuKind]:
-    """Returns every accelerator kind of `gpus.csv`, keyed by its canonical (SkyPilot) name."""
+    """Returns every accelerator kind: `gpus.csv`'s, keyed by the canonical (SkyPilot) name, then the
+    kinds a project declares in gpuledger.toml `[[gpus]]` (`project_gpus`)."""
+    return _kinds_with(project_gpus())
+
+
+#: the keys a gpuledger.toml [[gpus]] table may have (docs/guide.md "GPU kinds the catalog lacks")
+PROJECT_GPU_KEYS = ("name", "aliases", "arch", "memory_gib", "bandwidth_gbps", "bf16_tflops", "fp16_tflops",
+                    "fp8_tflops", "fp32_tflops", "interconnect", "interconnect_gbps", "sustained_factor",
+                    "usd_per_gpu_hour", "usd_per_gpu_hour_spot", "gpus_per_instance", "cloud", "region", "source",
+                    "as_of")
+
+
+def _gpu_number(row: dict, key: str, where: str, *, required: bool = False, high: float = 1e7):
+    from gpuledger.errors import UserError
+
+    value = row.get(key)
+    if value is None:
+        if required:
+            raise UserError(f"{where}: `{key}` is required")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= high:
+        raise UserError(f"{where}: `{key}` must be a number above 0 (at most {high:g}), got {value!r}")
+    return float(value)
+
+
+def project_gpus() -> tuple[tuple[tuple[str, object], ...], ...]:
+    """Returns the project's `[[gpus]]` tables of gpuledger.toml (and the user file), checked, as
+    hashable rows; () outside a project. UserError naming the table and key for a bad one."""
+    from gpuledger.errors import UserError
+    from gpuledger.settings import current
+
+    raw = current().sections.get("gpus")
+    if raw is None:
+        return ()
+    if isinstance(raw, dict):
+        raw = [raw]
+    if not isinstance(raw, list) or not all(isinstance(r, dict) for r in raw):
+        raise UserError("gpuledger.toml: `gpus` must be a list of tables ([[gpus]] with name, memory_gib, "
+                        "bf16_tflops, bandwidth_gbps)")
+    out = []
+    for i, row in enumerate(raw, start=1):
+        where = f"gpuledger.toml [[gpus]] #{i}"
+        unknown = sorted(set(row) - set(PROJECT_GPU_KEYS))
+        if unknown:
+            raise UserError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(PROJECT_GPU_KEYS)})")
+        name = row.get("name")
+        if not isinstance(name, str) or not name.strip() or len(name) > 64 or "," in name:
+            raise UserError(f"{where}: `name` must be text of 1 to 64 characters, got {name!r}")
+        checked = {"name": name.strip(), "where": where}
+        for key, req, high in (("memory_gib", True, 4096), ("bandwidth_gbps", True, 1e5), ("bf16_tflops", True, 1e5),
+                               ("fp16_tflops", False, 1e5), ("fp8_tflops", False, 1e5), ("fp32_tflops", False, 1e5),
+                               ("interconnect_gbps", False, 1e5), ("sustained_factor", False, 2.0),
+                               ("usd_per_gpu_hour", False, 1e4), ("usd_per_gpu_hour_spot", False, 1e4)):
+            checked[key] = _gpu_number(row, key, where, required=req, high=high)
+        for key in ("arch", "interconnect", "cloud", "region", "source", "as_of"):
+            value = row.get(key)
+            if value is not None and (not isinstance(value, str) or len(value) > 200):
+                raise UserError(f"{where}: `{key}` must be text of at most 200 characters, got {value!r}")
+            checked[key] = None if value is None else str(value)
+        aliases = row.get("aliases", [])
+        if isinstance(aliases, str):
+            aliases = [aliases]
+        if not isinstance(aliases, list) or not all(isinstance(a, str) and 0 < len(a) <= 64 for a in aliases):
+            raise UserError(f"{where}: `aliases` must be a list of names, got {aliases!r}")
+        counts = row.get("gpus_per_instance", [1, 2, 4, 8])
+        if isinstance(counts, int) and not isinstance(counts, bool):
+            counts = [counts]
+        if not isinstance(counts, list) or not counts or not all(
+                isinstance(c, int) and not isinstance(c, bool) and 1 <= c <= 1024 for c in counts):
+            raise UserError(f"{where}: `gpus_per_instance` must be a list of whole numbers 1-1024, got {counts!r}")
+        checked["aliases"] = tuple(aliases)
+        checked["gpus_per_instance"] = tuple(sorted(set(counts)))
+        out.append(tuple(checked.items()))
+    return tuple(out)
+
+
+@functools.cache
+def _kinds_with(declared: tuple) -> dict[str, GpuKind]:
+    kinds = dict(_catalog_kinds())
+    for items in declared:
+        row = dict(items)
+        name = row["name"]
+        bf16 = row["bf16_tflops"]
+        tflops = {"bf16": bf16, "fp16": row.get("fp16_tflops") or bf16}
+        for key in ("fp8", "fp32"):
+            if row.get(f"{key}_tflops"):
+                tflops[key] = row[f"{key}_tflops"]
+        kinds[name] = GpuKind(
+            name=name, arch=row.get("arch") or "other", memory_gib=row["memory_gib"],
+            memory_gb_nominal=round(row["memory_gib"] * 2**30 / 1e9), bandwidth_gbps=row["bandwidth_gbps"],
+            tflops=tflops, source=row.get("source") or f"declared in {row['where']}", as_of=row.get("as_of") or "",
+            confidence="declared", notes="a GPU kind your project declares", aliases=row["aliases"],
+            interconnect=(row.get("interconnect") or "").lower(), interconnect_gbps=row.get("interconnect_gbps"),
+            sustained_factor=row.get("sustained_factor"))
+    return kinds
+
+
+@functools.cache
+def _catalog_kinds() -> dict[str, GpuKind]:
+    """Returns the accelerator kinds of the bundled `gpus.csv`."""
     kinds: dict[str, GpuKind] = {}
     with open(DATA_DIR / "gpus.csv", newline="") as fh:
         for row in csv.DictReader(fh):
@@ -89,10 +192,14 @@ def _key(name: str) -> str:
     return name.strip().lower().replace("_", "-").replace(" ", "-")
 
 
-@functools.cache
 def _lookup() -> dict[str, str]:
+    return _lookup_of(project_gpus())
+
+
+@functools.cache
+def _lookup_of(declared: tuple) -> dict[str, str]:
     table: dict[str, str] = {}
-    for kind in gpu_kinds().values():
+    for kind in _kinds_with(declared).values():
         table[_key(kind.name)] = kind.name
         table[_key(kind.name).replace("-", "")] = kind.name
         for alias in kind.aliases:

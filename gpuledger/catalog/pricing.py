@@ -177,6 +177,33 @@ def instance_rows(section: dict, listed: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(out) if out else pl.DataFrame(schema=OFFER_SCHEMA)
 
 
+def declared_gpu_offers() -> pl.DataFrame:
+    """Returns offers for the GPU kinds gpuledger.toml `[[gpus]]` declares with a price: one per
+    `gpus_per_instance` count (default 1, 2, 4, 8) at count x `usd_per_gpu_hour` (and the spot price when
+    given), cloud `cloud` (default "kubernetes": your own GPUs; a spec lists it in resources.clouds),
+    region `region` (default "default"), instance type
+    "<name>-x<count>" (basis override; `[[prices.instance]]` rows still replace them)."""
+    from gpuledger.catalog import project_gpus
+    from gpuledger.catalog.offers import OFFER_SCHEMA
+
+    out = []
+    as_of_default = _project_file_date()
+    for items in project_gpus():
+        row = dict(items)
+        price = row.get("usd_per_gpu_hour")
+        if price is None:
+            continue
+        spot = row.get("usd_per_gpu_hour_spot")
+        for count in row["gpus_per_instance"]:
+            out.append({"cloud": (row.get("cloud") or "kubernetes").lower(), "region": row.get("region") or "default",
+                        "instance_type": f"{row['name']}-x{count}", "accelerator": row["name"],
+                        "accelerator_count": count, "usd_per_hour_on_demand": round(price * count, 6),
+                        "usd_per_hour_spot": None if spot is None else round(spot * count, 6), "vcpus": None,
+                        "memory_gib": None, "source": f"your price for {row['name']} in {row['where']}",
+                        "as_of": str(row.get("as_of") or as_of_default)[:10]})
+    return pl.DataFrame(out, schema=OFFER_SCHEMA) if out else pl.DataFrame(schema=OFFER_SCHEMA)
+
+
 @dataclass(frozen=True)
 class CommittedRate:
     """A committed-use or reserved rate: `count` instances at `usd_per_hour` each for `term_months`
@@ -306,6 +333,7 @@ def team_prices(listed: pl.DataFrame, section: dict) -> pl.DataFrame:
             .otherwise(pl.col("source")),
             basis=pl.when(hit).then(pl.lit("override")).otherwise(pl.col("basis")),
         )
+    df = _overlay(df, declared_gpu_offers().with_columns(basis=pl.lit("override")))
     df = _overlay(df, instance_rows(section, listed).with_columns(basis=pl.lit("override")))
     user = os.environ.get(PRICES_ENV, "").strip()
     if user:

@@ -156,10 +156,20 @@ def padding_factors(micro_batch: int, packing: bool) -> tuple[float, float]:
     return 0.5, micro_batch / (micro_batch + 1)
 
 
+def _intra_node_gbps(kind) -> tuple[str, float]:
+    """Returns (link, collective bus GB/s per GPU) inside a node: a declared kind's own figures
+    (gpuledger.toml [[gpus]] interconnect, interconnect_gbps), else INTERCONNECT_GBPS."""
+    if kind.interconnect_gbps:
+        return kind.interconnect or "declared link", kind.interconnect_gbps
+    if kind.name in INTERCONNECT_GBPS["nvlink"]:
+        return "nvlink", INTERCONNECT_GBPS["nvlink"][kind.name]
+    return "pcie", INTERCONNECT_GBPS["pcie"]
+
+
 def _bus_gbps(kind, nodes: int, interconnect: str | None) -> tuple[float, str]:
-    link = interconnect or ("nvlink" if kind.name in INTERCONNECT_GBPS["nvlink"] else "pcie")
-    intra = INTERCONNECT_GBPS["nvlink"].get(kind.name) if link == "nvlink" else INTERCONNECT_GBPS["pcie"]
-    intra = intra or INTERCONNECT_GBPS["pcie"]
+    link, intra = _intra_node_gbps(kind)
+    if interconnect == "pcie":
+        link, intra = "pcie", INTERCONNECT_GBPS["pcie"]
     if nodes > 1:
         inter = INTERCONNECT_GBPS["network"].get(generation(kind), INTERCONNECT_GBPS["network"]["default"])
         return min(intra, inter), f"{nodes} nodes ({inter:g} GB/s per GPU between nodes)"
@@ -208,7 +218,7 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
     bf16_peak = kind.peak_tflops("bf16" if s.precision not in ("fp32", "tf32") else s.precision) * 1e12
     eff_table = {**MATMUL_EFFICIENCY, **(efficiency or {})}
     small = tokens_mb / (tokens_mb + SMALL_MATMUL_TOKENS)
-    gen_factor = KIND_FACTOR.get(kind.name, GENERATION_FACTOR.get(gen, GENERATION_FACTOR["other"]))
+    gen_factor = kind.sustained_factor or KIND_FACTOR.get(kind.name, GENERATION_FACTOR.get(gen, GENERATION_FACTOR["other"]))
     # a stack whose kernels were tuned for a generation (Transformer Engine on Hopper) departs from the
     # generation's sustained rate that the other stacks see
     gen_factor *= STACK_GENERATION_FACTOR.get((s.framework, gen), 1.0)
@@ -290,7 +300,7 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
     w_bytes = 2  # 16-bit weights and gradients on the wire
     if tp > 1:  # Megatron: 2 all-reduces forward + 2 backward per layer (+2 with full recompute)
         ar = 2 * (tp - 1) / tp * s.micro_batch * seq_run * shape.hidden * 2
-        tp_bus = INTERCONNECT_GBPS["nvlink"].get(kind.name, INTERCONNECT_GBPS["pcie"]) * 1e9
+        tp_bus = _intra_node_gbps(kind)[1] * 1e9
         comm_micro += shape.layers / pp * (4 + (2 if s.checkpointing == "full" else 0)) * ar / tp_bus
     if dp > 1:
         frac = (dp - 1) / dp
