@@ -124,6 +124,13 @@ class Band:
         """Returns {p10, p50, p90} of a figure whose model value is `value`."""
         return {"p10": value * self.p10, "p50": value * self.p50, "p90": value * self.p90}
 
+    def centered(self, note: str) -> Band:
+        """Returns the band's spread around a figure already moved to its P50 (a time calibrated on
+        the team's runs): P50 1, P10 and P90 in the same proportion."""
+        return Band(self.quantity, self.p10 / self.p50, 1.0, self.p90 / self.p50, self.rows, self.sources,
+                    self.median_abs_error, self.level, self.cell, self.runs, "calibrated",
+                    f"{note}; spread of {self.describe()}")
+
     @property
     def exact(self) -> bool:
         return len(self.level) == len(self.cell)
@@ -131,14 +138,14 @@ class Band:
     def describe(self) -> str:
         """Returns what the band rests on, e.g. '14 public runs of this kind, median error 21%'."""
         if self.basis != "public":
-            return self.note
+            return self.note or self.basis
         if not self.rows:
             return "no measured run of any kind: a nominal band"
         what = "this kind" if self.exact else level_label(self.level)
         kinds = f"{self.rows - self.runs} public" + (f" + {self.runs} of your" if self.runs else "")
         err = f", median error {self.median_abs_error:.0%}" if self.median_abs_error is not None else ""
         back = "" if self.exact else f" (none of {cell_label(self.cell)}: a wider band)"
-        return f"{kinds} runs of {what}{err}{back}"
+        return f"{kinds} runs of {what}{back}{err}"
 
     def to_json(self) -> dict:
         return {"p10": round(self.p10, 4), "p50": round(self.p50, 4), "p90": round(self.p90, 4), "rows": self.rows,

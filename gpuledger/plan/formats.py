@@ -23,3 +23,12 @@ def fmt_duration(seconds: float | None) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.2f} h"
+
+
+def fmt_band(p: dict | None, fmt=fmt_duration, says: str = "") -> str:
+    """Returns a figure with its band: '2.3 h (P10 1.6 h - P90 4.1 h; 14 public runs of this kind,
+    median error 21%)'; `p`: {p10, p50, p90}; `fmt`: fmt_duration or fmt_usd."""
+    if not p or p.get("p50") is None:
+        return "-"
+    tail = f"; {says}" if says else ""
+    return f"{fmt(p['p50'])} (P10 {fmt(p['p10'])} - P90 {fmt(p['p90'])}{tail})"

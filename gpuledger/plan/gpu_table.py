@@ -12,9 +12,18 @@ import polars as pl
 from gpuledger.plan.settings import AUTO_GPU_COUNTS, MEMORY_RESERVE_GIB, MEMORY_SAFETY_FRACTION, S_PER_H
 
 #: JSON keys of one option (`estimate --tokens --json` `options[]`)
-OPTION_KEYS = ("accelerator", "gpus", "sharding", "fits", "peak_memory_gib", "usable_memory_gib", "time_s",
-               "tokens_per_s_per_gpu", "usd_on_demand", "usd_spot", "on_demand_offer", "spot_offer",
-               "price_as_of", "cheapest", "fastest", "reason", "time_calibration")
+#: `time_s`, `cost_usd` (on demand) and `cost_usd_spot` are {p10, p50, p90}: the model's figure moved
+#: by the measured error of its cell (gpuledger/estimate/bands.py; `time_band`, `memory_band` say what
+#: they rest on); `usd_on_demand`, `usd_spot` are the P50 dollars; `peak_memory_gib` is the estimate
+#: the fit is decided on, `peak_memory_gib_p90` its P90.
+OPTION_KEYS = ("accelerator", "gpus", "sharding", "fits", "peak_memory_gib", "peak_memory_gib_p90", "usable_memory_gib",
+               "time_s", "tokens_per_s_per_gpu", "usd_on_demand", "usd_spot", "cost_usd", "cost_usd_spot",
+               "on_demand_offer", "spot_offer", "price_as_of", "cheapest", "fastest", "reason", "time_calibration",
+               "time_band", "memory_band")
+
+
+def _p(band: dict, scale: float, ndigits: int) -> dict:
+    return {k: round(band[k] * scale, ndigits) for k in ("p10", "p50", "p90")}
 
 
 def _cheapest(offers: pl.DataFrame, accelerator: str, gpus: int, spot: bool) -> dict | None:
@@ -39,16 +48,19 @@ def _shardings(method: str, gpus: int, given: str) -> list[str]:
 
 
 def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Sequence[str] | None = None,
-                counts: Sequence[int] = AUTO_GPU_COUNTS, time_corrections: dict | None = None) -> list[dict]:
+                counts: Sequence[int] = AUTO_GPU_COUNTS, time_corrections: dict | None = None,
+                band_table=None) -> list[dict]:
     """Returns one option per GPU kind x count (OPTION_KEYS): the kinds of `accelerators`, else
     every kind the offers rent. Memory: the estimate at nvidia-smi level against the usable memory
     (nvidia-smi total x MEMORY_SAFETY_FRACTION − MEMORY_RESERVE_GIB, the planner's rule); with
     several GPUs the sharding rule of the planner (plan/estimates.py SHARDING_RULE) picks ddp or fsdp.
     `cheapest` marks the fitting option of least on-demand cost, `fastest` the one of least time.
     `time_corrections`: {GPU family: calibration.Correction of time} learnt from the user's runs: the
-    model's time x its factor on the kinds of that family (`time_calibration` says so)."""
+    model's time x its factor on the kinds of that family (`time_calibration` says so), the band its
+    cell's spread around it. `band_table`: `bands.table_with_runs(runs)` (default: the public rows)."""
     from gpuledger.catalog import gpu_kinds
     from gpuledger.estimate import estimate, train_time_s
+    from gpuledger.estimate.bands import band_for
     from gpuledger.estimate.calibration import accelerator_family
 
     kinds = gpu_kinds()
@@ -69,15 +81,22 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                     continue
                 est = estimate(w)
                 need = est.memory_gib["device"]
+                cell = (w.framework, w.method, w.precision, n, acc)
+                mband = band_for("memory", *cell, table=band_table)
                 opt = {"accelerator": acc, "gpus": n, "sharding": sharding, "fits": need <= usable,
-                       "peak_memory_gib": round(need, 2), "usable_memory_gib": round(usable, 2)}
+                       "peak_memory_gib": round(need, 2), "peak_memory_gib_p90": round(need * mband.p90, 2),
+                       "usable_memory_gib": round(usable, 2), "memory_band": mband.to_json()}
                 if opt["fits"]:
-                    time_s = train_time_s(est, tokens, acc, n)
+                    model_s = train_time_s(est, tokens, acc, n)
+                    tband = band_for("time", *cell, table=band_table)
                     corr = (time_corrections or {}).get(accelerator_family(acc))
                     if corr is not None:
-                        time_s *= corr.factor
-                    best = opt | {"time_s": round(time_s, 1), "tokens_per_s_per_gpu": round(tokens / time_s / n, 1),
-                                  "time_calibration": corr.describe() if corr is not None else None}
+                        model_s *= corr.factor
+                        tband = tband.centered(corr.describe())
+                    time_s = _p(tband.of(model_s), 1.0, 1)
+                    best = opt | {"time_s": time_s, "tokens_per_s_per_gpu": round(tokens / time_s["p50"] / n, 1),
+                                  "time_calibration": corr.describe() if corr is not None else None,
+                                  "time_band": tband.to_json()}
                     break
                 if best is None or best.get("peak_memory_gib") is None or need < best["peak_memory_gib"]:
                     best = opt
@@ -87,14 +106,16 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                 row["reason"] = row.get("reason") or (f"needs {row['peak_memory_gib']:.1f} GiB per GPU, "
                                                       f"{row['usable_memory_gib']:.1f} usable")
             else:
-                hours = row["time_s"] / S_PER_H
+                t = row["time_s"]
+                hours = t["p50"] / S_PER_H
                 od, sp = _cheapest(offers, acc, n, False), _cheapest(offers, acc, n, True)
                 if od:
                     row.update(usd_on_demand=round(hours * od["usd_per_hour"], 2), price_as_of=od["as_of"],
+                               cost_usd=_p(t, od["usd_per_hour"] / S_PER_H, 2),
                                on_demand_offer=f"{od['cloud']} {od['region']} {od['instance_type']} "
                                                f"${od['usd_per_hour']:.2f}/h")
                 if sp:
-                    row.update(usd_spot=round(hours * sp["usd_per_hour"], 2),
+                    row.update(usd_spot=round(hours * sp["usd_per_hour"], 2), cost_usd_spot=_p(t, sp["usd_per_hour"] / S_PER_H, 2),
                                spot_offer=f"{sp['cloud']} {sp['region']} {sp['instance_type']} "
                                           f"${sp['usd_per_hour']:.2f}/h")
                 if not od and not sp:
@@ -105,8 +126,8 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
             options.append(row)
     priced = [o for o in options if o["fits"] and o["usd_on_demand"] is not None]
     if priced:
-        min(priced, key=lambda o: (o["usd_on_demand"], o["time_s"]))["cheapest"] = True
+        min(priced, key=lambda o: (o["usd_on_demand"], o["time_s"]["p50"]))["cheapest"] = True
     timed = [o for o in options if o["fits"] and o["time_s"] is not None]
     if timed:
-        min(timed, key=lambda o: (o["time_s"], o["usd_on_demand"] or float("inf")))["fastest"] = True
+        min(timed, key=lambda o: (o["time_s"]["p50"], o["usd_on_demand"] or float("inf")))["fastest"] = True
     return options

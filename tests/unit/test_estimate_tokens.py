@@ -8,7 +8,7 @@ import pytest
 
 from gpuledger.catalog.pricing import load_offers
 from gpuledger.cli import main
-from gpuledger.estimate import Workload, estimate, train_time_s
+from gpuledger.estimate import Workload, bands, estimate, train_time_s
 from gpuledger.plan.gpu_table import OPTION_KEYS, gpu_options
 
 W8B = Workload(model="meta-llama/Llama-3.1-8B", method="lora", lora_targets="all-linear", micro_batch=4)
@@ -23,11 +23,21 @@ def test_options_mark_one_cheapest_and_one_fastest_among_fitting():
     fastest = [o for o in opts if o["fastest"]]
     assert len(cheapest) == len(fastest) == 1 and cheapest[0]["fits"] and fastest[0]["fits"]
     assert cheapest[0]["usd_on_demand"] == min(o["usd_on_demand"] for o in fitting if o["usd_on_demand"] is not None)
-    assert fastest[0]["time_s"] == min(o["time_s"] for o in fitting)
+    assert fastest[0]["time_s"]["p50"] == min(o["time_s"]["p50"] for o in fitting)
     h100 = next(o for o in opts if o["accelerator"] == "H100" and o["gpus"] == 1)
-    # the time is the throughput model's, the money that time at the offer's hourly price
-    assert h100["time_s"] == pytest.approx(train_time_s(estimate(W8B), 20e6, "H100", 1), rel=1e-3)
+    # the time is the throughput model's moved by its cell's measured error (the band's P50), the money
+    # that time at the offer's hourly price
+    band = bands.band_for("time", "hf", "lora", "bf16", 1, "H100")
+    model_s = train_time_s(estimate(W8B), 20e6, "H100", 1)
+    t = h100["time_s"]
+    assert t["p50"] == pytest.approx(model_s * band.p50, rel=1e-3)
+    assert t["p10"] == pytest.approx(model_s * band.p10, rel=1e-3) and t["p10"] < t["p50"] < t["p90"]
     assert h100["usd_on_demand"] > 0 and h100["on_demand_offer"]
+    assert h100["cost_usd"]["p50"] == pytest.approx(h100["usd_on_demand"], abs=0.01)
+    assert h100["cost_usd"]["p90"] / h100["cost_usd"]["p50"] == pytest.approx(t["p90"] / t["p50"], rel=1e-2)
+    assert h100["time_band"]["rows"] > 0 and "median error" in h100["time_band"]["says"]
+    assert h100["peak_memory_gib_p90"] >= h100["peak_memory_gib"] * bands.band_for(
+        "memory", "hf", "lora", "bf16", 1, "H100").p90 - 0.01
 
 
 def test_json_carries_the_options(capsys):
@@ -35,6 +45,8 @@ def test_json_carries_the_options(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["tokens"] == 2e7 and [o["gpus"] for o in out["options"]] == [1, 2, 4, 8]
     assert "memory_gib" in out and "flops_per_token" in out  # the stable keys stay
+    assert all(set(o["time_s"]) == {"p10", "p50", "p90"} and set(o["cost_usd"]) == {"p10", "p50", "p90"}
+               for o in out["options"] if o["fits"])
 
 
 def test_text_table_and_without_tokens_no_table(capsys):
@@ -44,6 +56,7 @@ def test_text_table_and_without_tokens_no_table(capsys):
     # the answer first, above the table: the marked options in one line each
     head = text[text.index("which GPU"):].splitlines()[1:3]
     assert head[0].startswith("  cheapest: ") and head[1].startswith("  fastest: ") and "x A100" in head[1]
+    assert "(P10 " in head[0] and " - P90 " in head[0] and "public runs of" in head[0] and "median error" in head[0]
     assert main(["estimate", "gpt2"]) == 0
     assert "which GPU" not in capsys.readouterr().out
 

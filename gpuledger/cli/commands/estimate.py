@@ -170,7 +170,18 @@ def gpu_table(args: argparse.Namespace, w) -> list[dict]:
         kinds = [normalize_accelerator(a) for a in (args.accelerator or [])]
     except UnknownAccelerator as err:
         raise UserError(f"--accelerator: {err}") from None
-    return gpu_options(w, args.tokens, load_offers(), kinds or None, time_corrections=time_corrections(w, args))
+    return gpu_options(w, args.tokens, load_offers(), kinds or None, time_corrections=time_corrections(w, args),
+                       band_table=band_table(w, args))
+
+
+def band_table(w, args: argparse.Namespace):
+    """Returns the bands' table: the public rows, plus the team's measured runs in the warehouse (none
+    with --no-calibration or on the CPU; gpuledger/estimate/bands.py)."""
+    from gpuledger.estimate import bands, calibration
+
+    if getattr(args, "no_calibration", False) or w.device != "gpu":
+        return bands.public_table()
+    return bands.table_with_runs(calibration.load_runs(getattr(args, "warehouse", None)))
 
 
 def time_corrections(w, args: argparse.Namespace) -> dict:
@@ -191,28 +202,35 @@ def time_corrections(w, args: argparse.Namespace) -> dict:
 
 def render_gpu_table(options: list[dict], tokens: float) -> str:
     """Returns the --tokens table: one line per GPU kind x count, the cheapest and fastest marked."""
-    from gpuledger.plan.formats import fmt_duration
+    from gpuledger.plan.formats import fmt_band, fmt_duration, fmt_usd
 
-    lines = [f"{tokens:,.0f} training tokens: which GPU (time by gpuledger/estimate/throughput.py; $ = time x "
-             "the cheapest catalog offer with that many GPUs)"]
+    lines = [f"{tokens:,.0f} training tokens: which GPU (time by gpuledger/estimate/throughput.py, moved by the "
+             "measured error of its kind of run, with its P10-P90 band; $ = time x the cheapest catalog offer with "
+             "that many GPUs)"]
     for mark, key in (("cheapest", "cheapest"), ("fastest", "fastest")):
         for o in (o for o in options if o[key]):
-            usd = f"${o['usd_on_demand']:,.2f} on demand" if o["usd_on_demand"] is not None else "no on-demand offer"
+            usd = (f"{fmt_band(o['cost_usd'], fmt_usd)} on demand" if o["cost_usd"] is not None
+                   else "no on-demand offer")
             lines.append(f"  {mark}: {o['gpus']} x {o['accelerator']} ({o['sharding']}), "
-                         f"{fmt_duration(o['time_s'])}, {usd}")
-    lines.append(f"{'GPU':10} {'n':>2} {'shard':5} {'fits':4} {'peak GiB':>9} {'time':>9} {'tok/s/GPU':>9} "
-                 f"{'$ on-demand':>11} {'$ spot':>8}  note")
+                         f"{fmt_band(o['time_s'], fmt_duration, o['time_band']['says'])}, {usd}")
+    lines.append(f"{'GPU':10} {'n':>2} {'shard':5} {'fits':4} {'peak GiB':>9} {'P90 GiB':>8} {'time P50':>9} "
+                 f"{'P10-P90':>17} {'tok/s/GPU':>9} {'$ on-demand':>11} {'$ spot':>8}  note")
     for o in options:
         fits = "yes" if o["fits"] else "no"
-        t = fmt_duration(o["time_s"]) if o["time_s"] is not None else "-"
+        tb = o["time_s"]
+        t = fmt_duration(tb["p50"]) if tb is not None else "-"
+        span = f"{fmt_duration(tb['p10'])}-{fmt_duration(tb['p90'])}" if tb is not None else "-"
+        p90 = f"{o['peak_memory_gib_p90']:.1f}" if o["peak_memory_gib_p90"] is not None else "-"
         od = f"{o['usd_on_demand']:,.2f}" if o["usd_on_demand"] is not None else "-"
         sp = f"{o['usd_spot']:,.2f}" if o["usd_spot"] is not None else "-"
         marks = [m for m, k in (("CHEAPEST", "cheapest"), ("FASTEST", "fastest")) if o[k]]
         note = " ".join([*marks, o["reason"] or ""]).strip()
         peak = f"{o['peak_memory_gib']:.1f}" if o["peak_memory_gib"] is not None else "-"
         tps = f"{o['tokens_per_s_per_gpu']:,.0f}" if o["tokens_per_s_per_gpu"] is not None else "-"
-        lines.append(f"{o['accelerator']:10} {o['gpus']:2d} {o['sharding'] or '':5} {fits:4} {peak:>9} {t:>9} "
-                     f"{tps:>9} {od:>11} {sp:>8}  {note}")
+        lines.append(f"{o['accelerator']:10} {o['gpus']:2d} {o['sharding'] or '':5} {fits:4} {peak:>9} {p90:>8} {t:>9} "
+                     f"{span:>17} {tps:>9} {od:>11} {sp:>8}  {note}")
+    rests = sorted({(o["accelerator"], o["gpus"], o["time_band"]["says"]) for o in options if o.get("time_band")})
+    lines.extend(f"- band of {n} x {acc}: {says}" for acc, n, says in rests)
     calibrated = sorted({(o["accelerator"], o["time_calibration"]) for o in options if o.get("time_calibration")})
     lines.extend(f"- {acc}: {note}" for acc, note in calibrated)
     if not calibrated:
