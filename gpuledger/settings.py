@@ -79,6 +79,9 @@ SETTINGS: tuple[Setting, ...] = (
             "`[[gpus]]` tables, one per GPU kind the catalog lacks: name, memory_gib, bf16_tflops, bandwidth_gbps "
             "(+ fp8_tflops, interconnect, interconnect_gbps, arch, sustained_factor, usd_per_gpu_hour, "
             "usd_per_gpu_hour_spot, gpus_per_instance, cloud, region); read by gpuledger.catalog.project_gpus"),
+    Setting("budget.confidence", "GPULEDGER_BUDGET_CONFIDENCE", str, "p90",
+            "the quantile of the estimates' bands plans decide the budget, deadline and spot at: p50 or p90 "
+            "(a spec's budget.confidence wins)"),
     Setting("sql.timeout_s", "GPULEDGER_SQL_TIMEOUT_S", float, 300.0,
             "the longest a `gpuledger sql` query may run (seconds); Ctrl-C stops one at once"),
 )

@@ -27,7 +27,7 @@ import functools
 import json
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 
 #: package data with the public rows' out-of-source errors (benchmarks/band_table.py --write)
@@ -124,12 +124,14 @@ class Band:
         """Returns {p10, p50, p90} of a figure whose model value is `value`."""
         return {"p10": value * self.p10, "p50": value * self.p50, "p90": value * self.p90}
 
-    def centered(self, note: str) -> Band:
-        """Returns the band's spread around a figure already moved to its P50 (a time calibrated on
-        the team's runs): P50 1, P10 and P90 in the same proportion."""
+    def centered(self, note: str | None = None) -> Band:
+        """Returns the band's spread around a figure already at its P50 (the planner's time, or one
+        calibrated on the team's runs: `note` says which): P50 1, P10 and P90 in the same proportion."""
+        if note is None:
+            return replace(self, p10=self.p10 / self.p50, p50=1.0, p90=self.p90 / self.p50)
         return Band(self.quantity, self.p10 / self.p50, 1.0, self.p90 / self.p50, self.rows, self.sources,
                     self.median_abs_error, self.level, self.cell, self.runs, "calibrated",
-                    f"{note}; spread of {self.describe()}")
+                    f"{note}; the spread of {self.describe()}")
 
     @property
     def exact(self) -> bool:

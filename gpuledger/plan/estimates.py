@@ -144,13 +144,15 @@ def trial_estimates(spec, trials, gpu_counts: Sequence[int] | None = None, *, de
     return pl.DataFrame(rows, schema=ESTIMATE_SCHEMA)
 
 
-def compute_times(estimates: pl.DataFrame, accelerators: Sequence[str]) -> pl.DataFrame:
+def compute_times(estimates: pl.DataFrame, accelerators: Sequence[str], band_table=None) -> pl.DataFrame:
     """Returns workload, accelerator, compute_s for every distinct `workload` of `estimates` on every
     known GPU kind of `accelerators`: `gpuledger.estimate.train_time_s` of the workload's tokens on
-    its GPU count. A kind the model cannot time for a workload (no rate at its precision) is absent
-    (no candidate there)."""
+    its GPU count, times the P50 of its cell's band (the measured median error of its kind of run,
+    gpuledger/estimate/bands.py; `band_table`: default the public rows). A kind the model cannot time
+    for a workload (no rate at its precision) is absent (no candidate there)."""
     from gpuledger.catalog import gpu_kinds
     from gpuledger.estimate import Workload, estimate, train_time_s
+    from gpuledger.estimate.bands import band_for
 
     kinds = gpu_kinds()
     rows: dict[str, list] = {k: [] for k in TIMES_SCHEMA}
@@ -164,6 +166,8 @@ def compute_times(estimates: pl.DataFrame, accelerators: Sequence[str]) -> pl.Da
                 seconds = train_time_s(est, d["tokens"], acc)
             except ValueError:
                 continue
+            w = est.workload
+            seconds *= band_for("time", w.framework, w.method, w.precision, w.gpus, acc, table=band_table).p50
             for col, value in (("workload", text), ("accelerator", acc), ("compute_s", seconds)):
                 rows[col].append(value)
     return pl.DataFrame(rows, schema=TIMES_SCHEMA)

@@ -72,6 +72,12 @@ class PlannedTrial:
     est_basis: str | None = None
     est_pruned_cost_usd: float | None = None
     start_s: float | None = None
+    #: the band (gpuledger/plan/bands.py): P10 / P90 of the wall-clock and cost, P90 of the peak memory
+    est_wall_s_p10: float | None = None
+    est_wall_s_p90: float | None = None
+    est_cost_usd_p10: float | None = None
+    est_cost_usd_p90: float | None = None
+    mem_gib_p90: float | None = None
     #: a trial placed on a SkyPilot pool (`gpuledger.plan.pools`): the pool's name and its workers
     pool: str | None = None
     pool_workers: int | None = None
@@ -122,6 +128,26 @@ class Plan:
     #: a cloud plan: per-trial managed jobs or a SkyPilot pool of K workers (`gpuledger.plan.pools`:
     #: used, workers, worker offer, start-up per worker, idle tail, saving against per-trial jobs)
     pool: dict[str, Any] | None = None
+    #: the bands of the totals and the decision's quantile (gpuledger/plan/bands.py): total_cost_usd_p10,
+    #: total_cost_usd_p90, makespan_s_p10, makespan_s_p90, confidence (p50 | p90), decided_usd (the spend
+    #: the budget guard compares at that quantile), decided_usd_p50, decided_usd_p90
+    bands: dict[str, Any] | None = None
+
+    @property
+    def confidence(self) -> str:
+        return (self.bands or {}).get("confidence", "p50")
+
+    @property
+    def decided_usd(self) -> float:
+        """The spend the budget guard decides on, at the plan's confidence (`bands`, budget.confidence):
+        the expected spend under pruning when the plan has one and it is known, else the total of the
+        trials (the one home of this rule: `budget_guard`, `within_budget`, the MCP tools and `gpuledger
+        plan --json`'s `decided_usd` read it)."""
+        b = self.bands or {}
+        if b.get("decided_usd") is not None:
+            return float(b["decided_usd"])
+        pr = self.pruning or {}
+        return pr["expected_usd"] if pr.get("expected_usd") is not None else self.total_est_cost_usd
 
     @functools.cached_property
     def trials(self) -> list[dict[str, Any]]:
@@ -142,14 +168,6 @@ class Plan:
         return next((t for t in self.planned_trials if t.trial_id == trial_id), None)
 
     @property
-    def decided_usd(self) -> float:
-        """The spend the budget guard decides on: the expected spend under pruning when the plan has
-        one and it is known, else the total of the trials (the one home of this rule: `budget_guard`,
-        `within_budget`, the MCP tools and `gpuledger plan --json`'s `decided_usd` read it)."""
-        expected = (self.pruning or {}).get("expected_usd")
-        return float(expected) if expected is not None else float(self.total_est_cost_usd)
-
-    @property
     def feasible_trials(self) -> list[dict[str, Any]]:
         return [t for t in self.trials if t["feasible"]]
 
@@ -157,7 +175,8 @@ class Plan:
         """Returns the plan as a JSON-ready dict (keys: sweep, trials, total_est_cost_usd,
         makespan_s, max_parallel, budget_usd, within_budget, decided_usd, price_snapshot, what_if, assumptions,
         launcher, launch_order, alternatives, deadline_s, cloud_equivalent, pruning for a sweep that
-        prunes, pool for a cloud plan)."""
+        prunes, pool for a cloud plan; the bands: total_cost_usd_p10, total_cost_usd_p90, makespan_s_p10,
+        makespan_s_p90, confidence, decided_usd, decided_usd_p50, decided_usd_p90)."""
         budget = self.budget_usd if self.budget_usd is not None and math.isfinite(self.budget_usd) else None
         return {
             "sweep": self.sweep,
@@ -177,6 +196,7 @@ class Plan:
             "deadline_s": self.deadline_s,
             "cloud_equivalent": self.cloud_equivalent,
             **({"pruning": self.pruning} if self.pruning is not None else {}),
+            **(self.bands or {}),
             **({"pool": self.pool} if self.pool is not None else {}),
         }
 

@@ -24,22 +24,24 @@ def budget_guard(plan: Plan, *, probes_usd: float = 0.0) -> None:
     total = plan.total_est_cost_usd
     probes_usd = max(0.0, float(probes_usd))
     pr = plan.pruning or {}
-    if plan.within_budget and (probes_usd == 0 or plan.decided_usd + probes_usd <= budget + 1e-9):
+    decided = plan.decided_usd
+    if plan.within_budget and (probes_usd == 0 or decided + probes_usd <= budget + 1e-9):
         return
     alt = plan.alternatives
     probes = f" + {fmt_usd(probes_usd)} the sweep's probes spent" if probes_usd > 0 else ""
+    q, at = confidence_words(plan)
     if pr.get("expected_usd") is not None:
-        expected = pr["expected_usd"]
-        lines = [f"expected spend under pruning {fmt_usd(expected)} ({pr['source']}: {pr['basis']}){probes} exceeds the budget "
-                 f"{fmt_usd(budget)} (by {fmt_usd(expected + probes_usd - budget)}); the full, unpruned spend of the "
-                 f"{len(plan.feasible_trials)} trial(s) of sweep {plan.sweep} is {fmt_usd(total)}; nothing was launched."]
-        total = expected
+        lines = [f"expected spend under pruning{at} {fmt_usd(decided)}{q} ({pr['source']}: {pr['basis']}){probes} exceeds "
+                 f"the budget {fmt_usd(budget)} (by {fmt_usd(decided + probes_usd - budget)}); the full, unpruned spend of "
+                 f"the {len(plan.feasible_trials)} trial(s) of sweep {plan.sweep} is {fmt_usd(total)} at P50; nothing was "
+                 "launched."]
     else:
-        lines = [f"estimated cost {fmt_usd(total)}{probes} exceeds the budget {fmt_usd(budget)} "
-                 f"(by {fmt_usd(total + probes_usd - budget)}) for {len(plan.feasible_trials)} trial(s) of sweep {plan.sweep}; "
+        lines = [f"estimated cost{at} {fmt_usd(decided)}{q}{probes} exceeds the budget {fmt_usd(budget)} "
+                 f"(by {fmt_usd(decided + probes_usd - budget)}) for {len(plan.feasible_trials)} trial(s) of sweep {plan.sweep}; "
                  "nothing was launched."]
         if pr:
             lines.append(f"spend under pruning: {pr['basis']}")
+    total = decided
     lines.append("top cost drivers:")
     for d in alt.get("top_cost_drivers", []):
         lines.append(
@@ -67,6 +69,17 @@ def budget_guard(plan: Plan, *, probes_usd: float = 0.0) -> None:
     raise BudgetExceeded("\n".join(lines))
 
 
+def confidence_words(plan: Plan) -> tuple[str, str]:
+    """Returns (' (P50 $X beside; budget.confidence p90)', ' at P90') for the spend a decision compared
+    (empty strings for a plan without bands)."""
+    b = plan.bands or {}
+    if not b.get("confidence"):
+        return "", ""
+    if b["confidence"] == "p90":
+        return f" (P50 {fmt_usd(b['decided_usd_p50'])} beside; budget.confidence p90)", " at P90"
+    return f" (P90 {fmt_usd(b['decided_usd_p90'])} beside; budget.confidence p50)", " at P50"
+
+
 def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
     """Returns the plan as text: a table of trials, then totals, the cloud equivalent of a local
     plan, the what-if curve and the assumptions."""
@@ -79,8 +92,8 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
     con = Console(file=buf, width=width, force_terminal=False, color_system=None, no_color=True)
     t = Table(title=f"plan for {plan.sweep} ({len(plan.trials)} trials, launcher {plan.launcher})", show_lines=False)
     for col, just in (("#", "right"), ("trial", "left"), ("params", "left"), ("GPU", "left"), ("where", "left"),
-                      ("spot", "left"), ("mem GiB", "right"), ("usable", "right"), ("time", "right"), ("basis", "left"),
-                      ("cost", "right"), ("note", "left")):
+                      ("spot", "left"), ("mem GiB", "right"), ("usable", "right"), ("time", "right"), ("P10-P90", "right"),
+                      ("basis", "left"), ("cost", "right"), ("P90 $", "right"), ("note", "left")):
         t.add_column(col, justify=just, overflow="fold")
     for r in plan.trials[:max_rows]:
         params = " ".join(f"{k}={v}" for k, v in r["params"].items())
@@ -88,29 +101,40 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
             t.add_row(str(r["trial_index"]), r["trial_id"], params, f"{r['gpus']}x {r['accelerator']} ({r['sharding']})",
                       f"{r['cloud']}/{r['region']} {r['instance_type']}", "yes" if r["spot"] else "no",
                       f"{r['est_memory_gib']:.2f}", f"{r['usable_memory_gib']:.2f}", fmt_duration(r["est_wall_s"]),
-                      r.get("est_basis") or "estimate", fmt_usd(r["est_cost_usd"]),
+                      _span(r), r.get("est_basis") or "estimate", fmt_usd(r["est_cost_usd"]),
+                      fmt_usd(r["est_cost_usd_p90"]) if r.get("est_cost_usd_p90") is not None else "-",
                       r["reason"] or "")
         else:
             mem = r.get("est_memory_gib")
             t.add_row(str(r["trial_index"]), r["trial_id"], params, "-", "-", "-",
-                      f"{mem:.2f}" if mem is not None else "-", "-", "-", "-", "-", f"INFEASIBLE: {r['reason']}")
+                      f"{mem:.2f}" if mem is not None else "-", "-", "-", "-", "-", "-", "-", f"INFEASIBLE: {r['reason']}")
     con.print(t)
     if len(plan.trials) > max_rows:
         con.print(f"... {len(plan.trials) - max_rows} more trials (use --json for all)")
     infeasible = len(plan.trials) - len(plan.feasible_trials)
     budget = plan.budget_usd if plan.budget_usd is not None and math.isfinite(plan.budget_usd) else None
+    b = plan.bands or {}
+    band = (f" (P10 {fmt_usd(b['total_cost_usd_p10'])} - P90 {fmt_usd(b['total_cost_usd_p90'])})"
+            if b.get("total_cost_usd_p90") is not None else "")
+    q, at = confidence_words(plan)
+    what = "expected spend under pruning" if (plan.pruning or {}).get("expected_usd") is not None else "spend"
+    decided = f": {what}{at} {fmt_usd(plan.decided_usd)}{q}" if b.get("confidence") else ""
+    span = f" (P90 {fmt_duration(b['makespan_s_p90'])})" if b.get("makespan_s_p90") is not None else ""
     con.print(
-        f"total {fmt_usd(plan.total_est_cost_usd)}"
-        + (f" of budget {fmt_usd(budget)} ({'within' if plan.within_budget else 'OVER'} budget)" if budget is not None else "")
-        + f"; makespan {fmt_duration(plan.makespan_s)} on {plan.max_parallel} slot(s)"
+        f"total {fmt_usd(plan.total_est_cost_usd)}{band}"
+        + (f" of budget {fmt_usd(budget)} ({'within' if plan.within_budget else 'OVER'} budget{at}{decided})"
+           if budget is not None else "")
+        + f"; makespan {fmt_duration(plan.makespan_s)}{span} on {plan.max_parallel} slot(s)"
         + (f"; deadline {fmt_duration(plan.deadline_s)}" if plan.deadline_s else "")
         + f"; {len(plan.feasible_trials)} feasible, {infeasible} infeasible; prices {plan.price_snapshot}"
     )
     if plan.pruning:
         pr = plan.pruning
         if pr.get("expected_usd") is not None:
-            con.print(f"expected spend under pruning {fmt_usd(pr['expected_usd'])} (the budget guard's number; full, "
-                      f"unpruned {fmt_usd(pr['full_usd'])}); source {pr['source']}: {pr['basis']}", soft_wrap=True)
+            q, at = confidence_words(plan)
+            con.print(f"expected spend under pruning {fmt_usd(pr['expected_usd'])} at P50 (the budget guard compares it"
+                      f"{at or ' at P50'}: {fmt_usd(plan.decided_usd)}; full, unpruned {fmt_usd(pr['full_usd'])}); "
+                      f"source {pr['source']}: {pr['basis']}", soft_wrap=True)
         else:
             con.print(f"expected spend under pruning: {pr['basis']}", soft_wrap=True)
         if pr.get("warning"):
@@ -134,7 +158,15 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
         pool_cells = (fmt_duration(p["pool_time_to_recipe_s"]), fmt_usd(p["pool_cost_usd"])) if pooled else ()
         w.add_row(str(p["parallel"]), fmt_duration(p["time_to_recipe_s"]), fmt_usd(p["cost_usd"]), *pool_cells)
     con.print(w)
+    bands_said = sorted({r["est_band"] for r in plan.feasible_trials if r.get("est_band")})
+    for said in bands_said[:6]:
+        con.print(f"band: {said}", soft_wrap=True, markup=False)
     con.print("assumptions:")
     for a in plan.assumptions:
         con.print(f"  - {a}", soft_wrap=True, markup=False)
     return buf.getvalue()
+
+
+def _span(r: dict) -> str:
+    lo, hi = r.get("est_wall_s_p10"), r.get("est_wall_s_p90")
+    return f"{fmt_duration(lo)}-{fmt_duration(hi)}" if lo is not None and hi is not None else "-"

@@ -68,6 +68,11 @@ class PlanSettings:
     #: rates learned from the FOCUS bill (`gpuledger.catalog.pricing.BilledRates`), from the ledger
     billed_rates: Any = None
     target: float | None = None
+    #: the quantile the budget guard, the deadline check and the spot choice decide at (p50 | p90,
+    #: `budget.confidence`; gpuledger/plan/bands.py)
+    confidence: str = "p90"
+    #: the bands' table (`gpuledger.estimate.bands.BandTable`: the public rows + the team's runs); None: public
+    band_table: Any = None
     memory_safety_fraction: float = MEMORY_SAFETY_FRACTION
     memory_reserve_gib: float = MEMORY_RESERVE_GIB
 

@@ -25,8 +25,9 @@ from gpuledger.plan.settings import (
 
 
 def settings_for(spec, *, max_parallel: int | None = None, launcher: str | None = None,
-                 measured_preemption: dict | None = None, billed_rates=None) -> PlanSettings:
+                 measured_preemption: dict | None = None, billed_rates=None, band_table=None) -> PlanSettings:
     """Returns the PlanSettings a sweep spec implies (launcher and max_parallel overridable)."""
+    from gpuledger.plan.bands import confidence_of
     from gpuledger.spec import sweep_id_for
 
     r = spec.resources
@@ -48,6 +49,8 @@ def settings_for(spec, *, max_parallel: int | None = None, launcher: str | None 
         measured_preemption=measured_preemption,
         billed_rates=billed_rates,
         target=spec.search.objective.target,
+        confidence=confidence_of(spec),
+        band_table=band_table,
     )
 
 
@@ -105,6 +108,7 @@ def plan_sweep(
     billed_rates=None,
     probes: pl.DataFrame | None = None,
     inputs: PlanningInputs | None = None,
+    band_table=None,
 ) -> Plan:
     """Returns the Plan of a sweep spec (pure: reads the bundled catalog; writes nothing, launches
     nothing, measures nothing).
@@ -123,11 +127,17 @@ def plan_sweep(
     `probes`: usable probes of this model and method (the warehouse's `plan_probes` named query): a
     trial placed where a probe of its shape ran is extrapolated from it (gpuledger/plan/probes.py).
     `inputs`: all of these at once (`PlanningInputs`, what `gpuledger.inputs.ledger.planning_inputs`
-    returns); given, it replaces them.
+    returns); given, it replaces them. `band_table`: the bands' table (`gpuledger.estimate.bands`:
+    `table_with_runs(runs)`; default the public rows; `inputs.band_runs` when given).
     """
     if inputs is not None:
         machine, measured_preemption, measurements = inputs.machine, inputs.measured_preemption, inputs.measurements
         curves, billed_rates, probes = inputs.curves, inputs.billed_rates, inputs.probes
+        runs = getattr(inputs, "band_runs", None)
+        if band_table is None and runs:
+            from gpuledger.estimate.bands import table_with_runs
+
+            band_table = table_with_runs(runs)
     from gpuledger.spec import SweepSpec, expand_trials
 
     if not isinstance(spec, SweepSpec):
@@ -135,7 +145,7 @@ def plan_sweep(
     if trials is None:
         trials = expand_trials(spec)
     s = settings_for(spec, max_parallel=max_parallel, launcher=launcher, measured_preemption=measured_preemption,
-                     billed_rates=billed_rates)
+                     billed_rates=billed_rates, band_table=band_table)
     meta = _trials_meta(trials)
     if s.launcher == "local":
         if machine is None:
@@ -143,7 +153,9 @@ def plan_sweep(
         plan = _plan_local(spec, trials, s, meta, machine, measurements, probes)
     else:
         plan = _plan_cloud(spec, trials, s, meta, offers, measurements, probes)
-    return _with_pruning(plan, spec, s, curves)
+    from gpuledger.plan.bands import at_confidence
+
+    return at_confidence(_with_pruning(plan, spec, s, curves), s.confidence)
 
 
 def _with_probe_notes(plan: Plan, probed: pl.DataFrame | None, s: PlanSettings) -> Plan:
@@ -185,7 +197,7 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
         notes.append(f"no offers for accelerators {r.accelerators or 'any'} in clouds {r.clouds}"
                      + (f" regions {r.regions}" if r.regions else ""))
     accel = accelerator_table(offers["accelerator"].unique().to_list(), est["precision"].unique().to_list(), s.method)
-    times = compute_times(est, accel["accelerator"].unique().to_list())
+    times = compute_times(est, accel["accelerator"].unique().to_list(), band_table=s.band_table)
     accel, measured, cal_notes = calibrate(accel, est, times, measurements, s, model=spec.model)
     probed = probes_for_trials(spec, trials, probes)
     plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, times=times, measured=measured,
@@ -193,8 +205,17 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
     plan = _with_probe_notes(plan, probed, s)
     from gpuledger.plan.pools import with_pool
 
-    return with_pool(plan, est, offers, accel, s, mode=r.pool, shared_setup=len({t.setup for t in trials}) <= 1,
+    plan = with_pool(plan, est, offers, accel, s, mode=r.pool, shared_setup=len({t.setup for t in trials}) <= 1,
                      times=times)
+    return _with_bands(plan, est, s, probed)
+
+
+def _with_bands(plan: Plan, est: pl.DataFrame, s: PlanSettings, probed: pl.DataFrame | None) -> Plan:
+    from gpuledger.plan.bands import with_bands
+    from gpuledger.plan.pools import POOL_JOB_START_S
+
+    overhead_s = POOL_JOB_START_S if (plan.pool or {}).get("used") else s.overhead_s
+    return with_bands(plan, est, s, table=s.band_table, probed=probed, overhead_s=overhead_s)
 
 
 def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, measurements: pl.DataFrame | None,
@@ -229,7 +250,7 @@ def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, meas
     probed = probes_for_trials(spec, trials, probes, hostname=machine.hostname)
     plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, times=times, measured=measured,
                                probed=probed, extra_assumptions=notes, what_if_shared_cores=machine.cores)
-    plan = _with_probe_notes(plan, probed, s)
+    plan = _with_bands(_with_probe_notes(plan, probed, s), est, s, probed)
     return with_cloud_equivalent(plan, spec, trials, measurements)
 
 

@@ -183,6 +183,10 @@ class Resources(_Strict):
 class Budget(_Strict):
     max_usd: Money = Field(gt=0)
     deadline: Duration | None = None
+    confidence: Literal["p50", "p90"] | None = Field(
+        None, description="the quantile of the estimates' bands the budget guard, the deadline check and the spot "
+                          "choice decide at (p90: 9 in 10 such runs cost and take no more); null = the project's "
+                          "setting budget.confidence, default p90")
 
     @property
     def deadline_s(self) -> float | None:

@@ -111,7 +111,9 @@ def test_formula_from_the_spec_and_unknown_without_it(tmp_path, warehouse):
 def test_the_budget_guard_decides_on_the_expected_pruned_spend(tmp_path, warehouse):
     pruning = "{min_steps: 1, reduction_factor: 2, values_per_trial: 5}"
     _, plan = _plan(_spec(tmp_path, pruning=pruning))
-    expected, full = plan.pruning["expected_usd"], plan.total_est_cost_usd
+    # the guard compares the expected spend at the plan's confidence (budget.confidence, default p90)
+    expected, full = plan.decided_usd, plan.total_est_cost_usd
+    assert plan.confidence == "p90" and expected > plan.pruning["expected_usd"]
     between = round((expected + full) / 2, 4)
     _, plan = _plan(_spec(tmp_path, pruning=pruning, budget=between))
     assert plan.within_budget and plan.total_est_cost_usd > between
@@ -188,7 +190,7 @@ def test_the_mid_sweep_budget_stop_holds_when_the_expected_pruned_spend_fits_but
     # each trial runs about as long as the plan estimates (5 values, wall / 5 apart)
     extra = f" --map {tmp_path / 'map.json'} --sleep {min(wall, 15.0) / 5:.3f}"
     sp, plan = _plan(_spec(tmp_path, name="prune-stop", pruning=pruning, xs=xs, run_extra=extra, max_parallel=1))
-    expected, full = plan.pruning["expected_usd"], plan.total_est_cost_usd
+    expected, full = plan.decided_usd, plan.total_est_cost_usd  # the expected spend at P90 (budget.confidence)
     budget = round((expected + full) / 2, 4)
     spec_path = _spec(tmp_path, name="prune-stop", pruning=pruning, xs=xs, run_extra=extra, budget=budget,
                       max_parallel=1)
@@ -203,8 +205,10 @@ def test_the_mid_sweep_budget_stop_holds_when_the_expected_pruned_spend_fits_but
         stored = wh.query("select sum(est_pruned_cost_usd) as e, sum(est_cost_usd) as f from v_trial_results").to_dicts()[0]
         plan_json = json.loads(wh.query("select plan_json from sweeps")["plan_json"][0])
     # the expected pruned spend is stored with the plan's estimates (trials.est_pruned_cost_usd, plan_json)
-    assert stored["e"] == pytest.approx(expected, rel=1e-4) and stored["f"] == pytest.approx(full, rel=1e-4)
-    assert plan_json["pruning"]["source"] == "formula" and plan_json["pruning"]["expected_usd"] == pytest.approx(expected)
+    p50 = plan.pruning["expected_usd"]
+    assert stored["e"] == pytest.approx(p50, rel=1e-4) and stored["f"] == pytest.approx(full, rel=1e-4)
+    assert plan_json["pruning"]["source"] == "formula" and plan_json["pruning"]["expected_usd"] == pytest.approx(p50)
+    assert plan_json["decided_usd"] == pytest.approx(expected) and plan_json["confidence"] == "p90"
     ran = [r["cost_usd"] for r in rows if r["status"] == vocabulary.SUCCEEDED]
     assert sum(ran) <= budget and len(ran) == summary.launched < 6
     # what it spared: all six trials at the measured mean would have crossed the budget

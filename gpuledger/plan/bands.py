@@ -1,0 +1,162 @@
+"""The plan's bands and the decisions taken at a stated confidence (pure).
+
+Every feasible trial gets P10 / P90 of its wall-clock and cost and the P90 of its peak memory
+(`with_bands`), from the band of its cell (gpuledger/estimate/bands.py: framework × method ×
+quantization × GPU-count regime × GPU family, public rows out of source + the team's runs):
+- basis "estimate": the planner's compute time is already the band's P50 (`estimates.compute_times`);
+  P10 / P90 scale the compute part (start-up and spot rework in proportion);
+- "calibrated on N runs" and "measured": the figure is the team's own; the cell's spread around it;
+- "probe ...": the spread of the probe's own step times (`bands.probe_band`), else the cell's spread;
+- the local CPU (no public CPU rows): the spread of the coarser cell it backs off to, around the
+  model's time.
+Memory: `mem_gib_p90` = the estimate × the memory band's P90 (a probe's measured peak stands).
+
+`at_confidence(plan, confidence)` then takes the budget decision at the stated quantile (`p50` |
+`p90`, `budget.confidence`): the spend the guard compares is the P90 total (the pruned expected
+spend scaled the same way) with the P50 beside it, and a trial whose P90 wall-clock misses the
+deadline says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import polars as pl
+
+from gpuledger.plan.model import Plan
+
+CONFIDENCES = ("p50", "p90")
+DEFAULT_CONFIDENCE = "p90"
+BAND_COLS = ("est_wall_s_p10", "est_wall_s_p90", "est_cost_usd_p10", "est_cost_usd_p90", "mem_gib_p90", "est_band")
+
+
+def confidence_of(spec) -> str:
+    """Returns the quantile decisions are taken at: the spec's `budget.confidence`, else the
+    project's setting `budget.confidence`, else p90."""
+    value = getattr(getattr(spec, "budget", None), "confidence", None)
+    if value:
+        return value
+    from gpuledger.errors import UserError
+    from gpuledger.settings import current
+
+    try:
+        value = current().get("budget.confidence")
+    except UserError:
+        value = None
+    value = (value or DEFAULT_CONFIDENCE).lower()
+    if value not in CONFIDENCES:
+        raise UserError(f"budget.confidence: {value!r} is not one of {', '.join(CONFIDENCES)} (gpuledger.toml "
+                        "[budget] confidence or GPULEDGER_BUDGET_CONFIDENCE)")
+    return value
+
+
+def _cell(workload_text: str | None, s, accelerator: str, gpus: int) -> tuple:
+    w = json.loads(workload_text)["workload"] if workload_text else {}
+    return (w.get("framework") or "hf", w.get("method") or s.method, w.get("precision") or s.precision, gpus, accelerator)
+
+
+def trial_band(basis: str, cell: tuple, table, *, local: bool, probe: dict | None = None):
+    """Returns (time band relative to the trial's P50 figure, memory band) of one trial."""
+    from gpuledger.estimate.bands import band_for, probe_band
+
+    tb = band_for("time", *cell, table=table)
+    mb = band_for("memory", *cell, table=table)
+    basis = basis or "estimate"
+    if basis.startswith("probe"):
+        pb = probe_band(probe.get("step_s_p10"), probe.get("step_s_p50"), probe.get("step_s_p90"),
+                        int(probe.get("steps") or 0), basis.split()[1] if len(basis.split()) > 1 else "?") if probe else None
+        return (pb or tb.centered(f"{basis}: no step-time spread measured")), None
+    if basis == "estimate" and not local:
+        return tb.centered(), mb
+    return tb.centered(basis if basis != "estimate" else "the model's CPU time"), mb
+
+
+def with_bands(plan: Plan, estimates: pl.DataFrame, s, *, table=None, probed: pl.DataFrame | None = None,
+               overhead_s: float | None = None) -> Plan:
+    """Returns `plan` with the band columns (BAND_COLS) on every feasible trial and the totals'
+    P10 / P90 (`Plan.bands`)."""
+    t = plan.trials_frame
+    if t.is_empty():
+        return replace(plan, bands={"total_cost_usd_p10": 0.0, "total_cost_usd_p90": 0.0,
+                                    "makespan_s_p10": 0.0, "makespan_s_p90": 0.0})
+    wl = {(r["trial_id"], r["gpus"], r["sharding"]): r["workload"]
+          for r in estimates.select("trial_id", "gpus", "sharding", "workload").iter_rows(named=True)}
+    probes = {}
+    if probed is not None and not probed.is_empty():
+        for r in probed.iter_rows(named=True):
+            probes[(r["trial_id"], r["accelerator"], int(r["gpus"]))] = r
+    ov = s.overhead_s if overhead_s is None else overhead_s
+    local = s.launcher == "local"
+    cols: dict[str, list] = {c: [] for c in BAND_COLS}
+    for r in t.select("trial_id", "feasible", "accelerator", "gpus", "sharding", "compute_s", "est_wall_s",
+                      "est_cost_usd", "est_memory_gib", "est_basis").iter_rows(named=True):
+        if not r["feasible"] or r["est_wall_s"] is None:
+            for c in BAND_COLS:
+                cols[c].append(None)
+            continue
+        cell = _cell(wl.get((r["trial_id"], r["gpus"], r["sharding"])), s, r["accelerator"], r["gpus"])
+        tb, mb = trial_band(r["est_basis"], cell, table, local=local,
+                            probe=probes.get((r["trial_id"], r["accelerator"], int(r["gpus"]))))
+        wall, compute = float(r["est_wall_s"]), max(float(r["compute_s"] or 0.0), 0.0)
+        t0 = ov + compute
+        for q, f in (("p10", tb.p10), ("p90", tb.p90)):
+            ratio = (ov + compute * f) / t0 if t0 > 0 else 1.0
+            cols[f"est_wall_s_{q}"].append(round(wall * ratio, 3))
+            cols[f"est_cost_usd_{q}"].append(round(float(r["est_cost_usd"] or 0.0) * ratio, 6))
+        mem = r["est_memory_gib"]
+        cols["mem_gib_p90"].append(None if mem is None else round(mem * (mb.p90 if mb is not None else 1.0), 3))
+        cols["est_band"].append(tb.describe())
+    frame = t.with_columns(**{c: pl.Series(c, v, dtype=pl.String if c == "est_band" else pl.Float64)
+                              for c, v in cols.items()})
+    return replace(plan, trials_frame=frame, bands=_totals(plan, frame))
+
+
+def _totals(plan: Plan, frame: pl.DataFrame) -> dict:
+    """Returns the plan's P10 / P90 total cost (a pool's total scaled by its trials' ratio) and makespan."""
+    from gpuledger.plan.schedule import makespan_s
+
+    feas = frame.filter(pl.col("feasible") & pl.col("est_cost_usd_p90").is_not_null())
+    p50 = float(feas["est_cost_usd"].sum()) if feas.height else 0.0
+    out = {}
+    for q in ("p10", "p90"):
+        part = float(feas[f"est_cost_usd_{q}"].sum()) if feas.height else 0.0
+        out[f"total_cost_usd_{q}"] = round(plan.total_est_cost_usd * (part / p50) if p50 > 0 else part, 4)
+        if feas.height:
+            order = {tid: i for i, tid in enumerate(plan.launch_order)}
+            durs = [d for _, d in sorted(zip(feas["trial_id"].to_list(), feas[f"est_wall_s_{q}"].to_list(), strict=True),
+                                         key=lambda x: order.get(x[0], math.inf))]
+            out[f"makespan_s_{q}"] = round(float(makespan_s(durs, max(1, plan.max_parallel))), 3)
+        else:
+            out[f"makespan_s_{q}"] = 0.0
+    return out
+
+
+def at_confidence(plan: Plan, confidence: str) -> Plan:
+    """Returns `plan` with its decisions taken at `confidence`: `within_budget` on the spend at that
+    quantile (the pruned expected spend when known, scaled by the plan's P90 / P50 ratio at p90),
+    `decided_usd` that spend, and trials whose wall-clock at that quantile misses the deadline marked
+    (deadline_ok false, the reason with both quantiles)."""
+    b = dict(plan.bands or {})
+    total = plan.total_est_cost_usd
+    pr = plan.pruning or {}
+    p50 = pr["expected_usd"] if pr.get("expected_usd") is not None else total
+    ratio = (b.get("total_cost_usd_p90", total) / total) if total > 0 else 1.0
+    spend = {"p50": p50, "p90": p50 * ratio}
+    decided = spend[confidence]
+    b.update(confidence=confidence, decided_usd=round(decided, 4), decided_usd_p50=round(spend["p50"], 4),
+             decided_usd_p90=round(spend["p90"], 4))
+    budget = plan.budget_usd if plan.budget_usd is not None else math.inf
+    frame = plan.trials_frame
+    dl = plan.deadline_s
+    if dl is not None and confidence == "p90" and "est_wall_s_p90" in frame.columns:
+        late = pl.col("feasible") & pl.col("est_wall_s_p90").is_not_null() & (pl.col("est_wall_s_p90") > dl) \
+            & pl.col("deadline_ok").fill_null(False)
+        frame = frame.with_columns(
+            reason=pl.when(late).then(
+                pl.lit("misses deadline at P90: ") + pl.col("est_wall_s_p90").round(0).cast(pl.Int64).cast(pl.String)
+                + pl.lit(" s (P50 ") + pl.col("est_wall_s").round(0).cast(pl.Int64).cast(pl.String)
+                + pl.lit(f" s) > {round(dl)} s")).otherwise(pl.col("reason")),
+            deadline_ok=pl.when(late).then(pl.lit(False)).otherwise(pl.col("deadline_ok")))
+    return replace(plan, trials_frame=frame, bands=b, within_budget=decided <= budget + 1e-9)
