@@ -84,7 +84,18 @@ SETTINGS: tuple[Setting, ...] = (
             "(a spec's budget.confidence wins)"),
     Setting("sql.timeout_s", "GPULEDGER_SQL_TIMEOUT_S", float, 300.0,
             "the longest a `gpuledger sql` query may run (seconds); Ctrl-C stops one at once"),
+    Setting("budgets", None, list, (),
+            "`[[budgets]]`: spending envelopes over a window (name, scope, window, limit_usd, soft_usd); "
+            "the user file's and the project's tables both count (docs/budgets.md)"),
+    Setting("alerts", None, list, (),
+            "`[[alerts]]`: where alerts go (webhook or command) and on what (docs/budgets.md)"),
+    Setting("money.accrue_interval_s", "GPULEDGER_ACCRUE_INTERVAL_S", float, 60.0,
+            "how often a running sweep writes its running trials' accrued spend (seconds)"),
+    Setting("money.approval_timeout_s", "GPULEDGER_APPROVAL_TIMEOUT_S", float, 86400.0,
+            "how long a sweep over an envelope's soft threshold waits for `gpuledger approve` (seconds)"),
 )
+#: settings that are arrays of tables (`[[budgets]]`): the user file's and the project file's rows add up
+TABLE_LISTS = tuple(s.key for s in SETTINGS if s.kind is list)
 _BY_KEY = {s.key: s for s in SETTINGS}
 
 
@@ -255,9 +266,23 @@ def _convert(setting: Setting, value: Any, where: str) -> Any:
     return value
 
 
+def _table_list(key: str, value: Any, where: str) -> tuple[dict[str, Any], ...]:
+    """An array of tables (`[[budgets]]`), each row tagged with the file it came from (`_where`)."""
+    rows = value if isinstance(value, list) else None
+    if rows is None or not all(isinstance(row, dict) for row in rows):
+        raise UserError(f"{where}: {key} must be an array of tables ([[{key}]] rows), not {str(value)[:80]!r}")
+    if len(rows) > 200:
+        raise UserError(f"{where}: at most 200 [[{key}]] rows, not {len(rows)}")
+    return tuple({**row, "_where": where} for row in rows)
+
+
 def _layer_values(tables: dict[str, Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for setting in SETTINGS:
+        if setting.kind is list:
+            if setting.key in tables:
+                out[setting.key] = _table_list(setting.key, tables[setting.key], where)
+            continue
         section, name = setting.key.split(".", 1)
         table = tables.get(section)
         if isinstance(table, dict) and name in table:
@@ -289,9 +314,11 @@ def load_settings(flags: Mapping[str, Any] | None = None, *, cwd: Path | None = 
             else:
                 sections[name] = table
         for k, v in _layer_values(tables, str(root / PROJECT_FILE)).items():
+            if k in TABLE_LISTS and sources[k] == "user file":  # both files' rows count
+                v = (*values[k], *v)
             values[k], sources[k] = v, "project file"
     for setting in SETTINGS:
-        if setting.env and env.get(setting.env):
+        if setting.env and setting.kind is not list and env.get(setting.env):
             values[setting.key] = _convert(setting, env[setting.env], f"${setting.env}")
             sources[setting.key] = "environment"
     for k, v in (flags or {}).items():

@@ -50,6 +50,7 @@ from prefect.utilities.annotations import quote
 
 from gpuledger import vocabulary
 from gpuledger.errors import BudgetExceeded
+from gpuledger.flows.approvals import guard_envelopes, release_quietly
 from gpuledger.flows.artifacts import Progress, artifact_key, publish_report, publish_table
 from gpuledger.flows.refusals import Refused, failed, user_errors_as_refusals
 from gpuledger.runtime.accepted import AcceptedSweep, prepare
@@ -183,6 +184,9 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
         summary.forced = True
         log.warning("Budget guard refused sweep %s but force=True: launching anyway (recorded as forced). %s",
                     sweep_id, err)
+    refusal = guard_envelopes(accepted, dry_run, log)  # team envelopes ([[budgets]]): reserve, or refuse, or wait
+    if refusal is not None:
+        return refusal
     if dry_run:
         summary.status = vocabulary.SWEEP_DRY_RUN
         log.info("Dry run: nothing launched, nothing written.")
@@ -192,6 +196,7 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
     run = SweepRun(accepted, summary=summary, launcher_factory=launcher_factory)
     summary = run_trials_task(quote(run))  # quote: Prefect passes the objects as they are
     if isinstance(summary, Refused):
+        release_quietly(sweep_id, f"sweep did not run: {summary.error}")
         return failed(summary)
     summary = write_report_task(sp.name, quote(summary))
     if isinstance(summary, Refused):

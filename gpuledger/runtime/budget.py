@@ -78,3 +78,14 @@ class BudgetMeter:
             self.spent_usd += cost
             if not cancelled:
                 self.measured_usd.append(cost)
+
+
+@dataclass
+class EnvelopeStop(BudgetStop):
+    """Launching stopped because a team envelope (gpuledger/runtime/accrual.py) would be crossed."""
+
+    why: str = ""
+
+    @property
+    def reason(self) -> str:
+        return self.why

@@ -49,7 +49,8 @@ from gpuledger.plan.model import Plan, PlannedTrial
 from gpuledger.record import ResultRecord
 from gpuledger.runtime import landing
 from gpuledger.runtime.accepted import AcceptedSweep
-from gpuledger.runtime.budget import BudgetMeter, BudgetStop
+from gpuledger.runtime.accrual import ENVELOPE_STOP, MoneyWatch, accrue_interval_s, alert_failures
+from gpuledger.runtime.budget import BudgetMeter, BudgetStop, EnvelopeStop
 from gpuledger.runtime.events import notify
 from gpuledger.runtime.launching import LAUNCH_RETRY_DELAYS_S, TrialOutcome, make_launcher, run_trial
 from gpuledger.runtime.requests import launch_requests
@@ -210,8 +211,9 @@ class _Loop:
 
     def __init__(self, run: SweepRun, hooks: Hooks, launcher: Any, writer: Writer, meter: BudgetMeter,
                  todo: list[Any], search: Any = None, pruned_ids: set[str] | None = None,
-                 admission: Any = None) -> None:
+                 admission: Any = None, money: MoneyWatch | None = None) -> None:
         self.run, self.hooks, self.launcher, self.writer, self.meter = run, hooks, launcher, writer, meter
+        self.money = money  # accruals and the envelopes' stop (gpuledger/runtime/accrual.py)
         self.summary = run.summary
         self.requests = launch_requests(run.spec, todo, run.rows, sweep_id=run.sweep_id, launcher=run.launcher)
         self.search = search  # gpuledger.search.AdaptiveSearch: the next trial comes from its study
@@ -225,6 +227,7 @@ class _Loop:
         self.unkept: dict[str, str] = {}  # run_id -> why its record could not be written to landing
         self.seen_runs: set[str] = set()  # run ids of the records this run took
         self.done_q: queue.Queue[Future[TrialOutcome]] = queue.Queue()
+        self._envelope_cancelled: set[str] = set()
 
     def _on_retry(self, trial_id: str, retry: int, err: BaseException) -> None:
         self.hooks.log.warning("Launcher error on trial %s (retry %d): %s", trial_id, retry, err)
@@ -247,15 +250,20 @@ class _Loop:
                 return
             t = self.pending[0]
             stop = self.meter.check(t.trial_id)
+            if stop is None and self.money is not None and self.money.stop_reason:
+                stop = EnvelopeStop(self.meter.spent_usd, 0.0, self.meter.estimate_usd(t.trial_id),
+                                    self.meter.budget_usd, why=self.money.stop_reason)
             if stop is not None:
                 self._budget_stop(stop)
                 return
             self.pending.popleft()
-            fut = pool.submit(run_trial, self.launcher, self.requests[t.trial_id], on_retry=self._on_retry,
-                              delays_s=self.run.retry_delays_s,
-                              watch=self._watch_for(t.trial_id) if self.search is not None else None)
+            request = self.requests[t.trial_id]
+            fut = pool.submit(run_trial, self.launcher, request, on_retry=self._on_retry,
+                              delays_s=self.run.retry_delays_s, watch=self._watches(t.trial_id))
             self.inflight[fut] = t
             self.meter.launched(t.trial_id)
+            if self.money is not None:
+                self.money.launched(t.trial_id, request.usd_per_hour, self.launcher)
             self.summary.launched += 1
             fut.add_done_callback(self.done_q.put)
             row = self.run.rows.get(t.trial_id)
@@ -264,6 +272,11 @@ class _Loop:
             self.hooks.log.info("Trial %s started (%d running, %d launched this run%s; spent $%.4f so far)",
                                 t.trial_id, len(self.inflight), self.summary.launched, est, self.meter.spent_usd)
             notify("launched", trial_id=t.trial_id)
+
+    def _watches(self, trial_id: str) -> Any:
+        """A running trial's watch: the pruner's (adaptive search) and the envelopes' stop."""
+        pruning = self._watch_for(trial_id) if self.search is not None else None
+        return pruning if self.money is None else self.money.watching(pruning)
 
     def _admit(self, trial: Any) -> bool:
         """A trial the search asked that no plan foresaw: planned and registered before it may launch
@@ -319,6 +332,11 @@ class _Loop:
             except BaseException as err:  # noqa: BLE001 - run_trial only lets interrupts through
                 outcome = TrialOutcome(t.trial_id, [], error=f"{type(err).__name__}: {err}")
             outcome.records = self._launched_only(t.trial_id, outcome.records)
+            self.money.finished(t.trial_id) if self.money is not None else None
+            if outcome.pruned and outcome.pruned.startswith(ENVELOPE_STOP):  # stopped by an envelope, not pruned
+                self.summary.budget_stopped, outcome.pruned = True, None
+                self.summary.budget_cancelled += 1
+                self._envelope_cancelled.add(t.trial_id)
             for rec in outcome.records:
                 try:
                     landing.keep(self.writer.landing_dir, rec)
@@ -343,6 +361,9 @@ class _Loop:
                     pruned[rec.trial_id] = outcome.pruned
                     self.pruned_ids.add(rec.trial_id)
                     self.hooks.log.info("Trial %s %s after %.1f s", rec.trial_id, outcome.pruned, rec.wall_s)
+                elif rec.status == vocabulary.CANCELLED and t.trial_id in self._envelope_cancelled:
+                    self.hooks.log.warning("Trial %s stopped after %.1f s: %s", rec.trial_id, rec.wall_s,
+                                           self.money.stop_reason if self.money else "budget envelope")
                 elif rec.status == vocabulary.SUCCEEDED:
                     self.summary.succeeded += 1
                     self.hooks.log.info("Trial %s succeeded in %.1f s (%s); cost $%.4f, spent $%.4f so far",
@@ -501,15 +522,17 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
 
     writer = Writer(run.sweep_id, landing_dir, hooks.log, stored, lease=(run.holder, run.lease_ttl_s))
     launcher = run.launcher_factory(run.launcher, run.spec, run.cap, landing_dir)
+    money = MoneyWatch(run.sweep_id, accrue_interval_s(), writer, hooks.log, dict(run.rows)).start()
     status = vocabulary.SWEEP_FAILED
     try:
-        loop = _Loop(run, hooks, launcher, writer, meter, todo, search, pruned_ids, admission)
+        loop = _Loop(run, hooks, launcher, writer, meter, todo, search, pruned_ids, admission, money)
         loop.unkept = unkept
         loop.loop()
         if search is not None and admission is None and not summary.interrupted:
             _mark_unasked(search, run.spec.search.strategy, todo, writer, hooks, summary)
         status = ""
     finally:
+        money.close()
         close = getattr(launcher, "close", None)
         if callable(close):
             with contextlib.suppress(Exception):
@@ -552,10 +575,13 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
                 for usage in summary.pools:  # the pools' start-up and idle tail: the sweep's, beside its runs
                     wh.record_pool_usage(run.sweep_id, usage)
                 wh.finish_sweep(run.sweep_id, status=status)
+                wh.stop_accruals(run.sweep_id)  # its runs' records count now; what it still holds goes back
+                wh.release_budget(run.sweep_id, f"sweep ended {status}")
                 wh.release_lease(run.sweep_id, run.holder)
         except Exception as err:  # noqa: BLE001 - said, and the summary's status already tells the truth
             hooks.log.error("Could not write the final status %r of %s (its lease expires by itself in %g s): %s",
                             status, run.sweep_id, run.lease_ttl_s, err)
+    alert_failures(run.sweep_id, summary)
     hooks.progress(total, total, final=True)
     return summary
 

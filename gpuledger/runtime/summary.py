@@ -25,6 +25,8 @@ class SweepSummary:
     pruned: int = 0  # stopped early by the adaptive search's pruner (their records say `cancelled`)
     launcher_errors: int = 0
     skipped_budget: int = 0
+    #: running trials a team envelope stopped (gpuledger/runtime/accrual.py; their records say `cancelled`)
+    budget_cancelled: int = 0
     not_feasible: int = 0
     spent_usd: float = 0.0
     budget_usd: float | None = None

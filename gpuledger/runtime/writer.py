@@ -53,6 +53,7 @@ class Writer:
         #: from memory (never re-read from the landing folder, which a trial can write)
         self.unstored: dict[str, ResultRecord] = {}
         self._unwritten_marks: list[tuple[list[str], str, str]] = []
+        self._ended: set[str] = set()  # trials whose record (or launcher error) this writer took
         self._closing = False
         self._retried = False
         self._queue: queue.Queue[Any] = queue.Queue()
@@ -74,6 +75,10 @@ class Writer:
         self._queue.put(("trials", rows, done, outcome))
         done.wait(REGISTER_WAIT_S)
         return outcome.get("stored", False)
+
+    def accruals(self, rows: list[dict[str, Any]]) -> None:
+        """Queues running attempts' spend so far (`trial_accruals` rows, gpuledger/runtime/accrual.py)."""
+        self._queue.put(("accruals", rows))
 
     def mark(self, trial_ids: list[str], status: str, reason: str) -> None:
         """Queues a status for trials that did not run (`skipped-budget`, ...)."""
@@ -120,9 +125,14 @@ class Writer:
         marks = [(ids, vocabulary.FAILED, reason[:2000]) for ids, reason in (([t], r) for t, r in errors.items())]
         marks += [tuple(rest) for kind, *rest in items if kind == "mark"]
         registered = [item for item in items if item[0] == "trials"]
+        self._ended.update(r.trial_id for r in records)
+        self._ended.update(errors)
+        # a tick computed before a trial ended must not make it run again (its record counts now)
+        accrued = {(r["trial_id"], r["launch_no"]): r for kind, *rest in items if kind == "accruals" for r in rest[0]
+                   if r["trial_id"] not in self._ended}
         stored = False
         try:
-            self._store(records, marks, [row for item in registered for row in item[1]])
+            self._store(records, marks, [row for item in registered for row in item[1]], list(accrued.values()))
             stored = True
         except Exception as err:  # noqa: BLE001 - the records stay in landing; close() retries, the run says so
             self.failed_batches += 1
@@ -139,11 +149,17 @@ class Writer:
             with contextlib.suppress(Exception):
                 self.on_stored(records, errors, stored)
 
-    def _store(self, records: list[ResultRecord], marks: list[Any], trials: list[dict[str, Any]] | None = None) -> None:
+    def _store(self, records: list[ResultRecord], marks: list[Any], trials: list[dict[str, Any]] | None = None,
+               accruals: list[dict[str, Any]] | None = None) -> None:
         from gpuledger.warehouse import Warehouse
 
         with Warehouse.open(migrate=False) as wh:
             self._renew(wh)
+            if accruals:  # before the records: a record stored in this batch ends its trial's accrual
+                try:
+                    wh.write_accruals(accruals)
+                except Exception as err:  # noqa: BLE001 - accruals are a view of the moment: the next tick writes again
+                    self.log.warning("Could not write the running trials' accrued spend: %s", err)
             if trials:
                 wh.upsert_trials(self.sweep_id, trials)
             if records:

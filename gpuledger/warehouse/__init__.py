@@ -39,6 +39,7 @@ from gpuledger.errors import UserError
 from gpuledger.settings import ENV_PATH, resolve_path, warehouse_if_any
 from gpuledger.warehouse.agent_launches import AgentLaunch, AgentLaunchesMixin
 from gpuledger.warehouse.billing import BillingIngestResult, BillingMixin
+from gpuledger.warehouse.budget_ledger import BudgetLedgerMixin, reserve_lock
 from gpuledger.warehouse.connect import (
     DEFAULT_LOCK_TIMEOUT_S,
     ENV_LOCK_TIMEOUT,
@@ -70,10 +71,11 @@ from gpuledger.warehouse.sweeps import SweepsMixin
 #: base tables, in the order `export_parquet` writes them
 TABLES = ("schema_migrations", "schema_views", "specs", "sweeps", "trials", "runs", "final_metrics", "metrics",
           "billing", "prices", "sweep_leases", "billing_files", "billing_line_items", "agent_launches",
-          "sweep_pools")
+          "sweep_pools", "budget_envelopes", "budget_ledger", "budget_approvals", "trial_accruals", "alerts_sent")
 
 
-class Warehouse(IngestMixin, SweepsMixin, LeaseMixin, BillingMixin, AgentLaunchesMixin, PoolsMixin, WarehouseBase):
+class Warehouse(IngestMixin, SweepsMixin, LeaseMixin, BillingMixin, AgentLaunchesMixin, PoolsMixin, BudgetLedgerMixin,
+                WarehouseBase):
     """A connection to the DuckDB warehouse file. Use as a context manager; see the package doc."""
 
 
@@ -95,5 +97,5 @@ __all__ = [
     "DEFAULT_LOCK_TIMEOUT_S", "ENV_LOCK_TIMEOUT", "ENV_PATH", "MIGRATIONS_DIR", "QUERIES_DIR",
     "READ_ONLY_CONFIG", "READ_ONLY_STATEMENTS", "read_only_problems", "SQL_ROOT", "TABLES", "VIEWS_DIR", "VIEWS_DOC", "IngestResult",
     "BillingIngestResult", "MigrationChanged", "Rejection", "SweepBusy", "Warehouse", "WarehouseBusy", "json_text", "measured_preemption_if_any",
-    "named_sql", "records_to_frames", "resolve_path", "utc_naive", "writing_statements",
+    "named_sql", "records_to_frames", "reserve_lock", "resolve_path", "utc_naive", "writing_statements",
 ]

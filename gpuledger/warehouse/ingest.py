@@ -142,6 +142,7 @@ class IngestMixin:
                 if built[child].height:
                     self._insert(child, built[child])
             self._run("trials_status_from_runs", {"now": now()})
+            self._commit_money(built["runs"])
             self._hook("ingest_records")
         result.ingested = len(run_ids)
         result.new = len(run_ids) - int(existing)
@@ -149,6 +150,17 @@ class IngestMixin:
         result.billing_rows = built["billing"].height
         result.run_ids = run_ids
         return result
+
+    def _commit_money(self, runs: pl.DataFrame) -> None:
+        """Each stored run's measured cost commits to the envelopes its sweep reserved in, and its
+        trial stops accruing (gpuledger/warehouse/budget_ledger.py), in the ingest's transaction."""
+        by_sweep: dict[str, list[tuple[str, float]]] = {}
+        for row in runs.select("run_id", "sweep_id", "trial_id", "cost_usd").iter_rows(named=True):
+            if row["sweep_id"] is not None:
+                by_sweep.setdefault(row["sweep_id"], []).append((row["run_id"], float(row["cost_usd"] or 0.0)))
+                self._run("accrual_end_trial", {"sweep_id": row["sweep_id"], "trial_id": row["trial_id"]})
+        for sweep_id, pairs in by_sweep.items():
+            self.commit_budget_runs(sweep_id, pairs)  # type: ignore[attr-defined]  (BudgetLedgerMixin)
 
     def _validated_frames(self, recs: list[Any], origin: dict[str, str], position: dict[str, int],
                           result: IngestResult) -> dict[str, pl.DataFrame] | None:

@@ -86,3 +86,20 @@ def build_demo_warehouse(path: str | Path) -> None:
     with Warehouse.open(path) as wh:
         _asha(wh)
         _billed(wh)
+        _envelope(wh)
+
+
+def _envelope(wh: Warehouse) -> None:
+    """The billed sweep counted against a weekly envelope: reserved, its runs committed (by the ingest
+    above, had it reserved first: committed again here, idempotently), the rest released."""
+    from datetime import datetime
+
+    week = (datetime(2026, 2, 2), datetime(2026, 2, 9))
+    wh.upsert_budget_envelope({"name": "team-weekly", "scope": "project:p", "window": "week", "limit_usd": 500.0,
+                               "soft_usd": 200.0, "approvers": []})
+    wh.add_budget_entry(budget="team-weekly", window_start=week[0], window_end=week[1], kind="reserve",
+                        sweep_id=BILLED, reserved_usd=40.0, owner="alice", owner_claimed="o", project="p",
+                        launched_by="cli")
+    costs = wh.query("select run_id, cost_usd from runs where sweep_id = $s order by run_id", {"s": BILLED}).rows()
+    wh.commit_budget_runs(BILLED, [(r, float(c)) for r, c in costs])
+    wh.release_budget(BILLED, "sweep ended succeeded")
