@@ -52,6 +52,25 @@ def confidence_of(spec) -> str:
     return value
 
 
+def deadline_factor(framework: str, method: str, confidence: str, table=None):
+    """Returns the deadline test's factor (accelerator, gpus, precision) -> P90 / P50 of the compute time
+    of that cell (cached), or None at p50 (`PlanSettings.deadline_factor`, gpuledger/plan/scoring.py)."""
+    if confidence != "p90":
+        return None
+    from gpuledger.estimate.bands import band_for
+
+    cache: dict = {}
+
+    def factor(accelerator: str, gpus: int, precision: str) -> float:
+        key = (accelerator, gpus, precision)
+        if key not in cache:
+            b = band_for("time", framework, method, precision, gpus, accelerator, table=table)
+            cache[key] = b.p90 / b.p50
+        return cache[key]
+
+    return factor
+
+
 def _cell(workload_text: str | None, s, accelerator: str, gpus: int) -> tuple:
     w = json.loads(workload_text)["workload"] if workload_text else {}
     return (w.get("framework") or "hf", w.get("method") or s.method, w.get("precision") or s.precision, gpus, accelerator)
@@ -151,8 +170,11 @@ def at_confidence(plan: Plan, confidence: str) -> Plan:
     frame = plan.trials_frame
     dl = plan.deadline_s
     if dl is not None and confidence == "p90" and "est_wall_s_p90" in frame.columns:
+        # spot rows of per-trial jobs were tested at P90 by the choice (Poisson preemptions on the P90 T0,
+        # scoring.deadline_met); on-demand rows and a pool's runs are their P90 wall-clock
+        pooled = bool((plan.pool or {}).get("used"))
         late = pl.col("feasible") & pl.col("est_wall_s_p90").is_not_null() & (pl.col("est_wall_s_p90") > dl) \
-            & pl.col("deadline_ok").fill_null(False)
+            & pl.col("deadline_ok").fill_null(False) & (pl.lit(pooled) | ~pl.col("spot").fill_null(False))
         frame = frame.with_columns(
             reason=pl.when(late).then(
                 pl.lit("misses deadline at P90: ") + pl.col("est_wall_s_p90").round(0).cast(pl.Int64).cast(pl.String)

@@ -12,7 +12,9 @@ on-demand: est_wall_s = T0 = overhead + compute; spot: lost = checkpoint_interva
   est_wall_s = T0 + rate × T0 × per_preemption (first order: rework is not itself preempted);
 est_cost_usd = usd_per_hour × est_wall_s / 3600;
 deadline_ok: on-demand T0 <= deadline; spot P(N <= n_allowed) >= confidence with N ~ Poisson(rate × T0)
-  and n_allowed = floor((deadline − T0) / per_preemption).
+  and n_allowed = floor((deadline − T0) / per_preemption). At `budget.confidence: p90`
+  (`PlanSettings.deadline_factor`) the test takes T0 at the P90 of the compute time (overhead +
+  compute × P90 / P50 of its cell's band, gpuledger/plan/bands.py); cost and the expected wall stay at P50.
 """
 
 from __future__ import annotations
@@ -104,7 +106,8 @@ def deadline_met(t0_s: np.ndarray, per_preemption_s: np.ndarray, expected_preemp
                  s: PlanSettings) -> np.ndarray:
     """Returns the deadline test per row (all true without a deadline): T0 <= deadline, and for a row
     with expected preemptions mu > 0, P(N <= n_allowed) >= confidence, N ~ Poisson(mu). Markov's bound
-    settles the rows with mu / (n_allowed + 1) clearly below 1 − confidence; the others take the sum."""
+    settles the rows with mu / (n_allowed + 1) clearly below 1 − confidence; the others take the sum.
+    At P90 (`deadline_factor`) the caller passes T0 and mu of the P90 compute time (`deadline_t0`)."""
     if s.deadline_s is None:
         return np.ones(np.shape(t0_s), dtype=bool)
     dl = s.deadline_s
@@ -146,8 +149,16 @@ def scored_candidates(estimates: pl.DataFrame, candidates: pl.DataFrame, accel: 
         .with_columns(compute_s=pl.col("_model_s") * pl.col("time_factor"))
         .collect()
     )
-    t = timing(df["compute_s"].to_numpy(), df["usd_per_hour"].to_numpy(), df["preemptions_per_hour"].to_numpy(), s)
-    t["deadline_ok"] = deadline_met(t["t0_s"], t["per_preemption_s"], t["expected_preemptions"], s)
+    compute_s = df["compute_s"].to_numpy()
+    t = timing(compute_s, df["usd_per_hour"].to_numpy(), df["preemptions_per_hour"].to_numpy(), s)
+    t0_d, mu_d = t["t0_s"], t["expected_preemptions"]
+    if s.deadline_factor is not None and s.deadline_s is not None and df.height:
+        names = dict(zip(acc_ids["acc_id"].to_list(), acc_ids["accelerator"].to_list(), strict=True))
+        factor = np.array([s.deadline_factor(names[a], int(g), p) for a, g, p in zip(
+            df["acc_id"].to_list(), df["gpus"].to_list(), df["precision"].to_list(), strict=True)])
+        t0_d = compute_s * factor + s.overhead_s  # the same operations as _score_keys
+        mu_d = df["preemptions_per_hour"].to_numpy() / S_PER_H * t0_d
+    t["deadline_ok"] = deadline_met(t0_d, t["per_preemption_s"], mu_d, s)
     return df.with_columns(**{k: pl.Series(k, v) for k, v in t.items()}).select(SCORED_COLS)
 
 
@@ -186,8 +197,14 @@ def best_rows(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame,
     ok_row, late_row = np.full(n_keys, -1, dtype=np.int64), np.full(n_keys, -1, dtype=np.int64)
     any_fit = False
     cand = cand.with_row_index("_row")
+    names = dict(zip(acc_ids["acc_id"].to_list(), acc_ids["accelerator"].to_list(), strict=True))
     for gc, idx, rank, levels in key_groups(keys, cand):
-        fit_any, okr = _best_in_group(gc, idx, rank, levels, comp, s, spot, deadline=s.deadline_s is not None)
+        dfac = None
+        if s.deadline_factor is not None and gc.height:
+            g, p = int(gc["gpus"][0]), gc["precision"][0]
+            dfac = {a: float(s.deadline_factor(names[a], g, p)) for a in gc["acc_id"].unique().to_list()}
+        fit_any, okr = _best_in_group(gc, idx, rank, levels, comp, s, spot, deadline=s.deadline_s is not None,
+                                      dfac=dfac)
         any_fit = any_fit or fit_any
         ok_row[idx] = okr
         none_ok = np.flatnonzero(okr < 0)  # few keys: those no candidate takes within the deadline
@@ -234,7 +251,7 @@ def fitting(rank: np.ndarray, levels: np.ndarray, usable_gib: float) -> int:
 
 
 def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, rank: np.ndarray, levels: np.ndarray, comp: KeyCompute, s: PlanSettings,
-                   spot: bool | None, *, deadline: bool) -> tuple[bool, np.ndarray]:
+                   spot: bool | None, *, deadline: bool, dfac: dict | None = None) -> tuple[bool, np.ndarray]:
     """Returns (whether any candidate of `gc` fits a key, per key of `idx` (sorted by `rank`: the number of
     `levels`, the group's usable memories, below the key's memory) the row of
     its best candidate, -1 where none; `deadline`: among those meeting it only) by the formulas of
@@ -246,7 +263,8 @@ def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, rank: np.ndarray, levels: 
     in floating point (the margin covers the few roundings, ~1e-16 each). So only the keys whose best
     so far is not below that bound are scored (about a third: the accelerators likely to win are taken
     first, by the bound's median over a sample of keys). Any order gives the same choice: ties go to
-    the lower candidate row."""
+    the lower candidate row. `dfac`: per acc_id the compute time's P90 / P50 the deadline test takes
+    (budget.confidence p90; None: at P50)."""
     dl = s.deadline_s
     threshold = (1 - s.deadline_confidence) - _MARKOV_MARGIN
     n_all = len(idx)
@@ -286,12 +304,14 @@ def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, rank: np.ndarray, levels: 
             lower = np.multiply(t0, min(c[2] for c in scored) / S_PER_H * (1 - 1e-12), out=lower_b[:n])
             keep = np.flatnonzero(lower <= best[:n])  # NaN (no time) is never kept
             if keep.size:
-                _score_keys(scored, keep, compute, t0, best, best_row, s, deadline, dl, threshold, buf)
+                _score_keys(scored, keep, compute, t0, best, best_row, s, deadline, dl, threshold, buf,
+                            dfactor=1.0 if dfac is None else dfac.get(a, 1.0))
     return any_fit, best_row
 
 
 def _score_keys(cands: list, keep: np.ndarray, compute: np.ndarray, t0: np.ndarray, best: np.ndarray, best_row: np.ndarray,
-                s: PlanSettings, deadline: bool, dl: float | None, threshold: float, buf: dict[str, np.ndarray]) -> None:
+                s: PlanSettings, deadline: bool, dl: float | None, threshold: float, buf: dict[str, np.ndarray],
+                dfactor: float = 1.0) -> None:
     """Scores one accelerator's candidates (row, spot, usd_per_hour, preemptions_per_hour, ...) on the keys
     `keep` of `compute`/`t0` and updates `best`/`best_row` there (lower score, then lower row); `buf`:
     arrays at least as long as `keep`, written instead of new ones per candidate."""
@@ -303,9 +323,10 @@ def _score_keys(cands: list, keep: np.ndarray, compute: np.ndarray, t0: np.ndarr
         per_pre = np.divide(compute, 2, out=buf["per_pre"][:m])
         np.add(per_pre, s.restart_s, out=per_pre)
     if deadline:
-        in_time = np.less_equal(t0, dl, out=buf["in_time"][:m])
+        t0d = t0 if dfactor == 1.0 else compute * dfactor + s.overhead_s  # the deadline's T0 (at P90 when asked)
+        in_time = np.less_equal(t0d, dl, out=buf["in_time"][:m])
         check = np.flatnonzero(in_time)
-        t0_check = t0[check]
+        t0_check = t0d[check]
         n_allowed = np.floor((dl - t0_check) / per_pre[check])
         ratio = t0_check / (n_allowed + 1)  # Markov's mu / (n_allowed + 1) = rate × ratio
     b, br = np.take(best, keep, out=buf["best"][:m]), np.take(best_row, keep, out=buf["best_row"][:m])

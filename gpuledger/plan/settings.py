@@ -73,6 +73,9 @@ class PlanSettings:
     confidence: str = "p90"
     #: the bands' table (`gpuledger.estimate.bands.BandTable`: the public rows + the team's runs); None: public
     band_table: Any = None
+    #: the deadline test's time quantile: (accelerator, gpus, precision) -> the compute time's P90 / P50 of
+    #: that cell (budget.confidence p90); None: the test at P50
+    deadline_factor: Any = None
     memory_safety_fraction: float = MEMORY_SAFETY_FRACTION
     memory_reserve_gib: float = MEMORY_RESERVE_GIB
 

@@ -27,12 +27,14 @@ from gpuledger.plan.settings import (
 def settings_for(spec, *, max_parallel: int | None = None, launcher: str | None = None,
                  measured_preemption: dict | None = None, billed_rates=None, band_table=None) -> PlanSettings:
     """Returns the PlanSettings a sweep spec implies (launcher and max_parallel overridable)."""
-    from gpuledger.plan.bands import confidence_of
+    from gpuledger.plan.bands import confidence_of, deadline_factor
     from gpuledger.spec import sweep_id_for
 
     r = spec.resources
     launcher = launcher or spec.launcher
     local = launcher == "local"
+    confidence = confidence_of(spec)
+    framework = getattr(getattr(spec, "train", None), "framework", None) or "hf"
     return PlanSettings(
         sweep=sweep_id_for(spec),
         method=spec.method,
@@ -49,8 +51,9 @@ def settings_for(spec, *, max_parallel: int | None = None, launcher: str | None 
         measured_preemption=measured_preemption,
         billed_rates=billed_rates,
         target=spec.search.objective.target,
-        confidence=confidence_of(spec),
+        confidence=confidence,
         band_table=band_table,
+        deadline_factor=deadline_factor(framework, spec.method, confidence, band_table),
     )
 
 

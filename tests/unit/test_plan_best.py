@@ -62,12 +62,18 @@ def _by_hand(scored: pl.DataFrame, spot: bool | None) -> dict[int, tuple]:
     return {k: v[1] for k, v in best.items()}
 
 
+def _p90_factor(accelerator, gpus, precision):
+    """A deadline test at P90 (budget.confidence): per cell the compute's P90 / P50."""
+    return 1.2 + 0.3 * (gpus > 1) + 0.1 * (accelerator[0] in "AB")
+
+
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("spot", [None, True, False])
-def test_best_per_key_is_the_best_row_of_the_cross_join(seed, spot):
+@pytest.mark.parametrize("factor", [None, _p90_factor])
+def test_best_per_key_is_the_best_row_of_the_cross_join(seed, spot, factor):
     offers, est, times = _frames(seed)
     s = PlanSettings(provisioning_s=600.0, setup_s=600.0, deadline_s=[None, 8 * H, 20 * H][seed % 3],
-                     preemption_per_hour=[0.05, 0.4][seed % 2], deadline_confidence=0.9)
+                     preemption_per_hour=[0.05, 0.4][seed % 2], deadline_confidence=0.9, deadline_factor=factor)
     keys = est.select(KEY_COLS).unique(maintain_order=True).with_row_index("key")
     cands = candidate_offers(offers, [1, 2], s).with_row_index("cand")
     scored = scored_candidates(keys, cands, ACCEL, times, s)

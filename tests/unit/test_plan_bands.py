@@ -1,0 +1,102 @@
+"""The plan's bands (gpuledger/plan/bands.py) and its decisions at budget.confidence: the budget guard,
+the deadline check and the spot choice at P90 by default, P50 when asked, each saying which."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuledger.errors import BudgetExceeded, UserError
+from gpuledger.plan import budget_guard, plan_sweep, render_plan
+from gpuledger.spec import expand_trials, load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = (ROOT / "specs" / "llama3-8b-lora-cloud.yaml").read_text()
+
+
+def _spec(tmp_path, budget: str, name="bands.yaml", pool="auto"):
+    text = BASE.replace("budget: {max_usd: 300, deadline: 8h}", f"budget: {budget}")
+    text = text.replace("  max_parallel: 8\n", f"  max_parallel: 8\n  pool: {pool}\n")
+    text = text.replace("lora_r: [8, 16, 32]", "lora_r: [8]").replace("learning_rate: [1.0e-4, 3.0e-4]",
+                                                                      "learning_rate: [1.0e-4]")
+    path = tmp_path / name
+    path.write_text(text)
+    return load_spec(path)
+
+
+def test_every_trial_and_the_total_carry_their_band(tmp_path):
+    spec = _spec(tmp_path, "{max_usd: 300}")
+    plan = plan_sweep(spec, expand_trials(spec))
+    js = plan.to_json()
+    assert js["confidence"] == "p90"
+    for t in js["trials"]:
+        assert t["est_wall_s_p10"] < t["est_wall_s"] < t["est_wall_s_p90"]
+        assert t["est_cost_usd_p10"] < t["est_cost_usd"] < t["est_cost_usd_p90"]
+        assert t["mem_gib_p90"] >= t["est_memory_gib"]
+        assert "public runs of" in t["est_band"] and "median error" in t["est_band"]
+    assert js["total_cost_usd_p10"] < js["total_est_cost_usd"] < js["total_cost_usd_p90"]
+    assert js["makespan_s_p90"] > js["makespan_s"]
+    assert js["decided_usd"] == pytest.approx(js["total_cost_usd_p90"], rel=1e-3)
+    text = render_plan(plan)
+    assert "P10 $" in text and "- P90 $" in text and "within budget at P90" in text and "beside" in text
+
+
+def test_the_budget_guard_decides_at_the_stated_quantile(tmp_path):
+    probe = plan_sweep(_spec(tmp_path, "{max_usd: 300}"))
+    p50, p90 = probe.total_est_cost_usd, probe.bands["total_cost_usd_p90"]
+    between = round((p50 + p90) / 2, 2)
+    at90 = plan_sweep(_spec(tmp_path, f"{{max_usd: {between}}}"))
+    assert not at90.within_budget and at90.decided_usd > between
+    with pytest.raises(BudgetExceeded) as err:
+        budget_guard(at90)
+    msg = str(err.value)
+    assert "at P90" in msg and f"P50 ${p50:,.2f} beside" in msg and "budget.confidence p90" in msg
+    at50 = plan_sweep(_spec(tmp_path, f"{{max_usd: {between}, confidence: p50}}"))
+    assert at50.within_budget and at50.confidence == "p50" and at50.decided_usd == pytest.approx(p50, rel=1e-4)
+    budget_guard(at50)
+    assert "within budget at P50" in render_plan(at50)
+
+
+def test_the_deadline_and_spot_choice_take_the_p90_time(tmp_path):
+    """A deadline between a choice's P50 and P90 T0: at p50 that choice stands, at p90 every trial the
+    plan says meets the deadline does so at its P90 compute time (another GPU count or on-demand), or
+    says it misses it at P90."""
+    from gpuledger.estimate.bands import band_for
+
+    overhead = 600.0  # provisioning + set-up (plan/settings.py)
+
+    def t0_p90(t):
+        b = band_for("time", "hf", "lora", "bf16", t["gpus"], t["accelerator"])
+        return overhead + t["compute_s"] * b.p90 / b.p50
+
+    plan = plan_sweep(_spec(tmp_path, "{max_usd: 300, confidence: p50}", pool="never"))
+    for _ in range(4):  # a deadline the P50 choice meets at P50 and misses at P90
+        t = plan.trials[0]
+        deadline = int((overhead + t["compute_s"] + t0_p90(t)) / 2)
+        plan = plan_sweep(_spec(tmp_path, f"{{max_usd: 300, deadline: {deadline}s, confidence: p50}}", pool="never"))
+        a = plan.trials[0]
+        if a["deadline_ok"] and t0_p90(a) > deadline:
+            break
+    else:
+        pytest.fail("no deadline separates P50 from P90")
+    at90 = plan_sweep(_spec(tmp_path, f"{{max_usd: 300, deadline: {deadline}s}}", pool="never"))
+    b = at90.trials[0]
+    assert (b["accelerator"], b["gpus"], b["spot"]) != (a["accelerator"], a["gpus"], a["spot"])
+    for t in at90.trials:
+        if t["deadline_ok"]:
+            assert t0_p90(t) <= deadline + 1e-6
+        else:
+            assert "misses deadline" in t["reason"]
+
+
+def test_the_project_setting_and_a_bad_value(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPULEDGER_BUDGET_CONFIDENCE", "p50")
+    assert plan_sweep(_spec(tmp_path, "{max_usd: 300}")).confidence == "p50"
+    assert plan_sweep(_spec(tmp_path, "{max_usd: 300, confidence: p90}")).confidence == "p90"  # the spec wins
+    monkeypatch.setenv("GPULEDGER_BUDGET_CONFIDENCE", "p75")
+    with pytest.raises(UserError, match="budget.confidence"):
+        plan_sweep(_spec(tmp_path, "{max_usd: 300}"))
+    monkeypatch.delenv("GPULEDGER_BUDGET_CONFIDENCE")
+    with pytest.raises(UserError, match="confidence"):
+        _spec(tmp_path, "{max_usd: 300, confidence: p75}")
