@@ -241,6 +241,16 @@ class Ledger:
         with self._scope():
             return run_query(query, write=write, timeout_s=timeout_s)
 
+    def agent_sql(self, query: str, *, max_rows: int = 1000, timeout_s: float | None = None) -> Any:
+        """Returns `LedgerRows` of a query run as an agent's (the MCP `sql` tool): the ledger only, DuckDB's
+        external access off (no files, URLs, ATTACH, COPY, extensions), streamed and cut at `max_rows`
+        rows and 4 MiB (`gpuledger.warehouse.ledger_sql.ledger_query`)."""
+        from gpuledger.warehouse.ledger_sql import ledger_query
+
+        limit = float(timeout_s if timeout_s is not None else self.settings.get("sql.timeout_s"))
+        with self._scope():
+            return ledger_query(query, max_rows=max_rows, timeout_s=limit if limit > 0 else 300.0)
+
     def report_sweep(self, name: str, *, sweep_id: str | None = None,
                      out: str | os.PathLike[str] | None = None) -> ReportFiles:
         """Writes the ROI report of the latest sweep `name` (or of `sweep_id`); returns its files."""
