@@ -41,6 +41,16 @@ from gpuledger.vocabulary import (
 )
 from gpuledger.vocabulary import SpecSharding as Sharding
 
+#: Bounds of a capacity spec's traffic (issue 43: `qps: 1e12` must answer at once, `1e308` must not
+#: overflow): a million requests/s is ~10x the busiest public web service's peak; 10M tokens per
+#: request is past every context window; a latency over a day (8.64e7 ms) is no SLO.
+MAX_QPS = 1_000_000.0
+MAX_REQUEST_TOKENS = 10_000_000
+MAX_LATENCY_MS = 86_400_000.0
+#: a GPU's output tokens/s: ~100x the fastest published per-GPU serving rate (H100/B200, small models)
+MAX_TOKENS_PER_S_PER_GPU = 10_000_000.0
+MAX_CONCURRENCY = 1_000_000
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -238,8 +248,8 @@ class _SpecBase(_Strict):
 
 
 class ServeSlo(_Strict):
-    p95_ttft_ms: float = Field(gt=0, description="time to first token, 95th percentile (ms)")
-    p95_tpot_ms: float = Field(gt=0, description="time per output token, 95th percentile (ms)")
+    p95_ttft_ms: float = Field(gt=0, le=MAX_LATENCY_MS, description="time to first token, 95th percentile (ms)")
+    p95_tpot_ms: float = Field(gt=0, le=MAX_LATENCY_MS, description="time per output token, 95th percentile (ms)")
 
 
 class Serve(_Strict):
@@ -334,9 +344,12 @@ class LengthDist(_Strict):
 
 
 class Traffic(_Strict):
-    qps: float | None = Field(None, gt=0, description="requests per second at peak (default: the most of hourly_qps)")
-    prompt_tokens: int = Field(ge=1, description="prompt tokens per request, or a distribution (its mean here)")
-    output_tokens: int = Field(ge=1, description="output tokens per request, or a distribution (its mean here)")
+    qps: float | None = Field(None, gt=0, le=MAX_QPS,
+                              description="requests per second at peak (default: the most of hourly_qps)")
+    prompt_tokens: int = Field(ge=1, le=MAX_REQUEST_TOKENS,
+                               description="prompt tokens per request, or a distribution (its mean here)")
+    output_tokens: int = Field(ge=1, le=MAX_REQUEST_TOKENS,
+                               description="output tokens per request, or a distribution (its mean here)")
     prompt_tokens_dist: LengthDist | None = Field(None, description="set from prompt_tokens given as a distribution")
     output_tokens_dist: LengthDist | None = Field(None, description="set from output_tokens given as a distribution")
 
@@ -355,7 +368,7 @@ class Traffic(_Strict):
                 out[f"{kind}_tokens_dist"] = dist
                 out[f"{kind}_tokens"] = max(1, round(dist.mean_tokens(kind)))
         return out
-    hourly_qps: list[Annotated[float, Field(ge=0)]] | None = Field(
+    hourly_qps: list[Annotated[float, Field(ge=0, le=MAX_QPS)]] | None = Field(
         None, description="requests per second in each hour of a day (24 values) or a week (168, Monday 00:00 first)")
 
     @model_validator(mode="before")
@@ -401,11 +414,13 @@ Engine = Literal["vllm", "sglang", "trtllm", "tgi"]
 class MeasuredPoint(_Strict):
     """One measured serving operating point of an accelerator (e.g. from `vllm bench serve`)."""
 
-    tokens_per_s_per_gpu: float = Field(gt=0, description="output tokens/s one GPU sustained, prefill included")
-    concurrency: int | None = Field(None, ge=1, description="requests in flight (closed loop) or max batch")
-    request_rate: float | None = Field(None, gt=0, description="offered requests/s (open loop), if measured so")
-    ttft_ms: float | None = Field(None, gt=0, description="p95 time to first token at this point (ms)")
-    tpot_ms: float | None = Field(None, gt=0, description="p95 time per output token at this point (ms)")
+    tokens_per_s_per_gpu: float = Field(gt=0, le=MAX_TOKENS_PER_S_PER_GPU,
+                                        description="output tokens/s one GPU sustained, prefill included")
+    concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY,
+                                    description="requests in flight (closed loop) or max batch")
+    request_rate: float | None = Field(None, gt=0, le=MAX_QPS, description="offered requests/s (open loop), if measured so")
+    ttft_ms: float | None = Field(None, gt=0, le=MAX_LATENCY_MS, description="p95 time to first token at this point (ms)")
+    tpot_ms: float | None = Field(None, gt=0, le=MAX_LATENCY_MS, description="p95 time per output token at this point (ms)")
     engine: Engine | None = Field(None, description="engine measured; default: the spec's engine")
     gpus_per_replica: int = Field(1, ge=1, le=8, description="tensor-parallel GPUs of the measured replica")
 

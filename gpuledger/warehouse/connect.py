@@ -153,6 +153,29 @@ def file_kind_problem(path: Path) -> str | None:
     return None
 
 
+class DiskFull(UserError):
+    """The disk holding the warehouse filled up while writing: the transaction was rolled back."""
+
+
+_DISK_FULL = re.compile(r"No space left on device|disk (is )?full|ENOSPC|Disk quota exceeded", re.I)
+
+
+def disk_full(err: BaseException, where: str | os.PathLike[str] | None = None) -> DiskFull | None:
+    """Returns the one-line `DiskFull` for an error that says the disk is full (DuckDB's text, or an
+    OSError ENOSPC/EDQUOT), else None."""
+    import errno
+
+    if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+        said = err.strerror or "No space left on device"
+    elif isinstance(err, duckdb.Error) and _DISK_FULL.search(str(err)):
+        said = "No space left on device"
+    else:
+        return None
+    place = f"the disk holding the warehouse {where}" if where else "the warehouse's disk"
+    return DiskFull(f"{place} is full ({said}, ENOSPC): the write was rolled back and nothing of it was "
+                    "stored; free some space and run the command again")
+
+
 def _is_lock_conflict(text: str) -> bool:
     """True when DuckDB's error says another process holds the file's lock (not merely a message
     that contains 'lock', such as a corrupt 'block')."""

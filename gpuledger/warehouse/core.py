@@ -144,7 +144,7 @@ class WarehouseBase:
         """Runs the body in one transaction: COMMIT at the end, ROLLBACK on any exception.
         On DuckLake the transaction first claims the writers' row, so that a concurrent writer's
         commit conflicts instead of duplicating rows (`gpuledger.warehouse.lake`)."""
-        with _migrate.transaction(self._con):
+        with _migrate.transaction(self._con, str(self.path)):
             if self.backend == "ducklake":
                 lake.claim_writer(self._con, lake.holder_name())
             yield

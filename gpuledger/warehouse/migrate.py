@@ -14,13 +14,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import duckdb
 
 from gpuledger.errors import UserError
 from gpuledger.warehouse import sqlfiles
-from gpuledger.warehouse.connect import now
+from gpuledger.warehouse.connect import disk_full, now
 
 
 class MigrationChanged(UserError):
@@ -28,15 +28,28 @@ class MigrationChanged(UserError):
 
 
 @contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Runs the body in one transaction: COMMIT at the end, ROLLBACK on any exception."""
+def transaction(con: duckdb.DuckDBPyConnection, where: str | None = None) -> Iterator[None]:
+    """Runs the body in one transaction: COMMIT at the end, ROLLBACK on any exception. A full disk
+    (while writing or at the commit) is `DiskFull`, one line naming `where` (the warehouse)."""
     con.begin()
     try:
         yield
-    except BaseException:
-        con.rollback()
+    except BaseException as err:
+        with suppress(duckdb.Error):
+            con.rollback()
+        full = disk_full(err, where)
+        if full is not None:
+            raise full from None
         raise
-    con.commit()
+    try:
+        con.commit()
+    except duckdb.Error as err:
+        with suppress(duckdb.Error):
+            con.rollback()
+        full = disk_full(err, where)
+        if full is not None:
+            raise full from None
+        raise
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
