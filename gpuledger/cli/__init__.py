@@ -263,9 +263,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("mcp", help="Model Context Protocol server over stdio: the verbs for agents, within a budget")
 
+    s = sub.add_parser("status", help="each sweep's state and spend so far (accrued), and the budget envelopes")
+    s.add_argument("sweep", nargs="?", default=None, metavar="SWEEP", help="one sweep, by name or id (default: the latest)")
+    s.add_argument("--json", action="store_true")
+    for verb, what in (("approve", "resume a sweep that waits for approval past an envelope's soft threshold"),
+                       ("reject", "end a sweep that waits for approval; its reservation is released")):
+        s = sub.add_parser(verb, help=what)
+        s.add_argument("sweep", metavar="SWEEP", help="the waiting sweep, by name or id")
+        s.add_argument("--note", default=None, metavar="TEXT", help="why (recorded with the decision)")
+        s.add_argument("--json", action="store_true")
+
     s = sub.add_parser("serve", help="local Prefect server + worker + the deployments of prefect.yaml")
     s.add_argument("--port", type=_prefect_port, default=None, metavar="PORT",
                    help="listen on this port (default: $GPULEDGER_PREFECT_PORT, else prefect.toml's 4200)")
+    s.add_argument("--metrics-port", type=_prefect_port, default=None, metavar="PORT",
+                   help="also serve Prometheus metrics at http://127.0.0.1:PORT/metrics (default: none)")
     from gpuledger.cli.help import document
 
     return document(p)

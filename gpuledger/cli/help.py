@@ -147,6 +147,20 @@ DOCS: dict[str, tuple[str, list[str]]] = {
     "serve": (
         "Start a local Prefect server, a worker and the deployments of prefect.yaml (Ctrl-C stops).",
         ["gpuledger serve"]),
+    "status": (
+        "Each sweep's state (running, awaiting_approval, succeeded, ...) and its spend so far: accrued_usd = "
+        "its stored runs' measured cost + what its running trials have accrued (price x elapsed, written every "
+        "money.accrue_interval_s). A sweep waiting for approval says who must approve and how. Then every "
+        "budget envelope's window: spent, reserved, left (docs/budgets.md).",
+        ["gpuledger status", "gpuledger status lora-grid --json"]),
+    "approve": (
+        "Resume a sweep whose reservation passed an envelope's soft threshold: its paused Prefect flow run "
+        "continues and launches. Refused when the envelope names approvers and you are not one of them.",
+        ["gpuledger approve lora-grid", "gpuledger approve lora-grid-1a2b3c4d --note 'ok for the paper'"]),
+    "reject": (
+        "End a sweep that waits for approval: its flow run ends Failed (exit 3 of its `gpuledger sweep`) "
+        "without launching, and its reservation is released.",
+        ["gpuledger reject lora-grid --note 'use the smaller model first'"]),
 }
 
 

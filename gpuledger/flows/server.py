@@ -287,8 +287,22 @@ def serve_env(root: Path, api_url: str) -> dict[str, str]:
 
 
 def serve(root: Path | None = None, say: Callable[[str], None] = print, ready_timeout_s: float = 120.0,
-          port: int | None = None) -> int:
-    """Runs `gpuledger serve` until Ctrl-C/SIGTERM; returns the exit code. See the module docstring."""
+          port: int | None = None, metrics_port: int | None = None) -> int:
+    """Runs `gpuledger serve` until Ctrl-C/SIGTERM; returns the exit code. See the module docstring.
+    `metrics_port`: also serve the ledger's Prometheus metrics there (gpuledger/runtime/metrics.py)."""
+    if metrics_port is None:
+        return _serve(root, say, ready_timeout_s, port)
+    from gpuledger.runtime.metrics import serve_metrics
+
+    metrics, _thread = serve_metrics(metrics_port)
+    say(f"Prometheus metrics: http://127.0.0.1:{metrics_port}/metrics")
+    try:
+        return _serve(root, say, ready_timeout_s, port)
+    finally:
+        metrics.shutdown()
+
+
+def _serve(root: Path | None, say: Callable[[str], None], ready_timeout_s: float, port: int | None) -> int:
     root = (root or project_root()).resolve()
     if not (root / "prefect.yaml").is_file():
         raise UserError(f"no prefect.yaml in {root}: `gpuledger serve` deploys the flows it names; "

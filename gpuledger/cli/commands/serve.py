@@ -2,7 +2,8 @@
 
 Starts (or reuses) the server on 127.0.0.1 (port of `prefect.toml`, or PREFECT_API_URL), keeps
 its state in the project's Prefect home (`.gpuledger/prefect/`), creates the work pool `gpuledger-local`, runs `prefect deploy --all`,
-and runs a worker until Ctrl-C, which stops the worker and then the server. See gpuledger/flows/server.py.
+and runs a worker until Ctrl-C, which stops the worker and then the server. `--metrics-port PORT` also serves
+the ledger's Prometheus metrics at /metrics (gpuledger/runtime/metrics.py). See gpuledger/flows/server.py.
 """
 
 from __future__ import annotations
@@ -11,4 +12,5 @@ from __future__ import annotations
 def run(args) -> int:
     from gpuledger.flows.server import serve
 
-    return serve(say=lambda msg: print(msg, flush=True), port=getattr(args, "port", None))
+    return serve(say=lambda msg: print(msg, flush=True), port=getattr(args, "port", None),
+                 metrics_port=getattr(args, "metrics_port", None))

@@ -1,0 +1,40 @@
+"""`gpuledger status [SWEEP] [--json]`: each sweep's state (running, awaiting_approval, ...) and its spend so
+far (`accrued_usd`: measured runs + running trials' price x elapsed), and the envelopes' money.
+
+A sweep waiting for approval names who must approve and the command (gpuledger/runtime/sweep_states.py,
+docs/budgets.md). Reads the warehouse only; never imports Prefect.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+def run(args) -> int:
+    from gpuledger.runtime.envelopes import usd
+    from gpuledger.runtime.money import envelope_rows
+    from gpuledger.runtime.sweep_states import sweep_states
+
+    sweeps = sweep_states(args.sweep)
+    envelopes = envelope_rows()
+    if args.json:
+        print(json.dumps({"sweeps": sweeps, "envelopes": envelopes}, indent=2, default=str))
+        return 0
+    if not sweeps:
+        print("no sweep yet" if args.sweep is None else f"no sweep {args.sweep}")
+    for s in sweeps:
+        line = (f"{s['sweep_id']}: {s['state']}, spent so far ${s['accrued_usd']:.4f} (measured ${s['measured_usd']:.4f}"
+                f" + {s['running_trials']} running trial(s) ${s['running_accrued_usd']:.4f} at ${s['usd_per_hour']:.2f}/h)")
+        if s["over_estimate_trials"]:
+            line += f"; {s['over_estimate_trials']} trial(s) past their estimate"
+        print(line)
+        w = s.get("awaiting_approval")
+        if w:
+            print(f"  waits for approval by {w['who']}: {w['reason']}")
+            print(f"  {w['approve']}   (or {w['reject']})")
+    for e in envelopes:
+        print(f"envelope {e['budget']} ({e['scope']}, {e['window']} from {e['window_start'][:10]}): used "
+              f"{usd(e['used_usd'])} (spent {usd(e['spent_usd'])}, reserved {usd(e['reserved_usd'])}) of "
+              f"{usd(e['limit_usd'])}, {usd(e['remaining_usd'])} left"
+              + (f"; approval past {usd(e['soft_usd'])}" if e["soft_usd"] is not None else ""))
+    return 0
