@@ -65,7 +65,10 @@ def add_to_option(opt: dict[str, Any], spec, committed_rates: list | None = None
         return
     t = spec.traffic
     tp = int(opt["gpus_per_replica"] or 1)
-    per_replica = float(opt["tokens_per_s_per_gpu"]) * tp
+    # the rate the fleet is sized on (slo.confidence: the throughput band's P10 at p90), so the hours'
+    # replicas agree with the fixed fleet
+    sized = (opt.get("bands") or {}).get("sizing_tokens_per_s_per_gpu") or opt["tokens_per_s_per_gpu"]
+    per_replica = float(sized) * tp
     hourly = elastic.profile(t)
     auto = spec.autoscale
     fleet = elastic.autoscaled(hourly, t.output_tokens, spec.headroom, per_replica, tp, price, auto)
@@ -126,7 +129,8 @@ def compare(best: dict[str, Any] | None, spec, fine_tune_usd: float | None,
         if best is not None and own is not None:
             tp = int(best["gpus_per_replica"] or 1)
             out["break_even"] = returns.break_even(
-                hourly, t.prompt_tokens, t.output_tokens, spec.headroom, float(best["tokens_per_s_per_gpu"]) * tp, tp,
+                hourly, t.prompt_tokens, t.output_tokens, spec.headroom,
+                float((best.get("bands") or {}).get("sizing_tokens_per_s_per_gpu") or best["tokens_per_s_per_gpu"]) * tp, tp,
                 float(best["price_per_gpu_hour_on_demand"]), c.api, spec.autoscale, spec.environments)
     if c.revenue_usd_per_request is not None:
         out["revenue_usd_per_month"] = round(c.revenue_usd_per_request * month["requests"], 2)

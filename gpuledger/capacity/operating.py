@@ -169,9 +169,9 @@ def choose(rep: Replica, prompt_tokens: int, output_tokens: int, p95_ttft_s: flo
 def _why_missed(r: SimResult, p95_ttft_s: float, p95_tpot_s: float) -> str:
     parts = []
     if r.ttft_p95_s > p95_ttft_s:
-        parts.append(f"p95 TTFT {r.ttft_p95_s * 1e3:,.1f} ms > {p95_ttft_s * 1e3:g} ms at concurrency {r.concurrency}")
+        parts.append(f"p95 TTFT {r.ttft_p95_s * 1e3:,.1f} ms > {p95_ttft_s * 1e3:.4g} ms at concurrency {r.concurrency}")
     if r.tpot_p95_s > p95_tpot_s:
-        parts.append(f"p95 TPOT {r.tpot_p95_s * 1e3:,.2f} ms > {p95_tpot_s * 1e3:g} ms at concurrency {r.concurrency}")
+        parts.append(f"p95 TPOT {r.tpot_p95_s * 1e3:,.2f} ms > {p95_tpot_s * 1e3:.4g} ms at concurrency {r.concurrency}")
     return " and ".join(parts) or "the SLO"
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuledger.capacity import economy, elastic, floors, lengths, operating
+from gpuledger.capacity import bands, economy, elastic, floors, lengths, operating
 from gpuledger.capacity.measured import measured_points
 from gpuledger.capacity.plan_types import CapacityPlan
 from gpuledger.capacity.simulate import SimulationTooLong
@@ -43,6 +43,7 @@ OPTION_KEYS = (
     "replicas",
     "max_batch",
     "tokens_per_s_per_gpu",
+    "max_tokens_per_s_per_replica",
     "throughput_source",
     "operating_point",
     "ttft_ms",
@@ -51,6 +52,10 @@ OPTION_KEYS = (
     "ttft_ms_p99",
     "tpot_ms_p50",
     "tpot_ms_p99",
+    "ttft_ms_p95",
+    "tpot_ms_p95",
+    "replicas_sized",
+    "bands",
     "floor_ttft_ms",
     "floor_tpot_ms",
     "load_check",
@@ -233,15 +238,34 @@ def mixes(spec) -> tuple[lengths.LengthMix | None, lengths.LengthMix | None]:
             lengths.mix_from(getattr(t, "output_tokens_dist", None), "output"))
 
 
+def confidence_of(spec) -> str:
+    """Returns the spec's SLO confidence ("p90" default, "p50")."""
+    return getattr(spec.slo, "confidence", "p90") or "p90"
+
+
+def sizing_factors(spec, engine: inference.Engine, hw: inference.Hardware) -> dict[str, Any]:
+    """Returns how the model's figures are taken at the spec's confidence (`gpuledger.capacity.bands`):
+    `throughput` (× the simulated tokens/s: the band's P10 at p90, its P50 at p50), `tpot` (the
+    simulated p95 TPOT × this must meet the SLO: the band's P90 at p90, P50 at p50), and the bands."""
+    fam = bands.family(hw.name)
+    b = {q: bands.band_for(engine.name, fam, q) for q in bands.QUANTITIES}
+    p90 = confidence_of(spec) == "p90"
+    return {"throughput": b["throughput"].p10 if p90 else b["throughput"].p50,
+            "tpot": b["tpot"].p90 if p90 else b["tpot"].p50, "bands": b, "family": fam}
+
+
 def _choose_at(model: inference.ServingModel, hw: inference.Hardware, spec, engine: inference.Engine, tp: int) -> operating.Choice | None:
     """Returns the simulated operating point of one replica of `tp` GPUs (None: a request does not fit);
-    ValueError/SimulationTooLong when the simulation cannot run the shape."""
+    ValueError/SimulationTooLong when the simulation cannot run the shape. The TPOT target is met at the
+    spec's confidence (the simulated p95 × the TPOT band's P90 at p90); TTFT's band is shown, not sized on."""
     t, slo = spec.traffic, spec.slo
     pm, om = mixes(spec)
     rep = operating.replica_setup(model, hw, spec.precision, engine, tp, t.prompt_tokens, t.output_tokens, pm, om)
     if rep is None:
         return None
-    return operating.choose(rep, t.prompt_tokens, t.output_tokens, slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3, pm, om)
+    tpot_factor = sizing_factors(spec, engine, hw)["tpot"]
+    return operating.choose(rep, t.prompt_tokens, t.output_tokens, slo.p95_ttft_ms / 1e3,
+                            slo.p95_tpot_ms / 1e3 / tpot_factor, pm, om)
 
 
 def _estimate(model: inference.ServingModel, hw: inference.Hardware, spec, engine: inference.Engine, tps: list[int]) -> dict[str, Any]:
@@ -266,7 +290,8 @@ def _estimate(model: inference.ServingModel, hw: inference.Hardware, spec, engin
             if found:
                 break
             continue
-        gpus, replicas = gpus_needed(t.qps, t.output_tokens, spec.headroom, choice.point.output_tokens_per_s / tp, tp)
+        rate = choice.point.output_tokens_per_s / tp * sizing_factors(spec, engine, hw)["throughput"]
+        gpus, replicas = gpus_needed(t.qps, t.output_tokens, spec.headroom, rate, tp)
         found.append((gpus, tp, choice))
         if len(found) == 2:
             break
@@ -438,13 +463,16 @@ def _plan_one(accel: str, model: inference.ServingModel, spec, engine: inference
         if not check["meets_slo"]:
             load += (" — above the SLO under Poisson bursts: the operating point is a closed-loop concurrency, "
                      "as serving benchmarks measure it; headroom covers bursts")
-        opt["reason"] = (f"{engine.name} TP {tp}: {why}; {_fmt(demand)} tokens/s demand / {_fmt(rate, 1)} per GPU "
-                         f"= {gpus} GPUs ({replicas} × {tp})" + load)
+        fac = sizing_factors(spec, engine, hw)["throughput"]
+        opt["reason"] = (f"{engine.name} TP {tp}: {why}; {_fmt(demand)} tokens/s demand / ({_fmt(rate, 1)} per GPU × "
+                         f"{fac:.2f}, the throughput band's {'P10' if confidence_of(spec) == 'p90' else 'P50'} at "
+                         f"slo.confidence {confidence_of(spec)}) = {gpus} GPUs ({replicas} × {tp})" + load)
     else:
         opt["reason"] = est["reason"]
     if notes:
         opt["reason"] = (opt["reason"] or "") + "; " + "; ".join(notes)
     floors.hold_floors(opt, model, hw, spec)
+    _add_bands(opt, model, hw, spec, engine, est["choice"] if pick is None else None)
     price = cheapest_offer(rows, accel, min_count=opt["gpus_per_replica"] or 1)
     _fill_prices(opt, price)
     if price is None:
@@ -455,6 +483,65 @@ def _plan_one(accel: str, model: inference.ServingModel, spec, engine: inference
         if opt["feasible"]:  # the SLO is met on this hardware; only the price is unknown
             opt["reason"] = f"{opt['reason']}; unpriced: {none_text}"
     return opt
+
+
+#: `vllm bench serve` / `sglang.bench_serving` default --num-prompts: the maximum-throughput run a
+#: replica's `max_tokens_per_s_per_replica` reproduces (every request sent at once, request rate inf)
+BENCH_NUM_PROMPTS = 1000
+
+
+def _bench_max(model, hw, spec, engine: inference.Engine, tp: int) -> float | None:
+    """Returns the output tokens/s of one replica in the benchmark of its maximum throughput
+    (`BENCH_NUM_PROMPTS` requests of the spec's length mix all sent at once, ramp and drain included,
+    as `vllm bench serve --request-rate inf` reports it), or None when the simulation cannot run it."""
+    t = spec.traffic
+    pm, om = mixes(spec)
+    try:
+        r = operating.max_throughput(model, hw, spec.precision, engine, prompt_tokens=t.prompt_tokens,
+                                     output_tokens=t.output_tokens, num_requests=BENCH_NUM_PROMPTS, tp=tp,
+                                     prompt_mix=pm, output_mix=om or lengths.LengthMix(t.output_tokens, 0.0))
+    except (ValueError, SimulationTooLong):
+        return None
+    return r.output_tokens_per_s
+
+
+def _add_bands(opt: dict[str, Any], model, hw, spec, engine: inference.Engine, choice) -> None:
+    """Fills the option's bands ({p10, p50, p90}): `max_tokens_per_s_per_replica`, `ttft_ms_p95`,
+    `tpot_ms_p95`, `replicas` (the fleet at the throughput band's P90, P50, P10), `replicas_sized`
+    (the fleet sized at slo.confidence) and `bands` (what each rests on)."""
+    opt["replicas_sized"] = opt.get("replicas")
+    if not opt.get("feasible") or not opt.get("tokens_per_s_per_gpu"):
+        opt["replicas"] = None
+        return
+    f = sizing_factors(spec, engine, hw)
+    b = f["bands"]
+    tp = int(opt["gpus_per_replica"] or 1)
+    measured = opt.get("throughput_source") == "measured"
+    noise = bands.Band(math.exp(-bands.MIN_HALF_WIDTH), 1.0, math.exp(bands.MIN_HALF_WIDTH), 1, 1,
+                       "measured point: ±8% run-to-run noise")
+    tb = noise if measured else b["throughput"]
+    mx = _bench_max(model, hw, spec, engine, tp) if not measured else float(opt["tokens_per_s_per_gpu"]) * tp
+    opt["max_tokens_per_s_per_replica"] = tb.apply(mx, 1) if mx else None
+    opt["ttft_ms_p95"] = (noise if measured else b["ttft"]).apply(opt.get("ttft_ms"), 1)
+    opt["tpot_ms_p95"] = (noise if measured else b["tpot"]).apply(opt.get("tpot_ms"), 2)
+    t = spec.traffic
+    rate = float(opt["tokens_per_s_per_gpu"])
+    reps = {k: gpus_needed(t.qps, t.output_tokens, spec.headroom, rate * getattr(tb, q), tp)[1]
+            for k, q in (("p10", "p90"), ("p50", "p50"), ("p90", "p10"))}
+    opt["replicas"] = reps
+    opt["bands"] = {
+        "confidence": confidence_of(spec),
+        "throughput": bands.describe(tb, "throughput"),
+        "ttft": bands.describe(noise if measured else b["ttft"], "ttft") + "; shown, not sized on",
+        "tpot": bands.describe(noise if measured else b["tpot"], "tpot"),
+        "max_tokens_per_s_per_replica": f"the simulated `vllm bench serve --request-rate inf --num-prompts "
+                                        f"{BENCH_NUM_PROMPTS}` of the spec's lengths on one replica of {tp} GPU(s)"
+                                        if not measured else "the measured rate × GPUs per replica",
+        "sizing_tokens_per_s_per_gpu": round(rate * (1.0 if measured else f["throughput"]), 1),
+        "sizing_tpot_factor": 1.0 if measured else round(f["tpot"], 4),
+        "sized_on": (f"throughput × {f['throughput']:.2f} and p95 TPOT × {f['tpot']:.2f} within the SLO "
+                     f"(slo.confidence {confidence_of(spec)})") if not measured else "the measured point",
+    }
 
 
 def _fill_prices(opt: dict[str, Any], price: dict[str, Any] | None) -> None:

@@ -55,9 +55,10 @@ class CapacityOption(TypedDict):
     engine: str
     gpus: int | None
     gpus_per_replica: int | None
-    replicas: int | None
+    replicas: dict[str, int] | None  # {p10, p50, p90}: the fleet at the throughput band's P90, P50, P10
     max_batch: int | None
     tokens_per_s_per_gpu: float | None
+    max_tokens_per_s_per_replica: dict[str, float] | None  # {p10, p50, p90}
     throughput_source: str
     operating_point: dict[str, Any] | None
     ttft_ms: float | None
@@ -66,6 +67,10 @@ class CapacityOption(TypedDict):
     ttft_ms_p99: float | None
     tpot_ms_p50: float | None
     tpot_ms_p99: float | None
+    ttft_ms_p95: dict[str, float] | None  # {p10, p50, p90} of ttft_ms
+    tpot_ms_p95: dict[str, float] | None  # {p10, p50, p90} of tpot_ms
+    replicas_sized: int | None  # the fleet sized at slo.confidence (gpus / gpus_per_replica)
+    bands: dict[str, Any] | None  # what each band rests on
     floor_ttft_ms: float | None
     floor_tpot_ms: float | None
     load_check: dict[str, Any] | None

@@ -131,9 +131,10 @@ ENGINES: dict[str, Engine] = {
         #   (chat template, message parsing, tokeniser, the API-server -> engine-core hop, the first SSE chunk):
         #   issue 37 measured 60 ms TTFT at concurrency 1 where 12.8 ms was planned (prefill 8.8 ms + 4 ms);
         #   the completions endpoint `vllm bench serve` uses by default keeps 4 ms (tests/data/serving_latency.csv);
-        # - the API server streams one chunk per output token in its own process: ~140 µs of CPU per token caps
-        #   a replica near 7,100 output tokens/s whatever the GPU (Llama-3.1-8B on an H100 through the chat
-        #   endpoint, ShareGPT, 1,000 prompts: 6,583 tokens/s, vllm PR 18566); slower GPUs never reach it;
+        # - the API server streams one chunk per output token in its own process: ~110 µs of CPU per token caps
+        #   a replica near 9,100 output tokens/s whatever the GPU (Llama-3.1-8B on an H100 through the chat
+        #   endpoint, ShareGPT, 1,000 prompts: 6,583 tokens/s with ramp and drain, vllm PR 18566; issue 37's H100
+        #   set 1.5-2.5x below the model before, between the two); slower GPUs never reach it;
         # - the engine loop's scheduler/input preparation/output update, ~10 µs per running sequence per step,
         #   serial with the GPU (V1 without async scheduling; vLLM 0.6.0's multi-step scheduling doubled
         #   Llama-3.1-8B's H100 throughput, 3,958 -> 8,088 tokens/s: the CPU had been half of each step,
@@ -142,7 +143,7 @@ ENGINES: dict[str, Engine] = {
         #   speed-ups are 1.2-1.9x (issue 37; Lambda: Mistral-7B 2.06x, Mistral-Nemo 1.89x on vLLM 0.5.4)
         #   where the datasheets (3.2x compute, 1.6x bandwidth) made the model assume 1.8-3.0x.
         gemm_mfu_scale_by_generation=(("hopper", 0.65),), step_overhead_per_seq_s=10e-6,
-        frontend_s_per_token=140e-6, request_overhead_chat_s=45e-3,
+        frontend_s_per_token=110e-6, request_overhead_chat_s=45e-3,
     ),
     # SGLang 0.4.9-0.5 `ServerArgs` (python/sglang/srt/server_args.py, chunked-prefill handling):
     # chunked_prefill_size 2048 below 35 GB of device memory (A10, L40, 4090), 8192 up to 160 GB

@@ -38,6 +38,13 @@ from gpuledger.report.html import render_html
 from gpuledger.report.markdown import render_markdown
 
 
+def _replicas(o: dict[str, Any]) -> int | None:
+    """Returns the replicas an option is sized with (`replicas_sized`; plans before bands: `replicas`)."""
+    r = o.get("replicas_sized")
+    if r is None and isinstance(o.get("replicas"), int):
+        r = o["replicas"]
+    return r
+
 def _name(result: dict[str, Any]) -> str:
     spec = result.get("spec") or {}
     return spec.get("name") or result.get("name") or "capacity"
@@ -122,7 +129,7 @@ def _row(o: dict[str, Any]) -> list[Any]:
     per_replica = o.get("gpus_per_replica")
     gpus = f"{o.get('gpus') if o.get('gpus') is not None else '—'}"
     if per_replica and per_replica > 1:
-        gpus += f" ({o.get('replicas')}×{per_replica})"
+        gpus += f" ({_replicas(o)}×{per_replica})"
     return [o.get("accelerator"), gpus, o.get("max_batch") if o.get("max_batch") is not None else "—",
             f"{num(o.get('tokens_per_s_per_gpu'), 4)} ({src})", _ms(o.get("ttft_ms")), _ms(o.get("tpot_ms")),
             usd(o.get("usd_per_hour_on_demand")), usd(o.get("usd_per_month_on_demand")),
@@ -172,11 +179,11 @@ def _hours_figure(best: dict[str, Any], spec: dict[str, Any]) -> Figure:
     svg = charts.step_chart([("autoscaled replicas", charts.BLUE, pts)],
                             title=f"replicas of {best.get('accelerator')} over the {period}",
                             x_label="hour" + (" of the week (Monday 00:00 = 0)" if period == "week" else " of the day"),
-                            y_label="replicas", hline=(float(best.get("replicas") or 0), "fixed fleet at peak"))
+                            y_label="replicas", hline=(float(_replicas(best) or 0), "fixed fleet at peak"))
     price_h = (best.get("price_per_gpu_hour_on_demand") or 0) * tp
     caption = (f"Replicas the autoscaler keeps each hour (blue) against the fixed fleet sized for the peak (dashed); "
                f"one replica costs {usd(price_h)}/h on demand, so the {period} costs "
-               f"{usd(sum(reps) * price_h)} autoscaled against {usd(len(reps) * (best.get('replicas') or 0) * price_h)} "
+               f"{usd(sum(reps) * price_h)} autoscaled against {usd(len(reps) * (_replicas(best) or 0) * price_h)} "
                f"fixed (scale-down delay excluded; the month below includes it).")
     return Figure(svg, caption)
 
@@ -202,7 +209,7 @@ def _economy_section(result: dict[str, Any], opts: list[dict[str, Any]]) -> Sect
     if not best.get("replicas_by_hour"):
         return None
     blocks: list = [_hours_figure(best, result.get("spec") or {})]
-    rows = [["fixed fleet at peak (on demand)", usd(best.get("usd_per_month_on_demand")), f"{best.get('replicas')} replicas"],
+    rows = [["fixed fleet at peak (on demand)", usd(best.get("usd_per_month_on_demand")), f"{_replicas(best)} replicas"],
             ["autoscaled (on demand)", usd(best.get("usd_per_month_autoscaled")), (best.get("autoscale") or {}).get("why", "—")]]
     spot = best.get("spot")
     if spot:

@@ -31,6 +31,8 @@ EXPECTED_OPTION_KEYS = {
     # issue 28: the elastic fleet and the return on serving
     "usd_per_month_autoscaled", "replicas_by_hour", "usd_per_1m_output_tokens", "usd_per_request", "autoscale",
     "spot", "environments", "committed",
+    # issue 37: bands {p10, p50, p90} and the fleet sized at slo.confidence
+    "max_tokens_per_s_per_replica", "ttft_ms_p95", "tpot_ms_p95", "replicas_sized", "bands",
 }
 
 
@@ -197,7 +199,9 @@ def test_plan_shape_and_best():
     h = _opt(r, "H100")
     assert h["feasible"] and h["throughput_source"] == "estimated" and h["engine"] == "vllm"
     assert h["cloud"] == "aws"  # the cheaper gcp offer is outside the spec's clouds
-    assert h["gpus"] == math.ceil(20 * 300 * 1.3 / h["tokens_per_s_per_gpu"] - 1e-3)
+    # sized at slo.confidence p90: the throughput band's P10 × the simulated rate
+    sized = h["bands"]["sizing_tokens_per_s_per_gpu"]
+    assert sized < h["tokens_per_s_per_gpu"] and h["gpus"] == math.ceil(20 * 300 * 1.3 / sized - 1e-3)
     assert h["usd_per_month_on_demand"] == pytest.approx(h["gpus"] * 4.5 * 730, abs=0.01)
     assert h["usd_per_day_on_demand"] == pytest.approx(h["gpus"] * 4.5 * 24, abs=0.01)
     assert h["usd_per_month_spot"] == pytest.approx(h["gpus"] * 1.5 * 730, abs=0.01)
@@ -222,11 +226,14 @@ def test_each_option_says_which_operating_point_and_why():
     assert [p["concurrency"] for p in curve] == sorted(p["concurrency"] for p in curve)
     chosen = next(p for p in curve if p["concurrency"] == opp["concurrency"])
     assert chosen["meets_slo"] and chosen["tokens_per_s_per_gpu"] == h["tokens_per_s_per_gpu"]
-    assert max(p["tokens_per_s_per_gpu"] for p in curve if p["meets_slo"]) == h["tokens_per_s_per_gpu"]
+    # the TPOT target is met at slo.confidence: the simulated p95 × the TPOT band's P90
+    f = h["bands"]["sizing_tpot_factor"]
+    within = [p for p in curve if p["ttft_ms_p95"] <= 800 and p["tpot_ms_p95"] * f <= 50]
+    assert max(p["tokens_per_s_per_gpu"] for p in within) == h["tokens_per_s_per_gpu"]
     assert any(not p["meets_slo"] for p in curve)  # the curve goes past the knee
     lc = h["load_check"]
-    assert lc["mode"] == "poisson" and lc["replicas"] == h["replicas"]
-    assert lc["request_rate"] == pytest.approx(20 / h["replicas"], rel=1e-3)
+    assert lc["mode"] == "poisson" and lc["replicas"] == h["replicas_sized"]
+    assert lc["request_rate"] == pytest.approx(20 / h["replicas_sized"], rel=1e-3)
 
 
 def test_plans_are_deterministic():

@@ -118,12 +118,12 @@ def _plan(hourly, **extra):
 
 
 def test_plan_json_reports_the_elastic_fleet_and_the_api_comparison():
-    extra = {"compare": {"api": {"usd_per_1m_input_tokens": 0.1, "usd_per_1m_output_tokens": 0.4}},
+    extra = {"compare": {"api": {"usd_per_1m_input_tokens": 0.3, "usd_per_1m_output_tokens": 1.2}},
              "fine_tune": {"usd": 300}, "environments": {"staging": {"replicas": 1}, "canary": {"traffic_share": 0.1}},
              "committed": {"1y": 30, "3y": 50}}
     peaky = _plan([q * 4 for q in DAY], **extra)
     o = peaky["best"]
-    assert o["feasible"] and len(o["replicas_by_hour"]) == 24 and max(o["replicas_by_hour"]) == o["replicas"]
+    assert o["feasible"] and len(o["replicas_by_hour"]) == 24 and max(o["replicas_by_hour"]) == o["replicas_sized"]
     assert o["usd_per_month_autoscaled"] < 0.7 * o["usd_per_month_on_demand"]
     assert o["usd_per_1m_output_tokens"] > 0 and o["environments"]["staging"]["replicas"] == 1
     assert set(o["committed"]) == {"1y", "3y"} and o["spot"]["spot_share"] > 0

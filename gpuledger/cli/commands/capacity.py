@@ -68,7 +68,7 @@ def render(result: dict, file=None) -> None:
     if best:
         console.print(
             f"[bold green]best:[/bold green] {best['gpus']} × {best['accelerator']} "
-            f"({best['replicas']} replica(s) of {best['gpus_per_replica']}) on {best['cloud']} {best['instance_type']}: "
+            f"({best.get('replicas_sized') or best.get('replicas')} replica(s) of {best['gpus_per_replica']}) on {best['cloud']} {best['instance_type']}: "
             f"{_money(best['usd_per_hour_on_demand'])}/hour, {_money(best['usd_per_day_on_demand'])}/day, "
             f"{_money(best['usd_per_month_on_demand'])}/month on demand"
             + (f" ({_money(best['usd_per_month_spot'])}/month on spot)" if best["usd_per_month_spot"] else "")
