@@ -90,13 +90,25 @@ def _probes(wh, spec) -> Any:
         return None
 
 
-def _measured(spec) -> tuple[dict | None, Any, dict | None, Any, Any]:
+def _band_runs(wh) -> list[dict] | None:
+    """Returns the team's succeeded runs with their estimates (named query `estimate_runs`), for the
+    bands (gpuledger/estimate/bands.py); the framework of gpuledger's trainers (Transformers + PEFT)."""
+    from gpuledger.errors import UserError
+    from gpuledger.estimate.calibration import RUN_FRAMEWORK
+
+    try:
+        return [dict(r, framework=RUN_FRAMEWORK) for r in wh.query_named("estimate_runs").to_dicts()] or None
+    except UserError:
+        return None
+
+
+def _measured(spec) -> tuple[dict | None, Any, dict | None, Any, Any, list | None]:
     from gpuledger.errors import UserError
     from gpuledger.settings import warehouse_if_any
 
     path = warehouse_if_any()  # none yet, or outside a project: plan with the defaults
     if path is None:
-        return None, None, None, None, None
+        return None, None, None, None, None, None
     from gpuledger.search import prunes
     from gpuledger.warehouse import Warehouse
 
@@ -107,11 +119,11 @@ def _measured(spec) -> tuple[dict | None, Any, dict | None, Any, Any]:
             try:
                 runs = wh.query_named("plan_measurements", {"model": spec.model, "method": spec.method})
             except UserError:  # a warehouse not yet migrated to 004 (no trials.est_flops)
-                return preemption, None, None, billed, None
+                return preemption, None, None, billed, None, None
             curves = measured_curves(wh, spec) if prunes(spec) else None
-            return preemption, runs, curves, billed, _probes(wh, spec)
+            return preemption, runs, curves, billed, _probes(wh, spec), _band_runs(wh)
     except UserError:  # busy (a running sweep holds it): plan with the defaults
-        return None, None, None, None, None
+        return None, None, None, None, None, None
 
 
 def planning_inputs(spec, launcher: str | None = None) -> PlanningInputs:
@@ -123,6 +135,6 @@ def planning_inputs(spec, launcher: str | None = None) -> PlanningInputs:
         from gpuledger.inputs.machine import local_machine
 
         machine = local_machine()
-    preemption, runs, curves, billed, probes = _measured(spec)
+    preemption, runs, curves, billed, probes, band_runs = _measured(spec)
     return PlanningInputs(machine=machine, measured_preemption=preemption, measurements=runs, curves=curves,
-                          billed_rates=billed, probes=probes)
+                          billed_rates=billed, probes=probes, band_runs=band_runs)

@@ -29,7 +29,9 @@ class PlanningInputs:
     - `measurements`: the named query `plan_measurements` for the spec's model and method;
     - `curves`: {params key: learning curve} of earlier runs (a sweep that prunes);
     - `billed_rates`: rates learned from the FOCUS bill;
-    - `probes`: usable probes of the spec's model and method (the named query `plan_probes`)."""
+    - `probes`: usable probes of the spec's model and method (the named query `plan_probes`);
+    - `band_runs`: the team's succeeded runs with their estimates (the named query `estimate_runs`, as
+      `gpuledger.estimate.calibration.load_runs` gives them): they join their cells' bands."""
 
     machine: MachineSpeed | None = None
     measured_preemption: dict[tuple[str, str], tuple[float, float]] | None = None
@@ -37,6 +39,7 @@ class PlanningInputs:
     curves: dict[str, Curve] | None = None
     billed_rates: BilledRates | None = None
     probes: pl.DataFrame | None = None
+    band_runs: list[dict] | None = None
 
 
 @dataclass(frozen=True)

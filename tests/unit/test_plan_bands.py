@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 BASE = (ROOT / "specs" / "llama3-8b-lora-cloud.yaml").read_text()
 
 
-def _spec(tmp_path, budget: str, name="bands.yaml", pool="auto"):
+def _spec(tmp_path, budget: str, name="bands.yaml", pool="auto", gpus="auto"):
     text = BASE.replace("budget: {max_usd: 300, deadline: 8h}", f"budget: {budget}")
+    text = text.replace("gpus_per_trial: auto", f"gpus_per_trial: {gpus}")
     text = text.replace("  max_parallel: 8\n", f"  max_parallel: 8\n  pool: {pool}\n")
     text = text.replace("lora_r: [8, 16, 32]", "lora_r: [8]").replace("learning_rate: [1.0e-4, 3.0e-4]",
                                                                       "learning_rate: [1.0e-4]")
@@ -100,3 +101,20 @@ def test_the_project_setting_and_a_bad_value(tmp_path, monkeypatch):
     monkeypatch.delenv("GPULEDGER_BUDGET_CONFIDENCE")
     with pytest.raises(UserError, match="confidence"):
         _spec(tmp_path, "{max_usd: 300, confidence: p75}")
+
+
+def test_the_teams_runs_join_the_bands(tmp_path):
+    from gpuledger.plan.model import PlanningInputs
+
+    spec = _spec(tmp_path, "{max_usd: 300}", gpus=1)
+    before = plan_sweep(spec)
+    t = before.trials[0]
+    runs = [{"sweep_id": f"s{i}", "run_id": f"r{i}", "method": "lora", "framework": "hf", "accelerator": t["accelerator"],
+             "gpus": t["gpus"], "est_wall_s": 1000.0, "wall_s": 1800.0, "est_basis": "estimate",
+             "est_memory_gib": 30.0, "measured_memory_gib": 36.0} for i in range(6)]
+    after = plan_sweep(spec, inputs=PlanningInputs(band_runs=runs))
+    a = next(x for x in after.trials if x["trial_id"] == t["trial_id"])
+    assert "6 of your runs" in a["est_band"] and (a["accelerator"], a["gpus"]) == (t["accelerator"], t["gpus"])
+    # six runs of this cell took 1.8x what was planned and 1.2x the memory: the P50 and the P90s move up
+    assert a["compute_s"] > t["compute_s"] and a["est_wall_s_p90"] > t["est_wall_s_p90"]
+    assert a["mem_gib_p90"] >= 1.15 * a["est_memory_gib"]  # their peaks were 1.2x the estimate, every one
