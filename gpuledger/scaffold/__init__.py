@@ -5,7 +5,8 @@ then on), `prefect.yaml` (deployments whose entrypoints are module paths of the 
 `prefect.toml`. The gpuledger checkout is itself a project: its root links to these files.
 
 `init_project(folder)` copies them, never overwriting a file (idempotent), and adds the run-time
-folder to the project's `.gitignore`.
+folder to the project's `.gitignore`. It never writes through a symlink that leads out of the project
+(a `.gitignore` or a `specs/` linked elsewhere): those are named in `InitResult.refused`.
 """
 
 from __future__ import annotations
@@ -31,9 +32,21 @@ class InitResult:
     root: Path
     written: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
+    #: paths not written because a symlink on the way leads out of the project: "REL (why)"
+    refused: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
-        return {"project": str(self.root), "written": self.written, "kept": self.kept}
+        return {"project": str(self.root), "written": self.written, "kept": self.kept, "refused": self.refused}
+
+
+def outside_project(root: Path, path: Path) -> Path | None:
+    """Returns where `path` really leads when a symlink on the way (the file or a folder above it)
+    takes it out of the project `root`, else None (writing there stays inside)."""
+    real_root = root.resolve()
+    real = path.resolve()  # follows every link, dangling ones included as far as they go
+    if real == real_root or real_root in real.parents:
+        return None
+    return real
 
 
 def scaffold_files() -> Iterator[tuple[str, Traversable]]:
@@ -54,6 +67,14 @@ def scaffold_files() -> Iterator[tuple[str, Traversable]]:
 
 def _gitignore(root: Path, result: InitResult) -> None:
     path = root / ".gitignore"
+    away = outside_project(root, path)
+    if away is not None:
+        result.refused.append(f".gitignore (a symlink to {away}, outside the project: not written; add "
+                              f"{GITIGNORE_LINE} to the project's .gitignore yourself)")
+        return
+    if path.is_symlink() and not path.exists():  # a dangling link inside the project: do not create its target
+        result.refused.append(f".gitignore (a dangling symlink: not written; add {GITIGNORE_LINE} yourself)")
+        return
     if not path.exists():
         path.write_text(f"# gpuledger's run-time data (warehouse, landing, studies, Prefect home)\n{GITIGNORE_LINE}\n",
                         encoding="utf-8")
@@ -81,6 +102,10 @@ def init_project(folder: str | Path = ".") -> InitResult:
         target = root / rel
         if target.exists() or target.is_symlink():
             result.kept.append(rel)
+            continue
+        away = outside_project(root, target)
+        if away is not None:
+            result.refused.append(f"{rel} (would be written to {away}: a symlink on the way leaves the project)")
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "xb") as fh:  # exclusive: a file that appeared meanwhile is not overwritten

@@ -62,11 +62,14 @@ class IngestResult:
     billing_rows: int = 0
     rejected: list[Rejection] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
+    #: files of a folder that are not result records (`package.json`, a JSON Schema): left where they are
+    skipped: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         """Returns one line of counts, e.g. `3 records ingested (2 new), 1 rejected`."""
+        left = f", {len(self.skipped)} file(s) that are not result records left in place" if self.skipped else ""
         return (f"{self.ingested} records ingested ({self.new} new, {self.metric_rows} metric rows), "
-                f"{len(self.rejected)} rejected")
+                f"{len(self.rejected)} rejected{left}")
 
 
 class IngestMixin:
@@ -250,7 +253,11 @@ class IngestMixin:
         return df.height
 
     def ingest_landing(self, landing: str | os.PathLike[str] | None = None) -> IngestResult:
-        """Ingests every `*.json` of a landing folder (default `landing/` beside the file: the project's `.gpuledger/landing/`).
+        """Ingests every result record `*.json` of a landing folder (default `landing/` beside the file: the project's `.gpuledger/landing/`).
+
+        Only result records are touched, by name (`*.json`) AND content (`is_record_shaped`; a file that
+        does not parse, by the record's marks, `sniffs_like_record`): any other file (`package.json`,
+        `specs/gpuledger.schema.json`) stays where it is, listed in `IngestResult.skipped`.
 
         A file holds one record (an object) or several (a list), at most `MAX_RECORD_FILE_BYTES`
         (checked before and while reading). Files are taken in batches of at most
@@ -288,10 +295,17 @@ class IngestMixin:
         items_of: dict[Path, list[Any]] = {}
         is_list: dict[Path, bool] = {}
         file_errors: dict[Path, str] = {}
+        skipped: list[str] = []
         for f in files:
             data, error = read_record_file(f)
             if error is not None:
-                file_errors[f] = error
+                if error == NOT_REGULAR or sniffs_like_record(f):
+                    file_errors[f] = error
+                else:  # not JSON, or too big, and nothing in it of a record: someone else's file
+                    skipped.append(str(f))
+                continue
+            if not is_record_shaped(data):  # package.json, a JSON Schema, a config: not ours to move
+                skipped.append(str(f))
                 continue
             items = data if isinstance(data, list) else [data]
             items_of[f] = items
@@ -301,6 +315,7 @@ class IngestMixin:
                 records.append(item)
                 sources.append(f"{f}[{j}]" if is_list[f] else str(f))
         result = self.ingest_records(records, sources=sources) if records else IngestResult()
+        result.skipped.extend(skipped)
         refused: dict[Path, dict[int, str]] = {}
         for rej in result.rejected:
             if rej.position is not None:
@@ -324,6 +339,39 @@ class IngestMixin:
         return result
 
 
+NOT_REGULAR = "not a regular file"
+#: bytes of a file that did not parse looked at for a record's marks (`sniffs_like_record`)
+SNIFF_BYTES = 64 * 1024
+_RECORD_MARKS = (b'"gpuledger.result/', b'"run_id"')
+
+
+def is_record_shaped(data: Any) -> bool:
+    """True when decoded JSON is meant as a result record (valid or not): an object with the record's
+    `schema` or a `run_id`, or a list holding one. `package.json`, a JSON Schema, a tool's config are
+    not: `ingest DIR` leaves them where they are."""
+    def one(item: Any) -> bool:
+        return isinstance(item, dict) and (
+            "run_id" in item or (isinstance(item.get("schema"), str) and item["schema"].startswith("gpuledger.result/")))
+
+    if isinstance(data, list):
+        return any(one(item) for item in data[:10_000])
+    return one(data)
+
+
+def sniffs_like_record(path: Path) -> bool:
+    """True when a file that did not parse (cut, too big, not UTF-8) carries a record's marks in its
+    first `SNIFF_BYTES`: it is a damaged record (refused, moved to rejected/), not someone else's file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return True
+            head = fh.read(SNIFF_BYTES)
+    except OSError:
+        return True  # unreadable: refused with its reason, as before
+    return any(mark in head for mark in _RECORD_MARKS)
+
+
 def read_record_file(path: Path) -> tuple[Any, str | None]:
     """Returns (decoded JSON, None) or (None, why not) for a landing file, reading at most
     `MAX_RECORD_FILE_BYTES` + 1 bytes whatever the file claims."""
@@ -331,7 +379,7 @@ def read_record_file(path: Path) -> tuple[Any, str | None]:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO put in its place must not block the open
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                return None, "not a regular file"
+                return None, NOT_REGULAR
             raw = fh.read(MAX_RECORD_FILE_BYTES + 1)
     except OSError as err:
         return None, f"cannot read: {err.strerror or err}"
@@ -355,6 +403,7 @@ def _add(total: IngestResult, part: IngestResult) -> None:
     total.billing_rows += part.billing_rows
     total.rejected.extend(part.rejected)
     total.run_ids.extend(part.run_ids)
+    total.skipped.extend(part.skipped)
 
 
 def _write_text(path: Path, text: str) -> None:

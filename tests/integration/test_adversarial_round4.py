@@ -68,3 +68,75 @@ def test_a_full_disk_during_billing_ingest_is_one_line_and_stores_nothing(tmp_pa
     (tiny_disk / "filler").unlink()
     assert main(["sql", "select count(*) as n from billing_files", "--format", "csv"]) == 0
     assert capsys.readouterr().out.split() == ["n", "1"]  # only the small bill: the big one rolled back
+
+
+# ---------------------------------------------------------------- item 8: only gpuledger's files moved or written
+
+def _repo_like(root: Path) -> Path:
+    """A repository as `ingest .` meets it: its own JSON files beside a result record."""
+    import json
+
+    from helpers.record_fixtures import example_record
+
+    (root / "specs").mkdir(parents=True)
+    (root / "package.json").write_text(json.dumps({"name": "app", "version": "1.0.0"}), encoding="utf-8")
+    (root / "tsconfig.json").write_text('{ // comments: not JSON\n "compilerOptions": {} }\n', encoding="utf-8")
+    shutil.copy(REPO / "gpuledger" / "scaffold" / "specs" / "gpuledger.schema.json", root / "specs")
+    (root / "specs" / "lora-grid.yaml").write_text("kind: sweep\n", encoding="utf-8")
+    (root / "r-good.json").write_text(json.dumps(example_record("r-good", "t1", sweep_id="s-1")), encoding="utf-8")
+    (root / "r-cut.json").write_text('{"schema": "gpuledger.result/1", "run_id": ', encoding="utf-8")
+    return root
+
+
+def test_ingest_dir_moves_only_result_records(tmp_path, monkeypatch, capsys):
+    from gpuledger.cli import main
+    from gpuledger.warehouse import Warehouse
+
+    ledger = tmp_path / "ledger.duckdb"
+    with Warehouse.open(ledger) as wh:
+        wh.register_sweep(sweep_id="s-1", name="s", project="p", owner="o", objective_metric="eval_loss")
+        wh.upsert_trials("s-1", [{"trial_id": "t1"}])
+    repo = _repo_like(tmp_path / "repo")
+    theirs = {p: p.read_bytes() for p in (repo / "package.json", repo / "tsconfig.json",
+                                          repo / "specs" / "gpuledger.schema.json", repo / "specs" / "lora-grid.yaml")}
+    monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(ledger))
+    monkeypatch.chdir(repo)
+    for folder in (".", "specs"):  # `gpuledger ingest .` and `gpuledger ingest specs`
+        code = main(["ingest", folder])
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err and "left in place" in out, out + err
+    assert all(p.read_bytes() == data for p, data in theirs.items()), "a file that is not a record was moved"
+    assert not (repo / "specs" / "rejected").exists() and not (repo / "specs" / "ingested").exists()
+    # control: the record was stored and moved, the cut record refused (it carries a record's marks)
+    assert (repo / "ingested" / "r-good.json").exists() and (repo / "rejected" / "r-cut.json").exists()
+    assert sorted(p.name for p in (repo / "rejected").iterdir()) == ["r-cut.json", "r-cut.json.reason.txt"]
+    assert code == 0  # specs/: nothing refused
+    with Warehouse.open(ledger, read_only=True) as wh:
+        assert wh.scalar("select count(*) from runs") == 1
+
+
+def test_init_never_writes_through_a_symlink_that_leaves_the_project(tmp_path, capsys):
+    from gpuledger.cli import main
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "global-ignore").write_text("*.log\n", encoding="utf-8")
+    (elsewhere / "shared-specs").mkdir()
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".gitignore").symlink_to(elsewhere / "global-ignore")
+    (proj / "specs").symlink_to(elsewhere / "shared-specs")
+    assert main(["init", str(proj)]) == 0
+    out = capsys.readouterr().out
+    assert (elsewhere / "global-ignore").read_text() == "*.log\n"  # untouched
+    assert list((elsewhere / "shared-specs").iterdir()) == []  # nothing written through the link
+    assert "NOT written .gitignore" in out and str(elsewhere / "global-ignore") in out
+    assert "NOT written specs/lora-grid.yaml" in out
+    assert (proj / "gpuledger.toml").is_file() and (proj / "trainers" / "peft_lora.py").is_file()
+    # control: a symlink that stays inside the project is written through as before
+    inside = tmp_path / "inside"
+    (inside / "config").mkdir(parents=True)
+    (inside / "config" / "ignore").write_text("build/\n", encoding="utf-8")
+    (inside / ".gitignore").symlink_to(inside / "config" / "ignore")
+    assert main(["init", str(inside)]) == 0
+    assert (inside / "config" / "ignore").read_text() == "build/\n.gpuledger/\n"

@@ -1,6 +1,8 @@
 """`gpuledger ingest [DIR]`: ingest the result records of a landing folder into the warehouse.
 
-DIR defaults to the project's landing folder (`.gpuledger/landing/`, `gpuledger.settings`). Valid records are
+DIR defaults to the project's landing folder (`.gpuledger/landing/`, `gpuledger.settings`). Only result
+records are touched (`*.json` whose content is a record: `gpuledger.warehouse.ingest.is_record_shaped`); any
+other file (`package.json`, a JSON Schema) stays where it is and is named. Valid records are
 written (one transaction per batch of files) and their files moved to `DIR/ingested/`; refused ones
 are moved to `DIR/rejected/` with a `.reason.txt` beside each (a list file with some refused items
 is split: only those go to rejected/). Idempotent: re-ingesting a run replaces it. Exits 0 when
@@ -30,4 +32,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{result.summary()} -> {where}")
     for rej in result.rejected:
         print(f"rejected {rej.source}: {rej.reason}", file=sys.stderr)
+    if result.skipped:
+        names = ", ".join(result.skipped[:10]) + (f", ... ({len(result.skipped)} in all)" if len(result.skipped) > 10 else "")
+        print(f"left in place (not result records): {names}")
     return 1 if result.rejected else 0

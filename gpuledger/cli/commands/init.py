@@ -23,6 +23,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  wrote {rel}")
     for rel in result.kept:
         print(f"  kept  {rel} (exists; not overwritten)")
+    for rel in result.refused:
+        print(f"  NOT written {rel}")
     if result.written:
         print("Next: `gpuledger doctor` checks the set-up; `gpuledger demo` runs the demo sweeps here.")
     return 0
