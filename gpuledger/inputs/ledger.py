@@ -47,6 +47,37 @@ def measured_curves(wh, spec) -> dict[str, Any]:
     return {c.trial_id: c for c in curves_from_points(rows)}
 
 
+def recorded_curves(wh, sweep: str) -> tuple[str, list[Any], dict[str, float], dict[str, Any]]:
+    """Returns (sweep id, learning curves, {trial id: measured USD per second}, {goal, max_parallel,
+    metric}) of the sweep with id `sweep`, else the latest sweep named `sweep` (named queries
+    `report_latest_sweep_id`, `learning_curves`): what `gpuledger.search.replay` replays. Raises
+    UserError when there is no such sweep or it has no runs."""
+    from gpuledger.errors import UserError
+    from gpuledger.search.asha_replay import curves_from_points
+
+    rows = wh.query_named("learning_curves", {"sweep_id": sweep, "model": None, "method": None,
+                                              "metric": None}).to_dicts()
+    sweep_id = sweep
+    if not rows:
+        latest = wh.query_named("report_latest_sweep_id", {"name": sweep})
+        if latest.height:
+            sweep_id = latest["sweep_id"][0]
+            rows = wh.query_named("learning_curves", {"sweep_id": sweep_id, "model": None, "method": None,
+                                                      "metric": None}).to_dicts()
+    if not rows:
+        raise UserError(f"no runs of a sweep with id or name {sweep!r} in this warehouse (`gpuledger sql "
+                        "\"select sweep_id, sweep_name from v_sweep_roi\"` lists them)")
+    cost: dict[str, float] = {}
+    wall: dict[str, float] = {}
+    for r in {r["run_id"]: r for r in rows}.values():
+        cost[r["trial_id"]] = cost.get(r["trial_id"], 0.0) + float(r["cost_usd"] or 0.0)
+        wall[r["trial_id"]] = wall.get(r["trial_id"], 0.0) + float(r["wall_s"] or 0.0)
+    rate = {t: cost[t] / wall[t] for t in cost if wall[t] > 0}
+    meta = {"goal": rows[0]["goal"] or "minimize", "max_parallel": int(rows[0]["max_parallel"] or 1),
+            "metric": rows[0]["metric"]}
+    return sweep_id, curves_from_points(rows), rate, meta
+
+
 def billed_rates_of(wh) -> Any:
     """Returns the rates learned from the bill (`BilledRates`: the rows of `v_billed_rates` and the
     setting `prices.billed_min_gpu_hours`), None when the bill attributes nothing to runs."""

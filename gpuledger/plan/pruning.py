@@ -61,12 +61,15 @@ class PrunedSpend:
     curves: int = 0  # measured curves the replay used
     #: measured source: do the settings keep the best of the measured curves (`gpuledger.search.recipe.check_recipe`)
     recipe: dict[str, Any] | None = None
+    #: the settings the sweep prunes with and why (`gpuledger.search.safety.PruningChoice.to_json()`)
+    settings: dict[str, Any] | None = None
 
     @property
     def warning(self) -> str | None:
-        """The plan's warning when the replay shows the best measured trial pruned, with the safer setting."""
+        """The plan's warning when the replay shows the best measured trial pruned, with the safer setting
+        (only when the settings run as written: `search.pruning.unsafe: keep`; else they were corrected)."""
         r = self.recipe
-        if not r or r["kept"]:
+        if not r or r["kept"] or (self.settings and self.settings.get("source") != "unsafe-kept"):
             return None
         safer = r.get("safer")
         fix = (f"; min_steps {safer['min_steps']} and reduction_factor {safer['reduction_factor']} keep it (replayed: "
@@ -80,7 +83,8 @@ class PrunedSpend:
                 "full_usd": round(self.full_usd, 6), "basis": self.basis,
                 "run_fraction": None if self.run_fraction is None else round(self.run_fraction, 6),
                 "values_per_trial": self.values_per_trial, "curves": self.curves,
-                **({"recipe": self.recipe, "warning": self.warning} if self.recipe is not None else {})}
+                **({"recipe": self.recipe, "warning": self.warning} if self.recipe is not None else {}),
+                **({"settings": self.settings} if self.settings is not None else {})}
 
 
 def params_key(params: Mapping[str, Any]) -> str:
@@ -115,7 +119,7 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
         return None
 
     s = spec.search
-    min_steps, eta, spec_values = _settings(spec)
+    _ms, _eta, spec_values = _settings(spec)
     feasible = [t for t in trials if t.get("feasible")]
     ids = [t["trial_id"] for t in trials]
     n_trials = min(s.n_trials or len(ids), len(ids))
@@ -125,6 +129,13 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
     else:
         run_ids = {t["trial_id"] for t in feasible}
         order = [t["trial_id"] for t in sorted(trials, key=lambda t: t.get("trial_index") or 0)]
+    from gpuledger.search.safety import choose_pruning
+
+    by_id = {t["trial_id"]: t for t in trials}
+    choice = choose_pruning(spec, curves, slots=max(1, int(max_parallel)),
+                            order_of={params_key(by_id[tid]["params"]): tid for tid in order})
+    min_steps, eta = choice.min_steps, choice.reduction_factor
+    settings = choice.to_json()
     running = [t for t in feasible if t["trial_id"] in run_ids]
     full = sum(float(t.get("est_cost_usd") or 0.0) for t in running)
     if s.strategy != "asha" and n_trials < len(feasible) and feasible:
@@ -177,7 +188,7 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
                 source=UNKNOWN, expected_usd=None, full_usd=full, basis=(
                     f"unknown: no earlier learning curves of {s.objective.metric} for model {spec.model}, method "
                     f"{spec.method} and these train settings, and no search.pruning.values_per_trial; the budget "
-                    "guard uses the full spend"))
+                    "guard uses the full spend"), settings=settings)
         from gpuledger.search.recipe import successive_halving_fraction
 
         mean = successive_halving_fraction(values, min_steps, eta)
@@ -192,4 +203,5 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
         expected = expected / len(running) * n_trials
     return PrunedSpend(source=source, expected_usd=expected, full_usd=full, basis=basis,
                        run_fraction=mean, per_trial_usd=per_trial,
-                       values_per_trial=values, curves=len(matched) if source == MEASURED else 0, recipe=recipe)
+                       values_per_trial=values, curves=len(matched) if source == MEASURED else 0, recipe=recipe,
+                       settings=settings)

@@ -137,6 +137,10 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
                       f"source {pr['source']}: {pr['basis']}", soft_wrap=True)
         else:
             con.print(f"expected spend under pruning: {pr['basis']}", soft_wrap=True)
+        if pr.get("settings"):
+            st = pr["settings"]
+            con.print(f"pruning settings: min_steps {st['min_steps']}, reduction_factor {st['reduction_factor']} "
+                      f"({st['source']}): {st['why']}", soft_wrap=True)
         if pr.get("warning"):
             con.print(pr["warning"], soft_wrap=True)
     if plan.pool and plan.pool.get("workers"):

@@ -62,6 +62,10 @@ class AdaptiveData:
     twin_candidates: int = 0  # grid sweeps of the same experiment examined (any points)
     ranges: bool = False  # the space has a range: the candidates are drawn points, not a grid
     curves: Any = None  # the measured learning curves (gpuledger.search.asha_replay.Curve), asha only
+    twin_curves: Any = None  # the twin grid's learning curves (they ran to their end), asha only
+    twin_rates: dict[str, float] = field(default_factory=dict)  # the twin grid's measured USD per second per trial
+    stopping: str = "rungs"  # search.stopping of the stored spec
+    max_parallel: int | None = None
 
 
 def point_key(params: Any) -> str:
@@ -97,10 +101,16 @@ def load_adaptive(wh, sweep_id: str, trials: pl.DataFrame) -> AdaptiveData | Non
 
         curves = curves_from_points(wh.query_named(
             "learning_curves", {"sweep_id": sweep_id, "model": None, "method": None, "metric": None}).to_dicts())
+    twin_curves, twin_rates = None, {}
+    if i["strategy"] == "asha" and twin is not None:
+        from gpuledger.inputs.ledger import recorded_curves
+
+        _sid, twin_curves, twin_rates, _meta = recorded_curves(wh, twin.sweep_id)
     return AdaptiveData(strategy=i["strategy"], metric=i["objective_metric"] or "metric",
                         goal=goal, min_steps=min_steps, reduction_factor=factor,
                         ends=wh.query_named("report_sweep_trial_ends", p), est_basis=basis, twin=twin,
-                        twin_candidates=candidates, curves=curves, ranges=_has_range(i["params_json"]))
+                        twin_candidates=candidates, curves=curves, ranges=_has_range(i["params_json"]),
+                        twin_curves=twin_curves, twin_rates=twin_rates, stopping=i.get("stopping") or "rungs")
 
 
 def _has_range(params_json: str | None) -> bool:
@@ -291,3 +301,29 @@ def asha_what_if(trials: pl.DataFrame, ad: AdaptiveData, actual_slots: int | Non
     basis = {"usd_per_trial_s": rate, "measured_cost_usd": measured_cost, "measured_trial_s": measured_s,
              "curves": len(curves)}
     return rows, basis, None
+
+
+#: the arrival orders the report replays the grid's curves over (benchmarks/search_replay.py's default)
+REPORT_ORDERS = 40
+
+
+def grid_replay(ad: AdaptiveData, slots: int | None) -> tuple[dict[str, Any] | None, str | None]:
+    """Returns (this sweep's settings replayed over REPORT_ORDERS arrival orders of the twin grid's curves
+    against that grid, `gpuledger.search.replay.replay_settings(...).to_json()` plus `orders` and `slots`;
+    or None and why): the comparison with the grid stated over many orders, not the one this sweep had."""
+    if ad.strategy != "asha" or ad.min_steps is None or ad.reduction_factor is None:
+        return None, "the replay is of ASHA's pruning"
+    if ad.twin is None or not ad.twin_curves:
+        return None, "no measured grid of the same points to replay"
+    from gpuledger.search.asha_replay import MAX_REPLAY_CURVES as cap
+    from gpuledger.search.replay import replay_settings
+
+    if len(ad.twin_curves) > cap:
+        return None, f"the grid has {len(ad.twin_curves):,} curves; a replay takes at most {cap:,}"
+    k = max(1, int(slots or 1))
+    one = replay_settings(ad.twin_curves, ad.twin_rates, slots=k, goal=ad.goal, min_steps=ad.min_steps,
+                          reduction_factor=ad.reduction_factor, cost_stopping=ad.stopping == "cost",
+                          orders=REPORT_ORDERS)
+    if one is None:
+        return None, "the grid has fewer than 2 curves that ran to their end"
+    return {**one.to_json(), "orders": REPORT_ORDERS, "slots": k}, None

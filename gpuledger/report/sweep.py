@@ -197,8 +197,8 @@ def _headline_cards(s: dict[str, Any]) -> list[Card]:
     waste_pct = 100.0 * s["waste_usd"] / s["total_cost_usd"] if s["total_cost_usd"] > 0 else None
     waste = Card("waste", usd(s["waste_usd"]),
                  "failed, OOM, preempted, cancelled runs" + (f" ({pct(waste_pct)} of spend)" if waste_pct else "")
-                 + (f"; {usd(s['pruned_cost_usd'])} of it the {s['pruned']} pruned trials (the search's price)"
-                    if s["pruned"] else ""))
+                 + (f"; not the {s['pruned']} pruned trials ({usd(s['pruned_cost_usd'])}): stopping them early is "
+                    "the search's saving (see 'Money saved by pruning')" if s["pruned"] else ""))
     if s["spot_hours"] > 0:
         spot = Card("realised spot savings", usd(s["spot_saved_usd"]),
                     f"paid {usd(s['spot_paid_usd'])} vs {usd(s['spot_on_demand_equiv_usd'])} on demand "
@@ -219,9 +219,11 @@ def _cloud_cards(cloud: dict[str, Any] | None, wi: list[dict[str, Any]], s: dict
         return []
     of = (f"the {cloud['trials']} trials that ran" if cloud["trials"] == cloud["of_trials"]
           else f"{cloud['trials']} of the {cloud['of_trials']} trials that ran (the others have no cloud plan)")
+    part = (f"; the {cloud['pruned']} pruned trials for the share of their run they ran here (cloud start-up in "
+            "full)" if cloud.get("pruned") else "")
     cards = [Card(f"same trials on {cloud['accelerator']}", usd(cloud["total_usd"]),
                   f"estimated, not billed: {of} on {cloud['offer']}, the plan's time there "
-                  f"({duration(cloud['total_wall_s'])} in all) × the catalog price")]
+                  f"({duration(cloud['total_wall_s'])} in all) × the catalog price{part}")]
     actual = next((r for r in wi if r["actual"] and r["cloud_cost_usd"] is not None), None)
     if actual is not None:
         cards.append(Card(f"cost to recipe on {cloud['accelerator']}", usd(actual["cloud_cost_usd"]),
@@ -367,7 +369,9 @@ HOW_TO_READ = [
                                           "Σ BilledCost and Σ EffectiveCost (commitments amortised) of the USD line "
                                           "items matched to the sweep's runs by label, resource name or time "
                                           "(v_sweep_billed); the card says how many runs the bill covers."),
-    ("Waste", "Σ cost of runs that ended failed, OOM, preempted or cancelled: money that bought no result."),
+    ("Waste", "Σ cost of runs that ended failed, OOM, preempted or cancelled: money that bought no result. The "
+              "cancelled runs of trials the adaptive search pruned are not waste: they are counted with the "
+              "search's savings."),
     ("Realised spot savings", "Σ over spot billing lines of hours × (on-demand $/h − paid $/h), with the "
                               "on-demand price recorded for that instance when it was billed."),
     ("Parallelism what-if", "The measured trial durations and costs, replayed in launch order on K parallel "

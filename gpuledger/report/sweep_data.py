@@ -169,7 +169,8 @@ def sweep_summary(data: SweepData) -> dict[str, Any]:
 
     Definitions (as in the views): time_to_recipe_s = end of the best run − sweep start;
     cost_to_recipe_usd = Σ cost of the runs that ended by then; time/cost_to_target the same for the
-    first run meeting `objective.target`; waste_usd = Σ cost of failed/oom/preempted/cancelled runs;
+    first run meeting `objective.target`; waste_usd = Σ cost of failed/oom/preempted/cancelled runs (not
+    the cancelled runs of pruned trials: the search's savings);
     spot_saved_usd = Σ spot hours × on-demand $/h − Σ paid for them.
     """
     r = data.roi
@@ -218,7 +219,7 @@ def sweep_summary(data: SweepData) -> dict[str, Any]:
         "failed": int(r.get("failed") or 0),
         "skipped": int(r.get("skipped") or 0),
         "running": running,
-        "pruned": pruned.height,  # stopped by the adaptive search (their runs are cancelled: in waste_usd)
+        "pruned": pruned.height,  # stopped by the adaptive search (their cancelled runs are not waste: v_run_facts.pruned)
         "not_asked": sum(1 for s in statuses if s == "not-asked"),  # candidates the adaptive search never asked for
         "pruned_cost_usd": float(sum(float(c or 0.0) for c in pruned["cost_usd"].to_list())) if pruned.height else 0.0,
         "runs": int(r.get("runs") or 0),
@@ -315,7 +316,31 @@ def what_if_rows(data: SweepData) -> tuple[list[dict[str, Any]], str | None]:
 
 
 def _cloud_by_trial(data: SweepData) -> dict[str, dict[str, Any]]:
-    return {r["trial_id"]: r for r in data.cloud_equiv.to_dicts() if r["wall_s"] is not None}
+    """Per trial, its cloud equivalent (the cloud plan's full-run time and cost). A trial the adaptive
+    search pruned ran only part of its run: its cloud time and cost are the cloud start-up (provisioning
+    and set-up, paid in full) plus the run part × the share it ran here (its measured wall-clock over the
+    full run's: the twin grid's measured run of the same point, else this sweep's plan estimate), so an
+    ASHA sweep's cards are its own, not the grid's."""
+    rows = {r["trial_id"]: r for r in data.cloud_equiv.to_dicts() if r["wall_s"] is not None}
+    ad = data.adaptive
+    if ad is None or not data.trials.height:
+        return rows
+    from gpuledger.plan.settings import CLOUD_PROVISIONING_S, CLOUD_SETUP_S
+    from gpuledger.report.adaptive_data import point_key
+
+    start_s = CLOUD_PROVISIONING_S + CLOUD_SETUP_S
+    for t in data.trials.filter(pl.col("status") == "pruned").to_dicts():
+        r = rows.get(t["trial_id"])
+        g = ad.twin.by_point.get(point_key(t["params"])) if ad.twin else None
+        full = g["wall_s"] if g is not None and g["status"] == "succeeded" and g["wall_s"] else t["est_wall_s"]
+        if r is None or not full or t["wall_s"] is None:
+            continue
+        share = min(1.0, float(t["wall_s"]) / float(full))
+        wall, cost = float(r["wall_s"]), float(r["cost_usd"] or 0.0)
+        run = max(0.0, wall - start_s)
+        keep = (wall - run + run * share) / wall if wall > 0 else 1.0
+        rows[t["trial_id"]] = {**r, "wall_s": wall * keep, "cost_usd": cost * keep, "ran_share": share}
+    return rows
 
 
 def cloud_equivalent(data: SweepData) -> dict[str, Any] | None:
@@ -330,12 +355,13 @@ def cloud_equivalent(data: SweepData) -> dict[str, Any] | None:
     ran = [cloud[i] for i in ids if i in cloud]
     if not ran:
         return None
+    partial = sum(1 for r in ran if r.get("ran_share") is not None)
     offers = sorted({f"{r['gpus'] or 1} × {r['accelerator']} ({r['cloud']} {r['instance_type']}, "
                      f"{'spot' if r['spot'] else 'on-demand'})" for r in ran})
     accels = sorted({str(r["accelerator"]) for r in ran})
     return {"offer": "; ".join(offers), "accelerator": ", ".join(accels), "trials": len(ran), "of_trials": len(ids),
             "total_usd": float(sum(float(r["cost_usd"] or 0.0) for r in ran)),
-            "total_wall_s": float(sum(float(r["wall_s"] or 0.0) for r in ran))}
+            "total_wall_s": float(sum(float(r["wall_s"] or 0.0) for r in ran)), "pruned": partial}
 
 
 def accuracy_rows(data: SweepData) -> list[dict[str, Any]]:

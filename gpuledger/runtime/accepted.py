@@ -38,6 +38,9 @@ class AcceptedSweep:
     launcher: str
     #: why this sweep id (`gpuledger.runtime.ids.sweep_to_run`: the spec's first, continued, fresh)
     chosen: str = ""
+    #: {params key: Curve} the plan read (measured learning curves of the spec's kind): the cost-aware
+    #: stopping rule's references (`search.stopping: cost`)
+    curves: dict | None = None
 
     def new_summary(self, *, dry_run: bool = False) -> SweepSummary:
         """Returns the summary a run of this sweep fills in (counts zero, status not yet known)."""
@@ -80,5 +83,8 @@ def prepare(spec_path: str | Path, *, launcher: str | None = None, max_parallel:
     plan = plan_sweep(spec, list(trials), max_parallel=max_parallel, launcher=plans_as(name), inputs=inputs)
     cap = int(plan.max_parallel or max_parallel or spec.resources.max_parallel or 1)
     cap = max(1, min(cap, max_parallel or cap))
+    from gpuledger.search.safety import with_chosen_pruning
+
+    spec = with_chosen_pruning(spec, plan.pruning)  # the settings the plan chose (and says why) run
     return AcceptedSweep(spec=spec, spec_path=path, sweep_id=sweep_id, trials=trials, plan=plan, cap=cap,
-                         launcher=name, chosen=chosen)
+                         launcher=name, chosen=chosen, curves=inputs.curves)

@@ -300,8 +300,8 @@ class _Loop:
             points, offsets[id(handle)] = progress(handle, offsets.get(id(handle), 0))
             values, high[0] = objective_values(points, metric, high[0])
             if self.search.report(trial_id, values):
-                return (f"pruned by ASHA after {self.search.rungs_of(trial_id)} value(s) of {metric} "
-                        f"(last {values[-1]:.4g})")
+                return self.search.why.get(trial_id, ("rung", f"pruned after {self.search.rungs_of(trial_id)} "
+                                                              f"value(s) of {metric}"))[1]
             return None
 
         return watch
@@ -382,7 +382,8 @@ class _Loop:
         self.summary.spent_usd = self.meter.spent_usd
         self.writer.results(records, errors)
         for trial_id, why in pruned.items():  # after its record: the trial's status is `pruned`
-            self.writer.mark([trial_id], vocabulary.PRUNED, why)
+            rule = self.search.why.get(trial_id, ("rung", ""))[0] if self.search is not None else None
+            self.writer.mark([trial_id], vocabulary.PRUNED, why, stop_rule=rule)
 
     def _launched_only(self, trial_id: str, records: list[ResultRecord]) -> list[ResultRecord]:
         """Returns the records that are of what this run launched (this sweep, this trial, one run id
@@ -491,7 +492,12 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
         raise
     search = None
     if is_adaptive(run.spec):
-        search = AdaptiveSearch.open(run.spec, run.sweep_id, [] if asks_new_points(run.spec) else run.trials)
+        from gpuledger.search.extrapolate import cost_stopper_for
+
+        stopper = cost_stopper_for(run.spec, run.sweep.curves, float(run.plan.total_est_cost_usd or 0.0))
+        search = AdaptiveSearch.open(run.spec, run.sweep_id, [] if asks_new_points(run.spec) else run.trials,
+                                     stopper=stopper, cost_usd={tid: float(r.est_cost_usd) for tid, r in run.rows.items()
+                                                                if r.est_cost_usd is not None})
         hooks.log.info("Adaptive search (%s): study %s in %s; at most %d trial(s).", run.spec.search.strategy,
                        run.sweep_id, search.path, search.n_trials)
     admission = None

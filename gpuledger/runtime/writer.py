@@ -52,7 +52,7 @@ class Writer:
         #: records of batches the warehouse could not take (run_id -> record): retried by `close()`
         #: from memory (never re-read from the landing folder, which a trial can write)
         self.unstored: dict[str, ResultRecord] = {}
-        self._unwritten_marks: list[tuple[list[str], str, str]] = []
+        self._unwritten_marks: list[tuple[list[str], str, str, str | None]] = []
         self._ended: set[str] = set()  # trials whose record (or launcher error) this writer took
         self._closing = False
         self._retried = False
@@ -80,9 +80,10 @@ class Writer:
         """Queues running attempts' spend so far (`trial_accruals` rows, gpuledger/runtime/accrual.py)."""
         self._queue.put(("accruals", rows))
 
-    def mark(self, trial_ids: list[str], status: str, reason: str) -> None:
-        """Queues a status for trials that did not run (`skipped-budget`, ...)."""
-        self._queue.put(("mark", trial_ids, status, reason))
+    def mark(self, trial_ids: list[str], status: str, reason: str, stop_rule: str | None = None) -> None:
+        """Queues a status for trials that did not run (`skipped-budget`, ...) or were stopped (`pruned`,
+        `stop_rule`: rung | curve, migration 042)."""
+        self._queue.put(("mark", trial_ids, status, reason, stop_rule))
 
     def close(self) -> None:
         """Writes everything queued, retries what failed once, then stops the thread. Safe to call
@@ -122,7 +123,7 @@ class Writer:
     def _write(self, items: list[Any]) -> None:
         records = [r for kind, *rest in items if kind == "results" for r in rest[0]]
         errors = {k: v for kind, *rest in items if kind == "results" for k, v in rest[1].items()}
-        marks = [(ids, vocabulary.FAILED, reason[:2000]) for ids, reason in (([t], r) for t, r in errors.items())]
+        marks = [(ids, vocabulary.FAILED, reason[:2000], None) for ids, reason in (([t], r) for t, r in errors.items())]
         marks += [tuple(rest) for kind, *rest in items if kind == "mark"]
         registered = [item for item in items if item[0] == "trials"]
         self._ended.update(r.trial_id for r in records)
@@ -170,8 +171,8 @@ class Writer:
                 self.rejected.update(rejected)
             else:
                 rejected = {}
-            for ids, status, reason in marks:
-                wh.mark_trials(self.sweep_id, ids, status, reason=reason)
+            for ids, status, reason, rule in marks:
+                wh.mark_trials(self.sweep_id, ids, status, reason=reason, stop_rule=rule)
         landing.settle(self.landing_dir, [r.run_id for r in records if r.run_id not in rejected], rejected)
 
     def _renew(self, wh: Any = None) -> None:
@@ -209,8 +210,8 @@ class Writer:
                     self.log.info("Stored the records of the failed batches: %s", result.summary())
                     self.unstored.clear()
                     landing.settle(self.landing_dir, [r.run_id for r in records if r.run_id not in rejected], rejected)
-                for ids, status, reason in self._unwritten_marks:
-                    wh.mark_trials(self.sweep_id, ids, status, reason=reason)
+                for ids, status, reason, rule in self._unwritten_marks:
+                    wh.mark_trials(self.sweep_id, ids, status, reason=reason, stop_rule=rule)
             self._unwritten_marks.clear()
         except Exception as err:  # noqa: BLE001 - counted and named by the caller
             self.last_error = " ".join(str(err).split())[:500]

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +76,7 @@ class SimTrial:
     status: str  # completed | pruned | failed
     extrapolated: bool
     final_value: float | None
+    stopped_by: str | None = None  # pruned: "rung" (the pruner) or "curve" (the `stopper`, cost-aware rule)
 
     @property
     def seconds(self) -> float:
@@ -111,6 +112,7 @@ class _Running:
     trial: Any = None
     k: int = 0  # values reported
     extrapolated: bool = False
+    stopped_by: str | None = None
 
 
 def _seconds_per_value(c: Curve) -> float:
@@ -129,8 +131,14 @@ def _last_rung_step(n_values: int, min_steps: int, reduction_factor: int) -> int
 
 def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduction_factor: int, goal: str,
                   order: Sequence[str] | None = None, full_length: int | None = None, setup_s: float = 0.0,
-                  cancel_s: float = 0.0, pruner: str = "rungs") -> SimResult:
-    """Replays ASHA over `curves` at `slots` parallel slots (see the module's docstring)."""
+                  cancel_s: float = 0.0, pruner: str = "rungs", stopper: Callable[..., Any] | None = None) -> SimResult:
+    """Replays ASHA over `curves` at `slots` parallel slots (see the module's docstring).
+
+    `pruner`: rungs | asha | none (no rung pruning: only `stopper`). `stopper(trial_id, values, best,
+    elapsed_s)`: asked after each value the pruner lets through (values: the trial's so far; best: the
+    best final value of the trials ended so far, None before; elapsed_s: since the trial's start); a
+    truthy answer stops the trial there (status pruned, `stopped_by` "curve"), as the runtime's
+    cost-aware rule does (`gpuledger.search.extrapolate`)."""
     import optuna
     from optuna.trial import TrialState
 
@@ -157,7 +165,9 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
     study = optuna.create_study(
         direction="minimize" if goal == "minimize" else "maximize",
         sampler=optuna.samplers.RandomSampler(seed=0),  # never asked for a value: the trials are given
-        pruner=make_pruner(pruner, min_steps, reduction_factor, len(ids)))
+        pruner=optuna.pruners.NopPruner() if pruner == "none" else make_pruner(pruner, min_steps, reduction_factor, len(ids)))
+    better = (lambda a, b: a < b) if goal == "minimize" else (lambda a, b: a > b)
+    best: list[float | None] = [None]
 
     events: list[tuple[float, int, str, str]] = []  # (time, seq, kind, trial_id); seq: launch order ties
     seq = [0]
@@ -189,10 +199,13 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
             status = FAILED
         if status == COMPLETED:
             study.tell(r.trial, final)
+            if best[0] is None or better(final, best[0]):
+                best[0] = final
         else:
             study.tell(r.trial, state=TrialState.PRUNED if status == PRUNED else TrialState.FAIL)
         done.append(SimTrial(trial_id=tid, start_s=r.start_s, end_s=now, values_reported=r.k, status=status,
-                             extrapolated=r.extrapolated, final_value=final if status == COMPLETED else None))
+                             extrapolated=r.extrapolated, final_value=final if status == COMPLETED else None,
+                             stopped_by=(r.stopped_by or "rung") if status == PRUNED else None))
 
     start(0.0)
     while events:
@@ -210,6 +223,10 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
             cut_at_own_end = (not r.curve.complete and not r.extrapolated
                               and r.k == _last_rung_step(len(r.curve.values), min_steps, reduction_factor))
             push(max(now, base + r.curve.wall_s) if cut_at_own_end else now + cancel_s, "pruned", tid)
+            continue
+        if stopper is not None and r.k < len(r.values) and stopper(tid, r.values[:r.k], best[0], now - r.start_s):
+            r.stopped_by = "curve"
+            push(now + cancel_s, "pruned", tid)
             continue
         if r.k < len(r.values):
             push(base + r.times_s[r.k], "value", tid)

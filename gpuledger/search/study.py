@@ -109,11 +109,21 @@ class AdaptiveSearch:
     path: Path | None = None
     order: list[Any] = field(default_factory=list)  # asha: the candidates in the order they are tried
     spec: Any = None  # tpe over a range: makes the trials of points no plan foresaw
+    #: `search.stopping: cost`: the cost-aware rule (gpuledger.search.extrapolate.CostStopper), each trial's
+    #: planned cost and the values a full trial reports (its dollars left = cost x (1 - k / values))
+    stopper: Any = None
+    cost_usd: dict[str, float] = field(default_factory=dict)
+    values_per_trial: int | None = None
+    values: dict[str, list[float]] = field(default_factory=dict)  # trial_id -> its objective values so far
+    why: dict[str, tuple[str, str]] = field(default_factory=dict)  # trial_id -> (rule: rung | curve, reason)
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
     @classmethod
-    def open(cls, spec: Any, sweep_id: str, candidates: list[Any], path: Path | None = None) -> AdaptiveSearch:
-        """Opens (creating or resuming) the study of `sweep_id` over `candidates` (planned trials)."""
+    def open(cls, spec: Any, sweep_id: str, candidates: list[Any], path: Path | None = None,
+             stopper: Any = None, cost_usd: dict[str, float] | None = None) -> AdaptiveSearch:
+        """Opens (creating or resuming) the study of `sweep_id` over `candidates` (planned trials).
+        `stopper`: the cost-aware rule (`search.stopping: cost`, `cost_stopper_for`); `cost_usd`: each
+        trial's planned cost (its dollars left)."""
         import optuna
         from optuna.storages import JournalStorage
         from optuna.storages.journal import JournalFileBackend
@@ -150,7 +160,10 @@ class AdaptiveSearch:
                                     direction=direction, load_if_exists=True)
         self = cls(study=study, candidates={_key(t.params): t for t in candidates}, space=space, n_trials=n_trials,
                    metric=s.objective.metric, prunes=pruning is not None, path=path, order=order,
-                   spec=spec if asks_new_points(spec) else None)
+                   spec=spec if asks_new_points(spec) else None, stopper=stopper, cost_usd=dict(cost_usd or {}))
+        if stopper is not None and stopper.references:
+            lengths = sorted(len(r) for r in stopper.references)
+            self.values_per_trial = lengths[len(lengths) // 2]
         for ft in study.get_trials(deepcopy=False):
             tid = ft.user_attrs.get(TRIAL_ID_ATTR)
             if ft.state == TrialState.RUNNING:  # left by a killed run of this sweep (we hold its lease)
@@ -219,10 +232,37 @@ class AdaptiveSearch:
             trial = self.live.get(trial_id)
             if trial is None or not values:
                 return False
+            mine = self.values.setdefault(trial_id, [])
             for v in values:
                 self.reported[trial_id] += 1
+                mine.append(float(v))
                 trial.report(float(v), step=self.reported[trial_id])
-            return self.prunes and trial.should_prune()
+            if self.prunes and trial.should_prune():
+                self.why[trial_id] = ("rung", f"pruned by successive halving after {len(mine)} value(s) of "
+                                      f"{self.metric} (last {mine[-1]:.4g})")
+                return True
+            return self._curve_stops(trial_id, mine)
+
+    def _curve_stops(self, trial_id: str, mine: list[float]) -> bool:
+        """`search.stopping: cost`: True when the trial's forecast is worth less than its dollars left."""
+        if self.stopper is None or not self.values_per_trial or trial_id not in self.cost_usd:
+            return False
+        left = self.cost_usd[trial_id] * max(0.0, 1.0 - len(mine) / self.values_per_trial)
+        d = self.stopper.decide(mine, self.best_value(), left)
+        if d is None or not d.stop:
+            return False
+        self.why[trial_id] = ("curve", d.reason)
+        return True
+
+    def best_value(self) -> float | None:
+        """The best final objective value told so far (None before any)."""
+        from optuna.trial import TrialState
+
+        done = [t.value for t in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                if t.value is not None]
+        if not done:
+            return None
+        return min(done) if self.study.direction.name == "MINIMIZE" else max(done)
 
     # -- tell ---------------------------------------------------------------------------------
 
@@ -238,6 +278,8 @@ class AdaptiveSearch:
                 self.study.tell(trial, state=TrialState.FAIL)
             else:
                 self.study.tell(trial, float(value))
+                if self.stopper is not None and self.values.get(trial_id):  # ran to its end: a reference now
+                    self.stopper.add(self.values[trial_id])
 
     def tell_pruned(self, trial_id: str) -> None:
         from optuna.trial import TrialState

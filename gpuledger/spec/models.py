@@ -86,8 +86,13 @@ class Pruning(_Strict):
 
     min_steps: int = Field(2, ge=1, le=1_000_000, description="objective values a trial reports before it "
                            "can be pruned (its first rung)")
-    reduction_factor: int = Field(3, ge=2, le=100, description="1/reduction_factor of the trials at a rung "
-                                  "go on to the next")
+    reduction_factor: int = Field(5, ge=2, le=100, description="1/reduction_factor of the trials at a rung "
+                                  "go on to the next (default 5: the customary 3 dropped the demo grid's recipe, "
+                                  "docs/search.md)")
+    unsafe: Literal["correct", "keep"] = Field(
+        "correct", description="when measured learning curves of the same kind show these settings dropping the "
+        "best measured point (gpuledger.search.safety): correct (default) runs the cheapest setting that keeps it, "
+        "and the plan says so; keep runs them as written, with the plan's warning")
     values_per_trial: int | None = Field(None, ge=1, le=1_000_000, description="objective values a trial "
                                          "that runs to its end reports (the planner's successive-halving "
                                          "estimate of the spend under pruning, when no earlier learning curves "
@@ -110,6 +115,14 @@ class Search(_Strict):
                       "tpe's first (random) points")
     pruning: Pruning | None = Field(None, description="strategy asha (default settings when absent), or tpe "
                                     "(pruning only when set)")
+    stopping: Literal["rungs", "cost"] = Field(
+        "rungs", description="when a running trial stops early: rungs (successive halving only, `pruning`); cost "
+        "also stops a trial whose learning curve, extrapolated from similar measured curves, makes P(it beats "
+        "the best so far) x stopping_value_usd worth less than the dollars it still costs "
+        "(gpuledger.search.extrapolate)")
+    stopping_value_usd: Money | None = Field(
+        None, gt=0, description="stopping: cost: what a recipe better than the best so far is worth (USD); "
+        "default: the plan's full spend of the sweep")
     exclude: list[dict[str, Scalar | list[Scalar]]] = Field(
         default_factory=list, description="a trial matching every key of one rule is left out"
     )

@@ -100,6 +100,7 @@ class TrialsFrame(_Base):
     cloud_equiv_usd: float = pa.Field(nullable=True, ge=0)
     # migration 004 (columns added at the end of the table)
     est_pruned_cost_usd: float = pa.Field(nullable=True, ge=0)  # migration 008
+    stop_rule: str = pa.Field(nullable=True, isin=["rung", "curve"])  # migration 042: what stopped a pruned trial
 
     @pa.dataframe_check
     def unique_key(cls, data: pa.PolarsData) -> pl.LazyFrame:

@@ -136,8 +136,10 @@ class SweepsMixin:
                 "status": "CASE WHEN excluded.status = 'pending' THEN trials.status ELSE excluded.status END"})
         return df.height
 
-    def mark_trials(self, sweep_id: str, trial_ids: Iterable[str], status: str, reason: str | None = None) -> int:
-        """Sets the status (and reason, when given) of the listed trials; returns how many rows changed.
+    def mark_trials(self, sweep_id: str, trial_ids: Iterable[str], status: str, reason: str | None = None,
+                    stop_rule: str | None = None) -> int:
+        """Sets the status (and reason, and for a stopped trial the rule that stopped it, `rung` or
+        `curve`, when given) of the listed trials; returns how many rows changed.
 
         Trials not registered yet are created with just that status (e.g. 'skipped-budget').
         """
@@ -151,9 +153,12 @@ class SweepsMixin:
                            "status": [status] * len(ids), "updated_at": [now()] * len(ids)})
         if reason is not None:
             df = df.with_columns(reason=pl.lit(reason))
+        if stop_rule is not None:
+            df = df.with_columns(stop_rule=pl.lit(stop_rule))
         df = frames_module().validate_frame("trials", df)
         # only the given columns change on conflict
-        given = {"status", "updated_at"} | ({"reason"} if reason is not None else set())
+        given = ({"status", "updated_at"} | ({"reason"} if reason is not None else set())
+                 | ({"stop_rule"} if stop_rule is not None else set()))
         with self.transaction():
             self._upsert("trials", df, keep=[c for c in df.columns if c not in given])
         return len(ids)
@@ -181,7 +186,7 @@ _TRIAL_INPUT_SCHEMA = {
     "params": pl.String, "est_flops": pl.Float64, "est_basis": pl.String, "cloud_equiv_accelerator": pl.String,
     "cloud_equiv_gpus": pl.Int32, "cloud_equiv_instance_type": pl.String, "cloud_equiv_cloud": pl.String,
     "cloud_equiv_spot": pl.Boolean, "cloud_equiv_wall_s": pl.Float64, "cloud_equiv_usd": pl.Float64,
-    "est_pruned_cost_usd": pl.Float64,
+    "est_pruned_cost_usd": pl.Float64, "stop_rule": pl.String,
 }
 
 

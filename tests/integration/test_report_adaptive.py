@@ -133,7 +133,25 @@ def test_pruning_savings_use_the_grid_run_of_the_same_point(ledger):
                       {"s": ledger["asha"].sweep_id})[0]["v"]
     n = ledger["asha"].pruned
     assert f", {n} pruned |" in md  # the trials card counts them, apart from failures
-    assert f"{usd(pruned_usd)} of it the {n} pruned trials" in md  # the waste card says how much of it they are
+    # the waste card leaves them out: stopping them early is the search's saving, not waste
+    assert f"not the {n} pruned trials ({usd(pruned_usd)})" in md
+    wasted = _sql(ledger, """select count(*) n from v_run_facts f join v_trial_results t using (sweep_id, trial_id)
+                             where f.sweep_id = $s and t.status = 'pruned' and (f.wasted or not f.pruned)""",
+                  {"s": ledger["asha"].sweep_id})[0]["n"]
+    assert wasted == 0
+
+
+def test_the_comparison_with_the_grid_is_stated_over_many_replayed_orders(ledger):
+    from gpuledger.report.adaptive_data import REPORT_ORDERS, grid_replay
+
+    ad = ledger["after"].adaptive
+    rep, why = grid_replay(ad, ledger["after"].sweep.get("max_parallel"))
+    assert why is None and rep["replays"] == REPORT_ORDERS and len(ad.twin_curves) == ledger["grid"].trials
+    lo, hi = rep["cost_vs_grid_range"]
+    assert 0 < lo <= rep["cost_vs_grid"] <= hi <= 1.0
+    md = ledger["files"].markdown_text
+    assert f"cost vs the grid, over {REPORT_ORDERS} orders" in md and f"recipe kept, over {REPORT_ORDERS} orders" in md
+    assert f"{round(rep['recipe_kept'] * REPORT_ORDERS)} of {REPORT_ORDERS}" in md
 
 
 def test_progress_points_are_every_run_end_with_pruned_at_their_last_value(ledger):

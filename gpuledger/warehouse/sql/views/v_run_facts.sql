@@ -1,6 +1,7 @@
 -- One row per attempt with its sweep's attribution and the run-level facts derived from the row
--- itself: the one definition of a run's accelerator label, GPU-hours and whether its spend produced
--- no result. No aggregation and no billing or metric join, so a filter on started_at (the weekly
+-- itself (and its trial's status): the one definition of a run's accelerator label, GPU-hours and
+-- whether its spend produced no result (a cancelled run of a trial the adaptive search pruned is the
+-- search's saving, not waste: `pruned`). No aggregation and no billing or metric join, so a filter on started_at (the weekly
 -- report's week range) reaches the runs scan; v_runs adds the billing lines and the objective.
 -- purpose: 'trial' (an attempt of a trial) or 'probe' (a short measuring run, docs/probes.md).
 SELECT r.run_id,
@@ -23,7 +24,9 @@ SELECT r.run_id,
        r.wall_s,
        r.gpus * r.wall_s / 3600.0 AS gpu_hours,
        r.status,
-       r.status IN ('failed', 'oom', 'preempted', 'cancelled') AS wasted,
+       r.status IN ('failed', 'oom', 'preempted', 'cancelled')
+           AND NOT (r.status = 'cancelled' AND coalesce(t.status = 'pruned', false)) AS wasted,
+       (r.status = 'cancelled' AND coalesce(t.status = 'pruned', false)) AS pruned,
        r.reason,
        r.exit_code,
        r.peak_gpu_mem_gib,
@@ -39,3 +42,4 @@ SELECT r.run_id,
        r.log_path
 FROM runs r
 LEFT JOIN sweeps s ON s.sweep_id = r.sweep_id
+LEFT JOIN trials t ON t.sweep_id = r.sweep_id AND t.trial_id = r.trial_id

@@ -52,7 +52,8 @@ SELECT k.sweep_id,
        t.est_cost_usd,
        t.feasible,
        t.reason,
-       t.est_pruned_cost_usd
+       t.est_pruned_cost_usd,
+       t.stop_rule
 FROM keys k
 LEFT JOIN trials t ON t.sweep_id = k.sweep_id AND t.trial_id = k.trial_id
 LEFT JOIN sweeps s ON s.sweep_id = k.sweep_id

@@ -1,0 +1,268 @@
+"""Each search strategy replayed over recorded learning curves across many arrival orders: what every
+change to the search is judged on (`benchmarks/search_replay.py`, the ASHA report's comparison with the
+grid, `resources.max_parallel: auto`).
+
+    report = replay_strategies(curves, usd_per_s, slots=2, goal="minimize", orders=40)
+    report.strategies["asha"].recipe_kept, .cost_vs_grid (median), .cost_vs_grid_range, ...
+
+One replay = the curves' trials launched in one seeded order on `slots` slots (a freed slot takes the
+next at once), each trial's times stretched by its own seeded factor exp(N(0, jitter)) (the load of a
+shared machine moves which trial reaches a rung first: the arrival order; jitter 0 keeps the measured
+times), replayed by `gpuledger.search.asha_replay.simulate_asha`. The grid of the same order and
+factors runs every trial to its end. Per replay and strategy: the recipe is kept when the best final
+value found is within `RECIPE_MARGIN` (2%) of the grid's best; trial-seconds and dollars (each trial's
+seconds × its measured USD per second) are taken against the grid's of the same replay. Summaries:
+the share of replays that kept the recipe, the median and the range (min, max) of each ratio.
+
+Strategies (`STRATEGIES`):
+- `grid`: every point to its end;
+- `asha-optuna`: Optuna's asynchronous `SuccessiveHalvingPruner` (min_resource 2, reduction factor 3),
+  ASHA as Optuna ships it: a trial is judged against whatever reached its rung before it;
+- `asha-2-3`: gpuledger's order-independent `RungPruner` at min_steps 2, reduction_factor 3 (the old
+  default: it dropped the demo's recipe at its 6th value);
+- `asha` (the default: what a bare `strategy: asha` runs): the settings `gpuledger.search.safety.
+  choose_pruning` picks for these curves (the cold default, checked on them and corrected when it
+  would drop their best);
+- `asha-cold`: the cold default settings as they are (`safety.COLD_DEFAULT`, what a bare `strategy:
+  asha` runs where no curves of its kind are measured), unchecked;
+- `asha-cost`: `asha` plus the cost-aware stopping rule (`gpuledger.search.extrapolate.CostStopper`,
+  value of a better recipe = the grid's dollars, references = the other trials' curves: leave one out,
+  so a trial is never forecast from its own curve).
+Pure and deterministic (seeded).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gpuledger.search.asha_replay import Curve, SimResult, simulate_asha
+from gpuledger.search.recipe import RECIPE_MARGIN
+
+#: the strategies replayed, in the order reported
+STRATEGIES = ("grid", "asha-optuna", "asha-2-3", "asha-cold", "asha", "asha-cost")
+#: the strategy a bare `strategy: asha` runs
+DEFAULT_STRATEGY = "asha"
+#: the cost-aware strategy
+COST_AWARE_STRATEGY = "asha-cost"
+#: the spread of each trial's times per replay (log-normal sigma): the load of the measured 2-core machine
+#: moved one demo trial's wall-clock between 25 s and 58 s (docs/search.md), about exp(±0.4)
+DEFAULT_JITTER = 0.25
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One strategy in one replay."""
+
+    kept: bool
+    same_trial: bool
+    best_value: float | None
+    trial_s: float
+    usd: float
+    makespan_s: float
+    pruned: int
+    grid_trial_s: float
+    grid_usd: float
+    grid_makespan_s: float
+
+
+def _range(xs: Sequence[float]) -> dict[str, float]:
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs)} if xs else {}
+
+
+@dataclass
+class StrategySummary:
+    name: str
+    outcomes: list[Outcome] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def recipe_kept(self) -> float:
+        return sum(o.kept for o in self.outcomes) / len(self.outcomes) if self.outcomes else 0.0
+
+    def ratio(self, what: str) -> dict[str, float]:
+        if what == "usd":
+            xs = [o.usd / o.grid_usd for o in self.outcomes if o.grid_usd > 0]
+        elif what == "trial_s":
+            xs = [o.trial_s / o.grid_trial_s for o in self.outcomes if o.grid_trial_s > 0]
+        else:
+            xs = [o.makespan_s / o.grid_makespan_s for o in self.outcomes if o.grid_makespan_s > 0]
+        return _range(xs)
+
+    def to_json(self) -> dict[str, Any]:
+        usd, secs, span = self.ratio("usd"), self.ratio("trial_s"), self.ratio("makespan")
+        out = self.outcomes
+        return {
+            "recipe_kept": round(self.recipe_kept, 4),
+            "same_trial": round(sum(o.same_trial for o in out) / len(out), 4) if out else 0.0,
+            "cost_vs_grid": round(usd.get("median", math.nan), 4),
+            "cost_vs_grid_range": [round(usd.get("min", math.nan), 4), round(usd.get("max", math.nan), 4)],
+            "trial_s_vs_grid": round(secs.get("median", math.nan), 4),
+            "trial_s_vs_grid_range": [round(secs.get("min", math.nan), 4), round(secs.get("max", math.nan), 4)],
+            "makespan_vs_grid": round(span.get("median", math.nan), 4),
+            "usd": round(statistics.median([o.usd for o in out]), 6) if out else None,
+            "usd_range": [round(min(o.usd for o in out), 6), round(max(o.usd for o in out), 6)] if out else None,
+            "trial_s": round(statistics.median([o.trial_s for o in out]), 3) if out else None,
+            "pruned": statistics.median([o.pruned for o in out]) if out else None,
+            "replays": len(out),
+            **({"settings": self.settings} if self.settings else {}),
+        }
+
+
+@dataclass
+class ReplayReport:
+    strategies: dict[str, StrategySummary]
+    orders: int
+    slots: int
+    jitter: float
+    curves: int
+    grid_best_value: float
+    grid_best_trial: str
+    default: str = DEFAULT_STRATEGY
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"strategies": {k: v.to_json() for k, v in self.strategies.items()}, "default": self.default,
+                "cost_aware": COST_AWARE_STRATEGY, "orders": self.orders, "slots": self.slots, "jitter": self.jitter,
+                "curves": self.curves, "grid_best_value": self.grid_best_value, "grid_best_trial": self.grid_best_trial,
+                "recipe_margin": RECIPE_MARGIN, "notes": self.notes}
+
+
+def _stretched(curves: Sequence[Curve], rng: random.Random, jitter: float) -> list[Curve]:
+    if jitter <= 0:
+        return list(curves)
+    out = []
+    for c in curves:
+        f = math.exp(rng.gauss(0.0, jitter))
+        out.append(replace(c, times_s=tuple(t * f for t in c.times_s), wall_s=c.wall_s * f))
+    return out
+
+
+def _better(goal: str) -> Callable[[float, float], bool]:
+    return (lambda a, b: a < b) if goal == "minimize" else (lambda a, b: a > b)
+
+
+def _kept(value: float | None, best: float, goal: str) -> bool:
+    if value is None:
+        return False
+    sign = 1.0 if goal == "minimize" else -1.0
+    return sign * value <= sign * best + RECIPE_MARGIN * abs(best)
+
+
+def cost_stopper(curves: Sequence[Curve], usd_per_s: Mapping[str, float], goal: str, value_usd: float,
+                 elapsed_scale: Mapping[str, float] | None = None) -> Callable[..., bool]:
+    """Returns a `simulate_asha` stopper: the cost-aware rule with the other trials' complete curves as
+    references (leave one out) and each trial's dollars left from its own measured wall-clock."""
+    from gpuledger.search.extrapolate import CostStopper
+
+    complete = {c.trial_id: c for c in curves if c.complete and not c.failed and c.values}
+    by_id = {c.trial_id: c for c in curves}
+
+    def stop(trial_id: str, values: list[float], best: float | None, elapsed_s: float) -> bool:
+        refs = [tuple(c.values) for t, c in complete.items() if t != trial_id]
+        c = by_id[trial_id]
+        left_s = max(0.0, c.wall_s - elapsed_s)
+        d = CostStopper(refs, goal, value_usd).decide(values, best, left_s * usd_per_s.get(trial_id, 0.0))
+        return bool(d and d.stop)
+
+    return stop
+
+
+def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *, slots: int, goal: str,
+                      orders: int = 40, seed: int = 0, jitter: float = DEFAULT_JITTER,
+                      strategies: Sequence[str] = STRATEGIES) -> ReplayReport:
+    """Returns each strategy replayed over `orders` arrival orders of the complete `curves` (see the
+    module's docstring). `usd_per_s`: each trial's measured USD per second of its run."""
+    from gpuledger.search.safety import COLD_DEFAULT, choose_pruning_for_curves
+
+    complete = [c for c in curves if c.complete and c.values and not c.failed]
+    failed = [c for c in curves if c.complete and c.failed]
+    pool = complete + failed
+    if len(complete) < 2:
+        raise ValueError(f"a replay needs at least 2 curves that ran to their end ({len(complete)} given)")
+    if orders < 1 or slots < 1:
+        raise ValueError("orders and slots must be >= 1")
+    sign = 1.0 if goal == "minimize" else -1.0
+    best = min(complete, key=lambda c: (sign * c.values[-1], c.trial_id))
+    grid_best = best.values[-1]
+    grid_usd_full = sum(c.wall_s * usd_per_s.get(c.trial_id, 0.0) for c in pool)
+    choice = choose_pruning_for_curves(pool, goal=goal, slots=slots)
+    settings = {
+        "asha-optuna": ("asha", 2, 3), "asha-2-3": ("rungs", 2, 3),
+        "asha-cold": ("rungs", COLD_DEFAULT.min_steps, COLD_DEFAULT.reduction_factor),
+        "asha": ("rungs", choice.min_steps, choice.reduction_factor),
+        "asha-cost": ("rungs", choice.min_steps, choice.reduction_factor),
+    }
+    out = {name: StrategySummary(name) for name in strategies}
+    for name, summ in out.items():
+        if name in settings:
+            pr, ms, eta = settings[name]
+            summ.settings = {"pruner": "optuna-asha" if pr == "asha" else "rungs", "min_steps": ms,
+                             "reduction_factor": eta, **({"cost_stopping": True} if name == COST_AWARE_STRATEGY else {})}
+    runs = {name: settings[name] + (name == COST_AWARE_STRATEGY,) for name in out if name != "grid"}
+    _replay(pool, usd_per_s, out, runs, slots=slots, goal=goal, orders=orders, seed=seed, jitter=jitter,
+            value_usd=grid_usd_full, best=best)
+    notes = [f"{len(pool)} recorded curves ({len(failed)} failed), {orders} arrival orders, {slots} slot(s), "
+             f"each trial's times × exp(N(0, {jitter})) per order; recipe kept = best within "
+             f"{RECIPE_MARGIN:.0%} of the grid's {grid_best:.5g} ({best.trial_id})",
+             f"asha's settings: {choice.why}"]
+    return ReplayReport(strategies=out, orders=orders, slots=slots, jitter=jitter, curves=len(pool),
+                        grid_best_value=grid_best, grid_best_trial=best.trial_id, notes=notes)
+
+
+def _replay(pool: Sequence[Curve], usd_per_s: Mapping[str, float], out: dict[str, StrategySummary],
+            runs: Mapping[str, tuple[str, int, int, bool]], *, slots: int, goal: str, orders: int, seed: int,
+            jitter: float, value_usd: float, best: Curve) -> None:
+    """Fills `out` (a summary per name; "grid" runs every trial to its end) with `orders` replays of each
+    of `runs` ({name: (pruner, min_steps, reduction_factor, cost stopping?)})."""
+    grid_best = best.values[-1]
+    ids = sorted(c.trial_id for c in pool)
+    for o in range(orders):
+        rng = random.Random(seed * 1_000_003 + o)
+        order = list(ids)
+        rng.shuffle(order)
+        run = _stretched(pool, rng, jitter)
+        g_s = sum(c.wall_s for c in run)
+        g_usd = sum(c.wall_s * usd_per_s.get(c.trial_id, 0.0) for c in run)
+        g_span = simulate_asha(run, slots=slots, min_steps=10**9, reduction_factor=2, goal=goal, order=order,
+                               pruner="none").makespan_s
+        for name, summ in out.items():
+            if name == "grid":
+                summ.outcomes.append(Outcome(True, True, grid_best, g_s, g_usd, g_span, 0, g_s, g_usd, g_span))
+                continue
+            pr, ms, eta, cost = runs[name]
+            stopper = cost_stopper(run, usd_per_s, goal, value_usd) if cost else None
+            sim: SimResult = simulate_asha(run, slots=slots, min_steps=ms, reduction_factor=eta, goal=goal,
+                                           order=order, pruner=pr, stopper=stopper)
+            usd = sum(t.seconds * usd_per_s.get(t.trial_id, 0.0) for t in sim.trials)
+            summ.outcomes.append(Outcome(
+                kept=_kept(sim.best_value, grid_best, goal), same_trial=sim.best_trial_id == best.trial_id,
+                best_value=sim.best_value, trial_s=sim.trial_seconds, usd=usd, makespan_s=sim.makespan_s,
+                pruned=sim.pruned, grid_trial_s=g_s, grid_usd=g_usd, grid_makespan_s=g_span))
+
+
+def replay_settings(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *, slots: int, goal: str,
+                    min_steps: int, reduction_factor: int, cost_stopping: bool = False, value_usd: float | None = None,
+                    orders: int = 40, seed: int = 0, jitter: float = DEFAULT_JITTER) -> StrategySummary | None:
+    """Returns one setting (the rung pruner at min_steps, reduction_factor; with the cost-aware rule when
+    `cost_stopping`) replayed over `orders` arrival orders of the complete `curves`, against their grid
+    (the ASHA report's comparison, `resources.max_parallel: auto`); None with fewer than 2 complete curves.
+    `value_usd`: the cost-aware rule's value of a better recipe (default: the grid's dollars)."""
+    complete = [c for c in curves if c.complete and c.values and not c.failed]
+    pool = complete + [c for c in curves if c.complete and c.failed]
+    if len(complete) < 2:
+        return None
+    sign = 1.0 if goal == "minimize" else -1.0
+    best = min(complete, key=lambda c: (sign * c.values[-1], c.trial_id))
+    grid_usd = sum(c.wall_s * usd_per_s.get(c.trial_id, 0.0) for c in pool)
+    out = {"this": StrategySummary("this", settings={"pruner": "rungs", "min_steps": min_steps,
+                                                      "reduction_factor": reduction_factor,
+                                                      **({"cost_stopping": True} if cost_stopping else {})})}
+    _replay(pool, usd_per_s, out, {"this": ("rungs", min_steps, reduction_factor, cost_stopping)}, slots=slots,
+            goal=goal, orders=orders, seed=seed, jitter=jitter,
+            value_usd=grid_usd if value_usd is None else value_usd, best=best)
+    return out["this"]

@@ -1,0 +1,161 @@
+"""Pruning settings that keep the recipe: which (min_steps, reduction_factor) a sweep that prunes runs,
+and why (the plan says it; `gpuledger.runtime.accepted.prepare` hands the chosen settings to the study).
+
+    choice = choose_pruning(spec, curves, slots=2)          # curves: {params key: Curve}, the warehouse's
+    choice.min_steps, choice.reduction_factor, choice.source, choice.why
+
+- With measured learning curves of the same kind (the warehouse's curves of the same model, method,
+  objective and training settings, `gpuledger.inputs.ledger.measured_curves`; the sweep's own points
+  when at least MIN_CHECK_CURVES of them ran to their end, else every curve of the kind), the requested
+  settings (the spec's `search.pruning`, else `COLD_DEFAULT`) are checked by
+  `gpuledger.search.recipe.check_recipe`: synchronous successive halving, the outcome
+  `gpuledger.search.rungs.RungPruner` reaches in every arrival order, must keep the best measured
+  curve even with its values `RECIPE_MARGIN` worse. When it does not, `search.pruning.unsafe` decides:
+  `correct` (the default) runs the cheapest replayed setting that keeps it (source `corrected`; none
+  keeps it: no pruning, source `unpruned`); `keep` runs the spec's settings, with the plan's warning.
+- Without such curves: the requested settings as they are (source `spec` or `default`), unchecked:
+  `COLD_DEFAULT` (min_steps 2, reduction_factor 5) kept the demo grid's recipe in every replayed
+  arrival order (docs/search.md, benchmarks/search_replay.py), where Optuna's customary 2 and 3 dropped
+  it at its 6th value (it is second until its 16th).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpuledger.search.recipe import RECIPE_MARGIN, check_recipe
+
+
+@dataclass(frozen=True)
+class Settings:
+    min_steps: int
+    reduction_factor: int
+
+
+#: the settings of a bare `strategy: asha` (spec.models.Pruning's defaults are these)
+COLD_DEFAULT = Settings(min_steps=2, reduction_factor=5)
+#: the fewest complete curves of the sweep's own points that the check uses alone
+MIN_CHECK_CURVES = 3
+
+SPEC, DEFAULT, CORRECTED, UNPRUNED, UNSAFE_KEPT = "spec", "default", "corrected", "unpruned", "unsafe-kept"
+
+
+@dataclass(frozen=True)
+class PruningChoice:
+    """The settings a sweep prunes with, and why."""
+
+    min_steps: int
+    reduction_factor: int
+    source: str  # spec | default | corrected | unpruned | unsafe-kept
+    requested_min_steps: int
+    requested_reduction_factor: int
+    checked_curves: int  # complete measured curves the check used (0: unchecked)
+    kept: bool | None  # the requested settings keep the measured best (None: unchecked)
+    replay_fraction: float | None  # the chosen settings' replayed trial-seconds / the curves' measured ones
+    why: str
+
+    @property
+    def changed(self) -> bool:
+        return (self.min_steps, self.reduction_factor) != (self.requested_min_steps, self.requested_reduction_factor)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"min_steps": self.min_steps, "reduction_factor": self.reduction_factor, "source": self.source,
+                "requested": {"min_steps": self.requested_min_steps,
+                              "reduction_factor": self.requested_reduction_factor},
+                "checked_curves": self.checked_curves, "kept": self.kept,
+                "replay_fraction": self.replay_fraction, "why": self.why}
+
+
+def _requested(spec: Any) -> tuple[int, int, bool, str]:
+    p = spec.search.pruning
+    if p is None:
+        return COLD_DEFAULT.min_steps, COLD_DEFAULT.reduction_factor, False, "correct"
+    explicit = bool({"min_steps", "reduction_factor"} & set(p.model_fields_set))
+    return p.min_steps, p.reduction_factor, explicit, getattr(p, "unsafe", "correct")
+
+
+def choose_pruning_for_curves(curves: Sequence[Any], *, goal: str, slots: int, order: Sequence[str] | None = None,
+                              requested: tuple[int, int] | None = None, explicit: bool = False,
+                              unsafe: str = "correct") -> PruningChoice:
+    """Returns the choice of the module's docstring for measured `curves` (asha_replay.Curve)."""
+    ms, eta = requested or (COLD_DEFAULT.min_steps, COLD_DEFAULT.reduction_factor)
+    src = SPEC if explicit else DEFAULT
+    named = f"min_steps {ms}, reduction_factor {eta}" + ("" if explicit else " (the default)")
+    complete = [c for c in curves if c.complete and c.values and not c.failed]
+    if len(complete) < 2:
+        return PruningChoice(ms, eta, src, ms, eta, 0, None, None,
+                             f"{named}: unchecked, no measured learning curves of this kind yet")
+    from gpuledger.search import asha_replay
+
+    if len(curves) > asha_replay.MAX_REPLAY_CURVES:
+        return PruningChoice(ms, eta, src, ms, eta, 0, None, None,
+                             f"{named}: unchecked, {len(curves):,} measured curves are more than the "
+                             f"{asha_replay.MAX_REPLAY_CURVES:,} a replay takes in bounded time")
+    ids = [c.trial_id for c in curves]
+    check = check_recipe(list(curves), min_steps=ms, reduction_factor=eta, goal=goal, slots=max(1, slots),
+                         order=list(order) if order else sorted(ids))
+    if check is None:
+        return PruningChoice(ms, eta, src, ms, eta, 0, None, None, f"{named}: unchecked")
+    n = len(complete)
+    best = f"the best of {n} measured curve(s) ({check.best_value:.4g})"
+    if check.kept:
+        return PruningChoice(ms, eta, src, ms, eta, n, True, check.replay_fraction,
+                             f"{named}: keep {best} even {RECIPE_MARGIN:.0%} worse, in any arrival order "
+                             f"(replayed: {check.replay_fraction:.0%} of their measured seconds)")
+    lost = f"{named} would drop {best} at its value {check.dropped_at_step}"
+    if unsafe == "keep":
+        return PruningChoice(ms, eta, UNSAFE_KEPT, ms, eta, n, False, check.replay_fraction,
+                             f"{lost}; run as written (search.pruning.unsafe: keep)")
+    if check.safer:
+        s = check.safer
+        return PruningChoice(int(s["min_steps"]), int(s["reduction_factor"]), CORRECTED, ms, eta, n, False,
+                             float(s["replay_fraction"]),
+                             f"{lost}; corrected to min_steps {s['min_steps']}, reduction_factor "
+                             f"{s['reduction_factor']}, the cheapest replayed setting that keeps it "
+                             f"({s['replay_fraction']:.0%} of their measured seconds)")
+    longest = max(len(c.values) for c in complete)
+    return PruningChoice(longest + 1, eta, UNPRUNED, ms, eta, n, False, 1.0,
+                         f"{lost}, and no setting tried keeps it: no pruning (every trial runs to its end)")
+
+
+def choose_pruning(spec: Any, curves: Mapping[str, Any] | None, *, slots: int,
+                   order_of: Mapping[str, str] | None = None) -> PruningChoice | None:
+    """Returns the settings a sweep of `spec` prunes with (None: it does not prune). `curves`: {params key:
+    Curve} of the spec's kind; `order_of`: {params key: trial id} of the sweep's points in launch order
+    (its own curves are checked alone when MIN_CHECK_CURVES of them ran to their end)."""
+    from dataclasses import replace
+
+    from gpuledger.search import prunes
+
+    if not prunes(spec):
+        return None
+    ms, eta, explicit, unsafe = _requested(spec)
+    curves = dict(curves or {})
+    own = [replace(curves[k], trial_id=tid) for k, tid in (order_of or {}).items() if k in curves]
+    own_complete = [c for c in own if c.complete and c.values and not c.failed]
+    if len(own_complete) >= MIN_CHECK_CURVES:
+        use, order = own, [c.trial_id for c in own]
+    else:
+        use, order = list(curves.values()), None
+    return choose_pruning_for_curves(use, goal=spec.search.objective.goal, slots=slots, order=order,
+                                     requested=(ms, eta), explicit=explicit, unsafe=unsafe)
+
+
+def with_chosen_pruning(spec: Any, pruning: Mapping[str, Any] | None) -> Any:
+    """Returns `spec` with `search.pruning` set to the settings the plan chose (`Plan.pruning["settings"]`),
+    unchanged when the plan chose none or the spec's own: the study prunes with what the plan printed, and
+    the stored spec (the report's settings) says what ran."""
+    chosen = (pruning or {}).get("settings")
+    if not chosen or spec.search.strategy not in ("asha", "tpe"):
+        return spec
+    from gpuledger.spec.models import Pruning
+
+    cur = spec.search.pruning
+    if cur is not None and (cur.min_steps, cur.reduction_factor) == (chosen["min_steps"], chosen["reduction_factor"]):
+        return spec
+    cur = cur or Pruning()  # written out even when they are the defaults: the stored spec says what ran
+    new = cur.model_copy(update={"min_steps": int(chosen["min_steps"]),
+                                 "reduction_factor": int(chosen["reduction_factor"])})
+    return spec.model_copy(update={"search": spec.search.model_copy(update={"pruning": new})})

@@ -1,0 +1,105 @@
+"""The search's safety, learning-curve forecast and replay harness on the demo grid's recorded curves
+(tests/data/demo_grid_curves.json: a real `gpuledger sweep specs/lora-grid.yaml`; its recipe, lr 3e-2 /
+r 16 / micro-batch 8, is second from its 4th value to its 14th)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuledger.search.asha_replay import Curve, simulate_asha
+from gpuledger.search.extrapolate import CostStopper, forecast
+from gpuledger.search.replay import COST_AWARE_STRATEGY, DEFAULT_STRATEGY, replay_settings, replay_strategies
+from gpuledger.search.safety import (
+    COLD_DEFAULT,
+    CORRECTED,
+    DEFAULT,
+    SPEC,
+    UNSAFE_KEPT,
+    choose_pruning_for_curves,
+)
+
+DATA = json.loads((Path(__file__).resolve().parents[1] / "data" / "demo_grid_curves.json").read_text())
+CURVES = [Curve(c["trial_id"], tuple(c["values"]), tuple(c["times_s"]), c["wall_s"], True) for c in DATA["curves"]]
+RATE = {c["trial_id"]: c["usd_per_s"] for c in DATA["curves"]}
+BEST = min(CURVES, key=lambda c: c.values[-1])
+
+
+def test_the_recorded_recipe_is_second_for_most_of_its_run():
+    # what makes settings that keep one trial after its 4th value unsafe: another one is better there
+    second = sorted(CURVES, key=lambda c: c.values[5])
+    assert second[0].trial_id != BEST.trial_id and second[1].trial_id == BEST.trial_id
+
+
+def test_the_default_is_checked_on_measured_curves_and_kept():
+    choice = choose_pruning_for_curves(CURVES, goal="minimize", slots=2)
+    assert (choice.min_steps, choice.reduction_factor) == (COLD_DEFAULT.min_steps, COLD_DEFAULT.reduction_factor)
+    assert choice.source == DEFAULT and choice.kept is True and choice.checked_curves == 12
+    assert "keep the best of 12" in choice.why
+
+
+def test_unsafe_settings_are_corrected_and_say_why_or_kept_when_asked():
+    fixed = choose_pruning_for_curves(CURVES, goal="minimize", slots=2, requested=(4, 3), explicit=True)
+    assert fixed.source == CORRECTED and fixed.kept is False and fixed.changed
+    assert "would drop" in fixed.why and "corrected to" in fixed.why
+    # the corrected setting keeps the recipe: synchronous successive halving (any arrival order) agrees
+    again = choose_pruning_for_curves(CURVES, goal="minimize", slots=2,
+                                      requested=(fixed.min_steps, fixed.reduction_factor), explicit=True)
+    assert again.source == SPEC and again.kept is True
+    kept = choose_pruning_for_curves(CURVES, goal="minimize", slots=2, requested=(4, 3), explicit=True,
+                                     unsafe="keep")
+    assert kept.source == UNSAFE_KEPT and (kept.min_steps, kept.reduction_factor) == (4, 3)
+
+
+def test_without_curves_the_settings_are_unchecked():
+    choice = choose_pruning_for_curves([], goal="minimize", slots=2)
+    assert choice.kept is None and choice.checked_curves == 0 and "unchecked" in choice.why
+
+
+def test_forecast_from_references_and_the_cost_rule():
+    refs = [(4.0, 2.0, 1.0), (4.0, 3.0, 2.0), (4.0, 2.5, 1.5)]
+    # at 3.0 after one value: the references fall to 1/4, 1/2, 3/8 of their first: finals 0.75, 1.5, 1.125
+    f = forecast([3.0], best=1.0, references=refs, goal="minimize")
+    assert f.references == 3 and f.predicted == pytest.approx(1.125)
+    assert f.p_beat == pytest.approx((1 + 0.5) / 4)  # only 0.75 beats 1.0 made 2% worse
+    stopper = CostStopper([(5.0, 4.0, 3.0, 2.0), (5.0, 3.0, 2.0, 1.0), (5.0, 3.5, 2.5, 1.5), (5.0, 4.5, 4.0, 3.5)],
+                          "minimize", value_usd=1.0, min_values=2)
+    assert stopper.decide([5.0], best=1.0, usd_left=0.5) is None  # too few values
+    assert stopper.decide([5.0, 3.0], best=1.0, usd_left=0.5) is None  # in the better half at its step
+    d = stopper.decide([5.0, 4.6], best=1.0, usd_left=0.5)  # worse than every reference, forecast > 2.5
+    assert d.stop and d.p_beat == pytest.approx(0.5 / 5) and "stopped by its learning curve" in d.reason
+    assert not stopper.decide([5.0, 4.6], best=1.0, usd_left=0.05).stop  # cheap to finish: worth running on
+
+
+def test_the_cost_rule_in_the_replay_stops_by_curve():
+    from gpuledger.search.replay import cost_stopper
+
+    stop = cost_stopper(CURVES, RATE, "minimize", value_usd=sum(c.wall_s * RATE[c.trial_id] for c in CURVES))
+    sim = simulate_asha(CURVES, slots=2, min_steps=2, reduction_factor=5, goal="minimize", stopper=stop)
+    assert sim.best_trial_id == BEST.trial_id
+    assert {t.stopped_by for t in sim.trials if t.status == "pruned"} <= {"rung", "curve"}
+    assert any(t.stopped_by == "curve" for t in sim.trials)
+
+
+def test_replay_over_orders_default_keeps_the_recipe_for_less_than_the_grid():
+    rep = replay_strategies(CURVES, RATE, slots=2, goal="minimize", orders=4,
+                            strategies=("grid", "asha-optuna", DEFAULT_STRATEGY, COST_AWARE_STRATEGY))
+    out = rep.to_json()
+    assert out["default"] == DEFAULT_STRATEGY and set(out["strategies"]) == {"grid", "asha-optuna", "asha", "asha-cost"}
+    grid = out["strategies"]["grid"]
+    assert grid["recipe_kept"] == 1.0 and grid["cost_vs_grid"] == 1.0
+    for name in (DEFAULT_STRATEGY, COST_AWARE_STRATEGY):
+        s = out["strategies"][name]
+        assert s["recipe_kept"] == 1.0 and s["replays"] == 4
+        lo, hi = s["cost_vs_grid_range"]
+        assert lo <= s["cost_vs_grid"] <= hi < 1.0
+    assert out["strategies"]["asha-cost"]["cost_vs_grid"] <= out["strategies"]["asha"]["cost_vs_grid"]
+    one = replay_settings(CURVES, RATE, slots=2, goal="minimize", min_steps=2, reduction_factor=5, orders=4)
+    assert one.to_json()["cost_vs_grid"] == out["strategies"]["asha"]["cost_vs_grid"]  # same seeds, same replays
+
+
+def test_replay_refuses_too_few_curves():
+    with pytest.raises(ValueError, match="at least 2"):
+        replay_strategies(CURVES[:1], RATE, slots=2, goal="minimize", orders=2)
