@@ -231,7 +231,8 @@ def test_tpe_report_compares_with_the_grid_and_keeps_the_duration_what_if(ledger
     assert f"{len(XS) - 3} not asked by the search" in md
     mine = _sql(ledger, "select sum(cost_usd) v from runs where sweep_id = $s", {"s": t})[0]["v"]
     grid = _sql(ledger, "select sum(cost_usd) v from runs where sweep_id = $s", {"s": g})[0]["v"]
-    assert f"measured: grid sweep {g} cost {usd(grid)}, this sweep {usd(mine)}" in md
+    assert f"measured, this sweep's one arrival order: grid sweep {g} cost {usd(grid)}, this sweep {usd(mine)}" in md
+    assert "over 40 orders" not in md  # the replay is of ASHA's pruning
     assert "3 of 6 (0 pruned)" in md
     assert "No trial was pruned: the search prunes nothing without" in md
     assert "## Parallelism what-if (from measured durations)" in md and "under ASHA" not in md
