@@ -109,7 +109,7 @@ def with_bands(plan: Plan, estimates: pl.DataFrame, s, *, table=None, probed: pl
     ov = s.overhead_s if overhead_s is None else overhead_s
     local = s.launcher == "local"
     cols: dict[str, list] = {c: [] for c in BAND_COLS}
-    for r in t.select("trial_id", "feasible", "accelerator", "gpus", "sharding", "compute_s", "est_wall_s",
+    for r in t.select("trial_id", "feasible", "accelerator", "gpus", "sharding", "spot", "compute_s", "est_wall_s",
                       "est_cost_usd", "est_memory_gib", "est_basis").iter_rows(named=True):
         if not r["feasible"] or r["est_wall_s"] is None:
             for c in BAND_COLS:
@@ -119,11 +119,12 @@ def with_bands(plan: Plan, estimates: pl.DataFrame, s, *, table=None, probed: pl
         tb, mb = trial_band(r["est_basis"], cell, table, local=local,
                             probe=probes.get((r["trial_id"], r["accelerator"], int(r["gpus"]))))
         wall, compute = float(r["est_wall_s"]), max(float(r["compute_s"] or 0.0), 0.0)
-        t0 = ov + compute
+        # the compute part moves; start-up stays; spot rework grows with the run (its ratio to T0)
+        rework = max(wall / (ov + compute), 1.0) if r["spot"] and ov + compute > 0 else 1.0
         for q, f in (("p10", tb.p10), ("p90", tb.p90)):
-            ratio = (ov + compute * f) / t0 if t0 > 0 else 1.0
-            cols[f"est_wall_s_{q}"].append(round(wall * ratio, 3))
-            cols[f"est_cost_usd_{q}"].append(round(float(r["est_cost_usd"] or 0.0) * ratio, 6))
+            w = max(wall + compute * (f - 1.0) * rework, 0.0)
+            cols[f"est_wall_s_{q}"].append(round(w, 3))
+            cols[f"est_cost_usd_{q}"].append(round(float(r["est_cost_usd"] or 0.0) * (w / wall if wall > 0 else 1.0), 6))
         mem = r["est_memory_gib"]
         cols["mem_gib_p90"].append(None if mem is None else round(mem * (mb.p90 if mb is not None else 1.0), 3))
         cols["est_band"].append(tb.describe())

@@ -35,11 +35,13 @@ if TYPE_CHECKING:
 #: The columns of the planner's probe input (named query `plan_probes`).
 PROBE_SCHEMA = {"run_id": pl.String, "accelerator": pl.String, "gpus": pl.Int64, "hostname": pl.String,
                 "probe_shape": pl.String, "startup_s": pl.Float64, "warm_startup_s": pl.Float64, "tokens_per_s": pl.Float64,
-                "memory_gib": pl.Float64, "ended_at": pl.Datetime, "cpu_cores": pl.Float64}
+                "memory_gib": pl.Float64, "ended_at": pl.Datetime, "cpu_cores": pl.Float64, "step_s_p10": pl.Float64,
+                "step_s_p50": pl.Float64, "step_s_p90": pl.Float64, "step_times": pl.Int64}
 #: Per trial and placement: what `apply_probes` takes (see `probes_for_trials`).
 PROBED_SCHEMA = {"trial_id": pl.String, "accelerator": pl.String, "gpus": pl.Int64, "sharding": pl.String,
                  "startup_s": pl.Float64, "tokens_per_s": pl.Float64, "memory_gib": pl.Float64,
-                 "tokens": pl.Float64, "basis": pl.String, "cpu_cores": pl.Float64}
+                 "tokens": pl.Float64, "basis": pl.String, "cpu_cores": pl.Float64,
+                 "step_s_p10": pl.Float64, "step_s_p50": pl.Float64, "step_s_p90": pl.Float64, "steps": pl.Int64}
 #: Placement keys of a shape (the rest is the workload's).
 PLACEMENT_KEYS = ("accelerator", "gpus", "sharding")
 PROBE_BASIS = "probe"
@@ -125,7 +127,9 @@ def probes_for_trials(spec, trials, probes: pl.DataFrame | None, *, hostname: st
                 rows.append({"trial_id": trial.trial_id, "accelerator": acc, "gpus": gpus, "sharding": sharding,
                              "startup_s": startup, "tokens_per_s": float(p["tokens_per_s"]),
                              "memory_gib": p["memory_gib"], "tokens": float(tokens),
-                             "basis": f"{PROBE_BASIS} {p['run_id']} {date}", "cpu_cores": p.get("cpu_cores")})
+                             "basis": f"{PROBE_BASIS} {p['run_id']} {date}", "cpu_cores": p.get("cpu_cores"),
+                             "step_s_p10": p.get("step_s_p10"), "step_s_p50": p.get("step_s_p50"),
+                             "step_s_p90": p.get("step_s_p90"), "steps": p.get("step_times")})
     return pl.DataFrame(rows, schema=PROBED_SCHEMA) if rows else None
 
 

@@ -270,3 +270,21 @@ def test_the_warm_start_up_of_a_shape_is_the_least_of_its_probes():
         assert t["est_wall_s"] == pytest.approx(2.0 + tokens / tps, abs=1e-3)
     first = plan_sweep(spec, trials, machine=MACHINE, probes=cold).trials[0]
     assert first["est_wall_s"] == pytest.approx(60.0 + tokens / 4000.0, abs=1e-3)  # without a warm run: as measured
+
+
+def test_a_probed_plan_takes_its_band_from_the_probes_step_times():
+    spec, trials = _demo()
+    rows = {t.trial_id: t for t in plan_sweep(spec, trials, machine=MACHINE).planned_trials}
+    probes = _probes(spec, trials, rows, tps={8: 4000.0, 32: 6000.0}, startup_s=2.5, mem=0.25).with_columns(
+        step_s_p10=pl.lit(0.8), step_s_p50=pl.lit(1.0), step_s_p90=pl.lit(1.5), step_times=pl.lit(12))
+    plan = plan_sweep(spec, trials, machine=MACHINE, probes=probes)
+    for t in plan.trials:
+        assert t["est_basis"].startswith("probe ")
+        assert t["est_band"].startswith("the spread of probe p") and "12 step times" in t["est_band"]
+        # the compute part at the steps' P10 / P90 over their median; start-up as measured
+        assert t["est_wall_s_p90"] == pytest.approx(2.5 + 1.5 * t["compute_s"], rel=1e-3)
+        assert t["est_wall_s_p10"] == pytest.approx(2.5 + 0.8 * t["compute_s"], rel=1e-3)
+        assert t["mem_gib_p90"] == pytest.approx(0.25)  # the probe's measured peak
+    # too few step times: the spread of the trial's cell around the probe's figure
+    few = plan_sweep(spec, trials, machine=MACHINE, probes=probes.with_columns(step_times=pl.lit(2)))
+    assert all("no step-time spread" in t["est_band"] for t in few.trials)

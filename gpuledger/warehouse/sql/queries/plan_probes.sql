@@ -5,7 +5,8 @@
 -- probe of the same shape (on the same host for local runs, whose caches persist; the start-up-only
 -- probes `gpuledger probe` runs locally included): a first run on a machine may pay one-time work (a
 -- download, the demo's pretrained base) that the trials after it find cached. cpu_cores: the cores the
--- probe's trainer used in its steady state (the plan's assumptions say it for local probes).
+-- probe's trainer used in its steady state (the plan's assumptions say it for local probes). step_s_p10/p50/p90:
+-- the spread of its own step times, the band of a plan extrapolated from it.
 WITH probes AS (
     SELECT *,
            min(startup_s) OVER (PARTITION BY probe_shape::VARCHAR,
@@ -24,6 +25,10 @@ SELECT run_id,
        warm_startup_s,
        tokens_per_s,
        step_s,
+       step_s_p10,
+       step_s_p50,
+       step_s_p90,
+       step_times,
        cpu_cores,
        steady_s,
        tokens_source,

@@ -19,6 +19,24 @@ WITH steps AS (
     WHERE r.purpose = 'probe' AND m.step >= 1 AND m.t_s IS NOT NULL
     GROUP BY m.run_id, m.step
 ),
+-- the probe's own step times (seconds per step between consecutive logged steps): their spread is the
+-- band of a plan extrapolated from it (gpuledger/estimate/bands.py probe_band)
+step_times AS (
+    SELECT run_id,
+           (t_s - lag(t_s) OVER (PARTITION BY run_id ORDER BY step))
+               / nullif(step - lag(step) OVER (PARTITION BY run_id ORDER BY step), 0) AS dur_s
+    FROM steps
+),
+spread AS (
+    SELECT run_id,
+           quantile_cont(dur_s, 0.1) AS step_s_p10,
+           quantile_cont(dur_s, 0.5) AS step_s_p50,
+           quantile_cont(dur_s, 0.9) AS step_s_p90,
+           count(*) AS step_times
+    FROM step_times
+    WHERE dur_s > 0
+    GROUP BY run_id
+),
 span AS (
     SELECT run_id,
            count(*) AS steps,
@@ -53,11 +71,13 @@ base AS (
                AS steady_tokens,
            CASE WHEN sp.token_points >= 2 THEN 'reported' ELSE 'steps x micro_batch x seq_len x gpus' END
                AS tokens_source,
-           tm.torch_allocated_gib, tm.torch_reserved_gib
+           tm.torch_allocated_gib, tm.torch_reserved_gib,
+           st.step_s_p10, st.step_s_p50, st.step_s_p90, coalesce(st.step_times, 0) AS step_times
     FROM runs r
     LEFT JOIN sweeps s ON s.sweep_id = r.sweep_id
     LEFT JOIN span sp ON sp.run_id = r.run_id
     LEFT JOIN torch_mem tm ON tm.run_id = r.run_id
+    LEFT JOIN spread st ON st.run_id = r.run_id
     WHERE r.purpose = 'probe'
 )
 SELECT run_id,
@@ -84,6 +104,10 @@ SELECT run_id,
        tokens_source,
        CASE WHEN steady_s > 0 AND steady_tokens > 0 THEN steady_tokens / steady_s END AS tokens_per_s,
        CASE WHEN steady_steps > 0 THEN steady_s / steady_steps END AS step_s,
+       step_s_p10,
+       step_s_p50,
+       step_s_p90,
+       step_times,
        steady_cpu_s,
        CASE WHEN steady_s > 0 AND steady_cpu_s >= 0 THEN steady_cpu_s / steady_s END AS cpu_cores,
        peak_rss_gib,
