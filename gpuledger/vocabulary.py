@@ -57,6 +57,11 @@ RefModel = Literal["auto", "same_gpu", "offload", "shared_base", "none"]
 REF_MODELS: tuple[str, ...] = get_args(RefModel)
 Generation = Literal["hf", "vllm_colocate", "vllm_server"]
 GENERATIONS: tuple[str, ...] = get_args(Generation)
+#: CPU offload of training state: optimizer (DeepSpeed ZeRO offload_optimizer: fp32 master weights and
+#: moments in host memory, the step on the CPU), params (also the parameters and gradients: ZeRO-3
+#: offload_param, FSDP CPUOffload(offload_params=True), torchtune's fsdp_cpu_offload).
+Offload = Literal["none", "optimizer", "params"]
+OFFLOADS: tuple[str, ...] = get_args(Offload)
 Device = Literal["gpu", "cpu"]
 DEVICES: tuple[str, ...] = get_args(Device)
 

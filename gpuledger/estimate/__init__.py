@@ -152,7 +152,8 @@ def train_setup(est: Estimate, accelerator: str, gpus: int | None = None, method
         grad_accum=w.grad_accum, checkpointing=w.checkpointing_mode, packing=w.packing,
         compile=w.compile or None, flash_attn=w.flash_attn, sharding=w.sharding,
         tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel,
-        params_trainable=float(est.params_trainable), lora_r=w.lora_r, optimizer=w.optimizer)
+        params_trainable=float(est.params_trainable), lora_r=w.lora_r, optimizer=w.optimizer,
+        offload=w.offload, sequence_parallel=w.sequence_parallel)
 
 
 def training_step(est: Estimate, accelerator: str, gpus: int | None = None, method: str | None = None,

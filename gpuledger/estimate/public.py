@@ -115,7 +115,7 @@ def time_case(row: dict) -> TimeCase:
         checkpointing=row["checkpointing"] or "none", packing=_bool(row["packing"]), compile=_bool(row["compile"]),
         flash_attn=_bool(row["flash_attn"]) is not False, sharding=row["sharding"] or "none",
         tensor_parallel=_num(row["tensor_parallel"], int, 1), pipeline_parallel=_num(row["pipeline_parallel"], int, 1),
-        params_trainable=trainable, lora_r=r)
+        params_trainable=trainable, lora_r=r, offload=(row.get("offload") or "").strip() or "none")
     return TimeCase(row["id"], row["source"], row, shape, setup, float(row["tokens_per_s_per_gpu"]),
                     (row.get("exclude_reason") or "").strip())
 

@@ -28,6 +28,7 @@ from gpuledger.estimate.coefficients import (
     ATTENTION_EFFICIENCY,
     AUTOCAST_CAST_BYTES_PER_PARAM,
     BYTES_PER_ADAPTED_ELEMENT,
+    CPU_ADAM_PARAMS_PER_S,
     DEQUANT_BYTES_PER_PARAM_PASS,
     EAGER_ATTENTION_FACTOR,
     ELEMENTWISE_BYTES_PER_HIDDEN,
@@ -46,6 +47,7 @@ from gpuledger.estimate.coefficients import (
     MOE_KERNELS_PER_EXPERT,
     OPTIMIZER_BYTES_PER_PARAM,
     OVERLAP,
+    PCIE_HOST_GBPS,
     PRIOR_MATMUL_EFFICIENCY,
     QUANT_KERNELS_PER_LINEAR,
     QUANTISED_LINEARS_PER_LAYER,
@@ -57,6 +59,8 @@ from gpuledger.estimate.coefficients import (
 from gpuledger.vocabulary import CHECKPOINTINGS
 
 CHECKPOINTING = CHECKPOINTINGS
+#: bytes per weight of a 4-bit base as FSDP moves it (NF4 packed two per byte)
+DEQUANT_PACKED_BYTES = 0.5
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,8 @@ class TrainSetup:
     lora_r: int = 16
     optimizer: str = "adamw"
     interconnect: str | None = None  # nvlink | pcie; None: the GPU kind's usual one
+    offload: str = "none"  # none | optimizer | params (vocabulary.Offload)
+    sequence_parallel: int = 1  # GPUs each sequence is split over (Ulysses / ring attention / context parallel)
 
 
 @dataclass(frozen=True)
@@ -187,11 +193,12 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
         raise ValueError(f"checkpointing {s.checkpointing!r} is not one of {', '.join(CHECKPOINTING)}")
     cls = framework_class(s.framework)
     gen = generation(kind)
-    tp, pp = max(1, s.tensor_parallel), max(1, s.pipeline_parallel)
+    tp, pp, sp = max(1, s.tensor_parallel), max(1, s.pipeline_parallel), max(1, s.sequence_parallel)
     gpus = max(1, s.gpus)
-    if gpus % (tp * pp):
-        raise ValueError(f"{gpus} GPUs do not divide into tensor_parallel {tp} x pipeline_parallel {pp}")
-    dp = gpus // (tp * pp)
+    if gpus % (tp * pp * sp):
+        raise ValueError(f"{gpus} GPUs do not divide into tensor_parallel {tp} x pipeline_parallel {pp} x "
+                         f"sequence_parallel {sp}")
+    dp = gpus // (tp * pp)  # ranks that hold the same model part (data and sequence parallel): the sharding group
     nodes = s.nodes or math.ceil(gpus / GPUS_PER_NODE)
     packing = s.packing if s.packing is not None else cls == "tuned"
     compiled = s.compile if s.compile is not None else cls == "tuned"
@@ -217,7 +224,7 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
 
     bf16_peak = kind.peak_tflops("bf16" if s.precision not in ("fp32", "tf32") else s.precision) * 1e12
     eff_table = {**MATMUL_EFFICIENCY, **(efficiency or {})}
-    small = tokens_mb / (tokens_mb + SMALL_MATMUL_TOKENS)
+    small = tokens_mb / sp / (tokens_mb / sp + SMALL_MATMUL_TOKENS)
     gen_factor = kind.sustained_factor or KIND_FACTOR.get(kind.name, GENERATION_FACTOR.get(gen, GENERATION_FACTOR["other"]))
     # a stack whose kernels were tuned for a generation (Transformer Engine on Hopper) departs from the
     # generation's sustained rate that the other stacks see
@@ -233,7 +240,8 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
         1.0 if s.flash_attn else EAGER_ATTENTION_FACTOR)
     bw = kind.bandwidth_gbps * 1e9 * HBM_EFFICIENCY
     positions = tokens_mb  # per micro-batch per replica; the replica's GPUs split the work
-    shard = tp * pp
+    mshard = tp * pp  # GPUs a model replica's parameters are split over
+    shard = mshard * sp  # GPUs a micro-batch's work is split over (sequence parallel splits the tokens)
     # the frozen base's share of the matmul FLOPs (LoRA/QLoRA: everything but the adapters)
     base_flops = 2 * p * passes if frozen else 0.0
     quant = "int8" if s.precision == "int8" and frozen else ("nf4" if (s.method == "qlora" or s.precision in (
@@ -307,10 +315,27 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
         trained = s.params_trainable if frozen else shape.params_total
         if s.sharding in ("fsdp", "zero3"):
             # all-gather forward + backward, reduce-scatter of the gradients, every micro-batch
-            comm_micro += (2 * shape.params_total / shard + trained / shard) * w_bytes * frac / bus
+            comm_micro += (2 * shape.params_total / mshard + trained / mshard) * w_bytes * frac / bus
         else:  # ddp / zero1 / zero2: one all-reduce (= reduce-scatter + all-gather) of the gradients per step
-            comm_step += 2 * trained / shard * w_bytes * frac / bus
+            comm_step += 2 * trained / mshard * w_bytes * frac / bus
+    sp_comm = 0.0
+    if sp > 1:
+        # DeepSpeed-Ulysses: an all-to-all before attention (q, k, v) and one after (the output) per layer and
+        # pass, ~3 hidden-widths per local token; synchronous with the compute around it (Jacobs et al. 2023)
+        a2a = 3 * shape.hidden * 2 * (tokens_mb / sp) * (sp - 1) / sp
+        sp_passes = 3 + (1 if s.checkpointing == "full" else 0)
+        sp_comm = shape.layers / pp * sp_passes * a2a / (_intra_node_gbps(kind)[1] * 1e9 if nodes == 1 else bus)
+        notes.append(f"sequence parallel {sp}: all-to-alls around attention, not hidden")
+    host_micro = 0.0
+    if s.offload == "params":
+        # each micro-batch copies this GPU's shard of the parameters host -> device for the forward and the
+        # backward gathers and its gradients back (FSDP CPUOffload / ZeRO-3 offload_param), prefetched
+        weight_b = DEQUANT_PACKED_BYTES if quant == "nf4" else (1 if quant == "int8" else 2)
+        own = 1 / (mshard * (dp if s.sharding in ("fsdp", "zero3") else 1))
+        host_micro = (2 * shape.params_total * weight_b + (s.params_trainable if frozen else shape.params_total) * 2
+                      ) * own / (PCIE_HOST_GBPS * 1e9)
     exposed_micro = max(0.0, comm_micro - OVERLAP * micro_s) + (1 - OVERLAP) * min(comm_micro, micro_s)
+    exposed_micro += sp_comm + max(0.0, host_micro - OVERLAP * micro_s) + (1 - OVERLAP) * min(host_micro, micro_s)
     backward_s = micro_s * 0.6
     exposed_step = max(0.0, comm_step - OVERLAP * backward_s) + (1 - OVERLAP) * min(comm_step, backward_s)
     if comm_micro or comm_step:
@@ -318,14 +343,23 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
 
     # --- per optimizer step ---
     trained = s.params_trainable if frozen else shape.params_total
-    opt_shards = shard * (dp if s.sharding in ("fsdp", "zero1", "zero2", "zero3") else 1)
+    opt_shards = mshard * (dp if s.sharding in ("fsdp", "zero1", "zero2", "zero3") else 1)
     optimizer_s = trained / opt_shards * OPTIMIZER_BYTES_PER_PARAM.get(s.optimizer, 16) / bw
     if s.sharding in ("zero1", "zero2", "zero3") and dp > 1:  # DeepSpeed's unfused passes over the partition
         optimizer_s += trained / opt_shards * ZERO_STEP_S_PER_PARAM
+    if s.offload != "none":
+        # the step runs on the host: DeepSpeed's CPUAdam (ZeRO offload) or torch's AdamW on CPU tensors (FSDP
+        # CPUOffload), then the updated 16-bit parameters go back over PCIe (the gradients' copy overlaps backward)
+        engine = "deepspeed" if s.sharding.startswith("zero") else "torch"
+        own = trained / opt_shards
+        optimizer_s = own / CPU_ADAM_PARAMS_PER_S[engine] + own * 2 / (PCIE_HOST_GBPS * 1e9) * (
+            1 + (1 - OVERLAP))
+        notes.append(f"CPU offload ({s.offload}): optimizer step on the host ({engine}, "
+                     f"{CPU_ADAM_PARAMS_PER_S[engine]:.1e} params/s per GPU), PCIe {PCIE_HOST_GBPS:g} GB/s")
     bubble = (pp - 1) / (accum + pp - 1) if pp > 1 else 0.0
     micro_total = accum * (micro_s + exposed_micro)
     step_s = micro_total / (1 - bubble) + exposed_step + optimizer_s + FIXED_STEP_S[cls]
-    tokens = accum * s.micro_batch * s.seq_len * real_frac * dp
+    tokens = accum * s.micro_batch * s.seq_len * real_frac * (dp // sp)
     parts = {"matmul": accum * matmul_s, "attention": accum * attention_s, "memory_bound": accum * memory_s,
              "launch_floor": accum * max(0.0, launch_s - gpu_s), "communication": accum * exposed_micro + exposed_step,
              "pipeline_bubble": micro_total * bubble / (1 - bubble), "optimizer": optimizer_s, "fixed": FIXED_STEP_S[cls]}

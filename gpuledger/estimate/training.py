@@ -147,8 +147,9 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     # tensor x pipeline parallel: each GPU holds 1/(tp x pp) of the model (Megatron: the layers split over
     # pipeline stages, every linear and the vocabulary split over tensor ranks); data-parallel sharding
     # (distributed optimizer, ZeRO, FSDP) divides over the dp = gpus / (tp x pp) replicas only
-    tp, pp = w.tensor_parallel, w.pipeline_parallel
+    tp, pp, sp = w.tensor_parallel, w.pipeline_parallel, w.sequence_parallel
     mp = tp * pp
+    # data-parallel sharding (ZeRO, FSDP) spans the sequence-parallel ranks too (they hold the same model)
     n = max(1, w.gpus // mp)
     fw = memory_habits(w.framework)
     a, r_b = _act_bytes(p), _resid_bytes(p)
@@ -343,6 +344,20 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
             x / mp for x in (weights, grads, opt, opt_temp, extra_frozen, buffers, autocast_cache))
         m.assumptions.append(f"tensor_parallel {tp} x pipeline_parallel {pp}: weights, gradients and optimizer "
                              f"states split {mp} ways before data-parallel sharding over {n}")
+    if w.offload != "none":
+        # host memory holds what is offloaded; the GPU keeps what each step works on: the gathered blocks
+        # (buffers) and, with optimizer offload, the 16-bit parameters and gradients
+        opt, opt_temp = 0.0, 0.0
+        m.notes["optimizer"] = m.notes.get("optimizer", "") + " (offloaded to CPU memory: not on the GPU)"
+        if w.offload == "params":
+            weights, grads = 0.0, 0.0
+            m.notes["weights"] = m.notes.get("weights", "") + " (offloaded to CPU; gathered per block into buffers)"
+            m.notes["gradients"] = m.notes.get("gradients", "") + " (offloaded to CPU per block)"
+            if sharding not in ("fsdp", "zero3"):
+                m.assumptions.append("offload params without fsdp/zero3 sharding: the gathered blocks are the "
+                                     "whole model's per block (counted as two blocks, as FSDP/ZeRO-3 prefetch)")
+                buffers += 2 * layer_params * frozen_elem
+        m.assumptions.append(f"CPU offload ({w.offload}): host memory holds the offloaded state")
 
     # --- activations and logits ---
     if rl:
@@ -400,6 +415,12 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     chunked = w.chunked_ce if w.chunked_ce is not None else w.framework in ("litgpt", "torchtune")
     m.notes["logits"] = (f"[{logit_tokens:,} tokens x {vocab:,} vocab] logits + loss ({w.framework}, "
                          f"{'chunked' if chunked else 'unchunked'} cross-entropy)")
+    if sp > 1:
+        # sequence / context parallel: each GPU keeps the activations and logits of seq / sp tokens of every
+        # sequence (DeepSpeed-Ulysses all-to-alls heads around attention; ring attention passes K/V blocks)
+        act /= sp
+        logits /= sp
+        m.notes["activations"] += f"; sequence split over {sp} GPUs (sequence parallel)"
     if tp > 1:
         # Megatron sequence parallelism (on with tensor parallelism in NeMo's recipes, Korthikanti et al. 2022
         # §4.2.2): every saved activation split over the tensor ranks; vocab-parallel cross-entropy: each

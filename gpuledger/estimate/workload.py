@@ -11,6 +11,7 @@ from gpuledger.vocabulary import (
     Framework,
     Generation,
     Method,
+    Offload,
     Optimizer,
     Precision,
     RefModel,
@@ -20,7 +21,8 @@ from gpuledger.vocabulary import (
 #: Workload fields a spec's `train` section carries under the same name (gpuledger/spec/models.py Train).
 STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd", "grad_accum",
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
-                "checkpointing", "packing", "tensor_parallel", "pipeline_parallel", "nodes")
+                "checkpointing", "packing", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
+                "sequence_parallel")
 
 
 #: Activation checkpointing of a stack when the workload does not say (neither `checkpointing` nor
@@ -131,6 +133,12 @@ class Workload(BaseModel):
     pipeline_parallel: int = Field(1, ge=1, le=256)
     #: nodes the GPUs span; None = ceil(gpus / 8)
     nodes: int | None = Field(None, ge=1, le=4096)
+    #: CPU offload of the training state (vocabulary.Offload): none, optimizer, params
+    offload: Offload = Field("none", validation_alias=AliasChoices("offload", "cpu_offload"))
+    #: sequence / context parallel degree (DeepSpeed-Ulysses, ring attention, Megatron context parallel):
+    #: each sequence split over this many GPUs of a data-parallel group (gpus = dp x sp x tp x pp)
+    sequence_parallel: int = Field(1, ge=1, le=1024, validation_alias=AliasChoices(
+        "sequence_parallel", "context_parallel", "ulysses_degree"))
 
     @property
     def checkpointing_mode(self) -> str:
@@ -159,9 +167,10 @@ class Workload(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
-        if self.gpus % (self.tensor_parallel * self.pipeline_parallel):
-            raise ValueError(f"gpus ({self.gpus}) must be a multiple of tensor_parallel x pipeline_parallel "
-                             f"({self.tensor_parallel} x {self.pipeline_parallel})")
+        if self.gpus % (self.tensor_parallel * self.pipeline_parallel * self.sequence_parallel):
+            raise ValueError(f"gpus ({self.gpus}) must be a multiple of tensor_parallel x pipeline_parallel x "
+                             f"sequence_parallel ({self.tensor_parallel} x {self.pipeline_parallel} x "
+                             f"{self.sequence_parallel})")
         if self.nodes is not None and self.nodes > self.gpus:
             raise ValueError(f"nodes ({self.nodes}) cannot exceed gpus ({self.gpus})")
         if self.method == "full" and self.precision in QUANTISED_PRECISIONS:

@@ -35,6 +35,7 @@ from gpuledger.vocabulary import (
     Generation,
     Launcher,
     Method,
+    Offload,
     Optimizer,
     Precision,
     RefModel,
@@ -185,6 +186,10 @@ class Train(_Strict):
     tensor_parallel: int = Field(1, ge=1, le=64, description="tensor-parallel degree of training")
     pipeline_parallel: int = Field(1, ge=1, le=256, description="pipeline-parallel degree of training")
     nodes: int | None = Field(None, ge=1, le=4096, description="nodes a trial spans; null = ceil(GPUs / 8)")
+    offload: Offload = Field("none", description="CPU offload: optimizer (ZeRO offload_optimizer) or params "
+                             "(ZeRO-3 offload_param, FSDP cpu_offload: parameters, gradients and optimizer)")
+    sequence_parallel: int = Field(1, ge=1, le=1024, description="sequence/context parallel degree (Ulysses, "
+                                   "ring attention): each sequence split over this many GPUs")
 
 
 class Resources(_Strict):

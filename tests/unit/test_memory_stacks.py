@@ -84,3 +84,28 @@ def test_megatron_cross_entropy_keeps_one_fp32_copy():
     cfg = load_config("google/gemma-2b")
     assert loss_bytes_per_token(cfg, "bf16", "megatron") == (2 + 4) * cfg.vocab_size
     assert loss_bytes_per_token(cfg, "bf16", "hf") == (2 + 12) * cfg.vocab_size
+
+
+def test_cpu_offload_moves_states_off_the_gpu_and_costs_host_time():
+    from gpuledger.estimate import Workload, estimate, training_step
+
+    base = dict(model="meta-llama/Llama-3.1-8B", method="full", precision="bf16-mixed", gpus=2, sharding="zero3")
+    none, opt, params = (estimate(Workload(**base, offload=o)) for o in ("none", "optimizer", "params"))
+    assert opt.memory_gib["optimizer"] == 0 < none.memory_gib["optimizer"]
+    assert params.memory_gib["weights"] == 0 and params.memory_gib["device"] < opt.memory_gib["device"]
+    # the optimizer step moves to the host: slower than on the GPU
+    assert training_step(opt, "A100-80GB").parts_s["optimizer"] > 2 * training_step(none, "A100-80GB").parts_s["optimizer"]
+
+
+def test_sequence_parallel_splits_activations_and_costs_all_to_alls():
+    from gpuledger.estimate import Workload, estimate, training_step
+
+    base = dict(model="meta-llama/Llama-3.1-8B", method="full", gpus=8, sharding="fsdp", seq_len=32768,
+                framework="torchtitan")
+    one, four = estimate(Workload(**base)), estimate(Workload(**base, sequence_parallel=4))
+    assert four.memory_gib["activations"] == pytest.approx(one.memory_gib["activations"] / 4, rel=1e-6)
+    t1, t4 = training_step(one, "H100"), training_step(four, "H100")
+    assert t4.tokens_per_s_per_gpu < t1.tokens_per_s_per_gpu  # the all-to-alls are not free
+    assert t4.tokens_per_step == pytest.approx(t1.tokens_per_step / 4)  # 2 replicas of 4 GPUs, not 8
+    with pytest.raises(ValueError, match="sequence_parallel"):
+        Workload(**{**base, "gpus": 6}, sequence_parallel=4)
