@@ -644,6 +644,10 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
     elif ft is not None and fine_tune_usd is None:
         fine_tune_source = f"sweep {ft.sweep}: not read (planned without the warehouse)"
     result["compare"] = economy.compare(best, spec, fine_tune_usd, fine_tune_source)
+    from gpuledger.capacity import mixed, ownership
+
+    result["mixed_fleet"] = mixed.mixed_fleet(options, spec, mixed.spot_regions(rows))
+    result["ownership"] = ownership.rent_buy_api(best, spec, result["compare"])
     if pm or om:
         result["assumptions"].insert(0, "request lengths drawn per request (seeded) from the spec's mixes: prompts "
                                      f"{pm.describe() if pm else 'fixed'}, outputs {om.describe() if om else 'fixed ±50%'}; "

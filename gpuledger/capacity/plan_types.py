@@ -103,6 +103,8 @@ class _CapacityPlanRequired(TypedDict):
     best_reason: str | None
     assumptions: list[str]
     compare: dict[str, Any] | None
+    mixed_fleet: dict[str, Any] | None  # the cheapest mix of two GPU types beside the best single (capacity/mixed.py)
+    ownership: dict[str, Any] | None  # rent vs buy vs API per month and the volumes where each wins (capacity/ownership.py)
 
 
 class CapacityPlan(_CapacityPlanRequired, total=False):

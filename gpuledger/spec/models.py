@@ -559,6 +559,26 @@ class FineTune(_Strict):
         return self
 
 
+class Own(_Strict):
+    """Owning the GPUs instead of renting them (rent vs buy vs API, `gpuledger.capacity.ownership`)."""
+
+    usd_per_gpu: Annotated[float, Field(gt=0, le=10_000_000)] | dict[Accelerator, Annotated[float, Field(gt=0, le=10_000_000)]] = Field(
+        description="purchase price per GPU with its share of the server: one number, or {ACCELERATOR: price}")
+    depreciation_years: float = Field(4.0, gt=0, le=20, description="years the purchase is written off over (straight line)")
+    usd_per_kwh: Money = Field(0.12, ge=0, le=100, description="electricity price per kWh")
+    pue: float = Field(1.3, ge=1, le=5, description="power usage effectiveness: facility power / IT power (cooling)")
+    kw_per_gpu: float | None = Field(None, gt=0, le=20, description="power per GPU with its host share (default by GPU kind)")
+    utilisation: float | None = Field(None, ge=0, le=1, description="average load of the owned fleet (default: the "
+                                      "traffic's mean over the fleet's capacity)")
+    usd_per_gpu_month: Money = Field(0.0, ge=0, le=1_000_000, description="hosting, support and network per GPU and month")
+
+    def price_for(self, accelerator: str) -> float | None:
+        """Returns the purchase price of one GPU of this kind (None: not priced for it)."""
+        if isinstance(self.usd_per_gpu, dict):
+            return self.usd_per_gpu.get(accelerator)
+        return float(self.usd_per_gpu)
+
+
 class CapacitySpec(_SpecBase):
     kind: Literal["capacity"]
     traffic: Traffic
@@ -574,6 +594,7 @@ class CapacitySpec(_SpecBase):
         default_factory=dict, description="committed-use discounts: {term: % off on-demand}, e.g. {1y: 30, 3y: 50}")
     compare: Compare = Field(default_factory=Compare, description="what serving is worth: an API's prices, revenue")
     fine_tune: FineTune | None = Field(None, description="the fine-tune the service pays back")
+    own: Own | None = Field(None, description="buying the GPUs: price, depreciation, power and cooling (rent vs buy vs API)")
 
 
 Spec = Annotated[SweepSpec | CapacitySpec, Field(discriminator="kind")]

@@ -193,7 +193,7 @@ def test_max_throughput_reproduces_a_published_row():
 
 def test_plan_shape_and_best():
     r = plan_capacity(_spec(), offers=OFFERS, model=LLAMA31_8B)
-    assert set(r) == {"spec", "options", "best", "best_reason", "assumptions", "compare"}
+    assert set(r) == {"spec", "options", "best", "best_reason", "assumptions", "compare", "mixed_fleet", "ownership"}
     for o in r["options"]:
         assert set(o) == EXPECTED_OPTION_KEYS == set(OPTION_KEYS)
     h = _opt(r, "H100")
@@ -409,7 +409,7 @@ def test_cli_json_has_exactly_the_keys(repo_root):
                          cwd=repo_root, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     r = json.loads(out.stdout)
-    assert set(r) == {"spec", "options", "best", "best_reason", "assumptions", "compare"}
+    assert set(r) == {"spec", "options", "best", "best_reason", "assumptions", "compare", "mixed_fleet", "ownership"}
     assert r["options"] and all(set(o) == EXPECTED_OPTION_KEYS for o in r["options"])
     assert set(r["best"]) == EXPECTED_OPTION_KEYS
     assert {o["throughput_source"] for o in r["options"]} <= {"estimated", "measured"}

@@ -73,7 +73,7 @@ def render(result: dict, file=None) -> None:
             f"{_money(best['usd_per_month_on_demand'])}/month on demand"
             + (f" ({_money(best['usd_per_month_spot'])}/month on spot)" if best["usd_per_month_spot"] else "")
         )
-        for line in economy_lines(best, result.get("compare")):
+        for line in economy_lines(best, result.get("compare")) + fleet_lines(result):
             console.print(line, highlight=False, markup=False)
     else:
         console.print("[bold red]no feasible option[/bold red]")
@@ -119,6 +119,33 @@ def economy_lines(best: dict, compare: dict | None) -> list[str]:
         pay = compare.get("payback") or {}
         if compare.get("fine_tune_usd") is not None or pay.get("payback_months") is not None:
             lines.append(f"  fine-tune payback: {pay.get('why', '-')}")
+    return lines
+
+
+def fleet_lines(result: dict) -> list[str]:
+    """Returns the bands, mixed-fleet and rent/buy/API lines of a plan's human form."""
+    lines = []
+    best = result.get("best") or {}
+    if best.get("max_tokens_per_s_per_replica"):
+        m, tt, tp, r = (best.get(k) or {} for k in ("max_tokens_per_s_per_replica", "ttft_ms_p95", "tpot_ms_p95", "replicas"))
+        lines.append(f"  bands P10/P50/P90 ({(best.get('bands') or {}).get('confidence', 'p90')} sizing): max "
+                     f"{m.get('p10', 0):,.0f}/{m.get('p50', 0):,.0f}/{m.get('p90', 0):,.0f} output tokens/s per replica; "
+                     f"p95 TTFT {tt.get('p10', 0):,.0f}/{tt.get('p50', 0):,.0f}/{tt.get('p90', 0):,.0f} ms; p95 TPOT "
+                     f"{tp.get('p10', 0):,.1f}/{tp.get('p50', 0):,.1f}/{tp.get('p90', 0):,.1f} ms; replicas "
+                     f"{r.get('p10')}/{r.get('p50')}/{r.get('p90')} (sized: {best.get('replicas_sized')})")
+    mix = result.get("mixed_fleet")
+    if mix:
+        lines.append(f"  mixed fleet: {mix['why']}")
+    own = result.get("ownership")
+    if own:
+        paths = ", ".join(f"{k} {_money(v)}" for k, v in own["usd_per_month"].items() if v is not None)
+        lines.append(f"  rent vs buy vs API ({own['accelerator']}, {own['includes']}): {paths}/month; cheapest now: "
+                     f"{own['cheapest_now']}")
+        if (own.get("buy") or {}).get("payback"):
+            lines.append(f"  buying pays back: {own['buy']['payback']}")
+        for c in own.get("cheapest") or []:
+            lines.append(f"    {c['path']} is cheapest from {c['from_requests_per_month']:,} to "
+                         f"{c['to_requests_per_month']:,} requests/month")
     return lines
 
 
