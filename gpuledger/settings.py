@@ -36,12 +36,77 @@ WAREHOUSE_FILE = "ledger.duckdb"
 ENV_PATH = "GPULEDGER_WAREHOUSE"
 ENV_CONFIG = "GPULEDGER_CONFIG"
 ENV_PROJECT = "GPULEDGER_PROJECT"
+#: folders (or files) whose settings files are trusted although another user owns them or others may
+#: write them, separated by os.pathsep; `*` trusts every one (as git's `safe.directory`)
+ENV_TRUSTED = "GPULEDGER_TRUSTED_PROJECTS"
 #: the largest settings file read (bytes): a settings file is a few lines
 MAX_SETTINGS_BYTES = 256 * 1024
 
 
 class ProjectNotFound(UserError):
     """No gpuledger.toml in the working directory or above, and no explicit warehouse."""
+
+
+class UntrustedSettings(UserError):
+    """A settings file someone else could have planted: owned by another user, or writable by others."""
+
+
+def _who(uid: int) -> str:
+    try:
+        import pwd
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def untrusted_reason(path: Path) -> str | None:
+    """Returns why the settings file `path` could be someone else's (owned by another user than this
+    process's, or writable by its group or by others), else None. Links are followed: what counts is
+    the file that is read."""
+    import stat as _stat
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None  # missing or unreadable: said by the reader
+    me = os.geteuid() if hasattr(os, "geteuid") else st.st_uid
+    if st.st_uid != me:
+        return f"is owned by {_who(st.st_uid)}, not by you ({_who(me)})"
+    if st.st_mode & _stat.S_IWOTH:
+        return f"is writable by every user (mode {_stat.S_IMODE(st.st_mode):04o})"
+    if st.st_mode & _stat.S_IWGRP:
+        return f"is writable by its group (mode {_stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _trusted_by_env(path: Path, environ: Mapping[str, str]) -> bool:
+    raw = environ.get(ENV_TRUSTED, "")
+    real = path.resolve()
+    for entry in (e.strip() for e in raw.split(os.pathsep)):
+        if not entry:
+            continue
+        if entry == "*":
+            return True
+        prefix = entry.endswith("/*")
+        place = Path(entry.removesuffix("/*") if prefix else entry).expanduser().resolve()
+        if real == place or real.parent == place or (prefix and place in real.parents):
+            return True
+    return False
+
+
+def check_trusted(path: Path, what: str, environ: Mapping[str, str] | None = None) -> None:
+    """Raises `UntrustedSettings` (one line naming the file and how to trust it) when `path` is a
+    settings file another user could have planted or changed, unless $GPULEDGER_TRUSTED_PROJECTS
+    names it (as git refuses a repository another user owns, CVE-2022-24765)."""
+    reason = untrusted_reason(path)
+    if reason is None or _trusted_by_env(path, os.environ if environ is None else environ):
+        return
+    raise UntrustedSettings(
+        f"{what} {path} {reason}: refusing to use it (whoever can write it sets your prices, budgets and where "
+        f"run-time data and reports go); if you trust it, export {ENV_TRUSTED}={path.resolve().parent} "
+        f"(folders separated by '{os.pathsep}', '*' trusts all, as git's safe.directory), or make it yours: "
+        f"chown $USER {path}; chmod go-w {path}")
 
 
 @dataclass(frozen=True)
@@ -301,12 +366,15 @@ def load_settings(flags: Mapping[str, Any] | None = None, *, cwd: Path | None = 
 
     user_file = user_config_path()
     if user_file.exists():
+        check_trusted(user_file, f"the settings file named by ${ENV_CONFIG}" if env.get(ENV_CONFIG)
+                      else "your settings file", env)
         tables = read_toml(user_file)
         sections.update(tables)
         for k, v in _layer_values(tables, str(user_file)).items():
             values[k], sources[k] = v, "user file"
     root = find_project(None if env.get(ENV_PROJECT) else cwd, environ=env)  # $GPULEDGER_PROJECT first
     if root is not None:
+        check_trusted(root / PROJECT_FILE, "the project file", env)
         tables = read_toml(root / PROJECT_FILE)
         for name, table in tables.items():
             if isinstance(table, dict) and isinstance(sections.get(name), dict):
@@ -342,8 +410,18 @@ def current() -> Settings:
                            if k.startswith("GPULEDGER_") or k in ("PREFECT_API_URL", "PREFECT_HOME", "XDG_CONFIG_HOME", "HOME")))
     root = find_project()
     files = [user_config_path()] + ([root / PROJECT_FILE] if root else [])
-    mtimes = tuple(f.stat().st_mtime if f.exists() else 0.0 for f in files)
+    mtimes = tuple(x for f in files for x in _identity(f))
     return _cached(str(Path.cwd()), env_key, mtimes)
+
+
+def _identity(path: Path) -> tuple[float, float, float]:
+    """What a cached reading of a settings file depends on: its time, owner and mode (a chown or a
+    chmod changes whether it is trusted)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return (0.0, -1.0, -1.0)
+    return (st.st_mtime, float(st.st_uid), float(st.st_mode))
 
 
 def resolve_path(path: str | os.PathLike[str] | None = None) -> Path:
