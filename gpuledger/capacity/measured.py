@@ -28,7 +28,7 @@ def _as_point(value: Any, key: str, origin: str) -> dict[str, Any]:
         raw = dict(value)
     else:
         raw = {f: getattr(value, f, None) for f in MEASURED_FIELDS}
-    unknown = sorted(set(raw) - set(MEASURED_FIELDS) - {"origin"})
+    unknown = sorted(set(raw) - set(MEASURED_FIELDS) - {"origin", "spread"})
     if unknown:
         raise UserError(f"measured point for {key}: unknown field(s) {', '.join(unknown)} "
                         f"(known: {', '.join(MEASURED_FIELDS)})")
@@ -59,6 +59,11 @@ def _as_point(value: Any, key: str, origin: str) -> dict[str, Any]:
     if eng is not None and str(eng).lower() not in inference.ENGINES:
         raise UserError(f"measured point for {key}: engine must be one of {', '.join(inference.ENGINES)} (got {eng!r})")
     out["engine"] = None if eng is None else str(eng).lower()
+    spread = raw.get("spread")  # {low, high, runs}: repeated runs of this point, as ratios to their mean
+    if isinstance(spread, dict) and all(isinstance(spread.get(k), int | float) for k in ("low", "high", "runs")):
+        lo, hi = float(spread["low"]), float(spread["high"])
+        if 0 < lo <= 1 <= hi and math.isfinite(hi):
+            out["spread"] = {"low": lo, "high": hi, "runs": int(spread["runs"])}
     return out
 
 

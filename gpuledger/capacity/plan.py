@@ -423,6 +423,8 @@ def _plan_one(accel: str, model: inference.ServingModel, spec, engine: inference
         has_lat = pick["ttft_ms"] is not None
         op_point = {"mode": "measured", "concurrency": pick["concurrency"], "request_rate": pick["request_rate"],
                     "engine": pick["engine"] or engine.name, "origin": pick["origin"]}
+        if pick.get("spread"):
+            op_point["spread"] = pick["spread"]
         if has_lat:
             opt.update(ttft_ms=pick["ttft_ms"], tpot_ms=pick["tpot_ms"])
             op_point["why"] = (f"measured at concurrency {pick['concurrency'] or '?'}: TTFT {pick['ttft_ms']:g} ms ≤ "
@@ -517,8 +519,14 @@ def _add_bands(opt: dict[str, Any], model, hw, spec, engine: inference.Engine, c
     b = f["bands"]
     tp = int(opt["gpus_per_replica"] or 1)
     measured = opt.get("throughput_source") == "measured"
-    noise = bands.Band(math.exp(-bands.MIN_HALF_WIDTH), 1.0, math.exp(bands.MIN_HALF_WIDTH), 1, 1,
-                       "measured point: ±8% run-to-run noise")
+    spread = (opt.get("operating_point") or {}).get("spread") if measured else None
+    if spread:  # a serving sweep's repeated runs of this point: their spread is the band, at least the noise
+        noise = bands.Band(min(spread["low"], math.exp(-bands.MIN_HALF_WIDTH)), 1.0,
+                           max(spread["high"], math.exp(bands.MIN_HALF_WIDTH)), spread["runs"], 1,
+                           f"measured point: the spread of {spread['runs']} runs at this load")
+    else:
+        noise = bands.Band(math.exp(-bands.MIN_HALF_WIDTH), 1.0, math.exp(bands.MIN_HALF_WIDTH), 1, 1,
+                           "measured point: ±8% run-to-run noise (one run)")
     tb = noise if measured else b["throughput"]
     mx = _bench_max(model, hw, spec, engine, tp) if not measured else float(opt["tokens_per_s_per_gpu"]) * tp
     opt["max_tokens_per_s_per_replica"] = tb.apply(mx, 1) if mx else None
@@ -528,6 +536,10 @@ def _add_bands(opt: dict[str, Any], model, hw, spec, engine: inference.Engine, c
     rate = float(opt["tokens_per_s_per_gpu"])
     reps = {k: gpus_needed(t.qps, t.output_tokens, spec.headroom, rate * getattr(tb, q), tp)[1]
             for k, q in (("p10", "p90"), ("p50", "p50"), ("p90", "p10"))}
+    if measured:  # the fleet is sized on the measured rate itself; its band only spans it
+        reps["p50"] = opt["replicas_sized"]
+        reps["p90"] = max(reps["p90"], reps["p50"])
+        reps["p10"] = min(reps["p10"], reps["p50"])
     opt["replicas"] = reps
     opt["bands"] = {
         "confidence": confidence_of(spec),

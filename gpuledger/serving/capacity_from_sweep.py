@@ -43,11 +43,29 @@ def capacity_points(sp: SweepPoints, p95_ttft_ms: float, p95_tpot_ms: float) -> 
         })
     notes = [f"{sp.label}: {c.accelerator}×{c.gpus or 1}: {c.why}" for c in best_by_placement(sp.points, p95_ttft_ms, p95_tpot_ms)
              if c.accelerator not in skipped]
+    _add_spread(out)
     if skipped:
         notes.append(f"{sp.label}: points on {', '.join(sorted(skipped))} left out (not a catalog GPU or TP size)")
     if not out:
         notes.append(f"{sp.label}: no point on a catalog GPU, so every option is estimated")
     return out, notes
+
+
+def _add_spread(points: dict[str, list[dict[str, Any]]]) -> None:
+    """Gives every point the spread of the sweep's runs at the same accelerator, TP and load: the lowest
+    and highest tokens/s as ratios to their mean (`spread` {low, high, runs}); one run: none (the plan
+    then takes ±8% run-to-run noise, gpuledger.capacity.bands.MIN_HALF_WIDTH)."""
+    for pts in points.values():
+        groups: dict[tuple, list[dict[str, Any]]] = {}
+        for p in pts:
+            groups.setdefault((p["gpus_per_replica"], p["concurrency"], p["request_rate"]), []).append(p)
+        for same in groups.values():
+            if len(same) < 2:
+                continue
+            rates = [p["tokens_per_s_per_gpu"] for p in same]
+            mean = sum(rates) / len(rates)
+            for p in same:
+                p["spread"] = {"low": min(rates) / mean, "high": max(rates) / mean, "runs": len(rates)}
 
 
 def fine_tune_cost(wh, name: str) -> tuple[float, str]:

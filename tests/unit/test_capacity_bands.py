@@ -56,3 +56,19 @@ def test_capacity_json_has_bands_and_p90_sizes_on_the_pessimistic_end():
     assert o50["replicas_sized"] == o50["replicas"]["p50"]
     assert o90["gpus"] >= o50["gpus"] and o90["replicas"]["p90"] > o90["replicas"]["p10"]
     assert "slo.confidence p90" in o90["bands"]["sized_on"]
+
+
+def test_a_sweeps_repeated_runs_give_a_measured_point_its_band():
+    from gpuledger.capacity import plan_capacity
+    from gpuledger.serving.capacity_from_sweep import _add_spread
+
+    pts = {"H100": [{"tokens_per_s_per_gpu": r, "concurrency": 64, "request_rate": None, "gpus_per_replica": 1}
+                    for r in (2700.0, 3000.0, 3300.0)]}
+    _add_spread(pts)
+    assert pts["H100"][0]["spread"] == {"low": pytest.approx(0.9), "high": pytest.approx(1.1), "runs": 3}
+    point = {"tokens_per_s_per_gpu": 3000.0, "concurrency": 64, "ttft_ms": 200.0, "tpot_ms": 20.0,
+             "spread": {"low": 0.85, "high": 1.12, "runs": 3}}
+    o = plan_capacity(_spec("p90"), measured={"H100": [point]})["options"][0]
+    assert o["throughput_source"] == "measured"
+    assert o["max_tokens_per_s_per_replica"] == {"p10": 2550.0, "p50": 3000.0, "p90": 3360.0}
+    assert "spread of 3 runs" in o["bands"]["throughput"] and o["replicas"]["p50"] == o["replicas_sized"]
