@@ -32,8 +32,23 @@ from gpuledger.estimate.public import (  # noqa: E402
 )
 from gpuledger.estimate.throughput import fit_efficiency  # noqa: E402
 
+
+def regime(c) -> str:
+    """Returns the case's regime: stack class x method x GPU-count regime (1 / 2-8 / >8) x GPU family,
+    the cells the estimate bands are kept per (gpuledger/estimate/bands.py)."""
+    from gpuledger.catalog import gpu_kinds, normalize_accelerator
+    from gpuledger.estimate.coefficients import generation
+    from gpuledger.estimate.throughput import framework_class
+
+    g = c.setup.gpus
+    count = "1 GPU" if g == 1 else "2-8 GPUs" if g <= 8 else ">8 GPUs"
+    family = generation(gpu_kinds()[normalize_accelerator(c.setup.accelerator)])
+    return f"{framework_class(c.setup.framework)} {c.setup.method}, {count}, {family}"
+
+
 GROUPS = (("method", lambda c: c.setup.method), ("framework", lambda c: c.setup.framework),
-          ("GPU", lambda c: c.setup.accelerator), ("GPU count", lambda c: c.gpu_count_label))
+          ("GPU", lambda c: c.setup.accelerator), ("GPU count", lambda c: c.gpu_count_label),
+          ("regime", regime))
 
 
 def report(cases) -> dict:
@@ -73,10 +88,10 @@ def main(argv: list[str]) -> int:
     print(f"{'case':40} {'measured':>9} {'held-out':>9} {'in-smpl':>8} {'6P/0.4':>8}")
     for r in rep["cases"]:
         print(f"{r['id']:40} {r['measured_tps']:9.0f} {r['held_out']:+9.1%} {r['model']:+8.1%} {r['plain']:+8.1%}")
-    print(f"\n{'group':32} {'n':>3}  {'held-out':>13}  {'in-sample':>13}  {'6P/(0.4 peak)':>13}")
-    print(f"{'':32} {'':>3}  {'med|e|  ±25%':>13}  {'med|e|  ±25%':>13}  {'med|e|  ±25%':>13}")
+    print(f"\n{'group':44} {'n':>3}  {'held-out':>13}  {'in-sample':>13}  {'6P/(0.4 peak)':>13}")
+    print(f"{'':44} {'':>3}  {'med|e|  ±25%':>13}  {'med|e|  ±25%':>13}  {'med|e|  ±25%':>13}")
     for g, s in [("all", rep["overall"]), *rep["groups"].items()]:
-        print(f"{g:32} {s['model']['cases']:3d}  {_fmt(s['held_out'])}  {_fmt(s['model'])}  {_fmt(s['plain'])}")
+        print(f"{g:44} {s['model']['cases']:3d}  {_fmt(s['held_out'])}  {_fmt(s['model'])}  {_fmt(s['plain'])}")
     return 0
 
 
