@@ -276,7 +276,35 @@ def band_rows_now(verbose: bool = False) -> list[dict]:
             errs = [abs(math.exp(x["log_error"]) - 1) for x in out if x["quantity"] == q]
             print(f"  {q}: {len(errs)} rows, median |error| {statistics.median(errs):.1%}, within 25%: "
                   f"{sum(e <= 0.25 for e in errs)}/{len(errs)}")
+        loso_coverage(out)
     return out
+
+
+def loso_coverage(rows: list[dict]) -> None:
+    """Prints, per quantity, how often the P10-P90 band built without a row's source holds that row."""
+    from gpuledger.capacity import bands
+
+    for q in bands.QUANTITIES:
+        inside = below = above = n = 0
+        for r in (x for x in rows if x["quantity"] == q):
+            rest = tuple(x for x in rows if x["source"] != r["source"])
+            bands.band_rows.cache_clear()
+            bands.band_for.cache_clear()
+            orig = bands.band_rows
+            bands.band_rows = lambda rest=rest: rest  # the table without this row's source
+            try:
+                b = bands.band_for(r["engine"], r["family"], q)
+            finally:
+                bands.band_rows = orig
+                bands.band_for.cache_clear()
+            ratio = math.exp(r["log_error"])
+            n += 1
+            inside += b.p10 <= ratio <= b.p90
+            below += ratio < b.p10
+            above += ratio > b.p90
+        if n:
+            print(f"  {q}: leave-one-source-out P10-P90 holds {inside}/{n} ({inside / n:.0%}); below P10 {below}, "
+                  f"above P90 {above}")
 
 
 if __name__ == "__main__":

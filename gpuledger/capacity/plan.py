@@ -490,6 +490,14 @@ def _plan_one(accel: str, model: inference.ServingModel, spec, engine: inference
 #: `vllm bench serve` / `sglang.bench_serving` default --num-prompts: the maximum-throughput run a
 #: replica's `max_tokens_per_s_per_replica` reproduces (every request sent at once, request rate inf)
 BENCH_NUM_PROMPTS = 1000
+#: at most this many output tokens are simulated in that run (bounded time: long outputs get fewer prompts)
+BENCH_MAX_OUTPUT_TOKENS = 400_000
+
+
+def bench_prompts(output_tokens: int) -> int:
+    """Returns the prompts of the maximum-throughput run: `BENCH_NUM_PROMPTS`, fewer when their outputs
+    would exceed `BENCH_MAX_OUTPUT_TOKENS` (at least 64)."""
+    return max(64, min(BENCH_NUM_PROMPTS, BENCH_MAX_OUTPUT_TOKENS // max(int(output_tokens), 1)))
 
 
 def _bench_max(model, hw, spec, engine: inference.Engine, tp: int) -> float | None:
@@ -500,7 +508,7 @@ def _bench_max(model, hw, spec, engine: inference.Engine, tp: int) -> float | No
     pm, om = mixes(spec)
     try:
         r = operating.max_throughput(model, hw, spec.precision, engine, prompt_tokens=t.prompt_tokens,
-                                     output_tokens=t.output_tokens, num_requests=BENCH_NUM_PROMPTS, tp=tp,
+                                     output_tokens=t.output_tokens, num_requests=bench_prompts(t.output_tokens), tp=tp,
                                      prompt_mix=pm, output_mix=om or lengths.LengthMix(t.output_tokens, 0.0))
     except (ValueError, SimulationTooLong):
         return None
@@ -547,7 +555,8 @@ def _add_bands(opt: dict[str, Any], model, hw, spec, engine: inference.Engine, c
         "ttft": bands.describe(noise if measured else b["ttft"], "ttft") + "; shown, not sized on",
         "tpot": bands.describe(noise if measured else b["tpot"], "tpot"),
         "max_tokens_per_s_per_replica": f"the simulated `vllm bench serve --request-rate inf --num-prompts "
-                                        f"{BENCH_NUM_PROMPTS}` of the spec's lengths on one replica of {tp} GPU(s)"
+                                        f"{bench_prompts(t.output_tokens)}` of the spec's lengths on one replica of "
+                                        f"{tp} GPU(s)"
                                         if not measured else "the measured rate × GPUs per replica",
         "sizing_tokens_per_s_per_gpu": round(rate * (1.0 if measured else f["throughput"]), 1),
         "sizing_tpot_factor": 1.0 if measured else round(f["tpot"], 4),

@@ -237,6 +237,45 @@ def _economy_section(result: dict[str, Any], opts: list[dict[str, Any]]) -> Sect
     return Section("Elastic fleet and the return on serving", blocks)
 
 
+def _band_text(b: dict | None, unit: str, digits: int = 0) -> str:
+    if not b:
+        return "—"
+    return f"{b['p10']:,.{digits}f} / {b['p50']:,.{digits}f} / {b['p90']:,.{digits}f} {unit}"
+
+
+def _fleets_section(result: dict[str, Any]) -> Section | None:
+    """Bands of the best option, the mixed fleet and rent vs buy vs API (round 4), when the plan has them."""
+    best = result.get("best") or {}
+    items: list[tuple[str, str]] = []
+    if best.get("max_tokens_per_s_per_replica"):
+        b = best.get("bands") or {}
+        r = best.get("replicas") if isinstance(best.get("replicas"), dict) else None
+        items += [("max tokens/s per replica P10 / P50 / P90", _band_text(best["max_tokens_per_s_per_replica"], "tok/s")),
+                  ("p95 TTFT P10 / P50 / P90", _band_text(best.get("ttft_ms_p95"), "ms")),
+                  ("p95 TPOT P10 / P50 / P90", _band_text(best.get("tpot_ms_p95"), "ms", 1)),
+                  ("replicas P10 / P50 / P90", f"{r['p10']} / {r['p50']} / {r['p90']} (sized: {best.get('replicas_sized')}, "
+                                               f"slo.confidence {b.get('confidence')})" if r else "—"),
+                  ("bands rest on", "; ".join(str(b.get(k)) for k in ("throughput", "tpot", "ttft") if b.get(k)) or "—")]
+    mix = result.get("mixed_fleet")
+    if mix:
+        items.append(("mixed fleet", mix["why"]))
+        if mix.get("spot"):
+            items.append(("mixed fleet with spot", f"{usd(mix['spot']['usd_per_month_with_spot'])}/month; "
+                                                   + mix["spot"]["why"]))
+    own = result.get("ownership")
+    if own:
+        items.append(("rent vs buy vs API, $/month", ", ".join(f"{k} {usd(v)}" for k, v in own["usd_per_month"].items()
+                                                              if v is not None) + f" ({own['includes']})"))
+        if (own.get("buy") or {}).get("payback"):
+            items.append(("buying pays back", own["buy"]["payback"]))
+        for c in own.get("cheapest") or []:
+            items.append((f"cheapest: {c['path']}", f"{c['from_requests_per_month']:,} to {c['to_requests_per_month']:,} "
+                                                    "requests a month"))
+    if not items:
+        return None
+    return Section("Bands, mixed fleet, rent vs buy vs API", [Definitions(items)])
+
+
 def capacity_document(result: dict[str, Any]) -> Document:
     """Returns the report document of a capacity plan."""
     spec = result.get("spec") or {}
@@ -263,6 +302,9 @@ def capacity_document(result: dict[str, Any]) -> Document:
     economy = _economy_section(result, opts)
     if economy is not None:
         blocks.append(economy)
+    fleets = _fleets_section(result)
+    if fleets is not None:
+        blocks.append(fleets)
     curve = _curve_figure(result, opts)
     if curve is not None:
         blocks.append(curve)
