@@ -43,7 +43,7 @@ __all__ = [
     "CPU_TRAINING_EFFICIENCY", "MEMORY_KEYS", "ROLLOUT_MFU", "STACK_FIELDS", "Estimate", "Workload",
     "active_params", "attention_flops_per_token", "cpu_compute_s", "time_basis",
     "estimate", "kv_cache_bytes_per_token", "layer_activation_bytes_per_token", "load_config",
-    "train_time_s", "train_setup", "training_step", "StepTime",
+    "run_overheads_s", "train_time_s", "train_setup", "training_step", "StepTime",
 ]
 
 
@@ -173,11 +173,44 @@ def time_basis(method: str) -> str:
     return "training-step model (gpuledger/estimate/throughput.py)"
 
 
+#: Whole-run costs outside the training steps (issue 36: published "trained in H hours" claims came out
+#: at half): reading the 16-bit checkpoint into the GPUs at the start (safetensors from the node's local
+#: cache/NVMe, ~1.5 GB/s per node; downloading it is the planner's set-up time), and the checkpoints a
+#: run writes: HF Trainer's defaults save every `save_steps` = 500 optimizer steps (TrainingArguments)
+#: the model and, for a full fine-tune, the optimizer states (AdamW moments in fp32, plus the fp32
+#: master copy under DeepSpeed), at ~1 GB/s per node (cloud NVMe / network volumes); LoRA saves only
+#: its adapters (negligible). Every stack writes the final model once. A torch.compile'd run warms up
+#: ~90 s (Unsloth's docs warn of minutes; torchtitan's compile of an 8B model takes ~1 min).
+LOAD_GBPS_PER_NODE = 1.5
+SAVE_GBPS_PER_NODE = 1.0
+HF_SAVE_STEPS = 500
+COMPILE_WARMUP_S = 90.0
+
+
+def run_overheads_s(est: Estimate, tokens: float, step: StepTime) -> dict[str, float]:
+    """Returns the seconds of a whole run beyond its training steps: `load` (the checkpoint into the
+    GPUs), `checkpoints` (the saves during and at the end of the run), `compile` (warm-up)."""
+    w = est.workload
+    nodes = w.nodes or max(1, -(-step.gpus // 8))
+    total = float(est.params_total)
+    load = 2 * total / (LOAD_GBPS_PER_NODE * 1e9)
+    final = 2 * total / (SAVE_GBPS_PER_NODE * 1e9 * nodes) if w.method == "full" else 0.0
+    periodic = 0.0
+    if w.framework == "hf" and w.method == "full":
+        steps = float(tokens) / max(1.0, step.tokens_per_step)
+        saves = int(steps // HF_SAVE_STEPS)
+        state_b = 8 + (4 if w.sharding.startswith("zero") or w.precision in ("bf16-mixed", "fp16-mixed") else 0)
+        periodic = saves * (2 + state_b) * total / (SAVE_GBPS_PER_NODE * 1e9 * nodes)
+    return {"load": load, "checkpoints": final + periodic, "compile": COMPILE_WARMUP_S if w.compile else 0.0}
+
+
 def train_time_s(estimate: Estimate, tokens: float, accelerator: str, gpus: int | None = None, method: str | None = None,
                  precision: str | None = None) -> float:
     """Returns compute seconds to train `tokens` real tokens on `gpus` x `accelerator` (default: the
     workload's GPU count): the throughput model (`training_step`: per-step compute, memory-bound
-    work, communication and per-step costs of the workload's stack) for full/LoRA/QLoRA; FLOPs at
+    work, communication and per-step costs of the workload's stack), plus the run's own costs beyond
+    its steps (`run_overheads_s`: loading the checkpoint, the checkpoints it saves, compile warm-up) for
+    full/LoRA/QLoRA; FLOPs at
     the rollout rate (`compute.rollout_time_s`) for GRPO/PPO/inference. The one time formula of
     gpuledger: `estimate --tokens` and the planner call it."""
     w = estimate.workload
@@ -186,4 +219,5 @@ def train_time_s(estimate: Estimate, tokens: float, accelerator: str, gpus: int 
         g = gpus or w.gpus
         return rollout_time_s(estimate.flops_per_token * float(tokens), accelerator, g, method,
                               precision or w.precision, w.sharding if g > 1 else "none")
-    return training_step(estimate, accelerator, gpus, method, precision).time_s(tokens)
+    step = training_step(estimate, accelerator, gpus, method, precision)
+    return step.time_s(tokens) + sum(run_overheads_s(estimate, tokens, step).values())
