@@ -149,7 +149,10 @@ class GpuledgerTools:
         data = _json_or_error(result, "plan")
         pruning = data.get("pruning") or {}
         expected = pruning.get("expected_usd")
-        planned = float(expected if expected is not None else data.get("total_est_cost_usd") or 0.0)
+        # the spend the budget guard decided on, at the plan's confidence (budget.confidence, P90 by default)
+        planned = float(data["decided_usd"] if data.get("decided_usd") is not None
+                        else expected if expected is not None else data.get("total_est_cost_usd") or 0.0)
+        conf = str(data.get("confidence") or "p50").upper()
         sweep_id = str(data.get("sweep") or "")
         name = sweep_id.rsplit("-", 1)[0] if "-" in sweep_id else sweep_id
         plan_id = hashlib.sha256(f"{digest}|{json.dumps(data, sort_keys=True, default=str)}".encode()).hexdigest()[:16]
@@ -159,7 +162,9 @@ class GpuledgerTools:
         feasible = sum(1 for t in data.get("trials", []) if t.get("feasible", True))
         budget = self._budget_or_none()
         lines = [f"plan {plan_id}: sweep {name}, {feasible} of {len(data.get('trials', []))} trials feasible, "
-                 f"planned ${planned:.2f} (all trials ${float(data.get('total_est_cost_usd') or 0):.2f}), "
+                 f"planned ${planned:.2f} at {conf} (all trials ${float(data.get('total_est_cost_usd') or 0):.2f} at P50"
+                 + (f", P10 ${data['total_cost_usd_p10']:.2f} - P90 ${data['total_cost_usd_p90']:.2f}"
+                    if data.get("total_cost_usd_p90") is not None else "") + "), "
                  f"spec budget {'ok' if within else 'REFUSES: ' + error_line(result, 'over budget')}"]
         if budget is not None:
             lines.append(f"agent budget: ${budget.remaining_usd:.2f} of ${budget.budget_usd:.2f} left; "

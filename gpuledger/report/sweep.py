@@ -99,9 +99,37 @@ def _time_axis(max_s: float) -> tuple[float, str]:
 # ------------------------------------------------------------------------------------------ tables
 
 
+def _est_time(t: dict[str, Any], band: dict[str, Any] | None) -> str:
+    """The planned wall-clock, with its P10-P90 band when the stored plan has one."""
+    if band is None:
+        return duration(t.get("est_wall_s"))
+    return f"{duration(t.get('est_wall_s'))} ({duration(band['est_wall_s_p10'])}-{duration(band['est_wall_s_p90'])})"
+
+
+def band_note(data: SweepData) -> Note | None:
+    """Returns what the plan's bands said and how they held (None for a plan stored without bands)."""
+    from gpuledger.report.sweep_data import band_hold
+
+    b = data.plan_bands or {}
+    if not b:
+        return None
+    conf = (b.get("confidence") or "p50").upper()
+    other = "P50" if conf == "P90" else "P90"
+    text = (f"The plan's estimate of the whole sweep: {usd(b['total_est_cost_usd'])} (P10 {usd(b['total_cost_usd_p10'])} - "
+            f"P90 {usd(b['total_cost_usd_p90'])}); the budget was decided at {conf}: {usd(b['decided_usd'])} "
+            f"({other} {usd(b['decided_usd_p50'] if other == 'P50' else b['decided_usd_p90'])} beside).")
+    hold = band_hold(data)
+    if hold is not None:
+        text += (f" Its P10-P90 band of the wall-clock held {hold['inside']} of {hold['trials']} succeeded trials "
+                 f"({hold['below']} faster, {hold['above']} slower; bands are built to hold 7-9 in 10, "
+                 "docs/accuracy.md).")
+    return Note(text, "small")
+
+
 def trials_table_rows(data: SweepData) -> list[list[Any]]:
     """Returns the trials table (one row per trial, launch order) as display strings."""
     rows = []
+    bands = (data.plan_bands or {}).get("trials") or {}
     for t in data.trials.to_dicts():
         rows.append([
             t.get("trial_index") if t.get("trial_index") is not None else "",
@@ -113,7 +141,7 @@ def trials_table_rows(data: SweepData) -> list[list[Any]]:
             usd(t.get("cost_usd")),
             gib(t.get("peak_gpu_mem_gib") if t.get("peak_gpu_mem_gib") is not None else t.get("peak_rss_gib")),
             gib(t.get("est_memory_gib")),
-            duration(t.get("est_wall_s")),
+            _est_time(t, bands.get(t["trial_id"])),
             t.get("attempts") or 0,
             t.get("preemptions") or 0,
         ])
@@ -121,7 +149,7 @@ def trials_table_rows(data: SweepData) -> list[list[Any]]:
 
 
 TRIAL_HEADERS = ["#", "trial", "params", "status", "metric", "wall (measured)", "cost", "peak memory (measured)",
-                 "memory (est.)", "time (est.)", "attempts", "preemptions"]
+                 "memory (est.)", "time (est., P10-P90)", "attempts", "preemptions"]
 TRIAL_NUMERIC = [0, 4, 5, 6, 7, 8, 9, 10, 11]
 
 
@@ -438,8 +466,11 @@ def sweep_document(data: SweepData) -> Document:
         [[a["trial"], gib(a["est_memory_gib"]), gib(a["measured_memory_gib"]), pct(a["memory_err_pct"], True),
           duration(a["est_wall_s"]), duration(a["wall_s"]), pct(a["time_err_pct"], True)] for a in outliers],
         numeric=[1, 2, 3, 4, 5, 6], empty=f"No estimate is off by more than {OUTLIER_PCT:g}%.")
-    blocks.append(Section(f"Estimated vs measured (outliers: off by more than {OUTLIER_PCT:g}%)",
-                          [Columns([figs["memory"], figs["time"]]), out_table]))
+    acc_blocks: list = [Columns([figs["memory"], figs["time"]]), out_table]
+    held = band_note(data)
+    if held is not None:
+        acc_blocks.append(held)
+    blocks.append(Section(f"Estimated vs measured (outliers: off by more than {OUTLIER_PCT:g}%)", acc_blocks))
     blocks.append(Section("Trials over time", [figs["gantt"]]))
     waste_rows = [[w["reason"], w["runs"], duration(w["wall_s"]), usd(w["cost_usd"])] for w in data.waste.to_dicts()]
     blocks.append(Section("Trials", [

@@ -45,6 +45,8 @@ class SweepData:
     adaptive: Any = None  # gpuledger.report.adaptive_data.AdaptiveData of a tpe/asha sweep, else None
     pools: list[dict[str, Any]] = field(default_factory=list)  # its SkyPilot pools (gpuledger/report/pools.py)
     probes: pl.DataFrame | None = None  # v_probes rows of the sweep (`gpuledger probe`), None/empty: no probe
+    #: the stored plan's bands (`plan_bands`): {"trials": {trial_id: band fields}, totals, confidence}; {} before them
+    plan_bands: dict[str, Any] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------------ load
@@ -113,7 +115,49 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
         adaptive=load_adaptive(wh, sid, trials),
         pools=load_pools(wh, sid),
         probes=wh.query_named("report_sweep_probes", p),
+        plan_bands=plan_bands(wh.query_named("report_sweep_plan", p).to_dicts()),
     )
+
+
+#: what the sweep report reads of the stored plan's bands (gpuledger/plan/bands.py)
+BAND_TRIAL_KEYS = ("est_wall_s", "est_wall_s_p10", "est_wall_s_p90", "est_cost_usd", "est_cost_usd_p90", "mem_gib_p90",
+                   "est_band")
+BAND_PLAN_KEYS = ("total_est_cost_usd", "total_cost_usd_p10", "total_cost_usd_p90", "confidence", "decided_usd",
+                  "decided_usd_p50", "decided_usd_p90")
+
+
+def plan_bands(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Returns the bands of the stored plan (`report_sweep_plan`): {"trials": {trial_id: BAND_TRIAL_KEYS},
+    BAND_PLAN_KEYS...}; {} when the plan has none (a plan stored before bands, or none stored)."""
+    text = rows[0].get("plan_json") if rows else None
+    try:
+        plan = json.loads(text) if isinstance(text, str) else (text or {})
+    except ValueError:
+        return {}
+    if not isinstance(plan, dict) or plan.get("total_cost_usd_p90") is None:
+        return {}
+    trials = {t["trial_id"]: {k: t.get(k) for k in BAND_TRIAL_KEYS} for t in plan.get("trials") or []
+              if isinstance(t, dict) and t.get("trial_id") and t.get("est_wall_s_p90") is not None}
+    return {"trials": trials, **{k: plan.get(k) for k in BAND_PLAN_KEYS}}
+
+
+def band_hold(data: SweepData) -> dict[str, Any] | None:
+    """Returns how the plan's bands held on this sweep: succeeded trials measured, within P10-P90 of
+    their wall-clock, below, above; None without bands or measured trials."""
+    bands = (data.plan_bands or {}).get("trials") or {}
+    if not bands or data.trials.is_empty() or "wall_s" not in data.trials.columns:
+        return None
+    inside = below = above = 0
+    for t in data.trials.to_dicts():
+        b = bands.get(t["trial_id"])
+        if b is None or t.get("status") != "succeeded" or not t.get("wall_s"):
+            continue
+        w = float(t["wall_s"])
+        inside += b["est_wall_s_p10"] <= w <= b["est_wall_s_p90"]
+        below += w < b["est_wall_s_p10"]
+        above += w > b["est_wall_s_p90"]
+    n = inside + below + above
+    return {"trials": n, "inside": inside, "below": below, "above": above} if n else None
 
 
 # ------------------------------------------------------------------------------------------ derive

@@ -118,3 +118,32 @@ def test_the_teams_runs_join_the_bands(tmp_path):
     # six runs of this cell took 1.8x what was planned and 1.2x the memory: the P50 and the P90s move up
     assert a["compute_s"] > t["compute_s"] and a["est_wall_s_p90"] > t["est_wall_s_p90"]
     assert a["mem_gib_p90"] >= 1.15 * a["est_memory_gib"]  # their peaks were 1.2x the estimate, every one
+
+
+def test_the_sweep_report_reads_the_stored_plans_bands(tmp_path):
+    """The sweep report shows each trial's P10-P90 and how the bands held (from the stored plan_json)."""
+    import json
+
+    import polars as pl
+
+    from gpuledger.report.sweep import band_note, trials_table_rows
+    from gpuledger.report.sweep_data import SweepData, band_hold, plan_bands
+
+    plan = plan_sweep(_spec(tmp_path, "{max_usd: 300}"))
+    stored = plan_bands([{"plan_json": plan.to_json_text()}])
+    assert stored["confidence"] == "p90" and len(stored["trials"]) == len(plan.trials)
+    assert plan_bands([{"plan_json": json.dumps({"trials": []})}]) == {} and plan_bands([]) == {}
+    t0, t1 = plan.trials[0], plan.trials[1]
+    trials = pl.DataFrame([
+        {"trial_id": t0["trial_id"], "trial_index": 0, "status": "succeeded", "wall_s": t0["est_wall_s"] * 1.1,
+         "est_wall_s": t0["est_wall_s"]},
+        {"trial_id": t1["trial_id"], "trial_index": 1, "status": "succeeded", "wall_s": t1["est_wall_s_p90"] * 2,
+         "est_wall_s": t1["est_wall_s"]}])
+    empty = pl.DataFrame()
+    data = SweepData(roi={}, sweep={}, trials=trials, runs=empty, accuracy=empty, savings={}, waste=empty,
+                     billing_sources=empty, price_dates=[], price_sources=[], cloud_equiv=empty, plan_bands=stored)
+    assert band_hold(data) == {"trials": 2, "inside": 1, "below": 0, "above": 1}
+    note = band_note(data).text
+    assert "decided at P90" in note and "held 1 of 2 succeeded trials" in note and "1 slower" in note
+    row = trials_table_rows(data)[0]
+    assert any(isinstance(c, str) and "(" in c and "-" in c for c in row)
