@@ -65,9 +65,13 @@ def quantization(precision: str | None) -> str:
     return "16bit"
 
 
+@functools.lru_cache(maxsize=256)
 def family_of(accelerator: str | None) -> str:
-    """Returns the GPU family of a cell ('cpu' for the local CPU)."""
-    if not accelerator or accelerator.upper() == "CPU":
+    """Returns the GPU family of a cell ('cpu' for the local CPU, 'any' when the GPU is not known: no
+    row has it, so the band backs off to the count regime)."""
+    if not accelerator:
+        return "any"
+    if accelerator.upper() == "CPU":
         return "cpu"
     from gpuledger.estimate.calibration import accelerator_family
 
@@ -146,7 +150,13 @@ class Band:
         what = "this kind" if self.exact else level_label(self.level)
         kinds = f"{self.rows - self.runs} public" + (f" + {self.runs} of your" if self.runs else "")
         err = f", median error {self.median_abs_error:.0%}" if self.median_abs_error is not None else ""
-        back = "" if self.exact else f" (none of {cell_label(self.cell)}: a wider band)"
+        if self.exact:
+            back = ""
+        elif self.cell[-1:] == ("any",) and self.level == self.cell[:-1]:
+            back = " (no GPU named: any family)"
+        else:
+            shown = self.cell[:-1] if self.cell[-1:] == ("any",) else self.cell
+            back = f" (none of {cell_label(shown)}: a wider band)"
         return f"{kinds} runs of {what}{back}{err}"
 
     def to_json(self) -> dict:

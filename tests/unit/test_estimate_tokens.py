@@ -45,6 +45,10 @@ def test_json_carries_the_options(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["tokens"] == 2e7 and [o["gpus"] for o in out["options"]] == [1, 2, 4, 8]
     assert "memory_gib" in out and "flops_per_token" in out  # the stable keys stay
+    band = out["memory_band"]  # the device level's band, from the memory rows of its cell
+    d = band["device_gib"]
+    assert d["p10"] <= d["p50"] <= d["p90"] and band["rows"] > 0 and "median error" in band["says"]
+    assert d["p50"] == pytest.approx(out["memory_gib"]["device"] * band["p50"], rel=1e-3)
     assert all(set(o["time_s"]) == {"p10", "p50", "p90"} and set(o["cost_usd"]) == {"p10", "p50", "p90"}
                for o in out["options"] if o["fits"])
 

@@ -158,6 +158,20 @@ def calibration_for(est, args: argparse.Namespace) -> tuple[object | None, str]:
     return c, c.describe()
 
 
+def memory_band(est, args: argparse.Namespace) -> dict | None:
+    """Returns the band of the device-level memory (gpuledger/estimate/bands.py: its cell's measured
+    error; the GPU of --accelerator, else any): {device_gib: {p10, p50, p90}, **Band.to_json()}; None on
+    the CPU."""
+    from gpuledger.estimate.bands import band_for
+
+    w = est.workload
+    if w.device != "gpu":
+        return None
+    acc = args.accelerator[0] if isinstance(getattr(args, "accelerator", None), list) and args.accelerator else None
+    b = band_for("memory", w.framework, w.method, w.precision, w.gpus, acc, table=band_table(w, args))
+    return {"device_gib": {k: round(v, 3) for k, v in b.of(est.memory_gib["device"]).items()}, **b.to_json()}
+
+
 def gpu_table(args: argparse.Namespace, w) -> list[dict]:
     """Returns the options of `gpu_options` for --tokens (UserError for a bad kind or count)."""
     from gpuledger.catalog import UnknownAccelerator, normalize_accelerator
@@ -247,8 +261,11 @@ def run(args: argparse.Namespace) -> int:
     options = gpu_table(args, w) if getattr(args, "tokens", None) is not None else None
     warnings = beyond_limits(est)
     corr, sentence = calibration_for(est, args)
+    mband = memory_band(est, args)
     if args.json:
         out = {**est.to_json(), "warnings": warnings}
+        if mband is not None:
+            out["memory_band"] = mband
         out["calibration"] = {"applied": corr is not None, "note": sentence}
         if corr is not None:
             out["calibration"].update(factor=round(corr.factor, 4), runs=corr.runs, group=list(corr.group),
@@ -263,6 +280,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"- device after calibration: {est.memory_gib['device'] * corr.factor:.3f} GiB ({sentence})")
         else:
             print(f"- {sentence}")
+        if mband is not None:
+            d = mband["device_gib"]
+            print(f"- device P10-P90: {d['p10']:.2f} - {d['p90']:.2f} GiB (P50 {d['p50']:.2f}; {mband['says']})")
         for line in warnings:
             print(f"warning: {line}")
         if options is not None:
