@@ -52,10 +52,9 @@ def _positive_int(text: str) -> int:
 
 
 def _parallel(text: str) -> int:
-    from gpuledger.spec.models import Resources
+    from gpuledger.spec.models import MAX_PARALLEL as most
 
     value = _positive_int(text)
-    most = next(m.le for m in Resources.model_fields["max_parallel"].metadata if getattr(m, "le", None))
     if value > most:
         raise argparse.ArgumentTypeError(f"at most {most} trials run at once (resources.max_parallel), got {value}")
     return value

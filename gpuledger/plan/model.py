@@ -135,6 +135,9 @@ class Plan:
     #: total_cost_usd_p90, makespan_s_p10, makespan_s_p90, confidence (p50 | p90), decided_usd (the spend
     #: the budget guard compares at that quantile), decided_usd_p50, decided_usd_p90
     bands: dict[str, Any] | None = None
+    #: `resources.max_parallel: auto` (gpuledger/plan/parallel.py): auto, chosen, why, deadline_s,
+    #: deadline_met, curve (per K: slots, makespan_s, cost_usd, meets_deadline, cost_source, chosen)
+    parallel: dict[str, Any] | None = None
 
     @property
     def confidence(self) -> str:
@@ -178,7 +181,7 @@ class Plan:
         """Returns the plan as a JSON-ready dict (keys: sweep, trials, total_est_cost_usd,
         makespan_s, max_parallel, budget_usd, within_budget, decided_usd, price_snapshot, what_if, assumptions,
         launcher, launch_order, alternatives, deadline_s, cloud_equivalent, pruning for a sweep that
-        prunes, pool for a cloud plan; the bands: total_cost_usd_p10, total_cost_usd_p90, makespan_s_p10,
+        prunes, pool for a cloud plan, parallel for `max_parallel: auto`; the bands: total_cost_usd_p10, total_cost_usd_p90, makespan_s_p10,
         makespan_s_p90, confidence, decided_usd, decided_usd_p50, decided_usd_p90)."""
         budget = self.budget_usd if self.budget_usd is not None and math.isfinite(self.budget_usd) else None
         return {
@@ -201,6 +204,7 @@ class Plan:
             **({"pruning": self.pruning} if self.pruning is not None else {}),
             **(self.bands or {}),
             **({"pool": self.pool} if self.pool is not None else {}),
+            **({"parallel": self.parallel} if self.parallel is not None else {}),
         }
 
     def to_json_text(self) -> str:

@@ -63,6 +63,9 @@ class PrunedSpend:
     recipe: dict[str, Any] | None = None
     #: the settings the sweep prunes with and why (`gpuledger.search.safety.PruningChoice.to_json()`)
     settings: dict[str, Any] | None = None
+    #: the makespan under pruning over the unpruned one (measured: both replayed at the plan's slots;
+    #: formula: the run fraction; None: unknown)
+    makespan_fraction: float | None = None
 
     @property
     def warning(self) -> str | None:
@@ -84,7 +87,8 @@ class PrunedSpend:
                 "run_fraction": None if self.run_fraction is None else round(self.run_fraction, 6),
                 "values_per_trial": self.values_per_trial, "curves": self.curves,
                 **({"recipe": self.recipe, "warning": self.warning} if self.recipe is not None else {}),
-                **({"settings": self.settings} if self.settings is not None else {})}
+                **({"settings": self.settings} if self.settings is not None else {}),
+                "makespan_fraction": None if self.makespan_fraction is None else round(self.makespan_fraction, 4)}
 
 
 def params_key(params: Mapping[str, Any]) -> str:
@@ -156,6 +160,9 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
         sim_order = [tid for tid in order if tid in matched]
         sim = simulate_asha(sim_curves, slots=max(1, int(max_parallel)), min_steps=min_steps, reduction_factor=eta,
                             goal=s.objective.goal, order=sim_order)
+        unpruned = simulate_asha(sim_curves, slots=max(1, int(max_parallel)), min_steps=min_steps,
+                                 reduction_factor=eta, goal=s.objective.goal, order=sim_order, pruner="none")
+        span = min(1.0, sim.makespan_s / unpruned.makespan_s) if unpruned.makespan_s > 0 else 1.0
         from gpuledger.search.recipe import check_recipe
 
         check = check_recipe(sim_curves, min_steps=min_steps, reduction_factor=eta, goal=s.objective.goal,
@@ -192,6 +199,7 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
         from gpuledger.search.recipe import successive_halving_fraction
 
         mean = successive_halving_fraction(values, min_steps, eta)
+        span = mean
         fractions = {}
         source = FORMULA
         basis = (f"successive-halving formula: {values} value(s) per full trial ({where}), rungs at "
@@ -204,4 +212,4 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
     return PrunedSpend(source=source, expected_usd=expected, full_usd=full, basis=basis,
                        run_fraction=mean, per_trial_usd=per_trial,
                        values_per_trial=values, curves=len(matched) if source == MEASURED else 0, recipe=recipe,
-                       settings=settings)
+                       settings=settings, makespan_fraction=span)

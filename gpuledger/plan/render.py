@@ -139,10 +139,16 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
             con.print(f"expected spend under pruning: {pr['basis']}", soft_wrap=True)
         if pr.get("settings"):
             st = pr["settings"]
-            con.print(f"pruning settings: min_steps {st['min_steps']}, reduction_factor {st['reduction_factor']} "
-                      f"({st['source']}): {st['why']}", soft_wrap=True)
+            con.print(f"pruning settings ({st['source']}): {st['why']}", soft_wrap=True)
         if pr.get("warning"):
             con.print(pr["warning"], soft_wrap=True)
+    if plan.parallel:
+        par = plan.parallel
+        con.print(par["why"], soft_wrap=True)
+        con.print("  slots  makespan  expected cost  meets deadline", soft_wrap=True)
+        for r in par["curve"]:
+            con.print(f"  {r['slots']:>5}  {fmt_duration(r['makespan_s']):>8}  {fmt_usd(r['cost_usd']):>13}  "
+                      f"{'yes' if r['meets_deadline'] else 'no':>14}{'  <- chosen' if r['chosen'] else ''}", soft_wrap=True)
     if plan.pool and plan.pool.get("workers"):
         from gpuledger.plan.pools import pool_assumption
 

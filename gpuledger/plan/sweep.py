@@ -147,6 +147,14 @@ def plan_sweep(
         raise UserError(f"{spec.name} is a capacity spec; plan it with `gpuledger capacity SPEC`")
     if trials is None:
         trials = expand_trials(spec)
+    if max_parallel is None and spec.resources.max_parallel == "auto":
+        from gpuledger.plan.parallel import choose_parallel
+
+        n = min(spec.search.n_trials or len(trials), len(trials)) if spec.search.strategy != "tpe" else len(trials)
+        return choose_parallel(spec, n, lambda k: plan_sweep(
+            spec, trials, offers=offers, max_parallel=k, launcher=launcher, measured_preemption=measured_preemption,
+            machine=machine, measurements=measurements, curves=curves, billed_rates=billed_rates, probes=probes,
+            band_table=band_table))
     s = settings_for(spec, max_parallel=max_parallel, launcher=launcher, measured_preemption=measured_preemption,
                      billed_rates=billed_rates, band_table=band_table)
     meta = _trials_meta(trials)
@@ -262,7 +270,8 @@ def with_cloud_equivalent(plan: Plan, spec, trials, measurements=None) -> Plan:
     cloud GPU a `launcher: skypilot` plan of the same spec picks (accelerator, GPUs, cloud, region,
     instance type, spot, wall_s, usd; from the bundled catalog, with the same formulas)."""
     try:
-        cloud = plan_sweep(spec, trials, launcher="skypilot", measurements=measurements)
+        cloud = plan_sweep(spec, trials, launcher="skypilot", measurements=measurements,
+                           max_parallel=plan.max_parallel)
     except UserError as err:  # the local plan stands without it, and says why
         plan.assumptions.append(f"cloud equivalent not computed: {err}")
         return plan

@@ -192,6 +192,10 @@ class Train(_Strict):
                                    "ring attention): each sequence split over this many GPUs")
 
 
+#: the most trials `resources.max_parallel` (and `--max-parallel`) may run at once
+MAX_PARALLEL = 1024
+
+
 class Resources(_Strict):
     accelerators: list[Accelerator] = Field(default_factory=list)
     gpus_per_trial: Literal["auto"] | Annotated[int, Field(ge=1, le=8)] = "auto"
@@ -201,7 +205,9 @@ class Resources(_Strict):
     pool: Literal["auto", "always", "never"] = Field(
         "auto", description="cloud: a SkyPilot pool of workers (start-up once per worker) or per-trial managed jobs; "
         "auto picks by deadline, then expected cost")
-    max_parallel: int = Field(4, ge=1, le=1024)
+    max_parallel: Literal["auto"] | Annotated[int, Field(ge=1, le=MAX_PARALLEL)] = Field(
+        4, description="trials running at once; auto: the slots that meet budget.deadline at the least expected cost "
+        "under the search strategy (gpuledger/plan/parallel.py; the plan shows each K's makespan and cost)")
     preemption_per_hour: float | None = Field(
         None, ge=0, le=10, description="overrides the default spot preemption rate (per hour)"
     )

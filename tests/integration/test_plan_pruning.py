@@ -269,3 +269,25 @@ def test_more_matching_curves_than_a_replay_takes_fall_back_to_the_formula_over_
     assert spend.source == "formula" and spend.values_per_trial == 4
     assert "more than the 2 a replay takes" in spend.basis
     assert spend.run_fraction == pytest.approx(successive_halving_fraction(4, 1, 2))
+
+
+def test_max_parallel_auto_picks_the_least_replayed_cost_that_meets_the_deadline(tmp_path):
+    from gpuledger.inputs.ledger import planning_inputs
+
+    xs = (0.7, 0.57, 0.3, 0.2, 0.42, 0.05)
+    path = _spec(tmp_path, name="auto-k", max_parallel="auto", pruning="{min_steps: 1, reduction_factor: 2}", xs=xs)
+    # measured curves: the value falls to |x - 0.3| + 1 over 5 values, 20 s apart (what the replay at each K runs)
+    curves = {params_key({"x": x}): Curve("c", tuple(abs(x - 0.3) + 1 + 0.5 / s for s in range(1, 6)),
+                                          tuple(20.0 * s for s in range(1, 6)), 101.0, True) for x in xs}
+    sp, plan = _plan(path, curves)
+    par = plan.parallel
+    assert par["auto"] and plan.max_parallel == par["chosen"] and len(par["curve"]) >= 1
+    meets = [r for r in par["curve"] if r["meets_deadline"]]
+    assert meets and par["chosen"] == min(meets, key=lambda r: (r["cost_usd"], r["slots"]))["slots"]
+    inputs = replace(planning_inputs(sp, "local"), curves=curves)
+    for r in par["curve"]:  # each row is the plan at that K: its replayed spend under pruning
+        at_k = plan_sweep(sp, launcher="local", inputs=inputs, max_parallel=r["slots"])
+        assert at_k.decided_usd == pytest.approx(r["cost_usd"], abs=1e-6)
+        assert at_k.pruning["source"] == "measured"
+    assert par["why"] in plan.assumptions and "max_parallel auto" in par["why"]
+    assert plan.to_json()["parallel"]["chosen"] == plan.max_parallel
