@@ -6,7 +6,8 @@
 `--sweep`: a sweep id, else the latest sweep of that name (a grid: its curves ran to their end).
 For each strategy of `gpuledger.search.replay.STRATEGIES` (grid; Optuna's ASHA; gpuledger's rung
 pruner at the old 2/3; the cold default; the default a bare `strategy: asha` runs with these curves in
-the warehouse; and the cost-aware one), over N seeded arrival orders (launch order shuffled, each
+the warehouse; and the cost-aware one; and, one point at a time on one slot, half the points asked by
+Optuna's TPE and by expected improvement per dollar), over N seeded arrival orders (launch order shuffled, each
 trial's times stretched by exp(N(0, SIGMA))): the share of replays that kept the recipe (best within
 2% of the grid's), dollars and trial-seconds against the grid's of the same replay (median and range).
 `--json`: `{"strategies": {NAME: {"recipe_kept", "cost_vs_grid", "cost_vs_grid_range",
@@ -50,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         with Warehouse.open(a.warehouse, read_only=True, migrate=False) as wh:
             sweep_id, curves, rate, meta = recorded_curves(wh, a.sweep)
         rep = replay_strategies(curves, rate, slots=a.slots or meta["max_parallel"], goal=meta["goal"],
-                                orders=a.orders, seed=a.seed, jitter=DEFAULT_JITTER if a.jitter is None else a.jitter)
+                                orders=a.orders, seed=a.seed, jitter=DEFAULT_JITTER if a.jitter is None else a.jitter,
+                                params=meta["params"])
     except (UserError, ValueError) as err:
         print(f"search_replay.py: {err}", file=sys.stderr)
         return 2

@@ -20,6 +20,7 @@ yet migrated to 004, means planning without measurements.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from gpuledger.plan.model import PlanningInputs
@@ -73,8 +74,16 @@ def recorded_curves(wh, sweep: str) -> tuple[str, list[Any], dict[str, float], d
         cost[r["trial_id"]] = cost.get(r["trial_id"], 0.0) + float(r["cost_usd"] or 0.0)
         wall[r["trial_id"]] = wall.get(r["trial_id"], 0.0) + float(r["wall_s"] or 0.0)
     rate = {t: cost[t] / wall[t] for t in cost if wall[t] > 0}
+    import json
+
+    params: dict[str, Any] = {}
+    for r in rows:
+        with contextlib.suppress(TypeError, ValueError):
+            p = json.loads(r["params"]) if isinstance(r["params"], str) else r["params"]
+            if isinstance(p, dict):
+                params[r["trial_id"]] = p
     meta = {"goal": rows[0]["goal"] or "minimize", "max_parallel": int(rows[0]["max_parallel"] or 1),
-            "metric": rows[0]["metric"]}
+            "metric": rows[0]["metric"], "params": params}
     return sweep_id, curves_from_points(rows), rate, meta
 
 

@@ -247,8 +247,8 @@ def _cloud_cards(cloud: dict[str, Any] | None, wi: list[dict[str, Any]], s: dict
         return []
     of = (f"the {cloud['trials']} trials that ran" if cloud["trials"] == cloud["of_trials"]
           else f"{cloud['trials']} of the {cloud['of_trials']} trials that ran (the others have no cloud plan)")
-    part = (f"; the {cloud['pruned']} pruned trials for the share of their run they ran here (cloud start-up in "
-            "full)" if cloud.get("pruned") else "")
+    part = (f"; the {cloud['pruned']} pruned trials for the share of their full run's wall-clock they ran here"
+            if cloud.get("pruned") else "")
     cards = [Card(f"same trials on {cloud['accelerator']}", usd(cloud["total_usd"]),
                   f"estimated, not billed: {of} on {cloud['offer']}, the plan's time there "
                   f"({duration(cloud['total_wall_s'])} in all) × the catalog price{part}")]

@@ -361,18 +361,15 @@ def what_if_rows(data: SweepData) -> tuple[list[dict[str, Any]], str | None]:
 
 def _cloud_by_trial(data: SweepData) -> dict[str, dict[str, Any]]:
     """Per trial, its cloud equivalent (the cloud plan's full-run time and cost). A trial the adaptive
-    search pruned ran only part of its run: its cloud time and cost are the cloud start-up (provisioning
-    and set-up, paid in full) plus the run part × the share it ran here (its measured wall-clock over the
-    full run's: the twin grid's measured run of the same point, else this sweep's plan estimate), so an
-    ASHA sweep's cards are its own, not the grid's."""
+    search pruned ran only part of its run: its cloud time and cost are the full run's × the share it ran
+    here (its measured wall-clock, start-up included, over the full run's: the twin grid's measured run of
+    the same point, else this sweep's plan estimate), so an ASHA sweep's cards are its own, not the grid's."""
     rows = {r["trial_id"]: r for r in data.cloud_equiv.to_dicts() if r["wall_s"] is not None}
     ad = data.adaptive
     if ad is None or not data.trials.height:
         return rows
-    from gpuledger.plan.settings import CLOUD_PROVISIONING_S, CLOUD_SETUP_S
     from gpuledger.report.adaptive_data import point_key
 
-    start_s = CLOUD_PROVISIONING_S + CLOUD_SETUP_S
     for t in data.trials.filter(pl.col("status") == "pruned").to_dicts():
         r = rows.get(t["trial_id"])
         g = ad.twin.by_point.get(point_key(t["params"])) if ad.twin else None
@@ -381,9 +378,7 @@ def _cloud_by_trial(data: SweepData) -> dict[str, dict[str, Any]]:
             continue
         share = min(1.0, float(t["wall_s"]) / float(full))
         wall, cost = float(r["wall_s"]), float(r["cost_usd"] or 0.0)
-        run = max(0.0, wall - start_s)
-        keep = (wall - run + run * share) / wall if wall > 0 else 1.0
-        rows[t["trial_id"]] = {**r, "wall_s": wall * keep, "cost_usd": cost * keep, "ran_share": share}
+        rows[t["trial_id"]] = {**r, "wall_s": wall * share, "cost_usd": cost * share, "ran_share": share}
     return rows
 
 

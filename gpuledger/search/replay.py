@@ -174,9 +174,11 @@ def cost_stopper(curves: Sequence[Curve], usd_per_s: Mapping[str, float], goal: 
 
 def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *, slots: int, goal: str,
                       orders: int = 40, seed: int = 0, jitter: float = DEFAULT_JITTER,
-                      strategies: Sequence[str] = STRATEGIES) -> ReplayReport:
+                      strategies: Sequence[str] = STRATEGIES,
+                      params: Mapping[str, Mapping[str, Any]] | None = None) -> ReplayReport:
     """Returns each strategy replayed over `orders` arrival orders of the complete `curves` (see the
-    module's docstring). `usd_per_s`: each trial's measured USD per second of its run."""
+    module's docstring). `usd_per_s`: each trial's measured USD per second of its run. `params` ({trial id:
+    params}): also the sequential asks of `ASK_STRATEGIES` (`replay_asks`, half the points each)."""
     from gpuledger.search.safety import COLD_DEFAULT, choose_pruning_for_curves
 
     complete = [c for c in curves if c.complete and c.values and not c.failed]
@@ -206,6 +208,8 @@ def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *
     runs = {name: settings[name] + (name == COST_AWARE_STRATEGY,) for name in out if name != "grid"}
     _replay(pool, usd_per_s, out, runs, slots=slots, goal=goal, orders=orders, seed=seed, jitter=jitter,
             value_usd=grid_usd_full, best=best)
+    if params:
+        out.update(replay_asks(pool, usd_per_s, params, goal=goal, orders=orders, seed=seed))
     notes = [f"{len(pool)} recorded curves ({len(failed)} failed), {orders} arrival orders, {slots} slot(s), "
              f"each trial's times × exp(N(0, {jitter})) per order; recipe kept = best within "
              f"{RECIPE_MARGIN:.0%} of the grid's {grid_best:.5g} ({best.trial_id})",
@@ -266,3 +270,73 @@ def replay_settings(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *, 
             goal=goal, orders=orders, seed=seed, jitter=jitter,
             value_usd=grid_usd if value_usd is None else value_usd, best=best)
     return out["this"]
+
+
+#: the sequential searches replayed (one slot, every asked point run to its end): Optuna's TPE, and
+#: expected improvement per dollar (`gpuledger.search.acquisition`)
+ASK_STRATEGIES = ("tpe", "tpe-ei-per-usd")
+
+
+def replay_asks(curves: Sequence[Curve], usd_per_s: Mapping[str, float], params: Mapping[str, Mapping[str, Any]], *,
+                goal: str, n_trials: int | None = None, orders: int = 40, seed: int = 0,
+                strategies: Sequence[str] = ASK_STRATEGIES) -> dict[str, StrategySummary]:
+    """Returns TPE and EI-per-dollar replayed over the complete `curves` of points `params` ({trial id:
+    params}): each asks `n_trials` (default: half the points, rounded up) points one at a time, each run
+    to its end at its measured cost, over `orders` seeds. Kept: the best asked is within 2% of the best."""
+    import optuna
+
+    from gpuledger.search.acquisition import next_point
+    from gpuledger.search.space import suggest
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    complete = [c for c in curves if c.complete and c.values and not c.failed and c.trial_id in params]
+    if len(complete) < 2:
+        raise ValueError("a replay of asks needs at least 2 complete curves with their params")
+    sign = 1.0 if goal == "minimize" else -1.0
+    best = min(complete, key=lambda c: (sign * c.values[-1], c.trial_id))
+    final = {c.trial_id: c.values[-1] for c in complete}
+    cost = {c.trial_id: c.wall_s * usd_per_s.get(c.trial_id, 0.0) for c in complete}
+    secs = {c.trial_id: c.wall_s for c in complete}
+    key = {tuple(sorted((k, repr(v)) for k, v in params[t].items())): t for t in final}
+    space: dict[str, list[Any]] = {}
+    for t in final:
+        for k, v in params[t].items():
+            space.setdefault(k, [])
+            if v not in space[k]:
+                space[k].append(v)
+    n = n_trials or math.ceil(len(final) / 2)
+    g_usd, g_s = sum(cost.values()), sum(secs.values())
+    out = {name: StrategySummary(name, settings={"n_trials": n, "slots": 1}) for name in strategies}
+    for o in range(orders):
+        for name, summ in out.items():
+            asked: list[str] = []
+            if name == "tpe":
+                study = optuna.create_study(direction="minimize" if goal == "minimize" else "maximize",
+                                            sampler=optuna.samplers.TPESampler(seed=seed * 1_000_003 + o,
+                                                                               multivariate=True,
+                                                                               n_startup_trials=max(2, min(10, n // 3))))
+                for _ in range(n * 64):
+                    if len(asked) >= n:
+                        break
+                    trial = study.ask()
+                    tid = key.get(tuple(sorted((k, repr(v)) for k, v in suggest(trial, space).items())))
+                    if tid is None:
+                        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                        continue
+                    study.tell(trial, final[tid])
+                    if tid not in asked:
+                        asked.append(tid)
+            else:
+                while len(asked) < n:
+                    free = [(t, params[t], cost[t]) for t in final if t not in asked]
+                    tid = next_point(free, [(params[t], final[t]) for t in asked], space, goal=goal,
+                                     seed=seed * 1_000_003 + o, n_trials=n)
+                    if tid is None:
+                        break
+                    asked.append(tid)
+            got = min((final[t] for t in asked), key=lambda v: sign * v, default=None)
+            usd, s_ = sum(cost[t] for t in asked), sum(secs[t] for t in asked)
+            summ.outcomes.append(Outcome(kept=_kept(got, best.values[-1], goal), same_trial=best.trial_id in asked,
+                                         best_value=got, trial_s=s_, usd=usd, makespan_s=s_, pruned=0,
+                                         grid_trial_s=g_s, grid_usd=g_usd, grid_makespan_s=g_s))
+    return out

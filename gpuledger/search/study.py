@@ -71,9 +71,12 @@ def study_path_for(sweep_id: str) -> Path:
 
 
 def asks_new_points(spec: Any) -> bool:
-    """True when the study may ask points that no plan foresaw (tpe over a range): each is planned
-    and registered when asked, not at the sweep's start."""
-    return getattr(getattr(spec, "search", None), "strategy", None) == "tpe" and has_ranges(spec)
+    """True when the study may ask points that no plan foresaw (tpe over a range, unless its acquisition
+    is ei_per_usd, which picks among the planned points): each is planned and registered when asked,
+    not at the sweep's start."""
+    s = getattr(spec, "search", None)
+    return (getattr(s, "strategy", None) == "tpe" and getattr(s, "acquisition", "tpe") != "ei_per_usd"
+            and has_ranges(spec))
 
 
 def launch_order(trial_ids: list[str], seed: int, ranged: bool = False) -> list[str]:
@@ -116,6 +119,8 @@ class AdaptiveSearch:
     values_per_trial: int | None = None
     values: dict[str, list[float]] = field(default_factory=dict)  # trial_id -> its objective values so far
     why: dict[str, tuple[str, str]] = field(default_factory=dict)  # trial_id -> (rule: rung | curve, reason)
+    per_usd: bool = False  # search.acquisition: ei_per_usd (tpe over the planned candidates)
+    spec_seed: int = 0
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
     @classmethod
@@ -161,6 +166,8 @@ class AdaptiveSearch:
         self = cls(study=study, candidates={_key(t.params): t for t in candidates}, space=space, n_trials=n_trials,
                    metric=s.objective.metric, prunes=pruning is not None, path=path, order=order,
                    spec=spec if asks_new_points(spec) else None, stopper=stopper, cost_usd=dict(cost_usd or {}))
+        if s.strategy == "tpe" and getattr(s, "acquisition", "tpe") == "ei_per_usd" and candidates:
+            self.per_usd, self.spec_seed = True, s.seed
         if stopper is not None and stopper.references:
             lengths = sorted(len(r) for r in stopper.references)
             self.values_per_trial = lengths[len(lengths) // 2]
@@ -192,6 +199,11 @@ class AdaptiveSearch:
                     if nxt is None:
                         return None
                     self.study.enqueue_trial(nxt.params, skip_if_exists=False)
+                elif self.per_usd:
+                    nxt = self._ei_per_usd(skip)
+                    if nxt is None:
+                        return None
+                    self.study.enqueue_trial(nxt.params, skip_if_exists=False)
                 trial = self.study.ask()
                 params = suggest(trial, self.space)
                 cand = self.candidates.get(_key(params))
@@ -212,6 +224,22 @@ class AdaptiveSearch:
                 self.reported[tid] = 0
                 return cand
             return None
+
+    def _ei_per_usd(self, skip: set[str]) -> Any | None:
+        """`search.acquisition: ei_per_usd`: the planned candidate with the most expected improvement per
+        estimated dollar (`gpuledger.search.acquisition.next_point`); a running trial counts as not told."""
+        from optuna.trial import TrialState
+
+        from gpuledger.search.acquisition import next_point
+
+        free = [t for t in self.candidates.values() if t.trial_id not in self.asked and t.trial_id not in self.live
+                and t.trial_id not in skip]
+        told = [(ft.params, ft.value) for ft in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))]
+        by_id = {t.trial_id: t for t in free}
+        tid = next_point([(t.trial_id, t.params, self.cost_usd.get(t.trial_id, 1.0)) for t in free], told, self.space,
+                         goal="minimize" if self.study.direction.name == "MINIMIZE" else "maximize",
+                         seed=self.spec_seed, n_trials=self.n_trials)
+        return by_id.get(tid) if tid else None
 
     def _tell_repeat(self, trial: Any, tid: str) -> None:
         """A point asked again: told the value it already has, else failed (it runs, or did not finish)."""

@@ -116,6 +116,10 @@ class Search(_Strict):
                       "tpe's first (random) points")
     pruning: Pruning | None = Field(None, description="strategy asha (default settings when absent), or tpe "
                                     "(pruning only when set)")
+    acquisition: Literal["tpe", "ei_per_usd"] = Field(
+        "tpe", description="strategy tpe: how the next point is chosen: tpe (Optuna's TPE) or ei_per_usd (the "
+        "planned candidate with the most expected improvement per estimated dollar, a Gaussian process over the "
+        "points told so far: cheap informative points first; gpuledger.search.acquisition)")
     stopping: Literal["rungs", "cost"] = Field(
         "rungs", description="when a running trial stops early: rungs (successive halving only, `pruning`); cost "
         "also stops a trial whose learning curve, extrapolated from similar measured curves, makes P(it beats "

@@ -103,3 +103,29 @@ def test_replay_over_orders_default_keeps_the_recipe_for_less_than_the_grid():
 def test_replay_refuses_too_few_curves():
     with pytest.raises(ValueError, match="at least 2"):
         replay_strategies(CURVES[:1], RATE, slots=2, goal="minimize", orders=2)
+
+
+def test_expected_improvement_per_dollar_prefers_the_cheaper_of_equals():
+    from gpuledger.search.acquisition import expected_improvement, next_point
+
+    assert expected_improvement(1.0, 0.0, 2.0, "minimize") == 1.0 and expected_improvement(3.0, 0.0, 2.0, "minimize") == 0
+    assert expected_improvement(2.0, 1.0, 2.0, "minimize") == pytest.approx(1 / (2 * 3.141592653589793) ** 0.5)
+    space = {"x": [0.0, 0.25, 0.5, 0.75, 1.0], "b": [8, 32]}
+    told = [({"x": 0.0, "b": 8}, 3.0), ({"x": 1.0, "b": 8}, 3.0), ({"x": 0.5, "b": 8}, 1.0)]
+    cands = [("cheap", {"x": 0.5, "b": 32}, 0.1), ("dear", {"x": 0.5, "b": 32}, 1.0), ("far", {"x": 0.0, "b": 32}, 0.1)]
+    assert next_point(cands, told, space, goal="minimize", n_trials=10) == "cheap"  # same point, a tenth of the cost
+    # the last point to ask weighs no cost (cooling): the dear twin is as good, ties to the first by id
+    assert next_point(cands[:2], told, space, goal="minimize", n_trials=4) == "cheap"
+    assert next_point(cands, told[:1], space, goal="minimize", seed=3) == next_point(cands, told[:1], space,
+                                                                                     goal="minimize", seed=3)
+
+
+def test_tpe_and_ei_per_dollar_replayed_over_seeds():
+    from gpuledger.search.replay import replay_asks
+
+    params = {c["trial_id"]: c["params"] for c in DATA["curves"]}
+    out = replay_asks(CURVES, RATE, params, goal="minimize", orders=2)
+    for name in ("tpe", "tpe-ei-per-usd"):
+        s = out[name].to_json()
+        assert s["replays"] == 2 and s["settings"]["n_trials"] == 6
+        assert 0 < s["cost_vs_grid"] < 1.0 and 0 <= s["recipe_kept"] <= 1
