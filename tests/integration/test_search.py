@@ -118,3 +118,31 @@ def test_asha_sweep_prunes_through_the_local_launcher_and_records_pruned(tmp_pat
     summary2 = accepted.new_summary()
     execute(SweepRun(accepted, summary=summary2))
     assert summary2.launched == 0 and summary2.status == vocabulary.SWEEP_SUCCEEDED
+
+
+def test_ei_per_dollar_asks_the_planned_points_cheapest_informative_first(tmp_path):
+    from gpuledger.search.extrapolate import CostStopper
+
+    sp = load_spec(_spec(tmp_path, "tpe", extra="n_trials: 4\nacquisition: ei_per_usd\nstopping: cost"))
+    trials = expand_trials(sp)
+    cost = {t.trial_id: 1.0 + t.params["x"] for t in trials}  # dearer as x grows
+    stopper = CostStopper([(3.0, 2.0, 1.5, 1.2), (3.0, 2.5, 2.2, 2.0), (3.0, 2.8, 2.7, 2.6)], "minimize", value_usd=0.5)
+    search = AdaptiveSearch.open(sp, "tiny-adaptive-eiusd", trials, path=tmp_path / "s.journal", stopper=stopper,
+                                 cost_usd=cost)
+    assert search.per_usd and search.stopper is stopper
+    asked = []
+    while (t := search.ask()) is not None:
+        asked.append(t.trial_id)
+        x = t.params["x"]
+        assert not search.report(t.trial_id, [3.0])  # one value: no decision yet
+        search.tell(t.trial_id, abs(x - 0.3) + 1.0)
+    assert len(asked) == 4 == len(set(asked)) and set(asked) <= set(cost)
+    assert len(stopper.references) == 3 + 4  # every trial that ended became a reference
+    # a trial far worse than the references at its step, with more dollars left than its chance is worth
+    t = trials[0]
+    search.live[t.trial_id] = search.study.ask()
+    search.reported[t.trial_id] = 0
+    search.cost_usd[t.trial_id] = 10.0
+    assert search.report(t.trial_id, [3.0, 2.9])
+    rule, why = search.why[t.trial_id]
+    assert rule == "curve" and "stopped by its learning curve" in why
