@@ -9,7 +9,8 @@ quantization × GPU-count regime × GPU family, public rows out of source + the 
 - "probe ...": the spread of the probe's own step times (`bands.probe_band`), else the cell's spread;
 - the local CPU (no public CPU rows): the spread of the coarser cell it backs off to, around the
   model's time.
-Memory: `mem_gib_p90` = the estimate × the memory band's P90 (a probe's measured peak stands).
+Memory: `mem_gib_p10` / `mem_gib_p90` = the estimate × the memory band's P10 / P90 (a probe's measured
+peak stands).
 
 `at_confidence(plan, confidence)` then takes the budget decision at the stated quantile (`p50` |
 `p90`, `budget.confidence`): the spend the guard compares is the P90 total (the pruned expected
@@ -29,7 +30,8 @@ from gpuledger.plan.model import Plan
 
 CONFIDENCES = ("p50", "p90")
 DEFAULT_CONFIDENCE = "p90"
-BAND_COLS = ("est_wall_s_p10", "est_wall_s_p90", "est_cost_usd_p10", "est_cost_usd_p90", "mem_gib_p90", "est_band")
+BAND_COLS = ("est_wall_s_p10", "est_wall_s_p90", "est_cost_usd_p10", "est_cost_usd_p90", "mem_gib_p10", "mem_gib_p90",
+             "est_band")
 
 
 def confidence_of(spec) -> str:
@@ -126,6 +128,7 @@ def with_bands(plan: Plan, estimates: pl.DataFrame, s, *, table=None, probed: pl
             cols[f"est_wall_s_{q}"].append(round(w, 3))
             cols[f"est_cost_usd_{q}"].append(round(float(r["est_cost_usd"] or 0.0) * (w / wall if wall > 0 else 1.0), 6))
         mem = r["est_memory_gib"]
+        cols["mem_gib_p10"].append(None if mem is None else round(mem * (mb.p10 if mb is not None else 1.0), 3))
         cols["mem_gib_p90"].append(None if mem is None else round(mem * (mb.p90 if mb is not None else 1.0), 3))
         cols["est_band"].append(tb.describe())
     frame = t.with_columns(**{c: pl.Series(c, v, dtype=pl.String if c == "est_band" else pl.Float64)

@@ -15,8 +15,9 @@ from gpuledger.plan.settings import AUTO_GPU_COUNTS, MEMORY_RESERVE_GIB, MEMORY_
 #: `time_s`, `cost_usd` (on demand) and `cost_usd_spot` are {p10, p50, p90}: the model's figure moved
 #: by the measured error of its cell (gpuledger/estimate/bands.py; `time_band`, `memory_band` say what
 #: they rest on); `usd_on_demand`, `usd_spot` are the P50 dollars; `peak_memory_gib` is the estimate
-#: the fit is decided on, `peak_memory_gib_p90` its P90.
-OPTION_KEYS = ("accelerator", "gpus", "sharding", "fits", "peak_memory_gib", "peak_memory_gib_p90", "usable_memory_gib",
+#: the fit is decided on, `peak_memory_gib_p10`/`peak_memory_gib_p90` its P10/P90.
+OPTION_KEYS = ("accelerator", "gpus", "sharding", "fits", "peak_memory_gib", "peak_memory_gib_p10", "peak_memory_gib_p90",
+               "usable_memory_gib",
                "time_s", "tokens_per_s_per_gpu", "usd_on_demand", "usd_spot", "cost_usd", "cost_usd_spot",
                "on_demand_offer", "spot_offer", "price_as_of", "cheapest", "fastest", "reason", "time_calibration",
                "time_band", "memory_band")
@@ -84,7 +85,8 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                 cell = (w.framework, w.method, w.precision, n, acc)
                 mband = band_for("memory", *cell, table=band_table)
                 opt = {"accelerator": acc, "gpus": n, "sharding": sharding, "fits": need <= usable,
-                       "peak_memory_gib": round(need, 2), "peak_memory_gib_p90": round(need * mband.p90, 2),
+                       "peak_memory_gib": round(need, 2), "peak_memory_gib_p10": round(need * mband.p10, 2),
+                       "peak_memory_gib_p90": round(need * mband.p90, 2),
                        "usable_memory_gib": round(usable, 2), "memory_band": mband.to_json()}
                 if opt["fits"]:
                     model_s = train_time_s(est, tokens, acc, n)

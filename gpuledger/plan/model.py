@@ -80,6 +80,7 @@ class PlannedTrial:
     est_wall_s_p90: float | None = None
     est_cost_usd_p10: float | None = None
     est_cost_usd_p90: float | None = None
+    mem_gib_p10: float | None = None
     mem_gib_p90: float | None = None
     #: a trial placed on a SkyPilot pool (`gpuledger.plan.pools`): the pool's name and its workers
     pool: str | None = None

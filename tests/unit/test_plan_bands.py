@@ -15,8 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 BASE = (ROOT / "specs" / "llama3-8b-lora-cloud.yaml").read_text()
 
 
-def _spec(tmp_path, budget: str, name="bands.yaml", pool="auto", gpus="auto"):
+def _spec(tmp_path, budget: str, name="bands.yaml", pool="auto", gpus="auto", accelerators=None):
     text = BASE.replace("budget: {max_usd: 300, deadline: 8h}", f"budget: {budget}")
+    if accelerators:
+        text = text.replace("accelerators: [L4, A10G, L40S, A100-80GB, H100]", f"accelerators: [{accelerators}]")
     text = text.replace("gpus_per_trial: auto", f"gpus_per_trial: {gpus}")
     text = text.replace("  max_parallel: 8\n", f"  max_parallel: 8\n  pool: {pool}\n")
     text = text.replace("lora_r: [8, 16, 32]", "lora_r: [8]").replace("learning_rate: [1.0e-4, 3.0e-4]",
@@ -106,7 +108,7 @@ def test_the_project_setting_and_a_bad_value(tmp_path, monkeypatch):
 def test_the_teams_runs_join_the_bands(tmp_path):
     from gpuledger.plan.model import PlanningInputs
 
-    spec = _spec(tmp_path, "{max_usd: 300}", gpus=1)
+    spec = _spec(tmp_path, "{max_usd: 300}", gpus=1, accelerators="H100")
     before = plan_sweep(spec)
     t = before.trials[0]
     runs = [{"sweep_id": f"s{i}", "run_id": f"r{i}", "method": "lora", "framework": "hf", "accelerator": t["accelerator"],
