@@ -143,7 +143,7 @@ def _norms_per_layer(cfg: ModelConfig) -> tuple[int, bool]:
 
 
 def layer_activation_bytes_per_token(cfg: ModelConfig, precision: str, *, lora_lins=(), lora_r: int = 0,
-                                     compiled: bool = False, lora_dropout: bool = True) -> float:
+                                     compiled: bool = False, lora_dropout: bool = True, fused: bool = False) -> float:
     """Returns the bytes one decoder block keeps for backward per token (flash attention; no s^2 term).
 
     After Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
@@ -158,6 +158,10 @@ def layer_activation_bytes_per_token(cfg: ModelConfig, precision: str, *, lora_l
     ops in backward instead of saving their outputs: the gated MLP keeps gate and up (act(gate) and
     the product are recomputed), a plain MLP keeps fc1's output only, and the attention output's
     contiguous copy disappears into the fused graph.
+    `fused` (Megatron-Core / NeMo / nanotron with Transformer Engine): the gated MLP's fused SwiGLU saves
+    its fc1 output (gate and up, one tensor) and the product fc2 needs for its weight gradient, not the
+    activation's output (3 inter-widths, not 4; megatron/core/fusions/fused_bias_swiglu.py), and the
+    attention output goes to the output projection without a contiguous copy.
     """
     a, r = _act_bytes(precision), _resid_bytes(precision)
     d = cfg.hidden_size
@@ -169,10 +173,12 @@ def layer_activation_bytes_per_token(cfg: ModelConfig, precision: str, *, lora_l
         b += (q + kv) * a  # q_norm / k_norm inputs
     b += d * a  # attention input (normed) shared by q/k/v projections
     b += (q + 2 * kv) * a  # q, k, v saved by the attention kernel
-    b += (1 if compiled else 2) * q * a  # attention output (kernel) + contiguous copy into o_proj
+    b += (1 if compiled or fused else 2) * q * a  # attention output (kernel) + contiguous copy into o_proj
     if not shared:
         b += d * a  # MLP input (normed)
     mlp_saved = (4 if cfg.gated_mlp else 2) // (2 if compiled else 1)
+    if fused and not compiled:
+        mlp_saved = 3 if cfg.gated_mlp else 2
     b += mlp_saved * cfg.mlp_width_per_token * a  # the routed top-k experts (+ shared) for MoE
     if cfg.num_experts > 1:
         b += d * a * k_e + cfg.num_experts * 4  # gathered tokens per expert, fp32 router logits

@@ -377,6 +377,7 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     # (Korthikanti et al. 2022 §4.2) recomputes only the attention core, which flash attention does not
     # save anyway; torchtitan's per-op policy saves less (every other matmul output), so this errs high
     per_layer = layer_activation_bytes_per_token(cfg, p, lora_lins=lora_lins, lora_r=w.lora_r, compiled=w.compile,
+                                                 fused=w.framework in ("megatron", "nemo", "nanotron"),
                                                  lora_dropout=dropout > 0)
     if lora_like:
         m.assumptions.append(f"LoRA dropout {dropout:g}" + (" (the framework's default)" if w.lora_dropout is None else ""))
@@ -468,6 +469,13 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         if gen is not None:
             comps["generation"] = gen
     m.states = {"weights": weights + extra_frozen, "gradients": grads, "optimizer": opt}
+    if master == "distopt":
+        # Megatron's parameter and main-gradient buffers are allocated once, contiguous, for the whole run:
+        # the caching allocator's fragmentation concerns what comes and goes (activations, logits, temporaries)
+        static = weights + grads
+        peak_alloc = sum(comps[max(comps, key=lambda k: sum(comps[k].values()))].values())
+        if peak_alloc > 0:
+            m.overhead = m.overhead * max(0.0, 1 - static / peak_alloc)
     phases = {k: sum(v.values()) for k, v in comps.items()}
     peak = max(phases, key=lambda k: (phases[k], -PHASES.index(k)))
     m.phases = phases

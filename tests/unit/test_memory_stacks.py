@@ -109,3 +109,17 @@ def test_sequence_parallel_splits_activations_and_costs_all_to_alls():
     assert t4.tokens_per_step == pytest.approx(t1.tokens_per_step / 4)  # 2 replicas of 4 GPUs, not 8
     with pytest.raises(ValueError, match="sequence_parallel"):
         Workload(**{**base, "gpus": 6}, sequence_parallel=4)
+
+
+def test_nemo_llama3_8b_with_context_parallel_fits_an_h100():
+    # NeMo's Llama 3 8B recipe: 8 GPUs, TP1 PP1 CP2, 8,192 tokens, distributed optimizer; it runs on H100s,
+    # so the planner must not refuse it (Megatron's fused SwiGLU activations, static buffers unfragmented)
+    from gpuledger.catalog import gpu_kinds
+    from gpuledger.estimate import Workload, estimate
+    from gpuledger.plan.settings import MEMORY_RESERVE_GIB, MEMORY_SAFETY_FRACTION
+
+    e = estimate(Workload(model="meta-llama/Llama-3.1-8B", method="full", precision="bf16", framework="nemo", gpus=8,
+                          micro_batch=1, seq_len=8192, sequence_parallel=2))
+    usable = gpu_kinds()["H100"].memory_gib * MEMORY_SAFETY_FRACTION - MEMORY_RESERVE_GIB
+    assert e.memory_gib["device"] <= usable
+    assert e.memory_gib["device"] > 0.85 * usable  # and it is close to full, as the recipe needs CP2 to fit
