@@ -302,25 +302,33 @@ def _read_json(path: Path) -> dict[str, Any]:
 #: Qwen2.5-7B-Instruct, Llama-2-7b-chat-hf, gemma-2-9b-it, Meta-Llama-3-8B-Instruct, Mistral-7B-Instruct-v0.2,
 #: Phi-3-mini-4k-instruct, falcon-7b-instruct). Tried longest first, case-insensitive; what is left
 #: must be a registered name.
-VARIANT_SUFFIXES = ("-instruct-hf", "-chat-hf", "-instruct", "-chat", "-base", "-it", "-sft", "-dpo", "-rlhf")
+VARIANT_SUFFIXES = ("-instruct-hf", "-chat-hf", "-instruct", "-chat", "-base", "-it", "-sft", "-dpo", "-rlhf",
+                    # quantised re-uploads keep the architecture (AWQ, GPTQ, bitsandbytes, FP8 checkpoints)
+                    "-unsloth-bnb-4bit", "-bnb-4bit", "-gptq-int4", "-gptq-int8", "-gptq", "-awq", "-fp8", "-4bit",
+                    "-8bit", "-int4", "-int8")
 
 
 def _variant_bases(key: str) -> list[str]:
     """Returns registry keys a variant name may stand for, most specific first
     (`qwen/qwen2.5-7b-instruct` -> `qwen/qwen2.5-7b`; `meta-llama/llama-2-7b-chat-hf` ->
-    `meta-llama/llama-2-7b-hf`; `mistralai/mistral-7b-instruct-v0.2` -> `mistralai/mistral-7b-v0.2`)."""
-    out: list[str] = []
+    `meta-llama/llama-2-7b-hf`; `mistralai/mistral-7b-instruct-v0.2` -> `mistralai/mistral-7b-v0.2`;
+    suffixes stack: `qwen/qwen2.5-7b-instruct-awq` -> `qwen/qwen2.5-7b-instruct` -> `qwen/qwen2.5-7b`)."""
     import re
 
-    for suffix in VARIANT_SUFFIXES:
-        # the suffix at the end, or before a version / date tag (-v0.2, -2407)
-        m = re.search(re.escape(suffix) + r"(-v?\d[\w.]*)?$", key)
-        if not m:
-            continue
-        stem, tail = key[:m.start()], m.group(1) or ""
-        for cand in (stem + tail, stem + tail + "-hf" if suffix.endswith("-hf") else "", stem):
-            if cand and cand not in out:
-                out.append(cand)
+    out: list[str] = []
+    frontier = [key]
+    while frontier:
+        name = frontier.pop(0)
+        for suffix in VARIANT_SUFFIXES:
+            # the suffix at the end, or before a version / date tag (-v0.2, -2407)
+            m = re.search(re.escape(suffix) + r"(-v?\d[\w.]*)?$", name)
+            if not m:
+                continue
+            stem, tail = name[:m.start()], m.group(1) or ""
+            for cand in (stem + tail, stem + tail + "-hf" if suffix.endswith("-hf") else "", stem):
+                if cand and cand not in out and cand != key:
+                    out.append(cand)
+                    frontier.append(cand)
     return out
 
 
@@ -405,10 +413,23 @@ def _load_cached(name_or_path: str) -> ModelConfig:
         data = _read_json(cached)
         cfg = _normalise(data, repo_id, str(cached))
         return dataclasses.replace(cfg, resolved=f"{repo_id}: config.json from the Hugging Face cache ({cached})")
+    if "/" in key:
+        # the same model re-uploaded under another org (unsloth/Llama-3.2-1B, NousResearch/Llama-2-7b-hf)
+        short = key.rsplit("/", 1)[-1]
+        # Meta renamed Meta-Llama-3.1-* to Llama-3.1-* on the Hub; re-uploads keep the old name
+        path = _lookup(short) or (_lookup(short.removeprefix("meta-")) if short.startswith("meta-llama-3.") else None)
+        if path is not None:
+            base_name = _registry_name(path)
+            cfg = _normalise(_read_json(path), repo_id, f"registry model {base_name}")
+            return dataclasses.replace(cfg, resolved=(
+                f"{repo_id} is not in the registry: resolved to {base_name}, the registered model of that name "
+                "(give its config.json path to be exact)"))
     for base in _variant_bases(key):
         # the same org first, then the base's name under any org where unique (Mistral's v0.2 base
         # weights live under mistral-community)
-        path = _lookup(base) or _lookup(base.rsplit("/", 1)[-1])
+        short = base.rsplit("/", 1)[-1]
+        path = _lookup(base) or _lookup(short) or (
+            _lookup(short.removeprefix("meta-")) if short.startswith("meta-llama-3.") else None)
         if path is not None:
             base_name = _registry_name(path)
             cfg = _normalise(_read_json(path), repo_id, f"registry model {base_name}")

@@ -196,6 +196,11 @@ def test_lora_linears_fused_and_targets():
     ("google/gemma-2-9b-it", "google/gemma-2-9b"),
     ("mistralai/Mistral-7B-Instruct-v0.2", "mistral-community/Mistral-7B-v0.2"),
     ("Qwen/Qwen3-8B-Base", "Qwen/Qwen3-8B"),
+    # quantised re-uploads, other orgs, stacked suffixes, Meta's old Llama 3.1 names
+    ("Qwen/Qwen2.5-7B-Instruct-AWQ", "Qwen/Qwen2.5-7B"),
+    ("unsloth/Meta-Llama-3.1-8B-Instruct-bnb-4bit", "meta-llama/Llama-3.1-8B-Instruct"),
+    ("unsloth/Llama-3.2-1B", "meta-llama/Llama-3.2-1B"),
+    ("NousResearch/Llama-2-7b-hf", "meta-llama/Llama-2-7b-hf"),
 ])
 def test_variant_names_resolve_to_their_base_and_say_so(name, base, monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty cache: the registry decides
@@ -205,7 +210,7 @@ def test_variant_names_resolve_to_their_base_and_say_so(name, base, monkeypatch,
     cfg = load_config(name)
     assert cfg.name == name
     assert count_params(cfg).total == count_params(load_config(base)).total
-    assert base in cfg.resolved and "not in the registry" in cfg.resolved
+    assert base in cfg.resolved and "not in the registry" in cfg.resolved and name in cfg.resolved
     registry._load_cached.cache_clear()
 
 
