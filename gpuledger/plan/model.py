@@ -139,6 +139,9 @@ class Plan:
     #: `resources.max_parallel: auto` (gpuledger/plan/parallel.py): auto, chosen, why, deadline_s,
     #: deadline_met, curve (per K: slots, makespan_s, cost_usd, meets_deadline, cost_source, chosen)
     parallel: dict[str, Any] | None = None
+    #: a cloud plan with one-GPU trials: k trials per GPU beside one per GPU (gpuledger/plan/packing.py:
+    #: options [{k, groups, makespan_s, cost_usd, per_trial_usd, fits}], recommended, why, basis)
+    packing: dict[str, Any] | None = None
 
     @property
     def confidence(self) -> str:
@@ -182,7 +185,7 @@ class Plan:
         """Returns the plan as a JSON-ready dict (keys: sweep, trials, total_est_cost_usd,
         makespan_s, max_parallel, budget_usd, within_budget, decided_usd, price_snapshot, what_if, assumptions,
         launcher, launch_order, alternatives, deadline_s, cloud_equivalent, pruning for a sweep that
-        prunes, pool for a cloud plan, parallel for `max_parallel: auto`; the bands: total_cost_usd_p10, total_cost_usd_p90, makespan_s_p10,
+        prunes, pool for a cloud plan, parallel for `max_parallel: auto`, packing for a cloud plan of one-GPU trials; the bands: total_cost_usd_p10, total_cost_usd_p90, makespan_s_p10,
         makespan_s_p90, confidence, decided_usd, decided_usd_p50, decided_usd_p90)."""
         budget = self.budget_usd if self.budget_usd is not None and math.isfinite(self.budget_usd) else None
         return {
@@ -206,6 +209,7 @@ class Plan:
             **(self.bands or {}),
             **({"pool": self.pool} if self.pool is not None else {}),
             **({"parallel": self.parallel} if self.parallel is not None else {}),
+            **({"packing": self.packing} if self.packing is not None else {}),
         }
 
     def to_json_text(self) -> str:

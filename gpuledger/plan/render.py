@@ -149,6 +149,16 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
         for r in par["curve"]:
             con.print(f"  {r['slots']:>5}  {fmt_duration(r['makespan_s']):>8}  {fmt_usd(r['cost_usd']):>13}  "
                       f"{'yes' if r['meets_deadline'] else 'no':>14}{'  <- chosen' if r['chosen'] else ''}", soft_wrap=True)
+    if plan.packing:
+        pk = plan.packing
+        con.print(f"packed trials (k per GPU, one job, k agents; {pk['why']}):", soft_wrap=True)
+        for o in pk["options"]:
+            if o["fits"]:
+                con.print(f"  k={o['k']:>2}: {o['groups']} job(s), makespan {fmt_duration(o['makespan_s'])}, "
+                          f"{fmt_usd(o['cost_usd'])}{'  <- cheapest no slower than one per GPU' if o['k'] == pk['recommended'] else ''}",
+                          soft_wrap=True)
+            else:
+                con.print(f"  k={o['k']:>2}: does not fit ({o['reason']})", soft_wrap=True)
     if plan.pool and plan.pool.get("workers"):
         from gpuledger.plan.pools import pool_assumption
 

@@ -218,7 +218,12 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
 
     plan = with_pool(plan, est, offers, accel, s, mode=r.pool, shared_setup=len({t.setup for t in trials}) <= 1,
                      times=times)
-    return _with_bands(plan, est, s, probed)
+    plan = _with_bands(plan, est, s, probed)
+    from gpuledger.plan.packing import packing_options
+
+    packing = packing_options(plan.trials, overhead_s=s.overhead_s, max_parallel=plan.max_parallel,
+                              precision=spec.precision)
+    return replace(plan, packing=packing) if packing else plan
 
 
 def _with_bands(plan: Plan, est: pl.DataFrame, s: PlanSettings, probed: pl.DataFrame | None) -> Plan:
