@@ -388,11 +388,18 @@ def apply_billed(prices: pl.DataFrame, billed: BilledRates | None) -> pl.DataFra
     rows = billed.backed()
     if rows.is_empty():
         return out
+    from gpuledger.catalog.floors import billed_problem_expr
+
     k = [*KEY, "spot"]
     ev = rows.select(*k, pl.col("usd_per_hour").alias("_rate"), pl.col("billed_hours").alias("_h"),
                      pl.col("billed_gpu_hours").alias("_gh"), pl.col("runs").alias("_runs"),
                      pl.col("last_charge_at").cast(pl.Date).cast(pl.String).alias("_last"))
     out = out.join(ev, on=k, how="left")
+    # a rate below the floor (a credit, a refund: $0.0002 for 16 H100-hours) is never learned
+    # (gpuledger/catalog/floors.py; the plan names it: floors.billed_notes)
+    refused = billed_problem_expr()
+    out = out.with_columns(*(pl.when(refused).then(None).otherwise(pl.col(c)).alias(c)
+                             for c in ("_rate", "_h", "_gh", "_runs", "_last")))
     group = ["cloud", "instance_type", "spot"]
     ratio = (out.filter(pl.col("_rate").is_not_null()).group_by(group).agg(
         (pl.col("_rate") * pl.col("_h")).sum().truediv((pl.col("usd_per_hour") * pl.col("_h")).sum()).alias("_ratio"),
@@ -452,6 +459,7 @@ def offer_price_rows(offers: pl.DataFrame, billed: BilledRates | None = None) ->
             "before_bill_usd_per_hour": {"on_demand": d["before_bill_usd_per_hour"],
                                          "spot": s["before_bill_usd_per_hour"] if s else None},
             "spot_suspicious": bool(o.get("spot_suspicious")),
+            "price_problem": o.get("price_problem"), "spot_problem": o.get("spot_problem"),
         })
     return out
 
@@ -460,6 +468,8 @@ def load_offers(
     clouds: list[str] | None = None,
     accelerators: list[str] | None = None,
     regions: list[str] | None = None,
+    *,
+    usable_only: bool = True,
 ) -> pl.DataFrame:
     """Returns the offers at the prices a plan pays before the bill, filtered: the bundled snapshot,
     newer SkyPilot catalogs (the project's copy, SkyPilot's cache), the team's prices of
@@ -467,10 +477,15 @@ def load_offers(
 
     Columns: those of `offers.csv` (`OFFER_COLUMNS`) plus `basis` (catalog | skypilot | override),
     `spot_suspicious` (bool; see `SPOT_SUSPICION_RULES`) and `price_snapshot` (one id for the rows
-    returned). Filters are case-insensitive for clouds; accelerators are normalised
+    returned), `price_problem` / `spot_problem` (why a price is refused / a spot price not used: the
+    floors of gpuledger/catalog/floors.py, peers from every offer; a spot problem also sets
+    `spot_suspicious`). `usable_only` (default): rows whose on-demand price is refused are left out
+    (the planner passes False, to name them). Filters are case-insensitive for clouds; accelerators are normalised
     (`a100-80gb` -> `A100-80GB`).
     """
-    df = priced_offers()
+    from gpuledger.catalog.floors import mark
+
+    df = mark(priced_offers())  # peers: every offer, before the filters
     if clouds:
         df = df.filter(pl.col("cloud").is_in([c.lower() for c in clouds]))
     if accelerators:
@@ -483,7 +498,9 @@ def load_offers(
         df = df.filter(pl.col("accelerator").is_in(names))
     if regions:
         df = df.filter(pl.col("region").is_in(list(regions)))
-    df = df.with_columns(spot_suspicious=spot_suspicious_expr())
+    if usable_only:
+        df = df.filter(pl.col("price_problem").is_null())
+    df = df.with_columns(spot_suspicious=spot_suspicious_expr() | pl.col("spot_problem").is_not_null())
     return df.with_columns(price_snapshot=pl.lit(price_snapshot_id(df)))
 
 

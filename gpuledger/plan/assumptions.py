@@ -44,7 +44,13 @@ def plan_assumptions(s: PlanSettings, candidates: pl.DataFrame, offers: pl.DataF
         sus = offers.filter(pl.col("spot_suspicious"))
         if sus.height:
             a.append(f"{sus.height} spot prices flagged suspicious (exactly 10% of on-demand, spot >= on-demand, "
-                     "or below 8%) and not used: those offers are planned on-demand only")
+                     "below 8%, or an outlier far below its instance type's other regions) and not used: those "
+                     "offers are planned on-demand only")
+    from gpuledger.catalog.floors import billed_notes, offer_notes
+
+    if not local:
+        a += offer_notes(offers if s.spot != "never" else offers.drop("spot_problem", strict=False))
+        a += billed_notes(offers, s.billed_rates)
     if s.spot == "always":
         a.append("spot: always (spec) — only spot offers considered")
     elif s.spot == "never" and not local:

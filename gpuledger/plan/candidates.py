@@ -21,11 +21,17 @@ def candidate_offers(offers: pl.DataFrame, gpu_counts: Sequence[int], settings: 
     skypilot | override | billed: gpuledger/catalog/pricing.py), before_bill_usd_per_hour (the price
     before `settings.billed_rates` changed it, else null), preemptions_per_hour, preemption_source.
     """
+    from gpuledger.catalog.floors import mark
     from gpuledger.catalog.offers import preemption_rates, spot_suspicious_expr
     from gpuledger.catalog.pricing import apply_billed
 
+    if "price_problem" not in offers.columns or "spot_problem" not in offers.columns:
+        offers = mark(offers)  # a hand-made frame: the floors over its own rows
     if "spot_suspicious" not in offers.columns:
         offers = offers.with_columns(spot_suspicious=spot_suspicious_expr())
+    # prices below the floor are never planned on (gpuledger/catalog/floors.py; the plan names them)
+    offers = offers.filter(pl.col("price_problem").is_null()).with_columns(
+        spot_suspicious=pl.col("spot_suspicious") | pl.col("spot_problem").is_not_null())
     counts = pl.DataFrame({"gpus": sorted({int(g) for g in gpu_counts})}, schema={"gpus": pl.Int64})
     base = offers.select(
         "cloud", "region", "instance_type", "accelerator", "accelerator_count",

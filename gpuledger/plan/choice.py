@@ -55,7 +55,8 @@ def _infeasible_reasons(estimates: pl.DataFrame, candidates: pl.DataFrame, accel
         if r["est_memory_gib"] is None:
             reasons.append(r["est_error"] or "no estimate")
         elif la is None:
-            reasons.append("no offer for the candidate accelerators in the chosen clouds/regions")
+            reasons.append("no offer for the candidate accelerators in the chosen clouds/regions (with a price that "
+                           "passed the price floor: refused prices are named in the assumptions)")
         else:
             acc, us = (r["best_acc"], r["best_usable"]) if r["best_acc"] else (la, lu)
             where = f" ({r['gpus']} GPU{'s' if r['gpus'] > 1 else ''}, {r['sharding']})"
@@ -148,6 +149,10 @@ def plan_from_estimates(
     """
     s = settings
     est = estimates
+    if "price_problem" not in offers.columns or "spot_problem" not in offers.columns:
+        from gpuledger.catalog.floors import mark
+
+        offers = mark(offers)  # a hand-made frame: the price floors over its own rows
     if "spot_suspicious" not in offers.columns:
         from gpuledger.catalog.offers import spot_suspicious_expr
 

@@ -87,7 +87,7 @@ def _filtered_offers(spec, offers: pl.DataFrame | None) -> pl.DataFrame:
 
     r = spec.resources
     if offers is None:
-        return load_offers(clouds=r.clouds, accelerators=r.accelerators or None, regions=r.regions)
+        return load_offers(clouds=r.clouds, accelerators=r.accelerators or None, regions=r.regions, usable_only=False)
     if r.clouds:
         offers = offers.filter(pl.col("cloud").is_in(r.clouds))
     if r.accelerators:

@@ -21,6 +21,11 @@ from pydantic import (
 from gpuledger import protocol
 from gpuledger.spec.types import (
     LABEL_PATTERN,
+    MAX_CONCURRENCY,
+    MAX_LATENCY_MS,
+    MAX_QPS,
+    MAX_REQUEST_TOKENS,
+    MAX_TOKENS_PER_S_PER_GPU,
     MAX_TRIALS,
     NAME_PATTERN,
     Accelerator,
@@ -41,16 +46,6 @@ from gpuledger.vocabulary import (
     RefModel,
 )
 from gpuledger.vocabulary import SpecSharding as Sharding
-
-#: Bounds of a capacity spec's traffic (issue 43: `qps: 1e12` must answer at once, `1e308` must not
-#: overflow): a million requests/s is ~10x the busiest public web service's peak; 10M tokens per
-#: request is past every context window; a latency over a day (8.64e7 ms) is no SLO.
-MAX_QPS = 1_000_000.0
-MAX_REQUEST_TOKENS = 10_000_000
-MAX_LATENCY_MS = 86_400_000.0
-#: a GPU's output tokens/s: ~100x the fastest published per-GPU serving rate (H100/B200, small models)
-MAX_TOKENS_PER_S_PER_GPU = 10_000_000.0
-MAX_CONCURRENCY = 1_000_000
 
 
 class _Strict(BaseModel):
@@ -372,12 +367,9 @@ class LengthDist(_Strict):
 
 
 class Traffic(_Strict):
-    qps: float | None = Field(None, gt=0, le=MAX_QPS,
-                              description="requests per second at peak (default: the most of hourly_qps)")
-    prompt_tokens: int = Field(ge=1, le=MAX_REQUEST_TOKENS,
-                               description="prompt tokens per request, or a distribution (its mean here)")
-    output_tokens: int = Field(ge=1, le=MAX_REQUEST_TOKENS,
-                               description="output tokens per request, or a distribution (its mean here)")
+    qps: float | None = Field(None, gt=0, le=MAX_QPS, description="requests/s at peak (default: hourly_qps's most)")
+    prompt_tokens: int = Field(ge=1, le=MAX_REQUEST_TOKENS, description="prompt tokens per request, or a distribution")
+    output_tokens: int = Field(ge=1, le=MAX_REQUEST_TOKENS, description="output tokens per request, or a distribution")
     prompt_tokens_dist: LengthDist | None = Field(None, description="set from prompt_tokens given as a distribution")
     output_tokens_dist: LengthDist | None = Field(None, description="set from output_tokens given as a distribution")
 
@@ -442,10 +434,8 @@ Engine = Literal["vllm", "sglang", "trtllm", "tgi"]
 class MeasuredPoint(_Strict):
     """One measured serving operating point of an accelerator (e.g. from `vllm bench serve`)."""
 
-    tokens_per_s_per_gpu: float = Field(gt=0, le=MAX_TOKENS_PER_S_PER_GPU,
-                                        description="output tokens/s one GPU sustained, prefill included")
-    concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY,
-                                    description="requests in flight (closed loop) or max batch")
+    tokens_per_s_per_gpu: float = Field(gt=0, le=MAX_TOKENS_PER_S_PER_GPU, description="output tokens/s of one GPU")
+    concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY, description="requests in flight or max batch")
     request_rate: float | None = Field(None, gt=0, le=MAX_QPS, description="offered requests/s (open loop), if measured so")
     ttft_ms: float | None = Field(None, gt=0, le=MAX_LATENCY_MS, description="p95 time to first token at this point (ms)")
     tpot_ms: float | None = Field(None, gt=0, le=MAX_LATENCY_MS, description="p95 time per output token at this point (ms)")

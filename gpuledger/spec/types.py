@@ -80,3 +80,13 @@ MAX_TRIALS = 10_000
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,62}$"
 
+
+#: Bounds of a capacity spec's traffic (issue 43: `qps: 1e12` must answer at once, `1e308` must not
+#: overflow): a million requests/s is ~10x the busiest public web service's peak; 10M tokens per
+#: request is past every context window; a latency over a day (8.64e7 ms) is no SLO.
+MAX_QPS = 1_000_000.0
+MAX_REQUEST_TOKENS = 10_000_000
+MAX_LATENCY_MS = 86_400_000.0
+#: a GPU's output tokens/s: ~100x the fastest published per-GPU serving rate (H100/B200, small models)
+MAX_TOKENS_PER_S_PER_GPU = 10_000_000.0
+MAX_CONCURRENCY = 1_000_000

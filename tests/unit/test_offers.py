@@ -17,7 +17,7 @@ from gpuledger.errors import UserError
 
 def test_bundled_offers_have_columns_source_and_date():
     df = load_offers()
-    assert df.columns == [*OFFER_COLUMNS, "basis", "spot_suspicious", "price_snapshot"]
+    assert df.columns == [*OFFER_COLUMNS, "basis", "price_problem", "spot_problem", "spot_suspicious", "price_snapshot"]
     assert df.height > 500
     assert df["source"].str.contains(r"list price( \(GPU \+ host VM\))? from the SkyPilot catalog snapshot bundled with gpuledger").all()
     assert set(df["basis"]) == {"catalog"} and set(df["as_of"]) == {"2026-05-20"}

@@ -31,7 +31,8 @@ def _show(args) -> int:
     )
     from gpuledger.inputs.ledger import billed_rates
 
-    offers = load_offers(clouds=[args.cloud] if args.cloud else None, accelerators=[args.gpu] if args.gpu else None)
+    offers = load_offers(clouds=[args.cloud] if args.cloud else None, accelerators=[args.gpu] if args.gpu else None,
+                         usable_only=False)
     if offers.is_empty():
         what = " ".join(f"{k} {v}" for k, v in (("GPU", args.gpu), ("cloud", args.cloud)) if v)
         raise UserError(f"no offer for {what or 'any GPU'}; `gpuledger prices` lists every offer")
@@ -45,7 +46,8 @@ def _show(args) -> int:
         return "-" if x is None else f"{x:,.4g}"
 
     table = [[r["cloud"], r["region"], r["instance_type"], f"{r['accelerator_count']}x {r['accelerator']}",
-              usd(r["usd_per_hour"]["on_demand"]), usd(r["usd_per_hour"]["spot"]) + (" (!)" if r["spot_suspicious"] else ""),
+              usd(r["usd_per_hour"]["on_demand"]) + (" REFUSED" if r.get("price_problem") else ""),
+              usd(r["usd_per_hour"]["spot"]) + (" (!)" if r["spot_suspicious"] else ""),
               r["basis"] + ("" if r["spot_basis"] in (None, r["basis"]) else f" / spot {r['spot_basis']}"), r["as_of"]]
              for r in rows]
     width = shutil.get_terminal_size((160, 24)).columns
@@ -59,7 +61,15 @@ def _show(args) -> int:
     if len(sources) > 12:
         print(f"  ... and {len(sources) - 12} more (--json shows each offer's source)")
     if any(r["spot_suspicious"] for r in rows):
-        print("(!) a spot price the planner never uses (exactly 10% of on-demand, >= on-demand, or below 8%)")
+        print("(!) a spot price the planner never uses (exactly 10% of on-demand, >= on-demand, below 8%, or an "
+              "outlier far below the same instance type's other regions)")
+    problems = [r.get("price_problem") or r.get("spot_problem") for r in rows if r.get("price_problem") or r.get("spot_problem")]
+    if problems:
+        print("price floor (gpuledger/catalog/floors.py):")
+        for line in problems[:12]:
+            print(f"  - {line}")
+        if len(problems) > 12:
+            print(f"  ... and {len(problems) - 12} more (--json: price_problem, spot_problem)")
     committed = committed_rates(args.cloud)
     if committed:
         print("\ncommitted-use / reserved rates (paid whether used; for capacity plans, not per-sweep prices):")
@@ -83,6 +93,27 @@ def _clouds():
     from gpuledger.catalog.offers import CATALOG_CLOUDS
 
     return CATALOG_CLOUDS
+
+
+def _floored(new):
+    """Returns (the rows of a catalog copy that pass the price floor, one line per price refused): an
+    on-demand price refused drops its row; a spot price that is not a positive number or below the floor
+    is left out (an outlier spot price is kept: the planner flags it). Peers: these rows and the bundled
+    snapshot's."""
+    import polars as pl
+
+    from gpuledger.catalog.floors import mark
+    from gpuledger.catalog.offers import OFFER_COLUMNS, bundled_offers
+
+    tagged = new.select(OFFER_COLUMNS).with_columns(_new=pl.lit(True))
+    peers = bundled_offers().select(OFFER_COLUMNS).with_columns(_new=pl.lit(False))
+    marked = mark(pl.concat([tagged, peers], how="vertical_relaxed")).filter(pl.col("_new")).drop("_new")
+    bad_spot = pl.col("spot_problem").is_not_null() & ~pl.col("spot_problem").str.contains("outlier")
+    refused = (marked.filter(pl.col("price_problem").is_not_null())["price_problem"].to_list()
+               + marked.filter(pl.col("price_problem").is_null() & bad_spot)["spot_problem"].to_list())
+    kept = marked.filter(pl.col("price_problem").is_null()).with_columns(
+        usd_per_hour_spot=pl.when(bad_spot).then(None).otherwise(pl.col("usd_per_hour_spot")))
+    return kept.drop("price_problem", "spot_problem"), refused
 
 
 def _update(args) -> int:
@@ -114,12 +145,21 @@ def _update(args) -> int:
     from gpuledger.files import write_text_atomic
 
     new = pl.concat(frames)
+    new, refused = _floored(new)
+    if new.is_empty():
+        raise UserError(f"{root}: every price there was refused by the price floor ({refused[0]}); nothing copied")
     if target.is_file():  # keep the clouds this copy does not bring
         old = read_price_file(target)
         new = pl.concat([old.filter(~pl.col("cloud").is_in(new["cloud"].unique().to_list())), new])
     write_text_atomic(target, new.select(OFFER_COLUMNS).sort("cloud", "accelerator", "accelerator_count",
                                                              "instance_type", "region").write_csv())
     print(f"copied {', '.join(said)} from {root} into {target}")
+    if refused:
+        print(f"refused {len(refused)} price(s) below the price floor (gpuledger/catalog/floors.py), not copied:")
+        for line in refused[:20]:
+            print(f"  - {line}")
+        if len(refused) > 20:
+            print(f"  ... and {len(refused) - 20} more")
     print("commit it so your team plans with the same prices; `gpuledger prices` shows what the planner pays",
           file=sys.stderr)
     return 0
