@@ -77,6 +77,7 @@ class ModelShape:
     experts_per_token: int = 1  # MoE: top-k
     #: MoE: of params_active, the routed experts' weights a token passes through (top-k x one expert x MoE layers)
     expert_params_active: float = 0.0
+    moe_layers: int = 0  # MoE: decoder layers with routed experts
 
     @classmethod
     def from_config(cls, cfg) -> ModelShape:
@@ -88,7 +89,8 @@ class ModelShape:
             per_expert = sum(lin.weight_params for lin in layer_linears(cfg) if lin.count > 1) / cfg.num_experts
             routed = float(cfg.moe_layers * cfg.experts_per_token * per_expert)
         return cls(float(count_params(cfg).total), float(active_params(cfg)), cfg.num_layers, cfg.hidden_size,
-                   cfg.num_heads * cfg.head_dim, cfg.vocab_size, cfg.num_experts, cfg.experts_per_token, routed)
+                   cfg.num_heads * cfg.head_dim, cfg.vocab_size, cfg.num_experts, cfg.experts_per_token, routed,
+                   cfg.moe_layers)
 
     @classmethod
     def from_sizes(cls, params_total: float, layers: int, hidden: int, vocab: int) -> ModelShape:
@@ -123,6 +125,7 @@ class TrainSetup:
     interconnect: str | None = None  # nvlink | pcie; None: the GPU kind's usual one
     offload: str = "none"  # none | optimizer | params (vocabulary.Offload)
     sequence_parallel: int = 1  # GPUs each sequence is split over (Ulysses / ring attention / context parallel)
+    expert_parallel: int = 1  # GPUs the routed experts are split over (MoE)
 
 
 @dataclass(frozen=True)
@@ -326,6 +329,14 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
         sp_passes = 3 + (1 if s.checkpointing == "full" else 0)
         sp_comm = shape.layers / pp * sp_passes * a2a / (_intra_node_gbps(kind)[1] * 1e9 if nodes == 1 else bus)
         notes.append(f"sequence parallel {sp}: all-to-alls around attention, not hidden")
+    ep = max(1, s.expert_parallel)
+    if ep > 1 and shape.experts > 1 and shape.moe_layers:
+        # expert parallelism: every MoE layer dispatches each token's top-k copies to the experts' GPUs and
+        # combines them back (2 all-to-alls per pass), not hidden behind the expert GEMMs they feed
+        a2a_e = 2 * (tokens_mb / sp) * shape.experts_per_token * shape.hidden * 2 * (ep - 1) / ep
+        ep_bus = _intra_node_gbps(kind)[1] * 1e9 if ep <= GPUS_PER_NODE else bus
+        sp_comm += shape.moe_layers / pp * (3 + (1 if s.checkpointing == "full" else 0)) * a2a_e / ep_bus
+        notes.append(f"expert parallel {ep}: token all-to-alls per MoE layer, not hidden")
     host_micro = 0.0
     if s.offload == "params":
         # each micro-batch copies this GPU's shard of the parameters host -> device for the forward and the

@@ -344,6 +344,13 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
             x / mp for x in (weights, grads, opt, opt_temp, extra_frozen, buffers, autocast_cache))
         m.assumptions.append(f"tensor_parallel {tp} x pipeline_parallel {pp}: weights, gradients and optimizer "
                              f"states split {mp} ways before data-parallel sharding over {n}")
+    if w.expert_parallel > 1 and cfg.num_experts > 1:
+        # expert parallelism: each GPU keeps 1/ep of the routed experts (and their gradients and states)
+        routed = cfg.moe_layers * sum(lin.params for lin in layer_linears(cfg) if lin.count > 1)
+        keep = 1 - routed / total * (1 - 1 / w.expert_parallel)
+        weights, grads, opt, opt_temp = (x * keep for x in (weights, grads, opt, opt_temp))
+        m.assumptions.append(f"expert_parallel {w.expert_parallel}: each GPU holds 1/{w.expert_parallel} of the "
+                             f"routed experts ({routed / total:.0%} of the parameters)")
     if w.offload != "none":
         # host memory holds what is offloaded; the GPU keeps what each step works on: the gathered blocks
         # (buffers) and, with optimizer offload, the 16-bit parameters and gradients

@@ -22,7 +22,7 @@ from gpuledger.vocabulary import (
 STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd", "grad_accum",
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
                 "checkpointing", "packing", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
-                "sequence_parallel")
+                "sequence_parallel", "expert_parallel")
 
 
 #: Activation checkpointing of a stack when the workload does not say (neither `checkpointing` nor
@@ -139,6 +139,9 @@ class Workload(BaseModel):
     #: each sequence split over this many GPUs of a data-parallel group (gpus = dp x sp x tp x pp)
     sequence_parallel: int = Field(1, ge=1, le=1024, validation_alias=AliasChoices(
         "sequence_parallel", "context_parallel", "ulysses_degree"))
+    #: MoE expert parallel degree: the routed experts split over this many GPUs of the data-parallel group
+    #: (Megatron --expert-model-parallel-size, DeepSpeed-MoE ep_size); tokens travel by all-to-all
+    expert_parallel: int = Field(1, ge=1, le=1024)
 
     @property
     def checkpointing_mode(self) -> str:
@@ -171,6 +174,10 @@ class Workload(BaseModel):
             raise ValueError(f"gpus ({self.gpus}) must be a multiple of tensor_parallel x pipeline_parallel x "
                              f"sequence_parallel ({self.tensor_parallel} x {self.pipeline_parallel} x "
                              f"{self.sequence_parallel})")
+        dp = self.gpus // (self.tensor_parallel * self.pipeline_parallel)
+        if self.expert_parallel > 1 and dp % self.expert_parallel:
+            raise ValueError(f"expert_parallel ({self.expert_parallel}) must divide the data-parallel GPUs "
+                             f"(gpus / (tensor_parallel x pipeline_parallel) = {dp})")
         if self.nodes is not None and self.nodes > self.gpus:
             raise ValueError(f"nodes ({self.nodes}) cannot exceed gpus ({self.gpus})")
         if self.method == "full" and self.precision in QUANTISED_PRECISIONS:

@@ -189,6 +189,8 @@ class Train(_Strict):
                              "(ZeRO-3 offload_param, FSDP cpu_offload: parameters, gradients and optimizer)")
     sequence_parallel: int = Field(1, ge=1, le=1024, description="sequence/context parallel degree (Ulysses, "
                                    "ring attention): each sequence split over this many GPUs")
+    expert_parallel: int = Field(1, ge=1, le=1024, description="MoE expert parallel degree: routed experts split "
+                                 "over this many GPUs, tokens exchanged by all-to-all")
 
 
 #: the most trials `resources.max_parallel` (and `--max-parallel`) may run at once

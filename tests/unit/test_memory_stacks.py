@@ -123,3 +123,15 @@ def test_nemo_llama3_8b_with_context_parallel_fits_an_h100():
     usable = gpu_kinds()["H100"].memory_gib * MEMORY_SAFETY_FRACTION - MEMORY_RESERVE_GIB
     assert e.memory_gib["device"] <= usable
     assert e.memory_gib["device"] > 0.85 * usable  # and it is close to full, as the recipe needs CP2 to fit
+
+
+def test_expert_parallel_splits_the_routed_experts_and_costs_all_to_alls():
+    from gpuledger.estimate import Workload, estimate, training_step
+
+    base = dict(model="Qwen/Qwen3-30B-A3B", method="full", precision="bf16", framework="megatron", gpus=8,
+                micro_batch=1, seq_len=4096)
+    one, eight = estimate(Workload(**base)), estimate(Workload(**base, expert_parallel=8))
+    assert eight.memory_gib["weights"] < 0.25 * one.memory_gib["weights"]  # ~97% of Qwen3-30B-A3B is experts
+    assert training_step(eight, "H100").parts_s["communication"] > training_step(one, "H100").parts_s["communication"]
+    with pytest.raises(ValueError, match="expert_parallel"):
+        Workload(**base, expert_parallel=3)
