@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from gpuledger.estimate.bands import (  # noqa: E402
     BAND_ROWS_FILE,
+    FLOOR,
     SHRINK_SOURCES,
     WIDEN,
     band_rows,
@@ -59,7 +60,7 @@ def cells_document(rows, seconds: float) -> dict:
     """Returns the accuracy gate's record: dated, per cell, with the bands' calibration."""
     return {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "machine": _machine(),
             "seconds": round(seconds, 1), "written_by": "python benchmarks/band_table.py --write (make bands)",
-            "shrink_sources": SHRINK_SOURCES, "widen": WIDEN, "calibration": calibration(rows),
+            "shrink_sources": SHRINK_SOURCES, "widen": WIDEN, "floor": FLOOR, "calibration": calibration(rows),
             "cells": cell_summary(rows)}
 
 

@@ -12,8 +12,9 @@ then the count regime, then the quantization, then the method, then the framewor
 row of the quantity). Each level's P10 / P50 / P90 are empirical quantiles of its rows with every
 source weighted equally (rows of one source share its conditions, so they are not independent),
 shrunk toward the parent's by `SHRINK_SOURCES` (weight n / (n + SHRINK_SOURCES), n = the level's
-sources), and widened by `WIDEN` (a source never seen is further from the rest than the rows of one
-source are from each other: measured by `benchmarks/band_table.py`, leave-one-source-out).
+sources), and each side's spread is combined in quadrature with `FLOOR` (a source never seen is further
+from the rest than the rows of one source are from each other: measured by `benchmarks/band_table.py`,
+leave-one-source-out).
 
 The public rows are precomputed (`gpuledger/estimate/data/band_rows.json`, written by
 `python benchmarks/band_table.py --write`, `make bands`; tests/unit/test_band_table.py fails when
@@ -37,10 +38,14 @@ QUANTILES = (0.10, 0.50, 0.90)
 #: prior strength, in sources, of a level's parent: a level of n sources keeps n / (n + 2) of its own
 #: quantiles (one source: a third). Chosen with benchmarks/band_table.py's out-of-source coverage.
 SHRINK_SOURCES = 2.0
-#: the spread around the P50 (in log space) is widened by this factor per quantity: rows of one source
-#: are closer to each other than to a source the table has not seen. Chosen so that the P10-P90 band
-#: holds 70-90% of the rows of a source left out (benchmarks/band_table.py, docs/accuracy.md).
-WIDEN = {"time": 1.4, "memory": 2.5}
+#: the spread around the P50 (in log space) times this factor per quantity (1: as measured)
+WIDEN = {"time": 1.0, "memory": 1.0}
+#: an unseen source's own offset, in log space, added in quadrature to each side's spread: rows of one
+#: source are closer to each other than to a source the table has not seen, so a cell whose sources
+#: agree still gets about this much (±22% for time at 0.2), a wide cell barely more than its own
+#: spread. Chosen so that the P10-P90 band holds 70-90% of the rows of a source left out with a median
+#: P90 / P50 well under 1.6 (benchmarks/band_table.py; docs/accuracy.md): time 0.2, memory 0.15.
+FLOOR = {"time": 0.20, "memory": 0.15}
 #: the cell's fields, finest first dropped last (the order levels drop them: family first)
 CELL_FIELDS = ("framework", "method", "quantization", "regime", "family")
 QUANTITIES = ("time", "memory")
@@ -220,6 +225,7 @@ class BandTable:
     rows: list[BandRow]
     shrink: float = SHRINK_SOURCES
     widen: dict = field(default_factory=lambda: dict(WIDEN))
+    floor: dict = field(default_factory=lambda: dict(FLOOR))
     _cache: dict = field(default_factory=dict)
 
     def band(self, quantity: str, cell: tuple) -> Band:
@@ -246,8 +252,9 @@ class BandTable:
             est = raw if est is None else tuple(w * a + (1 - w) * b for a, b in zip(raw, est, strict=True))
             rests_on, rests_rows = level, sel
         q10, q50, q90 = est
-        q10 = q50 - self.widen[quantity] * max(q50 - q10, 0.0)
-        q90 = q50 + self.widen[quantity] * max(q90 - q50, 0.0)
+        wid, tau = self.widen[quantity], self.floor[quantity]
+        q10 = q50 - math.hypot(wid * max(q50 - q10, 0.0), tau)
+        q90 = q50 + math.hypot(wid * max(q90 - q50, 0.0), tau)
         sources = len({r.source for r in rests_rows})
         med = statistics.median(abs(r.error) for r in rests_rows)
         runs = sum(1 for r in rests_rows if r.source.startswith("warehouse"))
@@ -364,7 +371,8 @@ def cell_summary(rows: list[BandRow]) -> list[dict]:
     return out
 
 
-def calibration(rows: list[BandRow], *, shrink: float = SHRINK_SOURCES, widen: dict | None = None) -> dict:
+def calibration(rows: list[BandRow], *, shrink: float = SHRINK_SOURCES, widen: dict | None = None,
+                floor: dict | None = None) -> dict:
     """Returns the bands' out-of-source calibration per quantity: every row's band computed from the
     rows of the OTHER sources; the share whose measured value lies within P10-P90, below P10, above
     P90, and the median P90 / P50."""
@@ -374,7 +382,8 @@ def calibration(rows: list[BandRow], *, shrink: float = SHRINK_SOURCES, widen: d
         inside = below = above = 0
         ratios = []
         for source in sorted({r.source for r in sel}):
-            table = BandTable([r for r in rows if r.source != source], shrink=shrink, widen=dict(widen or WIDEN))
+            table = BandTable([r for r in rows if r.source != source], shrink=shrink, widen=dict(widen or WIDEN),
+                              floor=dict(floor or FLOOR))
             for r in sel:
                 if r.source != source:
                     continue
