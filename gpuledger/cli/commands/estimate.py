@@ -42,6 +42,13 @@ STACK_OPTIONS = (
     ("--tensor-parallel", "tensor_parallel", dict(type=int, default=None, help="tensor-parallel degree (default 1)")),
     ("--pipeline-parallel", "pipeline_parallel", dict(type=int, default=None, help="pipeline-parallel degree (default 1)")),
     ("--nodes", "nodes", dict(type=int, default=None, help="nodes the GPUs span (default: 8 GPUs per node)")),
+    ("--offload", "offload", dict(default=None, choices=vocabulary.OFFLOADS,
+                                  help="CPU offload: optimizer (ZeRO offload_optimizer) or params (ZeRO-3 "
+                                       "offload_param / FSDP cpu_offload); default none")),
+    ("--sequence-parallel", "sequence_parallel",
+     dict(type=int, default=None, help="sequence/context parallel degree (Ulysses, ring attention; default 1)")),
+    ("--expert-parallel", "expert_parallel",
+     dict(type=int, default=None, help="MoE expert parallel degree (default 1)")),
 )
 
 
