@@ -15,12 +15,13 @@ from gpuledger.plan.settings import AUTO_GPU_COUNTS, MEMORY_RESERVE_GIB, MEMORY_
 #: `time_s`, `cost_usd` (on demand) and `cost_usd_spot` are {p10, p50, p90}: the model's figure moved
 #: by the measured error of its cell (gpuledger/estimate/bands.py; `time_band`, `memory_band` say what
 #: they rest on); `usd_on_demand`, `usd_spot` are the P50 dollars; `peak_memory_gib` is the estimate
-#: the fit is decided on, `peak_memory_gib_p10`/`peak_memory_gib_p90` its P10/P90.
+#: the fit is decided on, `peak_memory_gib_p10`/`peak_memory_gib_p90` its P10/P90. `spot_note`: why the
+#: spot row is not the saving it looks like (it costs more than on-demand: a bigger box), else null.
 OPTION_KEYS = ("accelerator", "gpus", "sharding", "fits", "peak_memory_gib", "peak_memory_gib_p10", "peak_memory_gib_p90",
                "usable_memory_gib",
                "time_s", "tokens_per_s_per_gpu", "usd_on_demand", "usd_spot", "cost_usd", "cost_usd_spot",
                "on_demand_offer", "spot_offer", "price_as_of", "cheapest", "fastest", "reason", "time_calibration",
-               "time_band", "memory_band")
+               "time_band", "memory_band", "spot_note")
 
 
 def _p(band: dict, scale: float, ndigits: int) -> dict:
@@ -39,7 +40,8 @@ def _cheapest(offers: pl.DataFrame, accelerator: str, gpus: int, spot: bool) -> 
         return None
     row = sel.sort(col, "accelerator_count", "cloud", "region", "instance_type").row(0, named=True)
     return {"usd_per_hour": float(row[col]), "cloud": row["cloud"], "region": row["region"],
-            "instance_type": row["instance_type"], "as_of": row["as_of"]}
+            "instance_type": row["instance_type"], "as_of": row["as_of"],
+            "accelerator_count": int(row["accelerator_count"])}
 
 
 def _shardings(method: str, gpus: int, given: str) -> list[str]:
@@ -120,6 +122,12 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                     row.update(usd_spot=round(hours * sp["usd_per_hour"], 2), cost_usd_spot=_p(t, sp["usd_per_hour"] / S_PER_H, 2),
                                spot_offer=f"{sp['cloud']} {sp['region']} {sp['instance_type']} "
                                           f"${sp['usd_per_hour']:.2f}/h")
+                    if od and sp["usd_per_hour"] >= od["usd_per_hour"]:  # issue 38: a dearer "saving"
+                        box = (f"a {sp['accelerator_count']}-GPU {sp['instance_type']} for {n} GPU{'s' if n > 1 else ''}"
+                               if sp["accelerator_count"] > n else sp["instance_type"])
+                        row["spot_note"] = (f"spot costs more than on-demand here (${sp['usd_per_hour']:.2f}/h vs "
+                                            f"${od['usd_per_hour']:.2f}/h): the cheapest spot offer is {box}, paid whole; "
+                                            "on-demand is cheaper")
                 if not od and not sp:
                     row["reason"] = f"no offer of {n} x {acc} in the catalog"
                 elif workload.precision.startswith("bf16") and not kind.tflops.get("bf16"):

@@ -147,3 +147,26 @@ def test_prices_update_from_reports_what_it_refused(tmp_path, monkeypatch, capsy
     copied = (proj / "prices" / "catalog.csv").read_text()
     assert "0.0001" not in copied and "nan" not in copied.lower()
     assert "us-west-2,p5.48xlarge" in copied or "p5.48xlarge" in copied  # control: the sane rows are copied
+
+
+def test_estimate_marks_spot_rows_that_cost_more_than_on_demand(capsys):
+    from gpuledger.cli import main
+    from gpuledger.estimate import Workload
+    from gpuledger.plan.gpu_table import gpu_options
+
+    w = Workload(model="meta-llama/Llama-3.1-8B", method="lora", lora_targets="all-linear", micro_batch=4)
+    opts = [o for o in gpu_options(w, 20e6, load_offers(), ["B200", "H100", "L4"]) if o["fits"]]
+    dearer = [o for o in opts if o["usd_spot"] is not None and o["usd_on_demand"] is not None
+              and o["usd_spot"] > o["usd_on_demand"]]
+    assert dearer, "the reproduction: a spot row dearer than on-demand (a whole 8-GPU box for a 1-GPU job)"
+    assert all(o["spot_note"] and "costs more than on-demand" in o["spot_note"] for o in dearer)
+    one_b200 = next(o for o in dearer if o["accelerator"] == "B200" and o["gpus"] == 1)
+    assert "8-GPU" in one_b200["spot_note"] and "for 1 GPU" in one_b200["spot_note"]
+    # control: spot rows that are a saving carry no note
+    cheaper = [o for o in opts if o["usd_spot"] is not None and o["usd_on_demand"] is not None
+               and o["usd_spot"] < o["usd_on_demand"]]
+    assert cheaper and all(o["spot_note"] is None for o in cheaper)
+    assert main(["estimate", "meta-llama/Llama-3.1-8B", "--method", "lora", "--tokens", "20000000",
+                 "--accelerator", "B200"]) == 0
+    out = capsys.readouterr().out
+    assert "*" in out and "spot costs more than on-demand" in out

@@ -244,12 +244,16 @@ def render_gpu_table(options: list[dict], tokens: float) -> str:
         p90 = f"{o['peak_memory_gib_p90']:.1f}" if o["peak_memory_gib_p90"] is not None else "-"
         od = f"{o['usd_on_demand']:,.2f}" if o["usd_on_demand"] is not None else "-"
         sp = f"{o['usd_spot']:,.2f}" if o["usd_spot"] is not None else "-"
+        if o.get("spot_note"):
+            sp += "*"
         marks = [m for m, k in (("CHEAPEST", "cheapest"), ("FASTEST", "fastest")) if o[k]]
         note = " ".join([*marks, o["reason"] or ""]).strip()
         peak = f"{o['peak_memory_gib']:.1f}" if o["peak_memory_gib"] is not None else "-"
         tps = f"{o['tokens_per_s_per_gpu']:,.0f}" if o["tokens_per_s_per_gpu"] is not None else "-"
         lines.append(f"{o['accelerator']:10} {o['gpus']:2d} {o['sharding'] or '':5} {fits:4} {peak:>9} {p90:>8} {t:>9} "
                      f"{span:>17} {tps:>9} {od:>11} {sp:>8}  {note}")
+    dearer = [o for o in options if o.get("spot_note")]
+    lines.extend(f"- * {o['gpus']} x {o['accelerator']}: {o['spot_note']}" for o in dearer)
     rests = sorted({(o["accelerator"], o["gpus"], o["time_band"]["says"]) for o in options if o.get("time_band")})
     lines.extend(f"- band of {n} x {acc}: {says}" for acc, n, says in rests)
     calibrated = sorted({(o["accelerator"], o["time_calibration"]) for o in options if o.get("time_calibration")})
