@@ -208,10 +208,10 @@ _SWEEP_HEADERS = ["sweep", "project", "runs", "succeeded trials", "cost", "cost 
 
 def _budget_rows(data: WeekData) -> list[list[Any]]:
     return [[r["sweep_name"] or r["sweep_id"], r["status"] or "—", usd(r["budget_usd"]), usd(r["total_cost_usd"]),
-             pct(r["budget_used_pct"])] for r in data.budgets.to_dicts()]
+             usd(r.get("accrued_usd", r["total_cost_usd"])), pct(r["budget_used_pct"])] for r in data.budgets.to_dicts()]
 
 
-_BUDGET_HEADERS = ["sweep", "status", "budget", "spent (all weeks)", "budget used"]
+_BUDGET_HEADERS = ["sweep", "status", "budget", "spent (all weeks)", "so far, running trials included", "budget used"]
 
 HOW_TO_READ = [
     ("Week", "ISO week (Monday–Sunday, UTC). A run counts in the week it STARTED, all of its cost with it."),
@@ -266,7 +266,7 @@ def weekly_document(data: WeekData) -> Document:
         ["reason", "runs", "GPU-hours", "cost"],
         [[w["reason"], w["runs"], hours(w["gpu_hours"]), usd(w["cost_usd"])] for w in data.waste.to_dicts()],
         numeric=[1, 2, 3], empty="No waste this week.")]))
-    blocks.append(Section("Budget burn", [Table(_BUDGET_HEADERS, _budget_rows(data), numeric=[2, 3, 4],
+    blocks.append(Section("Budget burn", [Table(_BUDGET_HEADERS, _budget_rows(data), numeric=[2, 3, 4, 5],
                                                 empty="No sweep with a budget ran this week.")]))
     blocks.append(Section("Weeks with data", [_weeks_table(data)]))
     blocks.append(Section("How to read this", [Definitions(HOW_TO_READ)]))

@@ -87,4 +87,5 @@ class BillingMixin:
                 "assumed": ff.currency_assumed_rows, "at": now()})
             self._insert("billing_line_items", frame.with_columns(
                 file_sha256=pl.lit(ff.sha256)))
+            self.reconcile_budget_with_bill()  # type: ignore[attr-defined]  (BudgetLedgerMixin: envelopes to the bill)
         return result

@@ -47,7 +47,7 @@ def test_week_numbers_match_hand_arithmetic(wh):
 def test_markdown_golden_and_sections(wh):
     md = weekly_markdown(load_week(wh, "2026-W02"))
     assert "| search | $4.00 | 1.00 h | $8.00 | -$4.00 | -50.0% |" in md
-    assert "| eval-sweep | succeeded | $20.00 | $12.00 | 60.0% |" in md  # budget burn over all weeks
+    assert "| eval-sweep | succeeded | $20.00 | $12.00 | $12.00 | 60.0% |" in md  # budget burn over all weeks (none running)
     assert len(md) <= MARKDOWN_MAX_CHARS
     assert_golden("report_weekly.md", md)
 
