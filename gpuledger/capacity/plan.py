@@ -200,10 +200,8 @@ def _draft_model(name: str, precision: str) -> inference.ServingModel:
 
     try:
         cfg = load_config(name)
-    except UserError:
-        raise
-    except Exception as err:
-        raise UserError(f"engine_args.speculative.draft_model: cannot load {name!r}: {err}") from None
+    except Exception as err:  # the registry's own message, said where it comes from
+        raise UserError(f"engine_args.speculative.draft_model: {err}") from None
     return inference.serving_model_from_config(cfg, precision)
 
 

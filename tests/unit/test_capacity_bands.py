@@ -72,3 +72,23 @@ def test_a_sweeps_repeated_runs_give_a_measured_point_its_band():
     assert o["throughput_source"] == "measured"
     assert o["max_tokens_per_s_per_replica"] == {"p10": 2550.0, "p50": 3000.0, "p90": 3360.0}
     assert "spread of 3 runs" in o["bands"]["throughput"] and o["replicas"]["p50"] == o["replicas_sized"]
+
+
+def test_speculative_decoding_in_a_plan_cuts_tpot_at_concurrency_one_and_bad_drafts_are_one_line():
+    from gpuledger.capacity import plan_capacity
+    from gpuledger.errors import UserError
+    from gpuledger.spec import CapacitySpec
+
+    def spec(sp):
+        return CapacitySpec.model_validate({
+            "kind": "capacity", "name": "s", "project": "p", "owner": "o", "model": "meta-llama/Llama-3.1-8B",
+            "precision": "bf16", "traffic": {"qps": 2, "prompt_tokens": 512, "output_tokens": 128},
+            "slo": {"p95_ttft_ms": 3000, "p95_tpot_ms": 60}, "engine_args": {"speculative": sp} if sp else {},
+            "resources": {"accelerators": ["H100"], "clouds": ["aws"], "max_gpus_per_replica": 1}})
+
+    base = plan_capacity(spec(None))["options"][0]["curve"][0]
+    fast = plan_capacity(spec({"method": "eagle3", "num_speculative_tokens": 3, "acceptance_rate": 0.7}))
+    assert fast["spec"]["engine_args"]["speculative"]["method"] == "eagle3"
+    assert fast["options"][0]["curve"][0]["tpot_ms_p50"] < 0.6 * base["tpot_ms_p50"]
+    with pytest.raises(UserError, match="draft_model"):
+        plan_capacity(spec({"method": "draft_model", "acceptance_rate": 0.6, "draft_model": "no/such-model-xyz"}))
