@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -111,7 +112,7 @@ def probes_for_trials(spec, trials, probes: pl.DataFrame | None, *, hostname: st
             shape = json.loads(p["probe_shape"]) if isinstance(p["probe_shape"], str) else p["probe_shape"]
         except ValueError:
             continue
-        if not isinstance(shape, dict) or not p["tokens_per_s"] or p["startup_s"] is None:
+        if not isinstance(shape, dict) or p["tokens_per_s"] is None or p["startup_s"] is None:
             continue
         workload = {k: v for k, v in shape.items() if k not in PLACEMENT_KEYS}
         key = (shape_key(workload), p["accelerator"], int(p["gpus"]), shape.get("sharding") or "none")
@@ -162,3 +163,66 @@ def probe_notes(probed: pl.DataFrame | None, plan_trials: list[dict[str, Any]], 
             "the probe's peak"
             + (f" {r['memory_gib']:.3f} GiB" if r["memory_gib"] is not None else " (not measured: the estimate stays)"))
     return notes
+
+
+#: A probe's rate beyond this multiple of the physical rate (the hardware's peak FLOP/s over the model's
+#: FLOPs per token) is refused: 1x is a run at 100% of peak, which no training run reaches (MFU of
+#: tuned stacks is 30-60%); the margin covers an estimator's FLOP count that is high by up to 3x.
+PLAUSIBLE_MARGIN = 3.0
+
+
+def physical_tokens_per_s(flops_per_token: float, accelerator: str, gpus: int, precision: str, *,
+                          machine=None) -> float | None:
+    """Returns the tokens/s `gpus` of `accelerator` ('CPU': this machine, every core at its measured matmul
+    rate) could do at their peak FLOP/s for a model of `flops_per_token`, or None when unknown."""
+    if not flops_per_token or not flops_per_token > 0 or not math.isfinite(flops_per_token):
+        return None
+    if accelerator == "CPU":
+        if machine is None:
+            return None
+        cores = max(int(getattr(machine, "logical_cores", 0) or 0), int(machine.cores or 1))
+        peak = float(machine.matmul_gflops_one_core) * 1e9 * cores
+    else:
+        from gpuledger.catalog import UnknownAccelerator, gpu_kinds, normalize_accelerator
+
+        try:
+            kind = gpu_kinds().get(normalize_accelerator(accelerator))
+        except UnknownAccelerator:
+            return None
+        if kind is None:
+            return None
+        peak = float(kind.peak_tflops(precision)) * 1e12 * max(1, int(gpus))
+    return peak / flops_per_token if peak > 0 else None
+
+
+def plausible_probes(probed: pl.DataFrame | None, estimates: pl.DataFrame, precision: str, *,
+                     machine=None) -> tuple[pl.DataFrame | None, list[str]]:
+    """Returns (the probes of `probes_for_trials` a plan may believe, one line per probe refused): a rate
+    that is not a positive finite number, or beyond `PLAUSIBLE_MARGIN` x the physical rate of its
+    placement for the trial's FLOPs per token (`estimates`: trial_id, flops_total), is implausible: the
+    trial keeps the model's estimate, never a free one."""
+    if probed is None or probed.is_empty():
+        return probed, []
+    flops = {r["trial_id"]: r["flops_total"] for r in estimates.select("trial_id", "flops_total").unique(
+        "trial_id", keep="first").iter_rows(named=True)}
+    keep, said = [], {}
+    for r in probed.iter_rows(named=True):
+        tps = r["tokens_per_s"]
+        where = f"{r['accelerator']} x{r['gpus']}"
+        if tps is None or not math.isfinite(tps) or tps <= 0:
+            said[r["basis"]] = f"{r['basis']}: {tps!r} tokens/s on {where} is not a positive rate: implausible, not used"
+            keep.append(False)
+            continue
+        total, tokens = flops.get(r["trial_id"]), r["tokens"]
+        bound = physical_tokens_per_s(total / tokens if total and tokens else 0.0, r["accelerator"], int(r["gpus"]),
+                                      precision, machine=machine)
+        if bound is not None and tps > PLAUSIBLE_MARGIN * bound:
+            said[r["basis"]] = (
+                f"{r['basis']}: {tps:,.4g} tokens/s on {where} is beyond what the hardware can do for this model "
+                f"(peak FLOP/s / {total / tokens:,.4g} FLOPs per token = {bound:,.4g} tokens/s; refused above "
+                f"{PLAUSIBLE_MARGIN:g}x that): implausible, not used; its trials keep the model's estimate")
+            keep.append(False)
+            continue
+        keep.append(True)
+    kept = probed.filter(pl.Series(keep))
+    return (kept if kept.height else None), [f"probe refused: {line}" for line in said.values()]

@@ -197,7 +197,7 @@ def _with_pruning(plan: Plan, spec, s: PlanSettings, curves: dict | None) -> Pla
 def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.DataFrame | None,
                 measurements: pl.DataFrame | None, probes: pl.DataFrame | None) -> Plan:
     from gpuledger.plan.estimates import accelerator_table, compute_times
-    from gpuledger.plan.probes import probes_for_trials
+    from gpuledger.plan.probes import plausible_probes, probes_for_trials
     from gpuledger.plan.throughput_calibration import calibrate
 
     r = spec.resources
@@ -210,9 +210,10 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
     accel = accelerator_table(offers["accelerator"].unique().to_list(), est["precision"].unique().to_list(), s.method)
     times = compute_times(est, accel["accelerator"].unique().to_list(), band_table=s.band_table)
     accel, measured, cal_notes = calibrate(accel, est, times, measurements, s, model=spec.model)
-    probed = probes_for_trials(spec, trials, probes)
+    probed, probe_refusals = plausible_probes(probes_for_trials(spec, trials, probes), est, spec.precision)
     plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, times=times, measured=measured,
-                               probed=probed, extra_assumptions=notes + cal_notes + search_notes(spec, trials))
+                               probed=probed,
+                               extra_assumptions=notes + cal_notes + search_notes(spec, trials) + probe_refusals)
     plan = _with_probe_notes(plan, probed, s)
     from gpuledger.plan.pools import with_pool
 
@@ -238,7 +239,7 @@ def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, meas
                 probes: pl.DataFrame | None) -> Plan:
     from gpuledger.plan.local import local_accel, local_offers, local_times, local_usable_gib
     from gpuledger.plan.prices import local_rate
-    from gpuledger.plan.probes import probes_for_trials
+    from gpuledger.plan.probes import plausible_probes, probes_for_trials
     from gpuledger.plan.throughput_calibration import calibrate
 
     rate = local_rate(spec, machine)
@@ -263,9 +264,11 @@ def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, meas
         *search_notes(spec, trials),
     ]
     s = replace(s, max_parallel=cap, spot="never")
-    probed = probes_for_trials(spec, trials, probes, hostname=machine.hostname)
+    probed, probe_refusals = plausible_probes(probes_for_trials(spec, trials, probes, hostname=machine.hostname), est,
+                                              spec.precision, machine=machine)
     plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, times=times, measured=measured,
-                               probed=probed, extra_assumptions=notes, what_if_shared_cores=machine.cores)
+                               probed=probed, extra_assumptions=notes + probe_refusals,
+                               what_if_shared_cores=machine.cores)
     plan = _with_bands(_with_probe_notes(plan, probed, s), est, s, probed)
     return with_cloud_equivalent(plan, spec, trials, measurements)
 
