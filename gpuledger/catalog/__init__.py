@@ -93,9 +93,31 @@ def _gpu_number(row: dict, key: str, where: str, *, required: bool = False, high
     return float(value)
 
 
+#: seconds a process reuses the [[gpus]] tables it read for the same working directory and variables
+#: (reading the settings costs ~1 ms and the time model asks for the kinds on every step estimate)
+_PROJECT_GPUS_TTL_S = 2.0
+_project_gpus_memo: dict[tuple, tuple[float, tuple]] = {}
+
+
 def project_gpus() -> tuple[tuple[tuple[str, object], ...], ...]:
     """Returns the project's `[[gpus]]` tables of gpuledger.toml (and the user file), checked, as
     hashable rows; () outside a project. UserError naming the table and key for a bad one."""
+    import os
+    import time
+
+    key = (os.getcwd(), *(os.environ.get(k) for k in ("GPULEDGER_PROJECT", "GPULEDGER_CONFIG", "HOME",
+                                                     "XDG_CONFIG_HOME")))
+    now = time.monotonic()
+    hit = _project_gpus_memo.get(key)
+    if hit is not None and now - hit[0] < _PROJECT_GPUS_TTL_S:
+        return hit[1]
+    rows = _read_project_gpus()
+    _project_gpus_memo.clear()
+    _project_gpus_memo[key] = (now, rows)
+    return rows
+
+
+def _read_project_gpus() -> tuple:
     from gpuledger.errors import UserError
     from gpuledger.settings import current
 
