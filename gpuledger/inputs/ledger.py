@@ -28,18 +28,35 @@ from gpuledger.plan.model import PlanningInputs
 
 def measured_curves(wh, spec) -> dict[str, Any]:
     """Returns {params key: Curve} of the objective's learning curves earlier runs of the spec's model,
-    method, objective metric and train settings measured (each point's latest run)."""
+    method, objective metric and train settings measured (each point's latest run). The stored train
+    section is read through today's spec model, so a train field added since (at its default) does
+    not make a sweep of the same settings a different kind."""
     import json
 
     from gpuledger.plan.pruning import params_key
     from gpuledger.search.asha_replay import curves_from_points
 
+    from pydantic import ValidationError
+
     train = spec.train.model_dump(mode="json")
+    same_as: dict[str, bool] = {}
+
+    def same_train(text: str | None) -> bool:
+        # the stored train section read by today's spec model: a field added since (its default) matches
+        if text is None:
+            return False
+        if text not in same_as:
+            try:
+                same_as[text] = type(spec.train).model_validate(json.loads(text)).model_dump(mode="json") == train
+            except (TypeError, ValueError, ValidationError):
+                same_as[text] = False
+        return same_as[text]
+
     rows = []
     for r in wh.query_named("learning_curves", {"sweep_id": None, "model": spec.model, "method": spec.method,
                                                 "metric": spec.search.objective.metric}).iter_rows(named=True):
         try:
-            same = r["train"] is not None and json.loads(r["train"]) == train
+            same = same_train(r["train"])
             params = json.loads(r["params"]) if isinstance(r["params"], str) else r["params"]
         except (TypeError, ValueError):
             continue

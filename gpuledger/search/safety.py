@@ -36,7 +36,7 @@ class Settings:
 
 #: the settings of a bare `strategy: asha` (spec.models.Pruning's defaults are these)
 COLD_DEFAULT = Settings(min_steps=2, reduction_factor=5)
-#: the fewest complete curves of the sweep's own points that the check uses alone
+#: the fewest complete curves the check rests on (the sweep's own points alone, else every curve of the kind)
 MIN_CHECK_CURVES = 3
 
 SPEC, DEFAULT, CORRECTED, UNPRUNED, UNSAFE_KEPT = "spec", "default", "corrected", "unpruned", "unsafe-kept"
@@ -84,9 +84,10 @@ def choose_pruning_for_curves(curves: Sequence[Any], *, goal: str, slots: int, o
     src = SPEC if explicit else DEFAULT
     named = f"min_steps {ms}, reduction_factor {eta}" + ("" if explicit else " (the default)")
     complete = [c for c in curves if c.complete and c.values and not c.failed]
-    if len(complete) < 2:
+    if len(complete) < MIN_CHECK_CURVES:
         return PruningChoice(ms, eta, src, ms, eta, 0, None, None,
-                             f"{named}: unchecked, no measured learning curves of this kind yet")
+                             f"{named}: unchecked, {len(complete) or 'no'} measured learning curve(s) of this kind "
+                             f"ran to their end (the check needs {MIN_CHECK_CURVES})")
     from gpuledger.search import asha_replay
 
     if len(curves) > asha_replay.MAX_REPLAY_CURVES:
