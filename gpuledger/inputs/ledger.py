@@ -33,10 +33,10 @@ def measured_curves(wh, spec) -> dict[str, Any]:
     not make a sweep of the same settings a different kind."""
     import json
 
+    from pydantic import ValidationError
+
     from gpuledger.plan.pruning import params_key
     from gpuledger.search.asha_replay import curves_from_points
-
-    from pydantic import ValidationError
 
     train = spec.train.model_dump(mode="json")
     same_as: dict[str, bool] = {}
