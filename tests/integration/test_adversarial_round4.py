@@ -140,3 +140,49 @@ def test_init_never_writes_through_a_symlink_that_leaves_the_project(tmp_path, c
     (inside / ".gitignore").symlink_to(inside / "config" / "ignore")
     assert main(["init", str(inside)]) == 0
     assert (inside / "config" / "ignore").read_text() == "build/\n.gpuledger/\n"
+
+
+# ---------------------------------------------------------------- items 2 and 7: the agent's SQL through the real MCP server
+
+@pytest.mark.slow
+def test_the_mcp_sql_tool_reads_the_ledger_only_and_stays_bounded(tmp_path):
+    import asyncio
+
+    import psutil
+    from test_mcp import _client, _project, _text
+
+    from gpuledger.warehouse import Warehouse
+
+    proj = _project(tmp_path, budget_usd=1.0)
+    with Warehouse.open(proj / ".gpuledger" / "ledger.duckdb"):
+        pass
+    creds = tmp_path / "home" / ".aws" / "credentials"  # the server's HOME (test_mcp._env)
+    creds.parent.mkdir(parents=True)
+    creds.write_text("[default]\naws_secret_access_key = AKIA-SERVER-SECRET\n", encoding="utf-8")
+
+    def server_rss_mib() -> float:
+        procs = [p for p in psutil.Process().children(recursive=True) if "mcp" in " ".join(p.cmdline())]
+        return max((p.memory_info().rss for p in procs), default=0) / 2**20
+
+    async def talk() -> None:
+        async with _client(proj) as client:
+            for query in (f"select content from read_text('{creds}')", "select * from read_text('~/.aws/credentials')",
+                          f"select * from read_csv('{creds}')", f"copy sweeps to '{tmp_path}/out.csv'",
+                          "install httpfs", "load httpfs", f"attach '{tmp_path}/x.duckdb'",
+                          "select * from read_parquet('https://example.com/x.parquet')"):
+                refused = await client.call_tool("sql", {"query": query})
+                text = _text(refused)
+                assert refused.is_error and "AKIA" not in text, (query, text)
+                assert "ledger only" in text and "Traceback" not in text, (query, text)
+            # control: the ledger itself
+            ok = await client.call_tool("sql", {"query": "select count(*) as n from sweeps"})
+            assert not ok.is_error and ok.structured_content["rows"] == [{"n": 0}]
+            before = server_rss_mib()
+            big = await client.call_tool("sql", {"query": "select i, repeat('x', 300) as pad from range(1000000) t(i)"})
+            assert not big.is_error, _text(big)
+            assert big.structured_content["row_count"] == 1000 and big.structured_content["truncated"]
+            grew = server_rss_mib() - before
+            assert grew < 300, f"one sql call grew the server by {grew:.0f} MiB"
+
+    asyncio.run(talk())
+    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "x.duckdb").exists()
