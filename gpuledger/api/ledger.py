@@ -122,22 +122,45 @@ class Ledger:
         with self._scope():
             return estimate(workload)
 
+    def gpu_options(self, workload: Workload, tokens: float, *, accelerators: list[str] | None = None,
+                    calibration: bool = True, warehouse: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+        """Returns, for `tokens` training tokens, one option per GPU kind x count (fits, peak memory,
+        time, $ on demand and spot; cheapest and fastest marked): `gpuledger estimate --tokens`'s table,
+        its times corrected by what the project's runs taught (unless `calibration` is False)."""
+        from gpuledger.catalog import UnknownAccelerator, normalize_accelerator
+        from gpuledger.catalog.pricing import load_offers
+        from gpuledger.errors import UserError
+        from gpuledger.estimate.calibration import time_corrections
+        from gpuledger.plan.gpu_table import gpu_options
+
+        if not tokens or not 0 < tokens <= 1e15:
+            raise UserError(f"tokens: {tokens!r} is not a number of tokens between 1 and 1e15")
+        try:
+            kinds = [normalize_accelerator(a) for a in (accelerators or [])]
+        except UnknownAccelerator as err:
+            raise UserError(f"accelerator: {err}") from None
+        with self._scope():
+            corrections = time_corrections(workload, warehouse) if calibration else {}
+            return gpu_options(workload, tokens, load_offers(), kinds or None, time_corrections=corrections)
+
     # -- plans ------------------------------------------------------------------------------------
     def plan(self, spec: str | os.PathLike[str], *, launcher: str | None = None, max_parallel: int | None = None,
-             new: bool = False, sweep_id: str | None = None, with_probes: bool = False,
+             new: bool = False, resume: bool | None = True, sweep_id: str | None = None, with_probes: bool = False,
              inputs: Any = None) -> PlanVerdict:
         """Plans a sweep spec and asks the budget guard; returns the verdict (never raises for a
         refusal: `verdict.accepted`, `verdict.refusal`; `verdict.raise_if_refused()`).
 
         `with_probes`: the guard adds what the sweep's probes spent already (what `sweep` does);
-        `gpuledger plan` does not. `inputs`: planning inputs instead of this machine's and the ledger's."""
+        `gpuledger plan` does not. `resume`: which sweep of the spec (`gpuledger.runtime.accepted.prepare`:
+        True its latest, None its latest while unfinished, False a fresh one; `new` as False).
+        `inputs`: planning inputs instead of this machine's and the ledger's."""
         from gpuledger.errors import BudgetExceeded
         from gpuledger.plan import budget_guard
         from gpuledger.runtime.accepted import prepare
 
         with self._scope():
-            accepted = prepare(spec, launcher=launcher, max_parallel=max_parallel, new=new, sweep_id=sweep_id,
-                               inputs=inputs)
+            accepted = prepare(spec, launcher=launcher, max_parallel=max_parallel, new=new, resume=resume,
+                               sweep_id=sweep_id, inputs=inputs)
             probes_usd = self.sweep_spend(accepted.sweep_id)[1] if with_probes else 0.0
             try:
                 budget_guard(accepted.plan, probes_usd=probes_usd)
@@ -156,32 +179,43 @@ class Ledger:
 
     # -- running ---------------------------------------------------------------------------------
     def run(self, spec: str | os.PathLike[str], *, launcher: str | None = None, max_parallel: int | None = None,
-            dry_run: bool = False, force: bool = False, new: bool = False, hooks: Any = None,
+            dry_run: bool = False, force: bool = False, resume: bool | None = True, hooks: Any = None,
             launcher_factory: Callable[..., Any] | None = None, report: bool = True) -> SweepSummary:
         """Runs a sweep in this process, without Prefect: plan, budget guard (`BudgetExceeded` unless
-        `force`), the trials (`gpuledger.runtime.engine.execute`), the ROI report; returns its summary."""
+        `force`), the team's envelopes (a launch that needs approval is refused: approvals wait in
+        `sweep`), the trials (`gpuledger.runtime.engine.execute`), the ROI report; returns its summary.
+        `resume`: as `plan` (True: continue the spec's latest sweep, False: a fresh one)."""
         from gpuledger.api.sweeps import run_sweep
 
         with self._scope():
             return run_sweep(self, spec, launcher=launcher, max_parallel=max_parallel, dry_run=dry_run, force=force,
-                             new=new, hooks=hooks, launcher_factory=launcher_factory, report=report)
+                             resume=resume, hooks=hooks, launcher_factory=launcher_factory, report=report)
+
+    def run_trials(self, run: Any, hooks: Any = None) -> SweepSummary:
+        """Runs the trials of an accepted sweep (`gpuledger.runtime.engine.SweepRun`: lease, register,
+        launch, store, budget stop); returns the filled summary. The step the flow and `run` share."""
+        from gpuledger.runtime.engine import Hooks, execute
+
+        with self._scope():
+            return execute(run, hooks or Hooks())
 
     def sweep(self, spec: str | os.PathLike[str], *, launcher: str | None = None, max_parallel: int | None = None,
-              dry_run: bool = False, force: bool = False, new: bool = False, prefect_port: int | None = None,
+              dry_run: bool = False, force: bool = False, resume: bool | None = True, prefect_port: int | None = None,
               say: Callable[[str], None] | None = None) -> SweepSummary:
         """Runs a sweep as the Prefect flow `sweep` (this project's server, `PREFECT_API_URL`, else a
         temporary one); returns its summary. Raises `BudgetExceeded` (exit 3) when the guard refuses,
-        `UserError` for a spec it cannot run. What `gpuledger sweep` does."""
+        `UserError` for a spec it cannot run. What `gpuledger sweep` does (`resume`: True continues the
+        spec's latest sweep, False starts a fresh one: `--new`)."""
         runner = importlib.import_module(PREFECT_RUNNER)
         with self._scope():
             return runner.run_sweep_flow(spec, launcher=launcher, max_parallel=max_parallel, dry_run=dry_run,
-                                         force=force, new=new, prefect_port=prefect_port, say=say)
+                                         force=force, resume=resume, prefect_port=prefect_port, say=say)
 
-    def serve(self, port: int | None = None) -> int:
+    def serve(self, port: int | None = None, metrics_port: int | None = None) -> int:
         """Runs this project's local Prefect server, worker and deployments until interrupted (`gpuledger serve`)."""
         runner = importlib.import_module(PREFECT_RUNNER)
         with self._scope():
-            return runner.serve(port=port)
+            return runner.serve(port=port, metrics_port=metrics_port)
 
     def probe(self, spec: str | os.PathLike[str], *, trial_ids: list[str] | None = None, steps: int | None = None,
               seconds: float | None = None, launcher: str | None = None, max_parallel: int | None = None,
@@ -210,6 +244,21 @@ class Ledger:
             with Warehouse.open(path, read_only=True) as wh:
                 rows = wh.query_named("sweep_status", {"sweep": sweep, "limit": int(limit)}).to_dicts()
         return [SweepStatus.from_row(r) for r in rows]
+
+    def best_recipe(self, sweep_id: str) -> dict[str, Any] | None:
+        """Returns the sweep's best recipe (trial_id, params, metric_name, best_metric, time_to_recipe_s,
+        cost_to_recipe_usd, total_cost_usd; view v_sweep_roi), None when no trial has the metric."""
+        from gpuledger.runtime.engine import best_recipe
+
+        with self._scope():
+            return best_recipe(sweep_id)
+
+    def trial_results(self, sweep_id: str) -> pl.DataFrame:
+        """Returns the sweep's trials with their outcome and metric (view v_trial_results)."""
+        from gpuledger.warehouse import Warehouse
+
+        with self._scope(), Warehouse.open(read_only=True) as wh:
+            return wh.query_named("trial_results_of_sweep", {"sweep_id": sweep_id})
 
     def sweep_roi(self, name: str) -> dict[str, Any]:
         """Returns the ROI row (view v_sweep_roi) of the latest sweep called `name`, {} when none."""
@@ -284,7 +333,8 @@ class Ledger:
         from gpuledger.inputs.ledger import billed_rates
 
         with self._scope():
-            offers = load_offers(clouds=[cloud] if cloud else None, accelerators=[gpu] if gpu else None)
+            offers = load_offers(clouds=[cloud] if cloud else None, accelerators=[gpu] if gpu else None,
+                                 usable_only=False)  # every offer, the ones the planner never uses marked
             if offers.is_empty():
                 what = " ".join(f"{k} {v}" for k, v in (("GPU", gpu), ("cloud", cloud)) if v)
                 raise UserError(f"no offer for {what or 'any GPU'}; `gpuledger prices` lists every offer")
@@ -299,6 +349,6 @@ class Ledger:
         with self._scope():
             loaded = load_spec(spec)
             if loaded.kind != "capacity":
-                raise UserError(f"{spec} is a `kind: {loaded.kind}` spec; capacity needs `kind: capacity` "
+                raise UserError(f"{spec} is a `kind: {loaded.kind}` spec; `gpuledger capacity` needs `kind: capacity` "
                                 f"(traffic, slo, resources). For a sweep use `gpuledger plan {spec}`.")
             return plan_capacity_measured(loaded)

@@ -118,3 +118,17 @@ def load_runs(path: str | Path | None = None) -> list[dict]:
     except UserError:
         return []
     return [dict(r, framework=RUN_FRAMEWORK) for r in df.to_dicts()]
+
+
+def time_corrections(workload, warehouse: str | Path | None = None) -> dict:
+    """Returns {GPU family: Correction of time} learnt from the user's runs of the workload's method and
+    framework (none on the CPU); what `estimate --tokens` multiplies each family's times by."""
+    if workload.device != "gpu":
+        return {}
+    runs = load_runs(warehouse)
+    out = {}
+    for family in sorted({accelerator_family(r["accelerator"]) for r in runs if r.get("accelerator")}):
+        c = fit(runs, workload.method, workload.framework, family, quantity="time")
+        if c is not None:
+            out[family] = c
+    return out

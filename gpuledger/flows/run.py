@@ -18,7 +18,7 @@ from gpuledger.runtime.summary import SweepSummary
 
 
 def run_sweep_flow(spec: str | os.PathLike[str], *, launcher: str | None = None, max_parallel: int | None = None,
-                   dry_run: bool = False, force: bool = False, new: bool = False, prefect_port: int | None = None,
+                   dry_run: bool = False, force: bool = False, resume: bool | None = True, prefect_port: int | None = None,
                    say: Callable[[str], None] | None = None) -> SweepSummary:
     """Runs flow `sweep` (see the module); returns its summary or raises its refusal."""
     from gpuledger.flows.server import prefect_api
@@ -28,7 +28,7 @@ def run_sweep_flow(spec: str | os.PathLike[str], *, launcher: str | None = None,
 
         try:
             state = sweep(spec=str(spec), launcher=launcher, max_parallel=max_parallel, dry_run=bool(dry_run),
-                          force=bool(force), new=bool(new), return_state=True)
+                          force=bool(force), resume=resume, return_state=True)
         finally:
             drain_prefect()
     summary = state.result(raise_on_failure=False)
@@ -39,8 +39,8 @@ def run_sweep_flow(spec: str | os.PathLike[str], *, launcher: str | None = None,
     return summary
 
 
-def serve(port: int | None = None, say: Callable[[str], None] | None = None) -> int:
+def serve(port: int | None = None, metrics_port: int | None = None, say: Callable[[str], None] | None = None) -> int:
     """Runs this project's local Prefect server, worker and deployments until interrupted (`gpuledger serve`)."""
     from gpuledger.flows.server import serve as serve_local
 
-    return serve_local(say=say or (lambda msg: print(msg, flush=True)), port=port)
+    return serve_local(say=say or (lambda msg: print(msg, flush=True)), port=port, metrics_port=metrics_port)

@@ -26,12 +26,15 @@ The flow only orchestrates; what a sweep does lives in `gpuledger.runtime` (test
    `gpuledger.budget.exceeded` (payload: sweep, spent, budget, in_flight_est, skipped, ...);
 4. task `write-report`: the ROI report (`gpuledger.report`), published as the artifacts
    `sweep-NAME-roi` (markdown), `sweep-NAME-report` (link) and `sweep-NAME-results` (table).
-The flow returns the summary (`gpuledger.runtime.summary.SweepSummary` as a dict); its `status`
+The flow returns the summary (`gpuledger.runtime.summary.SweepSummary`, typed); its `status`
 and the CLI's exit code tell the truth (`unrecorded` when some records could not be stored), and so
 does the flow run's state (`SweepSummary.outcome`, the rule of the exit code): `Completed` when the
 CLI exits 0, `Failed` with the counts and the first failure when it exits 1 (a failed trial, a
 record not stored), `Cancelled` when it was interrupted (exit 130); a refusal (the budget guard,
 a spec the planner refuses, a sweep running elsewhere) is `Failed` with the refusal's message.
+Each step is a verb of the application layer (`gpuledger.api.Ledger`: plan, run_trials, report_sweep,
+best_recipe), as the CLI and the MCP tools call them; the flow adds Prefect's logs, artifacts, states
+and the budget event.
 """
 
 from __future__ import annotations
@@ -49,13 +52,13 @@ from prefect.states import Cancelled, Failed, State
 from prefect.utilities.annotations import quote
 
 from gpuledger import vocabulary
+from gpuledger.api import Ledger, PlanVerdict
 from gpuledger.errors import BudgetExceeded
 from gpuledger.flows.approvals import guard_envelopes, release_quietly
 from gpuledger.flows.artifacts import Progress, artifact_key, publish_report, publish_table
 from gpuledger.flows.refusals import Refused, failed, user_errors_as_refusals
-from gpuledger.runtime.accepted import AcceptedSweep, prepare
 from gpuledger.runtime.budget import BudgetStop
-from gpuledger.runtime.engine import Hooks, SweepRun, best_recipe, execute
+from gpuledger.runtime.engine import Hooks, SweepRun
 from gpuledger.runtime.events import notify
 from gpuledger.runtime.launching import make_launcher
 from gpuledger.runtime.summary import SweepSummary
@@ -94,14 +97,16 @@ class PrefectHooks(Hooks):
 @task(name="plan-sweep", persist_result=False, cache_policy=NO_CACHE)
 @user_errors_as_refusals
 def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, resume: bool | None = True,
-                    sweep_id: str | None = None) -> AcceptedSweep:
-    """Loads, expands and plans the spec (`gpuledger.runtime.accepted.prepare`); logs and publishes the
-    plan once; returns the accepted sweep the run takes. `sweep_id`: the sweep being planned again
-    (after its probes)."""
+                    sweep_id: str | None = None) -> PlanVerdict:
+    """Plans the spec and asks the budget guard, counting what the sweep's probes spent
+    (`Ledger.plan(with_probes=True)`); logs and publishes the plan once; returns the verdict (its
+    `sweep` is what the run takes). `sweep_id`: the sweep being planned again (after its probes)."""
     from gpuledger.plan import render_plan
 
     log = get_run_logger()
-    sweep = prepare(spec, launcher=launcher, max_parallel=max_parallel, resume=resume, sweep_id=sweep_id)
+    verdict = Ledger().plan(spec, launcher=launcher, max_parallel=max_parallel, resume=resume, sweep_id=sweep_id,
+                            with_probes=True)
+    sweep = verdict.sweep
     if sweep.chosen:
         log.info("Sweep %s: %s", sweep.sweep_id, sweep.chosen)
     log.info("Plan of sweep %s (%d trials, at most %d at once):\n%s", sweep.sweep_id, len(sweep.trials), sweep.cap,
@@ -109,11 +114,11 @@ def plan_sweep_task(spec: str, launcher: str | None, max_parallel: int | None, r
     publish_table(artifact_key("sweep", sweep.spec.name, "plan"), sweep.plan.to_json()["trials"],
                   f"Plan of {sweep.sweep_id}: {len(sweep.trials)} trials, est. ${sweep.plan.total_est_cost_usd:.2f}"
                   f" of ${float(sweep.spec.budget.max_usd):.2f} budget, max_parallel {sweep.cap}", PLAN_COLUMNS)
-    return sweep
+    return verdict
 
 
 @task(name="probe-shapes", persist_result=False, cache_policy=NO_CACHE)
-def probe_task(spec: str, accepted: AcceptedSweep) -> bool:
+def probe_task(spec: str, accepted: Any) -> bool:
     """`search.probe: auto` (gpuledger.runtime.probe.auto_probe); returns whether to plan again."""
     from gpuledger.runtime.probe import auto_probe
 
@@ -125,35 +130,32 @@ def probe_task(spec: str, accepted: AcceptedSweep) -> bool:
 def run_trials_task(run: SweepRun) -> SweepSummary:
     """Registers the sweep and runs its trials (`gpuledger.runtime.engine.execute`)."""
     log = get_run_logger()
-    return execute(run, PrefectHooks(log, run.spec.name, run.sweep_id))
+    return Ledger().run_trials(run, PrefectHooks(log, run.spec.name, run.sweep_id))
 
 
 @task(name="write-report", persist_result=False, cache_policy=NO_CACHE)
 @user_errors_as_refusals
 def write_report_task(name: str, summary: SweepSummary) -> SweepSummary:
     """Writes the ROI report; publishes markdown, link and trial-results artifacts; names the best recipe."""
-    from gpuledger.report import write_sweep_report
-    from gpuledger.warehouse import Warehouse
-
     log = get_run_logger()
-    with Warehouse.open(read_only=True) as wh:
-        files = write_sweep_report(wh, name=name, sweep_id=summary.sweep_id)
-        results = wh.query_named("trial_results_of_sweep", {"sweep_id": summary.sweep_id}).to_dicts()
+    ledger = Ledger()
+    files = ledger.report_sweep(name, sweep_id=summary.sweep_id)
+    results = ledger.trial_results(summary.sweep_id).to_dicts()
     summary.report_html = str(files.html.resolve())
     summary.report_markdown = str(files.markdown)
     publish_report(files, artifact_key("sweep", name, "roi"), f"ROI report of {summary.sweep_id}",
                    link_key=artifact_key("sweep", name, "report"))
     publish_table(artifact_key("sweep", name, "results"), results,
                   f"Trial results of {summary.sweep_id} (v_trial_results)")
-    summary.best = best_recipe(summary.sweep_id)
+    summary.best = ledger.best_recipe(summary.sweep_id)
     log.info("ROI report of %s: %s", summary.sweep_id, summary.report_html)
     return summary
 
 
 @flow(name="sweep", persist_result=False)
 def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = None, dry_run: bool = False,
-          force: bool = False, resume: bool | None = None, new: bool = False) -> dict[str, Any] | State:
-    """Plans, guards, runs and reports one sweep; returns its summary (a dict), or a Failed or
+          force: bool = False, resume: bool | None = None, new: bool = False) -> SweepSummary | State:
+    """Plans, guards, runs and reports one sweep; returns its summary (`SweepSummary`), or a Failed or
     Cancelled state with the summary as data when the CLI would exit non-zero.
 
     A budget refusal (no `force`) ends the run Failed with the guard's message: calling the flow
@@ -161,29 +163,26 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
     only while it is unfinished, else start a fresh one; true: continue it; false: a fresh one.
     `new`: as `resume=False`.
     """
-    from gpuledger.plan import budget_guard
-    from gpuledger.runtime.probe import sweep_spend_usd
-
     log = get_run_logger()
-    accepted = plan_sweep_task(spec, launcher, max_parallel, False if new and not dry_run else resume)
-    if isinstance(accepted, Refused):  # a spec the planner refuses: one line in the log, not a traceback
-        return failed(accepted)
-    if not dry_run and probe_task(spec, quote(accepted)):  # search.probe auto: measure first, then plan again
-        accepted = plan_sweep_task(spec, launcher, max_parallel, sweep_id=accepted.sweep_id)
-        if isinstance(accepted, Refused):
-            return failed(accepted)
+    verdict = plan_sweep_task(spec, launcher, max_parallel, False if new and not dry_run else resume)
+    if isinstance(verdict, Refused):  # a spec the planner refuses: one line in the log, not a traceback
+        return failed(verdict)
+    if not dry_run and probe_task(spec, quote(verdict.sweep)):  # search.probe auto: measure first, then plan again
+        verdict = plan_sweep_task(spec, launcher, max_parallel, sweep_id=verdict.sweep_id)
+        if isinstance(verdict, Refused):
+            return failed(verdict)
+    accepted = verdict.sweep
     sp, sweep_id = accepted.spec, accepted.sweep_id
     summary = accepted.new_summary(dry_run=dry_run)
-    try:
-        budget_guard(accepted.plan, probes_usd=sweep_spend_usd(sweep_id)[1])  # probes (auto, by hand) spent already
-    except BudgetExceeded as err:
+    if not verdict.accepted:  # the guard counted the plan's trials + what the sweep's probes spent already
         if not force:
             # a refusal is an answer, not a crash: a Failed state with the message (no traceback in the logs)
-            log.error("Budget guard refused sweep %s (nothing launched, nothing written): %s", sweep_id, err)
+            log.error("Budget guard refused sweep %s (nothing launched, nothing written): %s", sweep_id, verdict.refusal)
+            err = BudgetExceeded(verdict.refusal or "refused by the budget guard")
             return Failed(message=str(err), data=err)
         summary.forced = True
         log.warning("Budget guard refused sweep %s but force=True: launching anyway (recorded as forced). %s",
-                    sweep_id, err)
+                    sweep_id, verdict.refusal)
     refusal = guard_envelopes(accepted, dry_run, log)  # team envelopes ([[budgets]]): reserve, or refuse, or wait
     if refusal is not None:
         return refusal
@@ -191,7 +190,7 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
         summary.status = vocabulary.SWEEP_DRY_RUN
         log.info("Dry run: nothing launched, nothing written.")
         notify("finished", summary=summary.to_dict())
-        return summary.to_dict()
+        return summary
 
     run = SweepRun(accepted, summary=summary, launcher_factory=launcher_factory)
     summary = run_trials_task(quote(run))  # quote: Prefect passes the objects as they are
@@ -204,17 +203,17 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
     kind, message = summary.outcome()
     (log.info if kind == "COMPLETED" else log.error)("Sweep %s", message)
     notify("finished", summary=summary.to_dict())
-    return ended(kind, message, summary.to_dict())
+    return ended(kind, message, summary)
 
 
-def ended(kind: str, message: str, data: dict[str, Any]) -> dict[str, Any] | State:
+def ended(kind: str, message: str, summary: SweepSummary) -> SweepSummary | State:
     """Returns what the flow returns for `SweepSummary.outcome()`'s (kind, message): the summary
     itself (Completed), or a Failed / Cancelled state carrying it."""
     if kind == "FAILED":
-        return Failed(message=message, data=data)
+        return Failed(message=message, data=summary)
     if kind == "CANCELLED":
-        return Cancelled(message=message, data=data)
-    return data
+        return Cancelled(message=message, data=summary)
+    return summary
 
 
 def drain_prefect(timeout_s: float = 10.0) -> None:

@@ -3,9 +3,11 @@
 Tools: `validate`, `estimate`, `plan`, `prices`, `sweep`, `status`, `report`, `sql`; resources: the
 documentation of the warehouse's views (`gpuledger://views.yml`, `gpuledger://views/{name}`).
 Each tool returns concise text and structured content; a user error is a tool error carrying
-gpuledger's one-line message. The reading verbs run the same code as the CLI (`gpuledger.cli.main`
-with `--json`, in this process), so an agent and a person get the same numbers; `sweep` starts
-`gpuledger sweep` as its own process and returns at once.
+gpuledger's one-line message. Every tool calls the application layer (`gpuledger.api.Ledger`), as the
+CLI does, so an agent and a person get the same numbers from the same functions (no face calls
+another); tools take the vocabulary's words as typed parameters and say whether they only read
+(`readOnlyHint`) or spend (`destructiveHint`). `sweep` starts the sweep as its own process
+(`python -m gpuledger.mcp_server.launch`, which runs `Ledger.sweep`) and returns at once.
 
 What an agent cannot step around:
 - `sweep` launches only a spec it planned first (`plan_id`, unless `[agent] require_plan = false`),
@@ -19,24 +21,23 @@ What an agent cannot step around:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import os
 import socket
 import subprocess
 import sys
-import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
 
-from gpuledger import settings
+from gpuledger import settings, vocabulary
+from gpuledger.api import Ledger
 from gpuledger.errors import UserError
 from gpuledger.mcp_server.budget import AgentBudget, agent_budget, check_launch
 
@@ -45,6 +46,17 @@ SQL_TEXT_ROWS = 20
 SQL_MAX_ROWS = 1000
 #: longest text a tool returns (characters); longer output is cut with a note
 MAX_TEXT_CHARS = 20_000
+#: what each tool may do to the world (MCP tool annotations): the reading tools change nothing;
+#: `report` writes its files (it adds, never destroys); `sweep` launches and spends
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+WRITES_FILES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+SPENDS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
+
+#: the tools' parameter types (the MCP schema an agent sees; a bad value is refused before the tool runs)
+SpecPath = Annotated[str, Field(min_length=1, max_length=4096, description="path of a spec YAML file")]
+Whole = Annotated[int, Field(ge=1, le=10**9)]
+Tokens = Annotated[float, Field(gt=0, le=1e15, description="training tokens")]
+Parallel = Annotated[int, Field(ge=1, le=1024, description="at most this many trials at once")]
 
 INSTRUCTIONS = (
     "gpuledger plans, prices, launches and accounts for GPU experiments. Work in this order: validate a "
@@ -53,51 +65,20 @@ INSTRUCTIONS = (
     "status, read its ROI with report, and query the ledger read-only with sql (views are documented in "
     "the resources gpuledger://views.yml).")
 
-_cli_lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class CliResult:
-    code: int
-    out: str
-    err: str
-
-
-def run_cli(argv: list[str]) -> CliResult:
-    """Runs `gpuledger ARGV` in this process, returning its exit code and what it printed.
-    (One at a time: stdout and stderr are swapped for buffers while it runs.)"""
-    from gpuledger.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with _cli_lock, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as stop:  # argparse: a bad argument (exit 2 with a usage line)
-            code = stop.code if isinstance(stop.code, int) else 2
-    return CliResult(code, out.getvalue(), err.getvalue())
-
-
-def error_line(result: CliResult, fallback: str) -> str:
-    """The one-line message of a failed command (its last stderr line), else `fallback`."""
-    lines = [line for line in result.err.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else fallback
-
 
 def _cut(text: str) -> str:
     return text if len(text) <= MAX_TEXT_CHARS else text[:MAX_TEXT_CHARS] + "\n... (cut)"
 
 
-def _json_or_error(result: CliResult, what: str) -> Any:
-    if result.code not in (0, 3):
-        raise ToolError(error_line(result, f"{what} failed (exit {result.code})"))
-    try:
-        return json.loads(result.out)
-    except json.JSONDecodeError:
-        raise ToolError(f"{what}: gpuledger printed no JSON ({error_line(result, 'no output')})") from None
-
-
 def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=_cut(text))], structured_content=structured)
+
+
+def _plain(value: Any) -> Any:
+    """Returns `value` as plain JSON (dates as ISO text, NaN and inf as null, numpy numbers as numbers)."""
+    from gpuledger.plan.model import _json_default
+
+    return json.loads(json.dumps(value, default=_json_default).replace("NaN", "null").replace("Infinity", "null"))
 
 
 def spec_digest(path: Path) -> str:
@@ -119,65 +100,68 @@ class PlannedSpec:
 
 
 class GpuledgerTools:
-    """The state behind the tools: the project, the agent budget read at start, the plans handed out."""
+    """The state behind the tools: the project's Ledger, the agent budget read at start, the plans handed out."""
 
-    def __init__(self, budget_usd: float | None, require_plan: bool) -> None:
+    def __init__(self, budget_usd: float | None, require_plan: bool, ledger: Ledger | None = None) -> None:
         self.budget_usd = budget_usd
         self.require_plan = require_plan
+        self.ledger = ledger or Ledger()
         self.plans: dict[str, PlannedSpec] = {}
         self.host = socket.gethostname()
 
     # -- reading verbs --------------------------------------------------------------------------
     def validate(self, spec: str) -> CallToolResult:
-        result = run_cli(["validate", spec])
-        problems = [line for line in (result.out + result.err).splitlines() if line.strip()]
-        ok = result.code == 0
-        text = f"{spec}: valid" if ok else "\n".join(problems) or f"{spec}: invalid"
-        return _result(text, {"spec": spec, "valid": ok, "problems": [] if ok else problems})
+        check = self.ledger.validate(spec)
+        text = f"{spec}: valid" if check.ok else "\n".join(check.problems) or f"{spec}: invalid"
+        return _result(text, {"spec": spec, "valid": check.ok, "problems": list(check.problems)})
 
-    def estimate(self, argv: list[str]) -> CallToolResult:
-        data = _json_or_error(run_cli(["estimate", *argv, "--json"]), "estimate")
-        mem = data.get("memory_gib", {}) if isinstance(data, dict) else {}
-        text = (f"{argv[0]}: {data.get('params_total', '?')} parameters, peak {mem.get('allocated', '?')} GiB "
+    def estimate(self, model: str, *, method: str, precision: str, batch: int, seq: int, gpus: int,
+                 tokens: float | None = None, accelerator: str | None = None) -> CallToolResult:
+        workload = self.ledger.workload(model, method=method, precision=precision, micro_batch=batch, seq_len=seq,
+                                        gpus=gpus)
+        est = self.ledger.estimate(workload)
+        data = _plain(est.to_json())
+        if tokens is not None:
+            data["tokens"] = tokens
+            data["options"] = _plain(self.ledger.gpu_options(workload, tokens,
+                                                             accelerators=[accelerator] if accelerator else None))
+        mem = data.get("memory_gib", {})
+        text = (f"{model}: {data.get('params_total', '?')} parameters, peak {mem.get('allocated', '?')} GiB "
                 f"allocated per GPU ({data.get('peak_phase', '?')}); full numbers in the structured content")
-        return _result(text, data if isinstance(data, dict) else {"rows": data})
+        return _result(text, data)
 
     def plan(self, spec: str) -> CallToolResult:
         path = Path(spec)
         digest = spec_digest(path) if path.is_file() else None
-        result = run_cli(["plan", spec, "--json"])
-        data = _json_or_error(result, "plan")
-        pruning = data.get("pruning") or {}
-        expected = pruning.get("expected_usd")
-        # the spend the budget guard decided on, at the plan's confidence (budget.confidence, P90 by default)
-        planned = float(data["decided_usd"] if data.get("decided_usd") is not None
-                        else expected if expected is not None else data.get("total_est_cost_usd") or 0.0)
-        conf = str(data.get("confidence") or "p50").upper()
-        sweep_id = str(data.get("sweep") or "")
-        name = sweep_id.rsplit("-", 1)[0] if "-" in sweep_id else sweep_id
+        verdict = self.ledger.plan(spec)
+        data = _plain(verdict.plan.to_json())
+        planned = verdict.decided_usd  # the one decided spend (`Plan.decided_usd`, at the plan's confidence)
+        conf = verdict.plan.confidence.upper()
+        sweep_id, name = verdict.sweep_id, verdict.sweep.spec.name
         plan_id = hashlib.sha256(f"{digest}|{json.dumps(data, sort_keys=True, default=str)}".encode()).hexdigest()[:16]
-        within = bool(data.get("within_budget", True)) and result.code == 0
         if digest is not None:
-            self.plans[plan_id] = PlannedSpec(plan_id, str(path.resolve()), digest, sweep_id, name, planned, within)
-        feasible = sum(1 for t in data.get("trials", []) if t.get("feasible", True))
-        budget = self._budget_or_none()
-        lines = [f"plan {plan_id}: sweep {name}, {feasible} of {len(data.get('trials', []))} trials feasible, "
-                 f"planned ${planned:.2f} at {conf} (all trials ${float(data.get('total_est_cost_usd') or 0):.2f} at P50"
+            self.plans[plan_id] = PlannedSpec(plan_id, str(path.resolve()), digest, sweep_id, name, planned,
+                                              verdict.accepted)
+        trials = verdict.plan.planned_trials
+        feasible = sum(1 for t in trials if t.feasible)
+        refusal = (verdict.refusal or "over budget").splitlines()[0]
+        lines = [f"plan {plan_id}: sweep {name}, {feasible} of {len(trials)} trials feasible, "
+                 f"planned ${planned:.2f} at {conf} (all trials ${verdict.plan.total_est_cost_usd:.2f} at P50"
                  + (f", P10 ${data['total_cost_usd_p10']:.2f} - P90 ${data['total_cost_usd_p90']:.2f}"
                     if data.get("total_cost_usd_p90") is not None else "") + "), "
-                 f"spec budget {'ok' if within else 'REFUSES: ' + error_line(result, 'over budget')}"]
+                 f"spec budget {'ok' if verdict.accepted else 'REFUSES: ' + refusal}"]
+        budget = self._budget_or_none()
         if budget is not None:
             lines.append(f"agent budget: ${budget.remaining_usd:.2f} of ${budget.budget_usd:.2f} left; "
                          f"this plan {'fits' if planned <= budget.remaining_usd + 1e-9 else 'does NOT fit'}")
         else:
             lines.append("agent budget: not set ([agent] budget_usd): sweep will refuse to launch")
-        return _result("\n".join(lines), {"plan_id": plan_id, "planned_usd": planned, "within_budget": within,
+        return _result("\n".join(lines), {"plan_id": plan_id, "planned_usd": planned, "within_budget": verdict.accepted,
+                                          "refusal": verdict.refusal,
                                           "agent_budget": budget.to_json() if budget else None, "plan": data})
 
     def prices(self, gpu: str | None, cloud: str | None) -> CallToolResult:
-        argv = ["prices", "--json"] + (["--gpu", gpu] if gpu else []) + (["--cloud", cloud] if cloud else [])
-        data = _json_or_error(run_cli(argv), "prices")
-        rows = data if isinstance(data, list) else data.get("offers", [])
+        rows = _plain(self.ledger.prices(gpu=gpu, cloud=cloud))
         head = "\n".join(f"{r.get('cloud')} {r.get('instance_type')} {r.get('accelerator')}x{r.get('accelerator_count', '')}: "
                          f"${r.get('usd_per_hour')}/h ({r.get('basis')}, {r.get('as_of')})" for r in rows[:15])
         return _result(f"{len(rows)} offer(s)\n{head}", {"offers": rows})
@@ -185,10 +169,7 @@ class GpuledgerTools:
     def sql(self, query: str) -> CallToolResult:
         """The agent's SQL: the ledger only (no files, URLs, extensions), streamed and cut at SQL_MAX_ROWS
         rows and `LEDGER_MAX_BYTES` (`gpuledger.warehouse.ledger_sql`)."""
-        from gpuledger.warehouse.ledger_sql import ledger_query
-
-        timeout_s = float(settings.current().get("sql.timeout_s"))
-        result = ledger_query(query, max_rows=SQL_MAX_ROWS, timeout_s=timeout_s if timeout_s > 0 else 300.0)
+        result = self.ledger.agent_sql(query, max_rows=SQL_MAX_ROWS)
         rows = result.rows
         text_rows = "\n".join(json.dumps(r, default=str) for r in rows[:SQL_TEXT_ROWS])
         more = f"\n... {len(rows) - SQL_TEXT_ROWS} more row(s) in the structured content" if len(rows) > SQL_TEXT_ROWS else ""
@@ -198,26 +179,16 @@ class GpuledgerTools:
                        {"rows": rows, "row_count": len(rows), "truncated": result.truncated, "cut_by": result.cut_by})
 
     def report(self, name: str) -> CallToolResult:
-        result = run_cli(["report", "sweep", name])
-        if result.code != 0:
-            raise ToolError(error_line(result, "report failed"))
-        roi = self._query("select * from v_sweep_roi where sweep_name = $name order by started_at desc limit 1",
-                          {"name": name})
-        row = roi[0] if roi else {}
+        files = self.ledger.report_sweep(name)
+        row = _plain(self.ledger.sweep_roi(name))
+        where = f"html: {files.html}\nmarkdown: {files.markdown}"
         text = (f"sweep {name}: best {row.get('best_metric')} (trial {row.get('best_trial_id')}), "
                 f"time to recipe {row.get('time_to_recipe_s')} s, cost to recipe ${row.get('cost_to_recipe_usd')}, "
-                f"total ${row.get('total_cost_usd')}\n{result.out.strip()}")
-        return _result(text, {"roi": row, "report": result.out.strip()})
+                f"total ${row.get('total_cost_usd')}\n{where}")
+        return _result(text, {"roi": row, "report": where, "html": str(files.html), "markdown": str(files.markdown)})
 
     def status(self, sweep: str | None) -> CallToolResult:
-        where = "" if sweep is None else "where s.sweep_id = $sweep or s.name = $sweep"
-        rows = self._query(
-            "select s.sweep_id, s.name, s.status, s.started_at, s.ended_at, s.budget_usd, "
-            "(select count(*) from trials t where t.sweep_id = s.sweep_id) as trials, "
-            "(select count(*) from trials t where t.sweep_id = s.sweep_id and t.status = 'succeeded') as succeeded, "
-            "(select coalesce(sum(b.cost_usd), 0) from runs r join billing b using (run_id) "
-            " where r.sweep_id = s.sweep_id) as spent_usd "
-            f"from sweeps s {where} order by s.started_at desc limit 20", {"sweep": sweep} if sweep else None)
+        rows = [s.to_json() for s in self.ledger.status(sweep)]
         budget = self._budget_or_none()
         lines = [f"{r['sweep_id']}: {r['status']}, {r['succeeded']}/{r['trials']} trials succeeded, "
                  f"spent ${float(r['spent_usd']):.4f}" for r in rows] or ["no sweep yet" if sweep is None
@@ -263,7 +234,7 @@ class GpuledgerTools:
                                                planned_usd=planned.planned_usd, budget_usd=self.budget_usd)
         log = settings.current().data_dir / "mcp" / f"{launch_id}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "gpuledger.cli", "sweep", planned.spec_path]
+        argv = [sys.executable, "-m", "gpuledger.mcp_server.launch", planned.spec_path]
         if max_parallel:
             argv += ["--max-parallel", str(int(max_parallel))]
         with open(log, "ab") as fh:
@@ -294,15 +265,6 @@ class GpuledgerTools:
         with Warehouse.open(read_only=True) as wh:
             return self._budget(wh)
 
-    def _query(self, sql: str, params: dict[str, Any] | None) -> list[dict[str, Any]]:
-        from gpuledger.warehouse import Warehouse
-
-        if not settings.resolve_path().exists():
-            return []
-        with Warehouse.open(read_only=True) as wh:
-            return [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()}
-                    for row in wh.query(sql, params).iter_rows(named=True)]
-
 
 def _guard(fn):
     """Turns a user error into a tool error with gpuledger's one-line message."""
@@ -324,49 +286,47 @@ def build_server(tools: GpuledgerTools) -> MCPServer:
     server = MCPServer(name="gpuledger", version=__version__, instructions=INSTRUCTIONS)
 
     @server.tool(description="Check an experiment spec (YAML path) without running anything: every problem "
-                             "the planner and the sweep would refuse on, one line each.")
-    def validate(spec: str) -> CallToolResult:
+                             "the planner and the sweep would refuse on, one line each.", annotations=READ_ONLY)
+    def validate(spec: SpecPath) -> CallToolResult:
         return _guard(tools.validate)(spec)
 
     @server.tool(description="Memory per GPU, parameters and FLOPs per token of one training or inference setup "
-                             "(gpuledger estimate --json); with tokens, time and dollars per GPU type.")
-    def estimate(model: str, method: str = "lora", precision: str = "bf16", batch: int = 1, seq: int = 2048,
-                 gpus: int = 1, tokens: int | None = None, accelerator: str | None = None) -> CallToolResult:
-        argv = [model, "--method", method, "--precision", precision, "--batch", str(batch), "--seq", str(seq),
-                "--gpus", str(gpus)]
-        if tokens is not None:
-            argv += ["--tokens", str(tokens)]
-        if accelerator:
-            argv += ["--accelerator", accelerator]
-        return _guard(tools.estimate)(argv)
+                             "(gpuledger estimate --json); with tokens, time and dollars per GPU type.",
+                 annotations=READ_ONLY)
+    def estimate(model: str, method: vocabulary.Method = "lora", precision: vocabulary.Precision = "bf16",
+                 batch: Whole = 1, seq: Whole = 2048, gpus: Whole = 1, tokens: Tokens | None = None,
+                 accelerator: str | None = None) -> CallToolResult:
+        return _guard(tools.estimate)(model, method=method, precision=precision, batch=batch, seq=seq, gpus=gpus,
+                                      tokens=tokens, accelerator=accelerator)
 
     @server.tool(description="Plan a sweep spec: GPUs, spot, schedule and cost per trial, within the spec's budget. "
-                             "Returns a plan_id to pass to sweep.")
-    def plan(spec: str) -> CallToolResult:
+                             "Returns a plan_id to pass to sweep.", annotations=READ_ONLY)
+    def plan(spec: SpecPath) -> CallToolResult:
         return _guard(tools.plan)(spec)
 
-    @server.tool(description="What the planner would pay per offer: usd_per_hour, basis and date.")
+    @server.tool(description="What the planner would pay per offer: usd_per_hour, basis and date.", annotations=READ_ONLY)
     def prices(gpu: str | None = None, cloud: str | None = None) -> CallToolResult:
         return _guard(tools.prices)(gpu, cloud)
 
     @server.tool(description="Launch a planned sweep (needs plan_id from plan). Refused before anything launches "
-                             "when it would cross the agent budget. Returns at once; follow with status.")
-    def sweep(spec: str, plan_id: str | None = None, max_parallel: int | None = None) -> CallToolResult:
+                             "when it would cross the agent budget. Returns at once; follow with status.",
+                 annotations=SPENDS)
+    def sweep(spec: SpecPath, plan_id: str | None = None, max_parallel: Parallel | None = None) -> CallToolResult:
         return _guard(tools.sweep)(spec, plan_id, max_parallel)
 
     @server.tool(description="Progress and spend of sweeps (one sweep by id or name, else the latest), and the "
-                             "agent budget held.")
+                             "agent budget held.", annotations=READ_ONLY)
     def status(sweep: str | None = None) -> CallToolResult:
         return _guard(tools.status)(sweep)
 
     @server.tool(description="Write a sweep's ROI report; returns the summary (best recipe, time and cost to it) "
-                             "and the report's path.")
+                             "and the report's path.", annotations=WRITES_FILES)
     def report(name: str) -> CallToolResult:
         return _guard(tools.report)(name)
 
     @server.tool(description="Read-only SQL (DuckDB) against the ledger only: writes, files, URLs and extensions "
                              "are refused; at most 1000 rows come back. Views are documented in the resource "
-                             "gpuledger://views.yml.")
+                             "gpuledger://views.yml.", annotations=READ_ONLY)
     def sql(query: str) -> CallToolResult:
         return _guard(tools.sql)(query)
 

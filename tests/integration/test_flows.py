@@ -76,22 +76,22 @@ def test_sweep_flow_runs_four_trials_ingests_reports_and_publishes_artifacts(har
 
     spec = write_spec(workdir)
     summary = sweep(spec=str(spec))
-    assert summary["succeeded"] == 4 and summary["failed"] == 0 and summary["status"] == "succeeded"
+    assert summary.succeeded == 4 and summary.failed == 0 and summary.status == "succeeded"
     with _wh() as wh:
-        runs = wh.query("SELECT trial_id, status FROM runs WHERE sweep_id = ?", [summary["sweep_id"]])
-        trials = wh.query("SELECT status FROM trials WHERE sweep_id = ?", [summary["sweep_id"]])
+        runs = wh.query("SELECT trial_id, status FROM runs WHERE sweep_id = ?", [summary.sweep_id])
+        trials = wh.query("SELECT status FROM trials WHERE sweep_id = ?", [summary.sweep_id])
         prices = wh.query("SELECT cloud, usd_per_hour, source, extra FROM prices WHERE sweep_id = ?",
-                          [summary["sweep_id"]])
+                          [summary.sweep_id])
     assert runs.height == 4 and runs["trial_id"].n_unique() == 4
     # the price the plan used is recorded with the sweep: this machine at the spec's local rate
     assert prices.height == 1 and prices["cloud"][0] == "local" and prices["usd_per_hour"][0] == 0.0
     assert '"trials": 4' in prices["extra"][0]
     assert set(runs["status"]) == {"succeeded"} and set(trials["status"]) == {"succeeded"}
-    html = Path(summary["report_html"])
+    html = Path(summary.report_html)
     from gpuledger import settings
 
     assert html.is_file() and html.is_relative_to(settings.current().reports_dir)  # GPULEDGER_REPORTS_DIR
-    assert Path(summary["report_markdown"]).is_file()
+    assert Path(summary.report_markdown).is_file()
     arts = _artifacts("sweep-tiny-grid-%")
     for key in ("sweep-tiny-grid-plan", "sweep-tiny-grid-roi", "sweep-tiny-grid-results",
                 "sweep-tiny-grid-progress", "sweep-tiny-grid-report"):
@@ -102,9 +102,9 @@ def test_sweep_flow_runs_four_trials_ingests_reports_and_publishes_artifacts(har
 
     # a re-run of the same spec continues the sweep: nothing is launched again
     again = sweep(spec=str(spec))
-    assert again["skipped_done"] == 4 and again["launched"] == 0
+    assert again.skipped_done == 4 and again.launched == 0
     with _wh() as wh:
-        assert wh.scalar("SELECT count(*) FROM runs WHERE sweep_id = ?", [summary["sweep_id"]]) == 4
+        assert wh.scalar("SELECT count(*) FROM runs WHERE sweep_id = ?", [summary.sweep_id]) == 4
 
 
 @pytest.mark.slow
@@ -115,13 +115,13 @@ def test_budget_stop_mid_sweep_skips_the_rest_and_emits_the_event(harness, workd
 
     spec = write_spec(workdir, name="budget-grid", sleep=4.5, max_parallel=1, usd_per_hour=3600, budget=12.5)
     summary = sweep(spec=str(spec))
-    assert summary["budget_stopped"] and summary["status"] == "budget-stopped"
-    assert summary["launched"] == 2 and summary["succeeded"] == 2 and summary["skipped_budget"] == 2
-    assert summary["spent_usd"] <= 12.5
+    assert summary.budget_stopped and summary.status == "budget-stopped"
+    assert summary.launched == 2 and summary.succeeded == 2 and summary.skipped_budget == 2
+    assert summary.spent_usd <= 12.5
     with _wh() as wh:
         statuses = wh.query("SELECT status, count(*) AS n FROM trials WHERE sweep_id = ? GROUP BY status",
-                            [summary["sweep_id"]])
-        forced = wh.scalar("SELECT forced FROM sweeps WHERE sweep_id = ?", [summary["sweep_id"]])
+                            [summary.sweep_id])
+        forced = wh.scalar("SELECT forced FROM sweeps WHERE sweep_id = ?", [summary.sweep_id])
     assert dict(zip(statuses["status"], statuses["n"], strict=True)) == {"succeeded": 2, "skipped-budget": 2}
     assert forced is False
     from prefect.events.worker import EventsWorker
@@ -131,7 +131,7 @@ def test_budget_stop_mid_sweep_skips_the_rest_and_emits_the_event(harness, workd
     deadline = time.monotonic() + 30
     while True:
         events = [e for e in _events("gpuledger.budget", harness)
-                  if e["payload"].get("sweep") == summary["sweep_id"]]
+                  if e["payload"].get("sweep") == summary.sweep_id]
         if events or time.monotonic() > deadline:
             break
         time.sleep(0.5)
@@ -153,12 +153,12 @@ def test_budget_guard_refuses_before_any_write_unless_forced(harness, workdir, _
     assert not list(workdir.glob("**/landing"))  # nothing launched
 
     dry = sweep(spec=str(spec), dry_run=True, force=True)
-    assert dry["status"] == "dry-run" and dry["forced"] and not _isolated_warehouse.exists()
+    assert dry.status == "dry-run" and dry.forced and not _isolated_warehouse.exists()
 
     forced = sweep(spec=str(spec), force=True)
-    assert forced["forced"] and forced["succeeded"] == 2 and not forced["budget_stopped"]
+    assert forced.forced and forced.succeeded == 2 and not forced.budget_stopped
     with _wh() as wh:
-        assert wh.scalar("SELECT forced FROM sweeps WHERE sweep_id = ?", [forced["sweep_id"]]) is True
+        assert wh.scalar("SELECT forced FROM sweeps WHERE sweep_id = ?", [forced.sweep_id]) is True
 
 
 @pytest.mark.slow
@@ -188,9 +188,9 @@ def test_trial_failure_is_recorded_not_retried_and_launcher_errors_are_retried(h
     summary = state.result(raise_on_failure=False)
     # one retried launcher error (3 submits in all), one trial that failed on its own (1 attempt)
     assert calls["submit"] == 3
-    assert summary["succeeded"] == 1 and summary["failed"] == 1 and summary["launcher_errors"] == 0
+    assert summary.succeeded == 1 and summary.failed == 1 and summary.launcher_errors == 0
     with _wh() as wh:
-        runs = wh.query("SELECT status, exit_code FROM runs WHERE sweep_id = ? ORDER BY status", [summary["sweep_id"]])
+        runs = wh.query("SELECT status, exit_code FROM runs WHERE sweep_id = ? ORDER BY status", [summary.sweep_id])
     assert runs["status"].to_list() == ["failed", "succeeded"]
     assert runs["exit_code"].to_list()[0] != 0
 

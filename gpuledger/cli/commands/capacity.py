@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import sys
 
-from gpuledger.errors import UserError
-
 
 def _money(x: float | None) -> str:
     return "-" if x is None else f"${x:,.2f}"
@@ -150,16 +148,9 @@ def fleet_lines(result: dict) -> list[str]:
 
 
 def run(args) -> int:
-    from gpuledger.serving.capacity_from_sweep import plan_capacity_measured
-    from gpuledger.spec import load_spec
+    from gpuledger.api import Ledger
 
-    spec = load_spec(args.spec)
-    if spec.kind != "capacity":
-        raise UserError(
-            f"{args.spec} is a `kind: {spec.kind}` spec; `gpuledger capacity` needs `kind: capacity` "
-            f"(traffic, slo, resources). For a sweep use `gpuledger plan {args.spec}`."
-        )
-    result = plan_capacity_measured(spec)
+    result = Ledger().capacity(args.spec)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

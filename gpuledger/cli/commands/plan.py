@@ -2,7 +2,7 @@
 
 Exit 0 within budget; 3 when the budget guard refuses (with --json the plan is printed first).
 Nothing is launched and no warehouse file is created. What the planner learns from outside comes
-through `gpuledger.runtime.accepted.prepare` (the sweep's own set-up) from
+through `gpuledger.api.Ledger.plan` (the sweep's own set-up, `gpuledger.runtime.accepted.prepare`) from
 `gpuledger.inputs.ledger.planning_inputs`: this machine's stored speed (measured once, on first
 use), spot preemptions and measured runs from an existing warehouse.
 """
@@ -11,21 +11,16 @@ from __future__ import annotations
 
 import sys
 
-from gpuledger.errors import BudgetExceeded
-
 
 def run(args) -> int:
-    from gpuledger.plan import budget_guard, render_plan
-    from gpuledger.runtime.accepted import prepare
+    from gpuledger.api import Ledger
+    from gpuledger.plan import render_plan
 
-    plan = prepare(args.spec).plan
+    verdict = Ledger().plan(args.spec)
     if args.json:
-        print(plan.to_json_text())
+        print(verdict.plan.to_json_text())
     else:
-        print(render_plan(plan), end="")
-    try:
-        budget_guard(plan)
-    except BudgetExceeded as err:
-        print(f"gpuledger plan: {err}", file=sys.stderr)
-        return err.exit_code
-    return 0
+        print(render_plan(verdict.plan), end="")
+    if verdict.refusal is not None:
+        print(f"gpuledger plan: {verdict.refusal}", file=sys.stderr)
+    return verdict.exit_code

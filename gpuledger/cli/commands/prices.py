@@ -21,22 +21,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show(args) -> int:
-    from gpuledger.catalog.pricing import (
-        STALE_AFTER_DAYS,
-        age_days,
-        committed_rates,
-        load_offers,
-        offer_price_rows,
-        price_words,
-    )
-    from gpuledger.inputs.ledger import billed_rates
+    from gpuledger.api import Ledger
+    from gpuledger.catalog.pricing import STALE_AFTER_DAYS, age_days, committed_rates, price_words
 
-    offers = load_offers(clouds=[args.cloud] if args.cloud else None, accelerators=[args.gpu] if args.gpu else None,
-                         usable_only=False)
-    if offers.is_empty():
-        what = " ".join(f"{k} {v}" for k, v in (("GPU", args.gpu), ("cloud", args.cloud)) if v)
-        raise UserError(f"no offer for {what or 'any GPU'}; `gpuledger prices` lists every offer")
-    rows = offer_price_rows(offers, billed_rates())
+    rows = Ledger().prices(gpu=args.gpu, cloud=args.cloud)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

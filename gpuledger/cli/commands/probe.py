@@ -34,7 +34,8 @@ def _trial_ids(spec, given: list[str] | None) -> list[str] | None:
 
 
 def run(args) -> int:
-    from gpuledger.runtime.probe import plan_for_probes, probe_lines, run_probes
+    from gpuledger.api import Ledger
+    from gpuledger.runtime.probe import probe_lines
     from gpuledger.spec import load_spec
 
     spec_path = Path(args.spec)
@@ -45,10 +46,10 @@ def run(args) -> int:
     def say(msg: str) -> None:
         print(f"gpuledger probe: {msg}", file=sys.stderr, flush=True)
 
-    summary = run_probes(spec, spec_path, launcher=args.launcher, trial_ids=_trial_ids(spec, args.trial),
-                         steps=args.steps, seconds=args.seconds, max_parallel=args.max_parallel, say=say)
-    launcher = args.launcher or spec.launcher
-    _, plan = plan_for_probes(spec, launcher, args.max_parallel)
+    ledger = Ledger()
+    summary = ledger.probe(spec_path, trial_ids=_trial_ids(spec, args.trial), steps=args.steps, seconds=args.seconds,
+                           launcher=args.launcher, max_parallel=args.max_parallel, say=say)
+    plan = ledger.plan(spec_path, launcher=args.launcher, max_parallel=args.max_parallel).plan
     usable = [p for p in summary.probes if p.get("usable")]
     if args.json:
         print(json.dumps({**summary.to_dict(), "plan": {

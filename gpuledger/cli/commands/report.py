@@ -25,32 +25,23 @@ def _print(files, as_json: bool = False) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Writes the report of `args.report_kind` (sweep | weekly | capacity); returns the exit code."""
+    from gpuledger.api import Ledger
+
     kind = args.report_kind
-    as_json = bool(getattr(args, "json", False))
+    ledger = Ledger()
     if kind == "capacity":
-        from gpuledger.report.capacity import write_capacity_report
-        from gpuledger.serving.capacity_from_sweep import plan_capacity_measured
         from gpuledger.spec import load_spec
 
         spec = load_spec(args.spec)
         if getattr(spec, "kind", None) != "capacity":
             raise UserError(f"{args.spec} is a {getattr(spec, 'kind', 'different')} spec; "
                             f"`report capacity` needs a spec with `kind: capacity`")
-        _print(write_capacity_report(plan_capacity_measured(spec), out_dir=args.out), as_json)
-        return 0
-
-    from gpuledger.warehouse import Warehouse
-
-    with Warehouse.open(read_only=True) as wh:
-        if kind == "sweep":
-            from gpuledger.report.sweep import write_sweep_report
-
-            files = write_sweep_report(wh, name=args.name, sweep_id=args.sweep_id, out_dir=args.out)
-        elif kind == "weekly":
-            from gpuledger.report.weekly import write_weekly_report
-
-            files = write_weekly_report(wh, week=args.week, out_dir=args.out)
-        else:
-            raise UserError(f"unknown report kind {kind!r}; one of sweep, weekly, capacity")
-    _print(files, as_json)
+        files = ledger.report_capacity(args.spec, out=args.out)
+    elif kind == "sweep":
+        files = ledger.report_sweep(args.name, sweep_id=args.sweep_id, out=args.out)
+    elif kind == "weekly":
+        files = ledger.report_weekly(args.week, out=args.out)
+    else:
+        raise UserError(f"unknown report kind {kind!r}; one of sweep, weekly, capacity")
+    _print(files, bool(getattr(args, "json", False)))
     return 0

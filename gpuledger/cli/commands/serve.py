@@ -10,7 +10,6 @@ from __future__ import annotations
 
 
 def run(args) -> int:
-    from gpuledger.flows.server import serve
+    from gpuledger.api import Ledger
 
-    return serve(say=lambda msg: print(msg, flush=True), port=getattr(args, "port", None),
-                 metrics_port=getattr(args, "metrics_port", None))
+    return Ledger().serve(port=getattr(args, "port", None), metrics_port=getattr(args, "metrics_port", None))

@@ -53,26 +53,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from gpuledger.api import Ledger
     from gpuledger.cli import table_text
-    from gpuledger.warehouse import READ_ONLY_CONFIG, Warehouse, read_only_problems, writing_statements
+    from gpuledger.warehouse.adhoc import check_query, sql_timeout_s
 
     query: str = args.query
-    writes = writing_statements(query)
-    if not args.write:
-        if writes:
-            raise UserError(f"refusing a statement that changes the warehouse ({', '.join(writes)}); "
-                            "add --write if you mean it")
-        problems = read_only_problems(query)
-        if problems:
-            raise UserError(f"refusing, without --write: {'; '.join(problems)}")
-    from gpuledger import settings
-
-    timeout_s = float(settings.current().get("sql.timeout_s"))
-    if not timeout_s > 0:
-        raise UserError(f"sql.timeout_s (GPULEDGER_SQL_TIMEOUT_S) is {timeout_s:g}; give a number of seconds > 0")
+    writes = check_query(query, write=args.write)
+    timeout_s = sql_timeout_s()
     try:
-        with Warehouse.open(read_only=not args.write, config=None if args.write else READ_ONLY_CONFIG) as wh:
-            df = wh.query_bounded(query, timeout_s)
+        df = Ledger().sql(query, write=args.write, timeout_s=timeout_s)
     except UserError as err:
         if err.exit_code != 130:
             raise

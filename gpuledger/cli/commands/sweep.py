@@ -1,6 +1,7 @@
 """`gpuledger sweep SPEC [--launcher local|skypilot] [--max-parallel N] [--dry-run] [--force] [--json]`.
 
-Runs the Prefect flow `sweep` (gpuledger/flows/sweep.py) in this process. The flow talks to the configured
+Runs the Prefect flow `sweep` (gpuledger/flows/sweep.py) in this process, through `gpuledger.api.Ledger.sweep`
+(the CLI calls the application layer, never the flows themselves). The flow talks to the configured
 Prefect server when one answers (`gpuledger serve`, or PREFECT_API_URL), else to a temporary server
 started for this run (Prefect's ephemeral mode). Progress: a rich progress bar on a terminal, one
 line per finished trial otherwise. Exit 0 when every launched trial succeeded and every record is
@@ -15,17 +16,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuledger.errors import UserError
 
-
-def _import_flow():
-    """Imports the flow (and Prefect) only now: `flows` is a package of this project, installed with it."""
-    from gpuledger.flows.sweep import drain_prefect, sweep
-    from gpuledger.runtime.events import progress_listener
-
-    return sweep, progress_listener, drain_prefect
+if TYPE_CHECKING:
+    from gpuledger.runtime.summary import SweepSummary
 
 
 class _Lines:
@@ -105,6 +101,8 @@ def _console_handlers() -> list[Any]:
 
 
 def run(args) -> int:
+    from gpuledger.api import Ledger
+    from gpuledger.runtime.events import progress_listener
     from gpuledger.spec import load_spec
 
     spec_path = Path(args.spec)
@@ -112,38 +110,28 @@ def run(args) -> int:
     if spec.kind != "sweep":
         raise UserError(f"{args.spec} is a `kind: {spec.kind}` spec; `gpuledger sweep` runs sweeps "
                         f"(try `gpuledger capacity {args.spec}`)")
-    from gpuledger.flows.server import prefect_api
 
     def say(msg: str) -> None:
         print(f"gpuledger sweep: {msg}", file=sys.stderr, flush=True)
 
     as_json = bool(getattr(args, "json", False))
-    with prefect_api(say=say, port=getattr(args, "prefect_port", None)):
-        flow, progress_listener, drain_prefect = _import_flow()
-        params = dict(spec=str(spec_path), launcher=args.launcher, max_parallel=args.max_parallel,
-                      dry_run=bool(args.dry_run), force=bool(args.force),
-                      resume=not bool(getattr(args, "new", False)))  # the CLI continues the spec's last sweep
-        try:
-            if sys.stdout.isatty() and not args.dry_run and not as_json:
-                with _Bar() as bar, progress_listener(bar):
-                    state = flow(**params, return_state=True)
-            else:
-                with progress_listener(_Lines(sys.stderr if as_json else None)):
-                    state = flow(**params, return_state=True)
-        finally:
-            drain_prefect()
-    summary = state.result(raise_on_failure=False)
-    if isinstance(summary, BaseException):  # UserError / BudgetExceeded: one message, its exit code
-        raise summary
+    params = dict(launcher=args.launcher, max_parallel=args.max_parallel, dry_run=bool(args.dry_run),
+                  force=bool(args.force), resume=not bool(getattr(args, "new", False)),  # continues the last sweep
+                  prefect_port=getattr(args, "prefect_port", None), say=say)
+    if sys.stdout.isatty() and not args.dry_run and not as_json:
+        with _Bar() as bar, progress_listener(bar):
+            summary = Ledger().sweep(spec_path, **params)
+    else:
+        with progress_listener(_Lines(sys.stderr if as_json else None)):
+            summary = Ledger().sweep(spec_path, **params)
     if as_json:
-        from gpuledger.runtime.summary import SweepSummary
-
-        print(json.dumps(summary, indent=2, default=str))
-        return 0 if summary.get("dry_run") else SweepSummary(**summary).exit_code()
+        print(json.dumps(summary.to_dict(), indent=2, default=str))
+        return 0 if summary.dry_run else summary.exit_code()
     return _report(summary)
 
 
-def _report(s: dict[str, Any]) -> int:
+def _report(summary: SweepSummary) -> int:
+    s = summary.to_dict()
     if s.get("dry_run"):
         print(f"gpuledger sweep: dry run of {s['sweep_id']}: {s['trials']} trials planned, nothing launched")
         return 0
@@ -190,6 +178,4 @@ def _report(s: dict[str, Any]) -> int:
               f"stores them:")
         for name in s.get("unrecorded_files", [])[:20]:
             print(f"    {name}")
-    from gpuledger.runtime.summary import SweepSummary
-
-    return SweepSummary(**s).exit_code()
+    return summary.exit_code()

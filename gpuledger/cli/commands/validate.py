@@ -10,33 +10,13 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
-
-from gpuledger.spec import SpecError, load_spec
-
-
-def check(path: str) -> dict[str, Any]:
-    """Returns {path, ok, kind, name, trials, problems} of one spec file."""
-    out: dict[str, Any] = {"path": path, "ok": False, "kind": None, "name": None, "trials": None, "problems": []}
-    try:
-        spec = load_spec(path)
-    except SpecError as err:
-        out["problems"] = [str(p) for p in err.problems]
-        return out
-    out.update(kind=spec.kind, name=spec.name)
-    if spec.kind == "sweep":
-        from gpuledger.plan.requirements import planning_problems
-        from gpuledger.spec import expand_trials
-
-        trials = expand_trials(spec)
-        out["trials"] = len(trials)
-        out["problems"] = [str(p) for p in planning_problems(spec, trials)]
-    out["ok"] = not out["problems"]
-    return out
 
 
 def run(args) -> int:
-    results = [check(path) for path in args.specs]
+    from gpuledger.api import Ledger
+
+    ledger = Ledger()
+    results = [ledger.validate(path).to_json() for path in args.specs]
     if getattr(args, "json", False):
         print(json.dumps(results, indent=2))
     else:
