@@ -71,10 +71,18 @@ DEVICES: tuple[str, ...] = get_args(Device)
 #: own (`gpuledger.launch.register_launcher`); production code knows only these.
 Launcher = Literal["local", "skypilot"]
 LAUNCHERS: tuple[str, ...] = get_args(Launcher)
-#: Launchers a stored record may name: the above and `fake`, the tests' in-process launcher
-#: (tests/helpers/fake_launcher.py), whose records go through the same checks and warehouse.
-RecordLauncher = Literal["local", "skypilot", "fake"]
+#: Launchers a stored record may name: the above, `fake`, the tests' in-process launcher
+#: (tests/helpers/fake_launcher.py), whose records go through the same checks and warehouse, and
+#: `external`: a run gpuledger did not launch (an ad-hoc run of `gpuledger.track.init` or a Trainer
+#: callback in a notebook or a team's own job, or one `gpuledger import` read from W&B, MLflow, Parquet).
+RecordLauncher = Literal["local", "skypilot", "fake", "external"]
 RECORD_LAUNCHERS: tuple[str, ...] = get_args(RecordLauncher)
+LAUNCHER_EXTERNAL = "external"
+
+#: What a row of `sweeps` groups: a sweep of a spec, a capacity plan, the ad-hoc runs of a project
+#: (`gpuledger.runtime.external`: runs started outside a sweep) or the runs one import brought in.
+SweepKind = Literal["sweep", "capacity", "adhoc", "import"]
+SWEEP_KINDS: tuple[str, ...] = get_args(SweepKind)
 
 #: Where a billing line's price came from.
 PriceSource = Literal["local", "catalog", "invoice"]

@@ -17,7 +17,14 @@ import pandera.polars as pa
 import polars as pl
 from pandera.errors import SchemaError, SchemaErrors
 
-from gpuledger.vocabulary import PRICE_SOURCES, PURPOSES, RECORD_LAUNCHERS, RUN_STATUSES, TRIAL_STATUSES
+from gpuledger.vocabulary import (
+    PRICE_SOURCES,
+    PURPOSES,
+    RECORD_LAUNCHERS,
+    RUN_STATUSES,
+    SWEEP_KINDS,
+    TRIAL_STATUSES,
+)
 
 GOALS = ("minimize", "maximize")
 
@@ -39,7 +46,7 @@ def _finite(*cols: str) -> pl.Expr:
 class SpecsFrame(_Base):
     spec_id: str = pa.Field(str_length=_nonempty, unique=True)
     name: str = pa.Field(str_length=_nonempty)
-    kind: str = pa.Field(isin=["sweep", "capacity"])
+    kind: str = pa.Field(isin=list(SWEEP_KINDS))
     path: str = pa.Field(nullable=True)
     yaml_text: str = pa.Field(nullable=True)
     spec_json: str = pa.Field(nullable=True)
@@ -53,7 +60,7 @@ class SweepsFrame(_Base):
     owner: str = pa.Field(nullable=True)
     spec_id: str = pa.Field(nullable=True)
     spec_path: str = pa.Field(nullable=True)
-    kind: str = pa.Field(isin=["sweep", "capacity"])
+    kind: str = pa.Field(isin=list(SWEEP_KINDS))
     method: str = pa.Field(nullable=True)
     model: str = pa.Field(nullable=True)
     launcher: str = pa.Field(nullable=True)
