@@ -101,14 +101,14 @@ def test_resume_unset_starts_a_fresh_sweep_after_an_ended_one(tmp_path, _isolate
     one = first.result()
     second = sweep(spec=str(spec), return_state=True)  # what `prefect deployment run` does: no resume given
     two = second.result()
-    assert two["sweep_id"] != one["sweep_id"] and two["succeeded"] == 2 and two["skipped_done"] == 0
+    assert two.sweep_id != one.sweep_id and two.succeeded == 2 and two.skipped_done == 0
     from gpuledger.runtime.ids import sweep_to_run
     from gpuledger.spec import load_spec
     from gpuledger.warehouse import Warehouse
 
     sp = load_spec(spec)
-    assert sweep_to_run(sp, True)[0] == two["sweep_id"]  # asked to resume: the last one (its trials skipped)
-    assert sweep_to_run(sp, None)[0] not in (one["sweep_id"], two["sweep_id"])  # unset: a third, fresh one
+    assert sweep_to_run(sp, True)[0] == two.sweep_id  # asked to resume: the last one (its trials skipped)
+    assert sweep_to_run(sp, None)[0] not in (one.sweep_id, two.sweep_id)  # unset: a third, fresh one
     with Warehouse.open() as wh:  # the last sweep did not finish (a killed run): it is continued, not replaced
-        wh.finish_sweep(two["sweep_id"], status="interrupted")
-    assert sweep_to_run(sp, None)[0] == two["sweep_id"]
+        wh.finish_sweep(two.sweep_id, status="interrupted")
+    assert sweep_to_run(sp, None)[0] == two.sweep_id
