@@ -31,8 +31,17 @@ demo: setup
 # Two test files at a time (pytest-xdist, one per core of the 2-core CI machine); each file stays on one
 # worker (--dist loadfile), so a module's fixtures (a Prefect harness, a PostgreSQL cluster, the
 # installed-wheel venv) start once. `pytest` alone runs the same suite in one process.
-test: setup lint
+test: setup lint torch-cpu
 	GPULEDGER_TEST_UV="$(UV)" $(BIN)/pytest -n 2 --dist loadfile
+
+# The CPU torch (and Transformers, PEFT) the Trainer-integration tests run a tiny random-weight model with:
+# installed from the local wheel folder when the machine has one (CI does), else those tests skip and say so.
+# `uv sync` leaves torch out (it would fetch a CUDA build of several GB).
+WHEELS := /opt/wheels
+TORCH_CPU := torch==2.13.0+cpu transformers peft
+torch-cpu: setup
+	@if [ -d $(WHEELS) ] && ! $(BIN)/python -c "import torch, transformers, peft" 2>/dev/null; then \
+	  $(UV) pip install --quiet --python $(BIN)/python --find-links $(WHEELS) $(TORCH_CPU); fi
 
 # The edit loop: tests/unit only (fast, pure; tests/integration holds real processes, servers, browsers).
 test-fast: setup

@@ -324,6 +324,16 @@ class Ledger:
         with self._scope():
             return write_capacity_report(self.capacity(spec), out_dir=out)
 
+    def import_history(self, paths: list[str | os.PathLike[str]], *, fmt: str | None = None,
+                       project: str | None = None) -> Any:
+        """Imports past runs (a W&B or MLflow export, a Parquet/CSV table, gpuledger record files) into
+        the ledger (`gpuledger import`, docs/import.md); returns the `ImportReport` (stored, new, one
+        message per row not imported)."""
+        from gpuledger.inputs.history import import_history
+
+        with self._scope():
+            return import_history(paths, fmt=fmt, project=project)
+
     # -- prices and serving ------------------------------------------------------------------------
     def prices(self, gpu: str | None = None, cloud: str | None = None) -> list[dict[str, Any]]:
         """Returns what the planner would pay per offer (`gpuledger prices --json` rows: usd_per_hour

@@ -240,6 +240,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what identifies a re-delivery of the same export (default: each file's name)")
     b.add_argument("--json", action="store_true")
 
+    s = sub.add_parser("import", help="past runs (a W&B or MLflow export, a Parquet table) into the ledger")
+    s.add_argument("files", nargs="+", metavar="FILE")
+    s.add_argument("--format", default=None, choices=("wandb", "mlflow", "table", "record"),
+                   help="the export's shape (default: told from its columns)")
+    s.add_argument("--project", default=None, metavar="NAME", help="the project the runs belong to (default: "
+                   "the file's name; MLflow: the experiment id)")
+    s.add_argument("--json", action="store_true")
+
     s = sub.add_parser("prices", help="what the planner would pay per offer, with each price's basis and date")
     s.add_argument("--gpu", default=None, metavar="NAME", help="only offers of this GPU kind (e.g. H100)")
     s.add_argument("--cloud", default=None, metavar="NAME", help="only offers of this cloud (e.g. aws)")
@@ -282,9 +290,13 @@ def build_parser() -> argparse.ArgumentParser:
     return document(p)
 
 
+#: commands whose module is not named like them (`import` is a Python keyword)
+_MODULES = {"import": "imports"}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    name = args.command.replace("-", "_")
+    name = _MODULES.get(args.command, args.command.replace("-", "_"))
     from gpuledger.errors import UserError
 
     try:

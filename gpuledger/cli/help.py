@@ -118,6 +118,14 @@ DOCS: dict[str, tuple[str, list[str]]] = {
         "(v_billing_attribution); see v_billed_spend, v_run_billed and v_sweep_billed.",
         ["gpuledger billing ingest exports/focus-2026-02.csv.gz",
          "gpuledger sql \"select * from v_billed_spend\""]),
+    "import": (
+        "Bring past runs into the ledger so they feed the calibration and the reports: a W&B export (the "
+        "Public API's runs with config, summary and metadata, as CSV or JSON lines, or the UI's runs table), "
+        "an MLflow export (mlflow.search_runs to CSV or Parquet), a Parquet/CSV table, or an ad-hoc run's "
+        "gpuledger-run-*.json. Each run needs a start, a runtime and its GPU type and count; a row without "
+        "them is named with what it lacks (exit 1). Importing the same export again changes nothing. "
+        "docs/import.md.",
+        ["gpuledger import wandb-runs.csv --project team-llm", "gpuledger import mlflow-runs.parquet --json"]),
     "prices": (
         "What the planner would pay per offer (on-demand and spot $/h), each price with its basis: catalog "
         "(the snapshot bundled with gpuledger), skypilot (SkyPilot's catalog cache, or the project's copy, "

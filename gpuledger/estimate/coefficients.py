@@ -38,21 +38,6 @@ PRIOR_MATMUL_EFFICIENCY = {"tuned": 0.72, "torchtune": 0.62, "litgpt": 0.70, "hf
 #: sources split three against two: the 2023-12 to 2024-05 stacks with FlashAttention-2/SDPA and bf16
 #: weights (Qwen, fms-acceleration, fsdp_qlora) run ~1.5x faster than the 2023 ones (PaddleNLP's fp16
 #: autocast without flash attention, whyNLP's ZeRO-3) imply; the median follows the newer three.
-MATMUL_EFFICIENCY = {"tuned": 0.72, "torchtune": 0.62, "litgpt": 0.70, "hf": 0.55}
-
-#: Achieved fraction of the dense 16-bit peak on the model's matmuls (recompute included), on an
-#: Ampere GA100 part with large micro-batches. Fitted (`benchmarks/time_accuracy.py --fit`, 108 scored
-#: public rows, 2026-11-26; each class's value is the median over its sources of each source's median
-#: measured/predicted, so one long table does not outvote the others): tuned on llm-foundry's MPT
-#: tables, Megatron-LM Table 1, Llama 3 Table 4; torchtune on its README's speed table; litgpt on
-#: TinyLlama's README and lit-gpt's resource tables (LoRA, micro-batch 1-4, one A100-40GB); hf on
-#: whyNLP/tinyllama's benchmark (HF Trainer + DeepSpeed), PaddleNLP's Torch benchmark (HF Trainer +
-#: PEFT/DeepSpeed, LLaMA-7B LoRA and ZeRO-2/3), Qwen's README profiling (Qwen 1.8B/7B/14B LoRA, one
-#: A100-80G, 256-8192 tokens) and fms-acceleration's benchmark references (HF Trainer + TRL + PEFT,
-#: Mistral-7B/Mixtral/Llama-2-70B full, LoRA, QLoRA packed to 4096 on 1-2 A100-80GB and L40). The hf
-#: sources split two against two: the 2023-12/2024-05 stacks with FlashAttention-2 and bf16 weights
-#: (Qwen, fms-acceleration) run ~1.45x faster than the 2023 ones (PaddleNLP's fp16 autocast without
-#: flash attention, whyNLP's ZeRO-3) imply; the median sits between them (each ~20% off, held out more).
 MATMUL_EFFICIENCY = {"tuned": 0.6729, "torchtune": 0.7682, "litgpt": 0.6285, "hf": 0.6151}
 
 #: Sustained fraction of the datasheet peak by GPU generation, relative to Ampere GA100 (same code):
