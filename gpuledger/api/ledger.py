@@ -217,6 +217,13 @@ class Ledger:
         with self._scope():
             return runner.serve(port=port, metrics_port=metrics_port)
 
+    def approve(self, sweep: str, *, approve: bool = True, note: str = "") -> dict[str, Any]:
+        """Approves (or, `approve=False`, rejects) a sweep waiting for approval past an envelope's soft
+        threshold: resumes its paused Prefect flow run (`gpuledger approve|reject`, docs/budgets.md)."""
+        runner = importlib.import_module(PREFECT_RUNNER)
+        with self._scope():
+            return runner.decide_approval(sweep, approve=approve, note=note)
+
     def probe(self, spec: str | os.PathLike[str], *, trial_ids: list[str] | None = None, steps: int | None = None,
               seconds: float | None = None, launcher: str | None = None, max_parallel: int | None = None,
               say: Callable[[str], None] = print, launcher_factory: Callable[..., Any] | None = None) -> ProbeSummary:

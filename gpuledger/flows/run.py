@@ -44,3 +44,11 @@ def serve(port: int | None = None, metrics_port: int | None = None, say: Callabl
     from gpuledger.flows.server import serve as serve_local
 
     return serve_local(say=say or (lambda msg: print(msg, flush=True)), port=port, metrics_port=metrics_port)
+
+
+def decide_approval(sweep: str, *, approve: bool, note: str = "") -> dict:
+    """Resumes a sweep's flow run paused for approval with the decision (`gpuledger approve|reject`,
+    `gpuledger.flows.approvals.resume`); returns what was decided."""
+    from gpuledger.flows.approvals import resume
+
+    return resume(sweep, approve=approve, note=note)

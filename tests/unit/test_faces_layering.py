@@ -83,4 +83,4 @@ def test_the_api_imports_no_face_and_names_its_prefect_runner():
     spec = importlib.util.find_spec(PREFECT_RUNNER)
     assert spec is not None and spec.origin
     tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
-    assert {"run_sweep_flow", "serve"} <= {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert {"run_sweep_flow", "serve", "decide_approval"} <= {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}

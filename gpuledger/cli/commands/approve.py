@@ -11,9 +11,9 @@ def run(args) -> int:
 
 
 def decide(args, *, approve: bool) -> int:
-    from gpuledger.flows.approvals import resume
+    from gpuledger.api import Ledger
 
-    done = resume(args.sweep, approve=approve, note=args.note or "")
+    done = Ledger().approve(args.sweep, approve=approve, note=args.note or "")
     if args.json:
         print(json.dumps(done, indent=2, default=str))
     else:
