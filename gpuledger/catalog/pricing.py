@@ -337,6 +337,9 @@ def team_prices(listed: pl.DataFrame, section: dict) -> pl.DataFrame:
     df = _overlay(df, instance_rows(section, listed).with_columns(basis=pl.lit("override")))
     user = os.environ.get(PRICES_ENV, "").strip()
     if user:
+        from gpuledger.settings import check_trusted
+
+        check_trusted(Path(user), f"the price file named by ${PRICES_ENV}")  # prices nobody else may have planted
         df = _overlay(df, read_price_file(user).with_columns(basis=pl.lit("override")))
     return df
 

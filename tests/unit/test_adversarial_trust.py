@@ -92,10 +92,13 @@ def test_user_settings_and_files_named_by_variables_are_held_to_the_same(planted
     os.chmod(named, 0o600)
     assert load_settings().values["agent.budget_usd"] == 1_000_000  # control
     prices = tmp_path / "prices.csv"
-    prices.write_text("cloud,region,instance_type,accelerator,accelerator_count,usd_per_hour_on_demand\n",
-                      encoding="utf-8")
+    prices.write_text("cloud,region,instance_type,accelerator,accelerator_count,usd_per_hour_on_demand\n"
+                      "aws,us-east-1,p5.48xlarge,H100,8,50.0\n", encoding="utf-8")
     os.chown(prices, OTHER_UID, OTHER_UID)
-    from gpuledger.catalog.offers import read_price_file
+    from gpuledger.catalog.pricing import load_offers
 
+    monkeypatch.setenv("GPULEDGER_PRICES", str(prices))
     with pytest.raises(UntrustedSettings, match="GPULEDGER_PRICES"):
-        read_price_file(prices)
+        load_offers()
+    os.chown(prices, os.geteuid(), os.getegid())  # control: one's own price file is read
+    assert load_offers().height > 100
