@@ -133,7 +133,11 @@ def with_bands(plan: Plan, estimates: pl.DataFrame, s, *, table=None, probed: pl
         cols["est_band"].append(tb.describe())
     frame = t.with_columns(**{c: pl.Series(c, v, dtype=pl.String if c == "est_band" else pl.Float64)
                               for c, v in cols.items()})
-    return replace(plan, trials_frame=frame, bands=_totals(plan, frame))
+    note = ("bands: each trial's P10 / P90 of wall-clock and cost and its memory's P10 / P90 from the measured error "
+            "of its kind of run (framework x method x quantization x GPU count x GPU family; public runs scored out "
+            "of source + your runs; gpuledger/estimate/bands.py, docs/accuracy.md); a modelled compute time is its "
+            "cell's P50 (the model's time x the median measured / modelled there); est_band says what each rests on")
+    return replace(plan, trials_frame=frame, bands=_totals(plan, frame), assumptions=[*plan.assumptions, note])
 
 
 def _totals(plan: Plan, frame: pl.DataFrame) -> dict:
