@@ -21,7 +21,9 @@ def local_offers(machine, usd_per_hour: float, rate_source: str, rate_as_of: str
           "as_of": rate_as_of}],
         schema=OFFER_SCHEMA,
     )
-    return offers.with_columns(spot_suspicious=pl.lit(False), price_snapshot=pl.lit(price_snapshot_id(offers)))
+    # the local rate is the spec's own or the reference rate, not a market price: no floor to hold it to
+    return offers.with_columns(spot_suspicious=pl.lit(False), price_snapshot=pl.lit(price_snapshot_id(offers)),
+                               price_problem=pl.lit(None, dtype=pl.String), spot_problem=pl.lit(None, dtype=pl.String))
 
 
 def local_usable_gib(machine) -> float:
