@@ -54,8 +54,9 @@ class SpecCheck:
 class PlanVerdict:
     """A planned sweep and the budget guard's answer.
 
-    `decided_usd`: the spend the budget guard decided on (`Plan.decided_usd`: the expected spend under
-    pruning when known, else the plan's total), the number `gpuledger plan --json` calls `decided_usd`;
+    `decided_usd`: the spend the budget guard decided on (`Plan.decided_usd`: at the plan's confidence,
+    `budget.confidence` P90 by default; the expected spend under pruning when known, else the plan's
+    total), the number `gpuledger plan --json` calls `decided_usd`;
     `probes_usd`: what the sweep's probes spent already (added by the guard when asked for);
     `accepted`: the guard lets it run; `refusal`: the guard's message when not (exit code 3);
     `sweep`: what the runtime runs (`gpuledger.runtime.accepted.AcceptedSweep`)."""
@@ -96,7 +97,10 @@ class PlanVerdict:
         p = self.plan
         feasible = len(p.feasible_trials)
         rows = [("sweep", self.sweep_id), ("verdict", "accepted" if self.accepted else "REFUSED (exit 3)"),
-                ("decided spend", usd(self.decided_usd)), ("total of all trials", usd(p.total_est_cost_usd)),
+                (f"decided spend (at {p.confidence.upper()}, budget.confidence)", usd(self.decided_usd)),
+                ("total of all trials (P50)", usd(p.total_est_cost_usd)),
+                ("total P10 - P90", f"{usd((p.bands or {}).get('total_cost_usd_p10'))} - "
+                                    f"{usd((p.bands or {}).get('total_cost_usd_p90'))}"),
                 ("budget", usd(self.budget_usd)), ("trials feasible", f"{feasible} of {len(p.trials)}"),
                 ("makespan", f"{p.makespan_s:,.0f} s on {p.max_parallel} slot(s)"), ("prices", p.price_snapshot)]
         if self.probes_usd:
