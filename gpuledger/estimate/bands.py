@@ -84,8 +84,12 @@ def family_of(accelerator: str | None) -> str:
 
 
 def cell_of(framework: str, method: str, precision: str | None, gpus: int | None, accelerator: str | None) -> tuple:
-    """Returns the cell (CELL_FIELDS) of a figure."""
-    return (framework or "hf", method, quantization(precision), gpu_regime(gpus), family_of(accelerator))
+    """Returns the cell (CELL_FIELDS) of a figure (QLoRA's base is 4-bit whatever precision names the
+    compute dtype, as torchtune's rows state bf16)."""
+    quant = quantization(precision)
+    if method == "qlora" and quant == "16bit":
+        quant = "4bit"
+    return (framework or "hf", method, quant, gpu_regime(gpus), family_of(accelerator))
 
 
 @dataclass(frozen=True)
