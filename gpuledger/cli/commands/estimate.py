@@ -167,15 +167,20 @@ def calibration_for(est, args: argparse.Namespace) -> tuple[object | None, str]:
 
 def memory_band(est, args: argparse.Namespace) -> dict | None:
     """Returns the band of the device-level memory (gpuledger/estimate/bands.py: its cell's measured
-    error; the GPU of --accelerator, else any): {device_gib: {p10, p50, p90}, **Band.to_json()}; None on
-    the CPU."""
+    error, with the team's runs when --accelerator names the GPU; else any family and the public rows):
+    {device_gib: {p10, p50, p90}, **Band.to_json()}; None on the CPU."""
     from gpuledger.estimate.bands import band_for
 
     w = est.workload
     if w.device != "gpu":
         return None
+    from gpuledger.estimate.bands import public_table
+
     acc = args.accelerator[0] if isinstance(getattr(args, "accelerator", None), list) and args.accelerator else None
-    b = band_for("memory", w.framework, w.method, w.precision, w.gpus, acc, table=band_table(w, args))
+    # the warehouse is read only when a GPU is named (as for the memory correction): a plain estimate
+    # stays off DuckDB
+    table = band_table(w, args) if acc else public_table()
+    b = band_for("memory", w.framework, w.method, w.precision, w.gpus, acc, table=table)
     return {"device_gib": {k: round(v, 3) for k, v in b.of(est.memory_gib["device"]).items()}, **b.to_json()}
 
 
