@@ -167,6 +167,9 @@ def training_step(est: Estimate, accelerator: str, gpus: int | None = None, meth
 def time_basis(method: str) -> str:
     """Returns which model times a method: the step model for training, the rollout rate for
     generation-bound methods (said in every output that prints a time)."""
+    if method in RL_METHODS:
+        return (f"{method}: one RL step by role (gpuledger/estimate/rl.py): rollouts through the serving simulator, "
+                "log-prob forwards and the trainer's step through the training-step model, weight sync")
     if method in ROLLOUT_MFU:
         return (f"{method}: FLOPs at the rollout rate of gpuledger/estimate/compute.py (ROLLOUT_MFU; generation is "
                 "not in the step model)")
@@ -210,11 +213,18 @@ def train_time_s(estimate: Estimate, tokens: float, accelerator: str, gpus: int 
     workload's GPU count): the throughput model (`training_step`: per-step compute, memory-bound
     work, communication and per-step costs of the workload's stack), plus the run's own costs beyond
     its steps (`run_overheads_s`: loading the checkpoint, the checkpoints it saves, compile warm-up) for
-    full/LoRA/QLoRA; FLOPs at
-    the rollout rate (`compute.rollout_time_s`) for GRPO/PPO/inference. The one time formula of
+    full/LoRA/QLoRA; for GRPO/PPO the steps of `gpuledger.estimate.rl` (rollout, log-probs, reward,
+    critic, trainer, sync) the tokens take, plus loading the checkpoint; FLOPs at the rollout rate
+    (`compute.rollout_time_s`) for inference. The one time formula of
     gpuledger: `estimate --tokens` and the planner call it."""
     w = estimate.workload
     method = method or w.method
+    if method in RL_METHODS:  # one RL step by role (gpuledger/estimate/rl.py), as many steps as the tokens take
+        from gpuledger.estimate.rl import rl_step_cached, setup_from_workload
+
+        rl = rl_step_cached(setup_from_workload(w, accelerator, gpus, precision))
+        load = 2 * float(estimate.params_total) / (LOAD_GBPS_PER_NODE * 1e9)
+        return rl.step_s * float(tokens) / rl.tokens + load
     if method in ROLLOUT_MFU:
         g = gpus or w.gpus
         return rollout_time_s(estimate.flops_per_token * float(tokens), accelerator, g, method,

@@ -1,0 +1,429 @@
+"""RL fine-tuning (GRPO/PPO) timed by role: one step composed from the serving simulator and the
+training-step model (issue 40, docs/rl.md).
+
+One step of an on-policy RL trainer (TRL's GRPOTrainer, verl, OpenRLHF) runs, in order:
+
+1. **rollout**: `prompts_per_step x group_size` responses generated. Through vLLM: the serving
+   simulator (`gpuledger.capacity.simulate`, vLLM V1's continuous batching, the per-engine step cost
+   of `gpuledger.estimate.inference`) with every request sent at once (an offline batch, no HTTP),
+   response lengths drawn log-normally from their mean and P90, each rollout replica (`tp` GPUs)
+   given its share; the step waits for the slowest replica, so the tail of the response length
+   counts. Through the trainer's own `model.generate` (hf): static batches of the per-GPU generation
+   batch, each decoding until its longest response ends (finished rows keep their slot), the same
+   step cost without CUDA graphs and with the eager per-layer launch overhead `HF_GENERATE_LAYER_S`.
+2. **reference / old-policy log-probs**: forward passes over the step's tokens through the training
+   model: the trainer's step time on those tokens x forward FLOPs / training FLOPs per token
+   (`compute.flops_per_token`), i.e. at the trainer's own utilisation. Reference: when a reference
+   model is kept (KL term; `ref_model` not none). Old policy: when the batch is reused for more than
+   one update (`ppo_epochs` > 1, or always for PPO/verl-style recompute: `old_logprob`).
+3. **reward**: a reward model's forward (the same rule as 2, at its own size), or a function at a
+   stated `reward_s_per_sample`, run on the trainer ranks in parallel (TRL computes each rank's own
+   samples' rewards).
+4. **critic** (PPO): the value model's forward and its training step on the same tokens.
+5. **train**: the policy's optimizer step(s) on the step's tokens (`throughput.step_time`).
+6. **sync**: the new weights into the rollout engine. Colocated: the 16-bit weights gathered over the
+   node's link (FSDP shards all-gathered, `INTERCONNECT_GBPS`) and copied in place at HBM bandwidth,
+   plus `SYNC_FIXED_S`; with vLLM sleep mode, the KV cache re-allocated each wake (`SLEEP_WAKE_S`).
+   Split: an NCCL broadcast of the 16-bit weights from the trainer to the rollout GPUs over the link
+   between them (the node's link when both fit one node, else the network figure of
+   `INTERCONNECT_GBPS["network"]`), plus `SYNC_FIXED_S`.
+
+Step time: the sum of 1-6 (on-policy), or with `async_rollout` (one-step off-policy: rollouts of step
+N+1 generated while step N trains, on their own GPUs) max(rollout, 2-5) + sync. Colocated rollouts
+share the trainer's GPUs, so they cannot overlap: async is refused there.
+
+GPU time per role: colocated, every GPU is busy in every phase, so a phase's GPU-seconds are its
+seconds x all GPUs; split, the rollout GPUs and the trainer GPUs are both held for the whole step
+(the idle share of each is reported).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+#: Eager `model.generate` (Transformers, no CUDA graphs, no static cache): CPU time per decoder layer
+#: per decode step (kernel launches and Python of one layer, ~15-20 kernels). Derived from the
+#: Transformers docs (LLM inference optimization, v4.45-4.57: a static KV cache + torch.compile
+#: "up to 4x" faster decoding): a 32-layer 7B model whose weights stream in ~8.5 ms on an A100 thus
+#: decodes in ~34 ms eager at batch 1, i.e. ~25 ms of launch overhead / 32 layers ~ 0.7 ms; 0.6 ms
+#: taken (batches above 1 hide a little of it). A judgement from that one claim, not a measurement.
+HF_GENERATE_LAYER_S = 0.6e-3
+#: Fixed cost of one weight sync (gathering parameter names, NCCL group / IPC handles, vLLM's
+#: `load_weights` loop over ~300 tensors, cache reset): 0.5 s, a judgement (no public timing gathered).
+SYNC_FIXED_S = 0.5
+#: vLLM sleep mode (`enable_sleep_mode`, level 1: weights kept, KV cache freed): waking re-allocates
+#: the KV cache and resets the prefix cache each step: 0.3 s, a judgement.
+SLEEP_WAKE_S = 0.3
+#: Effective share of HBM bandwidth of the in-place weight copy (read + write): 0.5, a judgement.
+COPY_BW_EFFICIENCY = 0.5
+#: The seed of the response-length draws (rollouts are reproducible plans).
+SEED = 20_260_401
+#: z of the 90th percentile of a normal (the log-normal's P90 from its mean and spread).
+Z90 = 1.2815515655446004
+#: The longest response a draw may take, as a multiple of the mean (`lengths.CLIP_MULTIPLE`, 8);
+#: response P90 / mean above this log-normal's reach (2.27) is clipped to it.
+MAX_P90_RATIO = 2.27
+
+ENGINES = ("vllm", "hf")
+PLACEMENTS = ("colocated", "split")
+
+
+def response_cv(mean: float, p90: float | None) -> float:
+    """Returns the coefficient of variation of a log-normal response length with this mean and
+    90th percentile (0 when no P90, or P90 <= mean: every response the mean's length).
+
+    ln(P90 / mean) = z90·σ − σ²/2 (the log-normal's quantile with mu = ln(mean) − σ²/2), smaller root."""
+    if not p90 or p90 <= mean:
+        return 0.0
+    r = min(p90 / mean, MAX_P90_RATIO)
+    disc = Z90**2 - 2 * math.log(r)
+    sigma = Z90 - math.sqrt(max(disc, 0.0))
+    return math.sqrt(math.expm1(sigma**2))
+
+
+@dataclass(frozen=True)
+class RLSetup:
+    """One RL step's shape and placement."""
+
+    model: str
+    algorithm: str = "grpo"  # grpo | ppo
+    precision: str = "bf16"
+    policy_method: str = "full"  # full | lora | qlora: how the policy is trained
+    prompts_per_step: int = 64
+    group_size: int = 8
+    prompt_len: int = 512
+    response_len: int = 1024  # mean generated tokens
+    response_len_p90: int | None = None  # None: every response `response_len` long
+    engine: str = "vllm"  # vllm | hf (the trainer's model.generate)
+    placement: str = "colocated"  # colocated | split
+    trainer_accelerator: str = "H100"
+    trainer_gpus: int = 8
+    rollout_accelerator: str | None = None  # split: default the trainer's
+    rollout_gpus: int | None = None  # split: default the trainer's count
+    rollout_tp: int = 1
+    gpu_memory_utilization: float | None = None  # vLLM's share of each rollout GPU; None: 0.3 colocated, 0.9 split
+    sleep_mode: bool = False  # colocated vLLM: KV cache freed while training (more of the GPU for vLLM)
+    generation_batch: int | None = None  # hf: sequences per GPU per generate call; None: all of the GPU's share
+    async_rollout: bool = False
+    reference: bool = True  # a reference model's log-probs (KL penalty)
+    old_logprob: bool | None = None  # None: PPO yes, GRPO when ppo_epochs > 1
+    ppo_epochs: int = 1  # optimizer passes over each rollout batch
+    reward_model: str | None = None
+    reward_s_per_sample: float = 0.0  # a reward function's seconds per sample (when no reward model)
+    critic_model: str | None = None  # PPO: default the policy's architecture
+    micro_batch: int = 4  # trainer sequences per GPU per micro-step
+    framework: str = "hf"
+    sharding: str = "auto"
+    grad_ckpt: bool = True
+
+
+@dataclass(frozen=True)
+class RLStep:
+    """Seconds of one RL step, by phase, and the GPUs each role holds."""
+
+    setup: RLSetup
+    phases_s: dict[str, float]  # rollout, reference, old_logprob, reward, critic, train, sync
+    step_s: float
+    sequences: int
+    tokens: float  # prompt + response tokens of the step (what the trainer trains on)
+    response_tokens: float
+    groups: dict[str, dict]  # role group -> {accelerator, gpus}
+    rollout_detail: dict = field(default_factory=dict)
+    assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def sync_step_s(self) -> float:
+        """The on-policy step (every phase in sequence), whatever `async_rollout` says."""
+        return sum(self.phases_s.values())
+
+    def gpu_seconds(self) -> dict[str, float]:
+        """Returns GPU-seconds per step of each role group (trainer, rollout): the GPUs it holds x the step."""
+        return {name: g["gpus"] * self.step_s for name, g in self.groups.items()}
+
+    def to_json(self) -> dict:
+        s = self.setup
+        return {"algorithm": s.algorithm, "placement": s.placement, "engine": s.engine, "async": s.async_rollout,
+                "step_s": round(self.step_s, 3), "sync_step_s": round(self.sync_step_s, 3),
+                "phases_s": {k: round(v, 3) for k, v in self.phases_s.items()},
+                "sequences": self.sequences, "tokens_per_step": round(self.tokens),
+                "response_tokens_per_step": round(self.response_tokens),
+                "groups": {k: dict(v) for k, v in self.groups.items()},
+                "rollout": dict(self.rollout_detail), "assumptions": list(self.assumptions)}
+
+
+def _check(s: RLSetup) -> None:
+    if s.algorithm not in ("grpo", "ppo"):
+        raise ValueError(f"rl algorithm {s.algorithm!r}: one of grpo, ppo")
+    if s.engine not in ENGINES:
+        raise ValueError(f"rl rollout engine {s.engine!r}: one of {', '.join(ENGINES)}")
+    if s.placement not in PLACEMENTS:
+        raise ValueError(f"rl placement {s.placement!r}: one of {', '.join(PLACEMENTS)}")
+    if s.async_rollout and s.placement == "colocated":
+        raise ValueError("rl async rollouts need placement: split (colocated rollouts share the trainer's GPUs "
+                         "and cannot overlap its step)")
+    if s.placement == "split" and s.engine == "hf":
+        raise ValueError("rl placement split needs a rollout engine (vllm); hf generates on the trainer's GPUs")
+    for name in ("prompts_per_step", "group_size", "prompt_len", "response_len", "trainer_gpus", "rollout_tp"):
+        if int(getattr(s, name)) < 1:
+            raise ValueError(f"rl {name} must be >= 1")
+
+
+def _rollout_gpus(s: RLSetup) -> tuple[str, int]:
+    if s.placement == "colocated":
+        return s.trainer_accelerator, s.trainer_gpus
+    return s.rollout_accelerator or s.trainer_accelerator, s.rollout_gpus or s.trainer_gpus
+
+
+def _serving(s: RLSetup, accelerator: str):
+    from gpuledger.estimate import inference
+    from gpuledger.models import load_config
+
+    precision = "bf16" if s.precision in ("bf16-mixed", "fp16-mixed", "qlora") else s.precision
+    if precision not in inference.WEIGHT_BYTES_PER_PARAM:
+        precision = "bf16"
+    model = inference.serving_model_from_config(load_config(s.model), precision)
+    return model, inference.hardware_for(accelerator, precision), precision
+
+
+def _lengths(s: RLSetup, n: int, seed) -> np.ndarray:
+    from gpuledger.capacity.lengths import LengthMix
+
+    return LengthMix(mean=float(s.response_len), cv=response_cv(s.response_len, s.response_len_p90)).sample(n, seed)
+
+
+def _rollout_vllm(s: RLSetup, accelerator: str, gpus: int) -> tuple[float, dict]:
+    from gpuledger.capacity.lengths import LengthMix
+    from gpuledger.capacity.simulate import Scheduler, simulate
+    from gpuledger.estimate import inference
+
+    model, hw, precision = _serving(s, accelerator)
+    tp = s.rollout_tp
+    replicas = max(1, gpus // tp)
+    frac = s.gpu_memory_utilization or (0.9 if s.placement == "split" or s.sleep_mode else 0.3)
+    engine = inference.engine_with(inference.engine_for("vllm"), gpu_memory_utilization=frac, endpoint="offline")
+    kv = inference.kv_capacity_tokens(model, hw, precision, tp, engine)
+    cv = response_cv(s.response_len, s.response_len_p90)
+    mix = LengthMix(mean=float(s.response_len), cv=cv, source="rl response length")
+    longest = s.prompt_len + mix.longest + 1
+    if kv < longest:
+        raise ValueError(f"rollout: vLLM's KV cache on {tp} x {accelerator} at gpu_memory_utilization {frac:g} holds "
+                         f"{kv:,} tokens, less than one prompt + the longest response ({longest:,})")
+    seqs, tokens = inference.engine_limits(engine, hw)
+    sched = Scheduler(max_num_seqs=seqs, max_batched_tokens=max(tokens, seqs), chunked_prefill=engine.chunked_prefill,
+                      kv_capacity_tokens=kv, reserve_full_request=False, request_overhead_s=0.0)
+    cost = inference.step_cost(model, hw, precision, engine, tp)
+    n = s.prompts_per_step * s.group_size
+    per = math.ceil(n / replicas)  # the busiest replica's share: the step waits for it
+    r = simulate(cost, sched, prompt_tokens=s.prompt_len, output_tokens=s.response_len, concurrency=per,
+                 n_requests=per, seed=SEED, output_mix=mix if cv > 0 else None)
+    return r.duration_s, {"engine": "vllm", "replicas": replicas, "tp": tp, "requests_per_replica": per,
+                          "kv_capacity_tokens": kv, "gpu_memory_utilization": frac, "preemptions": r.preemptions,
+                          "max_running": r.max_running, "response_cv": round(cv, 3),
+                          "output_tokens_per_s": round(r.output_tokens_per_s * replicas, 1)}
+
+
+def _rollout_hf(s: RLSetup, accelerator: str, gpus: int) -> tuple[float, dict]:
+    from gpuledger.estimate import inference
+
+    model, hw, precision = _serving(s, accelerator)
+    eager = replace(inference.engine_for("vllm"), step_overhead_s=HF_GENERATE_LAYER_S * model.num_layers,
+                    cuda_graph_max_batch=0, eager_step_overhead_s=0.0, step_overhead_per_seq_s=0.0,
+                    frontend_s_per_token=0.0, speculative=None, prefix_cache_hit=0.0)
+    cost = inference.step_cost(model, hw, precision, eager, 1)
+    n = math.ceil(s.prompts_per_step * s.group_size / gpus)  # each rank generates its own share
+    batch = max(1, min(s.generation_batch or n, n))
+    lengths = _lengths(s, n, [SEED, 1])
+    total = 0.0
+    P = s.prompt_len
+    for start in range(0, n, batch):
+        b = lengths[start:start + batch]
+        rows, longest = len(b), int(b.max())
+        total += cost.step_s(0, 0.0, rows * P, rows * P * (P + 1) / 2)  # the padded prompts' prefill
+        t = np.arange(longest, dtype=float)
+        ctx = rows * (P + t)  # every row keeps its slot until the longest ends (padded)
+        flop = np.maximum(cost.weight_s, rows * cost.flop_s_per_token)
+        total += float(np.sum(flop + ctx * cost.kv_s_per_token + cost.overhead_s + cost.comm_s))
+    return total, {"engine": "hf", "generate_calls_per_gpu": math.ceil(n / batch), "generation_batch": batch,
+                   "sequences_per_gpu": n, "response_cv": round(response_cv(s.response_len, s.response_len_p90), 3)}
+
+
+def _forward_s(model: str, s: RLSetup, tokens: float, accelerator: str, gpus: int) -> float:
+    """Seconds of a forward pass over `tokens` through `model` on the trainer's GPUs: its training
+    step's time on those tokens x forward / training FLOPs per token."""
+    from gpuledger.estimate import estimate, training_step
+    from gpuledger.estimate.compute import active_params, flops_per_token
+    from gpuledger.models import load_config
+
+    est = estimate(_workload(s, model, "full", gpus))
+    step = training_step(est, accelerator, gpus, "full", _train_precision(s))
+    cfg = load_config(model)
+    seq = s.prompt_len + s.response_len
+    fwd = flops_per_token(cfg, est.params_total, active_params(cfg), "inference", seq, False)
+    train = flops_per_token(cfg, est.params_total, active_params(cfg), "full", seq, s.grad_ckpt)
+    return step.time_s(tokens) * fwd / train
+
+
+def _train_precision(s: RLSetup) -> str:
+    return s.precision
+
+
+def _workload(s: RLSetup, model: str, method: str, gpus: int):
+    from gpuledger.estimate import Workload
+
+    sharding = s.sharding
+    if sharding == "auto":
+        sharding = "none" if gpus == 1 else ("ddp" if method in ("lora", "qlora") else "fsdp")
+    return Workload(model=model, method=method, precision=s.precision, micro_batch=s.micro_batch,
+                    seq_len=s.prompt_len + s.response_len, grad_ckpt=s.grad_ckpt, gpus=gpus, sharding=sharding,
+                    framework=s.framework)
+
+
+def _train_s(model: str, s: RLSetup, method: str, tokens: float, accelerator: str, gpus: int) -> float:
+    from gpuledger.estimate import estimate, training_step
+
+    est = estimate(_workload(s, model, method, gpus))
+    return training_step(est, accelerator, gpus, method, _train_precision(s)).time_s(tokens)
+
+
+def _sync_s(s: RLSetup, rollout_acc: str) -> tuple[float, str]:
+    from gpuledger.catalog import gpu_kinds, normalize_accelerator
+    from gpuledger.estimate.coefficients import INTERCONNECT_GBPS, generation
+    from gpuledger.estimate.throughput import _intra_node_gbps
+    from gpuledger.models import count_params, load_config
+
+    weights = 2.0 * float(count_params(load_config(s.model)).total)  # 16-bit weights
+    kinds = gpu_kinds()
+    tk = kinds[normalize_accelerator(s.trainer_accelerator)]
+    if s.placement == "colocated":
+        _, bus = _intra_node_gbps(tk)
+        n = s.trainer_gpus
+        gather = weights * (n - 1) / n / (bus * 1e9) if n > 1 else 0.0
+        copy = weights / s.rollout_tp / (tk.bandwidth_gbps * 1e9 * COPY_BW_EFFICIENCY)
+        wake = SLEEP_WAKE_S if s.sleep_mode else 0.0
+        return (gather + copy + SYNC_FIXED_S + wake,
+                f"colocated: 16-bit weights all-gathered over {bus:g} GB/s and copied in place at "
+                f"{COPY_BW_EFFICIENCY:g} x HBM, + {SYNC_FIXED_S:g} s" + (f" + {SLEEP_WAKE_S:g} s wake" if wake else ""))
+    rk = kinds[normalize_accelerator(rollout_acc)]
+    rgpus = s.rollout_gpus or s.trainer_gpus
+    one_node = rk.name == tk.name and s.trainer_gpus + rgpus <= 8
+    if one_node:
+        link, gbps = _intra_node_gbps(tk)
+        where = f"one node ({link}, {gbps:g} GB/s)"
+    else:
+        net = INTERCONNECT_GBPS["network"]
+        gbps = min(net.get(generation(tk), net["default"]), net.get(generation(rk), net["default"]))
+        where = f"between nodes ({gbps:g} GB/s)"
+    return weights / (gbps * 1e9) + SYNC_FIXED_S, f"split: NCCL broadcast of the 16-bit weights {where} + {SYNC_FIXED_S:g} s"
+
+
+def rl_step(s: RLSetup) -> RLStep:
+    """Returns the `RLStep` of setup `s` (ValueError for a setup that cannot run: a KV cache that
+    holds no request, async rollouts colocated, unknown names)."""
+    _check(s)
+    racc, rgpus = _rollout_gpus(s)
+    n = s.prompts_per_step * s.group_size
+    response_tokens = float(np.sum(_lengths(s, n, [SEED, 2])))
+    tokens = n * s.prompt_len + response_tokens
+    if s.engine == "vllm":
+        rollout, detail = _rollout_vllm(s, racc, rgpus)
+    else:
+        rollout, detail = _rollout_hf(s, racc, rgpus)
+    acc, g = s.trainer_accelerator, s.trainer_gpus
+    phases = {"rollout": rollout}
+    phases["reference"] = _forward_s(s.model, s, tokens, acc, g) if s.reference else 0.0
+    old = s.old_logprob if s.old_logprob is not None else (s.algorithm == "ppo" or s.ppo_epochs > 1)
+    phases["old_logprob"] = _forward_s(s.model, s, tokens, acc, g) if old else 0.0
+    if s.reward_model:
+        phases["reward"] = _forward_s(s.reward_model, s, tokens, acc, g)
+    else:
+        phases["reward"] = s.reward_s_per_sample * math.ceil(n / g)
+    if s.algorithm == "ppo":
+        critic = s.critic_model or s.model
+        phases["critic"] = (_forward_s(critic, s, tokens, acc, g)
+                            + s.ppo_epochs * _train_s(critic, s, "full", tokens, acc, g))
+    else:
+        phases["critic"] = 0.0
+    phases["train"] = s.ppo_epochs * _train_s(s.model, s, s.policy_method, tokens, acc, g)
+    phases["sync"], sync_note = _sync_s(s, racc)
+    if s.async_rollout:
+        learner = sum(v for k, v in phases.items() if k not in ("rollout", "sync"))
+        step = max(phases["rollout"], learner) + phases["sync"]
+    else:
+        step = sum(phases.values())
+    groups = {"trainer": {"accelerator": acc, "gpus": g}}
+    if s.placement == "split":
+        groups["rollout"] = {"accelerator": racc, "gpus": rgpus}
+    notes = [f"rollout: {detail['engine']} on {rgpus} x {racc}" + (" (the trainer's GPUs)" if s.placement == "colocated" else ""),
+             "log-probs, reward and critic forwards at the trainer's utilisation (forward / training FLOPs)",
+             f"sync: {sync_note}",
+             "step = max(rollout, learner) + sync (one-step off-policy)" if s.async_rollout else "step = sum of the phases (on-policy)"]
+    return RLStep(setup=s, phases_s=phases, step_s=step, sequences=n, tokens=tokens, response_tokens=response_tokens,
+                  groups=groups, rollout_detail=detail, assumptions=notes)
+
+
+def role_costs(step: RLStep, steps: float, usd_per_gpu_hour: dict[str, float] | None = None) -> dict[str, dict]:
+    """Returns, per role, seconds over `steps` steps, GPU-hours and dollars (`usd_per_gpu_hour` by
+    accelerator; None or a kind absent: no dollars). Phases (rollout, reference, ...) are the step's
+    time by role; colocated, each phase holds all the GPUs; split, the rollout phase is the rollout
+    GPUs' and the others the trainer's, and each group also pays for its idle share of the step."""
+    prices = usd_per_gpu_hour or {}
+    s = step.setup
+    out: dict[str, dict] = {}
+
+    def price(acc: str, hours: float) -> float | None:
+        return round(hours * prices[acc], 2) if acc in prices else None
+
+    tr = step.groups["trainer"]
+    for phase, sec in step.phases_s.items():
+        if sec <= 0:
+            continue
+        grp = step.groups.get("rollout") if (phase == "rollout" and s.placement == "split") else tr
+        hours = sec * steps * grp["gpus"] / 3600
+        out[phase] = {"seconds": round(sec * steps, 1), "seconds_per_step": round(sec, 3),
+                      "accelerator": grp["accelerator"], "gpus": grp["gpus"], "gpu_hours": round(hours, 2),
+                      "usd": price(grp["accelerator"], hours)}
+    if s.placement == "split":
+        for name, grp in step.groups.items():
+            busy = step.phases_s["rollout"] if name == "rollout" else sum(
+                v for k, v in step.phases_s.items() if k != "rollout")
+            idle = max(0.0, step.step_s - busy)
+            if idle > 0:
+                hours = idle * steps * grp["gpus"] / 3600
+                out[f"{name}_idle"] = {"seconds": round(idle * steps, 1), "seconds_per_step": round(idle, 3),
+                                       "accelerator": grp["accelerator"], "gpus": grp["gpus"],
+                                       "gpu_hours": round(hours, 2), "usd": price(grp["accelerator"], hours)}
+    return out
+
+
+def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision: str | None = None) -> RLSetup:
+    """Returns the `RLSetup` of an estimator `Workload` of method grpo/ppo (what `train_time_s`
+    times): `micro_batch` prompts per GPU (x `grad_accum`) each with `group_size` responses of
+    `completion_len` tokens after `prompt_len`; `generation` hf (the trainer's generate),
+    vllm_colocate (vLLM on the trainer's GPUs at `vllm_gpu_memory_utilization`) or vllm_server
+    (vLLM on its own GPUs: as many as the trainer's, same kind; not billed by the plan yet); a
+    reference model unless `ref_model: none`; the `reward_model` when given, else a reward function
+    of no cost."""
+    from gpuledger.estimate.memory import GRPO_DEFAULT_GROUP
+
+    g = gpus or w.gpus
+    group = w.group_size or (GRPO_DEFAULT_GROUP if w.method == "grpo" else 1)
+    prompt = w.prompt_len or max(1, w.seq_len // 3)
+    response = w.completion_len or max(1, w.seq_len - prompt)
+    engine = "hf" if w.generation == "hf" else "vllm"
+    placement = "split" if w.generation == "vllm_server" else "colocated"
+    return RLSetup(model=w.model, algorithm=w.method, precision=precision or w.precision,
+                   prompts_per_step=w.micro_batch * g * (w.grad_accum or 1), group_size=group, prompt_len=prompt,
+                   response_len=response, engine=engine, placement=placement, trainer_accelerator=accelerator,
+                   trainer_gpus=g, gpu_memory_utilization=w.vllm_gpu_memory_utilization if engine == "vllm" and placement == "colocated" else None,
+                   reference=w.ref_model != "none", reward_model=w.reward_model, micro_batch=w.micro_batch,
+                   framework=w.framework, sharding=w.sharding, grad_ckpt=w.grad_ckpt)
+
+
+@functools.lru_cache(maxsize=1024)
+def rl_step_cached(s: RLSetup) -> RLStep:
+    """`rl_step`, remembered per setup (the planner times one workload on many GPU kinds and counts)."""
+    return rl_step(s)

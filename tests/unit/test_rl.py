@@ -1,0 +1,94 @@
+"""RL steps by role (gpuledger/estimate/rl.py): the rollout through the serving simulator, the
+trainer's phases through the training-step model, the weight sync and the async overlap."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gpuledger.estimate import Workload, estimate, time_basis, train_time_s
+from gpuledger.estimate.rl import RLSetup, response_cv, rl_step, role_costs, setup_from_workload
+
+QWEN = "Qwen/Qwen2.5-7B"
+BASE = RLSetup(model=QWEN, trainer_accelerator="H100", trainer_gpus=8, prompts_per_step=32, group_size=8,
+               prompt_len=256, response_len=512)
+
+
+def step(**kw):
+    return rl_step(dataclasses.replace(BASE, **kw))
+
+
+def test_group_size_and_response_length_change_the_rollout():
+    base = step()
+    assert step(group_size=16).phases_s["rollout"] > base.phases_s["rollout"]
+    assert step(response_len=1024).phases_s["rollout"] > 1.5 * base.phases_s["rollout"]
+    # the tail: the step waits for the longest response of the batch
+    assert step(response_len_p90=1000).phases_s["rollout"] > 1.3 * base.phases_s["rollout"]
+    assert step(group_size=16).tokens == pytest.approx(2 * base.tokens, rel=0.02)
+
+
+def test_engine_changes_the_rollout_and_hf_pays_padding():
+    vllm, hf = step(), step(engine="hf")
+    assert hf.phases_s["rollout"] > 1.5 * vllm.phases_s["rollout"]  # eager, static batches padded to the longest
+    assert step(engine="hf", response_len_p90=1000).phases_s["rollout"] > hf.phases_s["rollout"]
+
+
+def test_phases_by_algorithm():
+    g, p = step(), step(algorithm="ppo")
+    assert g.phases_s["critic"] == 0 and p.phases_s["critic"] > 0
+    assert p.phases_s["old_logprob"] > 0 and g.phases_s["old_logprob"] == 0
+    assert step(ppo_epochs=2).phases_s["old_logprob"] > 0
+    assert step(reference=False).phases_s["reference"] == 0 < g.phases_s["reference"] < g.phases_s["train"]
+    assert step(reward_s_per_sample=0.5).phases_s["reward"] == pytest.approx(0.5 * 32 * 8 / 8)
+    assert step(reward_model="Qwen/Qwen3-0.6B").phases_s["reward"] > 0
+    assert g.step_s == pytest.approx(sum(g.phases_s.values()))
+
+
+def test_async_overlaps_and_is_never_slower():
+    sync = step(placement="split", trainer_gpus=4, rollout_gpus=4)
+    asyn = step(placement="split", trainer_gpus=4, rollout_gpus=4, async_rollout=True)
+    assert asyn.step_s <= sync.step_s
+    learner = sum(v for k, v in asyn.phases_s.items() if k not in ("rollout", "sync"))
+    assert asyn.step_s == pytest.approx(max(asyn.phases_s["rollout"], learner) + asyn.phases_s["sync"])
+    with pytest.raises(ValueError, match="split"):
+        step(async_rollout=True)
+
+
+def test_split_sync_is_a_broadcast_and_cheaper_rollout_gpus_change_dollars():
+    colo = step()
+    far = step(placement="split", trainer_gpus=8, rollout_gpus=8, rollout_accelerator="L4")
+    assert far.phases_s["sync"] > colo.phases_s["sync"]  # 15 GB over the network vs in place
+    assert far.groups["rollout"] == {"accelerator": "L4", "gpus": 8}
+    prices = {"H100": 3.0, "L4": 0.8}
+    same = step(placement="split", trainer_gpus=8, rollout_gpus=8)
+    c_far, c_same = role_costs(far, 100, prices), role_costs(same, 100, prices)
+    assert c_far["rollout"]["usd"] != c_same["rollout"]["usd"]
+    assert c_far["rollout"]["accelerator"] == "L4"
+    # GPU-hours add up to every GPU held for every step
+    total = sum(v["gpu_hours"] for v in c_far.values())
+    assert total == pytest.approx(100 * far.step_s * 16 / 3600, rel=0.01)
+
+
+def test_colocated_kv_cache_too_small_is_refused():
+    with pytest.raises(ValueError, match="KV cache"):
+        step(trainer_accelerator="L4", gpu_memory_utilization=0.3, response_len=4096)
+
+
+def test_response_cv_from_p90():
+    assert response_cv(1000, None) == 0 and response_cv(1000, 900) == 0
+    assert 0 < response_cv(1000, 1500) < response_cv(1000, 2000)
+
+
+def test_train_time_s_of_grpo_is_the_rl_step():
+    w = Workload(model=QWEN, method="grpo", prompt_len=256, completion_len=512, group_size=8, micro_batch=2,
+                 gpus=4, sharding="fsdp")
+    e = estimate(w)
+    t = train_time_s(e, 1e7, "H100")
+    s = rl_step(setup_from_workload(w, "H100"))
+    assert t == pytest.approx(s.step_s * 1e7 / s.tokens, rel=0.05)
+    g16 = estimate(w.model_copy(update={"group_size": 16}))
+    assert train_time_s(g16, 1e7, "H100") != pytest.approx(t, rel=0.01)  # group size changes the plan's time
+    vllm = estimate(w.model_copy(update={"generation": "vllm_colocate"}))
+    assert train_time_s(vllm, 1e7, "H100") < t  # vLLM's continuous batching beats eager generate
+    assert "rl.py" in time_basis("grpo")
