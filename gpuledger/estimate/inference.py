@@ -405,7 +405,7 @@ def serving_model_from_config(cfg, precision: str, *, params_total: int | None =
         params_total = int(counted.total)
         embedding = int(getattr(counted, "embedding", 0) or 0)
     if kv_bytes_per_token is None:
-        from gpuledger.estimate import kv_cache_bytes_per_token
+        from gpuledger.estimate.memory import kv_cache_bytes_per_token
 
         kv_bytes_per_token = int(kv_cache_bytes_per_token(cfg, kv_precision_for(precision)))
     layers = _cfg_int(cfg, "num_hidden_layers", "num_layers", "n_layer", "n_layers")

@@ -251,28 +251,38 @@ def _rollout_hf(s: RLSetup, accelerator: str, gpus: int) -> tuple[float, dict]:
                    "sequences_per_gpu": n, "response_cv": round(response_cv(s.response_len, s.response_len_p90), 3)}
 
 
+def _step(model: str, s: RLSetup, method: str, accelerator: str, gpus: int):
+    """Returns the training-step model's StepTime of `model` trained by `method` on the step's
+    sequences (the estimator's Workload options of `_workload`, as `estimate.train_setup` maps them)."""
+    from gpuledger.estimate.breakdown import memory_breakdown
+    from gpuledger.estimate.throughput import ModelShape, TrainSetup, step_time
+    from gpuledger.models import load_config
+
+    w = _workload(s, model, method, gpus)
+    trainable = float(memory_breakdown(w).params_trainable) if method in ("lora", "qlora") else 0.0
+    setup = TrainSetup(accelerator=accelerator, method=method, framework=w.framework, gpus=gpus, precision=w.precision,
+                       micro_batch=w.micro_batch, seq_len=w.seq_len, checkpointing=w.checkpointing_mode,
+                       packing=w.packing, flash_attn=w.flash_attn, sharding=w.sharding, params_trainable=trainable,
+                       lora_r=w.lora_r, optimizer=w.optimizer)
+    return step_time(ModelShape.from_config(load_config(model)), setup)
+
+
 def _forward_s(model: str, s: RLSetup, tokens: float, accelerator: str, gpus: int) -> float:
     """Seconds of a forward pass over `tokens` through `model` on the trainer's GPUs: its training
     step's time on those tokens x forward / training FLOPs per token."""
-    from gpuledger.estimate import estimate, training_step
     from gpuledger.estimate.compute import active_params, flops_per_token
-    from gpuledger.models import load_config
+    from gpuledger.models import count_params, load_config
 
-    est = estimate(_workload(s, model, "full", gpus))
-    step = training_step(est, accelerator, gpus, "full", _train_precision(s))
     cfg = load_config(model)
+    total = count_params(cfg).total
     seq = s.prompt_len + s.response_len
-    fwd = flops_per_token(cfg, est.params_total, active_params(cfg), "inference", seq, False)
-    train = flops_per_token(cfg, est.params_total, active_params(cfg), "full", seq, s.grad_ckpt)
-    return step.time_s(tokens) * fwd / train
-
-
-def _train_precision(s: RLSetup) -> str:
-    return s.precision
+    fwd = flops_per_token(cfg, total, active_params(cfg), "inference", seq, False)
+    train = flops_per_token(cfg, total, active_params(cfg), "full", seq, s.grad_ckpt)
+    return _step(model, s, "full", accelerator, gpus).time_s(tokens) * fwd / train
 
 
 def _workload(s: RLSetup, model: str, method: str, gpus: int):
-    from gpuledger.estimate import Workload
+    from gpuledger.estimate.workload import Workload
 
     sharding = s.sharding
     if sharding == "auto":
@@ -283,10 +293,7 @@ def _workload(s: RLSetup, model: str, method: str, gpus: int):
 
 
 def _train_s(model: str, s: RLSetup, method: str, tokens: float, accelerator: str, gpus: int) -> float:
-    from gpuledger.estimate import estimate, training_step
-
-    est = estimate(_workload(s, model, method, gpus))
-    return training_step(est, accelerator, gpus, method, _train_precision(s)).time_s(tokens)
+    return _step(model, s, method, accelerator, gpus).time_s(tokens)
 
 
 def _sync_s(s: RLSetup, rollout_acc: str) -> tuple[float, str]:
