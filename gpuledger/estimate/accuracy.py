@@ -101,7 +101,8 @@ def summarize(rows: list[ErrorRow], band: float) -> dict:
 
 def accuracy(runs: list[dict]) -> dict:
     """Returns the accuracy document: `summary` {quantity: {origin: {overall, by_method, by_framework,
-    by_gpu}}}, `bands`, `rows` (every comparison)."""
+    by_gpu}}}, `bands` (the ±share each summary counts), `rows` (every comparison), `cells` (per cell of
+    the estimate bands: rows, median |error|, its P10 / P50 / P90; `band_cells`)."""
     rows = public_memory_rows() + public_time_rows() + warehouse_rows(runs)
     summary: dict = {}
     for quantity, band in BANDS.items():
@@ -112,4 +113,21 @@ def accuracy(runs: list[dict]) -> dict:
                 part[f"by_{g}"] = {v: summarize([r for r in sel if getattr(r, g) == v], band)
                                    for v in sorted({getattr(r, g) for r in sel})}
             summary.setdefault(quantity, {})[origin] = part
-    return {"bands": BANDS, "summary": summary, "runs_read": len(runs), "rows": [r.to_json() for r in rows]}
+    return {"bands": BANDS, "summary": summary, "runs_read": len(runs), "rows": [r.to_json() for r in rows],
+            "cells": band_cells(runs)}
+
+
+def band_cells(runs: list[dict]) -> list[dict]:
+    """Returns per quantity and cell with rows (gpuledger/estimate/bands.py: the public rows out of source
+    plus these runs): rows, sources, median |error| and the band the cell's figures get ({p10, p50, p90}
+    multipliers of the model's figure)."""
+    from gpuledger.estimate.bands import CELL_FIELDS, cell_summary, table_with_runs
+
+    table = table_with_runs(runs)
+    out = []
+    for c in cell_summary(table.rows):
+        b = table.band(c["quantity"], tuple(c[f] for f in CELL_FIELDS))
+        out.append({**c, "band": {"p10": round(b.p10, 3), "p50": round(b.p50, 3), "p90": round(b.p90, 3)},
+                    "runs": sum(1 for r in table.rows if r.quantity == c["quantity"] and r.source.startswith("warehouse")
+                                and tuple(r.cell) == tuple(c[f] for f in CELL_FIELDS))})
+    return out

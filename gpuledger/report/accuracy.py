@@ -86,6 +86,15 @@ def accuracy_text(acc: dict[str, Any]) -> str:
             for r in _group_rows(part):
                 out.append(f"  {r[0]:10} {r[1][:22]:22} {r[2]:>5} {r[3]:>14} {r[4]:>10} {r[5]:>11}")
             out.append("")
+    if acc.get("cells"):
+        out.append("Per cell of the estimate bands (framework, method, quantization, GPU count, GPU family; public "
+                   "rows out of source + your runs): what each figure's P10 / P50 / P90 rest on (docs/accuracy.md)")
+        out.append(f"  {'quantity':8} {'cell':42} {'rows':>4} {'yours':>5} {'med |err|':>9} {'P10':>6} {'P50':>6} {'P90':>6}")
+        for c in acc["cells"]:
+            b = c["band"]
+            out.append(f"  {c['quantity']:8} {c['cell'][:42]:42} {c['rows']:4d} {c['runs']:5d} {c['median_abs_error']:9.1%} "
+                       f"{b['p10']:6.2f} {b['p50']:6.2f} {b['p90']:6.2f}")
+        out.append("")
     out.append(f"sources: {SOURCES}")
     return "\n".join(out)
 

@@ -48,6 +48,11 @@ def test_json_counts_public_rows_and_the_users_runs(tmp_path, capsys):
     assert time_mine["median_abs_error"] == round(statistics.median([0.25, 0.2]), 4) and time_mine["within_band"] == 1.0
     row = next(r for r in acc["rows"] if r["quantity"] == "time" and r["id"] == "acc-1/r2")
     assert row["detail"] == "plan basis: measured" and row["error"] == 0.0
+    # the estimate bands per cell, the runs in theirs (GPU runs: memory 3, time 2 of the model's own plan)
+    cells = acc["cells"]
+    assert sum(c["runs"] for c in cells if c["quantity"] == "memory") == 3
+    assert sum(c["runs"] for c in cells if c["quantity"] == "time") == 2
+    assert all(c["band"]["p10"] <= c["band"]["p50"] <= c["band"]["p90"] for c in cells)
 
 
 def test_text_says_what_each_table_is(tmp_path, capsys):
@@ -55,6 +60,7 @@ def test_text_says_what_each_table_is(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Memory — public measurements (shipped with gpuledger)" in out
     assert "Training time — your runs (warehouse)\n  no cases" in out
+    assert "Per cell of the estimate bands" in out and "hf lora 16bit, 1 GPU, ampere" in out
     assert not (tmp_path / "absent.duckdb").exists()
     line = next(ln for ln in out.splitlines() if ln.strip().startswith("framework  megatron"))
     assert line.split()[2] == str(sum(1 for r in read_csv(THROUGHPUT_CSV)
