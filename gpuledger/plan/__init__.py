@@ -1,6 +1,7 @@
 """The planner: trials × offers → GPU choice, spot decision, schedule, budget guard, what-if.
 
-A package of small pure modules, each step a function named after what it returns:
+A package of small pure modules, each step a function named after what it returns (the names below
+are served from the package, each module imported on first use):
 
     model.py        PlanningInputs (what it is given), Plan (what it returns), PlannedTrial (one
                     trial as placed: feasible, reason, placement, estimates; what the runtime reads)
@@ -33,19 +34,41 @@ imports Prefect/SkyPilot/DuckDB: this machine's speed (`gpuledger.inputs.machine
 measurements are passed in, so two plans of the same inputs are identical.
 """
 
-from gpuledger.plan.candidates import candidate_offers
-from gpuledger.plan.choice import plan_from_estimates
-from gpuledger.plan.estimates import accelerator_table, trial_estimates
-from gpuledger.plan.formats import fmt_duration
-from gpuledger.plan.model import Plan, PlannedTrial, PlanningInputs
-from gpuledger.plan.preemption import poisson_cdf, poisson_quantile
-from gpuledger.plan.prices import local_rate, prices_used, warehouse_trial_rows
-from gpuledger.plan.render import budget_guard, render_plan
-from gpuledger.plan.schedule import list_schedule
-from gpuledger.plan.scoring import scored_candidates
-from gpuledger.plan.settings import PlanSettings
-from gpuledger.plan.sweep import plan_sweep, settings_for
-from gpuledger.plan.whatif import WHAT_IF_KS, what_if_curve
+import importlib
+
+#: what the package serves, and the module each comes from: imported on first use (PEP 562), so that
+#: `gpuledger validate` can use `gpuledger.plan.workloads` without importing the planner (and polars)
+_EXPORTS = {
+    "Plan": "gpuledger.plan.model",
+    "PlanSettings": "gpuledger.plan.settings",
+    "PlannedTrial": "gpuledger.plan.model",
+    "PlanningInputs": "gpuledger.plan.model",
+    "WHAT_IF_KS": "gpuledger.plan.whatif",
+    "accelerator_table": "gpuledger.plan.estimates",
+    "budget_guard": "gpuledger.plan.render",
+    "candidate_offers": "gpuledger.plan.candidates",
+    "fmt_duration": "gpuledger.plan.formats",
+    "list_schedule": "gpuledger.plan.schedule",
+    "local_rate": "gpuledger.plan.prices",
+    "plan_from_estimates": "gpuledger.plan.choice",
+    "plan_sweep": "gpuledger.plan.sweep",
+    "poisson_cdf": "gpuledger.plan.preemption",
+    "poisson_quantile": "gpuledger.plan.preemption",
+    "prices_used": "gpuledger.plan.prices",
+    "render_plan": "gpuledger.plan.render",
+    "scored_candidates": "gpuledger.plan.scoring",
+    "settings_for": "gpuledger.plan.sweep",
+    "trial_estimates": "gpuledger.plan.estimates",
+    "warehouse_trial_rows": "gpuledger.plan.prices",
+    "what_if_curve": "gpuledger.plan.whatif",
+}
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'gpuledger.plan' has no attribute {name!r}")
+
 
 __all__ = [
     "WHAT_IF_KS", "Plan", "PlanSettings", "PlannedTrial", "PlanningInputs", "accelerator_table", "budget_guard", "candidate_offers", "fmt_duration",

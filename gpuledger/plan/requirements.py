@@ -2,14 +2,14 @@
 
 `gpuledger validate` reports these with the schema's own problems, so that a spec `validate` calls
 fine is one `plan` and `sweep` accept: the same functions raise in the planner
-(`gpuledger.plan.estimates.require_tokens`) and list here (`planning_problems`). Pure: reads the spec and the bundled model
+(`gpuledger.plan.workloads.require_tokens`) and list here (`planning_problems`). Pure: reads the spec and the bundled model
 registry (or the model's config.json), estimates, writes nothing.
 """
 
 from __future__ import annotations
 
 from gpuledger.errors import UserError
-from gpuledger.plan.estimates import tokens_problem, trial_estimates
+from gpuledger.plan.workloads import estimate_rows, tokens_problem
 from gpuledger.spec.problems import Problem
 
 
@@ -26,7 +26,7 @@ def planning_problems(spec, trials=None) -> list[Problem]:
     if problem is not None:
         return [problem]  # the estimator step needs the tokens first
     try:
-        trial_estimates(spec, trials if trials is not None else expand_trials(spec))
+        estimate_rows(spec, trials if trials is not None else expand_trials(spec))  # the planner's own loop, unframed
     except UserError as err:
         file, line, col = spec.position("model")
         return [Problem(file, line, col, "model", str(err).splitlines()[0] if str(err) else type(err).__name__)]
