@@ -66,6 +66,21 @@ class Estimate:
     #: persistent per-GPU GiB of weights, gradients and optimizer states, whatever the phase
     states_gib: dict[str, float] = field(default_factory=dict)
 
+    def _repr_html_(self) -> str:
+        """The estimate as a notebook shows it: the setup, parameters, memory per GPU by component."""
+        import html
+
+        w = self.workload
+        rows = [("setup", f"{w.model}: {w.method}, {w.precision}, batch {w.micro_batch} x seq {w.seq_len}, "
+                          f"{w.gpus} GPU(s), {w.device}"),
+                ("params", f"{self.params_total:,} total ({'exact' if self.exact else 'estimate'}), "
+                           f"{self.params_trainable:,} trainable"),
+                ("flops/token", f"{self.flops_per_token:.3e}"), ("peak phase", self.peak_phase or "-"),
+                *((f"{k} GiB", f"{v:.3f}") for k, v in self.memory_gib.items())]
+        cells = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
+                        for k, v in rows)
+        return f"<div><b>estimate per GPU</b><table>{cells}</table></div>"
+
     def to_json(self) -> dict[str, Any]:
         """Returns the JSON object `gpuledger estimate --json` prints."""
         w = self.workload

@@ -93,3 +93,19 @@ class SweepSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def _repr_html_(self) -> str:
+        """The summary as a notebook shows it: status, counts, spend, the best recipe, the report."""
+        import html
+
+        best = self.best or {}
+        rows = [("sweep", self.sweep_id), ("status", self.status),
+                ("trials", f"{self.launched} launched, {self.succeeded} succeeded, {self.failed + self.launcher_errors} "
+                           f"failed, {self.pruned} pruned, {self.skipped_budget} skipped (budget), {self.skipped_done} done before"),
+                ("spent", f"${self.spent_usd:,.4f}" + (f" of ${self.budget_usd:,.2f}" if self.budget_usd is not None else "")),
+                ("best recipe", f"{best.get('trial_id')} {best.get('params') or ''}: {best.get('metric_name')} = "
+                                f"{best.get('best_metric')}" if best else "none yet"),
+                ("report", self.report_html or "-")]
+        cells = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
+                        for k, v in rows)
+        return f"<div><b>sweep {html.escape(self.sweep_id)}</b><table>{cells}</table></div>"

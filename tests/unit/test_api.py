@@ -65,6 +65,10 @@ def test_validate_returns_the_problems_of_a_bad_spec(repo_root, tmp_path):
 def test_estimate_takes_the_estimators_fields():
     est = Ledger().estimate("gpuledger/demo-char-gpt", method="lora", precision="fp32", seq_len=64)
     assert est.params_total > 0 and est.memory_gib["allocated"] > 0
+    assert "<table>" in est._repr_html_() and f"{est.params_total:,}" in est._repr_html_()
+    from gpuledger.runtime.summary import SweepSummary
+
+    assert "sweep s-1" in SweepSummary(sweep_id="s-1", name="s", spent_usd=1.5)._repr_html_()
     with pytest.raises(UserError, match="micro_batch"):
         Ledger().estimate("gpuledger/demo-char-gpt", micro_batch=0)
 
