@@ -135,7 +135,7 @@ def test_a_special_file_at_the_warehouse_path_is_refused_without_blocking(tmp_pa
         started = time.monotonic()
         code = main(argv)
         err = capsys.readouterr().err
-        assert code != 0 and time.monotonic() - started < 5, (argv, err)
+        assert code != 0 and time.monotonic() - started < 60, (argv, err)  # a FIFO opened would block forever
         assert str(target) in err and ("FIFO" in err or "device" in err or "folder" in err), err
         assert "Traceback" not in err
     with pytest.raises(UserError, match="not a DuckDB file"):

@@ -79,12 +79,14 @@ def test_ingest_and_export_commands(wh_path, tmp_path, capsys):
     land = tmp_path / "landing"
     land.mkdir()
     (land / "a.json").write_text(json.dumps(example_record("r2", "t2", sweep_id="s-1")))
-    (land / "b.json").write_text("not json")
+    (land / "b.json").write_text("not json")  # not a record (no record's marks): someone else's file, left
+    (land / "c.json").write_text('{"schema": "gpuledger.result/1", "run_id": ')  # a cut record: refused
     with Warehouse.open(wh_path) as wh:
         wh.upsert_trials("s-1", [{"trial_id": "t2"}])
     assert main(["ingest", str(land)]) == 1  # it rejected a file: not a success
     captured = capsys.readouterr()
     assert "1 records ingested (1 new" in captured.out and "1 rejected" in captured.out
-    assert "b.json" in captured.err
+    assert "c.json" in captured.err and "left in place (not result records): " in captured.out
+    assert (land / "b.json").read_text() == "not json"
     assert main(["export", "--parquet", str(tmp_path / "pq")]) == 0
     assert (tmp_path / "pq" / "runs.parquet").exists()
