@@ -158,6 +158,12 @@ SETTINGS: tuple[Setting, ...] = (
             "how often a running sweep writes its running trials' accrued spend (seconds)"),
     Setting("money.approval_timeout_s", "GPULEDGER_APPROVAL_TIMEOUT_S", float, 86400.0,
             "how long a sweep over an envelope's soft threshold waits for `gpuledger approve` (seconds)"),
+    Setting("local.usd_per_hour", "GPULEDGER_LOCAL_USD_PER_HOUR", float, None,
+            "the hourly rate of this machine when nothing else names one: a local trial whose launch request "
+            "has no rate (else 0), and an ad-hoc run (else its GPUs' catalog price, or the local reference rate)"),
+    Setting("adhoc.project", "GPULEDGER_ADHOC_PROJECT", str, "adhoc",
+            "the project an ad-hoc run joins when its code names none (`gpuledger.track.init`, the Trainer "
+            "callback, the Lightning logger): its sweep is `adhoc-PROJECT`"),
 )
 #: settings that are arrays of tables (`[[budgets]]`): the user file's and the project file's rows add up
 TABLE_LISTS = tuple(s.key for s in SETTINGS if s.kind is list)

@@ -63,11 +63,11 @@ TREE_SCAN_INTERVAL_S = 1.0
 
 
 def _default_usd_per_hour() -> float:
-    text = os.environ.get(USD_PER_HOUR_ENV, "").strip()
-    try:
-        return max(0.0, float(text)) if text else 0.0
-    except ValueError:
-        return 0.0
+    """The setting `local.usd_per_hour` ($GPULEDGER_LOCAL_USD_PER_HOUR), else 0."""
+    from gpuledger import settings
+
+    value = settings.current().get("local.usd_per_hour")
+    return float(value) if value is not None else 0.0
 
 
 def _iso(ts: float) -> str:

@@ -26,7 +26,6 @@ import contextlib
 import getpass
 import json
 import math
-import os
 import socket
 import sys
 import threading
@@ -83,12 +82,13 @@ def run_rate(accelerator: str | None, gpus: int, usd_per_hour: float | None = No
     """Returns the rate an ad-hoc run is priced at and where it comes from (see the module)."""
     if usd_per_hour is not None:
         return Rate(float(usd_per_hour), "local", f"${float(usd_per_hour):g}/h given to the run (usd_per_hour)")
-    env = os.environ.get("GPULEDGER_LOCAL_USD_PER_HOUR")
-    if env:
-        with contextlib.suppress(ValueError):
-            value = float(env)
-            if math.isfinite(value) and value >= 0:
-                return Rate(value, "local", f"${value:g}/h from $GPULEDGER_LOCAL_USD_PER_HOUR")
+    from gpuledger import settings
+
+    current = settings.current()
+    value = current.get("local.usd_per_hour")
+    if value is not None:
+        where = current.sources.get("local.usd_per_hour", "settings")
+        return Rate(float(value), "local", f"${float(value):g}/h, the setting local.usd_per_hour ({where})")
     if accelerator and gpus:
         with contextlib.suppress(Exception):  # an accelerator the catalog does not rent: the reference rate
             import polars as pl
@@ -180,7 +180,9 @@ class AdhocRun:
 
         self.started = time.time()
         self.started_at = datetime.now(UTC).replace(tzinfo=None)
-        self.project = project or os.environ.get("GPULEDGER_ADHOC_PROJECT") or DEFAULT_PROJECT
+        from gpuledger import settings
+
+        self.project = project or settings.current().get("adhoc.project") or DEFAULT_PROJECT
         self.name = name or f"run-{self.started_at:%Y%m%d-%H%M%S}"
         self.run_id = f"adhoc-{slug(self.name, 40)}-{uuid.uuid4().hex[:8]}"
         self.sweep_id = f"adhoc-{slug(self.project)}"
