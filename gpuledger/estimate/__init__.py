@@ -235,9 +235,9 @@ def train_time_s(estimate: Estimate, tokens: float, accelerator: str, gpus: int 
     w = estimate.workload
     method = method or w.method
     if method in RL_METHODS:  # one RL step by role (gpuledger/estimate/rl.py), as many steps as the tokens take
-        from gpuledger.estimate.rl import rl_step_cached, setup_from_workload
+        from gpuledger.estimate.rl import chosen_step
 
-        rl = rl_step_cached(setup_from_workload(w, accelerator, gpus, precision))
+        rl = chosen_step(w, accelerator, gpus, precision)
         load = 2 * float(estimate.params_total) / (LOAD_GBPS_PER_NODE * 1e9)
         return rl.step_s * float(tokens) / rl.tokens + load
     if method in ROLLOUT_MFU:

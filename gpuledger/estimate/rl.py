@@ -406,14 +406,15 @@ def role_costs(step: RLStep, steps: float, usd_per_gpu_hour: dict[str, float] | 
     return out
 
 
-def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision: str | None = None) -> RLSetup:
-    """Returns the `RLSetup` of an estimator `Workload` of method grpo/ppo (what `train_time_s`
-    times): `micro_batch` prompts per GPU (x `grad_accum`) each with `group_size` responses of
-    `completion_len` tokens after `prompt_len`; `generation` hf (the trainer's generate),
-    vllm_colocate (vLLM on the trainer's GPUs at `vllm_gpu_memory_utilization`) or vllm_server
-    (vLLM on its own GPUs: as many as the trainer's, same kind; not billed by the plan yet); a
-    reference model unless `ref_model: none`; the `reward_model` when given, else a reward function
-    of no cost."""
+def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision: str | None = None,
+                        rollout_gpus: int | None = None) -> RLSetup:
+    """Returns the `RLSetup` of an estimator `Workload` of method grpo/ppo on `gpus` x `accelerator`:
+    `micro_batch` prompts per trainer GPU (x `grad_accum`) each with `group_size` responses of
+    `completion_len` tokens (P90 `completion_len_p90`) after `prompt_len`; `generation` hf (the
+    trainer's generate), vllm_colocate (vLLM on the trainer's GPUs at `vllm_gpu_memory_utilization`)
+    or vllm_server (vLLM on `rollout_gpus` of the trial's GPUs, the same kind, the rest training;
+    `async_rollout` overlaps them); a reference model unless `ref_model: none`; the `reward_model`
+    when given, else a reward function at `reward_seconds_per_sample`."""
     from gpuledger.estimate.memory import GRPO_DEFAULT_GROUP
 
     g = gpus or w.gpus
@@ -421,13 +422,54 @@ def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision:
     prompt = w.prompt_len or max(1, w.seq_len // 3)
     response = w.completion_len or max(1, w.seq_len - prompt)
     engine = "hf" if w.generation == "hf" else "vllm"
-    placement = "split" if w.generation == "vllm_server" else "colocated"
+    split = w.generation == "vllm_server"
+    r = rollout_gpus or w.rollout_gpus or 0
+    if split and not 1 <= r < g:
+        raise ValueError(f"generation vllm_server on {g} GPU(s): rollout_gpus {r} leaves no GPU to train "
+                         "(give the trial 2 or more GPUs)")
+    trainer = g - r if split else g
     return RLSetup(model=w.model, algorithm=w.method, precision=precision or w.precision,
-                   prompts_per_step=w.micro_batch * g * (w.grad_accum or 1), group_size=group, prompt_len=prompt,
-                   response_len=response, engine=engine, placement=placement, trainer_accelerator=accelerator,
-                   trainer_gpus=g, gpu_memory_utilization=w.vllm_gpu_memory_utilization if engine == "vllm" and placement == "colocated" else None,
-                   reference=w.ref_model != "none", reward_model=w.reward_model, micro_batch=w.micro_batch,
-                   framework=w.framework, sharding=w.sharding, grad_ckpt=w.grad_ckpt)
+                   prompts_per_step=w.micro_batch * trainer * (w.grad_accum or 1), group_size=group, prompt_len=prompt,
+                   response_len=response, response_len_p90=w.completion_len_p90, engine=engine,
+                   placement="split" if split else "colocated", trainer_accelerator=accelerator, trainer_gpus=trainer,
+                   rollout_gpus=r if split else None,
+                   gpu_memory_utilization=w.vllm_gpu_memory_utilization if engine == "vllm" and not split else None,
+                   async_rollout=bool(w.async_rollout and split), reference=w.ref_model != "none",
+                   reward_model=w.reward_model, reward_s_per_sample=w.reward_seconds_per_sample,
+                   micro_batch=w.micro_batch, framework=w.framework, sharding=w.sharding, grad_ckpt=w.grad_ckpt)
+
+
+def placement_candidates(w, accelerator: str, gpus: int | None = None, precision: str | None = None) -> list[dict]:
+    """Returns the placements tried for a workload on `gpus` x `accelerator`, each {rollout_gpus,
+    trainer_gpus, step_s, tokens_per_s, chosen, reason}: one (the workload's) unless `generation:
+    vllm_server` leaves `rollout_gpus` open, then a quarter and a half of the GPUs for rollouts. The
+    chosen one trains the most tokens per second (all are billed the same GPUs, so it is also the
+    cheapest and the likeliest to meet a deadline); ValueError when none can run."""
+    g = gpus or w.gpus
+    if w.generation == "vllm_server" and w.rollout_gpus is None:
+        shares = sorted({max(1, g // 4), max(1, g // 2)} - {g}) or [0]
+    else:
+        shares = [None]
+    out, errors = [], []
+    for r in shares:
+        try:
+            s = setup_from_workload(w, accelerator, g, precision, rollout_gpus=r)
+            st = rl_step_cached(s)
+        except ValueError as err:
+            errors.append(str(err))
+            continue
+        out.append({"rollout_gpus": s.rollout_gpus, "trainer_gpus": s.trainer_gpus, "step_s": round(st.step_s, 3),
+                    "tokens_per_s": st.tokens / st.step_s, "chosen": False, "setup": s})
+    if not out:
+        raise ValueError(errors[0] if errors else "no RL placement can run")
+    max(out, key=lambda c: c["tokens_per_s"])["chosen"] = True
+    return out
+
+
+def chosen_step(w, accelerator: str, gpus: int | None = None, precision: str | None = None) -> RLStep:
+    """Returns the RLStep of the placement `placement_candidates` chooses (what `train_time_s` times)."""
+    best = next(c for c in placement_candidates(w, accelerator, gpus, precision) if c["chosen"])
+    return rl_step_cached(best["setup"])
 
 
 @functools.lru_cache(maxsize=1024)

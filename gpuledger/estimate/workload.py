@@ -21,8 +21,9 @@ from gpuledger.vocabulary import (
 #: Workload fields a spec's `train` section carries under the same name (gpuledger/spec/models.py Train).
 STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd", "grad_accum",
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
-                "checkpointing", "packing", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
-                "sequence_parallel", "expert_parallel")
+                "rollout_gpus", "async_rollout", "completion_len_p90", "reward_seconds_per_sample", "checkpointing",
+                "packing", "tensor_parallel", "pipeline_parallel", "nodes", "offload", "sequence_parallel",
+                "expert_parallel")
 
 
 #: Activation checkpointing of a stack when the workload does not say (neither `checkpointing` nor
@@ -121,6 +122,15 @@ class Workload(BaseModel):
     generation: Generation = "hf"
     #: TRL GRPOConfig.vllm_gpu_memory_utilization (default 0.3) for vllm_colocate.
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+    #: RL time (gpuledger/estimate/rl.py, docs/rl.md): vllm_server: GPUs of the trial given to the vLLM
+    #: server (the rest train); None: a quarter and a half tried, the faster kept
+    rollout_gpus: int | None = Field(None, ge=1)
+    #: vllm_server: one-step off-policy rollouts (step N+1 generated while step N trains)
+    async_rollout: bool = False
+    #: the 90th percentile of the generated tokens (the rollout waits for the longest); None: all completion_len
+    completion_len_p90: int | None = Field(None, ge=1)
+    #: a reward function's seconds per sample (each trainer rank scores its own samples)
+    reward_seconds_per_sample: float = Field(0.0, ge=0, le=3600)
     #: memory of the GPU (GiB), used only for vllm_colocate's share.
     gpu_memory_gib: float | None = Field(None, gt=0)
 

@@ -142,6 +142,10 @@ class Plan:
     #: a cloud plan with one-GPU trials: k trials per GPU beside one per GPU (gpuledger/plan/packing.py:
     #: options [{k, groups, makespan_s, cost_usd, per_trial_usd, fits}], recommended, why, basis)
     packing: dict[str, Any] | None = None
+    #: a GRPO/PPO plan: each feasible trial's time and dollars by role ({trial_id: {placement, engine,
+    #: async, steps, step_s, phases_s, groups, roles}}, gpuledger/plan/rl_roles.py); in `to_json` under
+    #: each trial as `roles`
+    roles: dict[str, Any] = field(default_factory=dict)
 
     @property
     def confidence(self) -> str:
@@ -185,12 +189,13 @@ class Plan:
         """Returns the plan as a JSON-ready dict (keys: sweep, trials, total_est_cost_usd,
         makespan_s, max_parallel, budget_usd, within_budget, decided_usd, price_snapshot, what_if, assumptions,
         launcher, launch_order, alternatives, deadline_s, cloud_equivalent, pruning for a sweep that
-        prunes, pool for a cloud plan, parallel for `max_parallel: auto`, packing for a cloud plan of one-GPU trials; the bands: total_cost_usd_p10, total_cost_usd_p90, makespan_s_p10,
+        prunes, pool for a cloud plan, parallel for `max_parallel: auto`, packing for a cloud plan of one-GPU trials; a GRPO/PPO trial's `roles`; the bands: total_cost_usd_p10, total_cost_usd_p90, makespan_s_p10,
         makespan_s_p90, confidence, decided_usd, decided_usd_p50, decided_usd_p90)."""
         budget = self.budget_usd if self.budget_usd is not None and math.isfinite(self.budget_usd) else None
         return {
             "sweep": self.sweep,
-            "trials": self.trials,
+            "trials": [{**tr, "roles": self.roles[tr["trial_id"]]} if tr["trial_id"] in self.roles else tr
+                       for tr in self.trials],
             "total_est_cost_usd": round(self.total_est_cost_usd, 4),
             "makespan_s": round(self.makespan_s, 3),
             "max_parallel": self.max_parallel,

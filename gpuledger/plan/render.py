@@ -159,6 +159,12 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
                           soft_wrap=True)
             else:
                 con.print(f"  k={o['k']:>2}: does not fit ({o['reason']})", soft_wrap=True)
+    if plan.roles:
+        from gpuledger.plan.rl_roles import roles_line
+
+        for r in plan.trials[:max_rows]:
+            if r["trial_id"] in plan.roles:
+                con.print(roles_line(r["trial_id"], plan.roles[r["trial_id"]]), soft_wrap=True, markup=False)
     if plan.pool and plan.pool.get("workers"):
         from gpuledger.plan.pools import pool_assumption
 

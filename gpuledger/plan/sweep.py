@@ -224,7 +224,11 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
 
     packing = packing_options(plan.trials, overhead_s=s.overhead_s, max_parallel=plan.max_parallel,
                               precision=spec.precision)
-    return replace(plan, packing=packing) if packing else plan
+    if packing:
+        plan = replace(plan, packing=packing)
+    from gpuledger.plan.rl_roles import is_rl, trial_roles
+
+    return replace(plan, roles=trial_roles(plan, est)) if is_rl(spec.method) else plan
 
 
 def _with_bands(plan: Plan, est: pl.DataFrame, s: PlanSettings, probed: pl.DataFrame | None) -> Plan:

@@ -177,6 +177,10 @@ class Train(_Strict):
         "auto", description="GRPO/PPO reference model placement")
     generation: Generation = Field("hf", description="GRPO/PPO rollout engine")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="vllm_colocate: GPU share vLLM reserves")
+    rollout_gpus: int | None = Field(None, ge=1, le=1024, description="vllm_server: GPUs for vLLM (docs/rl.md)")
+    async_rollout: bool = Field(False, description="vllm_server: one-step off-policy rollouts (docs/rl.md)")
+    completion_len_p90: int | None = Field(None, ge=1, description="GRPO/PPO: P90 of generated tokens")
+    reward_seconds_per_sample: float = Field(0.0, ge=0, le=3600, description="GRPO/PPO reward function s/sample")
     # what training time depends on (gpuledger/estimate/throughput.py)
     checkpointing: Checkpointing | None = Field(
         None, description="activation checkpointing mode; null = full/none from grad_checkpointing")

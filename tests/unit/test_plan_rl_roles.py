@@ -1,0 +1,74 @@
+"""A GRPO plan by role (gpuledger/plan/rl_roles.py): time and dollars per role under each trial,
+colocated and split placements, the split's share of rollout GPUs chosen among candidates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpuledger.plan import plan_sweep
+from gpuledger.plan.render import render_plan
+from gpuledger.spec import expand_trials, load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC_PATH = ROOT / "specs" / "grpo-qwen-7b.yaml"
+
+
+def _spec(tmp_path, **train):
+    data = yaml.safe_load(SPEC_PATH.read_text())
+    data["train"].update(train)
+    data["search"]["params"] = {"learning_rate": [1.0e-6]}
+    data["resources"].update(accelerators=["H100"], gpus_per_trial=8)
+    path = tmp_path / "grpo.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_spec(path)
+
+
+def _plan(spec):
+    return plan_sweep(spec, expand_trials(spec))
+
+
+def test_the_grpo_example_shows_roles_in_json_and_text():
+    spec = load_spec(SPEC_PATH)
+    plan = _plan(spec)
+    trials = plan.to_json()["trials"]
+    assert all("roles" in t for t in trials if t["feasible"])
+    t = next(t for t in trials if t["feasible"])
+    r = t["roles"]
+    assert r["placement"] == "colocated" and set(r["groups"]) == {"trainer"}
+    assert {"rollout", "train", "reference", "sync"} <= set(r["roles"])
+    # the roles add up to the trial's compute time and its compute dollars
+    assert sum(v["seconds"] for v in r["roles"].values()) == pytest.approx(t["compute_s"], rel=0.01)
+    usd = sum(v["usd"] for v in r["roles"].values())
+    assert usd == pytest.approx(t["compute_s"] / 3600 * t["usd_per_hour"], rel=0.02)
+    text = render_plan(plan)
+    assert f"roles {t['trial_id']}: colocated" in text and "rollout" in text
+
+
+def test_split_placement_chooses_a_share_and_async_is_faster(tmp_path):
+    split = _plan(_spec(tmp_path, generation="vllm_server"))
+    t = split.to_json()["trials"][0]
+    r = t["roles"]
+    assert r["placement"] == "split" and set(r["groups"]) == {"trainer", "rollout"}
+    tried = r["placements"]
+    assert [c["rollout_gpus"] for c in tried] == [2, 4] and sum(c["chosen"] for c in tried) == 1
+    chosen = next(c for c in tried if c["chosen"])
+    assert r["groups"]["rollout"]["gpus"] == chosen["rollout_gpus"]
+    assert chosen["tokens_per_s"] == max(c["tokens_per_s"] for c in tried)
+    # all 8 GPUs are billed for the whole trial: the groups' GPU-hours add up to 8 x the compute time
+    assert sum(v["gpu_hours"] for v in r["roles"].values()) == pytest.approx(8 * t["compute_s"] / 3600, rel=0.02)
+    asyn = _plan(_spec(tmp_path, generation="vllm_server", async_rollout=True)).to_json()["trials"][0]
+    assert asyn["compute_s"] <= t["compute_s"]
+    fixed = _plan(_spec(tmp_path, generation="vllm_server", rollout_gpus=2)).to_json()["trials"][0]["roles"]
+    assert [c["rollout_gpus"] for c in fixed["placements"]] == [2]
+
+
+def test_group_size_and_tail_change_the_planned_time(tmp_path):
+    base = _plan(_spec(tmp_path)).to_json()["trials"][0]["compute_s"]
+    tail = _plan(_spec(tmp_path, completion_len_p90=2000)).to_json()["trials"][0]["compute_s"]
+    assert tail > 1.1 * base
+    # more responses per prompt: more tokens per step, the same tokens per trial: fewer steps, a different time
+    g16 = _plan(_spec(tmp_path, group_size=16)).to_json()["trials"][0]["compute_s"]
+    assert g16 != pytest.approx(base, rel=0.02)
