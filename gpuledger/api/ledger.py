@@ -224,6 +224,20 @@ class Ledger:
         with self._scope():
             return runner.decide_approval(sweep, approve=approve, note=note)
 
+    def sweep_states(self, sweep: str | None = None, *, limit: int = 20) -> list[dict[str, Any]]:
+        """Each sweep's state (running, awaiting_approval, ...) and spend so far (`accrued_usd`; `gpuledger status`)."""
+        from gpuledger.runtime.sweep_states import sweep_states
+
+        with self._scope():
+            return sweep_states(sweep, limit=limit)
+
+    def envelopes(self) -> list[dict[str, Any]]:
+        """Every budget envelope's current window: limit, spent, reserved, accrued, remaining (view v_budgets)."""
+        from gpuledger.runtime.money import envelope_rows
+
+        with self._scope():
+            return envelope_rows()
+
     def probe(self, spec: str | os.PathLike[str], *, trial_ids: list[str] | None = None, steps: int | None = None,
               seconds: float | None = None, launcher: str | None = None, max_parallel: int | None = None,
               say: Callable[[str], None] = print, launcher_factory: Callable[..., Any] | None = None) -> ProbeSummary:

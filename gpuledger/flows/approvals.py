@@ -16,6 +16,7 @@ The Prefect UI's Resume shows the same form (approve, by, note). When the envelo
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from typing import Any
 
@@ -151,19 +152,31 @@ def guard_envelopes(accepted: Any, dry_run: bool, log: Any) -> State | None:
     spender = spender_for(accepted.spec)
     plan_json = accepted.plan.to_json()
     try:
-        if dry_run:
+        waits = None if dry_run else money.adopted(accepted.spec_path, plan_json)  # launched by `gpuledger mcp`
+        if waits is not None:  # the server reserved it already (with the launch record); hold to that
+            decision = money.check(plan_json, spender, what=f"sweep {sweep_id}")
+            log.info("Sweep %s was admitted by gpuledger mcp (its envelopes hold the reservation): %s", sweep_id,
+                     "it waits for approval" if waits else "no approval needed")
+            if not waits:
+                return None
+            decision = dataclasses.replace(decision, refused=(), soft=tuple(u for u in decision.uses
+                                                                             if u.envelope.soft_usd is not None))
+        elif dry_run:
             decision = money.check(plan_json, spender, what=f"sweep {sweep_id}")
             if decision.refused:
                 raise BudgetExceeded(decision.refusal(f"sweep {sweep_id}"))
             if decision.needs_approval:
                 log.warning("Dry run: a run would wait for approval: %s", decision.approval_words())
             return None
-        decision = money.reserve(sweep_id, f"sweep {sweep_id}", plan_json, spender)
+        else:
+            decision = money.reserve(sweep_id, f"sweep {sweep_id}", plan_json, spender)
     except BudgetExceeded as err:
+        if os.environ.get(money.ENV_LAUNCH_ID):  # the server's reservation for this launch goes back
+            release_quietly(sweep_id, f"refused in the sweep process: {err}")
         log.error("Budget envelope refused sweep %s (nothing launched): %s", sweep_id, err)
         alert_quietly("failed", f"{sweep_id}:refused", f"sweep {sweep_id} refused before launch: {err}", {"refused": True})
         return Failed(message=str(err), data=err)
-    for u in decision.uses:
+    for u in decision.uses if waits is None else ():
         log.info("Envelope %s: reserved %s (%s) for %s, observed owner %s (spec claims %s); %s of %s left",
                  u.envelope.name, usd(decision.plan_usd), decision.basis, sweep_id, spender.owner, spender.owner_claimed,
                  usd(u.remaining_usd - decision.plan_usd), usd(u.envelope.limit_usd))

@@ -97,12 +97,16 @@ class PlannedSpec:
     sweep_name: str
     planned_usd: float
     within_budget: bool
+    #: the bytes that were planned, kept in the server's folder: what the sweep process runs
+    snapshot: str = ""
 
 
 class GpuledgerTools:
     """The state behind the tools: the project's Ledger, the agent budget read at start, the plans handed out."""
 
-    def __init__(self, budget_usd: float | None, require_plan: bool, ledger: Ledger | None = None) -> None:
+    def __init__(self, budget_usd: float | None, require_plan: bool, ledger: Ledger | None = None,
+                 pinned: Any = None) -> None:
+        self.pinned = pinned  # gpuledger.mcp_server.agent_money.Pinned: what the server counts from, fixed at start
         self.budget_usd = budget_usd
         self.require_plan = require_plan
         self.ledger = ledger or Ledger()
@@ -131,9 +135,11 @@ class GpuledgerTools:
         return _result(text, data)
 
     def plan(self, spec: str) -> CallToolResult:
+        from gpuledger.mcp_server.agent_money import snapshot
+
         path = Path(spec)
-        digest = spec_digest(path) if path.is_file() else None
-        verdict = self.ledger.plan(spec)
+        copy, digest = snapshot(path, settings.current().data_dir) if path.is_file() else (None, None)
+        verdict = self.ledger.plan(str(copy) if copy else spec)  # the bytes kept are the bytes priced
         data = _plain(verdict.plan.to_json())
         planned = verdict.decided_usd  # the one decided spend (`Plan.decided_usd`, at the plan's confidence)
         conf = verdict.plan.confidence.upper()
@@ -141,7 +147,8 @@ class GpuledgerTools:
         plan_id = hashlib.sha256(f"{digest}|{json.dumps(data, sort_keys=True, default=str)}".encode()).hexdigest()[:16]
         if digest is not None:
             self.plans[plan_id] = PlannedSpec(plan_id, str(path.resolve()), digest, sweep_id, name, planned,
-                                              verdict.accepted)
+                                              verdict.accepted,
+                                              str(copy))
         trials = verdict.plan.planned_trials
         feasible = sum(1 for t in trials if t.feasible)
         refusal = (verdict.refusal or "over budget").splitlines()[0]
@@ -221,33 +228,47 @@ class GpuledgerTools:
                             "since, or it is another file); plan it again")
         if not planned.within_budget:
             raise ToolError(f"refused: plan {planned.plan_id} is over the spec's own budget or deadline")
+        from gpuledger.mcp_server.agent_money import Pinned, admit, launch_env
+        from gpuledger.spec import load_spec
         from gpuledger.warehouse import Warehouse
 
-        with Warehouse.open() as wh, wh.transaction():
-            budget = self._budget(wh)
-            try:
-                check_launch(budget, planned.planned_usd, planned.sweep_name)
-            except UserError as err:
-                raise ToolError(str(err)) from None
-            launch_id = wh.record_agent_launch(sweep_id=planned.sweep_id, spec_path=planned.spec_path,
-                                               spec_sha256=digest, plan_id=planned.plan_id,
-                                               planned_usd=planned.planned_usd, budget_usd=self.budget_usd)
+        planned_spec = load_spec(Path(planned.snapshot))
+        held: list[AgentBudget] = []
+
+        def check_agent_budget(wh: Any) -> None:
+            held.append(self._budget(wh))
+            check_launch(held[0], planned.planned_usd, planned.sweep_name)
+
+        try:
+            launch_id, decision = admit(self.pinned or Pinned.at_start(), sweep_id=planned.sweep_id,
+                                        sweep_name=planned.sweep_name, spec_path=planned.snapshot, digest=digest,
+                                        plan_id=planned.plan_id, planned_usd=planned.planned_usd,
+                                        project=planned_spec.project, owner_claimed=planned_spec.owner,
+                                        check_agent_budget=check_agent_budget)
+        except UserError as err:
+            raise ToolError(str(err)) from None
+        budget = held[0]
         log = settings.current().data_dir / "mcp" / f"{launch_id}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "gpuledger.mcp_server.launch", planned.spec_path]
+        argv = [sys.executable, "-m", "gpuledger.mcp_server.launch", planned.snapshot]
         if max_parallel:
             argv += ["--max-parallel", str(int(max_parallel))]
         with open(log, "ab") as fh:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                                    start_new_session=True, env={**os.environ, "GPULEDGER_LAUNCHED_BY": "mcp"})
+                                    start_new_session=True, env={**os.environ, "GPULEDGER_LAUNCHED_BY": "mcp",
+                                                                 **launch_env(launch_id, digest, planned.planned_usd,
+                                                                              decision)})
         with Warehouse.open() as wh:
             wh.set_agent_launch_pid(launch_id, proc.pid)
         left = budget.remaining_usd - planned.planned_usd
+        waits = (f"; it WAITS for a person's approval ({decision.approval_words()}): `gpuledger approve "
+                 f"{planned.sweep_name}`" if decision.needs_approval else "")
         return _result(f"launched sweep {planned.sweep_id} (plan {planned.plan_id}, ${planned.planned_usd:.2f}); "
-                       f"agent budget left ${left:.2f}; follow it with status, log {log}",
+                       f"agent budget left ${left:.2f}; follow it with status, log {log}{waits}",
                        {"sweep_id": planned.sweep_id, "launch_id": launch_id, "plan_id": planned.plan_id,
                         "planned_usd": planned.planned_usd, "agent_budget_left_usd": left, "log": str(log),
-                        "pid": proc.pid})
+                        "pid": proc.pid, "awaiting_approval": decision.needs_approval,
+                        "envelopes": [u.to_json() for u in decision.uses]})
 
     # -- helpers --------------------------------------------------------------------------------
     def _budget(self, wh: Any) -> AgentBudget:
@@ -267,9 +288,13 @@ class GpuledgerTools:
 
 
 def _guard(fn):
-    """Turns a user error into a tool error with gpuledger's one-line message."""
+    """Turns a user error into a tool error with gpuledger's one-line message; refuses every call once the
+    configuration the server counts from changed (`agent_money.Pinned`)."""
     def wrapped(*args, **kwargs):
         try:
+            pinned = getattr(getattr(fn, "__self__", None), "pinned", None)
+            if pinned is not None:
+                pinned.check()
             return fn(*args, **kwargs)
         except ToolError:
             raise
@@ -352,8 +377,10 @@ def build_server(tools: GpuledgerTools) -> MCPServer:
 
 def serve_stdio() -> int:
     """Runs the server on stdin/stdout until the client closes it."""
+    from gpuledger.mcp_server.agent_money import Pinned
+
+    pinned = Pinned.at_start()  # the warehouse, budget and envelopes counted from, whatever the files say later
     current = settings.current()
-    budget = current.get("agent.budget_usd")
-    server = build_server(GpuledgerTools(budget, current.get("agent.require_plan")))
+    server = build_server(GpuledgerTools(pinned.budget_usd, current.get("agent.require_plan"), pinned=pinned))
     server.run("stdio")
     return 0

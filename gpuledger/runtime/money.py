@@ -13,7 +13,10 @@ two launches (threads, processes, servers) can never both take the last dollar.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import hashlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from gpuledger.errors import BudgetExceeded
@@ -26,7 +29,17 @@ from gpuledger.runtime.envelopes import (
     decide,
     now_utc,
     plan_reservation_usd,
+    usd,
 )
+
+#: what the MCP server tells the sweep process it starts (gpuledger/mcp_server/agent_money.py; a trial never
+#: sees GPULEDGER_* variables): its launch, the planned spec's sha256, what it reserved, whether it waits
+ENV_LAUNCH_ID = "GPULEDGER_AGENT_LAUNCH_ID"
+ENV_SPEC_SHA256 = "GPULEDGER_AGENT_SPEC_SHA256"
+ENV_PLANNED_USD = "GPULEDGER_AGENT_PLANNED_USD"
+ENV_NEEDS_APPROVAL = "GPULEDGER_AGENT_NEEDS_APPROVAL"
+#: a re-plan in the sweep process may cost this much more than what was reserved (rounding of the JSON)
+REPRICE_TOLERANCE = 1.001
 
 
 def _uses(wh: Any, envelopes: Sequence[Envelope], at: Any) -> list[EnvelopeUse]:
@@ -61,9 +74,10 @@ def check(plan_json: dict[str, Any], spender: Spender, *, envelopes: Sequence[En
 
 def reserve(sweep_id: str, what: str, plan_json: dict[str, Any], spender: Spender, *,
             envelopes: Sequence[Envelope] | None = None, plan_usd: float | None = None, basis: str | None = None,
-            also: Callable[[Any], None] | None = None, note: str | None = None) -> Decision:
+            also: Callable[[Any], None] | None = None, before: Callable[[Any], None] | None = None,
+            note: str | None = None) -> Decision:
     """Reserves the plan's spend (`plan_reservation_usd`, or `plan_usd`) in every envelope the launch falls
-    under, in one transaction with `also(wh)`. Raises `BudgetExceeded` (exit 3), naming the envelope,
+    under, in one transaction with `before(wh)` (first) and `also(wh)` (last). Raises `BudgetExceeded` (exit 3), naming the envelope,
     spent, reserved, this plan and what would fit, when it would cross any: nothing is written then.
     Returns the decision (its `needs_approval`: past a soft threshold; the money is held meanwhile)."""
     from gpuledger.settings import resolve_path
@@ -73,9 +87,11 @@ def reserve(sweep_id: str, what: str, plan_json: dict[str, Any], spender: Spende
     if plan_usd is not None:
         usd, why = float(plan_usd), basis or "planned"
     envs = applying(spender, envelopes)
-    if not envs and also is None:
+    if not envs and also is None and before is None:
         return decide(usd, why, [])
     with reserve_lock(resolve_path()), Warehouse.open() as wh, wh.transaction():
+        if before is not None:  # a check of the caller's own, in the same transaction (the agent budget's)
+            before(wh)
         at = now_utc()
         decision = decide(usd, why, _uses(wh, envs, at))
         if decision.refused:
@@ -119,3 +135,24 @@ def envelope_rows() -> list[dict[str, Any]]:
         return [EnvelopeUse(e, *e.bounds(at)).to_json() for e in envs]
     with Warehouse.open(target, read_only=True) as wh:
         return [u.to_json() for u in _uses(wh, envs, at)]
+
+
+def adopted(spec_path: str | Path, plan_json: dict[str, Any], environ: Mapping[str, str] | None = None) -> bool | None:
+    """In a sweep process the MCP server started: checks that the spec is the planned bytes and the plan
+    costs no more than the server reserved; returns whether it waits for approval (None: not an agent
+    launch, the flow reserves itself). Raises BudgetExceeded (exit 3) otherwise."""
+    env = os.environ if environ is None else environ
+    launch_id = env.get(ENV_LAUNCH_ID)
+    if not launch_id:
+        return None
+    expected = env.get(ENV_SPEC_SHA256, "")
+    actual = hashlib.sha256(Path(spec_path).read_bytes()).hexdigest()
+    if actual != expected:
+        raise BudgetExceeded(f"refused: {spec_path} is not the spec the agent's plan priced (sha256 {actual[:12]}, "
+                             f"planned {expected[:12]}); nothing launched. Plan it again")
+    planned = float(env.get(ENV_PLANNED_USD) or 0.0)
+    now_usd, basis = plan_reservation_usd(plan_json)
+    if now_usd > planned * REPRICE_TOLERANCE + 1e-9:
+        raise BudgetExceeded(f"refused: re-priced at {usd(now_usd)} ({basis}), more than the {usd(planned)} the agent "
+                             f"budget reserved for launch {launch_id}; nothing launched. Plan it again")
+    return env.get(ENV_NEEDS_APPROVAL) == "1"

@@ -11,12 +11,12 @@ import json
 
 
 def run(args) -> int:
+    from gpuledger.api import Ledger
     from gpuledger.runtime.envelopes import usd
-    from gpuledger.runtime.money import envelope_rows
-    from gpuledger.runtime.sweep_states import sweep_states
 
-    sweeps = sweep_states(args.sweep)
-    envelopes = envelope_rows()
+    ledger = Ledger()
+    sweeps = ledger.sweep_states(args.sweep)
+    envelopes = ledger.envelopes()
     if args.json:
         print(json.dumps({"sweeps": sweeps, "envelopes": envelopes}, indent=2, default=str))
         return 0
