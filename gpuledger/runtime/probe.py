@@ -23,9 +23,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,49 +233,61 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
     if spent + summary.est_cost_usd > budget + 1e-9:
         raise BudgetExceeded(f"{len(shapes)} probe(s) of sweep {sweep_id} are estimated at ${summary.est_cost_usd:.4f}; "
                              f"with the ${spent:.4f} it spent they would cross its ${budget:.2f} budget; nothing was launched")
-    with Warehouse.open() as wh:
-        wh.acquire_lease(sweep_id, holder, 120.0)
-        _register(wh, spec, spec_path, sweep_id, launcher, cap, planned, trials)
-    copies = f" ({len(shapes)} probes: copies fill the {cap} slots the trials will share)" if len(shapes) > summary.shapes else ""
-    say(f"probing {summary.shapes} shape(s) of {sweep_id} ({len(trials)} trials){copies} through the {launcher} launcher, "
-        f"at most {cap} at once; estimated ${summary.est_cost_usd:.4f}")
-    factory = launcher_factory or make_launcher
-    lch = factory(launcher, spec, cap, landing_dir)
-    placed = {t.trial_id: t for t in planned.planned_trials}
-    reqs = launch_requests(spec, [t for _, t in shapes], placed, sweep_id=sweep_id, launcher=launcher)
-    requests = []
-    for (shape, t), s in zip(shapes, steady, strict=True):
-        req = reqs[t.trial_id]
-        requests.append((shape, dataclasses.replace(
-            req, probe_env=probe_env(shape, steps=steps, seconds=seconds),
-            timeout_s=_timeout_s(spec, launcher, s), echo_metrics=())))
+    from gpuledger.runtime import money
+    from gpuledger.runtime.envelopes import spender_for
+
+    by_server = bool(os.environ.get(money.ENV_LAUNCH_ID))  # an agent's launch: the server reserved it
+    if not by_server:  # the team's envelopes hold the probes' estimate while they run (docs/budgets.md)
+        money.reserve(sweep_id, f"{len(shapes)} probe(s) of sweep {sweep_id}",
+                      {"total_est_cost_usd": summary.est_cost_usd}, spender_for(spec))
     try:
-        records = _run_all(lch, requests, cap, summary)
-        if plans_as(launcher) == "local":  # this machine keeps what a first run cached: start-up again, warm
-            ok = {json.dumps(r.probe_shape, sort_keys=True) for r in records if r.status == vocabulary.SUCCEEDED}
-            again = [(shape, dataclasses.replace(req, probe_env=probe_env(shape, steps=1, seconds=None)))
-                     for shape, req in requests if json.dumps(shape, sort_keys=True) in ok]
-            records += _run_all(lch, again, cap, summary)
-    finally:
-        close = getattr(lch, "close", None)
-        if close is not None:
-            close()
-    for r in records:  # the stored form (purpose, shape), signed with the folder's key
-        landing_files.keep(landing_dir, r)
-    with Warehouse.open() as wh:
+        with Warehouse.open() as wh:
+            wh.acquire_lease(sweep_id, holder, 120.0)
+            _register(wh, spec, spec_path, sweep_id, launcher, cap, planned, trials)
+        copies = f" ({len(shapes)} probes: copies fill the {cap} slots the trials will share)" if len(shapes) > summary.shapes else ""
+        say(f"probing {summary.shapes} shape(s) of {sweep_id} ({len(trials)} trials){copies} through the {launcher} launcher, "
+            f"at most {cap} at once; estimated ${summary.est_cost_usd:.4f}")
+        factory = launcher_factory or make_launcher
+        lch = factory(launcher, spec, cap, landing_dir)
+        placed = {t.trial_id: t for t in planned.planned_trials}
+        reqs = launch_requests(spec, [t for _, t in shapes], placed, sweep_id=sweep_id, launcher=launcher)
+        requests = []
+        for (shape, t), s in zip(shapes, steady, strict=True):
+            req = reqs[t.trial_id]
+            requests.append((shape, dataclasses.replace(
+                req, probe_env=probe_env(shape, steps=steps, seconds=seconds),
+                timeout_s=_timeout_s(spec, launcher, s), echo_metrics=())))
         try:
-            result = wh.ingest_records(records)
-            landing_files.settle(landing_dir, [r.run_id for r in records], {})
-            for rej in result.rejected:
-                summary.failures.append(f"not stored: {rej.reason}")
-            ids = [r.run_id for r in records]
-            if ids:
-                got = wh.query_named("probes_of_runs", {"run_ids": ids})
-                summary.probes = got.to_dicts()
+            records = _run_all(lch, requests, cap, summary)
+            if plans_as(launcher) == "local":  # this machine keeps what a first run cached: start-up again, warm
+                ok = {json.dumps(r.probe_shape, sort_keys=True) for r in records if r.status == vocabulary.SUCCEEDED}
+                again = [(shape, dataclasses.replace(req, probe_env=probe_env(shape, steps=1, seconds=None)))
+                         for shape, req in requests if json.dumps(shape, sort_keys=True) in ok]
+                records += _run_all(lch, again, cap, summary)
         finally:
-            wh.release_lease(sweep_id, holder)
-    summary.cost_usd = sum(r.cost_usd for r in records)
-    return summary
+            close = getattr(lch, "close", None)
+            if close is not None:
+                close()
+        for r in records:  # the stored form (purpose, shape), signed with the folder's key
+            landing_files.keep(landing_dir, r)
+        with Warehouse.open() as wh:
+            try:
+                result = wh.ingest_records(records)
+                landing_files.settle(landing_dir, [r.run_id for r in records], {})
+                for rej in result.rejected:
+                    summary.failures.append(f"not stored: {rej.reason}")
+                ids = [r.run_id for r in records]
+                if ids:
+                    got = wh.query_named("probes_of_runs", {"run_ids": ids})
+                    summary.probes = got.to_dicts()
+            finally:
+                wh.release_lease(sweep_id, holder)
+        summary.cost_usd = sum(r.cost_usd for r in records)
+        return summary
+    finally:
+        if not by_server:
+            with contextlib.suppress(Exception):  # what the probes did not spend goes back
+                money.release(sweep_id, "probes ended")
 
 
 def sweep_spend_usd(sweep_id: str) -> tuple[float, float]:

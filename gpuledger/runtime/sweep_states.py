@@ -7,7 +7,8 @@
 `state`: `awaiting_approval` (the flow paused past an envelope's soft threshold, with who must approve),
 else the sweep's status (`running`, `planned`, `succeeded`, `budget-stopped`, ...). `accrued_usd` is
 the spend so far: the measured cost of its stored runs plus what its running trials have accrued
-(price x elapsed, written every `money.accrue_interval_s`; docs/budgets.md).
+(price x elapsed: written every `money.accrue_interval_s`, and read up to now from the last write, at
+most 180 s past it; docs/budgets.md).
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ def sweep_states(sweep: str | None = None, *, limit: int = 20) -> list[dict[str,
     if target is None:
         return []
     with Warehouse.open(target, read_only=True) as wh:
-        rows = wh.query_named("sweeps_accrued", {"sweep": sweep}).to_dicts()[:limit]
+        from gpuledger.runtime.envelopes import now_utc
+
+        rows = wh.query_named("sweeps_accrued", {"sweep": sweep, "now": now_utc()}).to_dicts()[:limit]
         waiting = wh.awaiting_approvals(sweep)
     out: list[dict[str, Any]] = []
     by_id = {r["sweep_id"]: r for r in rows}

@@ -158,3 +158,23 @@ def test_concurrent_reservations_cannot_both_take_the_last_dollar():
     for t in threads:
         t.join(60)
     assert sorted(outcomes) == ["launched", "refused", "refused", "refused"]
+
+
+def test_status_reads_a_running_trials_spend_up_to_now(monkeypatch, tmp_path):
+    from datetime import timedelta
+
+    from gpuledger.runtime.envelopes import now_utc
+    from gpuledger.runtime.sweep_states import sweep_states
+
+    _register("s-run")
+    with Warehouse.open() as wh:
+        wh.write_accruals([{"sweep_id": "s-run", "trial_id": "t1", "launch_no": 1, "started_at": now_utc(),
+                            "usd_per_hour": 36.0, "elapsed_s": 0.0, "accrued_usd": 0.0, "est_cost_usd": 1.0,
+                            "est_basis": "P90", "over_estimate": False, "running": True}])
+        wh.execute("update trial_accruals set updated_at = $t", {"t": now_utc() - timedelta(seconds=30)})
+    state = sweep_states("s-run")[0]
+    assert state["running_trials"] == 1 and state["usd_per_hour"] == 36.0
+    assert 0.29 < state["accrued_usd"] < 0.35  # 30 s at $36/h since the last write (the interval is a minute)
+    with Warehouse.open() as wh:
+        wh.execute("update trial_accruals set updated_at = $t", {"t": now_utc() - timedelta(hours=5)})
+    assert sweep_states("s-run")[0]["accrued_usd"] == pytest.approx(1.8, abs=0.01)  # a dead writer: 180 s at most
