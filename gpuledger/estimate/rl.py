@@ -8,7 +8,8 @@ One step of an on-policy RL trainer (TRL's GRPOTrainer, verl, OpenRLHF) runs, in
    of `gpuledger.estimate.inference`) with every request sent at once (an offline batch, no HTTP),
    response lengths drawn log-normally from their mean and P90, each rollout replica (`tp` GPUs)
    given its share; the step waits for the slowest replica, so the tail of the response length
-   counts. Through the trainer's own `model.generate` (hf): static batches of the per-GPU generation
+   counts. A group's `group_size` copies of one prompt are prefilled once (vLLM V1's automatic prefix
+   cache, on by default: prefix-cache hit (G-1)/G of the prompt tokens). Through the trainer's own `model.generate` (hf): static batches of the per-GPU generation
    batch, each decoding until its longest response ends (finished rows keep their slot), the same
    step cost without CUDA graphs and with the eager per-layer launch overhead `HF_GENERATE_LAYER_S`.
 2. **reference / old-policy log-probs**: forward passes over the step's tokens through the training
@@ -108,6 +109,7 @@ class RLSetup:
     gpu_memory_utilization: float | None = None  # vLLM's share of each rollout GPU; None: 0.3 colocated, 0.9 split
     sleep_mode: bool = False  # colocated vLLM: KV cache freed while training (more of the GPU for vLLM)
     generation_batch: int | None = None  # hf: sequences per GPU per generate call; None: all of the GPU's share
+    prefix_cache: bool = True  # vllm: a group's shared prompt prefilled once (vLLM V1's prefix cache)
     async_rollout: bool = False
     reference: bool = True  # a reference model's log-probs (KL penalty)
     old_logprob: bool | None = None  # None: PPO yes, GRPO when ppo_epochs > 1
@@ -204,7 +206,11 @@ def _rollout_vllm(s: RLSetup, accelerator: str, gpus: int) -> tuple[float, dict]
     tp = s.rollout_tp
     replicas = max(1, gpus // tp)
     frac = s.gpu_memory_utilization or (0.9 if s.placement == "split" or s.sleep_mode else 0.3)
-    engine = inference.engine_with(inference.engine_for("vllm"), gpu_memory_utilization=frac, endpoint="offline")
+    # a group's prompts are one prompt: vLLM V1's prefix cache (on by default) computes it once
+    # (TRL sends each prompt group_size times with n=1 colocated, once with n=group_size to a server)
+    hit = (s.group_size - 1) / s.group_size if s.prefix_cache else 0.0
+    engine = inference.engine_with(inference.engine_for("vllm"), gpu_memory_utilization=frac, endpoint="offline",
+                                   prefix_cache_hit=hit)
     kv = inference.kv_capacity_tokens(model, hw, precision, tp, engine)
     cv = response_cv(s.response_len, s.response_len_p90)
     mix = LengthMix(mean=float(s.response_len), cv=cv, source="rl response length")
@@ -222,6 +228,9 @@ def _rollout_vllm(s: RLSetup, accelerator: str, gpus: int) -> tuple[float, dict]
                  n_requests=per, seed=SEED, output_mix=mix if cv > 0 else None)
     return r.duration_s, {"engine": "vllm", "replicas": replicas, "tp": tp, "requests_per_replica": per,
                           "kv_capacity_tokens": kv, "gpu_memory_utilization": frac, "preemptions": r.preemptions,
+                          "prefix_cache_hit": round(hit, 3),
+                          "weights_gib_per_gpu": round(inference.weights_bytes(model, precision) / tp / inference.GIB, 2),
+                          "kv_cache_gib_per_gpu": round(kv * model.kv_bytes_per_token / tp / inference.GIB, 2),
                           "max_running": r.max_running, "response_cv": round(cv, 3),
                           "output_tokens_per_s": round(r.output_tokens_per_s * replicas, 1)}
 

@@ -150,7 +150,14 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     tp, pp, sp = w.tensor_parallel, w.pipeline_parallel, w.sequence_parallel
     mp = tp * pp
     # data-parallel sharding (ZeRO, FSDP) spans the sequence-parallel ranks too (they hold the same model)
-    n = max(1, w.gpus // mp)
+    gpus = w.gpus
+    if w.method in RL_METHODS and w.generation == "vllm_server" and gpus > 1:
+        # a split RL trial: vLLM holds `rollout_gpus` of them (unset: the larger share the time model tries,
+        # half), the policy's states are sharded over the rest only (docs/rl.md)
+        gpus -= min(gpus - 1, w.rollout_gpus or gpus // 2)
+        m.assumptions.append(f"vllm_server: the trainer's states sharded over {gpus} of the {w.gpus} GPUs "
+                             "(the others run vLLM)")
+    n = max(1, gpus // mp)
     fw = memory_habits(w.framework)
     a, r_b = _act_bytes(p), _resid_bytes(p)
     mixed = p in ("bf16-mixed", "fp16-mixed", "fp8")

@@ -51,8 +51,24 @@ def trial_roles(plan, estimates: pl.DataFrame) -> dict[str, dict]:
             "placement": j["placement"], "engine": j["engine"], "async": j["async"], "steps": round(steps, 1),
             "step_s": j["step_s"], "time_factor": round(factor, 3), "phases_s": j["phases_s"], "groups": j["groups"],
             "rollout": j["rollout"], "roles": role_costs(step, steps * factor, prices),
+            "memory_gib": _memory(w, t["gpus"], j),
             "placements": [{k: (round(v, 1) if k == "tokens_per_s" else v) for k, v in c.items() if k != "setup"}
                            for c in cands]}
+    return out
+
+
+def _memory(w, gpus: int, step_json: dict) -> dict:
+    """Per-GPU GiB of each GPU group: the trainer's components from the memory estimate (policy and
+    reference weights, gradients, optimizer states, activations, logits, the generation's KV cache
+    when colocated, device total); split, the vLLM GPUs' weights and KV cache."""
+    from gpuledger.estimate import estimate
+
+    e = estimate(w.model_copy(update={"gpus": gpus}))
+    keys = ("weights", "gradients", "optimizer", "activations", "logits", "kv_cache", "device")
+    out = {"trainer": {k: round(e.memory_gib[k], 2) for k in keys}}
+    ro = step_json.get("rollout") or {}
+    if step_json["placement"] == "split" and "kv_cache_gib_per_gpu" in ro:
+        out["rollout"] = {"weights": ro["weights_gib_per_gpu"], "kv_cache": ro["kv_cache_gib_per_gpu"]}
     return out
 
 

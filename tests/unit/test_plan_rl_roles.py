@@ -63,6 +63,9 @@ def test_split_placement_chooses_a_share_and_async_is_faster(tmp_path):
     assert asyn["compute_s"] <= t["compute_s"]
     fixed = _plan(_spec(tmp_path, generation="vllm_server", rollout_gpus=2)).to_json()["trials"][0]["roles"]
     assert [c["rollout_gpus"] for c in fixed["placements"]] == [2]
+    mem = r["memory_gib"]
+    assert mem["rollout"]["weights"] > 14 and mem["rollout"]["kv_cache"] > 0  # 7.6B params in bf16 on each
+    assert mem["trainer"]["device"] <= t["usable_memory_gib"]
 
 
 def test_group_size_and_tail_change_the_planned_time(tmp_path):

@@ -92,3 +92,21 @@ def test_train_time_s_of_grpo_is_the_rl_step():
     vllm = estimate(w.model_copy(update={"generation": "vllm_colocate"}))
     assert train_time_s(vllm, 1e7, "H100") < t  # vLLM's continuous batching beats eager generate
     assert "rl.py" in time_basis("grpo")
+
+
+def test_a_groups_prompt_is_prefilled_once_by_the_prefix_cache():
+    long_prompt = dict(prompt_len=4096, response_len=64)
+    cached, uncached = step(**long_prompt), step(prefix_cache=False, **long_prompt)
+    assert cached.rollout_detail["prefix_cache_hit"] == pytest.approx(7 / 8)
+    assert cached.phases_s["rollout"] < 0.8 * uncached.phases_s["rollout"]
+
+
+def test_a_split_trials_trainer_shards_over_its_own_gpus():
+    kw = dict(model=QWEN, method="grpo", prompt_len=256, completion_len=512, group_size=8, micro_batch=2,
+              gpus=8, sharding="fsdp")
+    colo = estimate(Workload(**kw, generation="vllm_colocate", gpu_memory_gib=80))
+    split2 = estimate(Workload(**kw, generation="vllm_server", rollout_gpus=2))
+    split4 = estimate(Workload(**kw, generation="vllm_server", rollout_gpus=4))
+    # the policy's sharded states over 6 (then 4) GPUs, not 8
+    assert split4.states_gib["optimizer"] > split2.states_gib["optimizer"] > colo.states_gib["optimizer"]
+    assert split4.states_gib["optimizer"] == pytest.approx(colo.states_gib["optimizer"] * 2, rel=0.01)
