@@ -126,6 +126,12 @@ def _grid_twin(rows: pl.DataFrame, trials: pl.DataFrame, goal: str) -> tuple[Gri
     mine = {point_key(p) for p in trials["params"].to_list()} if trials.height else set()
     if not mine or rows.height == 0:
         return None, 0
+    if "train_json" in rows.columns:
+        pairs = list(zip(rows["train_json"].to_list(), rows["my_train_json"].to_list(), strict=True))
+        same = {p: _same_train(*p) for p in set(pairs)}
+        rows = rows.filter(pl.Series([same[p] for p in pairs], dtype=pl.Boolean))
+        if rows.height == 0:
+            return None, 0
     order = list(dict.fromkeys(rows["sweep_id"].to_list()))  # newest first (the query's order)
     best: GridTwin | None = None
     for sid in order:
@@ -143,6 +149,23 @@ def _grid_twin(rows: pl.DataFrame, trials: pl.DataFrame, goal: str) -> tuple[Gri
         if best is None or twin.succeeded > best.succeeded:  # ties: the newer (seen first) stays
             best = twin
     return best, len(order)
+
+
+def _same_train(a: str | None, b: str | None) -> bool:
+    """Two stored `train` sections are the same settings when today's spec model reads them alike (a field
+    added since either was stored takes its default)."""
+    if a == b:
+        return True
+    if a is None or b is None:
+        return False
+    from pydantic import ValidationError
+
+    from gpuledger.spec.models import Train
+
+    try:
+        return Train.model_validate(json.loads(a)).model_dump() == Train.model_validate(json.loads(b)).model_dump()
+    except (TypeError, ValueError, ValidationError):
+        return False
 
 
 def best_of(values: list[float], goal: str) -> float | None:
