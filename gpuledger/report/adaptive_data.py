@@ -110,7 +110,8 @@ def load_adaptive(wh, sweep_id: str, trials: pl.DataFrame) -> AdaptiveData | Non
                         goal=goal, min_steps=min_steps, reduction_factor=factor,
                         ends=wh.query_named("report_sweep_trial_ends", p), est_basis=basis, twin=twin,
                         twin_candidates=candidates, curves=curves, ranges=_has_range(i["params_json"]),
-                        twin_curves=twin_curves, twin_rates=twin_rates, stopping=i.get("stopping") or "rungs")
+                        twin_curves=twin_curves, twin_rates=twin_rates,
+                        stopping=i.get("stopping") or "rungs")  # a spec stored before search.stopping: rungs
 
 
 def _has_range(params_json: str | None) -> bool:

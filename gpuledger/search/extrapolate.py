@@ -1,4 +1,5 @@
-"""Learning-curve extrapolation and the cost-aware stopping rule (`search.stopping: cost`).
+"""Learning-curve extrapolation and the cost-aware stopping rule (`search.stopping: cost`, the default of a
+sweep that prunes; `stopping: rungs` turns it off).
 
     stopper = CostStopper(references, goal="minimize", value_usd=0.02)   # references: complete curves
     decision = stopper.decide(trial_id, values, best=0.77, usd_left=0.0012)
@@ -125,8 +126,10 @@ def cost_stopper_for(spec: Any, curves: Mapping[str, Any] | None, full_usd: floa
     """Returns the cost-aware rule of a sweep with `search.stopping: cost` (None otherwise): the references
     are the complete measured `curves` of its kind ({params key: Curve}, `gpuledger.inputs.ledger`), the
     value of a better recipe `search.stopping_value_usd`, else `full_usd` (the plan's full spend)."""
+    from gpuledger.search.study import prunes
+
     s = getattr(spec, "search", None)
-    if getattr(s, "stopping", "rungs") != "cost" or s.strategy not in ("asha", "tpe"):
+    if getattr(s, "stopping", "cost") != "cost" or not prunes(spec):
         return None
     refs = [tuple(c.values) for c in (curves or {}).values() if c.complete and not c.failed and c.values]
     return CostStopper(refs, s.objective.goal, float(s.stopping_value_usd or full_usd))

@@ -20,14 +20,14 @@ Strategies (`STRATEGIES`):
   ASHA as Optuna ships it: a trial is judged against whatever reached its rung before it;
 - `asha-2-3`: gpuledger's order-independent `RungPruner` at min_steps 2, reduction_factor 3 (the old
   default: it dropped the demo's recipe at its 6th value);
-- `asha` (the default: what a bare `strategy: asha` runs): the settings `gpuledger.search.safety.
-  choose_pruning` picks for these curves (the cold default, checked on them and corrected when it
-  would drop their best);
-- `asha-cold`: the cold default settings as they are (`safety.COLD_DEFAULT`, what a bare `strategy:
-  asha` runs where no curves of its kind are measured), unchecked;
-- `asha-cost`: `asha` plus the cost-aware stopping rule (`gpuledger.search.extrapolate.CostStopper`,
-  value of a better recipe = the grid's dollars, references = the other trials' curves: leave one out,
-  so a trial is never forecast from its own curve).
+- `asha-cold`: the cold default settings as they are (`safety.COLD_DEFAULT`), rungs only, unchecked;
+- `asha-rungs` (plain gpuledger ASHA, `stopping: rungs`): the settings `gpuledger.search.safety.
+  choose_pruning` picks for these curves (the cold default, checked on them and corrected when it would
+  drop their best), rungs only;
+- `asha` (the default: what a bare `strategy: asha` runs): `asha-rungs` plus the cost-aware stopping
+  rule (`gpuledger.search.extrapolate.CostStopper`, value of a better recipe = the grid's dollars,
+  references = the other trials' curves: leave one out, so a trial is never forecast from its own curve,
+  where the runtime would have the warehouse's curve of the same point).
 Pure and deterministic (seeded).
 """
 
@@ -44,11 +44,12 @@ from gpuledger.search.asha_replay import Curve, SimResult, simulate_asha
 from gpuledger.search.recipe import RECIPE_MARGIN
 
 #: the strategies replayed, in the order reported
-STRATEGIES = ("grid", "asha-optuna", "asha-2-3", "asha-cold", "asha", "asha-cost")
-#: the strategy a bare `strategy: asha` runs
+STRATEGIES = ("grid", "asha-optuna", "asha-2-3", "asha-cold", "asha-rungs", "asha")
+#: the strategy a bare `strategy: asha` runs (checked settings and the cost-aware stopping rule)
 DEFAULT_STRATEGY = "asha"
-#: the cost-aware strategy
-COST_AWARE_STRATEGY = "asha-cost"
+#: the cost-aware strategy (the default), and plain gpuledger ASHA beside it (`stopping: rungs`)
+COST_AWARE_STRATEGY = "asha"
+PLAIN_STRATEGY = "asha-rungs"
 #: the spread of each trial's times per replay (log-normal sigma): the load of the measured 2-core machine
 #: moved one demo trial's wall-clock between 25 s and 58 s (docs/search.md), about exp(±0.4)
 DEFAULT_JITTER = 0.25
@@ -127,7 +128,7 @@ class ReplayReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"strategies": {k: v.to_json() for k, v in self.strategies.items()}, "default": self.default,
-                "cost_aware": COST_AWARE_STRATEGY, "orders": self.orders, "slots": self.slots, "jitter": self.jitter,
+                "cost_aware": COST_AWARE_STRATEGY, "plain": PLAIN_STRATEGY, "orders": self.orders, "slots": self.slots, "jitter": self.jitter,
                 "curves": self.curves, "grid_best_value": self.grid_best_value, "grid_best_trial": self.grid_best_trial,
                 "recipe_margin": RECIPE_MARGIN, "notes": self.notes}
 
@@ -196,8 +197,8 @@ def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *
     settings = {
         "asha-optuna": ("asha", 2, 3), "asha-2-3": ("rungs", 2, 3),
         "asha-cold": ("rungs", COLD_DEFAULT.min_steps, COLD_DEFAULT.reduction_factor),
+        "asha-rungs": ("rungs", choice.min_steps, choice.reduction_factor),
         "asha": ("rungs", choice.min_steps, choice.reduction_factor),
-        "asha-cost": ("rungs", choice.min_steps, choice.reduction_factor),
     }
     out = {name: StrategySummary(name) for name in strategies}
     for name, summ in out.items():

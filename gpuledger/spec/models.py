@@ -116,10 +116,10 @@ class Search(_Strict):
         "planned candidate with the most expected improvement per estimated dollar, a Gaussian process over the "
         "points told so far: cheap informative points first; gpuledger.search.acquisition)")
     stopping: Literal["rungs", "cost"] = Field(
-        "rungs", description="when a running trial stops early: rungs (successive halving only, `pruning`); cost "
-        "also stops a trial whose learning curve, extrapolated from similar measured curves, makes P(it beats "
-        "the best so far) x stopping_value_usd worth less than the dollars it still costs "
-        "(gpuledger.search.extrapolate)")
+        "cost", description="when a running trial stops early (asha, tpe with pruning): cost (default) also stops a "
+        "trial whose learning curve, extrapolated from similar measured curves, makes P(it beats the best so far) x "
+        "stopping_value_usd worth less than the dollars it still costs (gpuledger.search.extrapolate; never one in "
+        "the better half at its step); rungs: successive halving only (`pruning`)")
     stopping_value_usd: Money | None = Field(
         None, gt=0, description="stopping: cost: what a recipe better than the best so far is worth (USD); "
         "default: the plan's full spend of the sweep")

@@ -11,7 +11,13 @@ import pytest
 
 from gpuledger.search.asha_replay import Curve, simulate_asha
 from gpuledger.search.extrapolate import CostStopper, forecast
-from gpuledger.search.replay import COST_AWARE_STRATEGY, DEFAULT_STRATEGY, replay_settings, replay_strategies
+from gpuledger.search.replay import (
+    COST_AWARE_STRATEGY,
+    DEFAULT_STRATEGY,
+    PLAIN_STRATEGY,
+    replay_settings,
+    replay_strategies,
+)
 from gpuledger.search.safety import (
     COLD_DEFAULT,
     CORRECTED,
@@ -85,19 +91,23 @@ def test_the_cost_rule_in_the_replay_stops_by_curve():
 
 def test_replay_over_orders_default_keeps_the_recipe_for_less_than_the_grid():
     rep = replay_strategies(CURVES, RATE, slots=2, goal="minimize", orders=4,
-                            strategies=("grid", "asha-optuna", DEFAULT_STRATEGY, COST_AWARE_STRATEGY))
+                            strategies=("grid", "asha-optuna", PLAIN_STRATEGY, DEFAULT_STRATEGY))
     out = rep.to_json()
-    assert out["default"] == DEFAULT_STRATEGY and set(out["strategies"]) == {"grid", "asha-optuna", "asha", "asha-cost"}
+    assert out["default"] == DEFAULT_STRATEGY == COST_AWARE_STRATEGY == out["cost_aware"]
+    assert set(out["strategies"]) == {"grid", "asha-optuna", "asha-rungs", "asha"} and out["plain"] == PLAIN_STRATEGY
     grid = out["strategies"]["grid"]
     assert grid["recipe_kept"] == 1.0 and grid["cost_vs_grid"] == 1.0
-    for name in (DEFAULT_STRATEGY, COST_AWARE_STRATEGY):
+    for name in (PLAIN_STRATEGY, DEFAULT_STRATEGY):
         s = out["strategies"][name]
         assert s["recipe_kept"] == 1.0 and s["replays"] == 4
         lo, hi = s["cost_vs_grid_range"]
         assert lo <= s["cost_vs_grid"] <= hi < 1.0
-    assert out["strategies"]["asha-cost"]["cost_vs_grid"] <= out["strategies"]["asha"]["cost_vs_grid"]
+    assert out["strategies"]["asha"]["cost_vs_grid"] <= out["strategies"]["asha-rungs"]["cost_vs_grid"]
     one = replay_settings(CURVES, RATE, slots=2, goal="minimize", min_steps=2, reduction_factor=5, orders=4)
-    assert one.to_json()["cost_vs_grid"] == out["strategies"]["asha"]["cost_vs_grid"]  # same seeds, same replays
+    assert one.to_json()["cost_vs_grid"] == out["strategies"]["asha-rungs"]["cost_vs_grid"]  # same seeds, same replays
+    both = replay_settings(CURVES, RATE, slots=2, goal="minimize", min_steps=2, reduction_factor=5, orders=4,
+                           cost_stopping=True)
+    assert both.to_json()["cost_vs_grid"] == out["strategies"]["asha"]["cost_vs_grid"]
 
 
 def test_replay_refuses_too_few_curves():
