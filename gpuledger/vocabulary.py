@@ -93,6 +93,13 @@ PRICE_SOURCES: tuple[str, ...] = get_args(PriceSource)
 #: (`gpuledger probe`, docs/probes.md): the warehouse's `runs.purpose`.
 Purpose = Literal["trial", "probe"]
 PURPOSES: tuple[str, ...] = get_args(Purpose)
+
+# -- how a sweep searches ----------------------------------------------------------------------------
+#: `search.strategy`: grid and random draw every trial up front; tpe and asha ask for the next as a
+#: slot frees (adaptive; asha also prunes by the intermediate objective values).
+Strategy = Literal["grid", "random", "tpe", "asha"]
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
+ADAPTIVE_STRATEGIES: tuple[str, ...] = ("tpe", "asha")
 TRIAL_PURPOSE, PROBE_PURPOSE = PURPOSES
 
 # -- statuses --------------------------------------------------------------------------------------

@@ -26,9 +26,9 @@ from typing import Any
 import polars as pl
 
 from gpuledger.search.asha_replay import MAX_REPLAY_CURVES as SIMULATOR_MAX_CURVES
+from gpuledger.vocabulary import ADAPTIVE_STRATEGIES
 
 #: the strategies whose sweeps get the adaptive sections
-ADAPTIVE_STRATEGIES = ("tpe", "asha")
 #: the most learning curves the report replays (at up to 7 slot counts): the simulator's bound
 MAX_REPLAY_CURVES = SIMULATOR_MAX_CURVES
 

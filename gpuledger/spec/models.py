@@ -44,6 +44,7 @@ from gpuledger.vocabulary import (
     Optimizer,
     Precision,
     RefModel,
+    Strategy,
 )
 from gpuledger.vocabulary import SpecSharding as Sharding
 
@@ -100,7 +101,7 @@ PROBE_ABOVE_USD = 5.0
 
 
 class Search(_Strict):
-    strategy: Literal["grid", "random", "tpe", "asha"] = Field(
+    strategy: Strategy = Field(
         "grid", description="grid and random: every trial drawn up front; tpe and asha: Optuna asks for the "
         "next trial as a slot frees (asha also prunes trials by their intermediate objective values)")
     params: dict[str, ParamValues] = Field(min_length=1, description="a list of values (categorical) or a range "
