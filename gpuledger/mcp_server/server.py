@@ -195,8 +195,14 @@ class GpuledgerTools:
         return _result(text, {"roi": row, "report": where, "html": str(files.html), "markdown": str(files.markdown)})
 
     def status(self, sweep: str | None) -> CallToolResult:
-        rows = [s.to_json() for s in self.ledger.status(sweep)]
-        budget = self._budget_or_none()
+        from gpuledger.warehouse import WarehouseBusy
+
+        try:
+            rows = [s.to_json() for s in self.ledger.status(sweep)]
+            budget = self._budget_or_none()
+        except WarehouseBusy as err:  # a sweep is storing results: an answer to ask again, not a failure
+            return _result(f"the ledger is busy ({str(err).splitlines()[0]}); ask again in a few seconds",
+                           {"sweeps": [], "busy": True, "agent_budget": None})
         lines = [f"{r['sweep_id']}: {r['status']}, {r['succeeded']}/{r['trials']} trials succeeded, "
                  f"spent ${float(r['spent_usd']):.4f}" for r in rows] or ["no sweep yet" if sweep is None
                                                                            else f"no sweep {sweep}"]
