@@ -86,11 +86,27 @@ ATTENTION_EFFICIENCY = {"ampere": 0.45, "ga102": 0.4, "ada": 0.4, "hopper": 0.3,
 #: Attention without a fused kernel (materialised scores, softmax in memory): half FlashAttention's
 #: rate (Dao et al. 2022, FlashAttention Fig. 1/Table: 2-4x speed-up over the PyTorch attention).
 EAGER_ATTENTION_FACTOR = 0.5
+#: Bytes of memory traffic per attention-score element per forward+backward when attention runs eager
+#: (Transformers' `eager` LlamaAttention: QK^T written in 16 bit, the 1/sqrt(d) scale, the causal-mask
+#: add, softmax upcast to fp32, the cast back, dropout, read again by the AV matmul: ~26 B forward;
+#: backward about twice that: ~80 B counted from the code). 64 is fitted on the one public pair that
+#: differs in the attention only: LLaMA-Factory's wiki "Performance Comparison" (Llama-2-7B LoRA r 8, one
+#: A100, 4 x 1024 padded, gradient checkpointing), HF 2392 vs HF+FA2 2954 tokens/s = 1.235x (in-sample
+#: for it; the counted 80 gives 1.29x). Unsloth's README baselines agree in direction and size where the
+#: samples are long (Mistral-7B SlimOrca, A100: HF 1813 s vs FA2 1571 s = 1.15x) and show almost none
+#: where they are short (Alpaca, A100: 1040 vs 1001 s) - the scores grow with the square of the length.
+EAGER_SCORE_BYTES = 64
 
 #: float8 training over bf16 on the linear layers (fp8 peak is 2x): llm-foundry's H100 FP8 rows
 #: against its BF16 rows of the same sizes measure 1.15-1.35x whole-step (3B/8k 19,146 vs 16,578
 #: tokens/s/GPU; 1B/512 70,315 vs 52,275); casts and amax bookkeeping take the rest of the 2x.
 FP8_MATMUL_SPEEDUP = 1.4
+
+#: Spread of sample lengths when a padded (unpacked) run states their mean (`train.sample_tokens`):
+#: coefficient of variation of a log-normal, 0.8 = the middle of the 0.6-1.0 the published length
+#: histograms of instruction data span (Alpaca and ShareGPT in the vLLM paper, Kwon et al. 2023, Fig. 11;
+#: gpuledger/spec/datasets.py); by judgement, not fitted.
+SAMPLE_LENGTH_CV = 0.8
 
 #: Tokens of a micro-batch at which a GEMM reaches half its large-size efficiency: cuBLAS tiles of
 #: 128-256 rows under-fill the SMs ("wave quantization") when M = tokens is small (NVIDIA Deep

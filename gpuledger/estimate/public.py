@@ -113,6 +113,7 @@ def time_case(row: dict) -> TimeCase:
         nodes=_num(row["nodes"], int, None), precision=row["precision"] or "bf16", micro_batch=mb or 1,
         seq_len=int(row["seq_len"]), grad_accum=_num(row["grad_accum"], int, None),
         checkpointing=row["checkpointing"] or "none", packing=_bool(row["packing"]), compile=_bool(row["compile"]),
+        sample_tokens=_num(row.get("sample_tokens") or "", int, None),
         flash_attn=_bool(row["flash_attn"]) is not False, sharding=row["sharding"] or "none",
         tensor_parallel=_num(row["tensor_parallel"], int, 1), pipeline_parallel=_num(row["pipeline_parallel"], int, 1),
         params_trainable=trainable, lora_r=r, offload=(row.get("offload") or "").strip() or "none")

@@ -31,6 +31,7 @@ from gpuledger.estimate.coefficients import (
     CPU_ADAM_PARAMS_PER_S,
     DEQUANT_BYTES_PER_PARAM_PASS,
     EAGER_ATTENTION_FACTOR,
+    EAGER_SCORE_BYTES,
     ELEMENTWISE_BYTES_PER_HIDDEN,
     FIXED_STEP_S,
     FP8_MATMUL_SPEEDUP,
@@ -51,6 +52,7 @@ from gpuledger.estimate.coefficients import (
     PRIOR_MATMUL_EFFICIENCY,
     QUANT_KERNELS_PER_LINEAR,
     QUANTISED_LINEARS_PER_LAYER,
+    SAMPLE_LENGTH_CV,
     SMALL_MATMUL_TOKENS,
     STACK_GENERATION_FACTOR,
     ZERO_STEP_S_PER_PARAM,
@@ -78,6 +80,7 @@ class ModelShape:
     #: MoE: of params_active, the routed experts' weights a token passes through (top-k x one expert x MoE layers)
     expert_params_active: float = 0.0
     moe_layers: int = 0  # MoE: decoder layers with routed experts
+    heads: int = 0  # query heads (0: attn_dim / 128)
 
     @classmethod
     def from_config(cls, cfg) -> ModelShape:
@@ -90,7 +93,7 @@ class ModelShape:
             routed = float(cfg.moe_layers * cfg.experts_per_token * per_expert)
         return cls(float(count_params(cfg).total), float(active_params(cfg)), cfg.num_layers, cfg.hidden_size,
                    cfg.num_heads * cfg.head_dim, cfg.vocab_size, cfg.num_experts, cfg.experts_per_token, routed,
-                   cfg.moe_layers)
+                   cfg.moe_layers, cfg.num_heads)
 
     @classmethod
     def from_sizes(cls, params_total: float, layers: int, hidden: int, vocab: int) -> ModelShape:
@@ -114,6 +117,8 @@ class TrainSetup:
     grad_accum: int | None = None  # micro-batches per optimizer step (None: 1; pipelines: 8 x stages)
     checkpointing: str = "full"
     packing: bool | None = None  # None: the framework's habit (pre-training stacks pack, fine-tuning pads)
+    #: mean real tokens per sample before padding (unpacked runs); None: lengths spread evenly up to seq_len
+    sample_tokens: int | None = None
     compile: bool | None = None  # None: the framework's habit (tuned stacks ship fused kernels)
     flash_attn: bool = True
     sharding: str = "none"
@@ -155,14 +160,29 @@ def framework_class(framework: str) -> str:
         raise ValueError(f"unknown framework {framework!r} (one of {', '.join(FRAMEWORK_CLASS)})") from None
 
 
-def padding_factors(micro_batch: int, packing: bool) -> tuple[float, float]:
+def padding_factors(micro_batch: int, packing: bool, seq_len: int | None = None,
+                    sample_tokens: int | None = None) -> tuple[float, float]:
     """Returns (real tokens per sequence, padded tokens per sequence) as fractions of seq_len.
 
-    Packed: every position is a real token (1, 1). Padded: lengths spread evenly over (0, seq_len]
-    (mean 1/2) and each micro-batch padded to its longest (E[max of b uniforms] = b / (b + 1))."""
+    Packed: every position is a real token (1, 1). Padded, lengths unknown: spread evenly over
+    (0, seq_len] (mean 1/2) and each micro-batch padded to its longest (E[max of b uniforms] = b / (b + 1)).
+    Padded with a known mean (`sample_tokens`): lengths log-normal of that mean and SAMPLE_LENGTH_CV,
+    truncated at seq_len; real = E[min(X, L)], padded = E[max of b such lengths] (integrated numerically)."""
     if packing:
         return 1.0, 1.0
-    return 0.5, micro_batch / (micro_batch + 1)
+    if not sample_tokens or not seq_len:
+        return 0.5, micro_batch / (micro_batch + 1)
+    sigma2 = math.log(1 + SAMPLE_LENGTH_CV ** 2)
+    mu = math.log(sample_tokens) - sigma2 / 2
+    steps = 2000
+    dx = seq_len / steps
+    real = padded = 0.0
+    for i in range(steps):
+        x = (i + 0.5) * dx
+        cdf = 0.5 * (1 + math.erf((math.log(x) - mu) / math.sqrt(2 * sigma2)))
+        real += (1 - cdf) * dx
+        padded += (1 - cdf ** micro_batch) * dx
+    return real / seq_len, padded / seq_len
 
 
 def _intra_node_gbps(kind) -> tuple[str, float]:
@@ -208,11 +228,14 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
     frozen = s.method in ("lora", "qlora")
     notes: list[str] = []
 
-    real_frac, padded_frac = padding_factors(s.micro_batch, packing)
+    real_frac, padded_frac = padding_factors(s.micro_batch, packing, s.seq_len, s.sample_tokens)
     seq_run = s.seq_len * padded_frac  # positions computed per sequence
     tokens_mb = s.micro_batch * seq_run  # positions per micro-batch (one replica)
     if not packing:
-        notes.append(f"padding: lengths assumed spread evenly up to {s.seq_len}, each micro-batch of {s.micro_batch} "
+        lengths = (f"lengths of mean {s.sample_tokens} (log-normal, cv {SAMPLE_LENGTH_CV:g}) cut at {s.seq_len}"
+                   if s.sample_tokens else f"lengths assumed spread evenly up to {s.seq_len} (train.sample_tokens sets "
+                   "their mean)")
+        notes.append(f"padding: {lengths}, each micro-batch of {s.micro_batch} "
                      f"padded to its longest ({padded_frac / real_frac:.2f} positions per real token); "
                      "train.packing: true removes it")
     accum = s.grad_accum or (8 * pp if pp > 1 else 1)
@@ -285,6 +308,14 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
     if quant == "nf4":
         mem_bytes += shape.params_active * DEQUANT_BYTES_PER_PARAM_PASS * passes
         notes.append(f"QLoRA: {DEQUANT_BYTES_PER_PARAM_PASS} B per base parameter per pass of dequantisation")
+    if not s.flash_attn and fused == "eager":
+        # eager attention (Transformers' `eager`, no fused softmax as tuned stacks ship) materialises the scores (micro-batch x heads x positions^2 per layer) and runs the scale,
+        # mask, fp32 softmax, cast and dropout over them in memory, forward, recompute and backward
+        heads = shape.heads or max(1, shape.attn_dim // 128)
+        scores = s.micro_batch * heads * seq_run ** 2 * shape.layers
+        mem_bytes += scores * EAGER_SCORE_BYTES * ew_passes
+        notes.append(f"eager attention: {heads} heads x {seq_run:,.0f}^2 scores per sequence and layer through memory "
+                     f"({EAGER_SCORE_BYTES} B each per forward+backward); train.flash_attention: true removes it")
     memory_s = mem_bytes / bw / shard
 
     gpu_s = matmul_s + attention_s + memory_s

@@ -22,7 +22,7 @@ from gpuledger.vocabulary import (
 STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd", "grad_accum",
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
                 "rollout_gpus", "async_rollout", "completion_len_p90", "reward_seconds_per_sample", "checkpointing",
-                "packing", "tensor_parallel", "pipeline_parallel", "nodes", "offload", "sequence_parallel",
+                "packing", "sample_tokens", "tensor_parallel", "pipeline_parallel", "nodes", "offload", "sequence_parallel",
                 "expert_parallel")
 
 
@@ -138,6 +138,9 @@ class Workload(BaseModel):
     #: sequences packed to seq_len (True) or padded to the longest of their micro-batch (False);
     #: None = the framework's habit (pre-training stacks pack, fine-tuning recipes pad)
     packing: bool | None = None
+    #: mean real tokens per sample before padding (unpacked runs: each micro-batch is padded to its longest);
+    #: None = lengths spread evenly up to seq_len (mean seq_len / 2)
+    sample_tokens: int | None = Field(None, ge=1)
     #: tensor- and pipeline-parallel degrees for training (gpus = data x tensor x pipeline)
     tensor_parallel: int = Field(1, ge=1, le=64)
     pipeline_parallel: int = Field(1, ge=1, le=256)

@@ -173,3 +173,42 @@ def test_tuned_stacks_default_to_their_own_checkpointing():
     # an explicit switch wins
     assert Workload(model="gpt2", framework="nemo", grad_ckpt=True).checkpointing_mode == "full"
     assert Workload(model="gpt2", framework="nemo", checkpointing="none").checkpointing_mode == "none"
+
+
+def test_eager_attention_charges_its_scores_and_grows_with_length():
+    # Transformers' eager attention: the scores go through memory; the cost grows with the square of the length
+    def ratio(seq):
+        kw = dict(method="lora", params_trainable=4e6, micro_batch=4, seq_len=seq, framework="hf", packing=True)
+        return tps(flash_attn=False, **kw) / tps(flash_attn=True, **kw)
+
+    assert ratio(4096) < ratio(1024) < 1.0
+    assert ratio(4096) < 0.8  # not the few percent of the attention FLOPs alone
+
+
+def test_tuned_stacks_without_flash_attention_keep_their_fused_softmax():
+    kw = dict(micro_batch=4, seq_len=2048, framework="megatron", packing=True)
+    assert tps(flash_attn=False, **kw) > 0.9 * tps(flash_attn=True, **kw)
+
+
+def test_stated_sample_length_sets_the_padding():
+    from gpuledger.estimate.throughput import padding_factors
+
+    assert padding_factors(4, False) == padding_factors(4, False, 2048, None) == (0.5, 0.8)
+    real, padded = padding_factors(1, False, 4096, 200)
+    assert real == pytest.approx(200 / 4096, rel=0.02) and padded == pytest.approx(real)
+    r8, p8 = padding_factors(8, False, 4096, 200)
+    assert r8 == pytest.approx(real) and p8 > 1.8 * r8  # the longest of 8 skewed lengths, not their mean
+    assert padding_factors(8, True, 4096, 200) == (1.0, 1.0)
+    # short samples pay the per-micro-batch costs on fewer tokens: slower per token than the uniform assumption
+    kw = dict(method="lora", params_trainable=4e6, micro_batch=1, seq_len=2048, framework="hf", packing=False)
+    assert tps(sample_tokens=200, **kw) < 0.8 * tps(**kw)
+
+
+def test_sample_tokens_reaches_the_step_from_the_workload():
+    from gpuledger.estimate import Workload, estimate, training_step
+
+    base = dict(model="meta-llama/Llama-2-7b-hf", method="lora", micro_batch=4, seq_len=2048)
+    short = training_step(estimate(Workload(**base, sample_tokens=150)), "A100")
+    plain = training_step(estimate(Workload(**base)), "A100")
+    assert short.tokens_per_step < 0.2 * plain.tokens_per_step
+    assert any("mean 150" in a for a in short.assumptions)
