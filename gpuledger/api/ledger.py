@@ -296,12 +296,22 @@ class Ledger:
         return rows[0] if rows else {}
 
     def runs(self, sweep: str | None = None, *, purpose: str | None = None, limit: int = 100_000) -> pl.DataFrame:
-        """Returns the runs (view v_runs: one row per attempt with cost and objective), newest first;
-        `sweep` an id or a name, `purpose` 'trial' or 'probe'."""
+        """Returns the runs (view v_runs: one row per attempt with wall-clock, GPUs, peak memory, cost and
+        objective; and `final_metrics`, every metric's last value as JSON text), newest first; `sweep` an
+        id or a name, `purpose` 'trial' or 'probe'."""
         from gpuledger.warehouse import Warehouse
 
         with self._scope(), Warehouse.open(read_only=True) as wh:
             return wh.query_named("runs_of", {"sweep": sweep, "purpose": purpose, "limit": int(limit)})
+
+    def final_metrics(self, run_id: str) -> dict[str, float]:
+        """Returns the last value of every metric run `run_id` reported ({name: value}: loss, tokens,
+        eval_loss, ...; {} for an unknown run)."""
+        from gpuledger.warehouse import Warehouse
+
+        with self._scope(), Warehouse.open(read_only=True) as wh:
+            rows = wh.query_named("final_metrics_of_run", {"run_id": run_id}).rows()
+        return {str(name): float(value) for name, value in rows if value is not None}
 
     def sql(self, query: str, *, write: bool = False, timeout_s: float | None = None) -> pl.DataFrame:
         """Returns the result of a SQL query against the ledger (DuckDB) as a polars frame; read-only

@@ -4,6 +4,7 @@ the same calls leave the measuring to the agent."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -41,6 +42,8 @@ def test_an_adhoc_run_lands_in_the_ledger_and_the_weekly_report(monkeypatch):
     assert row["cost_usd"] == pytest.approx(done.cost_usd) and row["peak_rss_gib"] > 0
     finals = Ledger().sql(f"select name, value from final_metrics where run_id = '{done.run_id}' order by name")
     assert dict(finals.rows()) == {"eval_loss": 0.9, "loss": pytest.approx(2 / 3), "tokens": 192.0}
+    assert Ledger().final_metrics(done.run_id) == dict(finals.rows())
+    assert json.loads(row["final_metrics"])["tokens"] == 192.0
     params = Ledger().sql(f"select params->>'$.\"model.layers\"' as layers from runs where run_id = '{done.run_id}'")
     assert params["layers"].to_list() == ["2"]
 
