@@ -26,6 +26,22 @@ from typing import Any
 from gpuledger.plan.model import PlanningInputs
 
 
+def same_train_settings(stored: str | None, spec) -> bool:
+    """True when a stored `train` section (JSON text) is the spec's training settings, read through today's
+    spec model: a field added since it was stored takes its default, so it does not split the kind."""
+    import json
+
+    from pydantic import ValidationError
+
+    if stored is None:
+        return False
+    try:
+        return (type(spec.train).model_validate(json.loads(stored)).model_dump(mode="json")
+                == spec.train.model_dump(mode="json"))
+    except (TypeError, ValueError, ValidationError):
+        return False
+
+
 def measured_curves(wh, spec) -> dict[str, Any]:
     """Returns {params key: Curve} of the objective's learning curves earlier runs of the spec's model,
     method, objective metric and train settings measured (each point's latest run). The stored train
@@ -33,23 +49,14 @@ def measured_curves(wh, spec) -> dict[str, Any]:
     not make a sweep of the same settings a different kind."""
     import json
 
-    from pydantic import ValidationError
-
     from gpuledger.plan.pruning import params_key
     from gpuledger.search.asha_replay import curves_from_points
 
-    train = spec.train.model_dump(mode="json")
-    same_as: dict[str, bool] = {}
+    same_as: dict[str | None, bool] = {}
 
     def same_train(text: str | None) -> bool:
-        # the stored train section read by today's spec model: a field added since (its default) matches
-        if text is None:
-            return False
         if text not in same_as:
-            try:
-                same_as[text] = type(spec.train).model_validate(json.loads(text)).model_dump(mode="json") == train
-            except (TypeError, ValueError, ValidationError):
-                same_as[text] = False
+            same_as[text] = same_train_settings(text, spec)
         return same_as[text]
 
     rows = []

@@ -139,3 +139,16 @@ def test_tpe_and_ei_per_dollar_replayed_over_seeds():
         s = out[name].to_json()
         assert s["replays"] == 2 and s["settings"]["n_trials"] == 6
         assert 0 < s["cost_vs_grid"] < 1.0 and 0 <= s["recipe_kept"] <= 1
+
+
+def test_a_train_section_stored_before_a_field_was_added_is_the_same_kind(tmp_path):
+    from gpuledger.inputs.ledger import same_train_settings
+    from gpuledger.spec import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "gpuledger" / "scaffold" / "specs" / "lora-grid.yaml")
+    stored = spec.train.model_dump(mode="json")
+    assert same_train_settings(json.dumps(stored), spec)
+    older = {k: v for k, v in stored.items() if k not in ("offload", "sequence_parallel", "expert_parallel")}
+    assert same_train_settings(json.dumps(older), spec)  # fields added since take their defaults
+    assert not same_train_settings(json.dumps({**stored, "seq_len": 128}), spec)
+    assert not same_train_settings(None, spec) and not same_train_settings("{not json", spec)
