@@ -27,19 +27,13 @@ from gpuledger.plan.model import PlanningInputs
 
 
 def same_train_settings(stored: str | None, spec) -> bool:
-    """True when a stored `train` section (JSON text) is the spec's training settings, read through today's
-    spec model: a field added since it was stored takes its default, so it does not split the kind."""
+    """True when a stored `train` section (JSON text) is the spec's training settings
+    (`gpuledger.spec.models.same_train_json`: a field added since takes its default)."""
     import json
 
-    from pydantic import ValidationError
+    from gpuledger.spec.models import same_train_json
 
-    if stored is None:
-        return False
-    try:
-        return (type(spec.train).model_validate(json.loads(stored)).model_dump(mode="json")
-                == spec.train.model_dump(mode="json"))
-    except (TypeError, ValueError, ValidationError):
-        return False
+    return same_train_json(stored, json.dumps(spec.train.model_dump(mode="json")))
 
 
 def measured_curves(wh, spec) -> dict[str, Any]:

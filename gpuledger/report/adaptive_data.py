@@ -153,20 +153,9 @@ def _grid_twin(rows: pl.DataFrame, trials: pl.DataFrame, goal: str) -> tuple[Gri
 
 
 def _same_train(a: str | None, b: str | None) -> bool:
-    """Two stored `train` sections are the same settings when today's spec model reads them alike (a field
-    added since either was stored takes its default)."""
-    if a == b:
-        return True
-    if a is None or b is None:
-        return False
-    from pydantic import ValidationError
+    from gpuledger.spec.models import same_train_json
 
-    from gpuledger.spec.models import Train
-
-    try:
-        return Train.model_validate(json.loads(a)).model_dump() == Train.model_validate(json.loads(b)).model_dump()
-    except (TypeError, ValueError, ValidationError):
-        return False
+    return a == b or same_train_json(a, b)
 
 
 def best_of(values: list[float], goal: str) -> float | None:
