@@ -181,10 +181,15 @@ def accrue_interval_s() -> float:
 
 
 def alert_failures(sweep_id: str, summary: Any) -> None:
-    """Alert `failed` (`[[alerts]]`, gpuledger/runtime/alerts.py) once for a run with failed trials."""
+    """Alerts of a run's end (`[[alerts]]`, gpuledger/runtime/alerts.py): `idle` for its GPU runs never seen
+    busy, `failed` once for a run with failed trials."""
     failed = summary.failed + summary.launcher_errors
     from gpuledger import vocabulary
 
+    with contextlib.suppress(Exception):
+        from gpuledger.runtime.alerts import alert_idle_gpus
+
+        alert_idle_gpus(sweep_id)
     if not failed and summary.status != vocabulary.SWEEP_FAILED:
         return
     with contextlib.suppress(Exception):

@@ -34,11 +34,17 @@ ALERT_KINDS = ("budget", "failed", "over_estimate", "idle")
 TIMEOUT_S = 5.0
 
 
+#: a GPU run whose agent never saw the GPU above this utilisation counts as idle (percent)
+IDLE_MAX_UTIL_PCT = 1.0
+DEFAULT_IDLE_MINUTES = 10.0
+
+
 @dataclass(frozen=True)
 class AlertTarget:
     webhook: str | None
     command: str | None
     on: tuple[str, ...]
+    idle_minutes: float = DEFAULT_IDLE_MINUTES
 
     @property
     def label(self) -> str:
@@ -51,7 +57,7 @@ class AlertTarget:
 
 def parse_target(row: dict[str, Any], index: int) -> AlertTarget:
     where = f"{row.get('_where') or 'gpuledger.toml'}: [[alerts]] #{index + 1}"
-    unknown = sorted(set(row) - {"webhook", "command", "on", "_where"})
+    unknown = sorted(set(row) - {"webhook", "command", "on", "idle_minutes", "_where"})
     if unknown:
         raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; an alert has webhook or command, and on")
     webhook, command = row.get("webhook"), row.get("command")
@@ -69,7 +75,10 @@ def parse_target(row: dict[str, Any], index: int) -> AlertTarget:
     on = row.get("on", list(ALERT_KINDS))
     if not isinstance(on, list) or not on or not all(k in ALERT_KINDS for k in on):
         raise UserError(f"{where}: on must be a list of {', '.join(ALERT_KINDS)}, not {str(on)[:80]!r}")
-    return AlertTarget(webhook, command, tuple(on))
+    idle = row.get("idle_minutes", DEFAULT_IDLE_MINUTES)
+    if isinstance(idle, bool) or not isinstance(idle, (int, float)) or not 0 < idle <= 10_000:
+        raise UserError(f"{where}: idle_minutes must be a number of minutes > 0, not {str(idle)[:80]!r}")
+    return AlertTarget(webhook, command, tuple(on), float(idle))
 
 
 def configured_targets(settings: Any = None) -> list[AlertTarget]:
@@ -125,4 +134,26 @@ def send(kind: str, subject: str, text: str, data: dict[str, Any] | None = None,
         with contextlib.suppress(Exception), Warehouse.open() as wh:
             wh.alert_done(key[:1000], ok, detail)
         sent += ok
+    return sent
+
+
+def alert_idle_gpus(sweep_id: str, targets: list[AlertTarget] | None = None) -> int:
+    """Alert `idle` once per run of the sweep whose GPUs its agent never saw busy (peak utilisation below
+    `IDLE_MAX_UTIL_PCT`) for at least the target's `idle_minutes`; returns how many were sent. (The agent
+    reports a run's peak utilisation with its record: an idle GPU is told when its run ends.)"""
+    wanted = [t for t in (configured_targets() if targets is None else targets) if "idle" in t.on]
+    if not wanted:
+        return 0
+    from gpuledger.warehouse import Warehouse
+
+    sent = 0
+    for t in wanted:
+        with Warehouse.open(read_only=True) as wh:
+            rows = wh.query_named("runs_idle_gpus", {"sweep_id": sweep_id, "min_wall_s": t.idle_minutes * 60.0,
+                                                     "max_util_pct": IDLE_MAX_UTIL_PCT}).to_dicts()
+        for r in rows:
+            text = (f"run {r['run_id']} of sweep {sweep_id} held {r['gpus']} x {r['accelerator']} for "
+                    f"{r['wall_s'] / 60:.1f} min (${float(r['cost_usd']):.2f}) and its agent never saw a GPU above "
+                    f"{float(r['peak_gpu_util_pct']):.1f}% busy")
+            sent += send("idle", f"{sweep_id}:{r['run_id']}", text, {"sweep_id": sweep_id, **r}, targets=[t])
     return sent

@@ -63,3 +63,30 @@ def test_each_alert_reaches_the_webhook_and_the_command_once(tmp_path):
 def test_a_bad_alert_row_is_one_line(row, words):
     with pytest.raises(UserError, match=words):
         parse_target({**row, "_where": "gpuledger.toml"}, 0)
+
+
+def test_a_gpu_run_its_agent_never_saw_busy_is_alerted_idle_once(tmp_path):
+    from helpers.record_fixtures import example_record
+
+    from gpuledger.runtime.alerts import alert_idle_gpus
+
+    with Warehouse.open() as wh:
+        wh.register_sweep(sweep_id="idle-1", name="idle", project="p", owner="o", launcher="skypilot")
+        wh.upsert_trials("idle-1", [{"trial_id": "aaaaaaaaaaaa", "index": 0, "params": {}},
+                                    {"trial_id": "bbbbbbbbbbbb", "index": 1, "params": {}}])
+        result = wh.ingest_records([
+            example_record("run-idle", "aaaaaaaaaaaa", sweep_id="idle-1", wall_s=1200, launcher="skypilot", cloud="aws",
+                           accelerator="A100", gpus=1, usd_per_hour=4.0, peak_gpu_util_pct=0.0),
+            example_record("run-busy", "bbbbbbbbbbbb", sweep_id="idle-1", wall_s=1200, launcher="skypilot", cloud="aws",
+                           accelerator="A100", gpus=1, usd_per_hour=4.0, peak_gpu_util_pct=87.0)])
+        assert not result.rejected, result.rejected
+    got: list[dict] = []
+    out = tmp_path / "idle.jsonl"
+    script = tmp_path / "cmd.py"
+    script.write_text(f"import sys\nopen({str(out)!r}, 'a').write(sys.stdin.read() + '\\n')\n")
+    targets = [parse_target({"command": f"{sys.executable} {script}", "on": ["idle"], "idle_minutes": 15}, 0)]
+    assert alert_idle_gpus("idle-1", targets) == 1
+    assert alert_idle_gpus("idle-1", targets) == 0  # once
+    got = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [g["gpuledger"]["run_id"] for g in got] == ["run-idle"] and "never saw a GPU" in got[0]["text"]
+    assert alert_idle_gpus("idle-1", [parse_target({"command": "true", "on": ["idle"], "idle_minutes": 30}, 0)]) == 0
