@@ -117,6 +117,8 @@ class RLSetup:
     reward_model: str | None = None
     reward_s_per_sample: float = 0.0  # a reward function's seconds per sample (when no reward model)
     critic_model: str | None = None  # PPO: default the policy's architecture
+    lora_r: int = 16  # policy_method lora/qlora: adapter rank and targets
+    lora_targets: str = "q,v"
     micro_batch: int = 4  # trainer sequences per GPU per micro-step
     framework: str = "hf"
     sharding: str = "auto"
@@ -298,7 +300,7 @@ def _workload(s: RLSetup, model: str, method: str, gpus: int):
         sharding = "none" if gpus == 1 else ("ddp" if method in ("lora", "qlora") else "fsdp")
     return Workload(model=model, method=method, precision=s.precision, micro_batch=s.micro_batch,
                     seq_len=s.prompt_len + s.response_len, grad_ckpt=s.grad_ckpt, gpus=gpus, sharding=sharding,
-                    framework=s.framework)
+                    framework=s.framework, lora_r=s.lora_r, lora_targets=s.lora_targets)
 
 
 def _train_s(model: str, s: RLSetup, method: str, tokens: float, accelerator: str, gpus: int) -> float:
@@ -445,6 +447,7 @@ def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision:
                    gpu_memory_utilization=w.vllm_gpu_memory_utilization if engine == "vllm" and not split else None,
                    async_rollout=bool(w.async_rollout and split), reference=w.ref_model != "none",
                    reward_model=w.reward_model, reward_s_per_sample=w.reward_seconds_per_sample,
+                   policy_method=w.policy, lora_r=w.lora_r, lora_targets=w.lora_targets,
                    micro_batch=w.micro_batch, framework=w.framework, sharding=w.sharding, grad_ckpt=w.grad_ckpt)
 
 

@@ -166,7 +166,9 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     d, vocab = cfg.hidden_size, cfg.vocab_size
     pc = count_params(cfg)
     layer_params = (total - pc.embedding) / max(1, cfg.num_layers)
-    lora_like = w.method in ("lora", "qlora")
+    # a GRPO/PPO policy trained with LoRA/QLoRA adapters (TRL's peft_config): the LoRA states, the frozen base
+    policy = w.method if w.method in ("lora", "qlora") else (w.policy if rl else "full")
+    lora_like = policy in ("lora", "qlora")
     targets = w.lora_targets.split(",") if w.lora_targets != "all-linear" else []
 
     # --- weights, gradients, optimizer states of the trained parameters ---
@@ -214,7 +216,7 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
             if t in targets:
                 head_lora += w.lora_r * (d + vocab)
         trainable += head_lora
-        if w.method == "qlora" and p not in ("nf4", "int4", "int8", "fp8"):
+        if policy == "qlora" and p not in ("nf4", "int4", "int8", "fp8"):
             base_p = "nf4"
         quantised = base_p in ("nf4", "int4", "int8", "fp8")
         # prepare_model_for_kbit_training (PEFT) upcasts every non-quantised param to fp32

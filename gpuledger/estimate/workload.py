@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuledger.vocabulary import (
@@ -21,8 +23,9 @@ from gpuledger.vocabulary import (
 #: Workload fields a spec's `train` section carries under the same name (gpuledger/spec/models.py Train).
 STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd", "grad_accum",
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
-                "rollout_gpus", "async_rollout", "completion_len_p90", "reward_seconds_per_sample", "checkpointing",
-                "packing", "sample_tokens", "tensor_parallel", "pipeline_parallel", "nodes", "offload", "sequence_parallel",
+                "policy", "rollout_gpus", "async_rollout", "completion_len_p90", "reward_seconds_per_sample",
+                "checkpointing", "packing", "sample_tokens", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
+                "sequence_parallel",
                 "expert_parallel")
 
 
@@ -122,6 +125,9 @@ class Workload(BaseModel):
     generation: Generation = "hf"
     #: TRL GRPOConfig.vllm_gpu_memory_utilization (default 0.3) for vllm_colocate.
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+    #: GRPO/PPO: how the policy is trained: full, or LoRA/QLoRA adapters on a frozen base (TRL's peft_config;
+    #: the reference is then the base with adapters disabled, ref_model auto)
+    policy: Literal["full", "lora", "qlora"] = "full"
     #: RL time (gpuledger/estimate/rl.py, docs/rl.md): vllm_server: GPUs of the trial given to the vLLM
     #: server (the rest train); None: a quarter and a half tried, the faster kept
     rollout_gpus: int | None = Field(None, ge=1)

@@ -110,3 +110,14 @@ def test_a_split_trials_trainer_shards_over_its_own_gpus():
     # the policy's sharded states over 6 (then 4) GPUs, not 8
     assert split4.states_gib["optimizer"] > split2.states_gib["optimizer"] > colo.states_gib["optimizer"]
     assert split4.states_gib["optimizer"] == pytest.approx(colo.states_gib["optimizer"] * 2, rel=0.01)
+
+
+def test_a_lora_policy_under_grpo_trains_adapters_and_shares_the_base():
+    kw = dict(model=QWEN, method="grpo", prompt_len=256, completion_len=512, group_size=8, micro_batch=2)
+    full, lora = estimate(Workload(**kw)), estimate(Workload(**kw, policy="lora"))
+    qlora = estimate(Workload(**kw, policy="qlora"))
+    assert lora.params_trainable < full.params_trainable / 100
+    assert lora.states_gib["optimizer"] < full.states_gib["optimizer"] / 50
+    assert qlora.states_gib["weights"] < lora.states_gib["weights"] < full.states_gib["weights"]
+    assert any("adapters disabled" in n for n in lora.notes.values())  # the reference is the base itself
+    assert train_time_s(lora, 1e7, "H100") < train_time_s(full, 1e7, "H100")  # no weight gradients
