@@ -57,6 +57,9 @@ RefModel = Literal["auto", "same_gpu", "offload", "shared_base", "none"]
 REF_MODELS: tuple[str, ...] = get_args(RefModel)
 Generation = Literal["hf", "vllm_colocate", "vllm_server"]
 GENERATIONS: tuple[str, ...] = get_args(Generation)
+#: How a GRPO/PPO policy is trained: all its weights, or LoRA/QLoRA adapters on a frozen base (docs/rl.md).
+RLPolicy = Literal["full", "lora", "qlora"]
+RL_POLICIES: tuple[str, ...] = get_args(RLPolicy)
 #: CPU offload of training state: optimizer (DeepSpeed ZeRO offload_optimizer: fp32 master weights and
 #: moments in host memory, the step on the CPU), params (also the parameters and gradients: ZeRO-3
 #: offload_param, FSDP CPUOffload(offload_params=True), torchtune's fsdp_cpu_offload).

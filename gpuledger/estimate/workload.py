@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuledger.vocabulary import (
@@ -17,6 +15,7 @@ from gpuledger.vocabulary import (
     Optimizer,
     Precision,
     RefModel,
+    RLPolicy,
     Sharding,
 )
 
@@ -127,7 +126,7 @@ class Workload(BaseModel):
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
     #: GRPO/PPO: how the policy is trained: full, or LoRA/QLoRA adapters on a frozen base (TRL's peft_config;
     #: the reference is then the base with adapters disabled, ref_model auto)
-    policy: Literal["full", "lora", "qlora"] = "full"
+    policy: RLPolicy = "full"
     #: RL time (gpuledger/estimate/rl.py, docs/rl.md): vllm_server: GPUs of the trial given to the vLLM
     #: server (the rest train); None: a quarter and a half tried, the faster kept
     rollout_gpus: int | None = Field(None, ge=1)

@@ -44,6 +44,7 @@ from gpuledger.vocabulary import (
     Optimizer,
     Precision,
     RefModel,
+    RLPolicy,
     Strategy,
 )
 from gpuledger.vocabulary import SpecSharding as Sharding
@@ -178,7 +179,7 @@ class Train(_Strict):
         "auto", description="GRPO/PPO reference model placement")
     generation: Generation = Field("hf", description="GRPO/PPO rollout engine")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="vllm_colocate: GPU share vLLM reserves")
-    policy: Literal["full", "lora", "qlora"] = Field("full", description="GRPO/PPO: policy trained full or LoRA/QLoRA")
+    policy: RLPolicy = Field("full", description="GRPO/PPO: policy trained full or LoRA/QLoRA")
     rollout_gpus: int | None = Field(None, ge=1, le=1024, description="vllm_server: GPUs for vLLM (docs/rl.md)")
     async_rollout: bool = Field(False, description="vllm_server: one-step off-policy rollouts (docs/rl.md)")
     completion_len_p90: int | None = Field(None, ge=1, description="GRPO/PPO: P90 of generated tokens")
