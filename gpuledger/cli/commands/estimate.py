@@ -273,10 +273,10 @@ def render_gpu_table(options: list[dict], tokens: float) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpuledger.estimate import estimate
+    from gpuledger.api import Ledger
 
     w = workload_from_args(args)
-    est = estimate(w)
+    est = Ledger().estimate(w)
     options = gpu_table(args, w) if getattr(args, "tokens", None) is not None else None
     warnings = beyond_limits(est)
     corr, sentence = calibration_for(est, args)
