@@ -21,6 +21,7 @@ def _no_run_left():
         track.finish()
 
 
+@pytest.mark.slow  # a warehouse and the weekly report: beyond the edit loop (make test runs it)
 def test_an_adhoc_run_lands_in_the_ledger_and_the_weekly_report(monkeypatch):
     monkeypatch.delenv("GPULEDGER_RUN_ID", raising=False)
     monkeypatch.delenv("GPULEDGER_METRICS", raising=False)

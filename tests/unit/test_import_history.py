@@ -29,6 +29,7 @@ def _write(tmp_path, name, text):
     return path
 
 
+@pytest.mark.slow  # an import, the estimator, calibration and the weekly report: beyond the edit loop (make test runs it)
 def test_a_wandb_export_imports_once_names_bad_rows_and_appears_in_the_weekly_report(tmp_path, capsys):
     export = _write(tmp_path, "team-wandb.csv", WANDB_CSV)
     code = main(["import", str(export), "--project", "team-llm", "--json"])
