@@ -9,7 +9,7 @@ registry (or the model's config.json), estimates, writes nothing.
 from __future__ import annotations
 
 from gpuledger.errors import UserError
-from gpuledger.plan.workloads import estimate_rows, tokens_problem
+from gpuledger.plan.workloads import estimate_rows, rl_problem, tokens_problem
 from gpuledger.spec.problems import Problem
 
 
@@ -22,9 +22,9 @@ def planning_problems(spec, trials=None) -> list[Problem]:
 
     if not isinstance(spec, SweepSpec):
         return []
-    problem = tokens_problem(spec)
+    problem = tokens_problem(spec) or rl_problem(spec)
     if problem is not None:
-        return [problem]  # the estimator step needs the tokens first
+        return [problem]  # the estimator step needs the tokens (and a placement that can run) first
     try:
         estimate_rows(spec, trials if trials is not None else expand_trials(spec))  # the planner's own loop, unframed
     except UserError as err:

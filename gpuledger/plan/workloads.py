@@ -48,9 +48,22 @@ def tokens_problem(spec) -> Problem | None:
     return Problem(file, line, col, "", TOKENS_NEEDED)
 
 
+def rl_problem(spec) -> Problem | None:
+    """Returns the problem of a GRPO/PPO spec that asks for rollouts on GPUs of their own
+    (`train.rollout_gpus`, `train.async_rollout`) without `train.generation: vllm_server`, else None
+    (docs/rl.md: colocated rollouts share the trainer's GPUs and cannot overlap its step)."""
+    t = spec.train
+    asked = [name for name in ("rollout_gpus", "async_rollout") if getattr(t, name)]
+    if not asked or t.generation == "vllm_server":
+        return None
+    file, line, col = spec.position("train")
+    return Problem(file, line, col, "", f"train.{' and train.'.join(asked)} need train.generation: vllm_server "
+                   f"(rollouts on GPUs of their own; {t.generation} generates on the trainer's GPUs)")
+
+
 def require_tokens(spec) -> None:
-    """Raises the planner's one-line UserError when `tokens_problem(spec)` finds one."""
-    problem = tokens_problem(spec)
+    """Raises the planner's one-line UserError when `tokens_problem(spec)` or `rl_problem(spec)` finds one."""
+    problem = tokens_problem(spec) or rl_problem(spec)
     if problem is not None:
         raise UserError(str(problem))
 

@@ -75,3 +75,15 @@ def test_group_size_and_tail_change_the_planned_time(tmp_path):
     # more responses per prompt: more tokens per step, the same tokens per trial: fewer steps, a different time
     g16 = _plan(_spec(tmp_path, group_size=16)).to_json()["trials"][0]["compute_s"]
     assert g16 != pytest.approx(base, rel=0.02)
+
+
+def test_async_or_rollout_gpus_without_a_vllm_server_is_one_located_problem(tmp_path):
+    from gpuledger.errors import UserError
+    from gpuledger.plan.requirements import check_spec
+
+    spec = _spec(tmp_path, async_rollout=True, generation="vllm_colocate")
+    out = check_spec(tmp_path / "grpo.yaml")
+    assert not out["ok"] and len(out["problems"]) == 1
+    assert "grpo.yaml:" in out["problems"][0] and "train.async_rollout need train.generation: vllm_server" in out["problems"][0]
+    with pytest.raises(UserError, match="vllm_server"):
+        _plan(spec)
