@@ -46,6 +46,8 @@ class _Lines:
                   f"({event['done']}/{event['total']}, spent ${event['spent_usd']:.4f})", file=self.stream or sys.stdout, flush=True)
         elif kind == "skipped-budget":
             print(f"gpuledger sweep: budget stop: {len(event['trial_ids'])} trial(s) skipped", file=self.stream or sys.stdout, flush=True)
+        elif kind in ("awaiting_approval", "approval_decided"):
+            print(f"gpuledger sweep: {approval_line(event)}", file=self.stream or sys.stdout, flush=True)
 
 
 class _Bar:
@@ -84,6 +86,18 @@ class _Bar:
             self.progress.update(self.task, completed=event["done"], spent=f"${event['spent_usd']:.4f}")
         elif kind == "skipped-budget" and self.task is not None:
             self.progress.update(self.task, description="budget stop")
+        elif kind in ("awaiting_approval", "approval_decided"):
+            self.progress.console.print(f"gpuledger sweep: {approval_line(event)}")
+
+
+def approval_line(event: dict[str, Any]) -> str:
+    """The CLI's line for a sweep waiting for (or given) approval past an envelope's soft threshold."""
+    if event["kind"] == "approval_decided":
+        return f"{event['sweep_id']} {'approved' if event.get('approved') else 'rejected'} by {event.get('by')}"
+    who = ", ".join(event.get("approvers") or []) or "anyone who can run `gpuledger approve` here"
+    return (f"{event['sweep_id']} WAITS FOR APPROVAL by {who}: {event.get('reason')}. Run `gpuledger approve "
+            f"{event.get('sweep_name')}` (or `gpuledger reject {event.get('sweep_name')}`), or Resume in the Prefect UI; "
+            "this command waits")
 
 
 def _console_handlers() -> list[Any]:
