@@ -28,10 +28,10 @@ from gpuledger.plan.model import PlanningInputs
 
 def same_train_settings(stored: str | None, spec) -> bool:
     """True when a stored `train` section (JSON text) is the spec's training settings
-    (`gpuledger.spec.models.same_train_json`: a field added since takes its default)."""
+    (`gpuledger.spec.kinds.same_train_json`: a field added since takes its default)."""
     import json
 
-    from gpuledger.spec.models import same_train_json
+    from gpuledger.spec.kinds import same_train_json
 
     return same_train_json(stored, json.dumps(spec.train.model_dump(mode="json")))
 

@@ -153,7 +153,7 @@ def _grid_twin(rows: pl.DataFrame, trials: pl.DataFrame, goal: str) -> tuple[Gri
 
 
 def _same_train(a: str | None, b: str | None) -> bool:
-    from gpuledger.spec.models import same_train_json
+    from gpuledger.spec.kinds import same_train_json
 
     return a == b or same_train_json(a, b)
 
@@ -328,11 +328,11 @@ def grid_replay(ad: AdaptiveData, slots: int | None) -> tuple[dict[str, Any] | N
         return None, "the replay is of ASHA's pruning"
     if ad.twin is None or not ad.twin_curves:
         return None, "no measured grid of the same points to replay"
-    from gpuledger.search.asha_replay import MAX_REPLAY_CURVES as cap
     from gpuledger.search.replay import replay_settings
 
-    if len(ad.twin_curves) > cap:
-        return None, f"the grid has {len(ad.twin_curves):,} curves; a replay takes at most {cap:,}"
+    if len(ad.twin_curves) > MAX_REPLAY_CURVES:
+        return None, (f"the grid has {len(ad.twin_curves):,} curves; a replay takes at most "
+                      f"{MAX_REPLAY_CURVES:,}")
     k = max(1, int(slots or 1))
     one = replay_settings(ad.twin_curves, ad.twin_rates, slots=k, goal=ad.goal, min_steps=ad.min_steps,
                           reduction_factor=ad.reduction_factor, cost_stopping=ad.stopping == "cost",

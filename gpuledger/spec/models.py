@@ -84,13 +84,11 @@ class Pruning(_Strict):
 
     min_steps: int = Field(2, ge=1, le=1_000_000, description="objective values a trial reports before it "
                            "can be pruned (its first rung)")
-    reduction_factor: int = Field(5, ge=2, le=100, description="1/reduction_factor of the trials at a rung "
-                                  "go on to the next (default 5: the customary 3 dropped the demo grid's recipe, "
-                                  "docs/search.md)")
-    unsafe: Literal["correct", "keep"] = Field(
-        "correct", description="when measured learning curves of the same kind show these settings dropping the "
-        "best measured point (gpuledger.search.safety): correct (default) runs the cheapest setting that keeps it, "
-        "and the plan says so; keep runs them as written, with the plan's warning")
+    reduction_factor: int = Field(5, ge=2, le=100, description="1/reduction_factor of the trials at a rung go on "
+                                  "(default 5: the customary 3 dropped the demo grid's recipe, docs/search.md)")
+    unsafe: Literal["correct", "keep"] = Field("correct", description="settings the measured curves show dropping "
+                                               "the best point (gpuledger.search.safety): correct (the cheapest that "
+                                               "keeps it, said in the plan) or keep (as written, with a warning)")
     values_per_trial: int | None = Field(None, ge=1, le=1_000_000, description="objective values a trial "
                                          "that runs to its end reports (the planner's successive-halving "
                                          "estimate of the spend under pruning, when no earlier learning curves "
@@ -113,18 +111,16 @@ class Search(_Strict):
                       "tpe's first (random) points")
     pruning: Pruning | None = Field(None, description="strategy asha (default settings when absent), or tpe "
                                     "(pruning only when set)")
-    acquisition: Literal["tpe", "ei_per_usd"] = Field(
-        "tpe", description="strategy tpe: how the next point is chosen: tpe (Optuna's TPE) or ei_per_usd (the "
-        "planned candidate with the most expected improvement per estimated dollar, a Gaussian process over the "
-        "points told so far: cheap informative points first; gpuledger.search.acquisition)")
+    acquisition: Literal["tpe", "ei_per_usd"] = Field("tpe", description="strategy tpe: tpe (Optuna's TPE) or "
+                                                      "ei_per_usd (the planned point with the most expected "
+                                                      "improvement per estimated dollar; gpuledger.search.acquisition)")
     stopping: Literal["rungs", "cost"] = Field(
         "cost", description="when a running trial stops early (asha, tpe with pruning): cost (default) also stops a "
         "trial whose learning curve, extrapolated from similar measured curves, makes P(it beats the best so far) x "
         "stopping_value_usd worth less than the dollars it still costs (gpuledger.search.extrapolate; never one in "
         "the better half at its step); rungs: successive halving only (`pruning`)")
-    stopping_value_usd: Money | None = Field(
-        None, gt=0, description="stopping: cost: what a recipe better than the best so far is worth (USD); "
-        "default: the plan's full spend of the sweep")
+    stopping_value_usd: Money | None = Field(None, gt=0, description="stopping: cost: what a recipe better than "
+                                             "the best so far is worth (USD; default: the plan's full spend)")
     exclude: list[dict[str, Scalar | list[Scalar]]] = Field(
         default_factory=list, description="a trial matching every key of one rule is left out"
     )
@@ -202,27 +198,7 @@ class Train(_Strict):
                                  "over this many GPUs, tokens exchanged by all-to-all")
 
 
-def same_train_json(a: str | None, b: str | None) -> bool:
-    """True when two stored `train` sections (JSON text) are the same training settings read through today's
-    `Train` model: a field added since either was stored takes its default, so it does not split a kind of
-    experiment (the planner's measured curves, the report's grid twin)."""
-    import json
-
-    from pydantic import ValidationError
-
-    if a is None or b is None:
-        return False
-    if a == b:
-        return True
-    try:
-        return Train.model_validate(json.loads(a)).model_dump(mode="json") == \
-            Train.model_validate(json.loads(b)).model_dump(mode="json")
-    except (TypeError, ValueError, ValidationError):
-        return False
-
-
-#: the most trials `resources.max_parallel` (and `--max-parallel`) may run at once
-MAX_PARALLEL = 1024
+MAX_PARALLEL = 1024  # the most trials `resources.max_parallel` (and `--max-parallel`) may run at once
 
 
 class Resources(_Strict):
