@@ -21,7 +21,7 @@ OPTION_KEYS = ("accelerator", "gpus", "sharding", "fits", "peak_memory_gib", "pe
                "usable_memory_gib",
                "time_s", "tokens_per_s_per_gpu", "usd_on_demand", "usd_spot", "cost_usd", "cost_usd_spot",
                "on_demand_offer", "spot_offer", "price_as_of", "cheapest", "fastest", "reason", "time_calibration",
-               "time_band", "memory_band", "spot_note")
+               "time_band", "memory_band", "spot_note", "rl")
 
 
 def _p(band: dict, scale: float, ndigits: int) -> dict:
@@ -91,13 +91,25 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                        "peak_memory_gib_p90": round(need * mband.p90, 2),
                        "usable_memory_gib": round(usable, 2), "memory_band": mband.to_json()}
                 if opt["fits"]:
-                    model_s = train_time_s(est, tokens, acc, n)
+                    try:
+                        model_s = train_time_s(est, tokens, acc, n)
+                    except ValueError as err:  # the time model refuses it (a split RL trial on one GPU)
+                        opt |= {"fits": False, "reason": str(err).splitlines()[0]}
+                if opt["fits"]:
                     tband = band_for("time", *cell, table=band_table)
                     corr = (time_corrections or {}).get(accelerator_family(acc))
                     if corr is not None:
                         model_s *= corr.factor
                         tband = tband.centered(corr.describe())
                     time_s = _p(tband.of(model_s), 1.0, 1)
+                    if w.method in ("grpo", "ppo"):  # the RL step by role (docs/rl.md)
+                        from gpuledger.estimate.rl import placement_candidates, rl_step_cached
+
+                        cands = placement_candidates(w, acc, n)
+                        st = rl_step_cached(next(c["setup"] for c in cands if c["chosen"])).to_json()
+                        opt["rl"] = {k: st[k] for k in ("placement", "engine", "async", "step_s", "phases_s", "groups")} | {
+                            "steps": round(tokens / st["tokens_per_step"], 1),
+                            "placements": [{k: v for k, v in c.items() if k != "setup"} for c in cands]}
                     best = opt | {"time_s": time_s, "tokens_per_s_per_gpu": round(tokens / time_s["p50"] / n, 1),
                                   "time_calibration": corr.describe() if corr is not None else None,
                                   "time_band": tband.to_json()}

@@ -121,3 +121,22 @@ def test_a_lora_policy_under_grpo_trains_adapters_and_shares_the_base():
     assert qlora.states_gib["weights"] < lora.states_gib["weights"] < full.states_gib["weights"]
     assert any("adapters disabled" in n for n in lora.notes.values())  # the reference is the base itself
     assert train_time_s(lora, 1e7, "H100") < train_time_s(full, 1e7, "H100")  # no weight gradients
+
+
+def test_estimate_tokens_options_carry_the_rl_step():
+    import polars as pl
+
+    from gpuledger.catalog.pricing import load_offers
+    from gpuledger.plan.gpu_table import gpu_options
+
+    w = Workload(model=QWEN, method="grpo", prompt_len=256, completion_len=512, group_size=8, micro_batch=2,
+                 generation="vllm_server")
+    opts = gpu_options(w, 1e7, load_offers().filter(pl.col("accelerator") == "H100"), ["H100"], counts=(1, 8))
+    one, eight = opts
+    assert not one["fits"] or one.get("rl") is None  # one GPU cannot split trainer and vLLM
+    small = w.model_copy(update={"model": "Qwen/Qwen3-0.6B"})
+    lone = gpu_options(small, 1e7, load_offers().filter(pl.col("accelerator") == "H100"), ["H100"], counts=(1,))[0]
+    assert not lone["fits"] and "leaves no GPU to train" in lone["reason"]
+    assert eight["fits"] and eight["rl"]["placement"] == "split"
+    assert sum(c["chosen"] for c in eight["rl"]["placements"]) == 1
+    assert eight["rl"]["groups"]["rollout"]["gpus"] + eight["rl"]["groups"]["trainer"]["gpus"] == 8

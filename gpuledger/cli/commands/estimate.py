@@ -260,6 +260,13 @@ def render_gpu_table(options: list[dict], tokens: float) -> str:
         tps = f"{o['tokens_per_s_per_gpu']:,.0f}" if o["tokens_per_s_per_gpu"] is not None else "-"
         lines.append(f"{o['accelerator']:10} {o['gpus']:2d} {o['sharding'] or '':5} {fits:4} {peak:>9} {p90:>8} {t:>9} "
                      f"{span:>17} {tps:>9} {od:>11} {sp:>8}  {note}")
+    for o in (o for o in options if o.get("rl") and (o["cheapest"] or o["fastest"])):
+        r = o["rl"]
+        groups = ", ".join(f"{name} {g['gpus']}x {g['accelerator']}" for name, g in r["groups"].items())
+        phases = ", ".join(f"{k} {fmt_duration(v)}" for k, v in r["phases_s"].items() if v > 0)
+        lines.append(f"- RL step on {o['gpus']} x {o['accelerator']}: {r['placement']} ({groups}; {r['engine']}"
+                     f"{', async' if r['async'] else ''}), {r['steps']:,.0f} steps of {fmt_duration(r['step_s'])} "
+                     f"(model, before the band): {phases} (docs/rl.md)")
     dearer = [o for o in options if o.get("spot_note")]
     lines.extend(f"- * {o['gpus']} x {o['accelerator']}: {o['spot_note']}" for o in dearer)
     rests = sorted({(o["accelerator"], o["gpus"], o["time_band"]["says"]) for o in options if o.get("time_band")})
