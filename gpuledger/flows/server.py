@@ -5,7 +5,12 @@ environment or a `uvicorn` subprocess, so that `gpuledger` stays fast to start.
 
 - `configured_api_url()`: `PREFECT_API_URL`, else `[api].url` of `./prefect.toml` (the project's).
 - `serve_api_url()`: where `gpuledger serve` listens: `--port`, else `$GPULEDGER_PREFECT_PORT`, else
-  the configured URL (port 4200 of prefect.toml).
+  the configured URL (port 4200 of prefect.toml). The port is ONE setting: `serve` on another port
+  writes it into the project's prefect.toml (`set_toml_port`), so every `prefect` command run in the
+  project (`prefect deployment run ...`), `gpuledger doctor` and the hint `serve` prints follow it.
+- `server_home(api_url)` / `server_is_ours(api_url, root)`: which Prefect home the server at a URL
+  keeps its state in (its `/admin/settings`): this project's server is the one whose home is the
+  project's Prefect home; one that merely answers on the port is someone else's.
 - `own_server_url()`: the API of THIS project's running `gpuledger serve`, known from the state file
   it keeps in its Prefect home (`.gpuledger/prefect/gpuledger-serve.json`: pid, API URL, project path).
 - `prefect_api()`: a context manager `gpuledger sweep` runs its flow in. It points
@@ -109,6 +114,60 @@ def serve_api_url(root: Path, port: int | None = None) -> str:
     return configured_api_url(root) or DEFAULT_API_URL
 
 
+def server_home(api_url: str, timeout_s: float = 2.0) -> str | None:
+    """Returns the PREFECT_HOME of the Prefect server at `api_url` (its `/admin/settings`), or None
+    when it does not answer or does not say."""
+    try:
+        with urllib.request.urlopen(api_url.rstrip("/") + "/admin/settings", timeout=timeout_s) as resp:  # noqa: S310
+            data = json.loads(resp.read(2_000_000))
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    home = data.get("home") if isinstance(data, dict) else None
+    return str(home) if home else None
+
+
+def server_is_ours(api_url: str, root: Path) -> bool:
+    """Returns True when the server at `api_url` keeps its state in this project's Prefect home (it is
+    the server `gpuledger serve` started here), False for anyone else's (or none)."""
+    home = server_home(api_url)
+    if home is None:
+        return False
+    try:
+        return Path(home).expanduser().resolve() == state_path(root).parent.resolve()
+    except OSError:
+        return False
+
+
+def toml_port(root: Path) -> int | None:
+    """Returns the port of the project's prefect.toml `[api].url`, or None."""
+    url = None
+    with contextlib.suppress(OSError, tomllib.TOMLDecodeError):
+        url = (tomllib.loads((root / "prefect.toml").read_text(encoding="utf-8")).get("api") or {}).get("url")
+    with contextlib.suppress(ValueError):
+        return urlparse(str(url)).port if url else None
+    return None
+
+
+def set_toml_port(root: Path, port: int) -> bool:
+    """Points the project's prefect.toml at `port` (`[api].url` and `[server.api].port`, the rest of
+    the file as it is; written from the scaffold when missing); returns True when it changed."""
+    import re
+
+    path = root / "prefect.toml"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        from importlib.resources import files
+
+        text = files("gpuledger.scaffold").joinpath("prefect.toml").read_text(encoding="utf-8")
+    new = re.sub(r'(?m)^(\s*url\s*=\s*"http://(?:127\.0\.0\.1|localhost)):\d+(/api"\s*)$', rf"\g<1>:{port}\g<2>", text)
+    new = re.sub(r"(?ms)(^\[server\.api\][^\[]*?^\s*port\s*=\s*)\d+", rf"\g<1>{port}", new)
+    if path.exists() and new == text:
+        return False
+    path.write_text(new, encoding="utf-8")
+    return True
+
+
 def state_path(root: Path) -> Path:
     """Returns the file in which this project's `gpuledger serve` names itself (in its Prefect home)."""
     from gpuledger import settings
@@ -126,6 +185,9 @@ def own_server_url(root: Path) -> str | None:
     url = state.get("api_url") if isinstance(state, dict) else None
     if (not url or state.get("root") != str(root.resolve()) or not pid_alive(state.get("pid"))
             or not api_healthy(url)):
+        return None
+    home = server_home(url)  # a server that says its home is elsewhere took the port after ours died
+    if home is not None and not server_is_ours(url, root):
         return None
     return str(url)
 
@@ -279,6 +341,10 @@ def serve_env(root: Path, api_url: str) -> dict[str, str]:
     env["PREFECT_API_URL"] = api_url
     env["PREFECT_HOME"] = str(state_path(root).parent)
     env.setdefault("PREFECT_WORKER_QUERY_SECONDS", "2")  # pick up a run within seconds, not 10 s
+    # `prefect deployment run ... --watch` streams the run's logs (each trial's start and end, its spend)
+    # only from a server that publishes and streams them out; Prefect 3.8 ships with both off
+    env.setdefault("PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED", "true")
+    env.setdefault("PREFECT_SERVER_LOGS_STREAM_PUBLISHING_ENABLED", "true")
     env.setdefault("GPULEDGER_HOME", str(root))
     env["PYTHONUNBUFFERED"] = "1"
     # the flow runs must find the same python and `gpuledger`
@@ -286,7 +352,7 @@ def serve_env(root: Path, api_url: str) -> dict[str, str]:
     return env
 
 
-def serve(root: Path | None = None, say: Callable[[str], None] = print, ready_timeout_s: float = 120.0,
+def serve(root: Path | None = None, say: Callable[[str], None] = print, ready_timeout_s: float = 300.0,
           port: int | None = None, metrics_port: int | None = None) -> int:
     """Runs `gpuledger serve` until Ctrl-C/SIGTERM; returns the exit code. See the module docstring.
     `metrics_port`: also serve the ledger's Prometheus metrics there (gpuledger/runtime/metrics.py)."""
@@ -325,7 +391,8 @@ def _serve(root: Path | None, say: Callable[[str], None], ready_timeout_s: float
         state = json.loads(state_file.read_text(encoding="utf-8"))
         if state.get("pid") != os.getpid() and pid_alive(state.get("pid")) and api_healthy(api_url):
             say(f"gpuledger serve is already running (pid {state['pid']}): UI {ui}, API {api_url}")
-            say("  run a sweep:  prefect deployment run sweep/lora-grid --watch")
+            for line in run_hints(api_url):
+                say(line)
             return 0
 
     server = worker = None
@@ -337,11 +404,16 @@ def _serve(root: Path | None, say: Callable[[str], None], ready_timeout_s: float
 
     old_term = signal.signal(signal.SIGTERM, on_term)
     prefect = prefect_bin()
+    toml_port_before = toml_port(root)
     try:
         if api_healthy(api_url) and not explicit:
             raise UserError(f"port {port} already has a Prefect server that is not this project's ({root}); "
                             f"start this one on another port: `gpuledger serve --port N` or {PORT_ENV}=N "
                             f"(`gpuledger sweep` then finds it by itself)")
+        if not explicit and toml_port(root) != port and set_toml_port(root, port):
+            was = "" if toml_port_before is None else f" (was port {toml_port_before})"
+            say(f"prefect.toml now points the `prefect` commands of this project at {api_url}{was}; "
+                "`gpuledger doctor` and `gpuledger sweep` follow it too")
         if api_healthy(api_url):
             say(f"Prefect server already up at {api_url} (PREFECT_API_URL); using it")
         else:
@@ -380,8 +452,8 @@ def _serve(root: Path | None, say: Callable[[str], None], ready_timeout_s: float
                                           "worker_pid": worker.pid, "api_url": api_url, "root": str(root)}),
                               encoding="utf-8")
         say(f"gpuledger serve ready: UI {ui}  API {api_url}")
-        say("  run a sweep:    prefect deployment run sweep/lora-grid --watch")
-        say("  weekly report:  prefect deployment run cost-report/weekly   (scheduled Mondays 08:00 UTC)")
+        for line in run_hints(api_url):
+            say(line)
         say("Ctrl-C stops the worker, then the server.")
         while True:
             if worker.poll() is not None:
@@ -402,6 +474,23 @@ def _serve(root: Path | None, say: Callable[[str], None], ready_timeout_s: float
         signal.signal(signal.SIGTERM, old_term)
         if worker is not None or server is not None:
             say("Stopped.")
+
+
+def run_hints(api_url: str) -> list[str]:
+    """Returns the lines `gpuledger serve` prints on how to use the server at `api_url` from this
+    project's folder (prefect.toml points there) and elsewhere."""
+    lines = ["  run a sweep:    prefect deployment run sweep/lora-grid --watch   (a new sweep each time; "
+             "--param resume=true continues the last)",
+             "  weekly report:  prefect deployment run cost-report/weekly   (scheduled Mondays 08:00 UTC: "
+             "prefect deployment schedule ls cost-report/weekly)",
+             "  what runs:      gpuledger status"]
+    user = os.environ.get("PREFECT_API_URL", "").strip()
+    if user and user.rstrip("/") != api_url.rstrip("/"):
+        lines.append(f"  NOTE: PREFECT_API_URL={user} in your environment sends `prefect` there, not here: "
+                     f"unset it, or export PREFECT_API_URL={api_url}")
+    else:
+        lines.append(f"  from another folder: PREFECT_API_URL={api_url} prefect ...")
+    return lines
 
 
 def _tail(path: Path, lines: int = 20) -> str:

@@ -1,9 +1,12 @@
-"""End to end on a real Prefect server and worker: `gpuledger serve`, then
-`prefect deployment run sweep/lora-grid --watch` on a small spec, then Ctrl-C.
+"""End to end on a real Prefect server and worker, as a newcomer runs it: `gpuledger init`, `gpuledger serve
+--port N` (not the default port, no PREFECT_API_URL), then `prefect deployment run sweep/lora-grid --watch` twice
+from the project's folder on a small spec, then Ctrl-C.
 
-Free port, temporary PREFECT_HOME and warehouse; the worker runs the flow in this checkout (the
-deployment's pull step). Checks the warehouse, a clean shutdown (worker, then server, exit 0) and
-that no process is left behind. Runs in CI (marked slow, not skipped).
+The port is one setting: `serve --port` points the project's prefect.toml at it, so the plain `prefect`
+commands reach this server and `gpuledger doctor` calls it this project's. Two runs of the deployment are two
+sweeps (each complete). Temporary PREFECT_HOME and warehouse; the worker runs the flow in the project (the
+deployment's pull step). Checks the warehouse, a clean shutdown (worker, then server, exit 0) and that no
+process is left behind. Runs in CI (marked slow, not skipped).
 """
 
 from __future__ import annotations
@@ -55,18 +58,23 @@ def deployments(api: str) -> set[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(480)
-def test_serve_deploy_run_sweep_deployment_and_shut_down_cleanly(tmp_path, repo_root, _isolated_warehouse):
+@pytest.mark.timeout(900)
+def test_serve_deploy_run_sweep_deployment_and_shut_down_cleanly(tmp_path, _isolated_warehouse):
     from gpuledger.flows.server import free_port
 
+    project = tmp_path / "proj"
     spec = write_spec(tmp_path, name="e2e-grid", xs=(0.1, 0.3))
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = dict(os.environ)
-    env.update({"PREFECT_API_URL": api, "PREFECT_HOME": str(tmp_path / "prefect-home"),
+    env.pop("PREFECT_API_URL", None)  # the newcomer's shell: only prefect.toml says where the server is
+    env.update({"PREFECT_HOME": str(tmp_path / "prefect-home"),
                 "GPULEDGER_WAREHOUSE": str(_isolated_warehouse), "DO_NOT_TRACK": "1",
                 "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PYTHONUNBUFFERED": "1"})
-    serve = subprocess.Popen([sys.executable, "-m", "gpuledger.cli", "serve"], cwd=repo_root, env=env,
+    gl = [sys.executable, "-m", "gpuledger.cli"]
+    made = subprocess.run([*gl, "init", str(project)], env=env, capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stdout + made.stderr
+    serve = subprocess.Popen([*gl, "serve", "--port", str(port)], cwd=project, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     seen: list[str] = []
     procs: list[psutil.Process] = []
@@ -74,28 +82,36 @@ def test_serve_deploy_run_sweep_deployment_and_shut_down_cleanly(tmp_path, repo_
         assert read_until(serve, "gpuledger serve ready", 300, seen), "".join(seen[-60:])
 
         # a second `gpuledger serve` finds it running and leaves it alone
-        second = subprocess.run([sys.executable, "-m", "gpuledger.cli", "serve"], cwd=repo_root, env=env,
+        second = subprocess.run([*gl, "serve", "--port", str(port)], cwd=project, env=env,
                                 capture_output=True, text=True, timeout=60)
         assert second.returncode == 0 and "already running" in second.stdout, second.stdout + second.stderr
+        assert f"127.0.0.1:{port}/api" in (project / "prefect.toml").read_text()  # the one port setting
+        doctor = subprocess.run([*gl, "doctor", "--json"], cwd=project, env=env, capture_output=True, text=True,
+                                timeout=120)
+        checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+        assert checks["prefect"]["status"] == "ok" and "this project's" in checks["prefect"]["detail"], checks
 
         deployed = deployments(api)  # from the REST API (as `prefect deployment ls` reads it, without its start-up)
         for name in ("sweep/lora-grid", "cost-report/weekly", "capacity/chat-serving"):
             assert name in deployed, deployed
         prefect = str(Path(sys.executable).parent / "prefect")
-        run = subprocess.run(
-            [prefect, "deployment", "run", "sweep/lora-grid", "--param", f"spec={spec}", "--watch",
-             "--watch-timeout", "240"],
-            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-        assert "Completed" in run.stdout + run.stderr
+        for _ in range(2):  # twice: two sweeps, each of them complete
+            run = subprocess.run(
+                [prefect, "deployment", "run", "sweep/lora-grid", "--param", f"spec={spec}", "--watch",
+                 "--watch-timeout", "240"],
+                env=env, cwd=project, capture_output=True, text=True, timeout=300)
+            assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+            watched = run.stdout + run.stderr
+            assert "Completed" in watched
+            assert "started" in watched and "spent $" in watched, watched[-4000:]  # trial progress in --watch
 
         from gpuledger.warehouse import Warehouse
 
         with Warehouse.open(read_only=True) as wh:
             runs = wh.query("SELECT trial_id, status FROM runs")
             sweeps = wh.query("SELECT name, status FROM sweeps")
-        assert runs.height == 2 and set(runs["status"]) == {"succeeded"}
-        assert sweeps.to_dicts() == [{"name": "e2e-grid", "status": "succeeded"}]
+        assert runs.height == 4 and set(runs["status"]) == {"succeeded"}
+        assert sweeps.to_dicts() == [{"name": "e2e-grid", "status": "succeeded"}] * 2
         procs = psutil.Process(serve.pid).children(recursive=True)
         assert len(procs) >= 2  # server and worker (and their children)
     finally:

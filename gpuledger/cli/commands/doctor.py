@@ -214,13 +214,30 @@ def check_postgres(target: str) -> Check:
 
 
 def check_prefect(s) -> Check:
-    from gpuledger.flows.server import DEFAULT_API_URL, api_healthy, configured_api_url
+    """The Prefect API `gpuledger serve`, the `prefect` commands and sweeps of this project use: the
+    same port setting (`gpuledger.flows.server.serve_api_url`: $GPULEDGER_PREFECT_PORT, else
+    prefect.toml); a server there is this project's only when its Prefect home is the project's."""
+    from gpuledger.flows.server import (
+        DEFAULT_API_URL,
+        api_healthy,
+        configured_api_url,
+        serve_api_url,
+        server_home,
+        server_is_ours,
+    )
 
     explicit = s.values.get("prefect.api_url") if s is not None else None
     root = s.project_root if s is not None else None
-    url = explicit or configured_api_url(root) or DEFAULT_API_URL
+    url = explicit or (serve_api_url(root) if root is not None else configured_api_url(root)) or DEFAULT_API_URL
     if api_healthy(url, timeout_s=PROBE_TIMEOUT_S):
-        return Check("prefect", "ok", f"a Prefect API answers at {url}")
+        if explicit:
+            return Check("prefect", "ok", f"a Prefect API answers at {url} (PREFECT_API_URL)")
+        if root is not None and server_is_ours(url, root):
+            return Check("prefect", "ok", f"this project's Prefect server answers at {url} (`gpuledger serve`)")
+        home = server_home(url)
+        return Check("prefect", "warn", f"a Prefect server answers at {url} but it is not this project's "
+                     f"(its state is in {home or 'an unknown home'}); `prefect` commands here would use it",
+                     "`gpuledger serve --port N` (it points prefect.toml at N), or stop that server")
     from urllib.parse import urlparse
 
     parsed = urlparse(url)
