@@ -23,24 +23,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n(see `{self.prog} --help`)\n")
 
 
-#: the largest whole number an option takes (beyond it no estimate or plan means anything)
-_MAX_INT = 10**15
-
-
 def _whole_number(text: str) -> int:
-    """Returns the whole number of `2048`, `1_000` or `1e9`; ArgumentTypeError otherwise."""
+    """Returns the whole number of `2048`, `1_000`, `1e9`, `20M` or `1.5B` (`gpuledger.spec.types.parse_count`,
+    the one reading of counts that specs use too; a leading minus kept); ArgumentTypeError otherwise."""
+    from gpuledger.spec.types import parse_count
+
+    body = text.strip()
+    sign = -1 if body.startswith("-") else 1
     try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        try:
-            number = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if not math.isfinite(number) or number != int(number):
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        value = int(number)
-    if abs(value) > _MAX_INT:
-        raise argparse.ArgumentTypeError(f"{text} is too large (at most {_MAX_INT:.0e})")
+        value = sign * parse_count(body.lstrip("-") if sign < 0 else body)
+    except ValueError as err:
+        msg = str(err)
+        raise argparse.ArgumentTypeError(msg if "too large" in msg else f"expected a whole number, got {text!r}"
+                                         f" (e.g. 20000000, 20_000_000, 2e7, 20M)") from None
     return value
 
 

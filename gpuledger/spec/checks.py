@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from typing import Any
 
 from gpuledger.spec.expand import grid_too_large
@@ -12,6 +13,41 @@ from gpuledger.spec.shellctx import unsafe_placeholders
 from gpuledger.spec.templates import KNOWN_FIELDS, template_fields, unsafe_message
 from gpuledger.spec.types import MAX_TRIALS
 from gpuledger.vocabulary import RL_METHODS
+
+#: Hyper-parameters that are numbers whatever else a spec names: a value of theirs that is not a number is
+#: a typo (`learning_rate: ["3e-4x"]`), not a category.
+NUMERIC_PARAMS = frozenset({
+    "learning_rate", "lr", "weight_decay", "warmup_ratio", "warmup_steps", "lora_r", "lora_alpha",
+    "lora_dropout", "dropout", "epochs", "num_epochs", "batch_size", "micro_batch", "grad_accum",
+    "gradient_accumulation_steps", "max_steps", "beta1", "beta2", "adam_beta1", "adam_beta2", "max_grad_norm",
+    "kl_coef", "beta", "temperature", "top_p", "group_size", "seq_len", "tokens",
+})
+_NUMBER_LIKE = re.compile(r"\s*[+-]?(\d|\.\d)")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _number_problems(name: str, values: list[Any]) -> list[tuple[int, str]]:
+    """Returns (index, message) for the values of a parameter list that should be numbers and are not:
+    text that starts like a number but is not one (`"3e-4x"`, `"1.2.3"`) beside numbers or in a
+    parameter `NUMERIC_PARAMS` names, and any text in such a parameter. Categories stay text."""
+    numeric = name.lower() in NUMERIC_PARAMS or any(_is_number(v) for v in values)
+    out = []
+    for i, value in enumerate(values):
+        if not isinstance(value, str):
+            continue
+        try:
+            float(value.replace("_", ""))
+            parses = True
+        except ValueError:
+            parses = False
+        if parses:
+            continue
+        if name.lower() in NUMERIC_PARAMS or (numeric and _NUMBER_LIKE.match(value)):
+            out.append((i, f"{value!r} is not a number ({name} takes numbers, e.g. 3e-4, 0.0003, 16)"))
+    return out
 
 
 def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
@@ -45,6 +81,8 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
             out.append((("search", "params", name), "empty list of values: the grid would have no trials"))
         elif isinstance(values, dict):
             out += [(("search", "params", name), msg) for msg in _range_problems(values)]
+        if isinstance(values, list):
+            out += [(("search", "params", name, i), msg) for i, msg in _number_problems(name, values)]
         if isinstance(values, list):
             sizes.append(len(values))
         elif _is_int_range(values):

@@ -32,6 +32,7 @@ from gpuledger.spec.types import (
     Cloud,
     Duration,
     Money,
+    PositiveCount,
     Scalar,
 )
 from gpuledger.vocabulary import (
@@ -149,7 +150,8 @@ class Search(_Strict):
 
 class Train(_Strict):
     seq_len: int = Field(2048, ge=1, le=10_000_000)
-    tokens_per_trial: int | None = Field(None, ge=1, description="training tokens per trial (for time and cost)")
+    tokens_per_trial: PositiveCount | None = Field(None, description="training tokens per trial (for time and cost): "
+                                           "20000000, 20_000_000, 2e7 or 20M")
     micro_batch: int = Field(1, ge=1)
     grad_checkpointing: bool = True
     flash_attention: bool = True

@@ -7,7 +7,7 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(d|h|m|s)", re.IGNORECASE)
 _DURATION_UNIT_S = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
@@ -34,6 +34,46 @@ def parse_duration(value: Any) -> float:
     if not math.isfinite(seconds) or seconds <= 0:
         raise ValueError(f"must be a positive duration (got {value!r})")
     return seconds
+
+
+_COUNT_RE = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*([kmbgt]?)", re.IGNORECASE)
+_COUNT_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+#: The largest count a spec or an option takes (beyond it no estimate or plan means anything).
+MAX_COUNT = 10**15
+
+
+def parse_count(value: Any) -> int:
+    """Returns the whole number of `20000000`, `20_000_000`, `20,000,000`, `2e7`, `20M`, `1.5B`, `500k`
+    (k 10^3, M 10^6, B or G 10^9, T 10^12); ValueError naming the value otherwise (not whole, not a
+    number, negative, above `MAX_COUNT`)."""
+    expected = "expected a whole number like 20000000, 20_000_000, 2e7 or 20M"
+    if isinstance(value, bool):
+        raise ValueError(f"{expected} (got {value!r})")
+    if isinstance(value, int):
+        number: float | int = value
+    elif isinstance(value, float):
+        number = value
+    elif isinstance(value, str):
+        text = value.strip().replace("_", "").replace(",", "")
+        m = _COUNT_RE.fullmatch(text)
+        if m is None:
+            raise ValueError(f"{expected} (got {value!r})")
+        digits, suffix = m.group(1), m.group(2).lower()
+        try:
+            number = int(digits) * _COUNT_SUFFIX[suffix]
+        except ValueError:
+            number = float(digits) * _COUNT_SUFFIX[suffix]
+    else:
+        raise ValueError(f"{expected} (got {value!r})")
+    if isinstance(number, float):
+        if not math.isfinite(number) or number != int(number):
+            raise ValueError(f"{expected} (got {value!r}: not a whole number)")
+        number = int(number)
+    if number < 0:
+        raise ValueError(f"must not be negative (got {value!r})")
+    if number > MAX_COUNT:
+        raise ValueError(f"{value!r} is too large (at most {MAX_COUNT:.0e})")
+    return number
 
 
 def parse_money(value: Any) -> float:
@@ -69,6 +109,10 @@ def _normalize_accelerator(value: Any) -> str:
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 Money = Annotated[float, BeforeValidator(parse_money)]
+#: A count of at least 1 as people write it (`parse_count`); its JSON Schema takes the number or the text.
+PositiveCount = Annotated[int, Field(ge=1), BeforeValidator(parse_count), WithJsonSchema({"anyOf": [
+    {"type": "integer", "minimum": 1},
+    {"type": "string", "pattern": r"^\s*[0-9][0-9_,]*(\.[0-9]+)?([eE][+-]?[0-9]+)?\s*[kKmMbBgGtT]?\s*$"}]})]
 Accelerator = Annotated[str, BeforeValidator(_normalize_accelerator)]
 Scalar = str | int | float | bool
 Cloud = Literal["aws", "gcp", "azure", "lambda", "nebius", "vast", "runpod", "oci", "kubernetes"]

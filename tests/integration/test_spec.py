@@ -162,13 +162,17 @@ def test_validate_cli_exit_codes(tmp_path):
 
 
 def test_dangerous_value_reaches_command_only_quoted():
-    text = _variant("lora_r: [4, 8]", "lora_r: ['1; rm -rf ~', 8]")
+    # a numeric hyper-parameter refuses it outright (not a number); a text parameter keeps it, quoted
+    with pytest.raises(SpecError, match="is not a number"):
+        parse_spec(_variant("lora_r: [4, 8]", "lora_r: ['1; rm -rf ~', 8]"), "m.yaml")
+    text = _variant("lora_r: [4, 8]", "lora_r: [4]\n    tag: ['x; rm -rf ~', b]").replace(
+        "--r {lora_r}", "--r {lora_r} --tag {tag}")
     spec = parse_spec(text, "m.yaml")
     trial = expand_trials(spec)[0]
-    assert trial.params["lora_r"] == "1; rm -rf ~"
-    assert trial.run == "python train.py --r '1; rm -rf ~' --lr 0.001"
+    assert trial.params["tag"] == "x; rm -rf ~"
+    assert trial.run == "python train.py --r 4 --tag 'x; rm -rf ~' --lr 0.001"
     # the shell sees one argument, not a command separator
-    assert shlex.split(trial.run)[3] == "1; rm -rf ~"
+    assert shlex.split(trial.run)[5] == "x; rm -rf ~"
 
 
 def test_trial_ids_stable_and_distinct():

@@ -55,6 +55,19 @@ STACK_OPTIONS = (
 )
 
 
+def _tokens(text: str) -> float:
+    """`--tokens`: a count as specs read it (`gpuledger.spec.types.parse_count`: 20M, 2e7, 20_000_000)."""
+    from gpuledger.spec.types import parse_count
+
+    body = text.strip()
+    negative = body.startswith("-")  # said by the command itself (exit 1, naming --tokens), as before
+    try:
+        value = parse_count(body[1:] if negative else body)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return -float(value) if negative else float(value)
+
+
 def add_stack_options(parser: argparse.ArgumentParser) -> None:
     """Adds the optimised-stack and calibration options to the `estimate` parser."""
     for flag, name, kwargs in STACK_OPTIONS:
@@ -65,8 +78,9 @@ def add_stack_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--accelerator", default=None, action="append",
                         help="GPU kind the run will use (picks the correction learnt on that GPU family); with "
                              "--tokens, the kinds to compare (repeat the option; default: every kind of the catalog)")
-    parser.add_argument("--tokens", type=float, default=None,
-                        help="training tokens: adds a table over GPU kinds and counts (fits, memory, time, $)")
+    parser.add_argument("--tokens", type=_tokens, default=None, metavar="N",
+                        help="training tokens (20000000, 20_000_000, 2e7 or 20M): adds a table over GPU kinds "
+                             "and counts (fits, memory, time, $)")
 
 
 def workload_from_args(args: argparse.Namespace):
