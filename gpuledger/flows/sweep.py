@@ -128,9 +128,13 @@ def probe_task(spec: str, accepted: Any) -> bool:
 @task(name="run-trials", persist_result=False, cache_policy=NO_CACHE)
 @user_errors_as_refusals
 def run_trials_task(run: SweepRun) -> SweepSummary:
-    """Registers the sweep and runs its trials (`gpuledger.runtime.engine.execute`)."""
+    """Registers the sweep and runs its trials (`gpuledger.runtime.engine.execute`), keeping its live
+    status for `gpuledger status` meanwhile (`gpuledger.runtime.live`)."""
+    from gpuledger.runtime.live import live_status
+
     log = get_run_logger()
-    return Ledger().run_trials(run, PrefectHooks(log, run.spec.name, run.sweep_id))
+    with live_status(run):
+        return Ledger().run_trials(run, PrefectHooks(log, run.spec.name, run.sweep_id))
 
 
 @task(name="write-report", persist_result=False, cache_policy=NO_CACHE)

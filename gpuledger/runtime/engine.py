@@ -30,7 +30,6 @@ What `execute` does, in order (every step says what it did through `hooks.log`):
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import os
@@ -55,6 +54,7 @@ from gpuledger.runtime.events import notify
 from gpuledger.runtime.launching import LAUNCH_RETRY_DELAYS_S, TrialOutcome, make_launcher, run_trial
 from gpuledger.runtime.requests import launch_requests
 from gpuledger.runtime.summary import SweepSummary
+from gpuledger.runtime.trial_lines import _one_line, ended_text, failure_detail, started_text
 from gpuledger.runtime.writer import Writer
 from gpuledger.search import AdaptiveSearch, asks_new_points, is_adaptive
 from gpuledger.search.values import objective_values
@@ -266,12 +266,9 @@ class _Loop:
                 self.money.launched(t.trial_id, request.usd_per_hour, self.launcher)
             self.summary.launched += 1
             fut.add_done_callback(self.done_q.put)
-            row = self.run.rows.get(t.trial_id)
-            est = "" if row is None or row.est_cost_usd is None else f"; est. ${row.est_cost_usd:.4f}"
-            est += "" if row is None or row.est_wall_s is None else f", {row.est_wall_s:.0f} s"
-            self.hooks.log.info("Trial %s started (%d running, %d launched this run%s; spent $%.4f so far)",
-                                t.trial_id, len(self.inflight), self.summary.launched, est, self.meter.spent_usd)
-            notify("launched", trial_id=t.trial_id)
+            self.hooks.log.info("%s", started_text(t.trial_id, self.run.rows.get(t.trial_id), len(self.inflight),
+                                                   self.summary.launched, self.meter.spent_usd))
+            notify("launched", trial_id=t.trial_id, sweep_id=self.run.sweep_id)
 
     def _watches(self, trial_id: str) -> Any:
         """A running trial's watch: the pruner's (adaptive search) and the envelopes' stop."""
@@ -366,19 +363,12 @@ class _Loop:
                                            self.money.stop_reason if self.money else "budget envelope")
                 elif rec.status == vocabulary.SUCCEEDED:
                     self.summary.succeeded += 1
-                    self.hooks.log.info("Trial %s succeeded in %.1f s (%s); cost $%.4f, spent $%.4f so far",
-                                        rec.trial_id, rec.wall_s, _fmt_metrics(rec.final_metrics), rec.cost_usd,
-                                        self.meter.spent_usd)
+                    self.hooks.log.info("%s", ended_text(rec, self.meter.spent_usd))
                 else:
                     self.summary.failed += 1
                     self.summary.failures.append(f"{rec.trial_id}: {rec.status}: {_one_line(rec.reason)}")
-                    detail = failure_detail(rec)
-                    self.summary.failure_details.append(detail)
-                    self.hooks.log.warning("Trial %s %s after %.1f s: %s; cost $%.4f, spent $%.4f so far%s%s",
-                                           rec.trial_id, rec.status, rec.wall_s, _one_line(rec.reason), rec.cost_usd,
-                                           self.meter.spent_usd,
-                                           f"; log {detail['log_path']}" if detail.get("log_path") else "",
-                                           "".join(f"\n  | {line}" for line in detail["stderr_lines"]))
+                    self.summary.failure_details.append(failure_detail(rec))
+                    self.hooks.log.warning("%s", ended_text(rec, self.meter.spent_usd, self.summary.failure_details[-1]))
         self.summary.spent_usd = self.meter.spent_usd
         self.writer.results(records, errors)
         for trial_id, why in pruned.items():  # after its record: the trial's status is `pruned`
@@ -523,7 +513,7 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
                  for r in records] + [(t, vocabulary.FAILED, 0.0, None) for t in errors]):
             counter["done"] += 1
             notify("result", trial_id=trial_id, status=status, cost_usd=cost, done=counter["done"], total=total,
-                   spent_usd=summary.spent_usd, stored=ok, kept=lost is None, not_kept=lost)
+                   spent_usd=summary.spent_usd, stored=ok, kept=lost is None, not_kept=lost, sweep_id=run.sweep_id)
         hooks.progress(counter["done"], total)
 
     writer = Writer(run.sweep_id, landing_dir, hooks.log, stored, lease=(run.holder, run.lease_ttl_s))
@@ -600,32 +590,6 @@ def best_recipe(sweep_id: str) -> dict[str, Any] | None:
     with Warehouse.open(read_only=True) as wh:
         rows = wh.query_named("sweep_best_recipe", {"sweep_id": sweep_id}).to_dicts()
     return rows[0] if rows else None
-
-
-#: How many of a failed trial's last stderr lines the summary, the CLI and the flow's log show.
-STDERR_LINES_SHOWN = 8
-
-
-def failure_detail(rec: ResultRecord, lines: int = STDERR_LINES_SHOWN) -> dict[str, Any]:
-    """Returns what a failed attempt shows of itself: trial_id, run_id, status, reason, its log's
-    path (when the launcher kept one) and the last `lines` non-empty lines of its stderr (each
-    escaped to one line and cut at 300 characters)."""
-    tail = [ln for ln in (rec.stderr_tail or "").splitlines() if ln.strip()][-lines:]
-    return {"trial_id": rec.trial_id, "run_id": rec.run_id, "status": rec.status, "reason": rec.reason,
-            "log_path": rec.log_path, "stderr_lines": [_one_line(ln) for ln in tail]}
-
-
-def _one_line(text: object, limit: int = 300) -> str:
-    """Returns `text` for a log line: control characters escaped (a newline in a metric name or a
-    reason cannot forge a second log line), cut at `limit` characters."""
-    escaped = json.dumps(str(text), ensure_ascii=False)[1:-1]
-    return escaped if len(escaped) <= limit else escaped[:limit] + "…"
-
-
-def _fmt_metrics(metrics: dict[str, float]) -> str:
-    if not metrics:
-        return "no metrics"
-    return _one_line(", ".join(f"{_one_line(k, 60)}={v:.4g}" for k, v in metrics.items()), 500)
 
 
 __all__ = ["Hooks", "SweepRun", "best_recipe", "execute", "register"]

@@ -1,14 +1,16 @@
 """What each sweep is doing now and what it has cost so far: `gpuledger status`, the metrics, the MCP status.
 
-    sweep_states(sweep=None) -> [{"sweep_id", "name", "state", "status", "accrued_usd", "measured_usd",
-                                  "running_accrued_usd", "running_trials", "usd_per_hour", "over_estimate_trials",
-                                  "awaiting_approval": {...} | None, ...}]
+    sweep_states(sweep=None) -> [{"sweep_id", "name", "sweep", "state", "status", "accrued_usd", "spent_usd",
+                                  "measured_usd", "running_accrued_usd", "running_trials", "usd_per_hour",
+                                  "over_estimate_trials", "awaiting_approval": {...} | None, "trials": {state: n},
+                                  "planned_usd", "eta_s", "eta_basis", ...}]
 
 `state`: `awaiting_approval` (the flow paused past an envelope's soft threshold, with who must approve),
 else the sweep's status (`running`, `planned`, `succeeded`, `budget-stopped`, ...). `accrued_usd` is
 the spend so far: the measured cost of its stored runs plus what its running trials have accrued
 (price x elapsed: written every `money.accrue_interval_s`, and read up to now from the last write, at
-most 180 s past it; docs/budgets.md).
+most 180 s past it; docs/budgets.md); `spent_usd` the same number. `trials`, `planned_usd` (the plan's
+total), `eta_s` and `eta_basis` (running sweeps only): gpuledger/runtime/sweep_progress.py.
 """
 
 from __future__ import annotations
@@ -25,17 +27,26 @@ def _iso(value: Any) -> Any:
 
 def sweep_states(sweep: str | None = None, *, limit: int = 20) -> list[dict[str, Any]]:
     """Returns the sweeps (one by id or name, else the latest `limit`), waiting ones first; [] without a warehouse."""
+    from gpuledger.runtime.live import live_states
     from gpuledger.settings import warehouse_if_any
-    from gpuledger.warehouse import Warehouse
+    from gpuledger.warehouse import Warehouse, WarehouseBusy
 
+    live = live_states(sweep)  # sweeps running now: their process holds the warehouse (gpuledger/runtime/live.py)
     target = warehouse_if_any()
     if target is None:
-        return []
-    with Warehouse.open(target, read_only=True) as wh:
-        from gpuledger.runtime.envelopes import now_utc
+        return live[:limit]
+    from gpuledger.runtime.envelopes import now_utc
+    from gpuledger.runtime.sweep_progress import progress
 
-        rows = wh.query_named("sweeps_accrued", {"sweep": sweep, "now": now_utc()}).to_dicts()[:limit]
-        waiting = wh.awaiting_approvals(sweep)
+    try:
+        with Warehouse.open(target, read_only=True, lock_timeout_s=1.0 if live else None) as wh:
+            rows = wh.query_named("sweeps_accrued", {"sweep": sweep, "now": now_utc()}).to_dicts()[:limit]
+            waiting = wh.awaiting_approvals(sweep)
+            done = progress(wh, [r["sweep_id"] for r in rows], {r["sweep_id"]: r["status"] for r in rows})
+    except WarehouseBusy:
+        if not live:
+            raise
+        return live[:limit]  # what runs now; the rest once the running sweep lets the warehouse go
     out: list[dict[str, Any]] = []
     by_id = {r["sweep_id"]: r for r in rows}
     for w in waiting:  # a waiting sweep is not registered yet: it has launched nothing
@@ -51,15 +62,22 @@ def sweep_states(sweep: str | None = None, *, limit: int = 20) -> list[dict[str,
             "who": ", ".join(approvers) if approvers else "anyone who can run `gpuledger approve` in this project",
             "approve": f"gpuledger approve {w['sweep_name']}", "reject": f"gpuledger reject {w['sweep_name']}"}))
     out += [_state(r, r["status"] or "unknown", None) for r in rows if r["sweep_id"] in by_id]
-    return out
+    for s in out:  # gpuledger/runtime/sweep_progress.py: trials by state, the plan's total, the ETA
+        s.update({"trials": {}, "planned_usd": None, "eta_s": None, "eta_basis": None}, **done.get(s["sweep_id"], {}))
+    by_live = {d["sweep_id"]: d for d in live}
+    out = [({**s, **by_live.pop(s["sweep_id"])} if s["sweep_id"] in by_live and s["state"] != AWAITING_APPROVAL
+            else s) for s in out]  # a running sweep's own process knows its trials and spend best
+    return list(by_live.values()) + out
 
 
 def _state(row: dict[str, Any], state: str, waiting: dict[str, Any] | None) -> dict[str, Any]:
     measured = float(row.get("measured_usd") or 0.0)
     running = float(row.get("running_accrued_usd") or 0.0)
-    return {"sweep_id": row["sweep_id"], "name": row["name"], "state": state, "status": row.get("status"),
+    return {"sweep_id": row["sweep_id"], "name": row["name"], "sweep": row["name"], "state": state,
+            "status": row.get("status"),
             "started_at": _iso(row.get("started_at")), "budget_usd": row.get("budget_usd"),
-            "accrued_usd": round(measured + running, 6), "measured_usd": round(measured, 6),
+            "accrued_usd": round(measured + running, 6), "spent_usd": round(measured + running, 6),
+            "measured_usd": round(measured, 6),
             "running_accrued_usd": round(running, 6), "running_trials": int(row.get("running_trials") or 0),
             "usd_per_hour": round(float(row.get("usd_per_hour") or 0.0), 6),
             "over_estimate_trials": int(row.get("over_estimate_trials") or 0), "awaiting_approval": waiting}

@@ -72,7 +72,6 @@ def test_estimate_takes_tokens_as_20M(capsys):
     code = main(["estimate", "gpt2", "--method", "lora", "--tokens", "20M", "--accelerator", "A10G", "--json"])
     out = capsys.readouterr()
     assert code == 0, out.err
-    bad = None
     with pytest.raises(SystemExit) as bad:
         main(["estimate", "gpt2", "--tokens", "3e-4x"])
     assert bad.value.code == 2 and "3e-4x" in capsys.readouterr().err

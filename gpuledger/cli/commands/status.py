@@ -10,6 +10,15 @@ from __future__ import annotations
 import json
 
 
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
 def run(args) -> int:
     from gpuledger.api import Ledger
     from gpuledger.runtime.envelopes import usd
@@ -25,9 +34,15 @@ def run(args) -> int:
     for s in sweeps:
         line = (f"{s['sweep_id']}: {s['state']}, spent so far ${s['accrued_usd']:.4f} (measured ${s['measured_usd']:.4f}"
                 f" + {s['running_trials']} running trial(s) ${s['running_accrued_usd']:.4f} at ${s['usd_per_hour']:.2f}/h)")
+        if s.get("planned_usd") is not None:
+            line += f" of ${s['planned_usd']:.4f} planned"
         if s["over_estimate_trials"]:
             line += f"; {s['over_estimate_trials']} trial(s) past their estimate"
         print(line)
+        if s.get("trials"):
+            print("  trials: " + ", ".join(f"{n} {state}" for state, n in sorted(s["trials"].items())))
+        if s.get("eta_s") is not None:
+            print(f"  ETA: about {_duration(s['eta_s'])} left ({s['eta_basis']})")
         w = s.get("awaiting_approval")
         if w:
             print(f"  waits for approval by {w['who']}: {w['reason']}")
