@@ -8,11 +8,12 @@ UV = $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 
-.PHONY: help setup demo test test-fast lint serve bench bands clean
+.PHONY: help setup install demo test test-fast lint serve bench bands clean
 
 help:
 	@echo "make demo    set up, run the demo LoRA grid then the same points by ASHA locally, write their ROI reports"
 	@echo "make test    set up, run the test suite (and ruff): tests/unit and tests/integration"
+	@echo "make install the gpuledger tool (uv tool, uv.lock's versions) with prefect, sky and duckdb on PATH"
 	@echo "make test-fast  the unit tests only (tests/unit: no server, browser, cluster or real sweep)"
 	@echo "make serve   local Prefect server + worker + deployments (Ctrl-C stops)"
 	@echo "make bench   run the benchmarks (ratios measured side by side)"
@@ -24,6 +25,12 @@ $(BIN)/gpuledger: pyproject.toml uv.lock
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
 	$(UV) sync --frozen
 	@touch $@
+
+# The installed tool at uv.lock's versions, with the prefect, sky and duckdb commands beside gpuledger.
+install:
+	$(UV) export --frozen --no-dev --no-emit-project --no-hashes -o .gpuledger-constraints.txt
+	$(UV) tool install --force . -c .gpuledger-constraints.txt --with-executables-from prefect,skypilot,duckdb-cli
+	@rm -f .gpuledger-constraints.txt
 
 demo: setup
 	$(BIN)/gpuledger demo
