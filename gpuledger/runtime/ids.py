@@ -25,10 +25,10 @@ ENDED_STATUSES = frozenset({"succeeded", "partial", "budget-stopped"})
 def _spec_sweeps(spec: Any) -> list[tuple[str, str | None]]:
     """Returns (sweep_id, status) of the warehouse's sweeps of this very spec (its own id and the
     fresh ones `new_sweep_id` made of it), most recently started first."""
-    from gpuledger.settings import resolve_path
+    from gpuledger.settings import warehouse_if_any
     from gpuledger.spec.ids import spec_hash, sweep_id_for
 
-    if not resolve_path().is_file():
+    if warehouse_if_any() is None:  # no warehouse yet, or outside a project (`gpuledger plan` anywhere)
         return []
     from gpuledger.warehouse import Warehouse
 

@@ -51,5 +51,6 @@ def test_status_during_and_after_a_sweep(tmp_path, _isolated_warehouse, prefect_
         if proc.poll() is None:
             proc.kill()
     after = _status(env, tmp_path)["sweeps"][0]
+    assert after["state"] == "succeeded", (after, out[-3000:])
     assert after["state"] == "succeeded" and after["eta_s"] is None and after["trials"] == {"succeeded": 3}
     assert after["spent_usd"] > 0
