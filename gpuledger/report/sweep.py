@@ -153,12 +153,26 @@ TRIAL_HEADERS = ["#", "trial", "params", "status", "metric", "wall (measured)", 
 TRIAL_NUMERIC = [0, 4, 5, 6, 7, 8, 9, 10, 11]
 
 
+#: a failed run's last stderr lines the report shows (its whole output is at its log path)
+STDERR_LINES = 3
+
+
+def _why(r: dict[str, Any]) -> str:
+    """Returns a failed run's last stderr lines (joined by ⏎) and its log path, or —."""
+    tail = [ln.strip() for ln in str(r.get("stderr_tail") or "").splitlines() if ln.strip()][-STDERR_LINES:]
+    text = " ⏎ ".join(ln if len(ln) <= 200 else ln[:200] + "…" for ln in tail)
+    if r.get("log_path"):
+        text = f"{text} (log {r['log_path']})" if text else f"log {r['log_path']}"
+    return text or "—"
+
+
 def _failure_rows(data: SweepData) -> list[list[Any]]:
-    """Returns one row per run that did not succeed: trial, attempt, status, reason, wall-clock, cost."""
+    """Returns one row per run that did not succeed: trial, attempt, status, reason, its last stderr lines
+    and log path, wall-clock, cost."""
     idx = dict(zip(data.trials["trial_id"].to_list(), data.trials["trial_index"].to_list(), strict=True)) \
         if data.trials.height else {}
     return [[trial_label(r["trial_id"], idx.get(r["trial_id"])), r["attempt"], r["status"], r["reason"] or "—",
-             duration(r["wall_s"]), usd(r["cost_usd"])]
+             _why(r), duration(r["wall_s"]), usd(r["cost_usd"])]
             for r in data.runs.to_dicts() if r["status"] != "succeeded"]
 
 
@@ -476,8 +490,9 @@ def sweep_document(data: SweepData) -> Document:
     blocks.append(Section("Trials", [
         Table(TRIAL_HEADERS, trials_table_rows(data), numeric=TRIAL_NUMERIC, max_rows=200, markdown_columns=8,
               empty="No trials planned or run yet."),
-        Section("Runs that did not succeed", [Table(["trial", "attempt", "status", "reason", "wall-clock", "cost"],
-                                                    _failure_rows(data), numeric=[1, 4, 5], max_rows=100,
+        Section("Runs that did not succeed", [Table(["trial", "attempt", "status", "reason", "stderr (last lines), log",
+                                                     "wall-clock", "cost"],
+                                                    _failure_rows(data), numeric=[1, 5, 6], max_rows=100,
                                                     empty="Every run succeeded.")], level=3),
         Section("Waste by reason", [Table(["reason", "runs", "wall-clock", "cost"], waste_rows, numeric=[1, 2, 3],
                                           empty="No waste.")], level=3)]))
