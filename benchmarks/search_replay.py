@@ -63,12 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"{sweep_id}: {rep.curves} curves of {meta['metric']} ({meta['goal']}), {rep.orders} arrival orders, "
           f"{rep.slots} slot(s), jitter {rep.jitter}")
-    print(f"{'strategy':<12} {'recipe kept':>11} {'$ vs grid (median, range)':>28} {'trial-s vs grid':>24} pruned")
+    print(f"{'strategy':<15} {'recipe kept':>11} {'$ vs grid (median, range)':>28} {'trial-s vs grid':>24} pruned")
     for name, s in out["strategies"].items():
         lo, hi = s["cost_vs_grid_range"]
         tlo, thi = s["trial_s_vs_grid_range"]
-        tag = " (default)" if name == rep.default else (" (cost-aware)" if name == out["cost_aware"] else "")
-        print(f"{name:<12} {s['recipe_kept']:>10.0%} {s['cost_vs_grid']:>9.0%} ({lo:.0%}-{hi:.0%})"
+        tag = " (default, cost-aware)" if name == rep.default else (" (plain)" if name == out["plain"] else "")
+        print(f"{name:<15} {s['recipe_kept']:>10.0%} {s['cost_vs_grid']:>9.0%} ({lo:.0%}-{hi:.0%})"
               f"{'':>9} {s['trial_s_vs_grid']:>6.0%} ({tlo:.0%}-{thi:.0%}) {s['pruned']:>6}{tag}")
     for n in rep.notes:
         print(f"- {n}")
