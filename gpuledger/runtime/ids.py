@@ -62,12 +62,13 @@ def sweep_to_run(spec: Any, resume: bool | None) -> tuple[str, str]:
 
 def new_sweep_id(spec: Any) -> str:
     """Returns an id for a fresh sweep of `spec` that the warehouse does not hold yet."""
-    from gpuledger.settings import resolve_path
+    from gpuledger import settings
     from gpuledger.spec.ids import spec_hash
 
     base = spec_hash(spec)
     known: set[str] = set()
-    if resolve_path().is_file():
+    # the team warehouse (ducklake:...) always exists to ask; a file only once made
+    if settings.current().warehouse.startswith("ducklake:") or settings.resolve_path().is_file():
         from gpuledger.warehouse import Warehouse
 
         with Warehouse.open(read_only=True) as wh:

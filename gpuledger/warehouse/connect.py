@@ -75,6 +75,13 @@ def remember_secrets(target: str) -> None:
                 _SECRETS.add(value)
 
 
+def remember_secret_values(values: list[str]) -> None:
+    """Remembers secret values (an object store's keys) so that `redact` hides them wherever they appear."""
+    for value in values:
+        if value and len(value) >= 3:
+            _SECRETS.add(value)
+
+
 def redact(text: str) -> str:
     """Returns `text` without passwords: `password=...` and `://user:...@` forms, and every secret
     `remember_secrets` saw, wherever it appears."""

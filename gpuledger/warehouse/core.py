@@ -52,6 +52,8 @@ class WarehouseBase:
 
     #: "duckdb" (one file) or "ducklake" (the team warehouse)
     backend = "duckdb"
+    #: DuckLake writers: the catalog's writer lock (`lake.WriterLock`), else None
+    _writer_lock: Any = None
 
     def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, read_only: bool):
         self._con = con
@@ -88,9 +90,11 @@ class WarehouseBase:
             con = lake.connect(str(target), read_only=read_only)
             wh = cls(con, Path(lake.redact(str(target))), read_only)
             wh.backend = "ducklake"
+            if not read_only:
+                wh._writer_lock = lake.WriterLock(str(target))
             if not read_only and migrate:
                 try:
-                    lake.ensure_schema(con)
+                    lake.ensure_schema(con, lock=wh._writer_lock)
                 except BaseException:
                     con.close()
                     raise
@@ -115,6 +119,8 @@ class WarehouseBase:
 
     def close(self) -> None:
         """Closes the connection (idempotent)."""
+        if self._writer_lock is not None:
+            self._writer_lock.close()
         if self._con is not None:
             self._con.close()
             self._con = None  # type: ignore[assignment]
@@ -144,10 +150,17 @@ class WarehouseBase:
         """Runs the body in one transaction: COMMIT at the end, ROLLBACK on any exception.
         On DuckLake the transaction first claims the writers' row, so that a concurrent writer's
         commit conflicts instead of duplicating rows (`gpuledger.warehouse.lake`)."""
-        with _migrate.transaction(self._con, str(self.path)):
-            if self.backend == "ducklake":
-                lake.claim_writer(self._con, lake.holder_name())
-            yield
+        lock = self._writer_lock
+        if lock is not None:  # DuckLake: wait for the other writers (across machines) instead of conflicting
+            lock.acquire()
+        try:
+            with _migrate.transaction(self._con, str(self.path)):
+                if self.backend == "ducklake":
+                    lake.claim_writer(self._con, lake.holder_name())
+                yield
+        finally:
+            if lock is not None:
+                lock.release()
 
     def _run(self, name: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
         """Runs the named query `gpuledger/warehouse/sql/queries/<name>.sql`; returns its rows (tuples)."""

@@ -20,6 +20,7 @@ is created; later connections read it from the catalog).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import random
@@ -34,15 +35,21 @@ from typing import Any
 import duckdb
 
 from gpuledger.errors import UserError
-from gpuledger.warehouse import sqlfiles
+from gpuledger.warehouse import objectstore, sqlfiles
 from gpuledger.warehouse.connect import NO_EXTENSION_DOWNLOADS, now, one_line, remember_secrets
 from gpuledger.warehouse.connect import redact as connect_redact
 
 PREFIX = "ducklake:"
 ENV_DATA = "GPULEDGER_WAREHOUSE_DATA"
 ALIAS = "lake"
-#: tables of the file that stay local (bookkeeping of the file itself)
-LOCAL_ONLY = ("schema_migrations", "schema_views", "sweep_leases")
+#: tables of a file's own bookkeeping: never created in the lake (its schema is `reference()`'s)
+FILE_ONLY = ("schema_migrations", "schema_views")
+#: tables `push_ledger` does not copy: the file's bookkeeping, and its leases (a lease held on one
+#: machine's file says nothing about who runs a sweep against the team warehouse)
+LOCAL_ONLY = (*FILE_ONLY, "sweep_leases")
+#: rows a commit may keep inlined in the catalog per table (DuckLake's data inlining,
+#: https://ducklake.select/docs/stable/duckdb/advanced_features/data_inlining)
+INLINE_ROWS = 10
 #: how long a writer retries a transaction that conflicted with another writer
 RETRY_S = 120.0
 
@@ -98,25 +105,61 @@ def connect(target: str, *, read_only: bool, data_path: str | None = None) -> du
     if not rest.startswith("postgres:"):
         raise LakeError(f"GPULEDGER_WAREHOUSE={target!r}: only ducklake:postgres:<connection string> is "
                         "supported (a PostgreSQL catalog)")
-    data_path = data_path if data_path is not None else os.environ.get(ENV_DATA)
+    data_path = data_path if data_path is not None else data_path_setting()
     remember_secrets(target)  # DuckDB's own error text quotes the connection string: redacted everywhere
+    store = store_for(data_path)
     try:
         con = duckdb.connect(":memory:", config={"extension_directory": _extension_dir(), **NO_EXTENSION_DOWNLOADS})
         con.execute("LOAD ducklake")
         con.execute("LOAD postgres_scanner")
-        if data_path and "://" in data_path:
-            con.execute("LOAD httpfs")
-        options = ["READ_ONLY"] if read_only else []
+        con.execute("LOAD httpfs")  # a catalog whose data path is object storage cannot attach without it
+        if store is not None:
+            # the keys reach DuckDB as a temporary secret of this connection only (never printed:
+            # objectstore.store_config hands every key to redact)
+            con.execute(objectstore.secret_statement(store))
+        # small commits (a lease renewal, one trial's record) stay in the catalog instead of making a
+        # Parquet file each, the small-file explosion of many writers; `warehouse maintain` flushes them
+        options = ["READ_ONLY"] if read_only else [f"DATA_INLINING_ROW_LIMIT {INLINE_ROWS}"]
         if data_path and not read_only:
-            if "://" not in data_path:
+            if store is None:
                 Path(data_path).mkdir(parents=True, exist_ok=True)
             options.append(f"DATA_PATH {sqlfiles.literal(data_path)}")
         opts = f" ({', '.join(options)})" if options else ""
         _attach(con, f"ATTACH {sqlfiles.literal(target)} AS {ALIAS}{opts}")
         con.execute(f"USE {ALIAS}")
+        if store is None:  # no data path given here: the catalog's own (set when it was created)
+            store = store_for(_catalog_data_path(con))
+            if store is not None:
+                con.execute(objectstore.secret_statement(store))
     except duckdb.Error as err:
-        raise LakeError(f"cannot open the DuckLake warehouse {redact(target)}: {one_line(err)}") from None
+        where = f" (data on {store.describe()})" if store is not None else ""
+        raise LakeError(f"cannot open the DuckLake warehouse {redact(target)}{where}: {one_line(err)}") from None
     return con
+
+
+def _catalog_data_path(con: duckdb.DuckDBPyConnection) -> str | None:
+    row = sqlfiles.run(con, "lake_data_path", {"alias": ALIAS}).fetchone()
+    return row[0] if row else None
+
+
+def data_path_setting() -> str | None:
+    """The team warehouse's data path: `[warehouse] data_path` / `$GPULEDGER_WAREHOUSE_DATA`."""
+    from gpuledger import settings
+
+    value = os.environ.get(ENV_DATA) or settings.current().values.get("warehouse.data_path")
+    return value or None
+
+
+def store_for(data_path: str | None) -> objectstore.StoreConfig | None:
+    """How to reach an object-storage data path (with the `[warehouse]` s3 settings), or None for a folder."""
+    if not objectstore.is_object_store(data_path):
+        return None
+    from gpuledger import settings
+
+    values = settings.current().values
+    return objectstore.store_config(str(data_path), endpoint=values.get("warehouse.s3_endpoint"),
+                                    region=values.get("warehouse.s3_region"),
+                                    url_style=values.get("warehouse.s3_url_style"))
 
 
 def _attach(con: duckdb.DuckDBPyConnection, statement: str, retry_s: float = 60.0) -> None:
@@ -137,25 +180,63 @@ def _attach(con: duckdb.DuckDBPyConnection, statement: str, retry_s: float = 60.
             delay = min(delay * 2, 2.0)
 
 
+#: words of DuckLake/PostgreSQL errors that mean another writer committed first: the transaction is
+#: retried from the start (DuckLake's commit of concurrent schema changes fails as "Failed to commit
+#: DuckLake transaction" with PostgreSQL's duplicate key underneath, not always with "conflict")
+_RETRYABLE = ("conflict", "failed to commit", "duplicate key", "could not serialize", "already exists")
+
+
+def retryable(err: BaseException) -> bool:
+    """True when `err` says a concurrent writer got there first (retry from the start)."""
+    text = str(err).lower()
+    return any(word in text for word in _RETRYABLE)
+
+
 def redact(target: str) -> str:
     """The connection string without a password, for messages (`gpuledger.warehouse.connect.redact`)."""
     return connect_redact(target)
 
 
-def ensure_schema(con: duckdb.DuckDBPyConnection, *, retry_s: float = RETRY_S) -> None:
-    """Creates missing tables and columns (no constraints), then the views and their comments; again
-    from the start while another process creating them at the same moment conflicts (bounded)."""
+def ensure_schema(con: duckdb.DuckDBPyConnection, *, retry_s: float = RETRY_S, lock: WriterLock | None = None) -> None:
+    """Creates missing tables and columns (no constraints), then the views and their comments (holding
+    `lock` meanwhile, when given); again from the start while another process creating them at the same
+    moment conflicts (bounded). A catalog that is already current is only read."""
     deadline = time.monotonic() + retry_s
     delay = 0.05
     while True:
         try:
-            _ensure_schema_once(con)
+            if _schema_current(con):
+                return
+            if lock is not None:
+                lock.acquire(max(1.0, deadline - time.monotonic()))
+            try:
+                _ensure_schema_once(con)
+            finally:
+                if lock is not None:
+                    lock.release()
             return
         except duckdb.Error as err:
-            if "conflict" not in str(err).lower() or time.monotonic() >= deadline:
+            with _suppress():
+                con.rollback()
+            if not retryable(err) or time.monotonic() >= deadline:
                 raise LakeError(f"cannot create the warehouse schema in the DuckLake catalog: {one_line(err)}") from None
             time.sleep(delay * (1 + random.random()))
             delay = min(delay * 2, 2.0)
+
+
+def _schema_current(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when every table and column of the reference schema, `lake_writer` and every view (at its
+    text's checksum) already exist: nothing to write."""
+    have = {(t, c) for t, c, _ in sqlfiles.run(con, "database_columns", {"database": ALIAS}).fetchall()}
+    tables = {t for t, _ in have}
+    if "lake_writer" not in tables:
+        return False
+    for shape in reference().values():
+        if shape.name not in FILE_ONLY and any((shape.name, c) not in have for c, _ in shape.columns):
+            return False
+    existing = dict(sqlfiles.run(con, "database_views", {"database": ALIAS}).fetchall())
+    return all(f"-- gpuledger:{sqlfiles.checksum(sql)[:16]}" in existing.get(n, "")
+               for n, sql in sqlfiles.views().items())
 
 
 def _ensure_schema_once(con: duckdb.DuckDBPyConnection) -> None:
@@ -165,7 +246,7 @@ def _ensure_schema_once(con: duckdb.DuckDBPyConnection) -> None:
         sqlfiles.run(con, "lake_writer_create")
         sqlfiles.run(con, "lake_writer_seed", {"at": now()})
         for shape in reference().values():
-            if shape.name in LOCAL_ONLY:
+            if shape.name in FILE_ONLY:
                 continue
             if shape.name not in tables:
                 cols = ", ".join(f"{sqlfiles.ident(c)} {t}" for c, t in shape.columns)
@@ -201,6 +282,92 @@ def transaction(con: duckdb.DuckDBPyConnection):
     return migrate.transaction(con)
 
 
+#: the PostgreSQL advisory lock every gpuledger writer of one DuckLake catalog takes (a constant key:
+#: one catalog per database, https://www.postgresql.org/docs/current/explicit-locking.html#ADVISORY-LOCKS)
+WRITER_LOCK_KEY = 0x67706C6564676572 & 0x7FFFFFFFFFFFFFFF  # "gpledger"
+
+
+class WriterLock:
+    """Serializes the writers of one DuckLake catalog across processes and machines: a session-level
+    PostgreSQL advisory lock on the catalog's own database, taken before each writing transaction and
+    let go after its commit. DuckLake commits optimistically (a writer that overlaps another fails at
+    COMMIT), which at 8+ concurrent sweeps means most commits fail and retry; waiting for the lock
+    instead makes every commit succeed the first time. A writer that dies lets go with its PostgreSQL
+    session. The `lake_writer` row stays as the safety net for writers that do not take the lock."""
+
+    def __init__(self, target: str) -> None:
+        self.dsn = target[len(PREFIX) + len("postgres:"):]
+        self._pg: Any = None
+        self.waited_s = 0.0  # total seconds spent waiting for other writers (ingest lag)
+        self.acquired = 0
+
+    def _connection(self) -> Any:
+        if self._pg is None or self._pg.closed:
+            import psycopg2
+
+            try:
+                self._pg = psycopg2.connect(self.dsn, application_name=f"gpuledger writer {holder_name()}",
+                                            connect_timeout=30)
+            except psycopg2.Error as err:
+                raise LakeError(f"cannot reach the DuckLake catalog's PostgreSQL for the writer lock: "
+                                f"{connect_redact(str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__)}"
+                                ) from None
+            self._pg.autocommit = True
+        return self._pg
+
+    def acquire(self, wait_s: float = RETRY_S) -> None:
+        """Waits (bounded by `wait_s`, with backoff) until this process holds the writer lock."""
+        import psycopg2
+
+        deadline = time.monotonic() + wait_s
+        started = time.monotonic()
+        delay = 0.02
+        while True:
+            try:
+                with self._connection().cursor() as cur:
+                    cur.execute("SELECT pg_try_advisory_lock(%s)", (WRITER_LOCK_KEY,))
+                    got = bool(cur.fetchone()[0])
+            except psycopg2.Error as err:
+                self.close()
+                raise LakeError(f"the DuckLake catalog's writer lock: {connect_redact(str(err).strip())}") from None
+            if got:
+                self.waited_s += time.monotonic() - started
+                self.acquired += 1
+                return
+            if time.monotonic() >= deadline:
+                raise LakeError(f"another writer held the team warehouse's writer lock for {wait_s:g} s "
+                                f"({self._holder()}); retry when it has finished")
+            time.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 0.5)
+
+    def _holder(self) -> str:
+        try:
+            with self._connection().cursor() as cur:
+                cur.execute("SELECT a.application_name, a.client_addr, a.pid FROM pg_locks l "
+                            "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted")
+                rows = cur.fetchall()
+            return "; ".join(f"{r[0] or 'PostgreSQL pid ' + str(r[2])}" for r in rows) or "holder unknown"
+        except Exception:  # only for the message
+            return "holder unknown"
+
+    def release(self) -> None:
+        if self._pg is None or self._pg.closed:
+            return
+        import psycopg2
+
+        try:
+            with self._pg.cursor() as cur:
+                cur.execute("SELECT pg_advisory_unlock(%s)", (WRITER_LOCK_KEY,))
+        except psycopg2.Error:
+            self.close()  # the session's end lets go of the lock
+
+    def close(self) -> None:
+        if self._pg is not None:
+            with contextlib.suppress(Exception):
+                self._pg.close()
+            self._pg = None
+
+
 def claim_writer(con: duckdb.DuckDBPyConnection, holder: str) -> None:
     """Inside a transaction: touches the writers' row, so that overlapping writers conflict."""
     sqlfiles.run(con, "lake_writer_claim", {"holder": holder, "at": now()})
@@ -211,14 +378,16 @@ def holder_name() -> str:
 
 
 def with_retries(con: duckdb.DuckDBPyConnection, body: Callable[[], Any], *, what: str,
-                 retry_s: float = RETRY_S) -> Any:
-    """Runs `body` in a writing transaction, again from the start while it conflicts with another
-    writer (bounded by `retry_s`); returns what `body` returns."""
+                 retry_s: float = RETRY_S, lock: WriterLock | None = None) -> Any:
+    """Runs `body` in a writing transaction (holding `lock` while it runs, when given), again from the
+    start while it conflicts with another writer (bounded by `retry_s`); returns what `body` returns."""
     deadline = time.monotonic() + retry_s
     delay = 0.05
     attempts = 0
     while True:
         attempts += 1
+        if lock is not None:
+            lock.acquire(max(1.0, deadline - time.monotonic()))
         con.begin()
         try:
             claim_writer(con, holder_name())
@@ -228,7 +397,7 @@ def with_retries(con: duckdb.DuckDBPyConnection, body: Callable[[], Any], *, wha
         except duckdb.Error as err:
             with _suppress():
                 con.rollback()
-            conflict = "conflict" in str(err).lower()
+            conflict = retryable(err)
             if conflict and time.monotonic() < deadline:
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 2.0)
@@ -239,6 +408,9 @@ def with_retries(con: duckdb.DuckDBPyConnection, body: Callable[[], Any], *, wha
             with _suppress():
                 con.rollback()
             raise
+        finally:
+            if lock is not None:
+                lock.release()
 
 
 def _suppress():
@@ -281,8 +453,9 @@ def push_ledger(file: str | os.PathLike[str], target: str, *, data_path: str | N
     if not path.is_file():
         raise UserError(f"{path}: no such ledger file (a DuckDB warehouse file, e.g. .gpuledger/ledger.duckdb of a project)")
     con = connect(target, read_only=False, data_path=data_path)
+    lock = WriterLock(target)
     try:
-        ensure_schema(con)
+        ensure_schema(con, lock=lock)
         try:
             con.execute(f"ATTACH {sqlfiles.literal(str(path.resolve()))} AS src (READ_ONLY)")
         except duckdb.Error as err:
@@ -300,7 +473,8 @@ def push_ledger(file: str | os.PathLike[str], target: str, *, data_path: str | N
                 rows[shape.name] = replace_rows(con, shape.name, f"src.{sqlfiles.ident(shape.name)}", cols)
             return rows
 
-        rows = with_retries(con, body, what=f"push {path}")
+        rows = with_retries(con, body, what=f"push {path}", lock=lock)
         return PushResult(str(path), target, rows)
     finally:
+        lock.close()
         con.close()

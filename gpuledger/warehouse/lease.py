@@ -101,6 +101,7 @@ class LeaseMixin:
                 assert row is not None
                 raise self._busy(sweep_id, row)
             acquired = row["acquired_at"] if row is not None and row["holder"] == holder else at
+            self._run("sweep_lease_drop", {"sweep_id": sweep_id})
             self._run("sweep_lease_put", {"sweep_id": sweep_id, "holder": holder, "pid": os.getpid(),
                                           "host": _host(), "acquired_at": acquired, "renewed_at": at,
                                           "expires_at": at + ttl})
