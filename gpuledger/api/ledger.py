@@ -217,6 +217,24 @@ class Ledger:
         with self._scope():
             return runner.serve(port=port, metrics_port=metrics_port)
 
+    def serve_worker(self) -> int:
+        """Runs one more process worker on the pool of the (team) Prefect server PREFECT_API_URL names until
+        interrupted (`gpuledger serve --worker-only`)."""
+        runner = importlib.import_module(PREFECT_RUNNER)
+        with self._scope():
+            return runner.serve_worker()
+
+    def maintain_warehouse(self, *, metrics_older_than_days: float = 30.0, every: int = 10,
+                           expire_older_than_days: float = 7.0) -> Any:
+        """Compacts the warehouse, expires old DuckLake snapshots and downsamples old metric points;
+        returns `MaintenanceResult` (`gpuledger warehouse maintain`, docs/warehouse.md)."""
+        from gpuledger.warehouse import Warehouse
+        from gpuledger.warehouse.maintenance import maintain
+
+        with self._scope(), Warehouse.open() as wh:
+            return maintain(wh, metrics_older_than_days=metrics_older_than_days, every=every,
+                            expire_older_than_days=expire_older_than_days)
+
     def approve(self, sweep: str, *, approve: bool = True, note: str = "") -> dict[str, Any]:
         """Approves (or, `approve=False`, rejects) a sweep waiting for approval past an envelope's soft
         threshold: resumes its paused Prefect flow run (`gpuledger approve|reject`, docs/budgets.md)."""

@@ -65,6 +65,23 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _days(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of days, got {text!r}") from None
+    if not math.isfinite(value) or value < 0 or value > 36_500:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 36500 days, got {text}")
+    return value
+
+
+def _every(text: str) -> int:
+    value = _whole_number(text)
+    if not 2 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"must be from 2 to 1000000 points, got {value}")
+    return value
+
+
 def _index(text: str) -> int:
     value = _whole_number(text)
     if value < 0:
@@ -258,6 +275,14 @@ def build_parser() -> argparse.ArgumentParser:
     w = wsub.add_parser("push", help="copy a local DuckDB ledger into the warehouse GPULEDGER_WAREHOUSE names")
     w.add_argument("file", metavar="FILE")
     w.add_argument("--json", action="store_true")
+    w = wsub.add_parser("maintain", help="compact data files, expire old snapshots, downsample old metric points")
+    w.add_argument("--metrics-older-than", dest="metrics_older_than_days", type=_days, default=30.0, metavar="DAYS",
+                   help="downsample metric points of runs that ended this many days ago")
+    w.add_argument("--every", type=_every, default=10, metavar="N",
+                   help="keep one point (mean, min, max) per N raw points")
+    w.add_argument("--expire-older-than", dest="expire_older_than_days", type=_days, default=7.0, metavar="DAYS",
+                   help="DuckLake: expire snapshots older than this many days")
+    w.add_argument("--json", action="store_true")
 
     s = sub.add_parser("export", help="export every warehouse table")
     s.add_argument("--parquet", required=True, metavar="DIR")
@@ -280,6 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="listen on this port (default: $GPULEDGER_PREFECT_PORT, else prefect.toml's 4200)")
     s.add_argument("--metrics-port", type=_prefect_port, default=None, metavar="PORT",
                    help="also serve Prometheus metrics at http://127.0.0.1:PORT/metrics (default: none)")
+    s.add_argument("--worker-only", action="store_true",
+                   help="only a worker, for the Prefect server PREFECT_API_URL names (a team's; several may run)")
     from gpuledger.cli.help import document
 
     return document(p)

@@ -149,6 +149,13 @@ DOCS: dict[str, tuple[str, list[str]]] = {
         "duplicates nothing (overlapping writers retry).",
         ["GPULEDGER_WAREHOUSE='ducklake:postgres:dbname=ledger host=db' GPULEDGER_WAREHOUSE_DATA=/shared/ledger "
          "gpuledger warehouse push .gpuledger/ledger.duckdb"]),
+    "warehouse maintain": (
+        "Keep the warehouse small and fast: metric points of runs older than --metrics-older-than days are "
+        "downsampled to one point per --every (mean, min and max kept; final metrics, runs and costs "
+        "untouched); on DuckLake, inlined rows are flushed to Parquet, adjacent small files merged, snapshots "
+        "older than --expire-older-than days expired and their files deleted. Prints data files and metric "
+        "rows before and after. The deployment warehouse-maintenance/weekly runs it on Sundays.",
+        ["gpuledger warehouse maintain", "gpuledger warehouse maintain --metrics-older-than 90 --every 20 --json"]),
     "export": (
         "Export every warehouse table as Parquet files.",
         ["gpuledger export --parquet /tmp/ledger"]),

@@ -46,6 +46,13 @@ def serve(port: int | None = None, metrics_port: int | None = None, say: Callabl
     return serve_local(say=say or (lambda msg: print(msg, flush=True)), port=port, metrics_port=metrics_port)
 
 
+def serve_worker(say: Callable[[str], None] | None = None) -> int:
+    """Runs one more worker for the (team) Prefect server PREFECT_API_URL names (`gpuledger serve --worker-only`)."""
+    from gpuledger.flows.server import serve_worker as worker
+
+    return worker(say=say or (lambda msg: print(msg, flush=True)))
+
+
 def decide_approval(sweep: str, *, approve: bool, note: str = "") -> dict:
     """Resumes a sweep's flow run paused for approval with the decision (`gpuledger approve|reject`,
     `gpuledger.flows.approvals.resume`); returns what was decided."""

@@ -498,3 +498,49 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+def serve_worker(root: Path | None = None, say: Callable[[str], None] = print, name: str | None = None) -> int:
+    """Runs `gpuledger serve --worker-only` until Ctrl-C/SIGTERM: one more process worker on the work
+    pool of the Prefect server PREFECT_API_URL names (a team's server, on PostgreSQL), for this
+    project's flow runs; no server, no deployments of its own (one `gpuledger serve`, or `prefect deploy
+    --all` against the team server, makes those). Creates the pool when the server lacks it."""
+    root = (root or project_root()).resolve()
+    api_url = os.environ.get("PREFECT_API_URL", "").strip() or own_server_url(root)
+    if not api_url:
+        raise UserError("`gpuledger serve --worker-only` needs the Prefect server to work for: set PREFECT_API_URL "
+                        "(e.g. http://prefect.internal:4200/api), or start `gpuledger serve` in this project first")
+    if not api_healthy(api_url, timeout_s=5.0):
+        raise UserError(f"no Prefect server answers at {api_url}; start it (`gpuledger serve` on that machine) "
+                        "or fix PREFECT_API_URL")
+    env = serve_env(root, api_url)
+    prefect = prefect_bin()
+    if _run([prefect, "work-pool", "inspect", WORK_POOL], env, root).returncode != 0:
+        say(f"Creating work pool {WORK_POOL} (process) ...")
+        made = _run([prefect, "work-pool", "create", WORK_POOL, "--type", "process"], env, root)
+        if made.returncode != 0 and "already exists" not in (made.stdout + made.stderr):
+            raise UserError(f"could not create work pool {WORK_POOL}:\n{made.stdout}{made.stderr}")
+    worker_name = name or f"{socket.gethostname()}-{os.getpid()}"
+    stopping = {"flag": False}
+
+    def on_term(signum, frame):
+        stopping["flag"] = True
+        raise KeyboardInterrupt
+
+    old_term = signal.signal(signal.SIGTERM, on_term)
+    worker = None
+    try:
+        worker = subprocess.Popen(
+            [prefect, "worker", "start", "--pool", WORK_POOL, "--type", "process", "--name", worker_name],
+            env=env, cwd=str(root), stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
+        say(f"gpuledger worker ready: {worker_name} on pool {WORK_POOL} of {api_url} (Ctrl-C stops it)")
+        while worker.poll() is None:
+            time.sleep(0.5)
+        raise UserError(f"the worker exited with code {worker.returncode}")
+    except KeyboardInterrupt:
+        say("Stopping the worker ...")
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stop_process(worker, grace_s=20.0)
+        signal.signal(signal.SIGTERM, old_term)

@@ -1,4 +1,5 @@
-"""`gpuledger warehouse push FILE`: a local ledger into the team warehouse (DuckLake)."""
+"""`gpuledger warehouse push FILE`: a local ledger into the team warehouse (DuckLake);
+`gpuledger warehouse maintain`: compaction, expired snapshots, downsampled old metric points."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from gpuledger.errors import UserError
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.warehouse_action == "maintain":
+        return _maintain(args)
     from gpuledger.settings import ENV_PATH
     from gpuledger.warehouse import lake
 
@@ -24,3 +27,15 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(result.summary())
     return 0
+
+
+def _maintain(args: argparse.Namespace) -> int:
+    from gpuledger.api import Ledger
+
+    result = Ledger().maintain_warehouse(metrics_older_than_days=args.metrics_older_than_days, every=args.every,
+                                         expire_older_than_days=args.expire_older_than_days)
+    if getattr(args, "json", False):
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(result.summary())
+    return 0 if result.ok else 1

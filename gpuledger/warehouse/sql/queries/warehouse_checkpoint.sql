@@ -1,0 +1,2 @@
+-- A DuckDB file: the write-ahead log folded into the file.
+CHECKPOINT
