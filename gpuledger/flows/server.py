@@ -437,7 +437,7 @@ def _serve(root: Path | None, say: Callable[[str], None], ready_timeout_s: float
             made = _run([prefect, "work-pool", "create", WORK_POOL, "--type", "process"], env, root)
             if made.returncode != 0:
                 raise UserError(f"could not create work pool {WORK_POOL}:\n{made.stdout}{made.stderr}")
-        say("Deploying prefect.yaml (sweep/lora-grid, cost-report/weekly, capacity/chat-serving) ...")
+        say("Deploying prefect.yaml (sweep/lora-grid, cost-report/weekly, warehouse-maintenance/weekly, capacity/chat-serving) ...")
         deployed = _run([prefect, "--no-prompt", "deploy", "--all"], env, root)
         if deployed.returncode != 0:
             raise UserError(f"`prefect deploy --all` failed:\n{deployed.stdout[-4000:]}{deployed.stderr[-4000:]}")

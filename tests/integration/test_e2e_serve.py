@@ -92,7 +92,7 @@ def test_serve_deploy_run_sweep_deployment_and_shut_down_cleanly(tmp_path, _isol
         assert checks["prefect"]["status"] == "ok" and "this project's" in checks["prefect"]["detail"], checks
 
         deployed = deployments(api)  # from the REST API (as `prefect deployment ls` reads it, without its start-up)
-        for name in ("sweep/lora-grid", "cost-report/weekly", "capacity/chat-serving"):
+        for name in ("sweep/lora-grid", "cost-report/weekly", "capacity/chat-serving", "warehouse-maintenance/weekly"):
             assert name in deployed, deployed
         prefect = str(Path(sys.executable).parent / "prefect")
         for _ in range(2):  # twice: two sweeps, each of them complete
