@@ -24,7 +24,7 @@ from helpers.sweep_specs import sweep_spec, trial_script, x_points
 
 from gpuledger.flows.server import api_healthy, stop_process
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 SWEEPS = 8
 POINTS = (0.1, 0.5)
