@@ -28,13 +28,11 @@ def warehouse_maintenance(metrics_older_than_days: float = 30.0, every: int = 10
     """Maintains the warehouse; returns what changed (MaintenanceResult.to_dict())."""
     from prefect.artifacts import create_markdown_artifact
 
-    from gpuledger.warehouse import Warehouse
-    from gpuledger.warehouse.maintenance import maintain
+    from gpuledger.api import Ledger
 
     log = get_run_logger()
-    with Warehouse.open() as wh:
-        result = maintain(wh, metrics_older_than_days=metrics_older_than_days, every=every,
-                          expire_older_than_days=expire_older_than_days)
+    result = Ledger().maintain_warehouse(metrics_older_than_days=metrics_older_than_days, every=every,
+                                         expire_older_than_days=expire_older_than_days)
     log.info(result.summary())
     rows = "\n".join(f"| {k} | {v} |" for k, v in result.steps.items())
     create_markdown_artifact(key="warehouse-maintenance", description="What the warehouse maintenance changed",

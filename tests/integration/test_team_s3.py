@@ -26,7 +26,8 @@ from gpuledger.flows.server import api_healthy, stop_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
-SWEEPS = 8
+#: the concurrent sweeps (the issue's check runs 8); GPULEDGER_TEST_TEAM_SWEEPS lowers it for a quick local try
+SWEEPS = int(os.environ.get("GPULEDGER_TEST_TEAM_SWEEPS", "8"))
 POINTS = (0.1, 0.5)
 TRIAL = trial_script("""
 for s in range(1, 13):
@@ -112,7 +113,7 @@ def test_eight_sweeps_at_once_store_every_run_once_with_data_in_the_bucket(team,
     assert s3.secret not in joined
 
     q = _cli(["sql", "select count(*) as n, count(distinct run_id) as runs, count(distinct sweep_id) as sweeps, "
-                     "sum(case when status = 'succeeded' then 1 else 0 end) as ok from runs", "--format", "json"],
+                     "count_if(status = 'succeeded') as ok from runs", "--format", "json"],
              env, tmp_path)
     assert q.returncode == 0, q.stderr
     row = json.loads(q.stdout)[0]
