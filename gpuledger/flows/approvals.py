@@ -31,6 +31,8 @@ from gpuledger.runtime.envelopes import observed_owner, usd
 
 #: how often the paused flow asks the server whether it was resumed (seconds)
 POLL_INTERVAL_S = 2
+#: how long `approve` waits for a flow run that recorded its request but has not paused yet (seconds)
+PAUSE_WAIT_S = 60.0
 
 
 class Approval(RunInput):
@@ -112,7 +114,19 @@ def resume(sweep: str, *, approve: bool, note: str = "") -> dict[str, Any]:
             "approved": bool(approve), "by": user, "flow_run_id": row["flow_run_id"], "reserved_usd": row["reserved_usd"]}
 
 
+def _flow_run_final(flow_run_id: str) -> bool:
+    """Whether the flow run has ended (completed, failed, cancelled, crashed)."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(UUID(flow_run_id)).state
+    return bool(state is not None and state.is_final())
+
+
 def _resume(api_url: str, flow_run_id: str, run_input: dict[str, Any]) -> None:
+    import time
     from uuid import UUID
 
     from prefect.exceptions import FlowPauseTimeout, NotPausedError
@@ -123,7 +137,17 @@ def _resume(api_url: str, flow_run_id: str, run_input: dict[str, Any]) -> None:
     os.environ["PREFECT_API_URL"] = api_url
     try:
         with temporary_settings({PREFECT_API_URL: api_url}):
-            resume_flow_run(UUID(flow_run_id), run_input=run_input)
+            deadline = time.monotonic() + PAUSE_WAIT_S
+            while True:
+                try:
+                    resume_flow_run(UUID(flow_run_id), run_input=run_input)
+                    break
+                except NotPausedError:
+                    # the request is recorded just before the flow run proposes its Paused state: a decision
+                    # that quick waits for the pause; a run that ended is told as such
+                    if _flow_run_final(flow_run_id) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(1.0)
     except NotPausedError:
         raise UserError(f"flow run {flow_run_id} is not paused any more (approved, rejected or timed out "
                         "already)") from None
