@@ -113,7 +113,7 @@ def test_eight_sweeps_at_once_store_every_run_once_with_data_in_the_bucket(team,
     assert s3.secret not in joined
 
     q = _cli(["sql", "select count(*) as n, count(distinct run_id) as runs, count(distinct sweep_id) as sweeps, "
-                     "count_if(status = 'succeeded') as ok from runs", "--format", "json"],
+                     "count_if(status = 'succeeded')::INTEGER as ok from runs", "--format", "json"],
              env, tmp_path)
     assert q.returncode == 0, q.stderr
     row = json.loads(q.stdout)[0]
