@@ -23,7 +23,7 @@ def _status(env: dict[str, str], cwd) -> dict:
 
 @pytest.mark.slow
 def test_status_during_and_after_a_sweep(tmp_path, _isolated_warehouse, prefect_api_url):
-    spec = write_spec(tmp_path, "status-grid", xs=(0.1, 0.2, 0.3), sleep=12.0, max_parallel=1, usd_per_hour=3.6)
+    spec = write_spec(tmp_path, "status-grid", xs=(0.1, 0.2, 0.3), sleep=8.0, max_parallel=1, usd_per_hour=3.6)
     env = {**os.environ, "GPULEDGER_WAREHOUSE": str(_isolated_warehouse), "PREFECT_API_URL": prefect_api_url,
            "PREFECT_HOME": str(tmp_path / "prefect-home"), "DO_NOT_TRACK": "1", "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "gpuledger.cli", "sweep", str(spec)], cwd=tmp_path, env=env,
