@@ -302,7 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="local Prefect server + worker + the deployments of prefect.yaml")
     s.add_argument("--port", type=_prefect_port, default=None, metavar="PORT",
-                   help="listen on this port (default: $GPULEDGER_PREFECT_PORT, else prefect.toml's 4200)")
+                   help="listen on this port (default: $GPULEDGER_PREFECT_PORT, else prefect.toml's 4200); "
+                        "written into prefect.toml, so the prefect commands of this project follow it")
     s.add_argument("--metrics-port", type=_prefect_port, default=None, metavar="PORT",
                    help="also serve Prometheus metrics at http://127.0.0.1:PORT/metrics (default: none)")
     s.add_argument("--worker-only", action="store_true",
