@@ -36,9 +36,10 @@ PAUSE_WAIT_S = 60.0
 
 
 class Approval(RunInput):
-    """What resumes a paused sweep (also the Prefect UI's form)."""
+    """What resumes a paused sweep (also the Prefect UI's form: tick `approve` to launch). A resume that
+    carries no decision is a rejection: nothing is spent without an explicit yes."""
 
-    approve: bool = True
+    approve: bool = False
     by: str = ""
     note: str = ""
 
