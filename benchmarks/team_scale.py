@@ -115,7 +115,7 @@ def main() -> int:
             points = wh.query("select count(*) as n from metrics").row(0, named=True)["n"]
         with Warehouse.open() as wh:
             files_before = data_files(wh._con)
-            m = maintain(wh, metrics_older_than_days=36500, every=10, expire_older_than_days=0)
+            m = maintain(wh, metrics_older_than_days=0, every=10, expire_older_than_days=0)
         from gpuledger.report import write_weekly_report
         from gpuledger.report.weeks import check_week
 
