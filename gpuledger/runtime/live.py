@@ -3,10 +3,11 @@
 DuckDB lets no other process open a file that one process writes, so while a sweep runs its warehouse
 cannot be read by `gpuledger status`. The run therefore keeps `live/SWEEP_ID.json` beside the landing
 folders (`gpuledger.settings.Settings.landing_dir`'s parent), written atomically at each launch and
-each stored result (and at most every `LIVE_EVERY_S` otherwise), removed when the run ends:
+each stored result, removed when the run ends (readers accrue the running trials to their own now):
 
     {"sweep_id", "sweep", "name", "state": "running", "pid", "host", "started_at", "updated_at",
-     "trials": {state: n}, "spent_usd", "planned_usd", "budget_usd", "max_parallel", "eta_s", "eta_basis"}
+     "trials": {state: n}, "spent_usd", "planned_usd", "budget_usd", "max_parallel", "eta_s", "eta_basis",
+     "running_since": [{"trial_id", "since_epoch", "usd_per_hour"}]}  (readers accrue to their own now)
 
 `spent_usd`: the stored results' cost plus the running trials' price x elapsed. `eta_s`: the planned
 wall-clock of the trials still to run and of the running ones' remainder, scaled by how long the
@@ -28,9 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from gpuledger.runtime.events import progress_listener
-
-#: at most this often (s) a run rewrites its live status between launches and results
-LIVE_EVERY_S = 2.0
 
 
 def live_dir() -> Path:
@@ -82,7 +80,9 @@ class LiveStatus:
                 self.skipped += len(event.get("trial_ids") or [])
             else:
                 return
-        self.write(force=kind != "launched" or time.monotonic() - self.written > LIVE_EVERY_S)
+        # every event is written: a launch skipped by a throttle stayed unseen until the trial's result
+        # (nothing else rewrites the file), so `status` showed no running trial and $0 accrued meanwhile
+        self.write()
 
     def snapshot(self) -> dict[str, Any]:
         """Returns the live status now (see the module docstring)."""
@@ -128,7 +128,10 @@ class LiveStatus:
                     "running_trials": len(self.started), "eta_s": round(eta, 1), "eta_basis": basis, "live": True,
                     "measured_usd": round(self.spent_usd, 6), "running_accrued_usd": round(accrued, 6),
                     "usd_per_hour": round(sum(rates.values()), 6), "over_estimate_trials": 0,
-                    "awaiting_approval": None}
+                    "awaiting_approval": None,
+                    # what a reader needs to accrue the running trials up to its own now (`live_states`)
+                    "running_since": [{"trial_id": t, "since_epoch": time.time() - (now - t0), "usd_per_hour": rates[t]}
+                                      for t, t0 in self.started.items()]}
 
     def write(self, force: bool = True) -> None:
         """Writes the snapshot atomically (best effort: a full disk never stops a sweep)."""
@@ -173,5 +176,21 @@ def live_states(sweep: str | None = None) -> list[dict[str, Any]]:
         if not isinstance(data, dict) or (data.get("host") == socket.gethostname() and not pid_alive(data.get("pid"))):
             continue
         if sweep is None or sweep in (data.get("sweep_id"), data.get("name")):
-            out.append(data)
+            out.append(_accrued_to_now(data))
     return sorted(out, key=lambda d: str(d.get("started_at") or ""), reverse=True)
+
+
+def _accrued_to_now(data: dict[str, Any]) -> dict[str, Any]:
+    """The live status with its running trials' spend accrued up to now (price x elapsed since each
+    launched): the file is written at launches and results, a reader asks in between."""
+    running = data.get("running_since")
+    if not isinstance(running, list):
+        return data
+    now = time.time()
+    try:
+        accrued = sum(max(0.0, now - float(r["since_epoch"])) * float(r["usd_per_hour"]) / 3600.0 for r in running)
+        measured = float(data.get("measured_usd") or 0.0)
+    except (KeyError, TypeError, ValueError):
+        return data
+    return {**data, "running_accrued_usd": round(accrued, 6), "accrued_usd": round(measured + accrued, 6),
+            "spent_usd": round(measured + accrued, 6)}
