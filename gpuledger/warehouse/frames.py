@@ -174,6 +174,10 @@ class MetricsFrame(_Base):
     step: pl.Int64 = pa.Field(nullable=True)
     t_s: float = pa.Field(nullable=True, ge=0)
     value: float = pa.Field(nullable=True)
+    # a downsampled point (`gpuledger warehouse maintain`, migration 044): NULL on raw points
+    value_min: float = pa.Field(nullable=True)
+    value_max: float = pa.Field(nullable=True)
+    points: pl.Int32 = pa.Field(nullable=True, ge=1)
 
     @pa.dataframe_check
     def keys_set_values_finite(cls, data: pa.PolarsData) -> pl.LazyFrame:

@@ -73,7 +73,7 @@ def test_a_report_written_on_a_full_disk_leaves_the_previous_one_whole(tmp_path,
 
 
 def test_a_newline_in_a_metric_name_cannot_forge_a_log_line(caplog):
-    from gpuledger.runtime.engine import _fmt_metrics, _one_line
+    from gpuledger.runtime.trial_lines import _fmt_metrics, _one_line
 
     with caplog.at_level(logging.INFO):
         logging.getLogger("t").info("Trial %s succeeded (%s)", "t1",
