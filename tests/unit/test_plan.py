@@ -345,7 +345,15 @@ def test_pruned_choice_equals_brute_force(offer_rows, est_rows, deadline, rate, 
     e = pl.DataFrame({"trial_id": [r[0] for r in est_rows], "gpus": [r[1] for r in est_rows], "sharding": [r[2] for r in est_rows],
                       "est_memory_gib": [r[3] for r in est_rows], "flops_total": [r[4] * L4_GPU_HOUR for r in est_rows]})
     p = plan_of(e, o, s, accel=ACCEL)
-    ref = _brute_force(est_rows, offer_rows, s, ACC_DICT)
+    # the reference refuses what the planner's price floors refuse (gpuledger/catalog/floors.py): an
+    # on-demand price far below its peers is never planned on, a spot price far below them never used
+    from gpuledger.catalog import floors
+
+    marked = floors.mark(o).select("cloud", "instance_type", "price_problem", "spot_problem").rows()
+    problems = {(c, i): (pp, sp) for c, i, pp, sp in marked}
+    kept = [(c, i, a, n, od, None if problems[(c, i)][1] else sp) for c, i, a, n, od, sp in offer_rows
+            if not problems[(c, i)][0]]
+    ref = _brute_force(est_rows, kept, s, ACC_DICT)
     for t in p.trials:
         if t["trial_id"] not in ref:
             assert not t["feasible"]
