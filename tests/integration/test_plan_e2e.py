@@ -79,12 +79,12 @@ def test_plan_user_price_file_changes_choice(tmp_path, monkeypatch):
     prices = tmp_path / "p.csv"
     prices.write_text(
         "cloud,region,instance_type,accelerator,accelerator_count,usd_per_hour_on_demand,usd_per_hour_spot,vcpus,memory_gib,source,as_of\n"
-        "aws,us-east-1,p5.4xlarge,H100,1,0.10,,16,256,negotiated,2026-06-01\n"
+        "aws,us-east-1,p5.4xlarge,H100,1,1.50,,16,256,negotiated,2026-06-01\n"  # a plausible negotiated rate (a price far below its peers is refused: catalog/floors.py)
     )
     monkeypatch.setenv("GPULEDGER_PRICES", str(prices))
     after = plan_sweep(spec)
     assert after.price_snapshot != before.price_snapshot
-    assert all(t["instance_type"] == "p5.4xlarge" and t["usd_per_hour"] == 0.10 for t in after.trials)
+    assert all(t["instance_type"] == "p5.4xlarge" and t["usd_per_hour"] == 1.50 for t in after.trials)
     assert after.total_est_cost_usd < before.total_est_cost_usd
 
 
