@@ -102,7 +102,9 @@ def records_to_frames(records: Sequence[Any], ingested_at: datetime | None = Non
                 bl[k].append(v)
 
     def frame(table: str, data: dict[str, list[Any]]) -> pl.DataFrame:
-        return pl.DataFrame(data, schema=frames.empty_frame(table).schema, strict=False)
+        # columns a record never fills (a downsampled point's value_min/value_max/points) become nulls
+        schema = {k: t for k, t in frames.empty_frame(table).schema.items() if k in data}
+        return frames.conform(table, pl.DataFrame(data, schema=schema, strict=False))
 
     return {"runs": frame("runs", runs), "final_metrics": frame("final_metrics", fm),
             "metrics": frame("metrics", mt), "billing": frame("billing", bl)}

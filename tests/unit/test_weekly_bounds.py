@@ -123,6 +123,8 @@ def test_range_filter_gives_what_the_iso_week_rule_gave(wh, name):
     for week in weeks:
         old = wh.query((OLD / f"{name}.sql").read_text(), {"week": week} if name != "report_weeks_with_data" else None)
         new = wh.query_named(name, week_bounds(week) if name != "report_weeks_with_data" else None)
+        # columns added since the old query was kept (running trials' accrual, issue 41) are not compared
+        new = new.select([c for c in new.columns if c in old.columns]) if set(old.columns) <= set(new.columns) else new
         assert _same(old, new), f"{name} {week}:\nold\n{old}\nnew\n{new}"
         checked += new.height
     assert checked > 0  # the edges do land somewhere
