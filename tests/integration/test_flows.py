@@ -100,8 +100,8 @@ def test_sweep_flow_runs_four_trials_ingests_reports_and_publishes_artifacts(har
     assert html.as_uri() in arts["sweep-tiny-grid-roi"][0].data  # the markdown links the HTML
     assert float(arts["sweep-tiny-grid-progress"][-1].data) == 100.0
 
-    # a re-run of the same spec continues the sweep: nothing is launched again
-    again = sweep(spec=str(spec))
+    # a re-run asked to continue (resume=True; unset starts a fresh sweep of a finished one): nothing is launched again
+    again = sweep(spec=str(spec), resume=True)
     assert again.skipped_done == 4 and again.launched == 0
     with _wh() as wh:
         assert wh.scalar("SELECT count(*) FROM runs WHERE sweep_id = ?", [summary.sweep_id]) == 4
@@ -109,15 +109,15 @@ def test_sweep_flow_runs_four_trials_ingests_reports_and_publishes_artifacts(har
 
 @pytest.mark.slow
 def test_budget_stop_mid_sweep_skips_the_rest_and_emits_the_event(harness, workdir):
-    """$3600/h = $1/s; a trial sleeps 4.5 s (~5 s billed), planned ~3 s each: the guard passes
-    (4 x ~3 s < $12.5) but after 2 measured trials the next would cross the budget."""
+    """$3600/h = $1/s; a trial sleeps 4.5 s (~5 s billed), planned ~3 s each: the guard passes at its P90
+    (4 x ~3.2 s = $12.65 < $12.9) but after 2 measured trials the next would cross the budget."""
     from gpuledger.flows.sweep import sweep
 
-    spec = write_spec(workdir, name="budget-grid", sleep=4.5, max_parallel=1, usd_per_hour=3600, budget=12.5)
+    spec = write_spec(workdir, name="budget-grid", sleep=4.5, max_parallel=1, usd_per_hour=3600, budget=12.9)
     summary = sweep(spec=str(spec))
     assert summary.budget_stopped and summary.status == "budget-stopped"
     assert summary.launched == 2 and summary.succeeded == 2 and summary.skipped_budget == 2
-    assert summary.spent_usd <= 12.5
+    assert summary.spent_usd <= 12.9
     with _wh() as wh:
         statuses = wh.query("SELECT status, count(*) AS n FROM trials WHERE sweep_id = ? GROUP BY status",
                             [summary.sweep_id])
@@ -137,7 +137,7 @@ def test_budget_stop_mid_sweep_skips_the_rest_and_emits_the_event(harness, workd
         time.sleep(0.5)
     assert len(events) == 1
     payload = events[0]["payload"]
-    assert payload["budget"] == 12.5 and 0 < payload["spent"] <= 12.5 and payload["skipped"] == 2
+    assert payload["budget"] == 12.9 and 0 < payload["spent"] <= 12.9 and payload["skipped"] == 2
     assert events[0]["resource"]["prefect.resource.id"] == f"gpuledger.sweep.{summary['sweep_id']}"
 
 
