@@ -138,7 +138,7 @@ def test_budget_stop_mid_sweep_skips_the_rest_and_emits_the_event(harness, workd
     assert len(events) == 1
     payload = events[0]["payload"]
     assert payload["budget"] == 12.9 and 0 < payload["spent"] <= 12.9 and payload["skipped"] == 2
-    assert events[0]["resource"]["prefect.resource.id"] == f"gpuledger.sweep.{summary['sweep_id']}"
+    assert events[0]["resource"]["prefect.resource.id"] == f"gpuledger.sweep.{summary.sweep_id}"
 
 
 @pytest.mark.slow
