@@ -344,6 +344,18 @@ def _lookup(key: str) -> Path | None:
     return None
 
 
+
+def _lookup_short(short: str) -> Any:
+    """The registry config of a model's short name; Meta's old Meta-Llama-3.x-* names as the new ones."""
+    return _lookup(short) or (_lookup(short.removeprefix("meta-")) if short.startswith("meta-llama-3.") else None)
+
+
+def _resolved_to(path: Any, repo_id: str, why: str) -> Any:
+    """The registry model at `path` standing for `repo_id`, saying why it was chosen."""
+    base_name = _registry_name(path)
+    cfg = _normalise(_read_json(path), repo_id, f"registry model {base_name}")
+    return dataclasses.replace(cfg, resolved=f"{repo_id} is not in the registry: resolved to {base_name}, {why}")
+
 def hf_cache_dirs() -> list[Path]:
     """Returns the Hugging Face hub cache folders to look in, as huggingface_hub resolves them:
     HF_HUB_CACHE (or the older HUGGINGFACE_HUB_CACHE), else HF_HOME/hub, else
@@ -417,25 +429,17 @@ def _load_cached(name_or_path: str) -> ModelConfig:
         # the same model re-uploaded under another org (unsloth/Llama-3.2-1B, NousResearch/Llama-2-7b-hf)
         short = key.rsplit("/", 1)[-1]
         # Meta renamed Meta-Llama-3.1-* to Llama-3.1-* on the Hub; re-uploads keep the old name
-        path = _lookup(short) or (_lookup(short.removeprefix("meta-")) if short.startswith("meta-llama-3.") else None)
+        path = _lookup_short(short)
         if path is not None:
-            base_name = _registry_name(path)
-            cfg = _normalise(_read_json(path), repo_id, f"registry model {base_name}")
-            return dataclasses.replace(cfg, resolved=(
-                f"{repo_id} is not in the registry: resolved to {base_name}, the registered model of that name "
-                "(give its config.json path to be exact)"))
+            return _resolved_to(path, repo_id, "the registered model of that name (give its config.json path to be exact)")
     for base in _variant_bases(key):
         # the same org first, then the base's name under any org where unique (Mistral's v0.2 base
         # weights live under mistral-community)
         short = base.rsplit("/", 1)[-1]
-        path = _lookup(base) or _lookup(short) or (
-            _lookup(short.removeprefix("meta-")) if short.startswith("meta-llama-3.") else None)
+        path = _lookup(base) or _lookup_short(short)
         if path is not None:
-            base_name = _registry_name(path)
-            cfg = _normalise(_read_json(path), repo_id, f"registry model {base_name}")
-            return dataclasses.replace(cfg, resolved=(
-                f"{repo_id} is not in the registry: resolved to {base_name}, the architecture it was tuned from "
-                "(same layers, widths and vocabulary assumed; give its config.json path to be exact)"))
+            return _resolved_to(path, repo_id, "the architecture it was tuned from (same layers, widths and "
+                                "vocabulary assumed; give its config.json path to be exact)")
     names = registry_names()
     lowered = {n.lower(): n for n in names}
     lowered.update({n.lower().rsplit("/", 1)[-1]: n for n in names})

@@ -35,21 +35,22 @@ def transaction(con: duckdb.DuckDBPyConnection, where: str | None = None) -> Ite
     try:
         yield
     except BaseException as err:
-        with suppress(duckdb.Error):
-            con.rollback()
-        full = disk_full(err, where)
-        if full is not None:
-            raise full from None
+        _roll_back(con, err, where)
         raise
     try:
         con.commit()
     except duckdb.Error as err:
-        with suppress(duckdb.Error):
-            con.rollback()
-        full = disk_full(err, where)
-        if full is not None:
-            raise full from None
+        _roll_back(con, err, where)
         raise
+
+
+def _roll_back(con: duckdb.DuckDBPyConnection, err: BaseException, where: str | None) -> None:
+    """Rolls the failed transaction back; raises `DiskFull` when `err` was a full disk (else the caller re-raises)."""
+    with suppress(duckdb.Error):
+        con.rollback()
+    full = disk_full(err, where)
+    if full is not None:
+        raise full from None
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
