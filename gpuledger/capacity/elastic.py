@@ -21,7 +21,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-HOURS_PER_MONTH = 730  # the same month as gpuledger.capacity.plan (8,760 h / 12)
+#: 730 h = 8,760 h a year / 12: the month cloud providers bill by (AWS, GCP pricing pages); every
+#: monthly figure of a capacity plan uses it (gpuledger.capacity.prices too)
+HOURS_PER_MONTH = 730
 
 ELASTIC_ASSUMPTIONS = [
     "autoscaling: replicas in each hour = the fixed fleet's formula at that hour's qps (ceil(qps × output_tokens "

@@ -72,3 +72,10 @@ def mix_from(dist, kind: str) -> LengthMix | None:
         mean = sum(t * w for t, w in pairs) / sum(w for _, w in pairs)
         return LengthMix(mean=mean, histogram=pairs, source="spec histogram")
     return LengthMix(mean=float(dist.mean), cv=float(dist.cv or 0.0), source="spec mean and cv")
+
+
+def mixes(spec) -> tuple[LengthMix | None, LengthMix | None]:
+    """Returns the (prompt, output) length mixes of the spec's traffic (None: a plain number)."""
+    t = spec.traffic
+    return (mix_from(getattr(t, "prompt_tokens_dist", None), "prompt"),
+            mix_from(getattr(t, "output_tokens_dist", None), "output"))

@@ -20,19 +20,16 @@ Pure: reads the model registry and the price catalog, writes nothing.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from gpuledger.capacity import bands, economy, elastic, floors, lengths, operating
+from gpuledger.capacity import economy, elastic, floors, lengths, operating, prices, sizing
 from gpuledger.capacity.measured import measured_points
 from gpuledger.capacity.plan_types import CapacityPlan
+from gpuledger.capacity.prices import HOURS_PER_DAY, HOURS_PER_MONTH, cheapest_offer
 from gpuledger.capacity.simulate import SimulationTooLong
+from gpuledger.capacity.sizing import confidence_of, gpus_needed, sizing_factors
 from gpuledger.errors import UserError
 from gpuledger.estimate import inference
-
-HOURS_PER_DAY = 24
-#: 730 h = 8,760 h a year / 12: the month cloud providers bill by (AWS, GCP pricing pages).
-HOURS_PER_MONTH = 730
 
 OPTION_KEYS = (
     "accelerator",
@@ -73,96 +70,6 @@ OPTION_KEYS = (
     "reason",
     *economy.ECONOMY_KEYS,
 )
-
-
-# --------------------------------------------------------------------------------------------
-# Money and fleet arithmetic
-
-
-def fleet_cost(gpus: int, usd_per_gpu_hour: float) -> dict[str, float]:
-    """Returns `usd_per_hour`, `usd_per_day` (24 h) and `usd_per_month` (730 h) of `gpus` GPUs at a
-    per-GPU hourly price, rounded to cents. 10 GPUs at $1.99/h → 19.90, 477.60, 14,527.00."""
-    hourly = gpus * usd_per_gpu_hour
-    return {
-        "usd_per_hour": round(hourly, 2),
-        "usd_per_day": round(hourly * HOURS_PER_DAY, 2),
-        "usd_per_month": round(hourly * HOURS_PER_MONTH, 2),
-    }
-
-
-def gpus_needed(qps: float, output_tokens: int, headroom: float, tokens_per_s_per_gpu: float,
-                gpus_per_replica: int = 1) -> tuple[int, int]:
-    """Returns (GPUs, replicas): ceil(qps × output_tokens × (1 + headroom) / rate), in whole replicas."""
-    demand = qps * output_tokens * (1.0 + headroom)
-    gpus = math.ceil(demand / tokens_per_s_per_gpu - 1e-9)  # 1e-9: 150.0000000001 is 150
-    replicas = max(1, math.ceil(gpus / gpus_per_replica))
-    return replicas * gpus_per_replica, replicas
-
-
-# --------------------------------------------------------------------------------------------
-# Prices
-
-
-def _offer_rows(offers: Any) -> list[dict[str, Any]]:
-    if offers is None:
-        return []
-    if hasattr(offers, "to_dicts"):  # polars
-        return offers.to_dicts()
-    return [dict(r) for r in offers]
-
-
-def cheapest_offer(rows: list[dict[str, Any]], accelerator: str, min_count: int = 1) -> dict[str, Any] | None:
-    """Returns on-demand and spot per-GPU prices of an accelerator from its cheapest offers, or None.
-
-    A replica of `min_count` GPUs must sit in one instance (tensor parallelism needs the GPUs of one
-    host), so only instances with at least that many GPUs count. Price per GPU = instance price /
-    accelerator_count. Spot comes from the cheapest offer whose spot price is present and not
-    flagged `spot_suspicious` (the catalog's artefacts: exactly 10% of on-demand, ≥ on-demand,
-    below 8%); suspicious ones are skipped and counted.
-    """
-    mine = [r for r in rows if r.get("accelerator") == accelerator and int(r.get("accelerator_count") or 0) >= min_count
-            and r.get("usd_per_hour_on_demand") is not None]
-    if not mine:
-        return None
-
-    def per_gpu(r: dict[str, Any], col: str) -> float:
-        return float(r[col]) / int(r["accelerator_count"])
-
-    def key(r: dict[str, Any], col: str) -> tuple:
-        # round so that $21.5332/4 and $5.3833/1 tie, and the smaller instance wins the tie
-        return (round(per_gpu(r, col), 4), int(r["accelerator_count"]), r["cloud"], r["region"], r["instance_type"])
-
-    od = min(mine, key=lambda r: key(r, "usd_per_hour_on_demand"))
-    with_spot = [r for r in mine if r.get("usd_per_hour_spot") is not None]
-    trusted = [r for r in with_spot if not r.get("spot_suspicious")]
-    spot = min(trusted, key=lambda r: key(r, "usd_per_hour_spot")) if trusted else None
-    return {
-        "on_demand": od,
-        "price_per_gpu_hour_on_demand": per_gpu(od, "usd_per_hour_on_demand"),
-        "spot": spot,
-        "price_per_gpu_hour_spot": per_gpu(spot, "usd_per_hour_spot") if spot else None,
-        "spot_skipped": len(with_spot) - len(trusted),
-    }
-
-
-def _describe_offer(r: dict[str, Any], col: str) -> str:
-    n = int(r["accelerator_count"])
-    return (f"{r['cloud']} {r['instance_type']} ({r['region']}) ${float(r[col]):,.4g}/h for {n} GPU"
-            f"{'s' if n > 1 else ''}")
-
-
-def _price_source(price: dict[str, Any]) -> str:
-    od = price["on_demand"]
-    text = f"on-demand: {_describe_offer(od, 'usd_per_hour_on_demand')}"
-    if price["spot"] is not None:
-        text += f"; spot: {_describe_offer(price['spot'], 'usd_per_hour_spot')}"
-    else:
-        text += "; spot: none trusted"
-    if price["spot_skipped"]:
-        text += f" ({price['spot_skipped']} spot price(s) flagged suspicious, skipped)"
-    src = od.get("source") or "catalog"
-    as_of = od.get("as_of") or "?"
-    return f"{text}; source: {src}, as of {as_of}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -229,35 +136,12 @@ def engine_of(spec) -> tuple[inference.Engine, dict[str, Any]]:
         raise UserError(f"engine_args: {err}") from None
 
 
-def mixes(spec) -> tuple[lengths.LengthMix | None, lengths.LengthMix | None]:
-    """Returns the (prompt, output) length mixes of the spec's traffic (None: a plain number)."""
-    t = spec.traffic
-    return (lengths.mix_from(getattr(t, "prompt_tokens_dist", None), "prompt"),
-            lengths.mix_from(getattr(t, "output_tokens_dist", None), "output"))
-
-
-def confidence_of(spec) -> str:
-    """Returns the spec's SLO confidence ("p90" default, "p50")."""
-    return getattr(spec.slo, "confidence", "p90") or "p90"
-
-
-def sizing_factors(spec, engine: inference.Engine, hw: inference.Hardware) -> dict[str, Any]:
-    """Returns how the model's figures are taken at the spec's confidence (`gpuledger.capacity.bands`):
-    `throughput` (× the simulated tokens/s: the band's P10 at p90, its P50 at p50), `tpot` (the
-    simulated p95 TPOT × this must meet the SLO: the band's P90 at p90, P50 at p50), and the bands."""
-    fam = bands.family(hw.name)
-    b = {q: bands.band_for(engine.name, fam, q) for q in bands.QUANTITIES}
-    p90 = confidence_of(spec) == "p90"
-    return {"throughput": b["throughput"].p10 if p90 else b["throughput"].p50,
-            "tpot": b["tpot"].p90 if p90 else b["tpot"].p50, "bands": b, "family": fam}
-
-
 def _choose_at(model: inference.ServingModel, hw: inference.Hardware, spec, engine: inference.Engine, tp: int) -> operating.Choice | None:
     """Returns the simulated operating point of one replica of `tp` GPUs (None: a request does not fit);
     ValueError/SimulationTooLong when the simulation cannot run the shape. The TPOT target is met at the
     spec's confidence (the simulated p95 × the TPOT band's P90 at p90); TTFT's band is shown, not sized on."""
     t, slo = spec.traffic, spec.slo
-    pm, om = mixes(spec)
+    pm, om = lengths.mixes(spec)
     rep = operating.replica_setup(model, hw, spec.precision, engine, tp, t.prompt_tokens, t.output_tokens, pm, om)
     if rep is None:
         return None
@@ -311,7 +195,7 @@ def _load(choice: operating.Choice, spec, replicas: int) -> dict[str, Any]:
     """Returns the fleet's latency under its real traffic: Poisson arrivals at qps / replicas per
     replica, simulated on the chosen shape (information: the fleet is sized on the operating point)."""
     t, slo = spec.traffic, spec.slo
-    r = operating.load_check(choice.replica, t.qps / replicas, t.prompt_tokens, t.output_tokens, *mixes(spec))
+    r = operating.load_check(choice.replica, t.qps / replicas, t.prompt_tokens, t.output_tokens, *lengths.mixes(spec))
     check = operating.point_dict(r, choice.replica.tp, slo.p95_ttft_ms / 1e3, slo.p95_tpot_ms / 1e3)
     check.update(mode="poisson", replicas=replicas)
     return check
@@ -472,9 +356,9 @@ def _plan_one(accel: str, model: inference.ServingModel, spec, engine: inference
     if notes:
         opt["reason"] = (opt["reason"] or "") + "; " + "; ".join(notes)
     floors.hold_floors(opt, model, hw, spec)
-    _add_bands(opt, model, hw, spec, engine, est["choice"] if pick is None else None)
+    sizing.add_bands(opt, model, hw, spec, engine, est["choice"] if pick is None else None)
     price = cheapest_offer(rows, accel, min_count=opt["gpus_per_replica"] or 1)
-    _fill_prices(opt, price)
+    prices.fill_prices(opt, price)
     if price is None:
         need = opt["gpus_per_replica"] or 1
         clouds = ", ".join(spec.resources.clouds)
@@ -483,104 +367,6 @@ def _plan_one(accel: str, model: inference.ServingModel, spec, engine: inference
         if opt["feasible"]:  # the SLO is met on this hardware; only the price is unknown
             opt["reason"] = f"{opt['reason']}; unpriced: {none_text}"
     return opt
-
-
-#: `vllm bench serve` / `sglang.bench_serving` default --num-prompts: the maximum-throughput run a
-#: replica's `max_tokens_per_s_per_replica` reproduces (every request sent at once, request rate inf)
-BENCH_NUM_PROMPTS = 1000
-#: at most this many output tokens are simulated in that run (bounded time: long outputs get fewer prompts)
-BENCH_MAX_OUTPUT_TOKENS = 400_000
-
-
-def bench_prompts(output_tokens: int) -> int:
-    """Returns the prompts of the maximum-throughput run: `BENCH_NUM_PROMPTS`, fewer when their outputs
-    would exceed `BENCH_MAX_OUTPUT_TOKENS` (at least 64)."""
-    return max(64, min(BENCH_NUM_PROMPTS, BENCH_MAX_OUTPUT_TOKENS // max(int(output_tokens), 1)))
-
-
-def _bench_max(model, hw, spec, engine: inference.Engine, tp: int) -> float | None:
-    """Returns the output tokens/s of one replica in the benchmark of its maximum throughput
-    (`BENCH_NUM_PROMPTS` requests of the spec's length mix all sent at once, ramp and drain included,
-    as `vllm bench serve --request-rate inf` reports it), or None when the simulation cannot run it."""
-    t = spec.traffic
-    pm, om = mixes(spec)
-    try:
-        r = operating.max_throughput(model, hw, spec.precision, engine, prompt_tokens=t.prompt_tokens,
-                                     output_tokens=t.output_tokens, num_requests=bench_prompts(t.output_tokens), tp=tp,
-                                     prompt_mix=pm, output_mix=om or lengths.LengthMix(t.output_tokens, 0.0))
-    except (ValueError, SimulationTooLong):
-        return None
-    return r.output_tokens_per_s
-
-
-def _add_bands(opt: dict[str, Any], model, hw, spec, engine: inference.Engine, choice) -> None:
-    """Fills the option's bands ({p10, p50, p90}): `max_tokens_per_s_per_replica`, `ttft_ms_p95`,
-    `tpot_ms_p95`, `replicas` (the fleet at the throughput band's P90, P50, P10), `replicas_sized`
-    (the fleet sized at slo.confidence) and `bands` (what each rests on)."""
-    opt["replicas_sized"] = opt.get("replicas")
-    if not opt.get("feasible") or not opt.get("tokens_per_s_per_gpu"):
-        opt["replicas"] = None
-        return
-    f = sizing_factors(spec, engine, hw)
-    b = f["bands"]
-    tp = int(opt["gpus_per_replica"] or 1)
-    measured = opt.get("throughput_source") == "measured"
-    spread = (opt.get("operating_point") or {}).get("spread") if measured else None
-    if spread:  # a serving sweep's repeated runs of this point: their spread is the band, at least the noise
-        noise = bands.Band(min(spread["low"], math.exp(-bands.MIN_HALF_WIDTH)), 1.0,
-                           max(spread["high"], math.exp(bands.MIN_HALF_WIDTH)), spread["runs"], 1,
-                           f"measured point: the spread of {spread['runs']} runs at this load")
-    else:
-        noise = bands.Band(math.exp(-bands.MIN_HALF_WIDTH), 1.0, math.exp(bands.MIN_HALF_WIDTH), 1, 1,
-                           "measured point: ±8% run-to-run noise (one run)")
-    tb = noise if measured else b["throughput"]
-    mx = _bench_max(model, hw, spec, engine, tp) if not measured else float(opt["tokens_per_s_per_gpu"]) * tp
-    opt["max_tokens_per_s_per_replica"] = tb.apply(mx, 1) if mx else None
-    opt["ttft_ms_p95"] = (noise if measured else b["ttft"]).apply(opt.get("ttft_ms"), 1)
-    opt["tpot_ms_p95"] = (noise if measured else b["tpot"]).apply(opt.get("tpot_ms"), 2)
-    t = spec.traffic
-    rate = float(opt["tokens_per_s_per_gpu"])
-    reps = {k: gpus_needed(t.qps, t.output_tokens, spec.headroom, rate * getattr(tb, q), tp)[1]
-            for k, q in (("p10", "p90"), ("p50", "p50"), ("p90", "p10"))}
-    if measured:  # the fleet is sized on the measured rate itself; its band only spans it
-        reps["p50"] = opt["replicas_sized"]
-        reps["p90"] = max(reps["p90"], reps["p50"])
-        reps["p10"] = min(reps["p10"], reps["p50"])
-    opt["replicas"] = reps
-    opt["bands"] = {
-        "confidence": confidence_of(spec),
-        "throughput": bands.describe(tb, "throughput"),
-        "ttft": bands.describe(noise if measured else b["ttft"], "ttft") + "; shown, not sized on",
-        "tpot": bands.describe(noise if measured else b["tpot"], "tpot"),
-        "max_tokens_per_s_per_replica": f"the simulated `vllm bench serve --request-rate inf --num-prompts "
-                                        f"{bench_prompts(t.output_tokens)}` of the spec's lengths on one replica of "
-                                        f"{tp} GPU(s)"
-                                        if not measured else "the measured rate × GPUs per replica",
-        "sizing_tokens_per_s_per_gpu": round(rate * (1.0 if measured else f["throughput"]), 1),
-        "sizing_tpot_factor": 1.0 if measured else round(f["tpot"], 4),
-        "sized_on": (f"throughput × {f['throughput']:.2f} and p95 TPOT × {f['tpot']:.2f} within the SLO "
-                     f"(slo.confidence {confidence_of(spec)})") if not measured else "the measured point",
-    }
-
-
-def _fill_prices(opt: dict[str, Any], price: dict[str, Any] | None) -> None:
-    if price is None:
-        return
-    od, spot = price["on_demand"], price["spot"]
-    opt["price_per_gpu_hour_on_demand"] = round(price["price_per_gpu_hour_on_demand"], 4)
-    opt["cloud"] = od["cloud"]
-    opt["instance_type"] = od["instance_type"]
-    opt["price_source"] = _price_source(price)
-    gpus = opt["gpus"]
-    if gpus:
-        c = fleet_cost(gpus, price["price_per_gpu_hour_on_demand"])
-        opt["usd_per_hour_on_demand"] = c["usd_per_hour"]
-        opt["usd_per_day_on_demand"] = c["usd_per_day"]
-        opt["usd_per_month_on_demand"] = c["usd_per_month"]
-        if spot is not None:
-            s = fleet_cost(gpus, price["price_per_gpu_hour_spot"])
-            opt["usd_per_hour_spot"] = s["usd_per_hour"]
-            opt["usd_per_month_spot"] = s["usd_per_month"]
 
 
 def plan_capacity(spec, *, offers=None, measured: dict | None = None,
@@ -604,7 +390,7 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
         from gpuledger.catalog.pricing import load_offers
 
         offers = load_offers(clouds=list(res.clouds), accelerators=list(res.accelerators), regions=res.regions)
-    rows = _offer_rows(offers)
+    rows = prices.offer_rows(offers)
     clouds = {c.lower() for c in res.clouds}
     rows = [r for r in rows if str(r.get("cloud", "")).lower() in clouds
             and (not res.regions or r.get("region") in res.regions)]
@@ -640,8 +426,8 @@ def plan_capacity(spec, *, offers=None, measured: dict | None = None,
             "autoscale": spec.autoscale.model_dump() if spec.autoscale else None,
             "prompt_tokens": t.prompt_tokens,
             "output_tokens": t.output_tokens,
-            "prompt_tokens_mix": pm.describe() if (pm := mixes(spec)[0]) else None,
-            "output_tokens_mix": om.describe() if (om := mixes(spec)[1]) else None,
+            "prompt_tokens_mix": pm.describe() if (pm := lengths.mixes(spec)[0]) else None,
+            "output_tokens_mix": om.describe() if (om := lengths.mixes(spec)[1]) else None,
             "p95_ttft_ms": slo.p95_ttft_ms,
             "p95_tpot_ms": slo.p95_tpot_ms,
             "headroom": spec.headroom,
