@@ -31,7 +31,7 @@ from gpuledger.plan.model import Plan
 CONFIDENCES = ("p50", "p90")
 DEFAULT_CONFIDENCE = "p90"
 BAND_COLS = ("est_wall_s_p10", "est_wall_s_p90", "est_cost_usd_p10", "est_cost_usd_p90", "mem_gib_p10", "mem_gib_p90",
-             "est_band")
+             "est_band", "oom_risk", "memory_note")
 
 
 def confidence_of(spec) -> str:
@@ -73,6 +73,67 @@ def deadline_factor(framework: str, method: str, confidence: str, table=None):
     return factor
 
 
+#: The fit decision (`memory_fit_factors`, gpuledger/plan/choice.py): a placement is SAFE when the memory
+#: band's P90 fits the usable memory, RISKY when only its P10 does (planned, with the OOM risk said), and
+#: refused when even the P10 does not fit. The memory band is taken without the GPU family: the peak is
+#: the same tensors on any card (the family level of the public rows only separates their sources).
+MEMORY_FIT_RULE = ("memory fit at the band: a trial is refused only when even its memory's P10 (the optimistic end) "
+                   "exceeds the usable memory; placements whose P90 fits are preferred (the larger GPU over a cheaper "
+                   "one that would be at risk); a trial only P10 fits is planned with its OOM risk stated")
+
+
+def memory_band_of(workload_text: str | None, table=None):
+    """Returns the memory band of an estimate row's workload (its cell without the GPU family), or None
+    for a row without a GPU workload (a hand-made frame, a CPU run: its estimate stands as it is)."""
+    if not workload_text:
+        return None
+    try:
+        w = json.loads(workload_text)["workload"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if w.get("device", "gpu") != "gpu":
+        return None
+    from gpuledger.estimate.bands import band_for
+
+    return band_for("memory", w.get("framework") or "hf", w.get("method") or "lora", w.get("precision"),
+                    w.get("gpus") or 1, None, table=table)
+
+
+def memory_fit_factors(workload_texts: list, table=None) -> tuple[list[float], list[float]]:
+    """Returns per estimate row the (P10, P90) multipliers of its peak memory (1, 1 where
+    `memory_band_of` gives none); one band per distinct workload."""
+    cache: dict = {}
+    lo, hi = [], []
+    for text in workload_texts:
+        if text not in cache:
+            b = memory_band_of(text, table)
+            cache[text] = (1.0, 1.0) if b is None else (b.p10, b.p90)
+        lo.append(cache[text][0])
+        hi.append(cache[text][1])
+    return lo, hi
+
+
+def oom_risk(est_gib: float, usable_gib: float, p10: float, p50: float, p90: float) -> float:
+    """Returns the chance that a peak estimated at `est_gib` (band multipliers p10 / p50 / p90) exceeds
+    `usable_gib`: log(peak / estimate) taken as normal on each side of the P50 with that side's P10 or P90
+    at 1.2816 standard deviations (a split normal through the band's three quantiles)."""
+    if est_gib <= 0 or usable_gib <= 0:
+        return 0.0
+    x, q50 = math.log(usable_gib / est_gib), math.log(p50)
+    side = math.log(p90) - q50 if x >= q50 else q50 - math.log(p10)
+    if side <= 0:
+        return 0.0 if x >= q50 else 1.0
+    z = (x - q50) / side * 1.2815516
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def risk_note(est_gib: float, usable_gib: float, accelerator: str, band) -> str:
+    """Returns the words of a risky placement: its OOM risk and the band it rests on."""
+    risk = oom_risk(est_gib, usable_gib, band.p10, band.p50, band.p90)
+    return (f"OOM risk ~{risk:.0%}: peak P10 {est_gib * band.p10:.1f} - P90 {est_gib * band.p90:.1f} GiB per GPU "
+            f"vs {usable_gib:.1f} usable on {accelerator} (memory band: {band.describe()})")
+
+
 def _cell(workload_text: str | None, s, accelerator: str, gpus: int) -> tuple:
     w = json.loads(workload_text)["workload"] if workload_text else {}
     return (w.get("framework") or "hf", w.get("method") or s.method, w.get("precision") or s.precision, gpus, accelerator)
@@ -112,14 +173,17 @@ def with_bands(plan: Plan, estimates: pl.DataFrame, s, *, table=None, probed: pl
     local = s.launcher == "local"
     cols: dict[str, list] = {c: [] for c in BAND_COLS}
     for r in t.select("trial_id", "feasible", "accelerator", "gpus", "sharding", "spot", "compute_s", "est_wall_s",
-                      "est_cost_usd", "est_memory_gib", "est_basis").iter_rows(named=True):
+                      "est_cost_usd", "est_memory_gib", "usable_memory_gib", "est_basis").iter_rows(named=True):
         if not r["feasible"] or r["est_wall_s"] is None:
             for c in BAND_COLS:
                 cols[c].append(None)
             continue
-        cell = _cell(wl.get((r["trial_id"], r["gpus"], r["sharding"])), s, r["accelerator"], r["gpus"])
+        text = wl.get((r["trial_id"], r["gpus"], r["sharding"]))
+        cell = _cell(text, s, r["accelerator"], r["gpus"])
         tb, mb = trial_band(r["est_basis"], cell, table, local=local,
                             probe=probes.get((r["trial_id"], r["accelerator"], int(r["gpus"]))))
+        if mb is not None:  # the band the fit was decided on (choice.py), where it has one
+            mb = memory_band_of(text, table) or mb
         wall, compute = float(r["est_wall_s"]), max(float(r["compute_s"] or 0.0), 0.0)
         # the compute part moves; start-up stays; spot rework grows with the run (its ratio to T0)
         rework = max(wall / (ov + compute), 1.0) if r["spot"] and ov + compute > 0 else 1.0
@@ -131,13 +195,27 @@ def with_bands(plan: Plan, estimates: pl.DataFrame, s, *, table=None, probed: pl
         cols["mem_gib_p10"].append(None if mem is None else round(mem * (mb.p10 if mb is not None else 1.0), 3))
         cols["mem_gib_p90"].append(None if mem is None else round(mem * (mb.p90 if mb is not None else 1.0), 3))
         cols["est_band"].append(tb.describe())
-    frame = t.with_columns(**{c: pl.Series(c, v, dtype=pl.String if c == "est_band" else pl.Float64)
+        usable = r["usable_memory_gib"]
+        if mem is None or mb is None or usable is None:
+            cols["oom_risk"].append(None)
+            cols["memory_note"].append(None)
+        else:
+            cols["oom_risk"].append(round(oom_risk(mem, usable, mb.p10, mb.p50, mb.p90), 4))
+            cols["memory_note"].append(risk_note(mem, usable, r["accelerator"], mb) if mem * mb.p90 > usable else None)
+    frame = t.with_columns(**{c: pl.Series(c, v, dtype=pl.String if c in ("est_band", "memory_note") else pl.Float64)
                               for c, v in cols.items()})
     note = ("bands: each trial's P10 / P90 of wall-clock and cost and its memory's P10 / P90 from the measured error "
             "of its kind of run (framework x method x quantization x GPU count x GPU family; public runs scored out "
             "of source + your runs; gpuledger/estimate/bands.py, docs/accuracy.md); a modelled compute time is its "
             "cell's P50 (the model's time x the median measured / modelled there); est_band says what each rests on")
-    return replace(plan, trials_frame=frame, bands=_totals(plan, frame), assumptions=[*plan.assumptions, note])
+    notes = [note, MEMORY_FIT_RULE]
+    risky = frame.filter(pl.col("memory_note").is_not_null())
+    if risky.height:
+        first = risky.row(0, named=True)
+        notes.append(f"WARNING memory: {risky.height} trial(s) planned at risk of running out of GPU memory (their "
+                     f"P90 exceeds the usable memory, no placement holds it), e.g. {first['trial_id']}: "
+                     f"{first['memory_note']}")
+    return replace(plan, trials_frame=frame, bands=_totals(plan, frame), assumptions=[*plan.assumptions, *notes])
 
 
 def _totals(plan: Plan, frame: pl.DataFrame) -> dict:

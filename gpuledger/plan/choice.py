@@ -34,8 +34,10 @@ OUT_COLS = [
 MEASURED_SCHEMA = {"trial_id": pl.String, "accelerator": pl.String, "gpus": pl.Int64, "wall_s": pl.Float64}
 
 
-def _infeasible_reasons(estimates: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame, settings: PlanSettings) -> pl.DataFrame:
-    """Returns trial_id, reason for trials with no fitting candidate."""
+def _infeasible_reasons(estimates: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame, settings: PlanSettings,
+                        banded: bool = False) -> pl.DataFrame:
+    """Returns trial_id, reason for trials with no fitting candidate (`banded`: `est_memory_gib` is the
+    memory band's P10, the optimistic end the refusal rests on)."""
     usable = (
         candidates.select("accelerator", "gpus").unique()
         .join(accel.select("accelerator", "memory_gib").unique("accelerator"), on="accelerator")
@@ -60,7 +62,9 @@ def _infeasible_reasons(estimates: pl.DataFrame, candidates: pl.DataFrame, accel
         else:
             acc, us = (r["best_acc"], r["best_usable"]) if r["best_acc"] else (la, lu)
             where = f" ({r['gpus']} GPU{'s' if r['gpus'] > 1 else ''}, {r['sharding']})"
-            reasons.append(f"needs {r['est_memory_gib']:.1f} GiB per GPU{where}; largest candidate {acc} has {us:.1f} GiB usable")
+            at = " even at the memory band's P10 (its optimistic end)" if banded else ""
+            reasons.append(f"needs {r['est_memory_gib']:.1f} GiB per GPU{where}{at}; largest candidate {acc} has "
+                           f"{us:.1f} GiB usable")
     return pl.DataFrame({"trial_id": per_trial["trial_id"], "reason": reasons}, schema={"trial_id": pl.String, "reason": pl.String})
 
 
@@ -178,12 +182,29 @@ def plan_from_estimates(
         snapshot = price_snapshot_id(offers)
     candidates = candidate_offers(offers, est["gpus"].unique().to_list(), s).with_row_index("cand")
 
-    keyed, keys, compute, row_key = _keys(est, times, accel)
+    # the fit at the memory band (gpuledger/plan/bands.py MEMORY_FIT_RULE): first every trial on a placement
+    # its P90 fits (safe), then the trials with none on one its P10 fits (at risk); the rest are refused
     spot_allowed = {"auto": None, "always": True, "never": False}[s.spot]
-    best_key, any_fit = best_rows(keys, candidates, accel, None, s, spot=spot_allowed, compute=compute)
     trial_code = _trial_codes(est)
     row_trial = trial_code[est["est_memory_gib"].is_not_null().to_numpy()]  # per row of `keyed`
-    per_trial, missing = _per_trial(est, keyed, row_key, row_trial, trial_code, best_key, candidates, accel)
+    lo, hi = _memory_fit_columns(est, s)
+    est_safe = est.with_columns(est_memory_gib=hi)
+    keyed, keys, compute, row_key = _keys(est_safe, times, accel)
+    best_key, any_fit = best_rows(keys, candidates, accel, None, s, spot=spot_allowed, compute=compute)
+    per_trial, missing = _per_trial(est_safe, keyed, row_key, row_trial, trial_code, best_key, candidates, accel)
+    if not (lo == hi).all():
+        est_risky = est.with_columns(est_memory_gib=lo)
+        keyed, keys, compute, row_key = _keys(est_risky, times, accel)
+        if missing.height:
+            best_key, any_fit = best_rows(keys, candidates, accel, None, s, spot=spot_allowed, compute=compute)
+            risky, missing = _per_trial(est_risky, keyed, row_key, row_trial, trial_code, best_key, candidates, accel)
+            risky = risky.join(missing, on="trial_id", how="anti")
+            per_trial = pl.concat([per_trial.join(risky.select("trial_id"), on="trial_id", how="anti"), risky])
+            per_trial = per_trial.sort("trial_index")
+        # the chosen rows say the model's estimate (the band's P10 / P90 are the plan's mem_gib_p10 / p90)
+        model_mem = est.select("trial_id", "gpus", "sharding", pl.col("est_memory_gib").alias("_model_mem"))
+        per_trial = per_trial.join(model_mem, on=["trial_id", "gpus", "sharding"], how="left", maintain_order="left") \
+            .with_columns(est_memory_gib=pl.col("_model_mem")).drop("_model_mem")
 
     dl = s.deadline_s
     chosen = apply_probes(apply_measured(per_trial, measured, s), probed, s)
@@ -211,7 +232,9 @@ def plan_from_estimates(
     start_s[order], slot_of[order] = start, slot
     table = feasible.with_columns(start_s=start_s, slot=slot_of)
     if missing.height:
-        table = pl.concat([table, _infeasible(est, missing, candidates, accel, s, spot_allowed, feasible)], how="diagonal_relaxed")
+        banded = not (lo == hi).all()
+        table = pl.concat([table, _infeasible(est, missing, candidates, accel, s, spot_allowed, feasible,
+                                              fit_memory=lo if banded else None)], how="diagonal_relaxed")
     total = float(costs.sum()) if len(costs) else 0.0
     what_if = what_if_curve(durations, costs, stop_at_target=s.target is not None, shared_cores=what_if_shared_cores,
                             _schedules={k: (start, slot)})
@@ -239,6 +262,18 @@ def plan_from_estimates(
         assumptions=assumptions, launcher=s.launcher, launch_order=feasible["trial_id"].gather(order).to_list(),
         alternatives=alternatives, deadline_s=dl,
     )
+
+
+def _memory_fit_columns(est: pl.DataFrame, s: PlanSettings) -> tuple[pl.Series, pl.Series]:
+    """Returns per estimate row its peak memory at the band's P10 and at its P90 (`bands.memory_fit_factors`;
+    the estimate itself where no band applies)."""
+    from gpuledger.plan.bands import memory_fit_factors
+
+    texts = est["workload"].to_list() if "workload" in est.columns else [None] * est.height
+    lo, hi = memory_fit_factors(texts, s.band_table)
+    mem = est["est_memory_gib"]
+    return (mem * pl.Series(lo, dtype=pl.Float64)).alias("est_memory_gib"), \
+        (mem * pl.Series(hi, dtype=pl.Float64)).alias("est_memory_gib")
 
 
 def _keys(est: pl.DataFrame, times: pl.DataFrame, accel: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, KeyCompute, np.ndarray]:
@@ -322,9 +357,12 @@ def _per_trial(est: pl.DataFrame, keyed: pl.DataFrame, row_key: np.ndarray, row_
 
 
 def _infeasible(est: pl.DataFrame, missing: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame, s: PlanSettings,
-                spot_allowed: bool | None, feasible: pl.DataFrame) -> pl.DataFrame:
-    """Returns the rows (OUT_COLS) of the trials no candidate fits, each with its reason."""
-    reasons = _infeasible_reasons(est.join(missing, on="trial_id", how="semi"), candidates, accel, s)
+                spot_allowed: bool | None, feasible: pl.DataFrame, fit_memory: pl.Series | None = None) -> pl.DataFrame:
+    """Returns the rows (OUT_COLS) of the trials no candidate fits, each with its reason (`fit_memory`: per
+    row of `est` the memory the refusal rests on, the band's P10; None: the estimate)."""
+    fit = est if fit_memory is None else est.with_columns(est_memory_gib=fit_memory)
+    reasons = _infeasible_reasons(fit.join(missing, on="trial_id", how="semi"), candidates, accel, s,
+                                  fit_memory is not None)
     if spot_allowed is True:
         reasons = reasons.with_columns(reason=pl.col("reason") + pl.lit("; spot: always and no trustworthy spot offer fits"))
     min_mem = est.join(missing, on="trial_id", how="semi").sort("est_memory_gib", nulls_last=True).group_by("trial_id", maintain_order=True).first()

@@ -15,13 +15,15 @@ from gpuledger.plan.settings import AUTO_GPU_COUNTS, MEMORY_RESERVE_GIB, MEMORY_
 #: `time_s`, `cost_usd` (on demand) and `cost_usd_spot` are {p10, p50, p90}: the model's figure moved
 #: by the measured error of its cell (gpuledger/estimate/bands.py; `time_band`, `memory_band` say what
 #: they rest on); `usd_on_demand`, `usd_spot` are the P50 dollars; `peak_memory_gib` is the estimate
-#: the fit is decided on, `peak_memory_gib_p10`/`peak_memory_gib_p90` its P10/P90. `spot_note`: why the
+#: the fit is decided on, `peak_memory_gib_p10`/`peak_memory_gib_p90` its P10/P90 (the planner's rule,
+#: gpuledger/plan/bands.py MEMORY_FIT_RULE: `fits` when the P10 fits the usable memory; `oom_risk` the chance
+#: the peak exceeds it, `memory_note` the warning where the P90 does not fit). `spot_note`: why the
 #: spot row is not the saving it looks like (it costs more than on-demand: a bigger box), else null.
 OPTION_KEYS = ("accelerator", "gpus", "sharding", "fits", "peak_memory_gib", "peak_memory_gib_p10", "peak_memory_gib_p90",
                "usable_memory_gib",
                "time_s", "tokens_per_s_per_gpu", "usd_on_demand", "usd_spot", "cost_usd", "cost_usd_spot",
                "on_demand_offer", "spot_offer", "price_as_of", "cheapest", "fastest", "reason", "time_calibration",
-               "time_band", "memory_band", "spot_note", "rl")
+               "time_band", "memory_band", "spot_note", "rl", "oom_risk", "memory_note")
 
 
 def _p(band: dict, scale: float, ndigits: int) -> dict:
@@ -65,6 +67,7 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
     from gpuledger.estimate import estimate, train_time_s
     from gpuledger.estimate.bands import band_for
     from gpuledger.estimate.calibration import accelerator_family
+    from gpuledger.plan.bands import oom_risk, risk_note
 
     kinds = gpu_kinds()
     names = list(dict.fromkeys(accelerators)) if accelerators else sorted(
@@ -85,8 +88,11 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                 est = estimate(w)
                 need = est.memory_gib["device"]
                 cell = (w.framework, w.method, w.precision, n, acc)
-                mband = band_for("memory", *cell, table=band_table)
-                opt = {"accelerator": acc, "gpus": n, "sharding": sharding, "fits": need <= usable,
+                mband = band_for("memory", *cell[:-1], None, table=band_table)  # as the planner: no GPU family
+                risky = need * mband.p90 > usable
+                opt = {"accelerator": acc, "gpus": n, "sharding": sharding, "fits": need * mband.p10 <= usable,
+                       "oom_risk": round(oom_risk(need, usable, mband.p10, mband.p50, mband.p90), 4),
+                       "memory_note": risk_note(need, usable, acc, mband) if risky else None,
                        "peak_memory_gib": round(need, 2), "peak_memory_gib_p10": round(need * mband.p10, 2),
                        "peak_memory_gib_p90": round(need * mband.p90, 2),
                        "usable_memory_gib": round(usable, 2), "memory_band": mband.to_json()}
@@ -119,8 +125,11 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
             row = {k: None for k in OPTION_KEYS} | best
             row["cheapest"] = row["fastest"] = False
             if not row["fits"]:
-                row["reason"] = row.get("reason") or (f"needs {row['peak_memory_gib']:.1f} GiB per GPU, "
-                                                      f"{row['usable_memory_gib']:.1f} usable")
+                row["reason"] = row.get("reason") or (
+                    f"needs {row['peak_memory_gib_p10']:.1f} GiB per GPU even at the memory band's P10 (P50 "
+                    f"{row['peak_memory_gib']:.1f}), {row['usable_memory_gib']:.1f} usable"
+                    if row.get("peak_memory_gib_p10") is not None else
+                    f"needs {row['peak_memory_gib']:.1f} GiB per GPU, {row['usable_memory_gib']:.1f} usable")
             else:
                 t = row["time_s"]
                 hours = t["p50"] / S_PER_H
@@ -147,8 +156,8 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                     row["reason"] = "no bf16 on this GPU: timed as fp16 (train with --precision fp16-mixed)"
             options.append(row)
     priced = [o for o in options if o["fits"] and o["usd_on_demand"] is not None]
-    if priced:
-        min(priced, key=lambda o: (o["usd_on_demand"], o["time_s"]["p50"]))["cheapest"] = True
+    if priced:  # a placement whose memory P90 fits before a cheaper one at risk of OOM (as the planner)
+        min(priced, key=lambda o: (o["memory_note"] is not None, o["usd_on_demand"], o["time_s"]["p50"]))["cheapest"] = True
     timed = [o for o in options if o["fits"] and o["time_s"] is not None]
     if timed:
         min(timed, key=lambda o: (o["time_s"]["p50"], o["usd_on_demand"] or float("inf")))["fastest"] = True

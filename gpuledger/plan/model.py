@@ -82,6 +82,10 @@ class PlannedTrial:
     est_cost_usd_p90: float | None = None
     mem_gib_p10: float | None = None
     mem_gib_p90: float | None = None
+    #: the chance its peak memory exceeds the usable memory of its placement (from the memory band), and
+    #: where that placement is at risk (P90 over the usable memory) the words saying so
+    oom_risk: float | None = None
+    memory_note: str | None = None
     #: a trial placed on a SkyPilot pool (`gpuledger.plan.pools`): the pool's name and its workers
     pool: str | None = None
     pool_workers: int | None = None

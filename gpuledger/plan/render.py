@@ -103,7 +103,7 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
                       f"{r['est_memory_gib']:.2f}", f"{r['usable_memory_gib']:.2f}", fmt_duration(r["est_wall_s"]),
                       _span(r), r.get("est_basis") or "estimate", fmt_usd(r["est_cost_usd"]),
                       fmt_usd(r["est_cost_usd_p90"]) if r.get("est_cost_usd_p90") is not None else "-",
-                      r["reason"] or "")
+                      "; ".join(x for x in (r["reason"], r.get("memory_note")) if x))
         else:
             mem = r.get("est_memory_gib")
             t.add_row(str(r["trial_index"]), r["trial_id"], params, "-", "-", "-",

@@ -149,3 +149,44 @@ def test_the_sweep_report_reads_the_stored_plans_bands(tmp_path):
     assert "decided at P90" in note and "held 1 of 2 succeeded trials" in note and "1 slower" in note
     row = trials_table_rows(data)[0]
     assert any(isinstance(c, str) and "(" in c and "-" in c for c in row)
+
+
+def _fit_spec(tmp_path, accelerators: str):
+    text = BASE.replace("micro_batch: [4, 8]", "micro_batch: [1, 3]").replace("lora_r: [8, 16, 32]", "lora_r: [8]") \
+        .replace("learning_rate: [1.0e-4, 3.0e-4]", "learning_rate: [1.0e-4]") \
+        .replace("accelerators: [L4, A10G, L40S, A100-80GB, H100]", f"accelerators: [{accelerators}]") \
+        .replace("gpus_per_trial: auto", "gpus_per_trial: 1").replace("budget: {max_usd: 300, deadline: 8h}",
+                                                                        "budget: {max_usd: 300}")
+    path = tmp_path / "fit.yaml"
+    path.write_text(text)
+    return load_spec(path)
+
+
+def test_the_fit_is_decided_at_the_memory_band(tmp_path):
+    """Refused only when even the memory band's P10 exceeds the usable memory; between P10 and P90 a trial
+    is planned with its OOM risk said, and a larger GPU whose usable memory holds the P90 wins over a
+    cheaper one at risk."""
+    from gpuledger.catalog import gpu_kinds
+    from gpuledger.estimate import Workload, estimate
+    from gpuledger.estimate.bands import band_for
+
+    usable = gpu_kinds()["L4"].memory_gib - 0.5
+    band = band_for("memory", "hf", "lora", "bf16", 1, None)
+    mem = {mb: estimate(Workload(model="meta-llama/Llama-3.1-8B", method="lora", micro_batch=mb, seq_len=2048,
+                                 lora_r=8, lora_targets="q,v")).memory_gib["device"] for mb in (1, 3)}
+    # the cases this test is about: micro-batch 1 between the band's ends on an L4, 3 over even its P10
+    assert mem[1] * band.p10 < mem[1] <= usable < mem[1] * band.p90 and mem[3] * band.p10 > usable
+
+    only_l4 = plan_sweep(_fit_spec(tmp_path, "L4"))
+    by_mb = {t["params"]["micro_batch"]: t for t in only_l4.trials}
+    risky, refused = by_mb[1], by_mb[3]
+    assert risky["feasible"] and risky["accelerator"] == "L4"
+    assert 0.1 < risky["oom_risk"] < 0.9 and risky["memory_note"].startswith("OOM risk ~")
+    assert f"P90 {mem[1] * band.p90:.1f} GiB" in risky["memory_note"] and "public runs" in risky["memory_note"]
+    assert not refused["feasible"] and "P10" in refused["reason"] and f"{mem[3] * band.p10:.1f} GiB" in refused["reason"]
+    text = render_plan(only_l4)
+    assert "OOM risk" in text and "WARNING memory: 1 trial(s)" in text
+
+    both = plan_sweep(_fit_spec(tmp_path, "L4, A100-80GB"))
+    safe = {t["params"]["micro_batch"]: t for t in both.trials}[1]
+    assert safe["accelerator"] == "A100-80GB" and safe["memory_note"] is None and safe["oom_risk"] < 0.1

@@ -259,7 +259,7 @@ def render_gpu_table(options: list[dict], tokens: float) -> str:
     lines.append(f"{'GPU':10} {'n':>2} {'shard':5} {'fits':4} {'peak GiB':>9} {'P90 GiB':>8} {'time P50':>9} "
                  f"{'P10-P90':>17} {'tok/s/GPU':>9} {'$ on-demand':>11} {'$ spot':>8}  note")
     for o in options:
-        fits = "yes" if o["fits"] else "no"
+        fits = ("risk" if o.get("memory_note") else "yes") if o["fits"] else "no"
         tb = o["time_s"]
         t = fmt_duration(tb["p50"]) if tb is not None else "-"
         span = f"{fmt_duration(tb['p10'])}-{fmt_duration(tb['p90'])}" if tb is not None else "-"
@@ -269,7 +269,8 @@ def render_gpu_table(options: list[dict], tokens: float) -> str:
         if o.get("spot_note"):
             sp += "*"
         marks = [m for m, k in (("CHEAPEST", "cheapest"), ("FASTEST", "fastest")) if o[k]]
-        note = " ".join([*marks, o["reason"] or ""]).strip()
+        risk = f"OOM risk ~{o['oom_risk']:.0%} (P90 over the usable memory)" if o["fits"] and o.get("memory_note") else ""
+        note = " ".join([*marks, o["reason"] or "", risk]).strip()
         peak = f"{o['peak_memory_gib']:.1f}" if o["peak_memory_gib"] is not None else "-"
         tps = f"{o['tokens_per_s_per_gpu']:,.0f}" if o["tokens_per_s_per_gpu"] is not None else "-"
         lines.append(f"{o['accelerator']:10} {o['gpus']:2d} {o['sharding'] or '':5} {fits:4} {peak:>9} {p90:>8} {t:>9} "
