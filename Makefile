@@ -41,13 +41,13 @@ demo: setup
 test: setup lint torch-cpu
 	GPULEDGER_TEST_UV="$(UV)" $(BIN)/pytest -n 2 --dist loadfile
 
-# The CPU torch (and Transformers, PEFT) the Trainer-integration tests run a tiny random-weight model with:
+# The CPU torch (and Transformers, PEFT, TRL) the Trainer-integration tests run a tiny random-weight model with:
 # installed from the local wheel folder when the machine has one (CI does), else those tests skip and say so.
 # `uv sync` leaves torch out (it would fetch a CUDA build of several GB).
 WHEELS := /opt/wheels
-TORCH_CPU := torch==2.13.0+cpu transformers peft
+TORCH_CPU := torch==2.13.0+cpu transformers peft trl
 torch-cpu: setup
-	@if [ -d $(WHEELS) ] && ! $(BIN)/python -c "import torch, transformers, peft" 2>/dev/null; then \
+	@if [ -d $(WHEELS) ] && ! $(BIN)/python -c "import torch, transformers, peft, trl" 2>/dev/null; then \
 	  $(UV) pip install --quiet --python $(BIN)/python --find-links $(WHEELS) $(TORCH_CPU); fi
 
 # The edit loop: tests/unit only (fast, pure; tests/integration holds real processes, servers, browsers).

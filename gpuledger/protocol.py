@@ -50,6 +50,16 @@ ENV_PROBE_SHAPE = "GPULEDGER_PROBE_SHAPE"  # the probed shape as one JSON object
 #: The metric `gpuledger.track.log` adds to a probe's training steps: the trainer process's CPU seconds
 #: (`time.process_time()`, all its threads) then, from which `v_probes` tells the cores it used
 PROBE_CPU_METRIC = "process_cpu_s"
+#: An RL trainer's seconds per optimizer step by role (gpuledger/integrations/trl.py logs them every
+#: step; `v_probes` reads their steady-state medians, the RL plan its per-role rates): generation of the
+#: rollouts, the reference and old-policy log-probs, the reward, the trainer's forward/backward and
+#: optimizer step, the weight sync to the rollout engine; `rl_step_s` the step's wall-clock
+RL_ROLE_METRICS = {"rollout": "rl_rollout_s", "logprob": "rl_logprob_s", "reward": "rl_reward_s",
+                   "train": "rl_train_s", "sync": "rl_sync_s"}
+RL_STEP_METRIC = "rl_step_s"
+#: tokens the rollouts generated in the step (completions, every rank) and their rate over `rl_rollout_s`
+RL_GENERATED_TOKENS_METRIC = "rl_generated_tokens"
+RL_ROLLOUT_RATE_METRIC = "rl_rollout_tokens_per_s"
 
 #: The agent's `--key-fd`: the file descriptor the launcher passes the attempt's signing key on.
 ENV_KEY_FD = "GPULEDGER_KEY_FD"

@@ -67,11 +67,14 @@ class GpuledgerCallback(TrainerCallback):
 
     `project`: the ad-hoc runs' project (default `$GPULEDGER_ADHOC_PROJECT`, else 'adhoc'); `name`:
     the run's name (default the TrainingArguments' `run_name`); `usd_per_hour`: its rate (default: the
-    catalog price of its GPUs, else the local reference rate)."""
+    catalog price of its GPUs, else the local reference rate); `method`: the run's method (default: lora
+    for a PEFT model, else full; gpuledger.integrations.trl sets grpo); `objective`: the metric the run is judged
+    by (eval_loss; TRL GRPO runs: reward)."""
 
     def __init__(self, project: str | None = None, name: str | None = None, *, usd_per_hour: float | None = None,
-                 count_tokens: bool = True) -> None:
+                 count_tokens: bool = True, method: str | None = None, objective: str = "eval_loss") -> None:
         self.project, self.name, self.usd_per_hour, self.count_tokens = project, name, usd_per_hour, count_tokens
+        self.method, self.objective = method, objective
         self._owns_run = False
         self.finished: Any = None
 
@@ -83,6 +86,8 @@ class GpuledgerCallback(TrainerCallback):
         if not state.is_world_process_zero:
             return
         described = _model_config(model)
+        if self.method:
+            described["method"] = self.method
         config = {**described, **{k: getattr(args, k) for k in ARGS_KEPT if hasattr(args, k)},
                   "world_size": getattr(args, "world_size", 1), "trainer": "transformers"}
         self._owns_run = track.run is None
@@ -90,7 +95,7 @@ class GpuledgerCallback(TrainerCallback):
             name = self.name or (args.run_name if getattr(args, "run_name", None) else None) \
                 or os.path.basename(str(args.output_dir).rstrip("/")) or None
             track.init(project=self.project, name=name, config=config, model=described.get("model"),
-                       method=described.get("method"), usd_per_hour=self.usd_per_hour, objective="eval_loss")
+                       method=described.get("method"), usd_per_hour=self.usd_per_hour, objective=self.objective)
         elif track.run.adhoc is not None:
             track.run.adhoc.update_config(config)
 
