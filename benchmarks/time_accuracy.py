@@ -87,13 +87,14 @@ def whole_runs() -> list[dict]:
         for r in csv.DictReader(fh):
             w = Workload(model=r["model"], method=r["method"], precision=r["precision"], framework=r["framework"],
                          micro_batch=int(r["micro_batch"]), seq_len=int(r["seq_len"]), gpus=int(r["gpus"]),
-                         grad_ckpt=r["grad_ckpt"] == "true", lora_r=int(r["lora_r"]), lora_targets=r["lora_targets"])
+                         grad_ckpt=r["grad_ckpt"] == "true", lora_r=int(r["lora_r"]), lora_targets=r["lora_targets"],
+                         packing=r["packing"] == "true", grad_accum=int(r["grad_accum"]) if r["grad_accum"] else None)
             tokens = float(r["epochs"]) * float(r["samples"]) * float(r["mean_tokens"])
             model_s = train_time_s(estimate(w), tokens, r["accelerator"])
             # the same run with its mean sample length stated (train.sample_tokens): padding from that mean
             stated = w.model_copy(update={"sample_tokens": max(1, round(float(r["mean_tokens"])))})
             stated_s = train_time_s(estimate(stated), tokens, r["accelerator"])
-            out.append({"id": r["id"], "source": r["source"], "micro_batch": int(r["micro_batch"]),
+            out.append({"id": r["id"], "source": r["source"], "framework": r["framework"], "micro_batch": int(r["micro_batch"]),
                         "measured_s": float(r["runtime_s"]), "model_s": round(model_s, 1),
                         "error": model_s / float(r["runtime_s"]) - 1,
                         "model_s_stated_mean": round(stated_s, 1),
@@ -125,14 +126,16 @@ def main(argv: list[str]) -> int:
     for g, s in [("all", rep["overall"]), *rep["groups"].items()]:
         print(f"{g:44} {s['model']['cases']:3d}  {_fmt(s['held_out'])}  {_fmt(s['model'])}  {_fmt(s['plain'])}")
     runs = rep["whole_runs"]
-    print(f"\nwhole runs (tests/data/whole_runs.csv; model = train_time_s, steps + load + checkpoints; lengths spread "
-          f"evenly up to seq_len, and with the row's mean stated as train.sample_tokens): {len(runs)}")
+    print(f"\nwhole runs (tests/data/whole_runs.csv; model = train_time_s, steps + load + checkpoints; unpacked rows with "
+          f"the default lengths (DEFAULT_SAMPLE_TOKENS cut at seq_len), and with the row's mean stated as "
+          f"train.sample_tokens): {len(runs)}")
     for r in runs:
         print(f"{r['id']:48} mb{r['micro_batch']:<3} {r['measured_s'] / 60:8.2f} min  model {r['model_s'] / 60:8.2f} min  "
               f"{r['error']:+7.1%}  stated mean {r['error_stated_mean']:+7.1%}")
     by_mb: dict[str, list[float]] = {}
     for r in runs:
         by_mb.setdefault("micro-batch 1" if r["micro_batch"] == 1 else "micro-batch 2-8", []).append(r["error"])
+        by_mb.setdefault(f"framework {r['framework']}", []).append(r["error"])
     for g, errs in [("all", [r["error"] for r in runs]), *sorted(by_mb.items())]:
         s = summarize(errs).to_json()
         print(f"whole runs {g:33} {s['cases']:3d}  {s['median_abs_error']:6.1%} {s['within_25pct']:6.0%}  "

@@ -24,7 +24,8 @@ PRIOR_MATMUL_EFFICIENCY = {"tuned": 0.72, "torchtune": 0.62, "litgpt": 0.70, "hf
 
 #: Achieved fraction of the dense 16-bit peak on the model's matmuls (recompute included), on an
 #: Ampere GA100 part with large micro-batches. Fitted (`benchmarks/time_accuracy.py --fit`, 131 scored
-#: public rows, 2026-12-01, after the CPU-offload rows were scored and Megatron's Hopper rows got
+#: public rows, 2026-12-02: litgpt 0.6285 -> 0.6917 when its unpacked rows' lengths became log-normal of their
+#: stated mean (`sample_tokens` 150, was uniform up to twice it); 2026-12-01, after the CPU-offload rows were scored and Megatron's Hopper rows got
 #: STACK_GENERATION_FACTOR; 126 rows on 2026-11-26; each class's value is the median over its sources of each source's median
 #: measured/predicted, so one long table does not outvote the others): tuned on llm-foundry's MPT
 #: tables, Megatron-LM Table 1, Llama 3 Table 4, Megatron-Core's README weak-scaling table (H100,
@@ -38,7 +39,7 @@ PRIOR_MATMUL_EFFICIENCY = {"tuned": 0.72, "torchtune": 0.62, "litgpt": 0.70, "hf
 #: sources split three against two: the 2023-12 to 2024-05 stacks with FlashAttention-2/SDPA and bf16
 #: weights (Qwen, fms-acceleration, fsdp_qlora) run ~1.5x faster than the 2023 ones (PaddleNLP's fp16
 #: autocast without flash attention, whyNLP's ZeRO-3) imply; the median follows the newer three.
-MATMUL_EFFICIENCY = {"tuned": 0.6729, "torchtune": 0.7682, "litgpt": 0.6285, "hf": 0.6151}
+MATMUL_EFFICIENCY = {"tuned": 0.6729, "torchtune": 0.7682, "litgpt": 0.6917, "hf": 0.6151}
 
 #: Sustained fraction of the datasheet peak by GPU generation, relative to Ampere GA100 (same code):
 #: llm-foundry's MPT tables measure H100 at 0.67-0.72 of A100's MFU on the same configurations
@@ -107,6 +108,18 @@ FP8_MATMUL_SPEEDUP = 1.4
 #: histograms of instruction data span (Alpaca and ShareGPT in the vLLM paper, Kwon et al. 2023, Fig. 11;
 #: gpuledger/spec/datasets.py); by judgement, not fitted.
 SAMPLE_LENGTH_CV = 0.8
+#: Mean real tokens per sample of an unpacked run whose spec does not state it (`train.sample_tokens`):
+#: the samples' lengths are a property of the data, not of `max_seq_length` (which caps them), so they
+#: are taken log-normal of this mean (SAMPLE_LENGTH_CV) cut at seq_len, not spread evenly up to seq_len
+#: (which put the mean at 1,024-2,048 tokens for the 2,048-4,096 caps SFT recipes set). 250 = the geometric
+#: mean of four instruction sets' means with their training templates: b-mc2/sql-create-context in the Llama
+#: 3.1 chat template, 101.6 (philschmid "How to Fine-Tune LLMs in 2024 with Hugging Face", 2024-08: 186
+#: optimizer steps x 8 x 2,048 packed tokens over 3 epochs of 10,000 samples); Alpaca with its prompt template,
+#: ~140 (the vLLM paper's 19.3 + 58.5 tokens of instruction and output, Kwon et al. 2023, + ~60 of template);
+#: ShareGPT, one turn, 499 (vLLM paper, 161.3 + 338.0); microsoft/orca-math-word-problems-200k in the Llama 3.1
+#: chat template, 554 (philschmid "How to fine-tune open LLMs in 2025", 2024-12: 1,352 steps x 2 x 2 packed
+#: 1,024-token sequences for 10,000 samples). They span 100-550: a run whose mean is known should state it.
+DEFAULT_SAMPLE_TOKENS = 250
 
 #: Tokens of a micro-batch at which a GEMM reaches half its large-size efficiency: cuBLAS tiles of
 #: 128-256 rows under-fill the SMs ("wave quantization") when M = tokens is small (NVIDIA Deep

@@ -14,13 +14,14 @@ A step of one data-parallel replica (`tensor_parallel` x `pipeline_parallel` GPU
   all-reduces, over NVLink, PCIe or the inter-node network (more than 8 GPUs = several nodes),
   partly hidden behind compute; pipeline bubbles.
 Tokens per step count real tokens: without packing, sequences are padded to the longest of their
-micro-batch (lengths assumed spread evenly up to `seq_len`).
+micro-batch (lengths log-normal of `sample_tokens`, by default DEFAULT_SAMPLE_TOKENS, cut at `seq_len`).
 
 Pure functions; the coefficients are in `coefficients.py`, each with its source.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -29,6 +30,7 @@ from gpuledger.estimate.coefficients import (
     AUTOCAST_CAST_BYTES_PER_PARAM,
     BYTES_PER_ADAPTED_ELEMENT,
     CPU_ADAM_PARAMS_PER_S,
+    DEFAULT_SAMPLE_TOKENS,
     DEQUANT_BYTES_PER_PARAM_PASS,
     EAGER_ATTENTION_FACTOR,
     EAGER_SCORE_BYTES,
@@ -117,7 +119,7 @@ class TrainSetup:
     grad_accum: int | None = None  # micro-batches per optimizer step (None: 1; pipelines: 8 x stages)
     checkpointing: str = "full"
     packing: bool | None = None  # None: the framework's habit (pre-training stacks pack, fine-tuning pads)
-    #: mean real tokens per sample before padding (unpacked runs); None: lengths spread evenly up to seq_len
+    #: mean real tokens per sample before padding (unpacked runs); None: DEFAULT_SAMPLE_TOKENS (coefficients.py)
     sample_tokens: int | None = None
     compile: bool | None = None  # None: the framework's habit (tuned stacks ship fused kernels)
     flash_attn: bool = True
@@ -160,18 +162,21 @@ def framework_class(framework: str) -> str:
         raise ValueError(f"unknown framework {framework!r} (one of {', '.join(FRAMEWORK_CLASS)})") from None
 
 
+@functools.lru_cache(maxsize=4096)
 def padding_factors(micro_batch: int, packing: bool, seq_len: int | None = None,
                     sample_tokens: int | None = None) -> tuple[float, float]:
     """Returns (real tokens per sequence, padded tokens per sequence) as fractions of seq_len.
 
-    Packed: every position is a real token (1, 1). Padded, lengths unknown: spread evenly over
-    (0, seq_len] (mean 1/2) and each micro-batch padded to its longest (E[max of b uniforms] = b / (b + 1)).
-    Padded with a known mean (`sample_tokens`): lengths log-normal of that mean and SAMPLE_LENGTH_CV,
-    truncated at seq_len; real = E[min(X, L)], padded = E[max of b such lengths] (integrated numerically)."""
+    Packed: every position is a real token (1, 1). Padded: lengths log-normal of mean `sample_tokens`
+    (DEFAULT_SAMPLE_TOKENS when not given: a typical instruction set's, whatever the cap) and
+    SAMPLE_LENGTH_CV, truncated at seq_len; real = E[min(X, L)], padded = E[max of b such lengths]
+    (integrated numerically). Without a seq_len (a bare call): spread evenly over (0, 1] of it
+    (mean 1/2, E[max of b uniforms] = b / (b + 1))."""
     if packing:
         return 1.0, 1.0
-    if not sample_tokens or not seq_len:
+    if not seq_len:
         return 0.5, micro_batch / (micro_batch + 1)
+    sample_tokens = sample_tokens or DEFAULT_SAMPLE_TOKENS
     sigma2 = math.log(1 + SAMPLE_LENGTH_CV ** 2)
     mu = math.log(sample_tokens) - sigma2 / 2
     steps = 2000
@@ -233,8 +238,8 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
     tokens_mb = s.micro_batch * seq_run  # positions per micro-batch (one replica)
     if not packing:
         lengths = (f"lengths of mean {s.sample_tokens} (log-normal, cv {SAMPLE_LENGTH_CV:g}) cut at {s.seq_len}"
-                   if s.sample_tokens else f"lengths assumed spread evenly up to {s.seq_len} (train.sample_tokens sets "
-                   "their mean)")
+                   if s.sample_tokens else f"lengths assumed a typical instruction set's (mean {DEFAULT_SAMPLE_TOKENS}, "
+                   f"log-normal, cv {SAMPLE_LENGTH_CV:g}) cut at {s.seq_len} (train.sample_tokens states your data's mean)")
         notes.append(f"padding: {lengths}, each micro-batch of {s.micro_batch} "
                      f"padded to its longest ({padded_frac / real_frac:.2f} positions per real token); "
                      "train.packing: true removes it")

@@ -144,7 +144,7 @@ class Workload(BaseModel):
     #: None = the framework's habit (pre-training stacks pack, fine-tuning recipes pad)
     packing: bool | None = None
     #: mean real tokens per sample before padding (unpacked runs: each micro-batch is padded to its longest);
-    #: None = lengths spread evenly up to seq_len (mean seq_len / 2)
+    #: None = a typical instruction set's lengths (coefficients.DEFAULT_SAMPLE_TOKENS) cut at seq_len
     sample_tokens: int | None = Field(None, ge=1)
     #: tensor- and pipeline-parallel degrees for training (gpus = data x tensor x pipeline)
     tensor_parallel: int = Field(1, ge=1, le=64)

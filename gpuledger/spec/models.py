@@ -188,7 +188,7 @@ class Train(_Strict):
     packing: bool | None = Field(None, description="sequences packed to seq_len (true) or padded per micro-batch "
                                  "(false); null = the framework's habit")
     sample_tokens: int | None = Field(None, ge=1, le=10_000_000, description="mean real tokens per sample before "
-                                      "padding (unpacked runs); null = lengths spread evenly up to seq_len")
+                                      "padding (unpacked runs); null = a typical instruction set's (250) cut at seq_len")
     tensor_parallel: int = Field(1, ge=1, le=64, description="tensor-parallel degree of training")
     pipeline_parallel: int = Field(1, ge=1, le=256, description="pipeline-parallel degree of training")
     nodes: int | None = Field(None, ge=1, le=4096, description="nodes a trial spans; null = ceil(GPUs / 8)")

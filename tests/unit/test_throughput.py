@@ -193,15 +193,24 @@ def test_tuned_stacks_without_flash_attention_keep_their_fused_softmax():
 def test_stated_sample_length_sets_the_padding():
     from gpuledger.estimate.throughput import padding_factors
 
-    assert padding_factors(4, False) == padding_factors(4, False, 2048, None) == (0.5, 0.8)
+    assert padding_factors(4, False) == (0.5, 0.8)  # no cap known: spread evenly over it
+    # a cap but no stated mean: a typical instruction set's lengths (DEFAULT_SAMPLE_TOKENS), whatever the cap
+    from gpuledger.estimate.coefficients import DEFAULT_SAMPLE_TOKENS
+
+    for cap in (2048, 4096):
+        real_d, _ = padding_factors(4, False, cap, None)
+        assert real_d * cap == pytest.approx(DEFAULT_SAMPLE_TOKENS, rel=0.02)
+    real_short, padded_short = padding_factors(4, False, 200, None)  # a cap below the mean: most samples fill it
+    assert 0.7 < real_short < padded_short < 1.0
     real, padded = padding_factors(1, False, 4096, 200)
     assert real == pytest.approx(200 / 4096, rel=0.02) and padded == pytest.approx(real)
     r8, p8 = padding_factors(8, False, 4096, 200)
     assert r8 == pytest.approx(real) and p8 > 1.8 * r8  # the longest of 8 skewed lengths, not their mean
     assert padding_factors(8, True, 4096, 200) == (1.0, 1.0)
-    # short samples pay the per-micro-batch costs on fewer tokens: slower per token than the uniform assumption
+    # short samples pay the per-micro-batch costs on fewer tokens: slower per token than long ones
     kw = dict(method="lora", params_trainable=4e6, micro_batch=1, seq_len=2048, framework="hf", packing=False)
-    assert tps(sample_tokens=200, **kw) < 0.8 * tps(**kw)
+    assert tps(sample_tokens=200, **kw) < 0.8 * tps(sample_tokens=1024, **kw)
+    assert tps(sample_tokens=200, **kw) < tps(**kw) < tps(sample_tokens=1024, **kw)  # the default lies between
 
 
 def test_sample_tokens_reaches_the_step_from_the_workload():
@@ -209,6 +218,8 @@ def test_sample_tokens_reaches_the_step_from_the_workload():
 
     base = dict(model="meta-llama/Llama-2-7b-hf", method="lora", micro_batch=4, seq_len=2048)
     short = training_step(estimate(Workload(**base, sample_tokens=150)), "A100")
-    plain = training_step(estimate(Workload(**base)), "A100")
-    assert short.tokens_per_step < 0.2 * plain.tokens_per_step
+    long = training_step(estimate(Workload(**base, sample_tokens=1024)), "A100")
+    assert short.tokens_per_step < 0.2 * long.tokens_per_step
     assert any("mean 150" in a for a in short.assumptions)
+    plain = training_step(estimate(Workload(**base)), "A100")  # not stated: a typical instruction set's lengths
+    assert any("typical instruction set" in a for a in plain.assumptions)

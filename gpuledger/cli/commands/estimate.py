@@ -41,7 +41,7 @@ STACK_OPTIONS = (
                                   help="sequences packed (or padded per micro-batch); default: the framework's habit")),
     ("--sample-tokens", "sample_tokens",
      dict(type=int, default=None, help="mean real tokens per sample before padding (unpacked runs; default: "
-                                       "lengths spread evenly up to --seq)")),
+                                       "a typical instruction set's, 250, cut at --seq)")),
     ("--tensor-parallel", "tensor_parallel", dict(type=int, default=None, help="tensor-parallel degree (default 1)")),
     ("--pipeline-parallel", "pipeline_parallel", dict(type=int, default=None, help="pipeline-parallel degree (default 1)")),
     ("--nodes", "nodes", dict(type=int, default=None, help="nodes the GPUs span (default: 8 GPUs per node)")),
