@@ -83,6 +83,12 @@ class ResultRecord(BaseModel):
     log_path: str | None = None  # where the launcher keeps the attempt's whole output (local: landing/logs/RUN_ID.log)
     purpose: Purpose = "trial"  # "probe": a short run that measured a shape of the sweep (docs/probes.md)
     probe_shape: dict[str, Any] | None = None  # a probe's shape (what trials it stands for)
+    #: packed trials (k agents in one job on one slot/GPU): the slot's id, this trial's share of its bill,
+    #: the trials in the slot and the job's wall-clock (the billing line: price x pack_wall_s x pack_share)
+    pack_slot: str | None = None
+    pack_share: float | None = Field(None, gt=0, le=1)
+    pack_k: int | None = Field(None, ge=1)
+    pack_wall_s: NonNegativeFloat | None = None
 
     @property
     def cost_usd(self) -> float:

@@ -56,6 +56,9 @@ class LaunchRequest:
     #: a probe's own variables (`gpuledger.runtime.probe.probe_env`: GPULEDGER_PURPOSE, _PROBE_SHAPE,
     #: _PROBE_STEPS/_SECONDS), set by the launcher like the ids: a spec's `env` may not set GPULEDGER_*
     probe_env: dict[str, str] = field(default_factory=dict)
+    #: packed trials (`resources.trials_per_gpu` k > 1): this trial's weight in its slot's bill, the
+    #: planner's compute seconds of its work (`PlannedTrial.compute_s`); None: an equal share
+    pack_weight: float | None = None
 
 
 @runtime_checkable

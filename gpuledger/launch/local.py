@@ -27,6 +27,8 @@ What it does (docs/result-record.md describes the record):
   `usd_per_hour` and `price_description` when it has one, else this launcher's `usd_per_hour`)
   and rewrites the landing file with it. An agent that died without a record yields a synthesised `failed` record.
 - Agent stdout+stderr go to `<landing_dir>/logs/<run_id>.log`.
+- Packed trials (`pack` k > 1, gpuledger/launch/packed.py): each slot is one job of up to k agents, each
+  billed its share of the job; a packed trial reads `running` until its whole slot ended (paid till then).
 
 run_id = f"{trial_id}-a{attempt}-{8 hex}"; the attempt counts earlier records of the same trial in
 the landing folder and earlier submissions to this launcher.
@@ -56,6 +58,7 @@ import psutil
 from gpuledger import protocol, vocabulary
 from gpuledger.agent.signing import signature_path, signed_by, write_signed
 from gpuledger.launch.base import LaunchRequest, TrialStatus
+from gpuledger.launch.packed import PackSlot, open_slot, trial_span
 from gpuledger.record import ResultRecord
 
 USD_PER_HOUR_ENV = "GPULEDGER_LOCAL_USD_PER_HOUR"
@@ -99,6 +102,7 @@ class LocalHandle:
     groups: set[int] = field(default_factory=set)  # process groups of those (the trial's session)
     tree_scanned_at: float = 0.0  # monotonic time of the last descendant scan
     record: ResultRecord | None = None
+    slot: PackSlot | None = None  # the packed slot (one job, k agents) it runs in; None: a slot of its own
     #: the key the agent signs this attempt's result file with (passed on a pipe the trial never
     #: inherits; `gpuledger.agent.signatures`): a file a trial wrote is not believed
     key: bytes = field(default_factory=lambda: secrets.token_hex(32).encode())
@@ -123,10 +127,15 @@ class LocalLauncher:
         kill_grace_s: float = 3.0,
         log_dir: Path | str | None = None,
         landing_key: bytes | None = None,
+        pack: int = 1,
     ) -> None:
         if max_parallel < 1:
             raise ValueError(f"max_parallel must be at least 1, got {max_parallel}")
+        if pack < 1:
+            raise ValueError(f"pack (trials per slot) must be at least 1, got {pack}")
         self.max_parallel = int(max_parallel)
+        self.pack = int(pack)
+        self._slots: list[PackSlot] = []  # the packed slots not yet ended
         if landing_dir is None:  # the project's landing folder (gpuledger.settings)
             from gpuledger import settings
 
@@ -186,7 +195,7 @@ class LocalLauncher:
             self._pump()
             if handle.state == "pending":
                 return "pending"
-            if handle.state == "running":
+            if handle.state == "running" or (handle.slot is not None and not handle.slot.ended):
                 return "running"
             return vocabulary.launch_status_of(self._final_record(handle).status)  # type: ignore[return-value]
 
@@ -230,6 +239,8 @@ class LocalLauncher:
     def collect(self, handle: LocalHandle) -> list[ResultRecord]:
         """Returns [the completed result record] of this attempt (waits for it to end first)."""
         self.wait([handle])
+        if handle.slot is not None:  # its share of the job is known when the whole slot ended
+            self.wait(list(handle.slot.members))
         with self._lock:
             return [self._final_record(handle)]
 
@@ -317,7 +328,11 @@ class LocalLauncher:
                 else:
                     continue
             self._finish(handle, code)
-        while self._queue and len(self._running) < self.max_parallel and not self._closed:
+        self._slots = [s for s in self._slots if not s.ended]  # packed slots (pack > 1): gpuledger/launch/packed.py
+        while self._queue and len(self._running) < self.max_parallel * self.pack and not self._closed:
+            if self.pack > 1 and not open_slot(self._slots, self.max_parallel, self.pack,
+                                               self._queue[0].request.sweep_id, self._queue[0]):
+                break
             self._start(self._queue.popleft())
 
     def _finish(self, handle: LocalHandle, code: int) -> None:
@@ -560,6 +575,10 @@ class LocalLauncher:
         else:
             rate = float(req.usd_per_hour)
             description = req.price_description or f"local machine at ${rate:.2f}/h (plan)"
+        if handle.slot is not None:  # price x the job's wall-clock x share
+            hours, fields, description = handle.slot.bill(handle, lambda m: trial_span(
+                m.record.to_json() if m.record is not None else self._read_agent_record(m), m), description)
+            record.update(fields)
         record["billing"] = [{
             "source": "local",
             "description": description,

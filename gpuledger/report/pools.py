@@ -33,3 +33,31 @@ def pools_section(pools: list[dict[str, Any]]) -> Section | None:
     if saved:
         notes.insert(0, Note(f"Realised saving of the pool against per-trial jobs: {usd(sum(saved))}."))
     return Section("SkyPilot pool", [*notes, table])
+
+
+def packing_section(runs: Any) -> Section | None:
+    """Returns the packed-slots section (None when no run shared a slot): per slot (one job, k agents on
+    one GPU/slot; `resources.trials_per_gpu`), its trials, the job's wall-clock, its cost (the runs' shares)
+    and each trial's share, wall-clock and cost; from `report_sweep_runs` (v_runs.pack_*)."""
+    if runs is None or not runs.height or "pack_slot" not in runs.columns:
+        return None
+    packed = [r for r in runs.to_dicts() if r.get("pack_slot")]
+    if not packed:
+        return None
+    slots: dict[str, list[dict[str, Any]]] = {}
+    for r in packed:
+        slots.setdefault(r["pack_slot"], []).append(r)
+    rows = []
+    for slot, rs in slots.items():
+        for i, r in enumerate(rs):
+            rows.append([slot if i == 0 else "", r["trial_id"], f"{float(r['pack_share']):.3f}",
+                         duration(r["wall_s"]), usd(r["cost_usd"]),
+                         duration(r.get("pack_wall_s")) if i == 0 else "",
+                         usd(sum(float(x["cost_usd"] or 0.0) for x in rs)) if i == 0 else ""])
+    table = Table(["slot (one job)", "trial", "share", "trial wall-clock", "trial cost", "job wall-clock",
+                   "slot cost"], rows, numeric=[2, 3, 4, 5, 6])
+    return Section("Packed trials", [Note(
+        f"{len(packed)} trial(s) ran packed in {len(slots)} slot(s): k agents side by side in one job on one "
+        "GPU/slot, each measured on its own and billed its share of the job (its planned compute seconds over the "
+        "slot's, or equal): cost = the slot's price × the job's wall-clock × share, so a slot's trials sum to its "
+        "cost.", "small"), table])

@@ -57,7 +57,7 @@ from gpuledger.report.document import (
 )
 from gpuledger.report.html import render_html
 from gpuledger.report.markdown import render_markdown
-from gpuledger.report.pools import pools_section
+from gpuledger.report.pools import packing_section, pools_section
 from gpuledger.report.probes import probes_section
 from gpuledger.report.serving import serving_section, serving_table
 from gpuledger.report.sweep_data import (
@@ -467,9 +467,9 @@ def sweep_document(data: SweepData) -> Document:
         wi_blocks.append(Note(f"The last two columns replay the plan's estimated time and cost of each trial on "
                               f"{cloud['offer']} the same way (estimates, not measurements; nothing was billed "
                               f"there).", "small"))
-    pool = pools_section(data.pools)
-    if pool is not None:
-        blocks.append(pool)
+    for extra in (pools_section(data.pools), packing_section(data.runs)):
+        if extra is not None:
+            blocks.append(extra)
     if data.adaptive is not None and data.adaptive.strategy == "asha":  # pruning depends on K: replay the curves
         blocks.append(what_if_section(data, data.adaptive, s, div, unit))
     else:

@@ -41,6 +41,9 @@ class AcceptedSweep:
     #: {params key: Curve} the plan read (measured learning curves of the spec's kind): the cost-aware
     #: stopping rule's references (`search.stopping: cost`)
     curves: dict | None = None
+    #: packed trials: trials side by side per slot (`resources.trials_per_gpu`, `choose_pack`); the
+    #: launcher runs `cap` slots of `pack` trials each
+    pack: int = 1
 
     def new_summary(self, *, dry_run: bool = False) -> SweepSummary:
         """Returns the summary a run of this sweep fills in (counts zero, status not yet known)."""
@@ -86,5 +89,42 @@ def prepare(spec_path: str | Path, *, launcher: str | None = None, max_parallel:
     from gpuledger.search.safety import with_chosen_pruning
 
     spec = with_chosen_pruning(spec, plan.pruning)  # the settings the plan chose (and says why) run
+    pack, plan = choose_pack(spec, plan, path, name)
     return AcceptedSweep(spec=spec, spec_path=path, sweep_id=sweep_id, trials=trials, plan=plan, cap=cap,
-                         launcher=name, chosen=chosen, curves=inputs.curves)
+                         launcher=name, chosen=chosen, curves=inputs.curves, pack=pack)
+
+
+#: the launchers that run packed slots (k agents in one job); the others run one trial per slot
+PACKING_LAUNCHERS = ("local",)
+
+
+def choose_pack(spec: SweepSpec, plan: Plan, path: Path, launcher: str = "local") -> tuple[int, Plan]:
+    """Returns (trials per slot, the plan with `packing.chosen` and `packing.chosen_why`) for
+    `resources.trials_per_gpu`: auto takes the plan's recommended k (1 without a packing option, or on a
+    launcher that does not pack); an explicit k the plan's packing option says does not fit (memory), or on
+    a launcher that does not pack, is refused, naming the setting."""
+    from dataclasses import replace
+
+    want = spec.resources.trials_per_gpu
+    pk = plan.packing
+    if want == "auto":
+        k = int(pk["recommended"]) if pk else 1
+        why = (f"trials_per_gpu auto: {pk['why']}" if pk else
+               "trials_per_gpu auto: 1 (the plan offers no packing: fewer than 2 one-GPU trials with estimates)")
+        if k > 1 and launcher not in PACKING_LAUNCHERS:
+            k, why = 1, (f"trials_per_gpu auto: 1, not the plan's {pk['recommended']}: the {launcher} launcher runs "
+                         "one trial per GPU (packed jobs run on the local launcher only)")
+    elif int(want) > 1 and launcher not in PACKING_LAUNCHERS:
+        raise UserError(f"{path}: resources.trials_per_gpu {want}: the {launcher} launcher runs one trial per GPU "
+                        f"(packed jobs run on {', '.join(PACKING_LAUNCHERS)} only); use 1 or auto")
+    else:
+        k = int(want)
+        row = next((o for o in (pk or {}).get("options", []) if o["k"] == k), None)
+        if row is not None and not row["fits"]:
+            raise UserError(f"{path}: resources.trials_per_gpu {k}: {row['reason']}; use a smaller k or auto")
+        why = (f"trials_per_gpu {k} (spec)" + (f": ${row['cost_usd']:.4g}, {row['makespan_s'] / 60:.1f} min planned"
+                                               if row else ": not among the plan's packing options, unchecked"))
+    if pk is None and k == 1:
+        return 1, plan
+    packing = {**(pk or {"options": [], "recommended": None, "basis": "", "why": ""}), "chosen": k, "chosen_why": why}
+    return k, replace(plan, packing=packing, assumptions=[*plan.assumptions, why] if k > 1 else plan.assumptions)

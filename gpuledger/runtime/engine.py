@@ -132,6 +132,10 @@ class SweepRun:
     def launcher(self) -> str:
         return self.sweep.launcher
 
+    @property
+    def in_flight(self) -> int:  # trials at once: `cap` slots of `sweep.pack` trials each (packed trials)
+        return self.sweep.cap * max(1, self.sweep.pack)
+
 
 def _read_text(path: Path) -> str | None:
     try:
@@ -239,7 +243,7 @@ class _Loop:
             self.summary.failures.append(f"lost the sweep's lease: {self.writer.lost_lease}")
             self.summary.interrupted = True
             self.pending.clear()
-        while len(self.inflight) < self.run.cap and not self.summary.budget_stopped:
+        while len(self.inflight) < self.run.in_flight and not self.summary.budget_stopped:
             if not self.pending and self.search is not None and not self.summary.interrupted:
                 asked = self.search.ask(self.skip)
                 if asked is not None and asked.trial_id not in self.requests and not self._admit(asked):
@@ -263,7 +267,8 @@ class _Loop:
             self.inflight[fut] = t
             self.meter.launched(t.trial_id)
             if self.money is not None:
-                self.money.launched(t.trial_id, request.usd_per_hour, self.launcher)
+                rate, k = request.usd_per_hour, self.run.sweep.pack  # a packed trial accrues ~ its share
+                self.money.launched(t.trial_id, rate / k if rate else rate, self.launcher)
             self.summary.launched += 1
             fut.add_done_callback(self.done_q.put)
             self.hooks.log.info("%s", started_text(t.trial_id, self.run.rows.get(t.trial_id), len(self.inflight),
@@ -403,7 +408,7 @@ class _Loop:
         self.search.tell(trial_id, value)
 
     def loop(self) -> None:
-        pool = ThreadPoolExecutor(max_workers=self.run.cap, thread_name_prefix=f"trial-{self.run.sweep_id[:24]}")
+        pool = ThreadPoolExecutor(max_workers=self.run.in_flight, thread_name_prefix=f"trial-{self.run.sweep_id[:24]}")
         try:
             while True:
                 self._launch(pool)
@@ -517,7 +522,7 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
         hooks.progress(counter["done"], total)
 
     writer = Writer(run.sweep_id, landing_dir, hooks.log, stored, lease=(run.holder, run.lease_ttl_s))
-    launcher = run.launcher_factory(run.launcher, run.spec, run.cap, landing_dir)
+    launcher = run.launcher_factory(run.launcher, run.spec, run.cap, landing_dir, **({"pack": run.sweep.pack} if run.sweep.pack > 1 else {}))
     money = MoneyWatch(run.sweep_id, accrue_interval_s(), writer, hooks.log, dict(run.rows)).start()
     status = vocabulary.SWEEP_FAILED
     try:

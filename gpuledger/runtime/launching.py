@@ -24,8 +24,9 @@ LAUNCH_RETRY_DELAYS_S = (2.0, 10.0, 30.0)
 RETRY_JITTER = 0.2
 
 
-def make_launcher(name: str, spec: Any, max_parallel: int, landing: Path) -> Any:
-    """Returns the launcher `name` for a sweep of `spec` (records land in `landing`)."""
+def make_launcher(name: str, spec: Any, max_parallel: int, landing: Path, pack: int = 1) -> Any:
+    """Returns the launcher `name` for a sweep of `spec` (records land in `landing`); `pack` trials side
+    by side per slot (packed trials, `resources.trials_per_gpu`)."""
     from gpuledger.launch import get_launcher
 
     if name == "local":
@@ -36,8 +37,8 @@ def make_launcher(name: str, spec: Any, max_parallel: int, landing: Path) -> Any
         except OSError:  # a full disk: agents sign with their attempt's key only; keeping records says the rest
             key = None
         return get_launcher("local", max_parallel=max_parallel, landing_dir=landing,
-                            default_timeout_s=spec.local.trial_timeout, landing_key=key)
-    return get_launcher(name, landing_dir=landing)
+                            default_timeout_s=spec.local.trial_timeout, landing_key=key, pack=pack)
+    return get_launcher(name, landing_dir=landing, **({"pack": pack} if pack > 1 else {}))
 
 
 def poll_interval_s(launcher: Any) -> float:

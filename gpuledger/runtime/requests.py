@@ -80,6 +80,7 @@ def launch_request(spec: Any, trial: Any, row: PlannedTrial | None, *, sweep_id:
         sweep_id=sweep_id, sweep_name=spec.name, trial_id=trial.trial_id, params=dict(trial.params),
         run=trial.run, setup=trial.setup, workdir=base, env=dict(spec.task.env),
         echo_metrics=(spec.search.objective.metric,) if prunes(spec) else (),
+        pack_weight=float(row.compute_s) if row is not None and row.compute_s else None,
         **_placement(spec, row, launcher),
     )
 

@@ -215,6 +215,9 @@ class Resources(_Strict):
     max_parallel: Literal["auto"] | Annotated[int, Field(ge=1, le=MAX_PARALLEL)] = Field(
         4, description="trials running at once; auto: the slots that meet budget.deadline at the least expected cost "
         "under the search strategy (gpuledger/plan/parallel.py; the plan shows each K's makespan and cost)")
+    trials_per_gpu: Literal["auto"] | Annotated[int, Field(ge=1, le=16)] = Field(
+        1, description="packed trials: k one-GPU trials side by side in one job per slot (k agents, each billed its "
+        "share; gpuledger/plan/packing.py); auto: the plan's recommended k (1 without a packing option)")
     preemption_per_hour: float | None = Field(
         None, ge=0, le=10, description="overrides the default spot preemption rate (per hour)"
     )

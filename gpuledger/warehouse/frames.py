@@ -146,6 +146,10 @@ class RunsFrame(_Base):
     purpose: str = pa.Field(isin=list(PURPOSES))
     probe_shape: str = pa.Field(nullable=True)
     log_path: str = pa.Field(nullable=True)
+    pack_slot: str = pa.Field(nullable=True)
+    pack_share: float = pa.Field(nullable=True, gt=0, le=1)
+    pack_k: pl.Int32 = pa.Field(nullable=True, ge=1)
+    pack_wall_s: float = pa.Field(nullable=True, ge=0)
 
     @pa.dataframe_check
     def ends_after_start(cls, data: pa.PolarsData) -> pl.LazyFrame:

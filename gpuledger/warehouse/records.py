@@ -77,6 +77,7 @@ def records_to_frames(records: Sequence[Any], ingested_at: datetime | None = Non
             "stderr_tail": r.stderr_tail, "cost_usd": float(r.cost_usd), "ingested_at": ingested_at,
             "purpose": r.purpose, "probe_shape": json_text(r.probe_shape),
             "log_path": r.log_path,
+            "pack_slot": r.pack_slot, "pack_share": r.pack_share, "pack_k": r.pack_k, "pack_wall_s": r.pack_wall_s,
         }
         for k, v in row.items():
             runs[k].append(v)

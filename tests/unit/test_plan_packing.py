@@ -78,3 +78,45 @@ task:
     assert pk["recommended"] > 1 and best["cost_usd"] < one["cost_usd"] and best["makespan_s"] <= one["makespan_s"]
     assert sum(best["per_trial_usd"].values()) == pytest.approx(best["cost_usd"], rel=1e-4)
     assert set(best["per_trial_usd"]) == {t["trial_id"] for t in plan.trials}
+
+
+def test_trials_per_gpu_is_chosen_from_the_plan_and_refused_where_it_cannot_run(tmp_path):
+    from dataclasses import replace
+
+    from gpuledger.errors import UserError
+    from gpuledger.runtime.accepted import choose_pack
+    from gpuledger.spec.models import SweepSpec
+
+    pk = packing_options([_row(i) for i in range(4)], overhead_s=60.0, max_parallel=4, precision="bf16")
+
+    def spec(k):
+        return SweepSpec.model_validate({
+            "kind": "sweep", "name": "p", "project": "p", "owner": "o", "model": "meta-llama/Llama-3.2-1B",
+            "method": "lora", "search": {"strategy": "grid", "params": {"lora_r": [8, 16]},
+                                         "objective": {"metric": "eval_loss", "goal": "minimize"}},
+            "resources": {"accelerators": ["H100"], "trials_per_gpu": k}, "budget": {"max_usd": 10},
+            "task": {"run": "python t.py"}})
+
+    plan = _plan_with(pk)
+    path = tmp_path / "s.yaml"
+    k, chosen = choose_pack(spec("auto"), plan, path, "local")
+    assert k == pk["recommended"] > 1 and chosen.packing["chosen"] == k and "auto" in chosen.packing["chosen_why"]
+    assert chosen.packing["chosen_why"] in chosen.assumptions  # the plan says which and why
+    k, chosen = choose_pack(spec("auto"), plan, path, "skypilot")
+    assert k == 1 and "one trial per GPU" in chosen.packing["chosen_why"]
+    with pytest.raises(UserError, match="trials_per_gpu 2: the skypilot launcher"):
+        choose_pack(spec(2), plan, path, "skypilot")
+    tight = replace(plan, packing={**pk, "options": [{**o, "fits": False, "reason": "4 trials need 90.0 GiB"}
+                                                       if o["k"] == 4 else o for o in pk["options"]]})
+    with pytest.raises(UserError, match="trials_per_gpu 4: 4 trials need 90.0 GiB"):
+        choose_pack(spec(4), tight, path, "local")
+    assert choose_pack(spec(1), _plan_with(None), path, "skypilot")[0] == 1
+
+
+def _plan_with(packing):
+    import dataclasses
+
+    from gpuledger.plan.model import Plan
+
+    fields = {f.name: None for f in dataclasses.fields(Plan) if f.init}
+    return Plan(**{**fields, "packing": packing, "assumptions": []})

@@ -39,7 +39,11 @@ SELECT r.run_id,
        coalesce(r.purpose, 'trial') AS purpose,
        r.probe_shape,
        r.stderr_tail,
-       r.log_path
+       r.log_path,
+       r.pack_slot,
+       r.pack_share,
+       r.pack_k,
+       r.pack_wall_s
 FROM runs r
 LEFT JOIN sweeps s ON s.sweep_id = r.sweep_id
 LEFT JOIN trials t ON t.sweep_id = r.sweep_id AND t.trial_id = r.trial_id

@@ -42,7 +42,11 @@ SELECT r.run_id,
        r.params,
        r.purpose,
        r.stderr_tail,
-       r.log_path
+       r.log_path,
+       r.pack_slot,
+       r.pack_share,
+       r.pack_k,
+       r.pack_wall_s
 FROM v_run_facts r
 LEFT JOIN bill b ON b.run_id = r.run_id
 LEFT JOIN final_metrics fm ON fm.run_id = r.run_id AND fm.name = r.metric_name
