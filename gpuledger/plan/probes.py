@@ -33,16 +33,20 @@ import polars as pl
 if TYPE_CHECKING:
     from gpuledger.plan.model import PlannedTrial
 
+#: An RL probe's measured seconds per step by role and its rollout rate (v_probes; gpuledger/integrations/trl.py)
+RL_ROLE_COLUMNS = ("rollout_s", "logprob_s", "reward_s", "train_s", "sync_s", "rl_step_s", "rollout_tokens_per_s")
 #: The columns of the planner's probe input (named query `plan_probes`).
 PROBE_SCHEMA = {"run_id": pl.String, "accelerator": pl.String, "gpus": pl.Int64, "hostname": pl.String,
                 "probe_shape": pl.String, "startup_s": pl.Float64, "warm_startup_s": pl.Float64, "tokens_per_s": pl.Float64,
                 "memory_gib": pl.Float64, "ended_at": pl.Datetime, "cpu_cores": pl.Float64, "step_s_p10": pl.Float64,
-                "step_s_p50": pl.Float64, "step_s_p90": pl.Float64, "step_times": pl.Int64}
+                "step_s_p50": pl.Float64, "step_s_p90": pl.Float64, "step_times": pl.Int64,
+                **dict.fromkeys(RL_ROLE_COLUMNS, pl.Float64)}
 #: Per trial and placement: what `apply_probes` takes (see `probes_for_trials`).
 PROBED_SCHEMA = {"trial_id": pl.String, "accelerator": pl.String, "gpus": pl.Int64, "sharding": pl.String,
                  "startup_s": pl.Float64, "tokens_per_s": pl.Float64, "memory_gib": pl.Float64,
                  "tokens": pl.Float64, "basis": pl.String, "cpu_cores": pl.Float64,
-                 "step_s_p10": pl.Float64, "step_s_p50": pl.Float64, "step_s_p90": pl.Float64, "steps": pl.Int64}
+                 "step_s_p10": pl.Float64, "step_s_p50": pl.Float64, "step_s_p90": pl.Float64, "steps": pl.Int64,
+                 **dict.fromkeys(RL_ROLE_COLUMNS, pl.Float64)}
 #: Placement keys of a shape (the rest is the workload's).
 PLACEMENT_KEYS = ("accelerator", "gpus", "sharding")
 PROBE_BASIS = "probe"
@@ -130,7 +134,8 @@ def probes_for_trials(spec, trials, probes: pl.DataFrame | None, *, hostname: st
                              "memory_gib": p["memory_gib"], "tokens": float(tokens),
                              "basis": f"{PROBE_BASIS} {p['run_id']} {date}", "cpu_cores": p.get("cpu_cores"),
                              "step_s_p10": p.get("step_s_p10"), "step_s_p50": p.get("step_s_p50"),
-                             "step_s_p90": p.get("step_s_p90"), "steps": p.get("step_times")})
+                             "step_s_p90": p.get("step_s_p90"), "steps": p.get("step_times"),
+                             **{c: p.get(c) for c in RL_ROLE_COLUMNS}})
     return pl.DataFrame(rows, schema=PROBED_SCHEMA) if rows else None
 
 

@@ -6,10 +6,18 @@ calibration) is split over the roles of one step (rollout, reference, old_logpro
 train, sync; split placements also the idle share each GPU group waits), with GPU-hours and dollars
 at the trial's own price per GPU-hour (its offer / the GPUs it uses). `Plan.roles` holds them by
 trial id; `plan --json` puts each under its trial as `roles`, the text prints one line per trial.
+
+A trial the plan extrapolated from a probe of its shape (est_basis "probe RUN_ID DATE") whose trainer
+reported its roles (gpuledger/integrations/trl.py; v_probes rollout_s .. sync_s, rl_step_s) is split by
+what the probe measured, not by the model: its step is the probe's median step, each phase the probe's
+median seconds (the log-probs it measured as one, split between reference and old_logprob as the model
+splits them), `basis` the probe; the model's phases stay under `model_phases_s` for comparison, and
+`rollout.measured_tokens_per_s` is the probe's generation rate.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import polars as pl
@@ -17,9 +25,33 @@ import polars as pl
 from gpuledger.vocabulary import RL_METHODS
 
 
-def trial_roles(plan, estimates: pl.DataFrame) -> dict[str, dict]:
-    """Returns {trial_id: {placement, engine, async, steps, step_s, phases_s, groups, roles}} for the
-    feasible trials of an RL plan (empty for other methods, or where a trial cannot be timed)."""
+def _measured(probed: pl.DataFrame | None, t: dict) -> dict | None:
+    """Returns the probe row a trial's time rests on when it carries RL role timings, else None."""
+    basis = str(t.get("est_basis") or "")
+    if probed is None or probed.is_empty() or not basis.startswith("probe ") or "rl_step_s" not in probed.columns:
+        return None
+    rows = probed.filter((pl.col("trial_id") == t["trial_id"]) & (pl.col("basis") == basis)
+                         & pl.col("rl_step_s").is_not_null() & (pl.col("rl_step_s") > 0))
+    return rows.row(0, named=True) if rows.height else None
+
+
+def _measured_step(step, probe: dict):
+    """Returns `step` with the probe's phases and step time (see the module)."""
+    model = step.phases_s
+    logprob = float(probe.get("logprob_s") or 0.0)
+    ref, old = model.get("reference", 0.0), model.get("old_logprob", 0.0)
+    share = ref / (ref + old) if ref + old > 0 else 1.0
+    phases = {k: 0.0 for k in model}
+    phases.update(rollout=float(probe.get("rollout_s") or 0.0), reference=logprob * share,
+                  old_logprob=logprob * (1 - share), reward=float(probe.get("reward_s") or 0.0),
+                  train=float(probe.get("train_s") or 0.0), sync=float(probe.get("sync_s") or 0.0))
+    return dataclasses.replace(step, phases_s=phases, step_s=float(probe["rl_step_s"]))
+
+
+def trial_roles(plan, estimates: pl.DataFrame, probed: pl.DataFrame | None = None) -> dict[str, dict]:
+    """Returns {trial_id: {placement, engine, async, steps, step_s, phases_s, groups, roles, basis}} for the
+    feasible trials of an RL plan (empty for other methods, or where a trial cannot be timed); `probed`:
+    the probes the plan used (`probes_for_trials`), whose RL role timings split a probed trial."""
     from gpuledger.estimate.rl import placement_candidates, rl_step_cached, role_costs
     from gpuledger.estimate.workload import Workload
 
@@ -41,16 +73,25 @@ def trial_roles(plan, estimates: pl.DataFrame) -> dict[str, dict]:
             continue
         best = next(c for c in cands if c["chosen"])
         step = rl_step_cached(best["setup"])
+        model_phases = step.to_json()["phases_s"]
+        probe = _measured(probed, t)
+        if probe is not None:
+            step = _measured_step(step, probe)
         steps = float(json.loads(text[0])["tokens"]) / step.tokens
         # the plan's compute time over the model's steps: its band's P50 and any calibration (and the load)
         factor = float(t["compute_s"]) / (steps * step.step_s)
         per_gpu = float(t["usd_per_hour"]) / max(1, int(t["gpus"])) if t.get("usd_per_hour") else None
         prices = {g["accelerator"]: per_gpu for g in step.groups.values()} if per_gpu else None
         j = step.to_json()
+        rollout = dict(j["rollout"])
+        if probe is not None and probe.get("rollout_tokens_per_s"):
+            rollout["measured_tokens_per_s"] = round(float(probe["rollout_tokens_per_s"]), 1)
         out[t["trial_id"]] = {
             "placement": j["placement"], "engine": j["engine"], "async": j["async"], "steps": round(steps, 1),
             "step_s": j["step_s"], "time_factor": round(factor, 3), "phases_s": j["phases_s"], "groups": j["groups"],
-            "rollout": j["rollout"], "roles": role_costs(step, steps * factor, prices),
+            "rollout": rollout, "roles": role_costs(step, steps * factor, prices),
+            "basis": t["est_basis"] if probe is not None else "model (gpuledger/estimate/rl.py)",
+            **({"model_phases_s": model_phases} if probe is not None else {}),
             "memory_gib": _memory(w, t["gpus"], j),
             "placements": [{k: (round(v, 1) if k == "tokens_per_s" else v) for k, v in c.items() if k != "setup"}
                            for c in cands]}
@@ -86,8 +127,10 @@ def roles_line(trial_id: str, r: dict) -> str:
         tried = "; placements tried: " + ", ".join(
             f"{c['rollout_gpus']} rollout + {c['trainer_gpus']} train {fmt_duration(c['step_s'])}/step"
             + (" <- chosen" if c["chosen"] else "") for c in r["placements"])
+    measured = str(r.get("basis", "")).startswith("probe ")
+    scale = f"measured by {r['basis']}" if measured else f"x{r['time_factor']:g} the band's P50"
     return (f"roles {trial_id}: {r['placement']} ({groups}; {r['engine']}{', async' if r['async'] else ''}), "
-            f"{r['steps']:,.0f} steps of {fmt_duration(r['step_s'])} (x{r['time_factor']:g} the band's P50): "
+            f"{r['steps']:,.0f} steps of {fmt_duration(r['step_s'])} ({scale}): "
             + ", ".join(parts) + tried)
 
 

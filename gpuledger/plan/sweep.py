@@ -228,7 +228,7 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
         plan = replace(plan, packing=packing)
     from gpuledger.plan.rl_roles import is_rl, trial_roles
 
-    return replace(plan, roles=trial_roles(plan, est)) if is_rl(spec.method) else plan
+    return replace(plan, roles=trial_roles(plan, est, probed)) if is_rl(spec.method) else plan
 
 
 def _with_bands(plan: Plan, est: pl.DataFrame, s: PlanSettings, probed: pl.DataFrame | None) -> Plan:

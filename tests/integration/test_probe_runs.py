@@ -113,3 +113,38 @@ def test_cli_probe_refuses_over_budget_and_names_a_bad_trial(probe_spec, _isolat
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and "--trial 99" in run.stderr and "Traceback" not in run.stderr
     assert not _isolated_warehouse.exists()  # refused before anything was written or launched
+
+
+#: An RL trainer's per-role points (the names gpuledger/integrations/trl.py logs): the first step pays a
+#: start-up (10 s of rollout) that the steady medians must leave out; 48 generated tokens a step
+RL_TRIAL = """
+import time
+from gpuledger.track import log
+for step in range(1, 10_001):
+    time.sleep(0.02)
+    rollout = 10.0 if step == 1 else 0.012 + 0.001 * (step % 2)
+    log(step=step, tokens=step * 64, rl_rollout_s=rollout, rl_logprob_s=0.003, rl_reward_s=0.001, rl_train_s=0.004,
+        rl_sync_s=0.0005, rl_step_s=rollout + 0.0085, rl_generated_tokens=48)
+"""
+
+
+def test_an_rl_probe_records_its_roles_apart(probe_spec):
+    (probe_spec.parent / "trial.py").write_text(RL_TRIAL, encoding="utf-8")
+    spec = load_spec(probe_spec)
+    _, plan = plan_for_probes(spec, "local")
+    summary = run_probes(spec, probe_spec, steps=7, trial_ids=[plan.planned_trials[0].trial_id], say=lambda m: None)
+    usable = [p for p in summary.probes if p["usable"]]
+    assert usable and not summary.failures
+    for p in usable:
+        assert p["rl_steps"] == 6  # steps 2..7: the first step's start-up left out
+        assert p["rollout_s"] == pytest.approx(0.0125, abs=6e-4)  # the median of 0.012 / 0.013
+        assert (p["logprob_s"], p["reward_s"], p["train_s"], p["sync_s"]) == pytest.approx((0.003, 0.001, 0.004, 0.0005))
+        assert p["rl_step_s"] == pytest.approx(0.021, abs=6e-4)
+        assert p["rollout_tokens_per_s"] == pytest.approx(6 * 48 / (3 * 0.012 + 3 * 0.013), rel=1e-6)
+    with Warehouse.open(read_only=True) as wh:
+        rows = wh.query_named("plan_probes", {"model": spec.model, "method": spec.method})
+    assert set(rows["rollout_s"].drop_nulls().round(4)) == {0.0125}
+    # a trainer without roles: null role columns (the first test's trial), not zeros
+    (probe_spec.parent / "trial.py").write_text(TRIAL, encoding="utf-8")
+    plain = run_probes(spec, probe_spec, steps=3, trial_ids=[plan.planned_trials[0].trial_id], say=lambda m: None)
+    assert all(p["rollout_s"] is None and p["rl_steps"] == 0 for p in plain.probes)

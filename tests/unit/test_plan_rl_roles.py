@@ -87,3 +87,50 @@ def test_async_or_rollout_gpus_without_a_vllm_server_is_one_located_problem(tmp_
     assert "grpo.yaml:" in out["problems"][0] and "train.async_rollout need train.generation: vllm_server" in out["problems"][0]
     with pytest.raises(UserError, match="vllm_server"):
         _plan(spec)
+
+
+def _rl_probe(spec, plan, *, rollout_s, logprob_s, reward_s, train_s, sync_s, tokens_per_s):
+    """The `plan_probes` row of one GRPO probe of the plan's first trial, on its chosen placement."""
+    import json
+    from datetime import datetime
+
+    import polars as pl
+
+    from gpuledger.plan.probes import PROBE_SCHEMA, shapes_to_probe, trial_shape
+
+    rows = {t.trial_id: t for t in plan.planned_trials}
+    shape, trial = shapes_to_probe(spec, expand_trials(spec), rows)[0]
+    placed = rows[trial.trial_id]
+    step = rollout_s + logprob_s + reward_s + train_s + sync_s
+    return pl.DataFrame([{
+        "run_id": "probe-rl", "accelerator": placed.accelerator, "gpus": placed.gpus, "hostname": "h",
+        "probe_shape": json.dumps(trial_shape(spec, trial.params, placed)), "startup_s": 300.0,
+        "warm_startup_s": 300.0, "tokens_per_s": tokens_per_s, "memory_gib": 60.0,
+        "ended_at": datetime(2026, 12, 1, 10), "rollout_s": rollout_s, "logprob_s": logprob_s, "reward_s": reward_s,
+        "train_s": train_s, "sync_s": sync_s, "rl_step_s": step, "rollout_tokens_per_s": 5000.0}], schema=PROBE_SCHEMA)
+
+
+def test_a_probed_grpo_trial_is_split_by_what_its_probe_measured(tmp_path):
+    spec = _spec(tmp_path)
+    before = _plan(spec)
+    t0 = before.to_json()["trials"][0]
+    assert t0["roles"]["basis"].startswith("model")
+    model_step = t0["roles"]["step_s"]
+    # a probe that found generation twice the model's and the trainer half of it, at the model's overall rate
+    phases = t0["roles"]["phases_s"]
+    measured = {"rollout_s": 2 * phases["rollout"], "logprob_s": phases["reference"] + phases["old_logprob"],
+                "reward_s": phases["reward"], "train_s": phases["train"] / 2, "sync_s": phases["sync"]}
+    tokens = float(yaml.safe_load(SPEC_PATH.read_text())["train"]["tokens_per_trial"])
+    probes = _rl_probe(spec, before, **measured, tokens_per_s=tokens / (1.5 * t0["compute_s"]))
+    after = plan_sweep(spec, expand_trials(spec), probes=probes)
+    t = after.to_json()["trials"][0]
+    r = t["roles"]
+    assert t["est_basis"].startswith("probe probe-rl") and r["basis"] == t["est_basis"]
+    assert r["model_phases_s"]["rollout"] == pytest.approx(phases["rollout"], rel=1e-3)
+    assert r["roles"]["rollout"]["seconds_per_step"] == pytest.approx(measured["rollout_s"], rel=1e-3)
+    assert r["roles"]["train"]["seconds_per_step"] == pytest.approx(measured["train_s"], rel=1e-3)
+    assert r["step_s"] == pytest.approx(sum(measured.values()), rel=1e-3) and r["step_s"] != pytest.approx(model_step)
+    assert r["rollout"]["measured_tokens_per_s"] == 5000.0
+    # the roles still add up to the trial's (now probe-extrapolated) compute time
+    assert sum(v["seconds"] for v in r["roles"].values()) == pytest.approx(t["compute_s"], rel=0.01)
+    assert f"measured by {t['est_basis']}" in render_plan(after)

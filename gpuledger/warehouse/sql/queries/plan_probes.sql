@@ -6,7 +6,9 @@
 -- probes `gpuledger probe` runs locally included): a first run on a machine may pay one-time work (a
 -- download, the demo's pretrained base) that the trials after it find cached. cpu_cores: the cores the
 -- probe's trainer used in its steady state (the plan's assumptions say it for local probes). step_s_p10/p50/p90:
--- the spread of its own step times, the band of a plan extrapolated from it.
+-- the spread of its own step times, the band of a plan extrapolated from it. rollout_s .. sync_s,
+-- rl_step_s, rollout_tokens_per_s: an RL trainer's measured seconds per step by role (null otherwise),
+-- which a probed GRPO/PPO trial's roles rest on (gpuledger/plan/rl_roles.py).
 WITH probes AS (
     SELECT *,
            min(startup_s) OVER (PARTITION BY probe_shape::VARCHAR,
@@ -34,7 +36,14 @@ SELECT run_id,
        tokens_source,
        memory_gib,
        cost_usd,
-       ended_at
+       ended_at,
+       rollout_s,
+       logprob_s,
+       reward_s,
+       train_s,
+       sync_s,
+       rl_step_s,
+       rollout_tokens_per_s
 FROM probes
 WHERE usable
 ORDER BY ended_at DESC, run_id

@@ -8,6 +8,10 @@
 -- cpu_cores: the CPU seconds the trainer process used in the steady window (the `process_cpu_s`
 -- gpuledger.track adds to a probe's steps) / steady_s: the cores it used while sharing the machine
 -- with the sweep's other probes and everything else that ran (1.0 = one core to itself).
+-- An RL trainer's roles (gpuledger/integrations/trl.py: rl_rollout_s, rl_logprob_s, rl_reward_s,
+-- rl_train_s, rl_sync_s, rl_step_s, rl_generated_tokens each optimizer step): the median of each over
+-- the steady steps (after the first logged step, whose cost is start-up's), and the rollouts'
+-- generation rate = generated tokens / rollout seconds summed over those steps; null for other trainers.
 WITH steps AS (
     SELECT m.run_id,
            m.step,
@@ -60,6 +64,26 @@ torch_mem AS (
     WHERE name IN ('torch_max_memory_allocated_gib', 'torch_max_memory_reserved_gib')
     GROUP BY run_id
 ),
+first_step AS (
+    SELECT run_id, min(step) AS step FROM steps GROUP BY run_id
+),
+rl_roles AS (
+    SELECT m.run_id,
+           median(m.value) FILTER (WHERE m.name = 'rl_rollout_s') AS rollout_s,
+           median(m.value) FILTER (WHERE m.name = 'rl_logprob_s') AS logprob_s,
+           median(m.value) FILTER (WHERE m.name = 'rl_reward_s') AS reward_s,
+           median(m.value) FILTER (WHERE m.name = 'rl_train_s') AS train_s,
+           median(m.value) FILTER (WHERE m.name = 'rl_sync_s') AS sync_s,
+           median(m.value) FILTER (WHERE m.name = 'rl_step_s') AS rl_step_s,
+           sum(m.value) FILTER (WHERE m.name = 'rl_generated_tokens')
+               / nullif(sum(m.value) FILTER (WHERE m.name = 'rl_rollout_s'), 0) AS rollout_tokens_per_s,
+           count(*) FILTER (WHERE m.name = 'rl_step_s') AS rl_steps
+    FROM metrics m
+    JOIN first_step f ON f.run_id = m.run_id AND m.step > f.step
+    WHERE m.name IN ('rl_rollout_s', 'rl_logprob_s', 'rl_reward_s', 'rl_train_s', 'rl_sync_s', 'rl_step_s',
+                     'rl_generated_tokens')
+    GROUP BY m.run_id
+),
 base AS (
     SELECT r.run_id, r.sweep_id, s.name AS sweep_name, s.model, s.method, r.trial_id, r.status, r.launcher,
            r.accelerator, r.gpus, r.hostname, r.started_at, r.ended_at, r.wall_s, r.cost_usd, r.probe_shape,
@@ -72,12 +96,15 @@ base AS (
            CASE WHEN sp.token_points >= 2 THEN 'reported' ELSE 'steps x micro_batch x seq_len x gpus' END
                AS tokens_source,
            tm.torch_allocated_gib, tm.torch_reserved_gib,
-           st.step_s_p10, st.step_s_p50, st.step_s_p90, coalesce(st.step_times, 0) AS step_times
+           st.step_s_p10, st.step_s_p50, st.step_s_p90, coalesce(st.step_times, 0) AS step_times,
+           rl.rollout_s, rl.logprob_s, rl.reward_s, rl.train_s, rl.sync_s, rl.rl_step_s, rl.rollout_tokens_per_s,
+           coalesce(rl.rl_steps, 0) AS rl_steps
     FROM runs r
     LEFT JOIN sweeps s ON s.sweep_id = r.sweep_id
     LEFT JOIN span sp ON sp.run_id = r.run_id
     LEFT JOIN torch_mem tm ON tm.run_id = r.run_id
     LEFT JOIN spread st ON st.run_id = r.run_id
+    LEFT JOIN rl_roles rl ON rl.run_id = r.run_id
     WHERE r.purpose = 'probe'
 )
 SELECT run_id,
@@ -118,5 +145,13 @@ SELECT run_id,
        -- usable for planning: it ran as it should (succeeded; or stopped by its backstop timeout) and
        -- measured a steady state of at least one step
        status IN ('succeeded', 'failed') AND steady_s > 0 AND steady_tokens > 0 AND startup_s IS NOT NULL
-           AND (status = 'succeeded' OR steady_steps >= 2) AS usable
+           AND (status = 'succeeded' OR steady_steps >= 2) AS usable,
+       rollout_s,
+       logprob_s,
+       reward_s,
+       train_s,
+       sync_s,
+       rl_step_s,
+       rollout_tokens_per_s,
+       rl_steps
 FROM base
