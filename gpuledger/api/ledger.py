@@ -331,13 +331,15 @@ class Ledger:
             rows = wh.query_named("final_metrics_of_run", {"run_id": run_id}).rows()
         return {str(name): float(value) for name, value in rows if value is not None}
 
-    def sql(self, query: str, *, write: bool = False, timeout_s: float | None = None) -> pl.DataFrame:
-        """Returns the result of a SQL query against the ledger (DuckDB) as a polars frame; read-only
-        unless `write` (a statement that would write anything anywhere is refused)."""
+    def sql(self, query: str, *, write: bool = False, timeout_s: float | None = None,
+            rows: bool = False) -> pl.DataFrame | Any:
+        """Returns the result of a SQL query against the ledger (DuckDB) as a polars frame (`SqlRows`, its
+        columns and plain rows, when `rows`: no polars imported); read-only unless `write` (a statement
+        that would write anything anywhere is refused)."""
         from gpuledger.warehouse.adhoc import run_query
 
         with self._scope():
-            return run_query(query, write=write, timeout_s=timeout_s)
+            return run_query(query, write=write, timeout_s=timeout_s, rows=rows)
 
     def agent_sql(self, query: str, *, max_rows: int = 1000, timeout_s: float | None = None) -> Any:
         """Returns `LedgerRows` of a query run as an agent's (the MCP `sql` tool): the ledger only, DuckDB's

@@ -317,9 +317,19 @@ def build_parser() -> argparse.ArgumentParser:
 _MODULES = {"import": "imports"}
 
 
+#: the prompt's quick commands: they start no subprocess and use no pydantic plugin, so pydantic is told
+#: not to scan every installed package's entry points for plugins (a tenth of `validate`'s start-up in
+#: a venv with Prefect and SkyPilot; benchmarks/cli_startup.py); a user's own setting is kept
+_NO_PYDANTIC_PLUGINS = frozenset({"validate", "estimate", "sql", "schema"})
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     name = _MODULES.get(args.command, args.command.replace("-", "_"))
+    if args.command in _NO_PYDANTIC_PLUGINS and argv is None:  # a process of its own, not a caller's
+        import os
+
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from gpuledger.errors import UserError
 
     try:

@@ -10,11 +10,12 @@ configuration is locked and which loads no extension. A query runs at most `time
 from __future__ import annotations
 
 import os
-
-import polars as pl
+from dataclasses import dataclass, field
+from typing import Any
 
 from gpuledger import settings
 from gpuledger.errors import UserError
+from gpuledger.lazy import polars as pl
 from gpuledger.warehouse.readonly import READ_ONLY_CONFIG, read_only_problems, writing_statements
 
 
@@ -40,13 +41,25 @@ def check_query(query: str, *, write: bool = False) -> list[str]:
     return writes
 
 
+@dataclass(frozen=True)
+class SqlRows:
+    """A query's result as plain Python values (no frame: `gpuledger sql` prints it without polars)."""
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+
+
 def run_query(query: str, *, write: bool = False, timeout_s: float | None = None,
-              path: str | os.PathLike[str] | None = None) -> pl.DataFrame:
-    """Returns the result of `query` as a polars frame (read-only unless `write`), within `timeout_s`
-    (default: `sql_timeout_s()`); UserError for a refused statement or an SQL error (one line)."""
+              path: str | os.PathLike[str] | None = None, rows: bool = False) -> pl.DataFrame | SqlRows:
+    """Returns the result of `query` as a polars frame (`SqlRows` when `rows`; read-only unless `write`),
+    within `timeout_s` (default: `sql_timeout_s()`); UserError for a refused statement or an SQL error
+    (one line)."""
     from gpuledger.warehouse import Warehouse
 
     check_query(query, write=write)
     limit = sql_timeout_s() if timeout_s is None else float(timeout_s)
     with Warehouse.open(path, read_only=not write, config=None if write else READ_ONLY_CONFIG) as wh:
+        if rows:
+            columns, values = wh.query_bounded(query, limit, rows=True)
+            return SqlRows(columns, values)
         return wh.query_bounded(query, limit)

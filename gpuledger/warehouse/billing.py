@@ -14,8 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import polars as pl
-
+from gpuledger.lazy import polars as pl
 from gpuledger.warehouse.connect import now
 
 

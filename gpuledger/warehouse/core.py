@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import polars as pl
 
 from gpuledger.errors import UserError
+from gpuledger.lazy import polars as pl
 from gpuledger.settings import ENV_PATH, resolve_path
 from gpuledger.warehouse import lake, sqlfiles
 from gpuledger.warehouse import migrate as _migrate
@@ -191,15 +191,27 @@ class WarehouseBase:
         except duckdb.Error as err:
             raise UserError(one_line(err)) from None
 
-    def query_bounded(self, sql: str, timeout_s: float) -> pl.DataFrame:
-        """Returns `query(sql)`, stopped (DuckDB's `interrupt`) after `timeout_s` seconds or at Ctrl-C,
-        either way a one-line UserError (exit code 130 for Ctrl-C). The query runs on a worker thread
-        so that the main thread, where Python's signals arrive, stays free to stop it."""
+    def query_rows(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Returns the column names and rows (Python values) of one SQL query, with no frame built (polars
+        is not imported: `gpuledger sql` starts without it); UserError with DuckDB's one line on bad SQL."""
+        try:
+            rel = self._con.sql(sql)
+            if rel is None:
+                return [], []
+            return list(rel.columns), rel.fetchall()
+        except duckdb.Error as err:
+            raise UserError(one_line(err)) from None
+
+    def query_bounded(self, sql: str, timeout_s: float, *, rows: bool = False) -> Any:
+        """Returns `query(sql)` (`query_rows(sql)` when `rows`), stopped (DuckDB's `interrupt`) after
+        `timeout_s` seconds or at Ctrl-C, either way a one-line UserError (exit code 130 for Ctrl-C). The
+        query runs on a worker thread so that the main thread, where Python's signals arrive, stays free
+        to stop it."""
         outcome: dict[str, Any] = {}
 
         def work() -> None:
             try:
-                outcome["df"] = self.query(sql)
+                outcome["df"] = self.query_rows(sql) if rows else self.query(sql)
             except BaseException as err:  # noqa: BLE001 - handed to the caller's thread
                 outcome["err"] = err
 

@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from gpuledger.errors import UserError
 from gpuledger.files import write_text_atomic
+from gpuledger.lazy import polars as pl
 from gpuledger.warehouse import sqlfiles
 from gpuledger.warehouse.checks import MAX_RECORD_FILE_BYTES, precheck, record_problem
 from gpuledger.warehouse.connect import now

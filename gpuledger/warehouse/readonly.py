@@ -140,7 +140,9 @@ def _select_problem(text: str) -> str | None:
     """Returns why the SELECT `text` may not run read-only (a table function that is not allowed)."""
     con = duckdb.connect(":memory:", config=NO_EXTENSION_DOWNLOADS)
     try:
-        raw = con.execute("SELECT json_serialize_sql($q)", {"q": text}).fetchone()[0]
+        # the text as a quoted literal, not a bound parameter: binding a Python value makes DuckDB
+        # import pandas and numpy (seconds at the prompt, tests/unit/test_startup.py)
+        raw = con.execute("SELECT json_serialize_sql('" + text.replace("'", "''") + "')").fetchone()[0]
     except duckdb.Error as err:
         return f"cannot check the statement: {one_line(err)}"
     finally:

@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-import polars as pl
-
+from gpuledger.lazy import polars as pl
 from gpuledger.warehouse.connect import now, utc_naive
 
 

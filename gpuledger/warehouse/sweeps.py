@@ -9,9 +9,8 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-import polars as pl
-
 from gpuledger.errors import UserError
+from gpuledger.lazy import polars as pl
 from gpuledger.warehouse.connect import now, utc_naive
 from gpuledger.warehouse.records import frames_module, json_text
 
@@ -112,7 +111,7 @@ class SweepsMixin:
         """
         self._require_writer("upsert_trials")
         df = trials if isinstance(trials, pl.DataFrame) else pl.DataFrame(
-            [_trial_row(t) for t in trials], schema_overrides=_TRIAL_INPUT_SCHEMA, strict=False)
+            [_trial_row(t) for t in trials], schema_overrides=_trial_input_schema(), strict=False)
         if df.height == 0:
             return 0
         if "index" in df.columns:
@@ -180,14 +179,16 @@ class SweepsMixin:
         return rows[0][0] if rows else None
 
 
-_TRIAL_INPUT_SCHEMA = {
-    "trial_index": pl.Int32, "gpus": pl.Int32, "spot": pl.Boolean, "feasible": pl.Boolean,
-    "est_memory_gib": pl.Float64, "est_wall_s": pl.Float64, "est_cost_usd": pl.Float64,
-    "params": pl.String, "est_flops": pl.Float64, "est_basis": pl.String, "cloud_equiv_accelerator": pl.String,
-    "cloud_equiv_gpus": pl.Int32, "cloud_equiv_instance_type": pl.String, "cloud_equiv_cloud": pl.String,
-    "cloud_equiv_spot": pl.Boolean, "cloud_equiv_wall_s": pl.Float64, "cloud_equiv_usd": pl.Float64,
-    "est_pruned_cost_usd": pl.Float64, "stop_rule": pl.String,
-}
+def _trial_input_schema() -> dict[str, Any]:
+    """The polars types of the trial rows' columns (a function: polars is imported on first use)."""
+    return {
+        "trial_index": pl.Int32, "gpus": pl.Int32, "spot": pl.Boolean, "feasible": pl.Boolean,
+        "est_memory_gib": pl.Float64, "est_wall_s": pl.Float64, "est_cost_usd": pl.Float64,
+        "params": pl.String, "est_flops": pl.Float64, "est_basis": pl.String, "cloud_equiv_accelerator": pl.String,
+        "cloud_equiv_gpus": pl.Int32, "cloud_equiv_instance_type": pl.String, "cloud_equiv_cloud": pl.String,
+        "cloud_equiv_spot": pl.Boolean, "cloud_equiv_wall_s": pl.Float64, "cloud_equiv_usd": pl.Float64,
+        "est_pruned_cost_usd": pl.Float64, "stop_rule": pl.String,
+    }
 
 
 def _trial_row(t: dict[str, Any]) -> dict[str, Any]:

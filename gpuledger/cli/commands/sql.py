@@ -15,11 +15,14 @@ line each (`gpuledger.cli.table_text`). SQL errors become one line
 from __future__ import annotations
 
 import argparse
+import csv
+import json
 import os
 import shutil
 import signal
 import sys
 import threading
+from typing import Any
 
 from gpuledger.errors import UserError
 
@@ -61,26 +64,51 @@ def _run(args: argparse.Namespace) -> int:
     writes = check_query(query, write=args.write)
     timeout_s = sql_timeout_s()
     try:
-        df = Ledger().sql(query, write=args.write, timeout_s=timeout_s)
+        result = Ledger().sql(query, write=args.write, timeout_s=timeout_s, rows=True)
     except UserError as err:
         if err.exit_code != 130:
             raise
         _leave_interrupted(str(err))
     except KeyboardInterrupt:  # Ctrl-C while the warehouse opens, before the query's own handler
         _leave_interrupted("interrupted (Ctrl-C) while opening the warehouse; nothing ran")
+    columns, rows = result.columns, result.rows
     out = sys.stdout
     if args.format == "csv":
-        out.write(df.write_csv())
+        _write_csv(out, columns, rows)
     elif args.format == "json":
-        out.write(df.write_json() + "\n")
+        from gpuledger.warehouse.ledger_sql import json_value
+
+        out.write(json.dumps([{c: json_value(v) for c, v in zip(columns, row, strict=True)} for row in rows],
+                             ensure_ascii=False) + "\n")
     else:
-        if df.width == 0 or (writes and df.columns == ["Count"]):
-            changed = f" ({df.item()} rows)" if df.shape == (1, 1) else ""
+        if not columns or (writes and columns == ["Count"]):
+            changed = f" ({rows[0][0]} rows)" if len(columns) == 1 and len(rows) == 1 else ""
             print(f"ok{changed}")
             return 0
-        print(table_text.render(df.columns, df.head(TABLE_ROWS).rows(), shutil.get_terminal_size((120, 24)).columns))
-        note = f"{df.height} row{'s' if df.height != 1 else ''}"
-        if df.height > TABLE_ROWS:
+        print(table_text.render(columns, rows[:TABLE_ROWS], shutil.get_terminal_size((120, 24)).columns))
+        note = f"{len(rows)} row{'s' if len(rows) != 1 else ''}"
+        if len(rows) > TABLE_ROWS:
             note += f", first {TABLE_ROWS} shown (use --format csv for all)"
         print(note)
     return 0
+
+
+def _csv_value(value: Any) -> Any:
+    """A value as CSV text: empty for NULL, true/false, timestamps ISO, nested values as JSON."""
+    from gpuledger.warehouse.ledger_sql import json_value
+
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return value
+    plain = json_value(value)
+    return plain if isinstance(plain, str) else json.dumps(plain, ensure_ascii=False)
+
+
+def _write_csv(out: Any, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_csv_value(v) for v in row])
