@@ -164,7 +164,8 @@ def train_setup(est: Estimate, accelerator: str, gpus: int | None = None, method
     return TrainSetup(
         accelerator=accelerator, method=method, framework=w.framework, gpus=gpus or w.gpus, nodes=w.nodes,
         precision=precision or w.precision, micro_batch=w.micro_batch, seq_len=w.seq_len,
-        grad_accum=w.grad_accum, checkpointing=w.checkpointing_mode, packing=w.packing, sample_tokens=w.sample_tokens,
+        grad_accum=w.grad_accum, checkpointing=w.checkpointing_mode, packing=w.packing, padding=w.padding,
+        sample_tokens=w.sample_tokens,
         compile=w.compile or None, flash_attn=w.flash_attn, sharding=w.sharding,
         tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel,
         params_trainable=float(est.params_trainable), lora_r=w.lora_r, optimizer=w.optimizer,

@@ -119,6 +119,7 @@ class TrainSetup:
     grad_accum: int | None = None  # micro-batches per optimizer step (None: 1; pipelines: 8 x stages)
     checkpointing: str = "full"
     packing: bool | None = None  # None: the framework's habit (pre-training stacks pack, fine-tuning pads)
+    padding: str = "longest"  # unpacked: longest (per micro-batch) | max_length (every sample to seq_len)
     #: mean real tokens per sample before padding (unpacked runs); None: DEFAULT_SAMPLE_TOKENS (coefficients.py)
     sample_tokens: int | None = None
     compile: bool | None = None  # None: the framework's habit (tuned stacks ship fused kernels)
@@ -164,14 +165,15 @@ def framework_class(framework: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def padding_factors(micro_batch: int, packing: bool, seq_len: int | None = None,
-                    sample_tokens: int | None = None) -> tuple[float, float]:
+                    sample_tokens: int | None = None, padding: str = "longest") -> tuple[float, float]:
     """Returns (real tokens per sequence, padded tokens per sequence) as fractions of seq_len.
 
     Packed: every position is a real token (1, 1). Padded: lengths log-normal of mean `sample_tokens`
     (DEFAULT_SAMPLE_TOKENS when not given: a typical instruction set's, whatever the cap) and
     SAMPLE_LENGTH_CV, truncated at seq_len; real = E[min(X, L)], padded = E[max of b such lengths]
-    (integrated numerically). Without a seq_len (a bare call): spread evenly over (0, 1] of it
-    (mean 1/2, E[max of b uniforms] = b / (b + 1))."""
+    (integrated numerically); padding "max_length": every sequence padded to seq_len (padded = 1).
+    Without a seq_len (a bare call): spread evenly over (0, 1] of it (mean 1/2, E[max of b uniforms] =
+    b / (b + 1))."""
     if packing:
         return 1.0, 1.0
     if not seq_len:
@@ -187,7 +189,7 @@ def padding_factors(micro_batch: int, packing: bool, seq_len: int | None = None,
         cdf = 0.5 * (1 + math.erf((math.log(x) - mu) / math.sqrt(2 * sigma2)))
         real += (1 - cdf) * dx
         padded += (1 - cdf ** micro_batch) * dx
-    return real / seq_len, padded / seq_len
+    return real / seq_len, (1.0 if padding == "max_length" else padded / seq_len)
 
 
 def _intra_node_gbps(kind) -> tuple[str, float]:
@@ -233,15 +235,16 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
     frozen = s.method in ("lora", "qlora")
     notes: list[str] = []
 
-    real_frac, padded_frac = padding_factors(s.micro_batch, packing, s.seq_len, s.sample_tokens)
+    real_frac, padded_frac = padding_factors(s.micro_batch, packing, s.seq_len, s.sample_tokens, s.padding)
     seq_run = s.seq_len * padded_frac  # positions computed per sequence
     tokens_mb = s.micro_batch * seq_run  # positions per micro-batch (one replica)
     if not packing:
         lengths = (f"lengths of mean {s.sample_tokens} (log-normal, cv {SAMPLE_LENGTH_CV:g}) cut at {s.seq_len}"
                    if s.sample_tokens else f"lengths assumed a typical instruction set's (mean {DEFAULT_SAMPLE_TOKENS}, "
                    f"log-normal, cv {SAMPLE_LENGTH_CV:g}) cut at {s.seq_len} (train.sample_tokens states your data's mean)")
+        to = f"to {s.seq_len} (train.padding: max_length)" if s.padding == "max_length" else "to its longest"
         notes.append(f"padding: {lengths}, each micro-batch of {s.micro_batch} "
-                     f"padded to its longest ({padded_frac / real_frac:.2f} positions per real token); "
+                     f"padded {to} ({padded_frac / real_frac:.2f} positions per real token); "
                      "train.packing: true removes it")
     accum = s.grad_accum or (8 * pp if pp > 1 else 1)
 

@@ -13,6 +13,7 @@ from gpuledger.vocabulary import (
     Method,
     Offload,
     Optimizer,
+    Padding,
     Precision,
     RefModel,
     RLPolicy,
@@ -23,7 +24,7 @@ from gpuledger.vocabulary import (
 STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd", "grad_accum",
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
                 "policy", "rollout_gpus", "async_rollout", "completion_len_p90", "reward_seconds_per_sample",
-                "checkpointing", "packing", "sample_tokens", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
+                "checkpointing", "packing", "padding", "sample_tokens", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
                 "sequence_parallel",
                 "expert_parallel")
 
@@ -143,6 +144,9 @@ class Workload(BaseModel):
     #: sequences packed to seq_len (True) or padded to the longest of their micro-batch (False);
     #: None = the framework's habit (pre-training stacks pack, fine-tuning recipes pad)
     packing: bool | None = None
+    #: unpacked runs: each micro-batch padded to its longest sample (longest: TRL / Trainer collators) or every
+    #: sample to seq_len (max_length: `padding="max_length"` in the tokenization)
+    padding: Padding = "longest"
     #: mean real tokens per sample before padding (unpacked runs: each micro-batch is padded to its longest);
     #: None = a typical instruction set's lengths (coefficients.DEFAULT_SAMPLE_TOKENS) cut at seq_len
     sample_tokens: int | None = Field(None, ge=1)

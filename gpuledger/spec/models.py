@@ -43,6 +43,7 @@ from gpuledger.vocabulary import (
     Method,
     Offload,
     Optimizer,
+    Padding,
     Precision,
     RefModel,
     RLPolicy,
@@ -187,6 +188,9 @@ class Train(_Strict):
         None, description="activation checkpointing mode; null = full/none from grad_checkpointing")
     packing: bool | None = Field(None, description="sequences packed to seq_len (true) or padded per micro-batch "
                                  "(false); null = the framework's habit")
+    padding: Padding = Field("longest", description="unpacked runs: each micro-batch padded to its longest sample "
+                             "(longest: TRL SFTTrainer, the Trainer's collators) or every sample to seq_len (max_length: "
+                             "padding=\"max_length\" in the tokenization)")
     sample_tokens: int | None = Field(None, ge=1, le=10_000_000, description="mean real tokens per sample before "
                                       "padding (unpacked runs); null = a typical instruction set's (250) cut at seq_len")
     tensor_parallel: int = Field(1, ge=1, le=64, description="tensor-parallel degree of training")

@@ -223,3 +223,28 @@ def test_sample_tokens_reaches_the_step_from_the_workload():
     assert any("mean 150" in a for a in short.assumptions)
     plain = training_step(estimate(Workload(**base)), "A100")  # not stated: a typical instruction set's lengths
     assert any("typical instruction set" in a for a in plain.assumptions)
+
+
+def test_padding_to_max_length_computes_every_position_of_the_cap():
+    from gpuledger.estimate import Workload, estimate, training_step
+    from gpuledger.estimate.throughput import padding_factors
+
+    real, padded = padding_factors(4, False, 2048, 250, "max_length")
+    assert padded == 1.0 and real == pytest.approx(padding_factors(4, False, 2048, 250)[0])
+    assert padding_factors(4, True, 2048, 250, "max_length") == (1.0, 1.0)  # packing fills the cap anyway
+    base = dict(model="meta-llama/Llama-2-7b-hf", method="lora", micro_batch=4, seq_len=2048, sample_tokens=250)
+    longest = training_step(estimate(Workload(**base)), "A100")
+    to_max = training_step(estimate(Workload(**base, padding="max_length")), "A100")
+    assert to_max.tokens_per_step == pytest.approx(longest.tokens_per_step)  # the same real tokens per step
+    assert to_max.step_s > 3 * longest.step_s  # ~8 positions per real token instead of ~2
+    assert any("train.padding: max_length" in a for a in to_max.assumptions)
+
+
+def test_spec_padding_reaches_the_workload():
+    from gpuledger.estimate import STACK_FIELDS
+    from gpuledger.spec.models import Train
+
+    assert "padding" in STACK_FIELDS
+    assert Train(padding="max_length").padding == "max_length" and Train().padding == "longest"
+    with pytest.raises(ValueError):
+        Train(padding="right")

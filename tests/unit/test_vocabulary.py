@@ -111,7 +111,7 @@ def test_the_spec_the_estimator_and_the_cli_take_their_words_from_the_vocabulary
     assert Train.model_fields["optimizer"].annotation is vocabulary.Optimizer
     for field, literal in (("method", vocabulary.Method), ("precision", vocabulary.Precision),
                            ("optimizer", vocabulary.Optimizer), ("sharding", vocabulary.Sharding),
-                           ("framework", vocabulary.Framework)):
+                           ("framework", vocabulary.Framework), ("padding", vocabulary.Padding)):
         assert Workload.model_fields[field].annotation is literal, field
     estimate = next(a for a in build_parser()._subparsers._group_actions[0].choices["estimate"]._actions
                     if a.dest == "method")
