@@ -71,34 +71,20 @@ def report(cases) -> dict:
     return {"cases": rows, "groups": groups, "overall": overall}
 
 
-WHOLE_RUNS = ROOT / "tests" / "data" / "whole_runs.csv"
-
-
 def whole_runs() -> list[dict]:
-    """Returns published whole-run times (dataset x epochs on N GPUs -> minutes) against gpuledger's
-    whole-run time (`gpuledger.estimate.train_time_s`: steps + load + checkpoints), error = (model -
-    measured) / measured. Out of source: no coefficient is fitted on these rows."""
-    import csv
-
-    from gpuledger.estimate import Workload, estimate, train_time_s
+    """Returns published whole-run times (dataset x epochs on N GPUs -> minutes; whole_runs.csv, read by
+    `gpuledger.estimate.public.whole_runs`) against gpuledger's whole-run time (`train_time_s`: steps +
+    load + checkpoints), error = (model - measured) / measured, with the default sample lengths and with
+    the row's mean stated. Out of source: no coefficient is fitted on these rows (they are band rows)."""
+    from gpuledger.estimate.public import whole_runs as rows
 
     out = []
-    with open(WHOLE_RUNS, newline="") as fh:
-        for r in csv.DictReader(fh):
-            w = Workload(model=r["model"], method=r["method"], precision=r["precision"], framework=r["framework"],
-                         micro_batch=int(r["micro_batch"]), seq_len=int(r["seq_len"]), gpus=int(r["gpus"]),
-                         grad_ckpt=r["grad_ckpt"] == "true", lora_r=int(r["lora_r"]), lora_targets=r["lora_targets"],
-                         packing=r["packing"] == "true", grad_accum=int(r["grad_accum"]) if r["grad_accum"] else None)
-            tokens = float(r["epochs"]) * float(r["samples"]) * float(r["mean_tokens"])
-            model_s = train_time_s(estimate(w), tokens, r["accelerator"])
-            # the same run with its mean sample length stated (train.sample_tokens): padding from that mean
-            stated = w.model_copy(update={"sample_tokens": max(1, round(float(r["mean_tokens"])))})
-            stated_s = train_time_s(estimate(stated), tokens, r["accelerator"])
-            out.append({"id": r["id"], "source": r["source"], "framework": r["framework"], "micro_batch": int(r["micro_batch"]),
-                        "measured_s": float(r["runtime_s"]), "model_s": round(model_s, 1),
-                        "error": model_s / float(r["runtime_s"]) - 1,
-                        "model_s_stated_mean": round(stated_s, 1),
-                        "error_stated_mean": stated_s / float(r["runtime_s"]) - 1})
+    for r in rows():
+        model_s, stated_s = r.model_s(), r.model_s(stated_mean=True)
+        out.append({"id": r.id, "source": r.source, "framework": r.workload.framework,
+                    "micro_batch": r.workload.micro_batch, "measured_s": r.measured_s, "model_s": round(model_s, 1),
+                    "error": model_s / r.measured_s - 1, "model_s_stated_mean": round(stated_s, 1),
+                    "error_stated_mean": stated_s / r.measured_s - 1})
     return out
 
 
@@ -126,7 +112,7 @@ def main(argv: list[str]) -> int:
     for g, s in [("all", rep["overall"]), *rep["groups"].items()]:
         print(f"{g:44} {s['model']['cases']:3d}  {_fmt(s['held_out'])}  {_fmt(s['model'])}  {_fmt(s['plain'])}")
     runs = rep["whole_runs"]
-    print(f"\nwhole runs (tests/data/whole_runs.csv; model = train_time_s, steps + load + checkpoints; unpacked rows with "
+    print(f"\nwhole runs (whole_runs.csv; model = train_time_s, steps + load + checkpoints; unpacked rows with "
           f"the default lengths (DEFAULT_SAMPLE_TOKENS cut at seq_len), and with the row's mean stated as "
           f"train.sample_tokens): {len(runs)}")
     for r in runs:

@@ -317,6 +317,18 @@ def public_time_rows() -> list[BandRow]:
     return out
 
 
+def public_whole_run_rows() -> list[BandRow]:
+    """Returns the whole runs of whole_runs.csv (one rented GPU, a data set x epochs, the published runtime):
+    log(measured / the model's whole-run time) with the samples' lengths as the spec leaves them (the
+    default, `DEFAULT_SAMPLE_TOKENS`): what a user who writes the run's settings is planned. No coefficient
+    is fitted on them."""
+    from gpuledger.estimate.public import whole_runs
+
+    return [BandRow("time", cell_of(r.workload.framework, r.workload.method, r.workload.precision, r.workload.gpus,
+                                    r.accelerator), math.log(r.measured_s / r.model_s()), r.source, r.id)
+            for r in whole_runs()]
+
+
 def public_memory_rows() -> list[BandRow]:
     """Returns the peak rows of memory_public.csv: log(measured / estimate at the row's level)."""
     from gpuledger.estimate import estimate
@@ -334,8 +346,9 @@ def public_memory_rows() -> list[BandRow]:
 
 
 def band_rows() -> list[BandRow]:
-    """Returns every public row of the table (time, then memory), as `benchmarks/band_table.py` ships them."""
-    return public_time_rows() + public_memory_rows()
+    """Returns every public row of the table (time: throughput rows, then whole runs; then memory), as
+    `benchmarks/band_table.py` ships them."""
+    return public_time_rows() + public_whole_run_rows() + public_memory_rows()
 
 
 def run_band_rows(runs: list[dict]) -> list[BandRow]:

@@ -1,6 +1,7 @@
 """Published measurements the estimator is checked against, shipped as package data
 (`gpuledger/estimate/data/`): training throughput (`training_throughput.csv`, one row per published
-configuration with its URL) and peak memory (`memory_public.csv`). Pure readers and the
+configuration with its URL), peak memory (`memory_public.csv`) and whole runs (`whole_runs.csv`: a
+data set x epochs on one rented GPU, its published runtime). Pure readers and the
 comparisons; `benchmarks/time_accuracy.py`, `benchmarks/estimator_accuracy.py` and
 `gpuledger accuracy` use them."""
 
@@ -16,6 +17,7 @@ from gpuledger.estimate.throughput import ModelShape, TrainSetup, step_time
 
 THROUGHPUT_CSV = "training_throughput.csv"
 MEMORY_CSV = "memory_public.csv"
+WHOLE_RUNS_CSV = "whole_runs.csv"
 #: the GPU each family of memory_public.csv measured on (its `version`/`url` columns: lit-gpt's config
 #: hub on an A10G, lit-gpt's resource tables and Qwen's speed benchmark on A100s, fsdp_qlora on RTX
 #: 3090s, PEFT's MetaMathQA runs on an H100, torchtune's README on an A100 and an RTX 4090, TRL GRPO
@@ -184,3 +186,44 @@ def summarize(errors: list[float], band: float = 0.25) -> Summary:
         return Summary(0, math.nan, math.nan)
     return Summary(len(errors), statistics.median(abs(e) for e in errors),
                    sum(abs(e) <= band for e in errors) / len(errors))
+
+
+@dataclass(frozen=True)
+class WholeRun:
+    """One published whole run (tokens of a data set x epochs on `accelerator`, its runtime), as a user
+    writes its spec: the Workload states what the source states (not the samples' mean length)."""
+
+    id: str
+    source: str
+    workload: object  # gpuledger.estimate.Workload
+    accelerator: str
+    tokens: float
+    mean_tokens: float
+    measured_s: float
+
+    def model_s(self, stated_mean: bool = False) -> float:
+        """Returns gpuledger's whole-run time (`train_time_s`: steps, load, checkpoints), with the default
+        sample lengths or (`stated_mean`) the row's mean stated as `sample_tokens`."""
+        from gpuledger.estimate import estimate, train_time_s
+
+        w = self.workload
+        if stated_mean:
+            w = w.model_copy(update={"sample_tokens": max(1, round(self.mean_tokens))})
+        return train_time_s(estimate(w), self.tokens, self.accelerator)
+
+
+@functools.lru_cache(maxsize=1)
+def whole_runs() -> tuple[WholeRun, ...]:
+    """Returns the rows of whole_runs.csv (nothing is fitted on them: out of source by construction)."""
+    from gpuledger.estimate import Workload
+
+    out = []
+    for r in read_csv(WHOLE_RUNS_CSV):
+        w = Workload(model=r["model"], method=r["method"], precision=r["precision"], framework=r["framework"],
+                     micro_batch=int(r["micro_batch"]), seq_len=int(r["seq_len"]), gpus=int(r["gpus"]),
+                     grad_ckpt=r["grad_ckpt"] == "true", lora_r=int(r["lora_r"]), lora_targets=r["lora_targets"],
+                     packing=r["packing"] == "true", grad_accum=int(r["grad_accum"]) if r["grad_accum"] else None)
+        tokens = float(r["epochs"]) * float(r["samples"]) * float(r["mean_tokens"])
+        out.append(WholeRun(r["id"], r["source"], w, r["accelerator"], tokens, float(r["mean_tokens"]),
+                            float(r["runtime_s"])))
+    return tuple(out)
