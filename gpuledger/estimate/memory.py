@@ -48,6 +48,15 @@ DEFAULT_LORA_DROPOUT = {"hf": 0.0, "litgpt": 0.05, "torchtune": 0.0}
 #: steps with varying sequence lengths fragment further; 6% is the middle of what the PyTorch
 #: memory docs' snapshots and the calibration rows show (see benchmarks/estimator_accuracy.py).
 ALLOCATOR_OVERHEAD = 0.06
+#: ... and under FSDP / ZeRO-3 on more than one GPU: the parameters all-gathered per unit and the
+#: gradients reduce-scattered per unit come and go on their own streams (the caching allocator caches
+#: per stream, and FSDP1 frees them with record_stream, so a freed block waits for the other stream),
+#: interleaved with the activations: reserved runs well above allocated. Public: llama-recipes' Llama-2-7B
+#: LoRA FSDP on 4 A100-40GB, peak active 15.22 GB vs peak reserved 19.36 GB (+27%, meta-llama/llama-cookbook
+#: PR #41); its full fine-tune 29 GB reserved (issue #100) vs 22.3 GiB allocated estimated (+29%); 70B on 16
+#: A100s, 59 GB active vs 63 GB reserved (+7%, issue #120); Answer.AI's fsdp_qlora table (FSDP1, 2 GPUs) sits
+#: 5-15% over its allocated estimate. 0.18: the middle of those, in the rows of memory_public.csv.
+SHARDED_ALLOCATOR_OVERHEAD = 0.18
 #: CUDA context + cuBLAS/cuDNN workspaces outside the allocator (nvidia-smi minus
 #: max_memory_reserved): ~300-500 MiB with lazy module loading on A100/H100 (CUDA >= 11.7,
 #: PyTorch docs "CUDA_MODULE_LOADING"); 0.5 GiB.
@@ -204,7 +213,7 @@ def attention_score_bytes_per_token(cfg: ModelConfig, precision: str, seq: int) 
 
 
 def loss_bytes_per_token(cfg: ModelConfig, precision: str, framework: str, chunked: bool | None = None,
-                         compiled: bool = False) -> float:
+                         compiled: bool = False, fused: bool = False) -> float:
     """Returns the peak bytes per token of logits and the loss around the start of backward.
 
     Unchunked (hf's habit): Transformers' ForCausalLMLoss keeps the 16-bit logits (a·V, returned to
@@ -225,13 +234,25 @@ def loss_bytes_per_token(cfg: ModelConfig, precision: str, framework: str, chunk
     With torch.compile the per-chunk loss is one fused graph (torchtune compiles `compute_cross_entropy`)
     that saves only its 16-bit input and recomputes the softmax in backward, writing the chunk's
     gradient in 16 bit: a·V + a·V/8.
+    torchtitan: the same ops as hf, but its train step deletes the model's 16-bit output before backward
+    (`del pred`, "need to free to before bwd to avoid peaking memory"): the fp32 log-softmax and its two
+    gradients, 12·V.
+    `fused` (Liger's fused linear cross-entropy, TRL/Transformers `use_liger_kernel`; cut-cross-entropy):
+    the lm_head and the loss run over chunks of tokens (Liger: chunk = BT / ceil(V / d) tokens, so one
+    chunk's logits hold about BT·d elements) and the gradient of the lm_head's input is computed in forward
+    and kept for backward: that gradient (d·a), one chunk's logits and their in-place gradient (~2·d·a per
+    token of the micro-batch): 3·d·a, whatever the vocabulary.
     `chunked` None = the framework's habit (litgpt and torchtune chunk, hf does not).
     """
     a, vocab = _act_bytes(precision), cfg.vocab_size
+    if fused:
+        return 3 * a * cfg.hidden_size
     if chunked is None:
         chunked = framework in ("litgpt", "torchtune")
     if not chunked and framework in ("megatron", "nemo", "nanotron"):
         return (a + 4) * vocab
+    if not chunked and framework == "torchtitan":
+        return 12 * vocab
     if not chunked:
         return (a + 12) * vocab
     if framework == "litgpt" and not compiled:

@@ -20,6 +20,7 @@ from gpuledger.estimate.memory import (
     GIB,
     GRPO_DEFAULT_GROUP,
     NCCL_GIB,
+    SHARDED_ALLOCATOR_OVERHEAD,
     WEIGHT_BYTES,
     MemoryBreakdown,
     _act_bytes,
@@ -314,6 +315,8 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         buffers += min(bucket, trainable) * 2 * 2
         m.notes["buffers"] = f"ZeRO reduce/all-gather buckets ({'hidden^2' if not w.zero_bucket_elems else bucket} elements)"
     elif sharding in ("zero3", "fsdp"):
+        if n > 1:
+            m.overhead = SHARDED_ALLOCATOR_OVERHEAD
         if sharding == "fsdp" and lora_like and fw == "litgpt":
             # lit-gpt's FSDPStrategy checkpoints every Block (activation_checkpointing_policy={Block})
             # and puts frozen and LoRA params into one FlatParameter (use_orig_params=True), so FSDP
@@ -424,14 +427,15 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     # F.cross_entropy(pred.flatten(0, 1).float(), ...); Megatron's vocab-parallel cross-entropy upcasts
     # the logits to fp32): hf's unchunked path, not torchtune's chunked habit
     logits = logit_tokens * loss_bytes_per_token(cfg, p, fw if fw != "torchtune" else w.framework, w.chunked_ce,
-                                                 w.compile)
+                                                 w.compile, fused=w.fused_ce)
     if rl:
         logits += logit_tokens * a * vocab  # logits / temperature copy (TRL)
         if w.method == "ppo":
             act *= 2  # the value model runs the same forward/backward
     chunked = w.chunked_ce if w.chunked_ce is not None else w.framework in ("litgpt", "torchtune")
     m.notes["logits"] = (f"[{logit_tokens:,} tokens x {vocab:,} vocab] logits + loss ({w.framework}, "
-                         f"{'chunked' if chunked else 'unchunked'} cross-entropy)")
+                         f"{'fused linear' if w.fused_ce else 'chunked' if chunked else 'unchunked'} cross-entropy"
+                         + (": one chunk of logits at a time" if w.fused_ce else "") + ")")
     if sp > 1:
         # sequence / context parallel: each GPU keeps the activations and logits of seq / sp tokens of every
         # sequence (DeepSpeed-Ulysses all-to-alls heads around attention; ring attention passes K/V blocks)

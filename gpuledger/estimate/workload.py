@@ -21,7 +21,7 @@ from gpuledger.vocabulary import (
 )
 
 #: Workload fields a spec's `train` section carries under the same name (gpuledger/spec/models.py Train).
-STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd", "grad_accum",
+STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "fused_ce", "optimizer_in_bwd", "grad_accum",
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
                 "policy", "rollout_gpus", "async_rollout", "completion_len_p90", "reward_seconds_per_sample",
                 "checkpointing", "packing", "padding", "sample_tokens", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
@@ -102,6 +102,11 @@ class Workload(BaseModel):
     #: chunked_cross_entropy); None = the framework's habit (litgpt and torchtune chunk, hf does not).
     chunked_ce: bool | None = Field(None, validation_alias=AliasChoices(
         "chunked_ce", "chunked_cross_entropy", "chunked_loss"))
+    #: fused linear cross-entropy (Liger's `LigerFusedLinearCrossEntropyLoss`, TRL/Transformers
+    #: `use_liger_kernel`; Apple's cut-cross-entropy; Unsloth's fused loss): the lm_head and the loss run
+    #: chunk by chunk of tokens and the full [tokens x vocab] logits never exist (memory.loss_bytes_per_token).
+    fused_ce: bool = Field(False, validation_alias=AliasChoices(
+        "fused_ce", "fused_cross_entropy", "use_liger_kernel", "liger_kernel", "cut_cross_entropy"))
     #: optimizer step fused into backward: each gradient freed as soon as its parameter is updated
     #: (torchtune `optimizer_in_bwd`), so the full gradient set never exists. None = the framework's
     #: habit: torchtune's single-device full fine-tuning configs that use a paged bitsandbytes

@@ -168,6 +168,8 @@ class Train(_Strict):
     compile: bool = Field(False, description="torch.compile: pointwise intermediates recomputed, not saved")
     activation_offload: bool = Field(False, description="saved activations offloaded to CPU memory")
     chunked_ce: bool | None = Field(None, description="chunked cross-entropy; null = the framework's habit")
+    fused_ce: bool = Field(False, description="fused linear cross-entropy (Liger use_liger_kernel, cut-cross-entropy, "
+                           "Unsloth): the full logits never materialised")
     optimizer_in_bwd: bool | None = Field(None, description="optimizer step fused into backward (gradients freed per "
                                           "parameter); null = the framework's habit")
     grad_accum: int | None = Field(None, ge=1, description="micro-batches per optimizer step (>1 keeps gradients "
