@@ -43,7 +43,7 @@ __all__ = [
     "CPU_TRAINING_EFFICIENCY", "MEMORY_KEYS", "ROLLOUT_MFU", "STACK_FIELDS", "Estimate", "Workload",
     "active_params", "attention_flops_per_token", "cpu_compute_s", "time_basis",
     "estimate", "kv_cache_bytes_per_token", "layer_activation_bytes_per_token", "load_config",
-    "run_overheads_s", "train_time_s", "train_setup", "training_step", "StepTime",
+    "run_overheads_s", "sample_lengths_note", "train_time_s", "train_setup", "training_step", "StepTime",
 ]
 
 
@@ -170,6 +170,24 @@ def train_setup(est: Estimate, accelerator: str, gpus: int | None = None, method
         tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel,
         params_trainable=float(est.params_trainable), lora_r=w.lora_r, optimizer=w.optimizer,
         offload=w.offload, sequence_parallel=w.sequence_parallel, expert_parallel=w.expert_parallel)
+
+
+def sample_lengths_note(w: Workload) -> str | None:
+    """Returns what the time assumes of an unpacked run's sample lengths (None when packed: the stack's habit
+    or `packing`), for `estimate --tokens` to say under its table."""
+    from gpuledger.estimate.coefficients import DEFAULT_SAMPLE_TOKENS, SAMPLE_LENGTH_CV
+    from gpuledger.estimate.throughput import framework_class
+
+    packed = w.packing if w.packing is not None else framework_class(w.framework) == "tuned"
+    if packed or w.method in ("grpo", "ppo", "inference"):
+        return None
+    pad = (f"every sample padded to {w.seq_len} (padding max_length)" if w.padding == "max_length"
+           else "each micro-batch padded to its longest sample")
+    if w.sample_tokens:
+        return f"unpacked: samples of mean {w.sample_tokens} tokens (log-normal, cv {SAMPLE_LENGTH_CV:g}) cut at {w.seq_len}, {pad}"
+    return (f"unpacked: samples assumed a typical instruction set's, mean {DEFAULT_SAMPLE_TOKENS} tokens (log-normal, "
+            f"cv {SAMPLE_LENGTH_CV:g}) cut at {w.seq_len}, {pad}; --sample-tokens (train.sample_tokens) states your "
+            "data's mean, --packing if packed, --padding max_length if padded to the cap")
 
 
 def training_step(est: Estimate, accelerator: str, gpus: int | None = None, method: str | None = None,

@@ -249,3 +249,14 @@ def test_spec_padding_reaches_the_workload():
     assert Train(padding="max_length").padding == "max_length" and Train().padding == "longest"
     with pytest.raises(ValueError):
         Train(padding="right")
+
+
+def test_the_estimate_says_what_it_assumed_of_the_sample_lengths():
+    from gpuledger.estimate import Workload, sample_lengths_note
+
+    base = dict(model="meta-llama/Llama-2-7b-hf", method="lora", seq_len=2048)
+    assert "mean 250" in sample_lengths_note(Workload(**base)) and "--sample-tokens" in sample_lengths_note(Workload(**base))
+    assert "mean 120" in sample_lengths_note(Workload(**base, sample_tokens=120))
+    assert "padded to 2048" in sample_lengths_note(Workload(**base, padding="max_length"))
+    assert sample_lengths_note(Workload(**base, packing=True)) is None
+    assert sample_lengths_note(Workload(**{**base, "method": "full"}, framework="megatron")) is None  # packs by habit

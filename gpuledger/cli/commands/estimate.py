@@ -301,6 +301,7 @@ def render_gpu_table(options: list[dict], tokens: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from gpuledger.api import Ledger
+    from gpuledger.estimate import sample_lengths_note
 
     w = workload_from_args(args)
     est = Ledger().estimate(w)
@@ -319,6 +320,7 @@ def run(args: argparse.Namespace) -> int:
         if options is not None:
             out["tokens"] = args.tokens
             out["options"] = options
+            out["sample_lengths"] = sample_lengths_note(w)
         print(json.dumps(out, indent=2))
     else:
         print(render(est))
@@ -334,4 +336,7 @@ def run(args: argparse.Namespace) -> int:
         if options is not None:
             print()
             print(render_gpu_table(options, args.tokens))
+            note = sample_lengths_note(w)
+            if note:
+                print(f"- {note}")
     return 0
