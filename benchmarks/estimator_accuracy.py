@@ -91,7 +91,7 @@ ROWS: dict[str, dict] = {
                           seq_len=1024, grad_ckpt=True, lora_r=32, lora_targets="all-linear", framework="hf"),
     "qlora_paper_65b": dict(model="huggyllama/llama-65b", method="qlora", precision="nf4", micro_batch=1,
                             seq_len=512, grad_ckpt=True, lora_r=64, lora_targets="all-linear",
-                            optimizer="paged-adamw-8bit", framework="hf"),
+                            optimizer="paged-adamw-8bit", framework="hf", double_quant=True),
 }
 #: GPU capacity (GiB as the driver reports it) for fit rows: "40GB" A100 = 40 GiB (catalog); the
 #: "24GB" card = RTX 4090 / A10 (23.99 GiB, catalog); "8GB" taken at 8e9 bytes; the 48 GB card =

@@ -36,7 +36,9 @@ WEIGHT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "bf16-mixed": 2, "fp16-mixed": 
 QUANT_CONST_BYTES = {"nf4": 4 / 64, "int4": 2.5 / 128, "int8": 4 / 4096, "fp8": 0.0}
 #: torchtune's NF4 (torchao NF4Tensor, torchao/dtypes/nf4tensor.py: block_size 64, scaler_block_size
 #: 256) double-quantises the absmax scalers: one int8 scaler per 64 weights plus one fp32 factor per
-#: 256 scalers: (1 + 4/256) / 64 B per weight.
+#: 256 scalers: (1 + 4/256) / 64 B per weight. bitsandbytes' `bnb_4bit_use_double_quant` is the same
+#: layout (8-bit absmax, nested blocksize 256 with an fp32 absmax each; QLoRA paper §3 "Double
+#: Quantization": 0.127 bit per parameter).
 NF4_DQ_CONST_BYTES = (1 + 4 / 256) / 64
 #: LoRA dropout when the workload does not say: the frameworks' defaults (peft LoraConfig
 #: lora_dropout=0.0; lit-gpt finetune/lora.py lora_dropout=0.05; torchtune's recipes/configs

@@ -227,8 +227,8 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         # "sharded and unsharded params will be stored in bf16").
         sharded_flat = sharding in ("fsdp", "zero3")
         other_b = 4 if (quantised and fw == "hf" and not sharded_flat) else (4 if p == "fp32" else 2)
-        weights, quant_consts = _frozen_weight_bytes(cfg, total, base_p, other_b,
-                                                     double_quant=fw == "torchtune")
+        double_quant = w.double_quant if w.double_quant is not None else fw == "torchtune"
+        weights, quant_consts = _frozen_weight_bytes(cfg, total, base_p, other_b, double_quant=double_quant)
         # adapters: PEFT keeps them in fp32 (autocast_adapter_dtype=True) under a 16-bit or quantised
         # base; lit-gpt/torchtune keep them in the model dtype (pure bf16 -> 16-bit states).
         adapter_fp32 = p == "fp32" or mixed or (fw == "hf" and not sharded_flat)

@@ -21,7 +21,8 @@ from gpuledger.vocabulary import (
 )
 
 #: Workload fields a spec's `train` section carries under the same name (gpuledger/spec/models.py Train).
-STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "fused_ce", "optimizer_in_bwd", "grad_accum",
+STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "fused_ce", "double_quant", "optimizer_in_bwd",
+                "grad_accum",
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
                 "policy", "rollout_gpus", "async_rollout", "completion_len_p90", "reward_seconds_per_sample",
                 "checkpointing", "packing", "padding", "sample_tokens", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
@@ -107,6 +108,12 @@ class Workload(BaseModel):
     #: chunk by chunk of tokens and the full [tokens x vocab] logits never exist (memory.loss_bytes_per_token).
     fused_ce: bool = Field(False, validation_alias=AliasChoices(
         "fused_ce", "fused_cross_entropy", "use_liger_kernel", "liger_kernel", "cut_cross_entropy"))
+    #: a 4-bit base's absmax constants quantised themselves (bitsandbytes `bnb_4bit_use_double_quant`,
+    #: the QLoRA paper's recipe; torchao's NF4 always): ~0.127 instead of 0.5 bit per weight. None = the
+    #: framework's habit: torchtune yes, the others bitsandbytes' default (False in transformers'
+    #: BitsAndBytesConfig).
+    double_quant: bool | None = Field(None, validation_alias=AliasChoices(
+        "double_quant", "bnb_4bit_use_double_quant", "use_double_quant"))
     #: optimizer step fused into backward: each gradient freed as soon as its parameter is updated
     #: (torchtune `optimizer_in_bwd`), so the full gradient set never exists. None = the framework's
     #: habit: torchtune's single-device full fine-tuning configs that use a paged bitsandbytes

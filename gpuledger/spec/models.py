@@ -170,6 +170,8 @@ class Train(_Strict):
     chunked_ce: bool | None = Field(None, description="chunked cross-entropy; null = the framework's habit")
     fused_ce: bool = Field(False, description="fused linear cross-entropy (Liger use_liger_kernel, cut-cross-entropy, "
                            "Unsloth): the full logits never materialised")
+    double_quant: bool | None = Field(None, description="4-bit base with double quantisation (bitsandbytes "
+                                      "bnb_4bit_use_double_quant); null = the framework's habit")
     optimizer_in_bwd: bool | None = Field(None, description="optimizer step fused into backward (gradients freed per "
                                           "parameter); null = the framework's habit")
     grad_accum: int | None = Field(None, ge=1, description="micro-batches per optimizer step (>1 keeps gradients "

@@ -162,3 +162,20 @@ def test_fsdp_and_zero3_on_several_gpus_take_the_sharded_fragmentation():
         assert e.memory_gib["reserved"] == pytest.approx(e.memory_gib["allocated"] * (1 + SHARDED_ALLOCATOR_OVERHEAD))
     one = estimate(Workload(**common))
     assert one.memory_gib["reserved"] == pytest.approx(one.memory_gib["allocated"] * (1 + ALLOCATOR_OVERHEAD))
+
+
+def test_double_quantisation_shrinks_the_nf4_constants():
+    """bitsandbytes' bnb_4bit_use_double_quant (the QLoRA recipe): 8-bit absmax per 64 weights plus an fp32
+    factor per 256 of them, instead of an fp32 absmax per 64 (0.127 bit instead of 0.5 per weight)."""
+    from gpuledger.estimate.memory import NF4_DQ_CONST_BYTES, QUANT_CONST_BYTES
+    from gpuledger.models import layer_linears
+
+    common = dict(model=L8, method="qlora", precision="nf4", micro_batch=1, seq_len=512, lora_targets="all-linear")
+    plain, dq = estimate(Workload(**common)), estimate(Workload(**common, bnb_4bit_use_double_quant=True))
+    cfg = load_config(L8)
+    quantised = cfg.num_layers * sum(lin.weight_params for lin in layer_linears(cfg) if lin.targets or lin.count > 1)
+    saved = quantised * (QUANT_CONST_BYTES["nf4"] - NF4_DQ_CONST_BYTES)
+    assert (plain.memory_gib["allocated"] - dq.memory_gib["allocated"]) * GIB == pytest.approx(saved, rel=1e-6)
+    # torchtune's NF4 (torchao) is double-quantised by habit
+    tt = estimate(Workload(**{**common, "framework": "torchtune"}))
+    assert tt.memory_gib["buffers"] * GIB == pytest.approx(quantised * NF4_DQ_CONST_BYTES, rel=1e-6)

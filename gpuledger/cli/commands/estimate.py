@@ -21,6 +21,9 @@ STACK_OPTIONS = (
      dict(action="store_true", help="saved activations offloaded to CPU (torchtune enable_activation_offloading)")),
     ("--chunked-ce", "chunked_ce", dict(action=argparse.BooleanOptionalAction, default=None,
                                         help="chunked cross-entropy (default: the framework's habit)")),
+    ("--double-quant", "double_quant", dict(action=argparse.BooleanOptionalAction, default=None,
+                                            help="4-bit base with double quantisation (bnb_4bit_use_double_quant; "
+                                                 "default: the framework's habit)")),
     ("--fused-ce", "fused_ce", dict(action="store_true", help="fused linear cross-entropy (Liger use_liger_kernel, "
                                     "cut-cross-entropy): the full logits never materialised")),
     ("--optimizer-in-bwd", "optimizer_in_bwd",
