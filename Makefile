@@ -37,9 +37,11 @@ demo: setup
 
 # Two test files at a time (pytest-xdist, one per core of the 2-core CI machine); each file stays on one
 # worker (--dist loadfile), so a module's fixtures (a Prefect harness, a PostgreSQL cluster, the
-# installed-wheel venv) start once. `pytest` alone runs the same suite in one process.
+# installed-wheel venv) start once; the files run costliest first (tests/conftest.py, tests/file_seconds.json:
+# xdist's own reorder, by number of tests, would leave the one-test end-to-end files for last).
+# `pytest` alone runs the same suite in one process.
 test: setup lint torch-cpu
-	GPULEDGER_TEST_UV="$(UV)" $(BIN)/pytest -n 2 --dist loadfile
+	GPULEDGER_TEST_UV="$(UV)" $(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 # The CPU torch (and Transformers, PEFT, TRL) the Trainer-integration tests run a tiny random-weight model with:
 # installed from the local wheel folder when the machine has one (CI does), else those tests skip and say so.

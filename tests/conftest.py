@@ -25,12 +25,37 @@ fake_launcher.register()  # `launcher: fake` exists only in tests (gpuledger.lau
 INTEGRATION = REPO / "tests" / "integration"
 
 
+#: seconds a test file takes alone (tests/file_seconds.json, measured; see its note): the suite runs the costliest
+#: files first, so that `pytest -n 2 --dist loadfile --no-loadscope-reorder` (make test) ends on small files
+#: on both workers instead of one long file on one of them (xdist's own order, by number of tests, put every
+#: one-test end-to-end file last)
+FILE_SECONDS = REPO / "tests" / "file_seconds.json"
+#: what an unlisted file is taken to cost: a new integration file early rather than last
+DEFAULT_SECONDS = {"integration": 60.0, "unit": 2.0}
+
+
+def _rel(item) -> str:
+    path = Path(str(item.fspath)).resolve()
+    return path.relative_to(REPO).as_posix() if REPO in path.parents else path.as_posix()
+
+
 def pytest_collection_modifyitems(config, items):
-    """Marks every test under tests/integration/ `integration` and `slow`."""
+    """Marks every test under tests/integration/ `integration` and `slow`; orders the files costliest first
+    (FILE_SECONDS; a file's tests stay together and in their order)."""
+    import json
+
     for item in items:
         if INTEGRATION in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
             item.add_marker(pytest.mark.slow)
+    known = json.loads(FILE_SECONDS.read_text(encoding="utf-8"))["seconds"]
+    rank: dict[str, tuple[float, int]] = {}
+    for item in items:
+        rel = _rel(item)
+        if rel not in rank:
+            kind = "integration" if rel.startswith("tests/integration/") else "unit"
+            rank[rel] = (-float(known.get(rel, DEFAULT_SECONDS[kind])), len(rank))
+    items[:] = sorted(items, key=lambda item: rank[_rel(item)])  # stable: a file's own order is kept
 
 
 @pytest.fixture(autouse=True)
