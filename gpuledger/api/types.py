@@ -99,8 +99,8 @@ class PlanVerdict:
         rows = [("sweep", self.sweep_id), ("verdict", "accepted" if self.accepted else "REFUSED (exit 3)"),
                 (f"decided spend (at {p.confidence.upper()}, budget.confidence)", usd(self.decided_usd)),
                 ("total of all trials (P50)", usd(p.total_est_cost_usd)),
-                ("total P10 - P90", f"{usd((p.bands or {}).get('total_cost_usd_p10'))} - "
-                                    f"{usd((p.bands or {}).get('total_cost_usd_p90'))}"),
+                ("total P10 - P90", f"{usd(p.bands.total_cost_usd_p10)} - {usd(p.bands.total_cost_usd_p90)}"
+                 if p.bands is not None else "-"),
                 ("budget", usd(self.budget_usd)), ("trials feasible", f"{feasible} of {len(p.trials)}"),
                 ("makespan", f"{p.makespan_s:,.0f} s on {p.max_parallel} slot(s)"), ("prices", p.price_snapshot)]
         if self.probes_usd:

@@ -3,6 +3,7 @@ on-demand, the cheapest ignoring the deadline, one accelerator for every trial."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -10,23 +11,23 @@ import polars as pl
 
 from gpuledger.plan.compute_table import KeyCompute
 from gpuledger.plan.scoring import fitting, key_groups, numeric_candidates, timing
+from gpuledger.plan.sections import BudgetAlternatives, CostDriver, CostTotal
 from gpuledger.plan.settings import PlanSettings
 
 
 def alternatives(any_fit: bool, row_key: np.ndarray, row_ids: pl.Series, candidates: pl.DataFrame, accel: pl.DataFrame,
-                 compute: KeyCompute, table: pl.DataFrame, s: PlanSettings, total: float, keys: pl.DataFrame) -> dict[str, Any]:
+                 compute: KeyCompute, table: pl.DataFrame, s: PlanSettings, total: float, keys: pl.DataFrame) -> BudgetAlternatives:
     """Returns the totals the budget guard quotes (the cheaper alternatives only when over budget and
     `any_fit`: some candidate fits some trial). `row_key`, `row_ids`: per estimate row (with a memory
     estimate) its scoring key and its trial_id; `compute`: the keys' compute matrix
     (`gpuledger.plan.compute_table`)."""
-    out: dict[str, Any] = {}
     feas = table.filter(pl.col("feasible"))
     costs = np.sort(feas["est_cost_usd"].to_numpy())
-    out["trials_within_budget"] = int(np.searchsorted(np.cumsum(costs), s.budget_usd, side="right")) if len(costs) else 0
-    out["trials_feasible"] = int(feas.height)
-    out["top_cost_drivers"] = top_drivers(feas, total)
+    base = BudgetAlternatives(
+        trials_within_budget=int(np.searchsorted(np.cumsum(costs), s.budget_usd, side="right")) if len(costs) else 0,
+        trials_feasible=int(feas.height), top_cost_drivers=tuple(top_drivers(feas, total)))
     if not any_fit or total <= s.budget_usd:
-        return out
+        return base
     # per-accelerator totals need candidates pruned within each accelerator, deadline ignored
     acc_ids, cand = numeric_candidates(candidates, accel, s, prune_within=("spot", "acc_id"))
     groups = list(key_groups(keys, cand))
@@ -46,15 +47,14 @@ def alternatives(any_fit: bool, row_key: np.ndarray, row_ids: pl.Series, candida
         per_key = _cheapest_on(acc_id, groups, compute, s, cheapest, spot, on_demand)
         if per_key is not None:
             t, n = total_for(per_key)
-            by_acc[acc] = {"total_usd": round(t, 2), "trials": n, "of": int(feas.height)}
+            by_acc[acc] = CostTotal(total_usd=round(t, 2), trials=n, of=int(feas.height))
     t, n = total_for(cheapest)
-    out["cheapest_ignoring_deadline_usd"] = {"total_usd": round(t, 2), "trials": n}
+    out: dict[str, Any] = {"cheapest_ignoring_deadline_usd": CostTotal(total_usd=round(t, 2), trials=n)}
     for name, per_key in (("all_spot_usd", spot), ("all_on_demand_usd", on_demand)):
         if np.isfinite(per_key).any():
             t, n = total_for(per_key)
-            out[name] = {"total_usd": round(t, 2), "trials": n}
-    out["by_accelerator"] = dict(sorted(by_acc.items()))
-    return out
+            out[name] = CostTotal(total_usd=round(t, 2), trials=n)
+    return replace(base, **out, by_accelerator=dict(sorted(by_acc.items())))
 
 
 def _cheapest_on(acc_id: int, groups: list, compute: KeyCompute, s: PlanSettings, cheapest: np.ndarray, spot: np.ndarray,
@@ -82,7 +82,7 @@ def _cheapest_on(acc_id: int, groups: list, compute: KeyCompute, s: PlanSettings
     return per_key
 
 
-def top_drivers(feas: pl.DataFrame, total: float) -> list[dict[str, Any]]:
+def top_drivers(feas: pl.DataFrame, total: float) -> list[CostDriver]:
     """Returns the (accelerator, gpus, spot, instance) groups that cost the most (at most 3)."""
     drivers = (
         feas.group_by("accelerator", "gpus", "spot", "instance_type")
@@ -91,6 +91,7 @@ def top_drivers(feas: pl.DataFrame, total: float) -> list[dict[str, Any]]:
         .head(3)
     )
     return [
-        {**r, "cost_usd": round(r["cost_usd"], 2), "wall_s": round(r["wall_s"], 1), "share": round(r["cost_usd"] / total, 4) if total else 0.0}
+        CostDriver(**{**r, "cost_usd": round(r["cost_usd"], 2), "wall_s": round(r["wall_s"], 1),
+                      "share": round(r["cost_usd"] / total, 4) if total else 0.0})
         for r in drivers.iter_rows(named=True)
     ]

@@ -23,10 +23,14 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from gpuledger.plan.model import Plan
+
+if TYPE_CHECKING:
+    from gpuledger.plan.sections import PlanBands
 
 CONFIDENCES = ("p50", "p90")
 DEFAULT_CONFIDENCE = "p90"
@@ -218,9 +222,10 @@ def with_bands(plan: Plan, estimates: pl.DataFrame, s, *, table=None, probed: pl
     return replace(plan, trials_frame=frame, bands=_totals(plan, frame), assumptions=[*plan.assumptions, *notes])
 
 
-def _totals(plan: Plan, frame: pl.DataFrame) -> dict:
+def _totals(plan: Plan, frame: pl.DataFrame) -> PlanBands:
     """Returns the plan's P10 / P90 total cost (a pool's total scaled by its trials' ratio) and makespan."""
     from gpuledger.plan.schedule import makespan_s
+    from gpuledger.plan.sections import PlanBands
 
     feas = frame.filter(pl.col("feasible") & pl.col("est_cost_usd_p90").is_not_null())
     p50 = float(feas["est_cost_usd"].sum()) if feas.height else 0.0
@@ -235,7 +240,7 @@ def _totals(plan: Plan, frame: pl.DataFrame) -> dict:
             out[f"makespan_s_{q}"] = round(float(makespan_s(durs, max(1, plan.max_parallel))), 3)
         else:
             out[f"makespan_s_{q}"] = 0.0
-    return out
+    return PlanBands(**out)
 
 
 def at_confidence(plan: Plan, confidence: str) -> Plan:
@@ -243,22 +248,15 @@ def at_confidence(plan: Plan, confidence: str) -> Plan:
     quantile (the pruned expected spend when known, scaled by the plan's P90 / P50 ratio at p90),
     `decided_usd` that spend, and trials whose wall-clock at that quantile misses the deadline marked
     (deadline_ok false, the reason with both quantiles)."""
-    b = dict(plan.bands or {})
-    total = plan.total_est_cost_usd
-    pr = plan.pruning or {}
-    p50 = pr["expected_usd"] if pr.get("expected_usd") is not None else total
-    ratio = (b.get("total_cost_usd_p90", total) / total) if total > 0 else 1.0
-    spend = {"p50": p50, "p90": p50 * ratio}
-    decided = spend[confidence]
-    b.update(confidence=confidence, decided_usd=round(decided, 4), decided_usd_p50=round(spend["p50"], 4),
-             decided_usd_p90=round(spend["p90"], 4))
+    bands = replace(plan.bands, confidence=confidence) if plan.bands is not None else None
+    decided = replace(plan, bands=bands).spend_at(confidence)  # the rule's one home: Plan.spend_at
     budget = plan.budget_usd if plan.budget_usd is not None else math.inf
     frame = plan.trials_frame
     dl = plan.deadline_s
     if dl is not None and confidence == "p90" and "est_wall_s_p90" in frame.columns:
         # spot rows of per-trial jobs were tested at P90 by the choice (Poisson preemptions on the P90 T0,
         # scoring.deadline_met); on-demand rows and a pool's runs are their P90 wall-clock
-        pooled = bool((plan.pool or {}).get("used"))
+        pooled = plan.pool is not None and plan.pool.used
         late = pl.col("feasible") & pl.col("est_wall_s_p90").is_not_null() & (pl.col("est_wall_s_p90") > dl) \
             & pl.col("deadline_ok").fill_null(False) & (pl.lit(pooled) | ~pl.col("spot").fill_null(False))
         frame = frame.with_columns(
@@ -267,4 +265,4 @@ def at_confidence(plan: Plan, confidence: str) -> Plan:
                 + pl.lit(" s (P50 ") + pl.col("est_wall_s").round(0).cast(pl.Int64).cast(pl.String)
                 + pl.lit(f" s) > {round(dl)} s")).otherwise(pl.col("reason")),
             deadline_ok=pl.when(late).then(pl.lit(False)).otherwise(pl.col("deadline_ok")))
-    return replace(plan, trials_frame=frame, bands=b, within_budget=decided <= budget + 1e-9)
+    return replace(plan, trials_frame=frame, bands=bands, within_budget=decided <= budget + 1e-9)

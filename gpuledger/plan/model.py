@@ -16,6 +16,15 @@ import polars as pl
 if TYPE_CHECKING:
     from gpuledger.catalog.pricing import BilledRates
     from gpuledger.inputs.machine import MachineSpeed
+    from gpuledger.plan.pruning import PrunedSpend
+    from gpuledger.plan.sections import (
+        BudgetAlternatives,
+        CloudEquivalent,
+        PackingPlan,
+        ParallelChoice,
+        PlanBands,
+        PoolPlan,
+    )
     from gpuledger.search.asha_replay import Curve
 
 
@@ -125,27 +134,27 @@ class Plan:
     assumptions: list[str]
     launcher: str = "skypilot"
     launch_order: list[str] = field(default_factory=list)
-    alternatives: dict[str, Any] = field(default_factory=dict)
+    #: what the budget guard quotes (gpuledger/plan/alternatives.py); None: not computed (`{}` in the JSON)
+    alternatives: BudgetAlternatives | None = None
     deadline_s: float | None = None
     #: for a local plan: what the same trials would cost on the cloud GPU a cloud plan picks
-    #: ({trial_id: {accelerator, gpus, cloud, region, instance_type, spot, wall_s, usd}}); see prices.py
-    cloud_equivalent: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: strategy asha (or tpe with pruning): the expected spend under pruning and its source
-    #: (`gpuledger.plan.pruning.PrunedSpend.to_json()`); the budget guard uses its expected_usd when known
-    pruning: dict[str, Any] | None = None
+    #: ({trial_id: CloudEquivalent}); see prices.py
+    cloud_equivalent: dict[str, CloudEquivalent] = field(default_factory=dict)
+    #: strategy asha (or tpe with pruning): the expected spend under pruning and its source; the
+    #: budget guard decides on its expected_usd when known (`decided_usd`)
+    pruning: PrunedSpend | None = None
     #: a cloud plan: per-trial managed jobs or a SkyPilot pool of K workers (`gpuledger.plan.pools`:
     #: used, workers, worker offer, start-up per worker, idle tail, saving against per-trial jobs)
-    pool: dict[str, Any] | None = None
-    #: the bands of the totals and the decision's quantile (gpuledger/plan/bands.py): total_cost_usd_p10,
-    #: total_cost_usd_p90, makespan_s_p10, makespan_s_p90, confidence (p50 | p90), decided_usd (the spend
-    #: the budget guard compares at that quantile), decided_usd_p50, decided_usd_p90
-    bands: dict[str, Any] | None = None
-    #: `resources.max_parallel: auto` (gpuledger/plan/parallel.py): auto, chosen, why, deadline_s,
+    pool: PoolPlan | None = None
+    #: the bands of the totals and the decision's quantile (gpuledger/plan/bands.py): P10 / P90 of the
+    #: total cost and makespan, confidence (p50 | p90); the spend decided on is `decided_usd`
+    bands: PlanBands | None = None
+    #: `resources.max_parallel: auto` (gpuledger/plan/parallel.py): chosen, why, deadline_s,
     #: deadline_met, curve (per K: slots, makespan_s, cost_usd, meets_deadline, cost_source, chosen)
-    parallel: dict[str, Any] | None = None
+    parallel: ParallelChoice | None = None
     #: a cloud plan with one-GPU trials: k trials per GPU beside one per GPU (gpuledger/plan/packing.py:
     #: options [{k, groups, makespan_s, cost_usd, per_trial_usd, fits}], recommended, why, basis)
-    packing: dict[str, Any] | None = None
+    packing: PackingPlan | None = None
     #: a GRPO/PPO plan: each feasible trial's time and dollars by role ({trial_id: {placement, engine,
     #: async, steps, step_s, phases_s, groups, roles}}, gpuledger/plan/rl_roles.py); in `to_json` under
     #: each trial as `roles`
@@ -153,19 +162,42 @@ class Plan:
 
     @property
     def confidence(self) -> str:
-        return (self.bands or {}).get("confidence", "p50")
+        """The quantile the budget decision is taken at (`budget.confidence`; p50 before `at_confidence`)."""
+        return (self.bands.confidence if self.bands is not None else None) or "p50"
+
+    @property
+    def pruned_expected_usd(self) -> float | None:
+        """The expected spend under pruning at P50, when the plan prunes and it is known; else None."""
+        return self.pruning.expected_usd if self.pruning is not None else None
+
+    def spend_at(self, quantile: str) -> float:
+        """The spend the budget guard would decide on at `quantile` (p50 | p90): the expected spend under
+        pruning when known, else the total of the trials; at p90 scaled by the plan's total P90 / P50
+        ratio (the bands). The one home of this rule."""
+        total = self.total_est_cost_usd
+        p50 = self.pruned_expected_usd if self.pruned_expected_usd is not None else total
+        if quantile == "p50":
+            return p50
+        p90_total = self.bands.total_cost_usd_p90 if self.bands is not None else total
+        return p50 * (p90_total / total if total > 0 else 1.0)
 
     @property
     def decided_usd(self) -> float:
-        """The spend the budget guard decides on, at the plan's confidence (`bands`, budget.confidence):
-        the expected spend under pruning when the plan has one and it is known, else the total of the
-        trials (the one home of this rule: `budget_guard`, `within_budget`, the MCP tools and `gpuledger
-        plan --json`'s `decided_usd` read it)."""
-        b = self.bands or {}
-        if b.get("decided_usd") is not None:
-            return float(b["decided_usd"])
-        pr = self.pruning or {}
-        return pr["expected_usd"] if pr.get("expected_usd") is not None else self.total_est_cost_usd
+        """The spend the budget guard decides on (`spend_at` the plan's `confidence`), to the 1/100 cent as
+        `gpuledger plan --json` prints it: `budget_guard`, `within_budget`, the MCP tools, the Python API's
+        `PlanVerdict.decided_usd` and `plan --json`'s `decided_usd` all read it."""
+        return round(self.spend_at(self.confidence), 4)
+
+    def bands_json(self) -> dict[str, Any]:
+        """The bands as `plan --json` prints them (flat): the totals' P10 / P90 and, once decided, the
+        confidence with `decided_usd` and the spend at each quantile (`decided_usd_p50`, `decided_usd_p90`)."""
+        if self.bands is None:
+            return {}
+        out = self.bands.to_json()
+        if self.bands.confidence is not None:
+            out.update(decided_usd=self.decided_usd, decided_usd_p50=round(self.spend_at("p50"), 4),
+                       decided_usd_p90=round(self.spend_at("p90"), 4))
+        return out
 
     @functools.cached_property
     def trials(self) -> list[dict[str, Any]]:
@@ -211,14 +243,14 @@ class Plan:
             "assumptions": self.assumptions,
             "launcher": self.launcher,
             "launch_order": self.launch_order,
-            "alternatives": self.alternatives,
+            "alternatives": self.alternatives.to_json() if self.alternatives is not None else {},
             "deadline_s": self.deadline_s,
-            "cloud_equivalent": self.cloud_equivalent,
-            **({"pruning": self.pruning} if self.pruning is not None else {}),
-            **(self.bands or {}),
-            **({"pool": self.pool} if self.pool is not None else {}),
-            **({"parallel": self.parallel} if self.parallel is not None else {}),
-            **({"packing": self.packing} if self.packing is not None else {}),
+            "cloud_equivalent": {tid: eq.to_json() for tid, eq in self.cloud_equivalent.items()},
+            **({"pruning": self.pruning.to_json()} if self.pruning is not None else {}),
+            **self.bands_json(),
+            **({"pool": self.pool.to_json()} if self.pool is not None else {}),
+            **({"parallel": self.parallel.to_json()} if self.parallel is not None else {}),
+            **({"packing": self.packing.to_json()} if self.packing is not None else {}),
         }
 
     def to_json_text(self) -> str:

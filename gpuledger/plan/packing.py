@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpuledger.plan.sections import PackingPlan
 
 #: the most of a GPU's dense peak that trials side by side reach together (Megatron-LM's 52% on A100,
 #: Narayanan et al. 2021; PaLM 46%): packing never assumes a GPU faster than a well-tuned large run
@@ -40,8 +43,8 @@ def _makespan(durations: Sequence[float], slots: int) -> float:
 
 
 def packing_options(trials: Sequence[Mapping[str, Any]], *, overhead_s: float, max_parallel: int,
-                    precision: str) -> dict[str, Any] | None:
-    """Returns {options, recommended, basis} for the plan's `trials` rows, or None when fewer than 2
+                    precision: str) -> PackingPlan | None:
+    """Returns the options, the k recommended and the basis (`PackingPlan`) for the plan's `trials` rows, or None when fewer than 2
     one-GPU trials are feasible (nothing to pack)."""
     from gpuledger.catalog import gpu_kinds
     from gpuledger.plan.settings import MEMORY_RESERVE_GIB, MEMORY_SAFETY_FRACTION
@@ -98,6 +101,8 @@ def packing_options(trials: Sequence[Mapping[str, Any]], *, overhead_s: float, m
              f"their device memory sums within the usable memory; compute max(longest alone, Σ compute_s × "
              f"utilisation / {PACK_MFU:.0%} of peak); start-up {overhead_s:.0f} s once per job; each trial billed "
              "its share of the job by compute seconds")
-    return {"options": options, "recommended": rec["k"], "basis": basis,
-            "why": (f"{rec['k']} trial(s) per GPU: ${rec['cost_usd']:.4g} and {rec['makespan_s'] / 60:.1f} min "
-                    f"against one per GPU ${base['cost_usd']:.4g} and {base['makespan_s'] / 60:.1f} min")}
+    from gpuledger.plan.sections import PackingOption, PackingPlan
+
+    return PackingPlan(options=tuple(PackingOption(**o) for o in options), recommended=rec["k"], basis=basis,
+                       why=(f"{rec['k']} trial(s) per GPU: ${rec['cost_usd']:.4g} and {rec['makespan_s'] / 60:.1f} min "
+                            f"against one per GPU ${base['cost_usd']:.4g} and {base['makespan_s'] / 60:.1f} min"))

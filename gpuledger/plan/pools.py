@@ -28,7 +28,7 @@ deadline met first, then the lower expected cost, between the per-trial plan and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -36,6 +36,9 @@ import polars as pl
 from gpuledger.plan.preemption import poisson_quantile
 from gpuledger.plan.schedule import list_schedule
 from gpuledger.plan.settings import S_PER_H, PlanSettings
+
+if TYPE_CHECKING:
+    from gpuledger.plan.sections import PoolPlan
 
 #: Seconds from `sky jobs launch --pool` to the trial's run on a worker that is up and set up: the jobs
 #: controller's scheduling loop assigns a free worker and starts the run command (no provisioning, no
@@ -229,42 +232,41 @@ def pool_what_if(option: PoolOption, ks, *, stop_at_target: bool) -> list[dict[s
 
 
 def pool_section(option: PoolOption | None, *, mode: str, used: bool, reason: str, sweep: str,
-                 per_trial_usd: float, per_trial_makespan_s: float) -> dict[str, Any]:
-    """Returns the plan JSON's `pool` section (seconds and US dollars; `workers`, `worker` the offer)."""
-    out: dict[str, Any] = {"mode": mode, "used": used, "reason": reason, "name": pool_name(sweep),
-                           "per_trial_jobs_usd": round(per_trial_usd, 6),
-                           "per_trial_jobs_makespan_s": round(per_trial_makespan_s, 3)}
+                 per_trial_usd: float, per_trial_makespan_s: float) -> PoolPlan:
+    """Returns the plan's `pool` section (seconds and US dollars; `workers`, `worker` the offer)."""
+    from gpuledger.plan.sections import PoolAssignment, PoolPlan, PoolWorker
+
+    base = {"mode": mode, "used": used, "reason": reason, "name": pool_name(sweep),
+            "per_trial_jobs_usd": round(per_trial_usd, 6), "per_trial_jobs_makespan_s": round(per_trial_makespan_s, 3)}
     if option is None:
-        return out
-    sch, o = option.schedule, option.offer
+        return PoolPlan(**base)
+    sch = option.schedule
     per_s = option.usd_per_s
-    assignments = [{"worker": w + 1, "trials": [option.trial_ids[i] for i in np.flatnonzero(sch.worker == w)],
-                    "busy_s": round(float(sch.busy_s[w]), 3),
-                    "idle_tail_s": round(float(sch.end_pool_s - sch.startup_s - sch.busy_s[w]), 3)}
-                   for w in range(sch.workers)]
-    out.update({
-        "workers": sch.workers,
-        "worker": {key: o.get(key) for key in ("cloud", "region", "instance_type", "accelerator", "gpus", "spot",
-                                                "usd_per_hour", "on_demand_usd_per_hour", "preemptions_per_hour",
-                                                "price_source", "price_as_of")},
-        "startup_s_per_worker": round(sch.startup_s, 3),
-        "startup_usd_per_worker": round(sch.startup_s * per_s, 6),
-        "startup_usd": round(sch.workers * sch.startup_s * per_s, 6),
-        "job_start_s": POOL_JOB_START_S,
-        "teardown_s": POOL_TEARDOWN_S,
-        "busy_s": round(float(sch.busy_s.sum()), 3),
-        "idle_tail_s": round(sch.idle_tail_s, 3),
-        "idle_tail_usd": round(sch.idle_tail_s * per_s, 6),
-        "worker_s": round(sch.worker_s, 3),
-        "cost_usd": round(option.cost_usd, 6),
-        "makespan_s": round(sch.makespan_s, 3),
-        "makespan_at_confidence_s": round(option.makespan_conf_s, 3),
-        "deadline_ok": option.deadline_ok,
-        "saving_usd": round(per_trial_usd - option.cost_usd, 6),
-        "saving_pct": round(100 * (per_trial_usd - option.cost_usd) / per_trial_usd, 2) if per_trial_usd else None,
-        "assignments": assignments,
-    })
-    return out
+    assignments = tuple(PoolAssignment(worker=w + 1, trials=tuple(option.trial_ids[i] for i in np.flatnonzero(sch.worker == w)),
+                                       busy_s=round(float(sch.busy_s[w]), 3),
+                                       idle_tail_s=round(float(sch.end_pool_s - sch.startup_s - sch.busy_s[w]), 3))
+                        for w in range(sch.workers))
+    return PoolPlan(
+        **base,
+        workers=sch.workers,
+        worker=PoolWorker.from_offer(option.offer),
+        startup_s_per_worker=round(sch.startup_s, 3),
+        startup_usd_per_worker=round(sch.startup_s * per_s, 6),
+        startup_usd=round(sch.workers * sch.startup_s * per_s, 6),
+        job_start_s=POOL_JOB_START_S,
+        teardown_s=POOL_TEARDOWN_S,
+        busy_s=round(float(sch.busy_s.sum()), 3),
+        idle_tail_s=round(sch.idle_tail_s, 3),
+        idle_tail_usd=round(sch.idle_tail_s * per_s, 6),
+        worker_s=round(sch.worker_s, 3),
+        cost_usd=round(option.cost_usd, 6),
+        makespan_s=round(sch.makespan_s, 3),
+        makespan_at_confidence_s=round(option.makespan_conf_s, 3),
+        deadline_ok=option.deadline_ok,
+        saving_usd=round(per_trial_usd - option.cost_usd, 6),
+        saving_pct=round(100 * (per_trial_usd - option.cost_usd) / per_trial_usd, 2) if per_trial_usd else None,
+        assignments=assignments,
+    )
 
 
 def scored_per_trial(estimates: pl.DataFrame, offers: pl.DataFrame, accel: pl.DataFrame, times: pl.DataFrame | None,
@@ -390,16 +392,16 @@ def _pool_rows(table: pl.DataFrame, option: PoolOption, per: pl.DataFrame, accel
             .drop("_compute_s", "_wall_s", "_cost", "_start", "_slot", "_sh", "_mem", "_usable"))
 
 
-def pool_assumption(section: dict[str, Any]) -> str:
+def pool_assumption(section: PoolPlan) -> str:
     """Returns the plan's one-sentence statement of the pool it priced (a `pool_section` with workers)."""
     from gpuledger.plan.formats import fmt_duration, fmt_usd
 
-    w = section["worker"]
-    head = "pool: used" if section["used"] else "pool: priced, not used"
-    return (f"{head} ({section['reason']}): {section['workers']} worker(s) of {w['gpus']}x {w['accelerator']} "
-            f"({w['cloud']}/{w['region']} {w['instance_type']}{', spot' if w['spot'] else ''}), each paying start-up "
-            f"{fmt_duration(section['startup_s_per_worker'])} once; trials queued in launch order, "
+    w = section.worker
+    head = "pool: used" if section.used else "pool: priced, not used"
+    return (f"{head} ({section.reason}): {section.workers} worker(s) of {w.gpus}x {w.accelerator} "
+            f"({w.cloud}/{w.region} {w.instance_type}{', spot' if w.spot else ''}), each paying start-up "
+            f"{fmt_duration(section.startup_s_per_worker)} once; trials queued in launch order, "
             f"{fmt_duration(POOL_JOB_START_S)} per trial to start on a worker; workers billed until teardown "
-            f"{fmt_duration(POOL_TEARDOWN_S)} after the last trial (idle tail {fmt_duration(section['idle_tail_s'])}, "
-            f"{fmt_usd(section['idle_tail_usd'])}); {fmt_usd(section['cost_usd'])} in all against "
-            f"{fmt_usd(section['per_trial_jobs_usd'])} as per-trial managed jobs")
+            f"{fmt_duration(POOL_TEARDOWN_S)} after the last trial (idle tail {fmt_duration(section.idle_tail_s)}, "
+            f"{fmt_usd(section.idle_tail_usd)}); {fmt_usd(section.cost_usd)} in all against "
+            f"{fmt_usd(section.per_trial_jobs_usd)} as per-trial managed jobs")

@@ -23,15 +23,17 @@ def budget_guard(plan: Plan, *, probes_usd: float = 0.0) -> None:
     budget = plan.budget_usd or 0.0
     total = plan.total_est_cost_usd
     probes_usd = max(0.0, float(probes_usd))
-    pr = plan.pruning or {}
+    pr = plan.pruning
     decided = plan.decided_usd
     if plan.within_budget and (probes_usd == 0 or decided + probes_usd <= budget + 1e-9):
         return
-    alt = plan.alternatives
+    from gpuledger.plan.sections import BudgetAlternatives
+
+    alt = plan.alternatives or BudgetAlternatives()
     probes = f" + {fmt_usd(probes_usd)} the sweep's probes spent" if probes_usd > 0 else ""
     q, at = confidence_words(plan)
-    if pr.get("expected_usd") is not None:
-        lines = [f"expected spend under pruning{at} {fmt_usd(decided)}{q} ({pr['source']}: {pr['basis']}){probes} exceeds "
+    if plan.pruned_expected_usd is not None:
+        lines = [f"expected spend under pruning{at} {fmt_usd(decided)}{q} ({pr.source}: {pr.basis}){probes} exceeds "
                  f"the budget {fmt_usd(budget)} (by {fmt_usd(decided + probes_usd - budget)}); the full, unpruned spend of "
                  f"the {len(plan.feasible_trials)} trial(s) of sweep {plan.sweep} is {fmt_usd(total)} at P50; nothing was "
                  "launched."]
@@ -39,31 +41,31 @@ def budget_guard(plan: Plan, *, probes_usd: float = 0.0) -> None:
         lines = [f"estimated cost{at} {fmt_usd(decided)}{q}{probes} exceeds the budget {fmt_usd(budget)} "
                  f"(by {fmt_usd(decided + probes_usd - budget)}) for {len(plan.feasible_trials)} trial(s) of sweep {plan.sweep}; "
                  "nothing was launched."]
-        if pr:
-            lines.append(f"spend under pruning: {pr['basis']}")
+        if pr is not None:
+            lines.append(f"spend under pruning: {pr.basis}")
     total = decided
     lines.append("top cost drivers:")
-    for d in alt.get("top_cost_drivers", []):
+    for d in alt.top_cost_drivers:
         lines.append(
-            f"  {d['trials']} trial(s) on {d['gpus']}x {d['accelerator']} {'spot' if d['spot'] else 'on-demand'} "
-            f"({d['instance_type']}): {fmt_usd(d['cost_usd'])} ({d['share']:.0%}), {fmt_duration(d['wall_s'])} of instance time"
+            f"  {d.trials} trial(s) on {d.gpus}x {d.accelerator} {'spot' if d.spot else 'on-demand'} "
+            f"({d.instance_type}): {fmt_usd(d.cost_usd)} ({d.share:.0%}), {fmt_duration(d.wall_s)} of instance time"
         )
     lines.append("what would fit:")
-    lines.append(f"  {alt.get('trials_within_budget', 0)} of {alt.get('trials_feasible', 0)} trial(s) fit the budget (cheapest first): "
+    lines.append(f"  {alt.trials_within_budget} of {alt.trials_feasible} trial(s) fit the budget (cheapest first): "
                  "shrink the grid (fewer values, search.exclude, or strategy: random with n_trials)")
     for key, label in (("all_spot_usd", "spot for every trial (resources.spot: always)"),
                        ("cheapest_ignoring_deadline_usd", "the cheapest choice per trial, ignoring the deadline")):
-        v = alt.get(key)
-        if v and v["total_usd"] < total - 1e-9:
-            fits = "fits" if v["total_usd"] + probes_usd <= budget else "still over"
-            lines.append(f"  {label}: {fmt_usd(v['total_usd'])} ({fits})")
+        v = getattr(alt, key)
+        if v is not None and v.total_usd < total - 1e-9:
+            fits = "fits" if v.total_usd + probes_usd <= budget else "still over"
+            lines.append(f"  {label}: {fmt_usd(v.total_usd)} ({fits})")
     cheaper = sorted(
-        ((a, v) for a, v in alt.get("by_accelerator", {}).items() if v["trials"] == v["of"] and v["total_usd"] < total - 1e-9),
-        key=lambda kv: kv[1]["total_usd"],
+        ((a, v) for a, v in (alt.by_accelerator or {}).items() if v.trials == v.of and v.total_usd < total - 1e-9),
+        key=lambda kv: kv[1].total_usd,
     )
     for acc, v in cheaper[:2]:
-        fits = "fits" if v["total_usd"] + probes_usd <= budget else "still over"
-        lines.append(f"  every trial on {acc} (resources.accelerators: [{acc}]): {fmt_usd(v['total_usd'])} ({fits})")
+        fits = "fits" if v.total_usd + probes_usd <= budget else "still over"
+        lines.append(f"  every trial on {acc} (resources.accelerators: [{acc}]): {fmt_usd(v.total_usd)} ({fits})")
     lines.append(f"raise budget.max_usd to at least {fmt_usd(math.ceil((total + probes_usd) * 100) / 100)}, change the spec as above, "
                  "or pass --force to `gpuledger sweep` (recorded in the warehouse).")
     raise BudgetExceeded("\n".join(lines))
@@ -72,12 +74,11 @@ def budget_guard(plan: Plan, *, probes_usd: float = 0.0) -> None:
 def confidence_words(plan: Plan) -> tuple[str, str]:
     """Returns (' (P50 $X beside; budget.confidence p90)', ' at P90') for the spend a decision compared
     (empty strings for a plan without bands)."""
-    b = plan.bands or {}
-    if not b.get("confidence"):
+    if plan.bands is None or not plan.bands.confidence:
         return "", ""
-    if b["confidence"] == "p90":
-        return f" (P50 {fmt_usd(b['decided_usd_p50'])} beside; budget.confidence p90)", " at P90"
-    return f" (P90 {fmt_usd(b['decided_usd_p90'])} beside; budget.confidence p50)", " at P50"
+    if plan.bands.confidence == "p90":
+        return f" (P50 {fmt_usd(plan.spend_at('p50'))} beside; budget.confidence p90)", " at P90"
+    return f" (P90 {fmt_usd(plan.spend_at('p90'))} beside; budget.confidence p50)", " at P50"
 
 
 def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
@@ -113,13 +114,12 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
         con.print(f"... {len(plan.trials) - max_rows} more trials (use --json for all)")
     infeasible = len(plan.trials) - len(plan.feasible_trials)
     budget = plan.budget_usd if plan.budget_usd is not None and math.isfinite(plan.budget_usd) else None
-    b = plan.bands or {}
-    band = (f" (P10 {fmt_usd(b['total_cost_usd_p10'])} - P90 {fmt_usd(b['total_cost_usd_p90'])})"
-            if b.get("total_cost_usd_p90") is not None else "")
+    b = plan.bands
+    band = f" (P10 {fmt_usd(b.total_cost_usd_p10)} - P90 {fmt_usd(b.total_cost_usd_p90)})" if b is not None else ""
     q, at = confidence_words(plan)
-    what = "expected spend under pruning" if (plan.pruning or {}).get("expected_usd") is not None else "spend"
-    decided = f": {what}{at} {fmt_usd(plan.decided_usd)}{q}" if b.get("confidence") else ""
-    span = f" (P90 {fmt_duration(b['makespan_s_p90'])})" if b.get("makespan_s_p90") is not None else ""
+    what = "expected spend under pruning" if plan.pruned_expected_usd is not None else "spend"
+    decided = f": {what}{at} {fmt_usd(plan.decided_usd)}{q}" if b is not None and b.confidence else ""
+    span = f" (P90 {fmt_duration(b.makespan_s_p90)})" if b is not None else ""
     con.print(
         f"total {fmt_usd(plan.total_est_cost_usd)}{band}"
         + (f" of budget {fmt_usd(budget)} ({'within' if plan.within_budget else 'OVER'} budget{at}{decided})"
@@ -128,54 +128,52 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
         + (f"; deadline {fmt_duration(plan.deadline_s)}" if plan.deadline_s else "")
         + f"; {len(plan.feasible_trials)} feasible, {infeasible} infeasible; prices {plan.price_snapshot}"
     )
-    if plan.pruning:
+    if plan.pruning is not None:
         pr = plan.pruning
-        if pr.get("expected_usd") is not None:
+        if pr.expected_usd is not None:
             q, at = confidence_words(plan)
-            con.print(f"expected spend under pruning {fmt_usd(pr['expected_usd'])} at P50 (the budget guard compares it"
-                      f"{at or ' at P50'}: {fmt_usd(plan.decided_usd)}; full, unpruned {fmt_usd(pr['full_usd'])}); "
-                      f"source {pr['source']}: {pr['basis']}", soft_wrap=True)
+            con.print(f"expected spend under pruning {fmt_usd(pr.expected_usd)} at P50 (the budget guard compares it"
+                      f"{at or ' at P50'}: {fmt_usd(plan.decided_usd)}; full, unpruned {fmt_usd(pr.full_usd)}); "
+                      f"source {pr.source}: {pr.basis}", soft_wrap=True)
         else:
-            con.print(f"expected spend under pruning: {pr['basis']}", soft_wrap=True)
-        if pr.get("settings"):
-            st = pr["settings"]
-            con.print(f"pruning settings ({st['source']}): {st['why']}", soft_wrap=True)
-        if pr.get("warning"):
-            con.print(pr["warning"], soft_wrap=True)
-    if plan.parallel:
+            con.print(f"expected spend under pruning: {pr.basis}", soft_wrap=True)
+        if pr.settings:
+            con.print(f"pruning settings ({pr.settings['source']}): {pr.settings['why']}", soft_wrap=True)
+        if pr.warning:
+            con.print(pr.warning, soft_wrap=True)
+    if plan.parallel is not None:
         par = plan.parallel
-        con.print(par["why"], soft_wrap=True)
+        con.print(par.why, soft_wrap=True)
         con.print("  slots  makespan  expected cost  meets deadline", soft_wrap=True)
-        for r in par["curve"]:
-            con.print(f"  {r['slots']:>5}  {fmt_duration(r['makespan_s']):>8}  {fmt_usd(r['cost_usd']):>13}  "
-                      f"{'yes' if r['meets_deadline'] else 'no':>14}{'  <- chosen' if r['chosen'] else ''}", soft_wrap=True)
-    if plan.packing:
+        for r in par.curve:
+            con.print(f"  {r.slots:>5}  {fmt_duration(r.makespan_s):>8}  {fmt_usd(r.cost_usd):>13}  "
+                      f"{'yes' if r.meets_deadline else 'no':>14}{'  <- chosen' if r.chosen else ''}", soft_wrap=True)
+    if plan.packing is not None:
         pk = plan.packing
-        con.print(f"packed trials (k per GPU, one job, k agents; {pk['why']}):", soft_wrap=True)
-        for o in pk["options"]:
-            if o["fits"]:
-                con.print(f"  k={o['k']:>2}: {o['groups']} job(s), makespan {fmt_duration(o['makespan_s'])}, "
-                          f"{fmt_usd(o['cost_usd'])}{'  <- cheapest no slower than one per GPU' if o['k'] == pk['recommended'] else ''}",
+        con.print(f"packed trials (k per GPU, one job, k agents; {pk.why}):", soft_wrap=True)
+        for o in pk.options:
+            if o.fits:
+                con.print(f"  k={o.k:>2}: {o.groups} job(s), makespan {fmt_duration(o.makespan_s)}, "
+                          f"{fmt_usd(o.cost_usd)}{'  <- cheapest no slower than one per GPU' if o.k == pk.recommended else ''}",
                           soft_wrap=True)
             else:
-                con.print(f"  k={o['k']:>2}: does not fit ({o['reason']})", soft_wrap=True)
+                con.print(f"  k={o.k:>2}: does not fit ({o.reason})", soft_wrap=True)
     if plan.roles:
         from gpuledger.plan.rl_roles import roles_line
 
         for r in plan.trials[:max_rows]:
             if r["trial_id"] in plan.roles:
                 con.print(roles_line(r["trial_id"], plan.roles[r["trial_id"]]), soft_wrap=True, markup=False)
-    if plan.pool and plan.pool.get("workers"):
+    if plan.pool is not None and plan.pool.workers:
         from gpuledger.plan.pools import pool_assumption
 
         con.print(pool_assumption(plan.pool), soft_wrap=True)
     if plan.cloud_equivalent:
         eq = list(plan.cloud_equivalent.values())
-        accs = sorted({f"{e['gpus']}x {e['accelerator']} ({e['cloud']} {e['instance_type']}"
-                       f"{', spot' if e['spot'] else ''})" for e in eq})
+        accs = sorted({f"{e.gpus}x {e.accelerator} ({e.cloud} {e.instance_type}{', spot' if e.spot else ''})" for e in eq})
         con.print(f"cloud equivalent: the same {len(eq)} trial(s) on {', '.join(accs)} would take "
-                  f"{fmt_duration(sum(e['wall_s'] for e in eq))} of instance time and cost "
-                  f"{fmt_usd(sum(e['usd'] for e in eq))} (what a cloud plan of this spec picks)")
+                  f"{fmt_duration(sum(e.wall_s for e in eq))} of instance time and cost "
+                  f"{fmt_usd(sum(e.usd for e in eq))} (what a cloud plan of this spec picks)")
     w = Table(title="what-if: parallel slots vs expected time-to-recipe and cost")
     pooled = bool(plan.what_if) and "pool_cost_usd" in plan.what_if[0]
     for col in ("parallel", "time-to-recipe", "cost") + (("pool: time-to-recipe", "pool: cost") if pooled else ()):

@@ -183,14 +183,14 @@ def _with_pruning(plan: Plan, spec, s: PlanSettings, curves: dict | None) -> Pla
     from gpuledger.plan.pruning import pruned_spend
 
     # on a pool a trial's own overhead is the job's start on a worker (start-up is the worker's)
-    overhead_s = POOL_JOB_START_S if (plan.pool or {}).get("used") else s.overhead_s
+    overhead_s = POOL_JOB_START_S if plan.pool is not None and plan.pool.used else s.overhead_s
     spend = pruned_spend(plan.trials, spec, max_parallel=plan.max_parallel, overhead_s=overhead_s, curves=curves)
     if spend is None:
         return plan
     per_trial = {tid: round(v, 6) for tid, v in spend.per_trial_usd.items()}
     frame = plan.trials_frame.with_columns(
         est_pruned_cost_usd=pl.col("trial_id").replace_strict(per_trial, default=None, return_dtype=pl.Float64))
-    pruned = replace(plan, trials_frame=frame, pruning=spend.to_json())
+    pruned = replace(plan, trials_frame=frame, pruning=spend)
     return replace(pruned, within_budget=pruned.decided_usd <= s.budget_usd)
 
 
@@ -235,7 +235,7 @@ def _with_bands(plan: Plan, est: pl.DataFrame, s: PlanSettings, probed: pl.DataF
     from gpuledger.plan.bands import with_bands
     from gpuledger.plan.pools import POOL_JOB_START_S
 
-    overhead_s = POOL_JOB_START_S if (plan.pool or {}).get("used") else s.overhead_s
+    overhead_s = POOL_JOB_START_S if plan.pool is not None and plan.pool.used else s.overhead_s
     return with_bands(plan, est, s, table=s.band_table, probed=probed, overhead_s=overhead_s)
 
 
@@ -287,13 +287,14 @@ def with_cloud_equivalent(plan: Plan, spec, trials, measurements=None) -> Plan:
     except UserError as err:  # the local plan stands without it, and says why
         plan.assumptions.append(f"cloud equivalent not computed: {err}")
         return plan
+    from gpuledger.plan.sections import CloudEquivalent
+
     plan.cloud_equivalent = {
-        t["trial_id"]: {
-            "accelerator": t["accelerator"], "gpus": t["gpus"], "cloud": t["cloud"], "region": t["region"],
-            "instance_type": t["instance_type"], "spot": t["spot"], "wall_s": t["est_wall_s"],
-            "usd": t["est_cost_usd"], "usd_per_hour": t["usd_per_hour"], "price_source": t["price_source"],
-            "price_as_of": t["price_as_of"], "price_snapshot": cloud.price_snapshot,
-        }
+        t["trial_id"]: CloudEquivalent(
+            accelerator=t["accelerator"], gpus=t["gpus"], cloud=t["cloud"], region=t["region"],
+            instance_type=t["instance_type"], spot=t["spot"], wall_s=t["est_wall_s"], usd=t["est_cost_usd"],
+            usd_per_hour=t["usd_per_hour"], price_source=t["price_source"], price_as_of=t["price_as_of"],
+            price_snapshot=cloud.price_snapshot)
         for t in cloud.trials if t["feasible"]
     }
     return plan

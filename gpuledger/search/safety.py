@@ -23,9 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuledger.search.recipe import RECIPE_MARGIN, check_recipe
+
+if TYPE_CHECKING:
+    from gpuledger.plan.pruning import PrunedSpend
 
 
 @dataclass(frozen=True)
@@ -144,11 +147,11 @@ def choose_pruning(spec: Any, curves: Mapping[str, Any] | None, *, slots: int,
                                      requested=(ms, eta), explicit=explicit, unsafe=unsafe)
 
 
-def with_chosen_pruning(spec: Any, pruning: Mapping[str, Any] | None) -> Any:
-    """Returns `spec` with `search.pruning` set to the settings the plan chose (`Plan.pruning["settings"]`),
+def with_chosen_pruning(spec: Any, pruning: PrunedSpend | None) -> Any:
+    """Returns `spec` with `search.pruning` set to the settings the plan chose (`Plan.pruning.settings`),
     unchanged when the plan chose none or the spec's own: the study prunes with what the plan printed, and
     the stored spec (the report's settings) says what ran."""
-    chosen = (pruning or {}).get("settings")
+    chosen = pruning.settings if pruning is not None else None
     if not chosen or spec.search.strategy not in ("asha", "tpe"):
         return spec
     from gpuledger.spec.models import Pruning

@@ -134,9 +134,9 @@ def test_local_plan_is_this_machine_at_the_reference_rate():
     cloud = plan_sweep(spec, launcher="skypilot")
     for t in cloud.trials:
         e = eq[t["trial_id"]]
-        assert (e["accelerator"], e["instance_type"], e["usd"], e["wall_s"]) == (
+        assert (e.accelerator, e.instance_type, e.usd, e.wall_s) == (
             t["accelerator"], t["instance_type"], t["est_cost_usd"], t["est_wall_s"])
-        assert e["usd"] > 0 and e["accelerator"] != "CPU"
+        assert e.usd > 0 and e.accelerator != "CPU"
     assert "cloud equivalent: the same 12 trial(s)" in render_plan(plan)
     # the spec's own rate wins over the reference
     own = load_spec(ROOT / "specs" / "lora-grid.yaml")

@@ -82,22 +82,22 @@ def test_successive_halving_fraction_worked_out_by_hand():
 def test_formula_from_the_spec_and_unknown_without_it(tmp_path, warehouse):
     # no warehouse, no values_per_trial: unknown, the guard decides on the full spend
     sp, plan = _plan(_spec(tmp_path))
-    assert plan.pruning["source"] == "unknown" and plan.pruning["expected_usd"] is None
-    assert "values_per_trial" in plan.pruning["basis"] and "expected spend under pruning: unknown" in render_plan(plan)
+    assert plan.pruning.source == "unknown" and plan.pruning.expected_usd is None
+    assert "values_per_trial" in plan.pruning.basis and "expected spend under pruning: unknown" in render_plan(plan)
     assert all(t["est_pruned_cost_usd"] is None for t in plan.trials)
     # values_per_trial given: the formula, set-up (3 s per local trial) paid in full
     sp, plan = _plan(_spec(tmp_path, pruning="{min_steps: 1, reduction_factor: 2, values_per_trial: 5}"))
     f = successive_halving_fraction(5, 1, 2)
     pr = plan.pruning
-    assert pr["source"] == "formula" and pr["run_fraction"] == pytest.approx(f, abs=1e-6)
-    assert "search.pruning.values_per_trial" in pr["basis"]
+    assert pr.source == "formula" and pr.run_fraction == pytest.approx(f, abs=1e-6)
+    assert "search.pruning.values_per_trial" in pr.basis
     expected = 0.0
     for t in plan.trials:
         run_share = (t["est_wall_s"] - 3.0) / t["est_wall_s"]
         assert t["est_pruned_cost_usd"] == pytest.approx(t["est_cost_usd"] * (1 - run_share * (1 - f)), rel=1e-4)
         expected += t["est_pruned_cost_usd"]
-    assert pr["expected_usd"] == pytest.approx(expected, rel=1e-4)
-    assert pr["full_usd"] == pytest.approx(plan.total_est_cost_usd, rel=1e-4) and expected < plan.total_est_cost_usd
+    assert pr.expected_usd == pytest.approx(expected, rel=1e-4)
+    assert pr.full_usd == pytest.approx(plan.total_est_cost_usd, rel=1e-4) and expected < plan.total_est_cost_usd
     text = render_plan(plan)
     assert "expected spend under pruning" in text and "source formula" in text
     # grid: no pruning section
@@ -113,7 +113,7 @@ def test_the_budget_guard_decides_on_the_expected_pruned_spend(tmp_path, warehou
     _, plan = _plan(_spec(tmp_path, pruning=pruning))
     # the guard compares the expected spend at the plan's confidence (budget.confidence, default p90)
     expected, full = plan.decided_usd, plan.total_est_cost_usd
-    assert plan.confidence == "p90" and expected > plan.pruning["expected_usd"]
+    assert plan.confidence == "p90" and expected > plan.pruning.expected_usd
     between = round((expected + full) / 2, 4)
     _, plan = _plan(_spec(tmp_path, pruning=pruning, budget=between))
     assert plan.within_budget and plan.total_est_cost_usd > between
@@ -141,7 +141,7 @@ def test_measured_curves_of_a_grid_are_replayed_for_an_asha_spec_of_the_same_poi
     asha_path = _spec(tmp_path, name="prune-asha", pruning="{min_steps: 1, reduction_factor: 2}")
     sp, plan = _plan(asha_path)
     pr = plan.pruning
-    assert pr["source"] == "measured" and pr["curves"] == 6 and "6 measured learning curve(s)" in pr["basis"]
+    assert pr.source == "measured" and pr.curves == 6 and "6 measured learning curve(s)" in pr.basis
     # the same numbers by hand: the grid's curves in the asha order, replayed at the plan's slots
     with Warehouse.open(read_only=True) as wh:
         grid_id = wh.query("select sweep_id from sweeps where name = 'prune-grid'")["sweep_id"][0]
@@ -169,7 +169,7 @@ def test_measured_curves_of_a_grid_are_replayed_for_an_asha_spec_of_the_same_poi
     (tmp_path / "other").mkdir()
     _, other = _plan(_spec(tmp_path / "other", name="prune-asha", pruning="{min_steps: 1, reduction_factor: 2}",
                            tokens=30_000))
-    assert other.pruning["source"] == "unknown"
+    assert other.pruning.source == "unknown"
 
 
 @pytest.mark.slow
@@ -205,9 +205,9 @@ def test_the_mid_sweep_budget_stop_holds_when_the_expected_pruned_spend_fits_but
         stored = wh.query("select sum(est_pruned_cost_usd) as e, sum(est_cost_usd) as f from v_trial_results").to_dicts()[0]
         plan_json = json.loads(wh.query("select plan_json from sweeps")["plan_json"][0])
     # the expected pruned spend is stored with the plan's estimates (trials.est_pruned_cost_usd, plan_json)
-    p50 = plan.pruning["expected_usd"]
+    p50 = plan.pruning.expected_usd
     assert stored["e"] == pytest.approx(p50, rel=1e-4) and stored["f"] == pytest.approx(full, rel=1e-4)
-    assert plan_json["pruning"]["source"] == "formula" and plan_json["pruning"]["expected_usd"] == pytest.approx(p50)
+    assert plan_json["pruning"]["source"] == "formula" and plan_json["pruning"]["expected_usd"] == pytest.approx(p50, abs=1e-6)  # the JSON rounds to 6 places
     assert plan_json["decided_usd"] == pytest.approx(expected) and plan_json["confidence"] == "p90"
     ran = [r["cost_usd"] for r in rows if r["status"] == vocabulary.SUCCEEDED]
     assert sum(ran) <= budget and len(ran) == summary.launched < 6
@@ -281,13 +281,13 @@ def test_max_parallel_auto_picks_the_least_replayed_cost_that_meets_the_deadline
                                           tuple(20.0 * s for s in range(1, 6)), 101.0, True) for x in xs}
     sp, plan = _plan(path, curves)
     par = plan.parallel
-    assert par["auto"] and plan.max_parallel == par["chosen"] and len(par["curve"]) >= 1
-    meets = [r for r in par["curve"] if r["meets_deadline"]]
-    assert meets and par["chosen"] == min(meets, key=lambda r: (r["cost_usd"], r["slots"]))["slots"]
+    assert par.auto and plan.max_parallel == par.chosen and len(par.curve) >= 1
+    meets = [r for r in par.curve if r.meets_deadline]
+    assert meets and par.chosen == min(meets, key=lambda r: (r.cost_usd, r.slots)).slots
     inputs = replace(planning_inputs(sp, "local"), curves=curves)
-    for r in par["curve"]:  # each row is the plan at that K: its replayed spend under pruning
-        at_k = plan_sweep(sp, launcher="local", inputs=inputs, max_parallel=r["slots"])
-        assert at_k.decided_usd == pytest.approx(r["cost_usd"], abs=1e-6)
-        assert at_k.pruning["source"] == "measured"
-    assert par["why"] in plan.assumptions and "max_parallel auto" in par["why"]
+    for r in par.curve:  # each row is the plan at that K: its replayed spend under pruning
+        at_k = plan_sweep(sp, launcher="local", inputs=inputs, max_parallel=r.slots)
+        assert at_k.decided_usd == pytest.approx(r.cost_usd, abs=1e-6)
+        assert at_k.pruning.source == "measured"
+    assert par.why in plan.assumptions and "max_parallel auto" in par.why
     assert plan.to_json()["parallel"]["chosen"] == plan.max_parallel

@@ -47,7 +47,7 @@ def test_every_trial_and_the_total_carry_their_band(tmp_path):
 
 def test_the_budget_guard_decides_at_the_stated_quantile(tmp_path):
     probe = plan_sweep(_spec(tmp_path, "{max_usd: 300}"))
-    p50, p90 = probe.total_est_cost_usd, probe.bands["total_cost_usd_p90"]
+    p50, p90 = probe.total_est_cost_usd, probe.bands.total_cost_usd_p90
     between = round((p50 + p90) / 2, 2)
     at90 = plan_sweep(_spec(tmp_path, f"{{max_usd: {between}}}"))
     assert not at90.within_budget and at90.decided_usd > between

@@ -15,6 +15,7 @@ from gpuledger.plan import PlanSettings, candidate_offers, plan_from_estimates
 from gpuledger.plan.compute_table import accelerator_ids, compute_in_row_order, compute_matrix
 from gpuledger.plan.schedule import ROUNDS_MIN_SLOTS, list_schedule, list_starts
 from gpuledger.plan.scoring import best_per_key, scored_candidates
+from gpuledger.plan.sections import CostTotal
 
 H = 3600.0
 ACCS = ["L4", "A100", "H100"]
@@ -100,7 +101,7 @@ def test_the_plan_is_the_same_whichever_way_times_are_read():
     plain = plan_from_estimates(est, offers, s, times=times.sample(fraction=1.0, shuffle=True, seed=1), accel=ACCEL)
     assert fast.trials_frame.equals(plain.trials_frame)
     assert (fast.total_est_cost_usd, fast.what_if, fast.alternatives) == (plain.total_est_cost_usd, plain.what_if, plain.alternatives)
-    assert fast.alternatives["by_accelerator"]  # over budget: the alternatives were computed
+    assert fast.alternatives.by_accelerator  # over budget: the alternatives were computed
 
 
 def test_trial_codes_fall_back_to_trial_ids_when_indexes_do_not_match_them():
@@ -155,10 +156,10 @@ def test_budget_guard_alternatives_are_the_minima_of_the_cross_join():
 
     def total(frame):
         per_trial = frame.group_by("trial_id").agg(pl.col("est_cost_usd").min())
-        return {"total_usd": round(per_trial["est_cost_usd"].sum(), 2), "trials": per_trial.height}
+        return CostTotal(total_usd=round(per_trial["est_cost_usd"].sum(), 2), trials=per_trial.height)
 
-    assert alt["cheapest_ignoring_deadline_usd"] == total(rows)
-    assert alt["all_spot_usd"] == total(rows.filter(pl.col("spot")))
-    assert alt["all_on_demand_usd"] == total(rows.filter(~pl.col("spot")))
-    by_acc = {a: {**total(rows.filter(pl.col("accelerator") == a)), "of": 120} for a in sorted(set(rows["accelerator"]))}
-    assert alt["by_accelerator"] == by_acc and len(by_acc) == 3
+    assert alt.cheapest_ignoring_deadline_usd == total(rows)
+    assert alt.all_spot_usd == total(rows.filter(pl.col("spot")))
+    assert alt.all_on_demand_usd == total(rows.filter(~pl.col("spot")))
+    by_acc = {a: replace(total(rows.filter(pl.col("accelerator") == a)), of=120) for a in sorted(set(rows["accelerator"]))}
+    assert alt.by_accelerator == by_acc and len(by_acc) == 3

@@ -24,27 +24,27 @@ def _row(i: int, mem: float = 10.0, compute_s: float = 100.0, util: float = 0.1,
 def test_two_small_trials_share_one_gpu_and_are_billed_by_share():
     rows = [_row(0, compute_s=100.0), _row(1, compute_s=300.0)]
     pk = packing_options(rows, overhead_s=60.0, max_parallel=2, precision="bf16")
-    one, two = pk["options"][0], pk["options"][1]
-    assert one == {"k": 1, "groups": 2, "makespan_s": 360.0, "cost_usd": pytest.approx((160 + 360) / 3600 * 3.6),
-                   "fits": True}
+    one, two = pk.options[0], pk.options[1]
+    assert one.to_json() == {"k": 1, "groups": 2, "makespan_s": 360.0, "cost_usd": pytest.approx((160 + 360) / 3600 * 3.6),
+                             "fits": True}
     # together: max(300, (100 + 300) x 0.1 / PACK_MFU = 80) = 300 s of compute, the start-up once
-    assert two["fits"] and two["groups"] == 1 and two["makespan_s"] == 360.0
-    assert two["cost_usd"] == pytest.approx(360 / 3600 * 3.6) and two["cost_usd"] < one["cost_usd"]
-    assert two["per_trial_usd"] == {"t0": pytest.approx(0.36 * 100 / 400, abs=1e-6),
-                                    "t1": pytest.approx(0.36 * 300 / 400, abs=1e-6)}
-    assert pk["recommended"] == 2 and "per GPU" in pk["why"]
+    assert two.fits and two.groups == 1 and two.makespan_s == 360.0
+    assert two.cost_usd == pytest.approx(360 / 3600 * 3.6) and two.cost_usd < one.cost_usd
+    assert two.per_trial_usd == {"t0": pytest.approx(0.36 * 100 / 400, abs=1e-6),
+                                 "t1": pytest.approx(0.36 * 300 / 400, abs=1e-6)}
+    assert pk.recommended == 2 and "per GPU" in pk.why
     # busy trials: two at half the peak each take twice as long together (the GPU is full)
     busy = packing_options([_row(0, util=PACK_MFU), _row(1, util=PACK_MFU)], overhead_s=60.0, max_parallel=2,
                            precision="bf16")
-    assert busy["options"][1]["makespan_s"] == 60.0 + 200.0 and busy["recommended"] == 1  # slower: not chosen
+    assert busy.options[1].makespan_s == 60.0 + 200.0 and busy.recommended == 1  # slower: not chosen
 
 
 def test_a_group_over_the_gpus_memory_does_not_fit():
     usable = H100.memory_gib * MEMORY_SAFETY_FRACTION - MEMORY_RESERVE_GIB
     rows = [_row(i, mem=usable / 1.5) for i in range(4)]
     pk = packing_options(rows, overhead_s=60.0, max_parallel=4, precision="bf16")
-    assert [o["k"] for o in pk["options"]] == [1, 2, 4] and not pk["options"][1]["fits"]
-    assert "usable" in pk["options"][1]["reason"] and pk["recommended"] == 1
+    assert [o.k for o in pk.options] == [1, 2, 4] and not pk.options[1].fits
+    assert "usable" in pk.options[1].reason and pk.recommended == 1
     assert packing_options(rows[:1], overhead_s=60.0, max_parallel=1, precision="bf16") is None
 
 
