@@ -169,6 +169,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("local.usd_per_hour", "GPULEDGER_LOCAL_USD_PER_HOUR", float, None,
             "the hourly rate of this machine when nothing else names one: a local trial whose launch request "
             "has no rate (else 0), and an ad-hoc run (else its GPUs' catalog price, or the local reference rate)"),
+    Setting("prices.file", "GPULEDGER_PRICES", str, None,
+            "a CSV of your own prices (the bundled catalog's columns) overriding the rows with the same key "
+            "(gpuledger/catalog/pricing.py); relative to the project when set in gpuledger.toml"),
+    Setting("warehouse.lock_timeout_s", "GPULEDGER_LOCK_TIMEOUT_S", float, 10.0,
+            "how long opening the warehouse waits for another process's lock before saying who holds it (seconds)"),
+    Setting("paths.machine_file", "GPULEDGER_MACHINE_FILE", str, None,
+            "where this machine's measured speed is stored (default $XDG_CACHE_HOME/gpuledger/machine.json)"),
+    Setting("prefect.port", "GPULEDGER_PREFECT_PORT", str, None,
+            "the port of this project's `gpuledger serve` (1024-65535; default prefect.toml's, else 4200)"),
     Setting("adhoc.project", "GPULEDGER_ADHOC_PROJECT", str, "adhoc",
             "the project an ad-hoc run joins when its code names none (`gpuledger.track.init`, the Trainer "
             "callback, the Lightning logger): its sweep is `adhoc-PROJECT`"),
@@ -257,6 +266,17 @@ class Settings:
         if self.project_root is None:
             return self.run_dir / "prefect"
         return self.data_dir.resolve() / "prefect"
+
+    def path(self, key: str) -> Path | None:
+        """Returns the file or folder setting `key` as a path: as given when it came from a variable or a
+        flag (relative to the working directory), relative to the project when a settings file set it;
+        None when unset."""
+        value = self.get(key)
+        if not value:
+            return None
+        if self.sources.get(key) in ("environment", "flag", "default") or self.project_root is None:
+            return Path(value).expanduser()
+        return self._in_project(value, key)
 
     @property
     def reports_dir(self) -> Path:

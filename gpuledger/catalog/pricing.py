@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,7 @@ STALE_AFTER_DAYS = 30
 #: The project's copy of a catalog inside the `prices.dir` folder.
 PROJECT_CATALOG_FILE = "catalog.csv"
 KEY = ["cloud", "region", "instance_type"]
-_PRICES_KEYS = ("dir", "billed_min_gpu_hours", "discount_pct", "instance", "committed")
+_PRICES_KEYS = ("dir", "file", "billed_min_gpu_hours", "discount_pct", "instance", "committed")
 _WHERE = "gpuledger.toml [prices]"
 
 
@@ -335,12 +334,12 @@ def team_prices(listed: pl.DataFrame, section: dict) -> pl.DataFrame:
         )
     df = _overlay(df, declared_gpu_offers().with_columns(basis=pl.lit("override")))
     df = _overlay(df, instance_rows(section, listed).with_columns(basis=pl.lit("override")))
-    user = os.environ.get(PRICES_ENV, "").strip()
-    if user:
-        from gpuledger.settings import check_trusted
+    from gpuledger import settings
 
-        check_trusted(Path(user), f"the price file named by ${PRICES_ENV}")  # prices nobody else may have planted
-        df = _overlay(df, read_price_file(user).with_columns(basis=pl.lit("override")))
+    user = settings.current().path("prices.file")  # $GPULEDGER_PRICES, or [prices] file
+    if user is not None and str(user).strip():
+        settings.check_trusted(user, f"the price file named by ${PRICES_ENV}")  # prices nobody else may have planted
+        df = _overlay(df, read_price_file(str(user)).with_columns(basis=pl.lit("override")))
     return df
 
 

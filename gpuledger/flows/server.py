@@ -105,10 +105,17 @@ def port_from(text: str | int | None, what: str = PORT_ENV) -> int | None:
     return port
 
 
+def port_setting() -> str | None:
+    """The setting `prefect.port` ($GPULEDGER_PREFECT_PORT), as given (`port_from` checks it)."""
+    from gpuledger import settings
+
+    return settings.current().get("prefect.port")
+
+
 def serve_api_url(root: Path, port: int | None = None) -> str:
     """Returns the API URL `gpuledger serve` uses: `port` (--port), else $GPULEDGER_PREFECT_PORT,
     else the configured URL (PREFECT_API_URL or prefect.toml), else the default."""
-    port = port or port_from(os.environ.get(PORT_ENV))
+    port = port or port_from(port_setting())
     if port is not None:
         return f"http://127.0.0.1:{port}/api"
     return configured_api_url(root) or DEFAULT_API_URL
@@ -298,7 +305,7 @@ def prefect_api(cwd: Path | None = None, say: Callable[[str], None] | None = Non
     os.environ["PREFECT_HOME"] = str(prefect_home())
     explicit = os.environ.get("PREFECT_API_URL", "").strip() or None
     own = own_server_url(root)
-    wanted = serve_api_url(root, port) if (port or os.environ.get(PORT_ENV)) else None
+    wanted = serve_api_url(root, port) if (port or port_setting()) else None
     url = explicit if explicit and api_healthy(explicit) else own if own and (wanted in (None, own)) else None
     proc = None
     try:
@@ -385,7 +392,7 @@ def _serve(root: Path | None, say: Callable[[str], None], ready_timeout_s: float
     home.mkdir(parents=True, exist_ok=True)  # parents too: a fresh project has no .gpuledger/ yet
     state_file = home / STATE_FILE
     ui = f"http://{host}:{port}"
-    explicit = bool(os.environ.get("PREFECT_API_URL", "").strip()) and not (port or os.environ.get(PORT_ENV))
+    explicit = bool(os.environ.get("PREFECT_API_URL", "").strip()) and not (port or port_setting())
 
     with contextlib.suppress(OSError, ValueError):
         state = json.loads(state_file.read_text(encoding="utf-8"))

@@ -69,9 +69,11 @@ class MachineSpeed:
 
 def machine_file() -> Path:
     """Returns where this machine's measured speed is stored."""
-    env = os.environ.get(ENV_FILE)
-    if env:
-        return Path(env)
+    from gpuledger import settings
+
+    named = settings.current().path("paths.machine_file")  # $GPULEDGER_MACHINE_FILE
+    if named is not None:
+        return named
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "gpuledger" / "machine.json"
 

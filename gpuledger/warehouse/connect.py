@@ -190,19 +190,14 @@ def _is_lock_conflict(text: str) -> bool:
 
 
 def lock_timeout_s(given: float | None = None) -> float:
-    """Returns the wait bound: `given`, else `$GPULEDGER_LOCK_TIMEOUT_S`, else the default."""
+    """Returns the wait bound: `given`, else the setting `warehouse.lock_timeout_s`
+    (`$GPULEDGER_LOCK_TIMEOUT_S`; a bad value is one clear error naming it), else the default."""
     if given is not None:
         return max(0.0, float(given))
-    raw = os.environ.get(ENV_LOCK_TIMEOUT)
-    if raw is None or not raw.strip():
-        return DEFAULT_LOCK_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        raise UserError(f"{ENV_LOCK_TIMEOUT}={raw!r} is not a number of seconds") from None
-    if not value >= 0 or value == float("inf"):
-        raise UserError(f"{ENV_LOCK_TIMEOUT}={raw!r}: give a finite number of seconds >= 0")
-    return value
+    from gpuledger import settings
+
+    value = settings.current().get("warehouse.lock_timeout_s")
+    return DEFAULT_LOCK_TIMEOUT_S if value is None else float(value)
 
 
 def _lock_modes(path: Path) -> dict[int, str]:

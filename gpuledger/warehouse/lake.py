@@ -150,7 +150,7 @@ def data_path_setting() -> str | None:
     """The team warehouse's data path: `[warehouse] data_path` / `$GPULEDGER_WAREHOUSE_DATA`."""
     from gpuledger import settings
 
-    value = os.environ.get(ENV_DATA) or settings.current().values.get("warehouse.data_path")
+    value = settings.current().get("warehouse.data_path")  # $GPULEDGER_WAREHOUSE_DATA over the files
     return value or None
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 
 from gpuledger.errors import UserError
 
@@ -13,10 +12,11 @@ from gpuledger.errors import UserError
 def run(args: argparse.Namespace) -> int:
     if args.warehouse_action == "maintain":
         return _maintain(args)
+    from gpuledger import settings
     from gpuledger.settings import ENV_PATH
     from gpuledger.warehouse import lake
 
-    target = os.environ.get(ENV_PATH, "")
+    target = settings.current().get("paths.warehouse") or ""  # $GPULEDGER_WAREHOUSE or the project's
     if not lake.is_lake(target):
         raise UserError(f"{ENV_PATH} must name the team warehouse (ducklake:postgres:<connection string>, "
                         f"with {lake.ENV_DATA}=<path or s3://...>); it is {target or 'not set'}")
