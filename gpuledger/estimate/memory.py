@@ -264,6 +264,26 @@ def loss_bytes_per_token(cfg: ModelConfig, precision: str, framework: str, chunk
     return (a + 4 + (4 + a) / 8) * vocab
 
 
+def eval_loss_bytes_per_token(cfg: ModelConfig, precision: str, framework: str, chunked: bool | None = None,
+                              fused: bool = False) -> float:
+    """Returns the peak bytes per token of the logits and loss of a no-grad evaluation step (no gradients:
+    what `loss_bytes_per_token` holds before backward). hf / torchtitan: the 16-bit logits, their fp32
+    copy and the fp32 log-softmax, (a + 8)·V (Trainer.evaluate without compute_metrics keeps the loss
+    only, but the model returns the logits); megatron / nemo / nanotron: (a + 4)·V; chunked (torchtune,
+    litgpt): every chunk's 16-bit logits and one chunk's fp32 copy and log-softmax, (a + 8/8)·V; fused:
+    one chunk, ~2·d·a."""
+    a, vocab = _act_bytes(precision), cfg.vocab_size
+    if fused:
+        return 2 * a * cfg.hidden_size
+    if chunked is None:
+        chunked = framework in ("litgpt", "torchtune")
+    if not chunked and framework in ("megatron", "nemo", "nanotron"):
+        return (a + 4) * vocab
+    if not chunked:
+        return (a + 8) * vocab
+    return (a + 1) * vocab
+
+
 def kv_cache_bytes_per_token(cfg: ModelConfig | str, kv_precision: str = "bf16") -> int:
     """Returns KV-cache bytes per token: 2 (K and V) · layers · kv_heads · head_dim · bytes.
 

@@ -27,12 +27,12 @@ MEMORY_FAMILY_GPU = {"litgpt_hub": "A10G", "litgpt_tables": "A100", "fsdp_qlora"
                      "peft_metamathqa": "H100", "torchtune_flags": "A100", "trl_grpo": "A100",
                      "torchtune_readme": "RTX4090", "llama_recipes": "A100",
                      "philschmid": "A10G"}
-_INT = {"micro_batch", "seq_len", "lora_r", "gpus", "prompt_len", "completion_len", "group_size"}
+_INT = {"micro_batch", "seq_len", "lora_r", "gpus", "prompt_len", "completion_len", "group_size", "eval_batch"}
 _BOOL = {"grad_ckpt", "flash_attn", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd", "fused_ce", "double_quant"}
 _FLOAT = {"lora_dropout"}
 _FIELDS = ("model", "method", "precision", "optimizer", "micro_batch", "seq_len", "grad_ckpt", "flash_attn", "lora_r",
            "lora_targets", "gpus", "sharding", "framework", "prompt_len", "completion_len", "group_size", "compile",
-           "activation_offload", "chunked_ce", "optimizer_in_bwd", "lora_dropout", "fused_ce", "double_quant", "offload")
+           "activation_offload", "chunked_ce", "optimizer_in_bwd", "lora_dropout", "fused_ce", "double_quant", "offload", "eval_batch")
 
 
 def read_csv(name: str) -> list[dict]:

@@ -29,6 +29,7 @@ from gpuledger.estimate.memory import (
     _resid_bytes,
     _seq_lengths,
     attention_score_bytes_per_token,
+    eval_loss_bytes_per_token,
     kv_cache_bytes_per_token,
     layer_activation_bytes_per_token,
     loss_bytes_per_token,
@@ -45,7 +46,7 @@ HF_AUTO_BUCKET = "hidden^2"
 #: and the one whose copy to/from the host is in flight (torchtune OffloadActivations overlaps the
 #: transfer of one layer with the compute of the next).
 OFFLOAD_RESIDENT_BLOCKS = 2
-PHASES = ("load", "forward_end", "backward_end", "optimizer_step", "generation")
+PHASES = ("load", "forward_end", "backward_end", "optimizer_step", "generation", "eval")
 
 
 def _sharding(w: Workload, m: MemoryBreakdown, dp: int | None = None) -> str:
@@ -484,6 +485,9 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         "optimizer_step": dict(weights=weights + extra_frozen, optimizer=opt, optimizer_temporaries=opt_temp,
                                buffers=buffers, gradients=0.0 if in_bwd else grads),
     }
+    if w.eval_batch and not rl:
+        comps["eval"] = _eval_phase(w, cfg, fw, dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers),
+                                    sp * tp, m)
     if rl:
         gen = _generation_phase(w, cfg, n_seq, seq, dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers), m)
         if gen is not None:
@@ -501,6 +505,10 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     m.phases = phases
     m.peak_phase = peak
     at = comps[peak]
+    if peak == "eval":
+        m.notes["activations"] = f"evaluation ({w.eval_batch} x {w.seq_len} tokens, no grad): one block's working set"
+        m.notes["logits"] = f"evaluation logits + loss of {w.eval_batch * w.seq_len:,} tokens x {vocab:,} vocab (no grad)"
+        m.notes["gradients"] = "none at evaluation (set to None by the last step)"
     for attr in ("weights", "gradients", "optimizer", "optimizer_temporaries", "activations", "logits", "kv_cache",
                  "buffers"):
         setattr(m, attr, at.get(attr, 0.0))
@@ -509,6 +517,24 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         else "none (fused/8-bit/in-backward optimizer, or not at this phase)")
     m.extra_device += CUDA_CONTEXT_GIB * GIB
     return m
+
+
+def _eval_phase(w: Workload, cfg: ModelConfig, fw: str, static: dict, split: int, m: MemoryBreakdown) -> dict:
+    """Returns the components of a no-grad evaluation step of `w.eval_batch` sequences of `w.seq_len` tokens:
+    the model's states (the gradients were set to None by the last step's zero_grad, Trainer's habit), one
+    block's working set (the no-grad forward frees each block's intermediates: the prefill working set
+    `inference_breakdown` counts) and the eval logits and loss (`eval_loss_bytes_per_token`), split over the
+    sequence- and tensor-parallel ranks like the training step's."""
+    a, d = _act_bytes(w.precision), cfg.hidden_size
+    tokens = w.eval_batch * w.seq_len
+    act = tokens * (4 * d + (3 if cfg.gated_mlp else 2) * cfg.mlp_width_per_token) * a
+    if not w.flash_attn:
+        act += w.eval_batch * cfg.num_heads * w.seq_len * w.seq_len * (4 + a)
+    logits = tokens * eval_loss_bytes_per_token(cfg, w.precision, fw if fw != "torchtune" else w.framework,
+                                                w.chunked_ce, w.fused_ce)
+    m.assumptions.append(f"evaluation of {w.eval_batch} x {w.seq_len} tokens per GPU between steps (eval_batch): "
+                         "its no-grad peak is the eval phase")
+    return dict(static, activations=act / split, logits=logits / split)
 
 
 def _generation_phase(w: Workload, cfg: ModelConfig, n_seq: int, seq: int, static: dict,

@@ -21,8 +21,8 @@ from gpuledger.vocabulary import (
 )
 
 #: Workload fields a spec's `train` section carries under the same name (gpuledger/spec/models.py Train).
-STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "fused_ce", "double_quant", "optimizer_in_bwd",
-                "grad_accum",
+STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "fused_ce", "double_quant", "eval_batch",
+                "optimizer_in_bwd", "grad_accum",
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
                 "policy", "rollout_gpus", "async_rollout", "completion_len_p90", "reward_seconds_per_sample",
                 "checkpointing", "packing", "padding", "sample_tokens", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
@@ -114,6 +114,12 @@ class Workload(BaseModel):
     #: BitsAndBytesConfig).
     double_quant: bool | None = Field(None, validation_alias=AliasChoices(
         "double_quant", "bnb_4bit_use_double_quant", "use_double_quant"))
+    #: sequences per GPU of the evaluation the run does between steps (Trainer/TRL
+    #: `per_device_eval_batch_size`, 8 by default there): an `eval` phase with the model's states, one
+    #: block's no-grad working set and the eval batch's logits and loss (training.py). None: no eval phase
+    #: (the peak is the training step's).
+    eval_batch: int | None = Field(None, ge=1, validation_alias=AliasChoices(
+        "eval_batch", "per_device_eval_batch_size", "eval_batch_size"))
     #: optimizer step fused into backward: each gradient freed as soon as its parameter is updated
     #: (torchtune `optimizer_in_bwd`), so the full gradient set never exists. None = the framework's
     #: habit: torchtune's single-device full fine-tuning configs that use a paged bitsandbytes

@@ -172,6 +172,9 @@ class Train(_Strict):
                            "Unsloth): the full logits never materialised")
     double_quant: bool | None = Field(None, description="4-bit base with double quantisation (bitsandbytes "
                                       "bnb_4bit_use_double_quant); null = the framework's habit")
+    eval_batch: int | None = Field(None, ge=1, description="sequences per GPU of the run's evaluation "
+                                   "(per_device_eval_batch_size): its peak is a phase of the memory estimate; "
+                                   "null = no evaluation counted")
     optimizer_in_bwd: bool | None = Field(None, description="optimizer step fused into backward (gradients freed per "
                                           "parameter); null = the framework's habit")
     grad_accum: int | None = Field(None, ge=1, description="micro-batches per optimizer step (>1 keeps gradients "

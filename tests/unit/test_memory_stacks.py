@@ -179,3 +179,19 @@ def test_double_quantisation_shrinks_the_nf4_constants():
     # torchtune's NF4 (torchao) is double-quantised by habit
     tt = estimate(Workload(**{**common, "framework": "torchtune"}))
     assert tt.memory_gib["buffers"] * GIB == pytest.approx(quantised * NF4_DQ_CONST_BYTES, rel=1e-6)
+
+
+def test_an_evaluation_between_steps_is_a_phase_of_its_own():
+    """Trainer's per_device_eval_batch_size (8 by default) at seq 2048 on Llama-3.1-8B: the no-grad eval
+    step's logits and loss, (2 + 8) B per logit, outgrow the training step of one sequence."""
+    common = dict(model=L8, method="lora", micro_batch=1, seq_len=2048)
+    train = estimate(Workload(**common))
+    small = estimate(Workload(**common, eval_batch=1))
+    big = estimate(Workload(**common, per_device_eval_batch_size=8))
+    assert "eval" not in train.phases_gib and small.peak_phase == train.peak_phase
+    assert small.memory_gib["device"] == pytest.approx(train.memory_gib["device"])
+    assert big.peak_phase == "eval" and big.memory_gib["gradients"] == 0.0
+    vocab = load_config(L8).vocab_size
+    assert big.memory_gib["logits"] * GIB == pytest.approx(8 * 2048 * vocab * 10)
+    assert big.memory_gib["device"] > train.memory_gib["device"] + 15
+    assert "evaluation" in big.notes["logits"]

@@ -24,6 +24,9 @@ STACK_OPTIONS = (
     ("--double-quant", "double_quant", dict(action=argparse.BooleanOptionalAction, default=None,
                                             help="4-bit base with double quantisation (bnb_4bit_use_double_quant; "
                                                  "default: the framework's habit)")),
+    ("--eval-batch", "eval_batch", dict(type=int, default=None,
+                                        help="sequences per GPU of the evaluation between steps "
+                                             "(per_device_eval_batch_size): its peak counted as a phase")),
     ("--fused-ce", "fused_ce", dict(action="store_true", help="fused linear cross-entropy (Liger use_liger_kernel, "
                                     "cut-cross-entropy): the full logits never materialised")),
     ("--optimizer-in-bwd", "optimizer_in_bwd",
