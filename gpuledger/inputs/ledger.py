@@ -192,7 +192,7 @@ def planning_inputs(spec, launcher: str | None = None) -> PlanningInputs:
     if launcher == "local":
         from gpuledger.inputs.machine import local_machine
 
-        machine = local_machine()
+        machine = local_machine(load=True)  # how busy it is now: the first plan on a busy machine plans for it
     preemption, runs, curves, billed, probes, band_runs = _measured(spec)
     return PlanningInputs(machine=machine, measured_preemption=preemption, measurements=runs, curves=curves,
                           billed_rates=billed, probes=probes, band_runs=band_runs)

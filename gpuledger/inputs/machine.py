@@ -17,9 +17,10 @@ import os
 import socket
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ENV_FILE = "GPULEDGER_MACHINE_FILE"
 
@@ -46,6 +47,68 @@ print(2 * n**3 / max(best, 1e-9) / 1e9)
 
 
 @dataclass(frozen=True)
+class MachineLoad:
+    """How busy this machine is at plan time: the kernel's load averages (runnable tasks) against its
+    logical CPUs. Not stored: every plan measures it again (`measure_load`; `$GPULEDGER_MACHINE_LOAD`
+    sets one instead)."""
+
+    load_1m: float
+    load_5m: float
+    logical_cores: int
+    measured_at: str  # ISO 8601 UTC
+
+    def cpu_share(self, parallel: int) -> float:
+        """The share of one core each of `parallel` one-core trials can expect: the scheduler shares the
+        logical CPUs among the others' runnable tasks (the 1-minute load average) and the trials,
+        min(1, logical CPUs / (load + parallel)); at least 0.02."""
+        want = max(0.0, self.load_1m) + max(1, parallel)
+        return max(0.02, min(1.0, self.logical_cores / want))
+
+    def describe(self, parallel: int) -> str:
+        share = self.cpu_share(parallel)
+        how = (f"load average {self.load_1m:.1f} (1 min; {self.load_5m:.1f} over 5 min) on {self.logical_cores} "
+               f"logical CPUs at {self.measured_at}")
+        if share >= 1.0:
+            return f"machine load: {how}: room for {parallel} trial(s) at a full core each, the model's CPU time as it is"
+        return (f"machine busy: {how}: with {parallel} trial(s) of this plan beside that load each gets about "
+                f"{share:.2f} of a core (min(1, CPUs / (load + trials))), so the model's CPU time is divided by "
+                f"{share:.2f} (x{1 / share:.1f}); measured again at every plan ({ENV_LOAD} sets the load to plan for)")
+
+    def to_json(self, parallel: int) -> dict[str, Any]:
+        return {"load_1m": round(self.load_1m, 2), "load_5m": round(self.load_5m, 2),
+                "logical_cores": self.logical_cores, "measured_at": self.measured_at, "parallel": parallel,
+                "cpu_share": round(self.cpu_share(parallel), 3),
+                "method": "min(1, logical CPUs / (1-min load average + trials at once)); os.getloadavg()"}
+
+
+#: a load average to plan for instead of the measured one (a number >= 0; 0: plan as on a quiet machine)
+ENV_LOAD = "GPULEDGER_MACHINE_LOAD"
+
+
+def measure_load() -> MachineLoad | None:
+    """Returns this machine's load now (None where the OS has no load average), or the one that
+    `$GPULEDGER_MACHINE_LOAD` sets (its `measured_at` then says so); UserError for a bad setting."""
+    cpus = int(os.cpu_count() or 1)
+    set_to = os.environ.get(ENV_LOAD, "").strip()
+    if set_to:
+        from gpuledger.errors import UserError
+
+        try:
+            value = float(set_to)
+        except ValueError:
+            value = -1.0
+        if not 0 <= value < 1e6:
+            raise UserError(f"{ENV_LOAD}={set_to!r}: give the load average to plan for, a number >= 0 (0: a quiet machine)")
+        return MachineLoad(load_1m=value, load_5m=value, logical_cores=cpus, measured_at=f"set by {ENV_LOAD}")
+    try:
+        one, five, _ = os.getloadavg()
+    except (AttributeError, OSError):
+        return None
+    return MachineLoad(load_1m=float(one), load_5m=float(five), logical_cores=cpus,
+                       measured_at=datetime.now(UTC).replace(microsecond=0).isoformat())
+
+
+@dataclass(frozen=True)
 class MachineSpeed:
     """One machine's measured facts: what the local plan prices and times trials against."""
 
@@ -56,6 +119,8 @@ class MachineSpeed:
     matmul_gflops_one_core: float
     method: str
     measured_at: str  # ISO 8601 UTC
+    #: how busy the machine is now (`measure_load`, by `local_machine(load=True)`); never stored
+    load: MachineLoad | None = None
 
     @property
     def measured_on(self) -> str:
@@ -123,7 +188,7 @@ def read_machine(path: Path | None = None) -> MachineSpeed | None:
         return None
     try:
         data = json.loads(text)
-        m = MachineSpeed(**{k: data[k] for k in MachineSpeed.__dataclass_fields__})
+        m = MachineSpeed(**{k: data[k] for k in MachineSpeed.__dataclass_fields__ if k != "load"})
     except (ValueError, TypeError, KeyError):
         return None
     if m.hostname != (socket.gethostname() or "this-machine") or m.matmul_gflops_one_core <= 0:
@@ -172,23 +237,23 @@ def store_machine(m: MachineSpeed, path: Path | None = None) -> Path:
     if text is not None:
         try:
             data = json.loads(text)
-            ours = isinstance(data, dict) and set(MachineSpeed.__dataclass_fields__) <= set(data)
+            ours = isinstance(data, dict) and set(MachineSpeed.__dataclass_fields__) - {"load"} <= set(data)
         except ValueError:
             ours = False
         if not ours:
             raise UserError(f"the machine file {path} ({ENV_FILE} or the default) holds something else than "
                             f"gpuledger's measurement; not overwritten: point {ENV_FILE} at a new file")
-    write_text_atomic(path, json.dumps(asdict(m), indent=2) + "\n")
+    stored = {k: v for k, v in asdict(m).items() if k != "load"}  # the load is of the moment, not the machine
+    write_text_atomic(path, json.dumps(stored, indent=2) + "\n")
     return path
 
 
-def local_machine(path: Path | None = None, *, remeasure: bool = False) -> MachineSpeed:
-    """Returns this machine's stored facts, measuring and storing them first when needed (or asked)."""
-    if not remeasure:
-        stored = read_machine(path)
-        if stored is not None:
-            return stored
-    m = measure_machine()
-    with contextlib.suppress(OSError):  # a read-only home: plan with the fresh measurement, it is only not kept
-        store_machine(m, path)
-    return m
+def local_machine(path: Path | None = None, *, remeasure: bool = False, load: bool = False) -> MachineSpeed:
+    """Returns this machine's stored facts, measuring and storing them first when needed (or asked);
+    with `load`, also how busy it is now (`MachineSpeed.load`, measured every call, never stored)."""
+    m = None if remeasure else read_machine(path)
+    if m is None:
+        m = measure_machine()
+        with contextlib.suppress(OSError):  # a read-only home: plan with the fresh measurement, it is only not kept
+            store_machine(m, path)
+    return replace(m, load=measure_load()) if load else m

@@ -51,13 +51,22 @@ def local_time_source(machine) -> str:
             f"({machine.measured_on}) × CPU_TRAINING_EFFICIENCY {CPU_TRAINING_EFFICIENCY}) (gpuledger/estimate/compute.py)")
 
 
-def local_times(estimates: pl.DataFrame, machine) -> pl.DataFrame:
+def local_cpu_share(machine, parallel: int) -> float:
+    """Returns the share of a core each of `parallel` trials can expect on this machine now (its measured
+    load, `MachineSpeed.load`; 1 when not measured)."""
+    load = getattr(machine, "load", None)
+    return load.cpu_share(parallel) if load is not None else 1.0
+
+
+def local_times(estimates: pl.DataFrame, machine, cpu_share: float = 1.0) -> pl.DataFrame:
     """Returns workload, accelerator ('CPU'), compute_s of every workload of `estimates` on this
-    machine's one core (`gpuledger.estimate.cpu_compute_s`)."""
+    machine's one core (`gpuledger.estimate.cpu_compute_s`), divided by the share of that core a trial
+    gets beside the machine's other load (`local_cpu_share`)."""
     from gpuledger.estimate import cpu_compute_s
 
     w = estimates.filter(pl.col("workload").is_not_null() & pl.col("flops_total").is_not_null()).unique("workload", keep="first")
+    share = min(1.0, max(cpu_share, 0.02))
     return pl.DataFrame({
         "workload": w["workload"], "accelerator": ["CPU"] * w.height,
-        "compute_s": [cpu_compute_s(f, machine.matmul_gflops_one_core) for f in w["flops_total"].to_list()],
+        "compute_s": [cpu_compute_s(f, machine.matmul_gflops_one_core) / share for f in w["flops_total"].to_list()],
     }, schema=TIMES_SCHEMA)

@@ -159,6 +159,10 @@ class Plan:
     #: async, steps, step_s, phases_s, groups, roles}}, gpuledger/plan/rl_roles.py); in `to_json` under
     #: each trial as `roles`
     roles: dict[str, Any] = field(default_factory=dict)
+    #: a local plan: how busy the machine was at plan time and the share of a core each trial was
+    #: planned with (`gpuledger.inputs.machine.MachineLoad.to_json`: load_1m, load_5m, logical_cores,
+    #: measured_at, parallel, cpu_share, method)
+    machine_load: dict[str, Any] | None = None
 
     @property
     def confidence(self) -> str:
@@ -225,7 +229,7 @@ class Plan:
         """Returns the plan as a JSON-ready dict (keys: sweep, trials, total_est_cost_usd,
         makespan_s, max_parallel, budget_usd, within_budget, decided_usd, price_snapshot, what_if, assumptions,
         launcher, launch_order, alternatives, deadline_s, cloud_equivalent, pruning for a sweep that
-        prunes, pool for a cloud plan, parallel for `max_parallel: auto`, packing for a cloud plan of one-GPU trials; a GRPO/PPO trial's `roles`; the bands: total_cost_usd_p10, total_cost_usd_p90, makespan_s_p10,
+        prunes, pool for a cloud plan, parallel for `max_parallel: auto`, packing for a cloud plan of one-GPU trials; machine_load for a local plan; a GRPO/PPO trial's `roles`; the bands: total_cost_usd_p10, total_cost_usd_p90, makespan_s_p10,
         makespan_s_p90, confidence, decided_usd, decided_usd_p50, decided_usd_p90)."""
         budget = self.budget_usd if self.budget_usd is not None and math.isfinite(self.budget_usd) else None
         return {
@@ -251,6 +255,7 @@ class Plan:
             **({"pool": self.pool.to_json()} if self.pool is not None else {}),
             **({"parallel": self.parallel.to_json()} if self.parallel is not None else {}),
             **({"packing": self.packing.to_json()} if self.packing is not None else {}),
+            **({"machine_load": self.machine_load} if self.machine_load is not None else {}),
         }
 
     def to_json_text(self) -> str:

@@ -241,7 +241,7 @@ def _with_bands(plan: Plan, est: pl.DataFrame, s: PlanSettings, probed: pl.DataF
 
 def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, measurements: pl.DataFrame | None,
                 probes: pl.DataFrame | None) -> Plan:
-    from gpuledger.plan.local import local_accel, local_offers, local_times, local_usable_gib
+    from gpuledger.plan.local import local_accel, local_cpu_share, local_offers, local_times, local_usable_gib
     from gpuledger.plan.prices import local_rate
     from gpuledger.plan.probes import plausible_probes, probes_for_trials
     from gpuledger.plan.throughput_calibration import calibrate
@@ -250,18 +250,24 @@ def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, meas
     offers = local_offers(machine, rate.usd_per_hour, rate.source, rate.as_of)
     est = trial_estimates(spec, trials, gpu_counts=(1,), device="cpu")
     accel = local_accel(machine, est["precision"].unique().to_list())
-    times = local_times(est, machine)
-    accel, measured, cal_notes = calibrate(accel, est, times, measurements, s, model=spec.model, hostname=machine.hostname)
     usable = local_usable_gib(machine)
     max_mem = est["est_memory_gib"].drop_nulls().max() if est.height else None
     cap_mem = int(usable // max_mem) if max_mem else s.max_parallel
     cap = max(1, min(s.max_parallel, machine.cores, max(cap_mem, 1)))
+    # the trials share the machine with whatever else runs on it now: the first plan on a busy machine
+    # plans for it (measured at every plan; measured runs and probes carry their own load)
+    at_once = max(1, min(cap, len(trials)))
+    share = local_cpu_share(machine, at_once)
+    times = local_times(est, machine, share)
+    accel, measured, cal_notes = calibrate(accel, est, times, measurements, s, model=spec.model, hostname=machine.hostname)
+    load_note = [machine.load.describe(at_once)] if getattr(machine, "load", None) is not None else []
     notes = [
         f"launcher local: the one offer is this machine ({machine.describe()}); trials may use "
         f"{LOCAL_MEMORY_FRACTION:.0%} of its RAM ({usable:.1f} GiB)",
         f"local rate {rate.usd_per_hour:g} $/h per trial: {rate.label}",
         f"CPU time = FLOPs / (one core's stored matmul rate {machine.matmul_gflops_one_core:.1f} GFLOP/s × efficiency), "
         f"one core per trial; set-up {fmt_duration(s.setup_s)} per trial",
+        *load_note,
         f"max_parallel {s.max_parallel} capped at {cap} (cores {machine.cores}, memory fits "
         f"{cap_mem if max_mem else 'any'} trial(s) of {max_mem or 0:.2f} GiB)",
         *cal_notes,
@@ -274,6 +280,8 @@ def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, meas
                                probed=probed, extra_assumptions=notes + probe_refusals,
                                what_if_shared_cores=machine.cores)
     plan = _with_bands(_with_probe_notes(plan, probed, s), est, s, probed)
+    if getattr(machine, "load", None) is not None:
+        plan.machine_load = machine.load.to_json(at_once)
     return with_cloud_equivalent(plan, spec, trials, measurements)
 
 
