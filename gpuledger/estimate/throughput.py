@@ -192,6 +192,15 @@ def padding_factors(micro_batch: int, packing: bool, seq_len: int | None = None,
     return real / seq_len, (1.0 if padding == "max_length" else padded / seq_len)
 
 
+def mean_real_tokens(seq_len: int, packing: bool, sample_tokens: int | None = None) -> float:
+    """Returns the mean real tokens a sample trains: its length (`sample_tokens`, default DEFAULT_SAMPLE_TOKENS),
+    cut at seq_len when unpacked (E[min(X, seq_len)] of the log-normal); packed samples are concatenated
+    whole."""
+    if packing:
+        return float(sample_tokens or DEFAULT_SAMPLE_TOKENS)
+    return seq_len * padding_factors(1, False, seq_len, sample_tokens)[0]
+
+
 def _intra_node_gbps(kind) -> tuple[str, float]:
     """Returns (link, collective bus GB/s per GPU) inside a node: a declared kind's own figures
     (gpuledger.toml [[gpus]] interconnect, interconnect_gbps), else INTERCONNECT_GBPS."""

@@ -153,6 +153,10 @@ class Train(_Strict):
     seq_len: int = Field(2048, ge=1, le=10_000_000)
     tokens_per_trial: PositiveCount | None = Field(None, description="training tokens per trial (for time and cost): "
                                            "20000000, 20_000_000, 2e7 or 20M")
+    samples: PositiveCount | None = Field(None, description="training samples of the data set, instead of "
+                                          "tokens_per_trial: tokens_per_trial = samples x epochs x their mean real "
+                                          "tokens (sample_tokens, default 250, cut at seq_len when unpacked)")
+    epochs: float = Field(1.0, gt=0, le=100_000, description="passes over train.samples (with samples)")
     micro_batch: int = Field(1, ge=1)
     grad_checkpointing: bool = True
     flash_attention: bool = True
@@ -209,6 +213,25 @@ class Train(_Strict):
                                    "ring attention): each sequence split over this many GPUs")
     expert_parallel: int = Field(1, ge=1, le=1024, description="MoE expert parallel degree: routed experts split "
                                  "over this many GPUs, tokens exchanged by all-to-all")
+
+    @model_validator(mode="after")
+    def _tokens_from_samples(self) -> Train:
+        """`samples` (x `epochs`) stands for `tokens_per_trial`: the samples' mean real tokens from the time
+        model's length assumption (gpuledger.estimate.throughput.mean_real_tokens), so that the planner counts
+        the data set's samples, not tokens / seq_len of them."""
+        if self.samples is None:
+            if "epochs" in self.model_fields_set and self.epochs != 1.0:
+                raise ValueError("train.epochs goes with train.samples (the data set's samples); with "
+                                 "train.tokens_per_trial give the tokens of all epochs")
+            return self
+        from gpuledger.estimate.throughput import framework_class, mean_real_tokens
+
+        packed = self.packing if self.packing is not None else framework_class(self.framework) == "tuned"
+        tokens = max(1, round(self.samples * self.epochs * mean_real_tokens(self.seq_len, packed, self.sample_tokens)))
+        if self.tokens_per_trial is not None and self.tokens_per_trial != tokens:  # equal: this spec read back
+            raise ValueError("give train.tokens_per_trial or train.samples (with train.epochs), not both")
+        object.__setattr__(self, "tokens_per_trial", tokens)
+        return self
 
 
 MAX_PARALLEL = 1024  # the most trials `resources.max_parallel` (and `--max-parallel`) may run at once

@@ -260,3 +260,20 @@ def test_the_estimate_says_what_it_assumed_of_the_sample_lengths():
     assert "padded to 2048" in sample_lengths_note(Workload(**base, padding="max_length"))
     assert sample_lengths_note(Workload(**base, packing=True)) is None
     assert sample_lengths_note(Workload(**{**base, "method": "full"}, framework="megatron")) is None  # packs by habit
+
+
+def test_a_spec_may_give_the_data_sets_samples_and_epochs_for_its_tokens():
+    from gpuledger.estimate.coefficients import DEFAULT_SAMPLE_TOKENS
+    from gpuledger.estimate.throughput import mean_real_tokens
+    from gpuledger.spec.models import Train
+
+    t = Train(samples="10k", epochs=3, seq_len=2048)  # unpacked (hf): the default lengths cut at the cap
+    assert t.tokens_per_trial == round(30_000 * mean_real_tokens(2048, False))
+    assert 0.9 * DEFAULT_SAMPLE_TOKENS < t.tokens_per_trial / 30_000 <= DEFAULT_SAMPLE_TOKENS
+    assert Train(samples=1000, seq_len=128).tokens_per_trial < 128 * 1000  # a short cap truncates most samples
+    assert Train(samples=1000, packing=True, sample_tokens=554).tokens_per_trial == 554_000  # packed: whole samples
+    assert Train(**t.model_dump()).tokens_per_trial == t.tokens_per_trial  # a spec read back keeps its tokens
+    assert Train(**Train(tokens_per_trial=5000).model_dump()).tokens_per_trial == 5000
+    for bad in (dict(samples=10, tokens_per_trial=5), dict(epochs=2, tokens_per_trial=5)):
+        with pytest.raises(ValueError, match="train.samples"):
+            Train(**bad)
