@@ -194,18 +194,24 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         trainable = total
         w_b = 4 if p == "fp32" or autocast_params else 2
         g_b = w_b
-        state_b = 2 if p in ("bf16", "fp16") else 4
+        # DeepSpeed's bf16 / fp16 modes (`bf16.enabled`, ZeRO 1-3) keep 16-bit parameters and gradients and,
+        # in the optimizer's partition, fp32 master weights and fp32 moments whatever the model's dtype
+        # (deepspeed/runtime/zero/stage_1_and_2.py `single_partition_of_fp32_groups`, stage3.py
+        # `fp32_partitioned_groups_flat`): 2 + 2 + 12 B per parameter, as under mixed precision
+        ds_master = sharding.startswith("zero") and p in ("bf16", "fp16")
+        state_b = 2 if p in ("bf16", "fp16") and not ds_master else 4
         weights = total * w_b
         grads = trainable * g_b
         opt = _optimizer_state_bytes(w.optimizer, state_b, trainable, cfg)
-        if mixed and not autocast_params:
+        if (mixed and not autocast_params) or ds_master:
             opt += 4 * trainable  # fp32 master weights (Rajbhandari et al. 2020, ZeRO §3: 2+2+12 B/param)
         if autocast_params:
             autocast_cache = trainable * 2
         quant_consts = 0.0
         m.notes["weights"] = f"{total:,} params x {w_b} B ({'fp32' if w_b == 4 else '16-bit'})"
-        m.notes["optimizer"] = (f"fp32 master weights + {w.optimizer} states in fp32 ({total:,} params)"
-                                if mixed and not autocast_params
+        m.notes["optimizer"] = (f"fp32 master weights + {w.optimizer} states in fp32 ({total:,} params"
+                                + ("; DeepSpeed keeps them whatever the model's dtype)" if ds_master else ")")
+                                if (mixed and not autocast_params) or ds_master
                                 else f"{w.optimizer} states in {'fp32' if state_b == 4 else '16-bit'}")
         m.notes["gradients"] = f"{'fp32' if g_b == 4 else '16-bit'} gradient per trained parameter"
         frozen_elem = w_b
@@ -236,9 +242,10 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         ad_b = 4 if adapter_fp32 else 2
         weights += trainable * ad_b
         grads = trainable * ad_b
-        state_b = ad_b if not mixed else 4
+        ds_master = sharding.startswith("zero") and not adapter_fp32  # DeepSpeed: fp32 master + moments, as above
+        state_b = ad_b if not (mixed or ds_master) else 4
         opt = _optimizer_state_bytes(w.optimizer, state_b, trainable, cfg)
-        if mixed and not adapter_fp32:
+        if (mixed or ds_master) and not adapter_fp32:
             opt += 4 * trainable
         m.notes["weights"] = (f"frozen base {base_p}" + (" + quantisation constants" if quant_consts else "")
                               + f"; {trainable:,} LoRA params (r={w.lora_r}, {w.lora_targets}) in "

@@ -195,3 +195,15 @@ def test_an_evaluation_between_steps_is_a_phase_of_its_own():
     assert big.memory_gib["logits"] * GIB == pytest.approx(8 * 2048 * vocab * 10)
     assert big.memory_gib["device"] > train.memory_gib["device"] + 15
     assert "evaluation" in big.notes["logits"]
+
+
+def test_deepspeed_keeps_fp32_masters_and_moments_whatever_the_model_dtype():
+    """ZeRO with bf16 enabled: 16-bit parameters and gradients, fp32 master weights and Adam moments in the
+    partition (2 + 2 + 12 B per parameter, Rajbhandari et al. 2020 §3), where FSDP over a bf16 model keeps
+    bf16 moments (2 + 2 + 4)."""
+    common = dict(model=L8, method="full", precision="bf16", micro_batch=1, seq_len=2048, gpus=8)
+    z3, fsdp = estimate(Workload(**common, sharding="zero3")), estimate(Workload(**common, sharding="fsdp"))
+    s, f = z3.states_gib, fsdp.states_gib
+    assert (s["weights"] + s["gradients"] + s["optimizer"]) * GIB == pytest.approx(16 * P8 / 8)
+    assert (f["weights"] + f["gradients"] + f["optimizer"]) * GIB == pytest.approx(8 * P8 / 8)
+    assert "DeepSpeed" in z3.notes["optimizer"]
