@@ -215,6 +215,11 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
                                 else f"{w.optimizer} states in {'fp32' if state_b == 4 else '16-bit'}")
         m.notes["gradients"] = f"{'fp32' if g_b == 4 else '16-bit'} gradient per trained parameter"
         frozen_elem = w_b
+        if autocast_params and sharding == "fsdp" and n > 1:
+            # FSDP's MixedPrecision (accelerate's FSDP plugin under bf16/fp16: param_dtype 16-bit) all-gathers
+            # each unit in 16 bit from the fp32 shards, so the compute copies are the gathered units (buffers)
+            # and autocast's weight cache holds nothing more
+            frozen_elem, autocast_cache = 2, 0.0
     else:  # lora / qlora
         lora_lins = lora_linears(cfg, w.lora_targets)
         trainable = cfg.num_layers * sum(w.lora_r * (lin.d_in + lin.d_out) * lin.count for lin in lora_lins)
