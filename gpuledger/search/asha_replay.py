@@ -201,6 +201,9 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
             study.tell(r.trial, final)
             if best[0] is None or better(final, best[0]):
                 best[0] = final
+            ended = getattr(stopper, "ended", None)  # a rule that learns from the sweep's own ended trials
+            if ended is not None:
+                ended(tid, r.values[:r.k])
         else:
             study.tell(r.trial, state=TrialState.PRUNED if status == PRUNED else TrialState.FAIL)
         done.append(SimTrial(trial_id=tid, start_s=r.start_s, end_s=now, values_reported=r.k, status=status,

@@ -125,9 +125,28 @@ class ReplayReport:
     grid_best_trial: str
     default: str = DEFAULT_STRATEGY
     notes: list[str] = field(default_factory=list)
+    #: plain ASHA (Optuna's, no dollars) at the cost-aware strategy's recipe rate: `plain_at_rate`
+    plain_same_rate: dict[str, Any] | None = None
+
+    def comparison(self) -> dict[str, Any]:
+        """The cost-aware strategy's median dollars against plain ASHA's for the same recipe rate: gpuledger's
+        rung pruner at the same checked settings (`plain`), and Optuna's ASHA at the cheapest setting that
+        keeps the recipe as often (`plain_same_rate`)."""
+        ca, pl_ = self.strategies.get(COST_AWARE_STRATEGY), self.strategies.get(PLAIN_STRATEGY)
+        out: dict[str, Any] = {}
+        if ca and pl_ and ca.outcomes and pl_.outcomes:
+            a, b = ca.to_json(), pl_.to_json()
+            out["vs_plain"] = round(a["cost_vs_grid"] / b["cost_vs_grid"], 4) if b["cost_vs_grid"] else None
+            out["same_recipe_rate_as_plain"] = a["recipe_kept"] >= b["recipe_kept"]
+        p = self.plain_same_rate
+        if ca and ca.outcomes and p and p.get("cost_vs_grid"):  # not reached: Optuna's safest keeps it less often
+            key = "vs_optuna_asha_same_rate" if p.get("reached") else "vs_optuna_asha_safest"
+            out[key] = round(ca.to_json()["cost_vs_grid"] / p["cost_vs_grid"], 4)
+        return out
 
     def to_json(self) -> dict[str, Any]:
         return {"strategies": {k: v.to_json() for k, v in self.strategies.items()}, "default": self.default,
+                "cost_aware_vs_plain": self.comparison(), "plain_same_rate": self.plain_same_rate,
                 "cost_aware": COST_AWARE_STRATEGY, "plain": PLAIN_STRATEGY, "orders": self.orders, "slots": self.slots, "jitter": self.jitter,
                 "curves": self.curves, "grid_best_value": self.grid_best_value, "grid_best_trial": self.grid_best_trial,
                 "recipe_margin": RECIPE_MARGIN, "notes": self.notes}
@@ -173,14 +192,47 @@ def cost_stopper(curves: Sequence[Curve], usd_per_s: Mapping[str, float], goal: 
     return stop
 
 
+#: Optuna's ASHA settings searched for plain ASHA at the cost-aware strategy's recipe rate (min_resource,
+#: reduction factor): the customary 1-3 / 3 and ever more careful ones
+FRONTIER = ((1, 3), (2, 3), (2, 2), (3, 3), (4, 3), (4, 2), (6, 2), (8, 2), (6, 3), (8, 3))
+
+
+def plain_at_rate(pool: Sequence[Curve], usd_per_s: Mapping[str, float], rate: float, *, slots: int, goal: str,
+                  orders: int, seed: int, jitter: float, best: Curve) -> dict[str, Any]:
+    """Returns the cheapest of Optuna's asynchronous ASHA settings (`FRONTIER`) that keeps the recipe in at
+    least `rate` of the same replays (median dollars against the grid), or says none did."""
+    found: dict[str, Any] | None = None
+    tried = []
+    for ms, eta in FRONTIER:
+        out = {"this": StrategySummary("this")}
+        _replay(pool, usd_per_s, out, {"this": ("asha", ms, eta, False)}, slots=slots, goal=goal, orders=orders,
+                seed=seed, jitter=jitter, value_usd=0.0, best=best)
+        j = out["this"].to_json()
+        tried.append({"min_resource": ms, "reduction_factor": eta, "recipe_kept": j["recipe_kept"],
+                      "cost_vs_grid": j["cost_vs_grid"]})
+        if j["recipe_kept"] + 1e-9 >= rate and (found is None or j["cost_vs_grid"] < found["cost_vs_grid"]):
+            found = tried[-1]
+    reached = found is not None
+    if found is None:  # none as safe: the safest (ties: the cheapest), a bound on the comparison
+        found = max(tried, key=lambda t: (t["recipe_kept"], -t["cost_vs_grid"]))
+    return {**found, "rate": rate, "reached": reached, "tried": tried,
+            "why": (f"Optuna's ASHA at min_resource {found['min_resource']}, reduction factor "
+                    f"{found['reduction_factor']}: the cheapest of {len(tried)} settings that keeps the recipe in "
+                    f"{found['recipe_kept']:.0%} of the replays (>= {rate:.0%}), {found['cost_vs_grid']:.0%} of the "
+                    "grid's dollars") if reached else
+                   (f"none of {len(tried)} Optuna ASHA settings keeps the recipe in {rate:.0%} of the replays; the "
+                    f"safest, min_resource {found['min_resource']}, reduction factor {found['reduction_factor']}, keeps "
+                    f"it in {found['recipe_kept']:.0%} for {found['cost_vs_grid']:.0%} of the grid's dollars")}
+
+
 def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *, slots: int, goal: str,
                       orders: int = 40, seed: int = 0, jitter: float = DEFAULT_JITTER,
                       strategies: Sequence[str] = STRATEGIES,
-                      params: Mapping[str, Mapping[str, Any]] | None = None) -> ReplayReport:
+                      params: Mapping[str, Mapping[str, Any]] | None = None, frontier: bool = False) -> ReplayReport:
     """Returns each strategy replayed over `orders` arrival orders of the complete `curves` (see the
     module's docstring). `usd_per_s`: each trial's measured USD per second of its run. `params` ({trial id:
     params}): also the sequential asks of `ASK_STRATEGIES` (`replay_asks`, half the points each)."""
-    from gpuledger.search.safety import COLD_DEFAULT, choose_pruning_for_curves
+    from gpuledger.search.safety import COLD_DEFAULT, choose_pruning_for_curves, with_checked_stopping
 
     complete = [c for c in curves if c.complete and c.values and not c.failed]
     failed = [c for c in curves if c.complete and c.failed]
@@ -193,7 +245,9 @@ def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *
     best = min(complete, key=lambda c: (sign * c.values[-1], c.trial_id))
     grid_best = best.values[-1]
     grid_usd_full = sum(c.wall_s * usd_per_s.get(c.trial_id, 0.0) for c in pool)
-    choice = choose_pruning_for_curves(pool, goal=goal, slots=slots)
+    choice = with_checked_stopping(choose_pruning_for_curves(pool, goal=goal, slots=slots), pool, goal=goal,
+                                   slots=slots, stopping="cost")
+    cost_on = choice.stopping != "rungs"  # the check before launch may turn the rule off (curves that cross)
     settings = {
         "asha-optuna": ("asha", 2, 3), "asha-2-3": ("rungs", 2, 3),
         "asha-cold": ("rungs", COLD_DEFAULT.min_steps, COLD_DEFAULT.reduction_factor),
@@ -205,18 +259,26 @@ def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *
         if name in settings:
             pr, ms, eta = settings[name]
             summ.settings = {"pruner": "optuna-asha" if pr == "asha" else "rungs", "min_steps": ms,
-                             "reduction_factor": eta, **({"cost_stopping": True} if name == COST_AWARE_STRATEGY else {})}
-    runs = {name: settings[name] + (name == COST_AWARE_STRATEGY,) for name in out if name != "grid"}
+                             "reduction_factor": eta,
+                             **({"cost_stopping": cost_on, "stopping_why": choice.stopping_why}
+                                if name == COST_AWARE_STRATEGY else {})}
+    runs = {name: settings[name] + (name == COST_AWARE_STRATEGY and cost_on,) for name in out if name != "grid"}
     _replay(pool, usd_per_s, out, runs, slots=slots, goal=goal, orders=orders, seed=seed, jitter=jitter,
             value_usd=grid_usd_full, best=best)
+    same_rate = None
+    if frontier and COST_AWARE_STRATEGY in out:
+        same_rate = plain_at_rate(pool, usd_per_s, out[COST_AWARE_STRATEGY].recipe_kept, slots=slots, goal=goal,
+                                  orders=orders, seed=seed, jitter=jitter, best=best)
     if params:
         out.update(replay_asks(pool, usd_per_s, params, goal=goal, orders=orders, seed=seed))
     notes = [f"{len(pool)} recorded curves ({len(failed)} failed), {orders} arrival orders, {slots} slot(s), "
              f"each trial's times × exp(N(0, {jitter})) per order; recipe kept = best within "
              f"{RECIPE_MARGIN:.0%} of the grid's {grid_best:.5g} ({best.trial_id})",
-             f"asha's settings: {choice.why}"]
+             f"asha's settings: {choice.why}", f"asha's stopping: {choice.stopping_why}"]
+    if same_rate is not None:
+        notes.append(f"plain ASHA at the cost-aware recipe rate: {same_rate['why']}")
     return ReplayReport(strategies=out, orders=orders, slots=slots, jitter=jitter, curves=len(pool),
-                        grid_best_value=grid_best, grid_best_trial=best.trial_id, notes=notes)
+                        grid_best_value=grid_best, grid_best_trial=best.trial_id, notes=notes, plain_same_rate=same_rate)
 
 
 def _replay(pool: Sequence[Curve], usd_per_s: Mapping[str, float], out: dict[str, StrategySummary],

@@ -17,6 +17,13 @@ and why (the plan says it; `gpuledger.runtime.accepted.prepare` hands the chosen
   `COLD_DEFAULT` (min_steps 2, reduction_factor 5) kept the demo grid's recipe in every replayed
   arrival order (docs/search.md, benchmarks/search_replay.py), where Optuna's customary 2 and 3 dropped
   it at its 6th value (it is second until its 16th).
+- The cost-aware stopping rule (`search.stopping: cost`, the default; `gpuledger.search.extrapolate`) is
+  checked on the same curves (`check_cost_stopping`): the chosen settings plus the rule, replayed over
+  `COST_CHECK_ORDERS` seeded arrival orders with each curve left out of its own references, must keep
+  the best measured curve (within `RECIPE_MARGIN`) in every one; when it does not (curves that cross, or
+  bloom late, where a forecast from other curves is wrong), the sweep stops by the rungs alone
+  (`stopping` "rungs", `stopping_why` says why). Unchecked (fewer than MIN_CHECK_CURVES): the rule runs
+  on the sweep's own ended trials, as the spec says.
 """
 
 from __future__ import annotations
@@ -58,6 +65,9 @@ class PruningChoice:
     kept: bool | None  # the requested settings keep the measured best (None: unchecked)
     replay_fraction: float | None  # the chosen settings' replayed trial-seconds / the curves' measured ones
     why: str
+    #: the stopping rule the sweep runs (`cost` | `rungs`: see `check_cost_stopping`), and why; None: the spec's
+    stopping: str | None = None
+    stopping_why: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -68,7 +78,8 @@ class PruningChoice:
                 "requested": {"min_steps": self.requested_min_steps,
                               "reduction_factor": self.requested_reduction_factor},
                 "checked_curves": self.checked_curves, "kept": self.kept,
-                "replay_fraction": self.replay_fraction, "why": self.why}
+                "replay_fraction": self.replay_fraction, "why": self.why,
+                **({"stopping": self.stopping, "stopping_why": self.stopping_why} if self.stopping else {})}
 
 
 def _requested(spec: Any) -> tuple[int, int, bool, str]:
@@ -143,8 +154,10 @@ def choose_pruning(spec: Any, curves: Mapping[str, Any] | None, *, slots: int,
         use, order = own, [c.trial_id for c in own]
     else:
         use, order = list(curves.values()), None
-    return choose_pruning_for_curves(use, goal=spec.search.objective.goal, slots=slots, order=order,
-                                     requested=(ms, eta), explicit=explicit, unsafe=unsafe)
+    choice = choose_pruning_for_curves(use, goal=spec.search.objective.goal, slots=slots, order=order,
+                                       requested=(ms, eta), explicit=explicit, unsafe=unsafe)
+    return with_checked_stopping(choice, use, goal=spec.search.objective.goal, slots=slots,
+                                 stopping=getattr(spec.search, "stopping", "cost"))
 
 
 def with_chosen_pruning(spec: Any, pruning: PrunedSpend | None) -> Any:
@@ -156,6 +169,8 @@ def with_chosen_pruning(spec: Any, pruning: PrunedSpend | None) -> Any:
         return spec
     from gpuledger.spec.models import Pruning
 
+    if chosen.get("stopping") == "rungs" and spec.search.stopping != "rungs":  # the check turned the rule off
+        spec = spec.model_copy(update={"search": spec.search.model_copy(update={"stopping": "rungs"})})
     cur = spec.search.pruning
     if cur is not None and (cur.min_steps, cur.reduction_factor) == (chosen["min_steps"], chosen["reduction_factor"]):
         return spec
@@ -163,3 +178,52 @@ def with_chosen_pruning(spec: Any, pruning: PrunedSpend | None) -> Any:
     new = cur.model_copy(update={"min_steps": int(chosen["min_steps"]),
                                  "reduction_factor": int(chosen["reduction_factor"])})
     return spec.model_copy(update={"search": spec.search.model_copy(update={"pruning": new})})
+
+
+#: the arrival orders the cost-aware rule is checked over before launch (each a seeded shuffle and stretch)
+COST_CHECK_ORDERS = 16
+#: the most complete curves the rule is checked on (each forecast reads every reference: the check grows
+#: with the cube of the curves; 12 curves x 16 orders take about 0.3 s on the 2-core dev VM)
+COST_CHECK_MAX_CURVES = 200
+
+
+def check_cost_stopping(curves: Sequence[Any], *, goal: str, slots: int, min_steps: int, reduction_factor: int,
+                        orders: int = COST_CHECK_ORDERS) -> tuple[bool, str]:
+    """Returns (the cost-aware rule keeps the best of the complete `curves` in every replayed order, why).
+    Prices: one rate for every second (the rule weighs a trial's seconds left against the value of a better
+    recipe, here the curves' total seconds: the plan's full spend at one price); each trial's own curve is
+    left out of its references (the runtime may hold it, as the warehouse's curve of the same point)."""
+    from gpuledger.search.replay import replay_settings
+
+    rate = {c.trial_id: 1.0 for c in curves}
+    summ = replay_settings(list(curves), rate, slots=max(1, slots), goal=goal, min_steps=min_steps,
+                           reduction_factor=reduction_factor, cost_stopping=True, orders=orders)
+    if summ is None:
+        return True, "cost-aware stopping unchecked (fewer than 2 complete curves)"
+    kept = summ.recipe_kept
+    n = len(summ.outcomes)
+    if kept >= 1.0:
+        return True, (f"cost-aware stopping kept the best measured curve in {n} of {n} replayed arrival orders "
+                      f"({summ.ratio('trial_s').get('median', 0):.0%} of their seconds, median)")
+    return False, (f"cost-aware stopping would lose the best measured curve in {round((1 - kept) * n)} of {n} "
+                   "replayed arrival orders (their curves cross or bloom late, where a forecast from other "
+                   "curves is wrong): stopping by the rungs alone")
+
+
+def with_checked_stopping(choice: PruningChoice, curves: Sequence[Any], *, goal: str, slots: int,
+                          stopping: str) -> PruningChoice:
+    """Returns `choice` with the stopping rule the sweep runs: the spec's `stopping` when it is `rungs`, or
+    when the settings were not checked on measured curves; else `cost` only when `check_cost_stopping`
+    keeps the best measured curve in every replayed order."""
+    from dataclasses import replace
+
+    if stopping != "cost" or not choice.checked_curves or choice.source == UNPRUNED:
+        return choice
+    complete = [c for c in curves if c.complete and c.values and not c.failed]
+    if len(complete) > COST_CHECK_MAX_CURVES:
+        return replace(choice, stopping="cost", stopping_why=(
+            f"cost-aware stopping unchecked: {len(complete):,} measured curves are more than the "
+            f"{COST_CHECK_MAX_CURVES} its check replays in bounded time"))
+    ok, why = check_cost_stopping(complete, goal=goal, slots=slots, min_steps=choice.min_steps,
+                                  reduction_factor=choice.reduction_factor)
+    return replace(choice, stopping="cost" if ok else "rungs", stopping_why=why)

@@ -152,3 +152,38 @@ def test_a_train_section_stored_before_a_field_was_added_is_the_same_kind(tmp_pa
     assert same_train_settings(json.dumps(older), spec)  # fields added since take their defaults
     assert not same_train_settings(json.dumps({**stored, "seq_len": 128}), spec)
     assert not same_train_settings(None, spec) and not same_train_settings("{not json", spec)
+
+
+def test_cost_stopping_is_checked_on_the_curves_and_turned_off_where_it_loses_the_recipe():
+    from gpuledger.search.safety import check_cost_stopping, with_checked_stopping
+    from gpuledger.search.synthetic import FAMILIES, synthetic_curves
+
+    ok, why = check_cost_stopping(CURVES, goal="minimize", slots=2, min_steps=2, reduction_factor=5)
+    assert ok and "16 of 16" in why  # the demo grid: the rule keeps its recipe in every replayed order
+    crossing, rate, _ = synthetic_curves("crossing", seed=0)  # early leaders plateau high: forecasts mislead
+    choice = with_checked_stopping(choose_pruning_for_curves(crossing, goal="minimize", slots=2), crossing,
+                                   goal="minimize", slots=2, stopping="cost")
+    assert choice.stopping == "rungs" and "would lose the best" in choice.stopping_why
+    assert choice.to_json()["stopping"] == "rungs"
+    cold = with_checked_stopping(choose_pruning_for_curves([], goal="minimize", slots=2), [], goal="minimize",
+                                 slots=2, stopping="cost")
+    assert cold.stopping is None  # unchecked: the spec's rule runs on the sweep's own ended trials
+    # the replayed default checks the same way, and keeps the recipe where the rule alone would not
+    rep = replay_strategies(crossing, rate, slots=2, goal="minimize", orders=4,
+                            strategies=("grid", PLAIN_STRATEGY, DEFAULT_STRATEGY)).to_json()
+    assert rep["strategies"]["asha"]["recipe_kept"] == 1.0 and rep["strategies"]["asha"]["settings"]["cost_stopping"] is False
+    assert set(FAMILIES) == {"smooth", "noisy", "crossing", "late", "mixed"}
+    with pytest.raises(ValueError, match="unknown curve family"):
+        synthetic_curves("wavy")
+
+
+def test_the_plan_turning_the_rule_off_reaches_the_spec_the_sweep_runs():
+    from gpuledger.search.safety import with_chosen_pruning
+    from gpuledger.spec import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "gpuledger" / "scaffold" / "specs" / "lora-asha.yaml")
+    assert spec.search.stopping == "cost"
+    ran = with_chosen_pruning(spec, {"settings": {"min_steps": 2, "reduction_factor": 5, "stopping": "rungs"}})
+    assert ran.search.stopping == "rungs"
+    kept = with_chosen_pruning(spec, {"settings": {"min_steps": 2, "reduction_factor": 5, "stopping": "cost"}})
+    assert kept.search.stopping == "cost"
