@@ -15,7 +15,13 @@ Three sources, the first that applies:
   curve takes the mean fraction of the replay (its seconds over the curves' seconds). The same curves
   check the settings (`recipe`, `gpuledger.search.recipe.check_recipe`): when synchronous successive
   halving would drop the best measured point (with its values 2% worse), `PrunedSpend.warning` says so
-  and names the cheapest replayed setting that keeps it.
+  and names the cheapest replayed setting that keeps it. The replay runs the stopping the sweep runs: the
+  rungs plus the cost-aware rule (`search.stopping: cost`, unless the check on these curves turned it off,
+  `gpuledger.search.safety.check_cost_stopping`). With at least 3 curves it is also replayed over
+  `PLAN_ORDERS` arrival orders (launch order shuffled, each trial's times stretched by exp(N(0, 0.25)): the
+  shared machine's load): the expected spend is their median (each point's launch-order fraction scaled to
+  it) and the makespan fraction their 90th percentile (at least the launch order's): what `max_parallel:
+  auto` holds against the deadline, so the K it picks meets it in 9 of 10 replayed orders.
   At most `asha_replay.MAX_REPLAY_CURVES` curves are replayed (a replay grows with the square of the
   trials); with more, the formula below over their median length, said in the basis.
 - `formula` (`gpuledger.search.rungs.successive_halving_fraction`): synchronous successive halving: with V values per full trial and rungs at
@@ -133,7 +139,7 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
     else:
         run_ids = {t["trial_id"] for t in feasible}
         order = [t["trial_id"] for t in sorted(trials, key=lambda t: t.get("trial_index") or 0)]
-    from gpuledger.search.safety import choose_pruning
+    from gpuledger.search.safety import MIN_CHECK_CURVES, choose_pruning
 
     by_id = {t["trial_id"]: t for t in trials}
     choice = choose_pruning(spec, curves, slots=max(1, int(max_parallel)),
@@ -158,11 +164,23 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
 
         sim_curves = [replace(c, trial_id=tid) for tid, c in matched.items()]
         sim_order = [tid for tid in order if tid in matched]
+        cost_on = (choice.stopping or getattr(s, "stopping", "cost")) == "cost"
+        stopper = None
+        if cost_on:  # the sweep's cost-aware rule, as the sweep runs it (references: the other curves)
+            from gpuledger.search.replay import cost_stopper
+
+            stopper = cost_stopper(sim_curves, {c.trial_id: 1.0 for c in sim_curves}, s.objective.goal,
+                                   float(s.stopping_value_usd or 0.0) / full * sum(c.wall_s for c in sim_curves)
+                                   if s.stopping_value_usd and full > 0 else sum(c.wall_s for c in sim_curves))
         sim = simulate_asha(sim_curves, slots=max(1, int(max_parallel)), min_steps=min_steps, reduction_factor=eta,
-                            goal=s.objective.goal, order=sim_order)
+                            goal=s.objective.goal, order=sim_order, stopper=stopper)
         unpruned = simulate_asha(sim_curves, slots=max(1, int(max_parallel)), min_steps=min_steps,
                                  reduction_factor=eta, goal=s.objective.goal, order=sim_order, pruner="none")
         span = min(1.0, sim.makespan_s / unpruned.makespan_s) if unpruned.makespan_s > 0 else 1.0
+        orders = (_replayed_orders(sim_curves, max(1, int(max_parallel)), min_steps, eta, s.objective.goal, cost_on)
+                  if len(matched) >= MIN_CHECK_CURVES else None)  # fewer: the launch order alone
+        if orders is not None:  # the arrival orders a shared machine's load makes: the median, and a P90 span
+            span = max(span, orders["makespan_p90"])
         from gpuledger.search.recipe import check_recipe
 
         check = check_recipe(sim_curves, min_steps=min_steps, reduction_factor=eta, goal=s.objective.goal,
@@ -174,10 +192,18 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
             fractions[tid] = min(1.0, st.seconds / c.wall_s) if st is not None and c.wall_s > 0 else 1.0
         measured_s = sum(c.wall_s for c in matched.values())
         mean = min(1.0, sim.trial_seconds / measured_s) if measured_s > 0 else 1.0
+        if orders is not None and mean > 0:  # each trial's launch-order fraction scaled to the orders' median
+            scale = orders["trial_s_median"] / mean
+            fractions = {tid: min(1.0, f * scale) for tid, f in fractions.items()}
+            mean = orders["trial_s_median"]
         source, values = MEASURED, None
-        basis = (f"successive halving replayed (gpuledger.search.asha_replay, RungPruner) over {len(matched)} measured learning curve(s) of "
-                 f"{s.objective.metric} of this model, method and train settings at {max(1, int(max_parallel))} "
-                 f"slot(s): {sim.pruned} pruned, {mean:.0%} of their measured seconds"
+        basis = (f"successive halving replayed (gpuledger.search.asha_replay, RungPruner"
+                 f"{' and the cost-aware stopping rule' if cost_on else ''}) over {len(matched)} measured learning "
+                 f"curve(s) of {s.objective.metric} of this model, method and train settings at "
+                 f"{max(1, int(max_parallel))} slot(s): {sim.pruned} pruned in the launch order"
+                 + (f"; over {orders['orders']} arrival orders a median {mean:.0%} of their measured seconds, makespan "
+                    f"at most {span:.0%} of the unpruned in 9 of 10" if orders is not None else
+                    f", {mean:.0%} of their measured seconds")
                  + (f"; the {len(running) - len(matched)} point(s) without a curve at that mean fraction"
                     if len(running) > len(matched) else ""))
     else:
@@ -213,3 +239,29 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
                        run_fraction=mean, per_trial_usd=per_trial,
                        values_per_trial=values, curves=len(matched) if source == MEASURED else 0, recipe=recipe,
                        settings=settings, makespan_fraction=span)
+
+
+#: the arrival orders the plan replays a measured sweep over (`gpuledger.search.replay.replay_settings`:
+#: launch order shuffled, each trial's times stretched by exp(N(0, 0.25))): its expected spend is their
+#: median, its makespan (what `max_parallel: auto` holds against the deadline) their 90th percentile
+PLAN_ORDERS = 8
+
+
+def _replayed_orders(curves: Sequence[Any], slots: int, min_steps: int, eta: int, goal: str,
+                     cost_on: bool) -> dict[str, float] | None:
+    """Returns {orders, trial_s_median, makespan_p90} (fractions of the unpruned grid's) of `curves` replayed
+    over PLAN_ORDERS arrival orders, or None with fewer than 2 complete curves."""
+    import math
+
+    from gpuledger.search.replay import replay_settings
+
+    summ = replay_settings(list(curves), {c.trial_id: 1.0 for c in curves}, slots=slots, goal=goal,
+                           min_steps=min_steps, reduction_factor=eta, cost_stopping=cost_on, orders=PLAN_ORDERS)
+    if summ is None or not summ.outcomes:
+        return None
+    spans = sorted(min(1.0, o.makespan_s / o.grid_makespan_s) for o in summ.outcomes if o.grid_makespan_s > 0)
+    secs = sorted(min(1.0, o.trial_s / o.grid_trial_s) for o in summ.outcomes if o.grid_trial_s > 0)
+    if not spans or not secs:
+        return None
+    return {"orders": len(summ.outcomes), "trial_s_median": statistics.median(secs),
+            "makespan_p90": spans[min(len(spans) - 1, math.ceil(0.9 * len(spans)) - 1)]}

@@ -156,11 +156,22 @@ def test_measured_curves_of_a_grid_are_replayed_for_an_asha_spec_of_the_same_poi
     ids = {t["trial_id"]: params_key(t["params"]) for t in plan.trials}
     curves = {tid: curves_from_points(by_point[key])[0] for tid, key in ids.items()}
     order = launch_order(list(ids), sp.search.seed)
-    sim = simulate_asha([Curve(tid, c.values, c.times_s, c.wall_s, c.complete) for tid, c in curves.items()],
-                        slots=plan.max_parallel, min_steps=1, reduction_factor=2, goal="minimize", order=order)
+    from gpuledger.plan.pruning import _replayed_orders
+    from gpuledger.search.replay import cost_stopper
+
+    cs = [Curve(tid, c.values, c.times_s, c.wall_s, c.complete) for tid, c in curves.items()]
+    cost_on = pr["settings"]["stopping"] == "cost"  # checked on these 6 curves (safety.check_cost_stopping)
+    stop = cost_stopper(cs, {c.trial_id: 1.0 for c in cs}, "minimize", sum(c.wall_s for c in cs)) if cost_on else None
+    sim = simulate_asha(cs, slots=plan.max_parallel, min_steps=1, reduction_factor=2, goal="minimize", order=order,
+                        stopper=stop)
     assert sim.pruned >= 1
+    # the launch order's fractions scaled to the median of the replayed arrival orders
+    orders = _replayed_orders(cs, plan.max_parallel, 1, 2, "minimize", cost_on)
+    scale = orders["trial_s_median"] / (sim.trial_seconds / sum(c.wall_s for c in cs))
+    assert f"over {orders['orders']} arrival orders" in pr["basis"]
+    assert pr["makespan_fraction"] >= orders["makespan_p90"] - 1e-4
     for t in plan.trials:
-        f = sim.trial(t["trial_id"]).seconds / curves[t["trial_id"]].wall_s
+        f = min(1.0, sim.trial(t["trial_id"]).seconds / curves[t["trial_id"]].wall_s * scale)
         run_share = (t["est_wall_s"] - 3.0) / t["est_wall_s"]
         assert t["est_pruned_cost_usd"] == pytest.approx(t["est_cost_usd"] * (1 - run_share * (1 - f)), rel=1e-4)
     # two plans in a row are byte-identical
