@@ -31,7 +31,14 @@ from gpuledger.estimate.memory import (
     kv_cache_bytes_per_token,
     layer_activation_bytes_per_token,
 )
-from gpuledger.estimate.throughput import ModelShape, StepTime, TrainSetup, step_time
+from gpuledger.estimate.throughput import (
+    ModelShape,
+    StepTime,
+    TrainSetup,
+    framework_class,
+    mean_real_tokens,
+    step_time,
+)
 from gpuledger.estimate.workload import STACK_FIELDS, Workload
 from gpuledger.models import load_config
 from gpuledger.vocabulary import RL_METHODS
@@ -43,7 +50,7 @@ __all__ = [
     "CPU_TRAINING_EFFICIENCY", "MEMORY_KEYS", "ROLLOUT_MFU", "STACK_FIELDS", "Estimate", "Workload",
     "active_params", "attention_flops_per_token", "cpu_compute_s", "time_basis",
     "estimate", "kv_cache_bytes_per_token", "layer_activation_bytes_per_token", "load_config",
-    "run_overheads_s", "sample_lengths_note", "train_time_s", "train_setup", "training_step", "StepTime",
+    "eval_passes", "eval_time_s", "run_costs_note", "run_overheads_s", "sample_lengths_note", "train_time_s", "train_setup", "training_step", "StepTime",
 ]
 
 
@@ -224,9 +231,57 @@ HF_SAVE_STEPS = 500
 COMPILE_WARMUP_S = 90.0
 
 
+def eval_passes(eval_steps: float | None, steps: float) -> int:
+    """Returns how many evaluations a run of `steps` optimizer steps does: every `eval_steps` steps (at
+    least 1, the Trainer's eval_strategy "steps"), or 1 / eval_steps of them for a ratio below 1."""
+    if not eval_steps or steps < 1:
+        return 0
+    if eval_steps >= 1:
+        return int(steps // int(eval_steps))
+    # a ratio: floor(1 / r) evaluations (the Trainer's ceil(steps x r) can lose the last one to rounding; an
+    # epoch strategy, 1 / epochs here, evaluates at every epoch's end), fewer when the run is shorter than 1 / r
+    return min(int(1 / eval_steps + 1e-6), int(steps))
+
+
+def eval_time_s(est: Estimate, tokens: float, step: StepTime) -> float:
+    """Returns the seconds of the evaluations during a run (`eval_steps`, `eval_samples`): each one a
+    forward pass over eval_samples x the samples' mean real tokens at the step model's rate of this
+    workload (its step time per token x forward / training FLOPs per token, the rule of the RL
+    log-prob forwards), no optimizer, no recompute. 0 when the run does not evaluate."""
+    w = est.workload
+    n = eval_passes(w.eval_steps, float(tokens) / max(1.0, step.tokens_per_step))
+    if not n or not w.eval_samples:
+        return 0.0
+    cfg = load_config(w.model)
+    seq = w.seq_len
+    fwd = flops_per_token(cfg, est.params_total, active_params(cfg), "inference", seq, False)
+    packed = w.packing if w.packing is not None else framework_class(w.framework) == "tuned"
+    eval_tokens = n * w.eval_samples * mean_real_tokens(seq, packed, w.sample_tokens)
+    return step.time_s(eval_tokens) * fwd / float(est.flops_per_token)
+
+
+def run_costs_note(w: Workload) -> str:
+    """Returns what a whole run's time holds beyond its steps (run_overheads_s), for `estimate --tokens`
+    to say under its table: the load, the saves, the compile warm-up and the evaluation or its absence."""
+    saves = (f"the Trainer's saves every {HF_SAVE_STEPS} steps with optimizer states, " if w.framework == "hf" and
+             w.method == "full" else "")
+    parts = [f"reading the checkpoint ({LOAD_GBPS_PER_NODE:g} GB/s per node; downloading it is set-up)",
+             f"{saves}the final save ({SAVE_GBPS_PER_NODE:g} GB/s per node)" if w.method == "full" else "adapter saves (negligible)"]
+    if w.compile:
+        parts.append(f"torch.compile warm-up {COMPILE_WARMUP_S:g} s")
+    if w.eval_steps:
+        every = (f"every {int(w.eval_steps)} steps" if w.eval_steps >= 1 else
+                 f"every {w.eval_steps:.3g} of the run's steps")
+        parts.append(f"evaluation {every} over {w.eval_samples:,} samples (forward at the step's rate)")
+    else:
+        parts.append("no evaluation (--eval-steps/--eval-samples, train.eval_steps/eval_samples, charge one)")
+    return "whole run: steps + " + ", ".join(parts) + "; tokenization and data loading not charged"
+
+
 def run_overheads_s(est: Estimate, tokens: float, step: StepTime) -> dict[str, float]:
     """Returns the seconds of a whole run beyond its training steps: `load` (the checkpoint into the
-    GPUs), `checkpoints` (the saves during and at the end of the run), `compile` (warm-up)."""
+    GPUs), `checkpoints` (the saves during and at the end of the run), `compile` (warm-up), `eval` (the
+    evaluations it runs between steps, eval_time_s)."""
     w = est.workload
     nodes = w.nodes or max(1, -(-step.gpus // 8))
     total = float(est.params_total)
@@ -238,7 +293,8 @@ def run_overheads_s(est: Estimate, tokens: float, step: StepTime) -> dict[str, f
         saves = int(steps // HF_SAVE_STEPS)
         state_b = 8 + (4 if w.sharding.startswith("zero") or w.precision in ("bf16-mixed", "fp16-mixed") else 0)
         periodic = saves * (2 + state_b) * total / (SAVE_GBPS_PER_NODE * 1e9 * nodes)
-    return {"load": load, "checkpoints": final + periodic, "compile": COMPILE_WARMUP_S if w.compile else 0.0}
+    return {"load": load, "checkpoints": final + periodic, "compile": COMPILE_WARMUP_S if w.compile else 0.0,
+            "eval": eval_time_s(est, tokens, step)}
 
 
 def train_time_s(estimate: Estimate, tokens: float, accelerator: str, gpus: int | None = None, method: str | None = None,

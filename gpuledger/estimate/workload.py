@@ -22,7 +22,7 @@ from gpuledger.vocabulary import (
 
 #: Workload fields a spec's `train` section carries under the same name (gpuledger/spec/models.py Train).
 STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "fused_ce", "double_quant", "eval_batch",
-                "optimizer_in_bwd", "grad_accum",
+                "eval_steps", "eval_samples", "optimizer_in_bwd", "grad_accum",
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
                 "policy", "rollout_gpus", "async_rollout", "completion_len_p90", "reward_seconds_per_sample",
                 "checkpointing", "packing", "padding", "sample_tokens", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
@@ -120,6 +120,15 @@ class Workload(BaseModel):
     #: (the peak is the training step's).
     eval_batch: int | None = Field(None, ge=1, validation_alias=AliasChoices(
         "eval_batch", "per_device_eval_batch_size", "eval_batch_size"))
+    #: how often the run evaluates (Trainer/TRL `eval_steps` under `eval_strategy="steps"`): at least 1,
+    #: every that many optimizer steps; below 1, that fraction of the run's steps (the Trainer's ratio:
+    #: eval every ceil(total x ratio) steps). None: no evaluation during training (the Trainer's default
+    #: `eval_strategy="no"`). Timed with `eval_samples` (run_overheads_s "eval").
+    eval_steps: float | None = Field(None, gt=0, validation_alias=AliasChoices("eval_steps", "eval_every_steps"))
+    #: samples of the evaluation set each evaluation runs forward (the eval split's size, or
+    #: `max_eval_samples`), at the samples' mean real tokens (sample_tokens or the default).
+    eval_samples: int | None = Field(None, ge=1, validation_alias=AliasChoices(
+        "eval_samples", "max_eval_samples", "eval_dataset_size"))
     #: optimizer step fused into backward: each gradient freed as soon as its parameter is updated
     #: (torchtune `optimizer_in_bwd`), so the full gradient set never exists. None = the framework's
     #: habit: torchtune's single-device full fine-tuning configs that use a paged bitsandbytes
@@ -218,6 +227,12 @@ class Workload(BaseModel):
         if self.expert_parallel > 1 and dp % self.expert_parallel:
             raise ValueError(f"expert_parallel ({self.expert_parallel}) must divide the data-parallel GPUs "
                              f"(gpus / (tensor_parallel x pipeline_parallel) = {dp})")
+        if (self.eval_steps is None) != (self.eval_samples is None):
+            raise ValueError("eval_steps (how often the run evaluates) and eval_samples (the samples each evaluation "
+                             "runs) go together: give both, or neither for a run that does not evaluate")
+        if self.eval_steps is not None and self.eval_steps > 1 and self.eval_steps != int(self.eval_steps):
+            raise ValueError(f"eval_steps ({self.eval_steps}) is a whole number of optimizer steps, or a fraction "
+                             "below 1 of the run's steps")
         if self.nodes is not None and self.nodes > self.gpus:
             raise ValueError(f"nodes ({self.nodes}) cannot exceed gpus ({self.gpus})")
         if self.method == "full" and self.precision in QUANTISED_PRECISIONS:

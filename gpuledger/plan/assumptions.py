@@ -22,7 +22,10 @@ def plan_assumptions(s: PlanSettings, candidates: pl.DataFrame, offers: pl.DataF
         a += [
             "compute time = the training-step model of `gpuledger estimate --tokens` (gpuledger/estimate/throughput.py: "
             "matmuls, attention, memory-bound work, optimizer pass, per-step costs and communication of the workload's "
-            "stack on each GPU kind and count; coefficients and sources in gpuledger/estimate/coefficients.py)",
+            "stack on each GPU kind and count; coefficients and sources in gpuledger/estimate/coefficients.py), plus "
+            "the whole run's own costs (gpuledger.estimate.run_overheads_s: reading the checkpoint, the saves, a "
+            "compile warm-up, and the evaluations train.eval_steps / eval_samples state, as forward passes at the "
+            "step's rate; none when the spec states none)",
             "an instance is paid whole: a trial on an instance with more GPUs than it uses pays for all of them (no packing)",
             SHARDING_RULE,
         ]

@@ -179,6 +179,14 @@ class Train(_Strict):
     eval_batch: int | None = Field(None, ge=1, description="sequences per GPU of the run's evaluation "
                                    "(per_device_eval_batch_size): its peak is a phase of the memory estimate; "
                                    "null = no evaluation counted")
+    eval_strategy: Literal["no", "steps", "epoch"] | None = Field(
+        None, description="evaluation during training (TrainingArguments.eval_strategy): steps (every eval_steps "
+        "optimizer steps), epoch (after every epoch of train.samples), no; null = steps when eval_steps is given, "
+        "else no. Timed as forward passes over eval_samples (in each trial's time and cost)")
+    eval_steps: float | None = Field(None, gt=0, description="eval_strategy steps: every this many optimizer steps, "
+                                     "or below 1 that fraction of the run's steps (the Trainer's ratio)")
+    eval_samples: int | None = Field(None, ge=1, description="samples each evaluation runs forward (the eval split's "
+                                     "size or max_eval_samples), at the samples' mean real tokens")
     optimizer_in_bwd: bool | None = Field(None, description="optimizer step fused into backward (gradients freed per "
                                           "parameter); null = the framework's habit")
     grad_accum: int | None = Field(None, ge=1, description="micro-batches per optimizer step (>1 keeps gradients "
@@ -213,6 +221,39 @@ class Train(_Strict):
                                    "ring attention): each sequence split over this many GPUs")
     expert_parallel: int = Field(1, ge=1, le=1024, description="MoE expert parallel degree: routed experts split "
                                  "over this many GPUs, tokens exchanged by all-to-all")
+
+    @model_validator(mode="after")
+    def _eval_schedule(self) -> Train:
+        """eval_strategy as the Trainer reads it, into eval_steps (what the time model counts): epoch = one
+        evaluation per epoch of train.samples (the ratio 1 / epochs of the run's steps); no = none."""
+        strategy = self.eval_strategy or ("steps" if self.eval_steps is not None else "no")
+        if strategy == "no":
+            if self.eval_steps is not None:
+                raise ValueError("train.eval_steps needs train.eval_strategy steps (it is no)")
+            if self.eval_samples is not None and self.eval_strategy == "no":
+                raise ValueError("train.eval_samples with train.eval_strategy no: nothing evaluates")
+            if self.eval_samples is not None:
+                raise ValueError("train.eval_samples needs train.eval_steps (every N optimizer steps) or "
+                                 "train.eval_strategy epoch")
+            return self
+        if self.eval_samples is None:
+            raise ValueError(f"train.eval_strategy {strategy} needs train.eval_samples (the samples each evaluation runs)")
+        if strategy == "steps" and self.eval_steps is None:
+            raise ValueError("train.eval_strategy steps needs train.eval_steps (every N optimizer steps)")
+        if strategy == "epoch":
+            if self.samples is None:
+                raise ValueError("train.eval_strategy epoch needs train.samples and train.epochs (what an epoch is)")
+            if self.epochs < 1:
+                raise ValueError(f"train.eval_strategy epoch with train.epochs {self.epochs}: no epoch ends")
+            # the fraction of the run's steps one epoch is, just under 1 for one epoch (a ratio, not "every step")
+            ratio = min(1.0 / self.epochs, 1 - 1e-9)
+            if self.eval_steps is not None and self.eval_steps != ratio:  # equal: this spec read back
+                raise ValueError("train.eval_steps goes with train.eval_strategy steps, not epoch")
+            object.__setattr__(self, "eval_steps", ratio)
+        elif self.eval_steps > 1 and self.eval_steps != int(self.eval_steps):
+            raise ValueError(f"train.eval_steps {self.eval_steps}: a whole number of optimizer steps, or a fraction "
+                             "below 1 of the run's steps")
+        return self
 
     @model_validator(mode="after")
     def _tokens_from_samples(self) -> Train:

@@ -277,3 +277,53 @@ def test_a_spec_may_give_the_data_sets_samples_and_epochs_for_its_tokens():
     for bad in (dict(samples=10, tokens_per_trial=5), dict(epochs=2, tokens_per_trial=5)):
         with pytest.raises(ValueError, match="train.samples"):
             Train(**bad)
+
+
+def test_evaluation_during_training_is_charged_as_forward_passes():
+    from gpuledger.estimate import (
+        Workload,
+        estimate,
+        eval_passes,
+        run_overheads_s,
+        train_time_s,
+        training_step,
+    )
+
+    assert eval_passes(None, 1000) == 0 and eval_passes(100, 1000) == 10 and eval_passes(100, 99) == 0
+    assert eval_passes(0.25, 1000) == 4 and eval_passes(1 / 3, 1000) == 3 and eval_passes(1 - 1e-9, 7) == 1  # ratios, epochs
+    base = dict(model="meta-llama/Llama-3.1-8B", method="lora", micro_batch=4, seq_len=2048)
+    plain = estimate(Workload(**base))
+    step = training_step(plain, "A100-80GB")
+    assert run_overheads_s(plain, 20e6, step)["eval"] == 0.0  # the Trainer's default eval_strategy "no"
+    one = estimate(Workload(**base, eval_steps=0.5, eval_samples=1000))  # two evaluations of 1,000 samples
+    two = estimate(Workload(**base, eval_steps=0.5, eval_samples=2000))
+    e1 = run_overheads_s(one, 20e6, training_step(one, "A100-80GB"))["eval"]
+    e2 = run_overheads_s(two, 20e6, training_step(two, "A100-80GB"))["eval"]
+    assert e2 == pytest.approx(2 * e1)
+    # forward only: 2 evaluations x 1,000 samples cost less than training on that many samples (~1/3 for LoRA +
+    # recompute, 2P of 6P), and the whole-run time holds them
+    from gpuledger.estimate.throughput import mean_real_tokens
+
+    train_same = step.time_s(2 * 1000 * mean_real_tokens(2048, False))
+    assert 0.25 * train_same < e1 < 0.5 * train_same
+    assert train_time_s(one, 20e6, "A100-80GB") == pytest.approx(train_time_s(plain, 20e6, "A100-80GB") + e1, rel=1e-6)
+    with pytest.raises(ValueError, match="go together"):
+        Workload(**base, eval_steps=100)
+
+
+def test_a_spec_states_its_evaluation_as_the_trainer_does():
+    from gpuledger.estimate import STACK_FIELDS
+    from gpuledger.spec.models import Train
+
+    assert {"eval_steps", "eval_samples"} <= set(STACK_FIELDS)
+    assert Train(eval_steps=200, eval_samples=500).eval_steps == 200  # eval_strategy steps implied
+    t = Train(samples=1000, epochs=3, eval_strategy="epoch", eval_samples=100)
+    assert t.eval_steps == pytest.approx(1 / 3)  # one evaluation per epoch: a third of the run's steps
+    assert Train(**t.model_dump()).eval_steps == t.eval_steps  # a spec read back
+    assert Train(samples=1000, eval_strategy="epoch", eval_samples=100).eval_steps < 1  # one epoch: once, at its end
+    for bad, says in ((dict(eval_samples=100), "eval_steps"), (dict(eval_steps=100), "eval_samples"),
+                      (dict(eval_strategy="epoch", eval_samples=10), "train.samples"),
+                      (dict(eval_steps=2.5, eval_samples=10), "whole number"),
+                      (dict(eval_strategy="no", eval_steps=10, eval_samples=10), "eval_strategy steps")):
+        with pytest.raises(ValueError, match=says):
+            Train(**bad)

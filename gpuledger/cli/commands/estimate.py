@@ -27,6 +27,11 @@ STACK_OPTIONS = (
     ("--eval-batch", "eval_batch", dict(type=int, default=None,
                                         help="sequences per GPU of the evaluation between steps "
                                              "(per_device_eval_batch_size): its peak counted as a phase")),
+    ("--eval-steps", "eval_steps", dict(type=float, default=None,
+                                        help="evaluate every N optimizer steps (eval_steps; below 1: that fraction "
+                                             "of the run's steps), with --eval-samples: charged in the time")),
+    ("--eval-samples", "eval_samples", dict(type=int, default=None,
+                                            help="samples each evaluation runs forward (the eval split's size)")),
     ("--fused-ce", "fused_ce", dict(action="store_true", help="fused linear cross-entropy (Liger use_liger_kernel, "
                                     "cut-cross-entropy): the full logits never materialised")),
     ("--optimizer-in-bwd", "optimizer_in_bwd",
@@ -307,7 +312,7 @@ def render_gpu_table(options: list[dict], tokens: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from gpuledger.api import Ledger
-    from gpuledger.estimate import sample_lengths_note
+    from gpuledger.estimate import run_costs_note, sample_lengths_note
 
     w = workload_from_args(args)
     est = Ledger().estimate(w)
@@ -327,6 +332,7 @@ def run(args: argparse.Namespace) -> int:
             out["tokens"] = args.tokens
             out["options"] = options
             out["sample_lengths"] = sample_lengths_note(w)
+            out["run_costs"] = run_costs_note(w)
         print(json.dumps(out, indent=2))
     else:
         print(render(est))
@@ -345,4 +351,5 @@ def run(args: argparse.Namespace) -> int:
             note = sample_lengths_note(w)
             if note:
                 print(f"- {note}")
+            print(f"- {run_costs_note(w)}")
     return 0
