@@ -69,6 +69,13 @@ Z90 = 1.2815515655446004
 #: response P90 / mean above this log-normal's reach (2.27) is clipped to it.
 MAX_P90_RATIO = 2.27
 
+#: The response length's coefficient of variation when a spec states no P90 (`completion_len_p90`): RL
+#: responses are long-tailed, and the step waits for its longest. A judgement from one public log: verl's
+#: GRPO of Qwen2.5-7B-Instruct on MATH (github.com/eric-haibin-lin/verl-data, math/Qwen2.5-7B-bsz64_8-
+#: prompt1024-resp512-score0.6513.log, last step: response mean 314, 19% clipped at 512) needs a log-normal of
+#: cv 0.8 or more to clip that often; 0.6 (P90 ~1.8x the mean) is taken, since a capped mean understates it.
+DEFAULT_RESPONSE_CV = 0.6
+
 ENGINES = ("vllm", "hf")
 PLACEMENTS = ("colocated", "split")
 
@@ -86,6 +93,14 @@ def response_cv(mean: float, p90: float | None) -> float:
     return math.sqrt(math.expm1(sigma**2))
 
 
+def setup_cv(s) -> float:
+    """The response length's cv of a setup: from its P90, else `DEFAULT_RESPONSE_CV` (a P90 at or below
+    the mean: every response the mean's length)."""
+    if s.response_len_p90 is None:
+        return DEFAULT_RESPONSE_CV
+    return response_cv(s.response_len, s.response_len_p90)
+
+
 @dataclass(frozen=True)
 class RLSetup:
     """One RL step's shape and placement."""
@@ -98,7 +113,8 @@ class RLSetup:
     group_size: int = 8
     prompt_len: int = 512
     response_len: int = 1024  # mean generated tokens
-    response_len_p90: int | None = None  # None: every response `response_len` long
+    response_len_max: int | None = None  # the trainer's max completion length: responses are cut there
+    response_len_p90: int | None = None  # None: a log-normal of cv DEFAULT_RESPONSE_CV; <= mean: all the mean
     engine: str = "vllm"  # vllm | hf (the trainer's model.generate)
     placement: str = "colocated"  # colocated | split
     trainer_accelerator: str = "H100"
@@ -110,9 +126,16 @@ class RLSetup:
     sleep_mode: bool = False  # colocated vLLM: KV cache freed while training (more of the GPU for vLLM)
     generation_batch: int | None = None  # hf: sequences per GPU per generate call; None: all of the GPU's share
     prefix_cache: bool = True  # vllm: a group's shared prompt prefilled once (vLLM V1's prefix cache)
+    #: vllm: sequential generate calls per optimizer step, each with 1/rounds of the step's requests (TRL before
+    #: 0.18 generated once per gradient-accumulation micro-step: rounds = grad accumulation; verl, OpenRLHF and
+    #: TRL >= 0.18 (steps_per_generation) generate the whole step at once: 1)
+    generation_rounds: int = 1
+    #: vllm: enforce_eager (no CUDA graphs: every decode step pays the engine's eager overhead; verl <= 0.4's default,
+    #: rollout.enforce_eager: True in verl/trainer/config/ppo_trainer.yaml)
+    eager: bool = False
     async_rollout: bool = False
     reference: bool = True  # a reference model's log-probs (KL penalty)
-    old_logprob: bool | None = None  # None: PPO yes, GRPO when ppo_epochs > 1
+    old_logprob: bool | None = None  # None: PPO, ppo_epochs > 1, or vLLM rollouts (verl; TRL importance sampling)
     ppo_epochs: int = 1  # optimizer passes over each rollout batch
     reward_model: str | None = None
     reward_s_per_sample: float = 0.0  # a reward function's seconds per sample (when no reward model)
@@ -123,6 +146,9 @@ class RLSetup:
     framework: str = "hf"
     sharding: str = "auto"
     grad_ckpt: bool = True
+    #: trainer micro-batches packed (verl's use_remove_padding, TRL's padding_free: every position a real token)
+    #: or padded to the longest of the micro-batch (None: padded, TRL's default)
+    packing: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -193,14 +219,31 @@ def _serving(s: RLSetup, accelerator: str):
     return model, inference.hardware_for(accelerator, precision), precision
 
 
-def _lengths(s: RLSetup, n: int, seed) -> np.ndarray:
+def response_mix(s: RLSetup):
+    """The response lengths of a setup: a log-normal of mean `response_len` and cv `setup_cv`, cut at
+    `response_len_max` (the trainer's max completion length: a response stops there) when given."""
     from gpuledger.capacity.lengths import LengthMix
 
-    return LengthMix(mean=float(s.response_len), cv=response_cv(s.response_len, s.response_len_p90)).sample(n, seed)
+    mix = LengthMix(mean=float(s.response_len), cv=setup_cv(s), source="rl response length")
+    cap = s.response_len_max
+    if cap is None or mix.longest <= cap:
+        return mix
+    # the stated mean is the cut responses' mean (what a trainer logs): the uncut log-normal's mean is raised
+    # until the cut one's mean matches it
+    mean = float(s.response_len)
+    for _ in range(8):
+        draws = np.minimum(replace(mix, mean=mean).sample(4096, [SEED, 3]), cap)
+        mean *= s.response_len / max(1.0, float(draws.mean()))
+    values, counts = np.unique(draws, return_counts=True)
+    hist = tuple((int(v), float(c) / len(draws)) for v, c in zip(values, counts, strict=True))
+    return LengthMix(mean=float(draws.mean()), histogram=hist, source=f"rl response length, cut at {cap}")
+
+
+def _lengths(s: RLSetup, n: int, seed) -> np.ndarray:
+    return response_mix(s).sample(n, seed)
 
 
 def _rollout_vllm(s: RLSetup, accelerator: str, gpus: int) -> tuple[float, dict]:
-    from gpuledger.capacity.lengths import LengthMix
     from gpuledger.capacity.simulate import Scheduler, simulate
     from gpuledger.estimate import inference
 
@@ -213,9 +256,11 @@ def _rollout_vllm(s: RLSetup, accelerator: str, gpus: int) -> tuple[float, dict]
     hit = (s.group_size - 1) / s.group_size if s.prefix_cache else 0.0
     engine = inference.engine_with(inference.engine_for("vllm"), gpu_memory_utilization=frac, endpoint="offline",
                                    prefix_cache_hit=hit)
+    if s.eager:
+        engine = replace(engine, cuda_graph_max_batch=0)
     kv = inference.kv_capacity_tokens(model, hw, precision, tp, engine)
-    cv = response_cv(s.response_len, s.response_len_p90)
-    mix = LengthMix(mean=float(s.response_len), cv=cv, source="rl response length")
+    cv = setup_cv(s)
+    mix = response_mix(s)
     longest = s.prompt_len + mix.longest + 1
     if kv < longest:
         raise ValueError(f"rollout: vLLM's KV cache on {tp} x {accelerator} at gpu_memory_utilization {frac:g} holds "
@@ -225,10 +270,12 @@ def _rollout_vllm(s: RLSetup, accelerator: str, gpus: int) -> tuple[float, dict]
                       kv_capacity_tokens=kv, reserve_full_request=False, request_overhead_s=0.0)
     cost = inference.step_cost(model, hw, precision, engine, tp)
     n = s.prompts_per_step * s.group_size
-    per = math.ceil(n / replicas)  # the busiest replica's share: the step waits for it
+    rounds = max(1, min(int(s.generation_rounds), n))
+    per = math.ceil(n / rounds / replicas)  # the busiest replica's share of one round: the step waits for it
     r = simulate(cost, sched, prompt_tokens=s.prompt_len, output_tokens=s.response_len, concurrency=per,
                  n_requests=per, seed=SEED, output_mix=mix if cv > 0 else None)
-    return r.duration_s, {"engine": "vllm", "replicas": replicas, "tp": tp, "requests_per_replica": per,
+    return r.duration_s * rounds, {"engine": "vllm", "replicas": replicas, "tp": tp, "requests_per_replica": per,
+                          "generation_rounds": rounds,
                           "kv_capacity_tokens": kv, "gpu_memory_utilization": frac, "preemptions": r.preemptions,
                           "prefix_cache_hit": round(hit, 3),
                           "weights_gib_per_gpu": round(inference.weights_bytes(model, precision) / tp / inference.GIB, 2),
@@ -259,7 +306,7 @@ def _rollout_hf(s: RLSetup, accelerator: str, gpus: int) -> tuple[float, dict]:
         flop = np.maximum(cost.weight_s, rows * cost.flop_s_per_token)
         total += float(np.sum(flop + ctx * cost.kv_s_per_token + cost.overhead_s + cost.comm_s))
     return total, {"engine": "hf", "generate_calls_per_gpu": math.ceil(n / batch), "generation_batch": batch,
-                   "sequences_per_gpu": n, "response_cv": round(response_cv(s.response_len, s.response_len_p90), 3)}
+                   "sequences_per_gpu": n, "response_cv": round(setup_cv(s), 3)}
 
 
 def _step(model: str, s: RLSetup, method: str, accelerator: str, gpus: int):
@@ -273,7 +320,7 @@ def _step(model: str, s: RLSetup, method: str, accelerator: str, gpus: int):
     trainable = float(memory_breakdown(w).params_trainable) if method in ("lora", "qlora") else 0.0
     setup = TrainSetup(accelerator=accelerator, method=method, framework=w.framework, gpus=gpus, precision=w.precision,
                        micro_batch=w.micro_batch, seq_len=w.seq_len, checkpointing=w.checkpointing_mode,
-                       packing=w.packing, flash_attn=w.flash_attn, sharding=w.sharding, params_trainable=trainable,
+                       packing=w.packing, sample_tokens=w.sample_tokens, flash_attn=w.flash_attn, sharding=w.sharding, params_trainable=trainable,
                        lora_r=w.lora_r, optimizer=w.optimizer)
     return step_time(ModelShape.from_config(load_config(model)), setup)
 
@@ -298,9 +345,13 @@ def _workload(s: RLSetup, model: str, method: str, gpus: int):
     sharding = s.sharding
     if sharding == "auto":
         sharding = "none" if gpus == 1 else ("ddp" if method in ("lora", "qlora") else "fsdp")
+    # the step's sequences: the prompt + a response of the mean length (real tokens), padded, each micro-batch
+    # to its longest response (P90 when stated, else twice the mean within the cap of the log-normal)
+    longest = s.response_len_p90 or s.response_len
     return Workload(model=model, method=method, precision=s.precision, micro_batch=s.micro_batch,
-                    seq_len=s.prompt_len + s.response_len, grad_ckpt=s.grad_ckpt, gpus=gpus, sharding=sharding,
-                    framework=s.framework, lora_r=s.lora_r, lora_targets=s.lora_targets)
+                    seq_len=s.prompt_len + max(longest, s.response_len), grad_ckpt=s.grad_ckpt, gpus=gpus,
+                    sharding=sharding, framework=s.framework, lora_r=s.lora_r, lora_targets=s.lora_targets,
+                    packing=bool(s.packing), sample_tokens=s.prompt_len + s.response_len)
 
 
 def _train_s(model: str, s: RLSetup, method: str, tokens: float, accelerator: str, gpus: int) -> float:
@@ -353,7 +404,10 @@ def rl_step(s: RLSetup) -> RLStep:
     acc, g = s.trainer_accelerator, s.trainer_gpus
     phases = {"rollout": rollout}
     phases["reference"] = _forward_s(s.model, s, tokens, acc, g) if s.reference else 0.0
-    old = s.old_logprob if s.old_logprob is not None else (s.algorithm == "ppo" or s.ppo_epochs > 1)
+    # verl recomputes the old policy's log-probs every step (actor compute_log_prob); TRL does with vLLM rollouts
+    # (GRPOConfig.vllm_importance_sampling_correction, default true in TRL 1.x) or num_iterations > 1
+    old = s.old_logprob if s.old_logprob is not None else (
+        s.algorithm == "ppo" or s.ppo_epochs > 1 or s.engine == "vllm")
     phases["old_logprob"] = _forward_s(s.model, s, tokens, acc, g) if old else 0.0
     if s.reward_model:
         phases["reward"] = _forward_s(s.reward_model, s, tokens, acc, g)
@@ -420,7 +474,7 @@ def role_costs(step: RLStep, steps: float, usd_per_gpu_hour: dict[str, float] | 
 def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision: str | None = None,
                         rollout_gpus: int | None = None) -> RLSetup:
     """Returns the `RLSetup` of an estimator `Workload` of method grpo/ppo on `gpus` x `accelerator`:
-    `micro_batch` prompts per trainer GPU (x `grad_accum`) each with `group_size` responses of
+    `micro_batch` prompts per trainer GPU (x `grad_accum`; or `prompts_per_step` in all) each with `group_size` responses of
     `completion_len` tokens (P90 `completion_len_p90`) after `prompt_len`; `generation` hf (the
     trainer's generate), vllm_colocate (vLLM on the trainer's GPUs at `vllm_gpu_memory_utilization`)
     or vllm_server (vLLM on `rollout_gpus` of the trial's GPUs, the same kind, the rest training;
@@ -432,6 +486,11 @@ def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision:
     group = w.group_size or (GRPO_DEFAULT_GROUP if w.method == "grpo" else 1)
     prompt = w.prompt_len or max(1, w.seq_len // 3)
     response = w.completion_len or max(1, w.seq_len - prompt)
+    # seq_len - prompt_len is the max completion length: responses are cut there; at or below the mean, every
+    # response is taken at the stated length (no tail beyond what the trainer allows)
+    room = w.seq_len - prompt
+    cap = room if room > response else None
+    p90 = w.completion_len_p90 if cap is not None or w.completion_len_p90 else response
     engine = "hf" if w.generation == "hf" else "vllm"
     split = w.generation == "vllm_server"
     r = rollout_gpus or w.rollout_gpus or 0
@@ -440,8 +499,12 @@ def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision:
                          "(give the trial 2 or more GPUs)")
     trainer = g - r if split else g
     return RLSetup(model=w.model, algorithm=w.method, precision=precision or w.precision,
-                   prompts_per_step=w.micro_batch * trainer * (w.grad_accum or 1), group_size=group, prompt_len=prompt,
-                   response_len=response, response_len_p90=w.completion_len_p90, engine=engine,
+                   prompts_per_step=w.prompts_per_step or w.micro_batch * trainer * (w.grad_accum or 1),
+                   generation_rounds=w.generation_rounds, rollout_tp=w.rollout_tp,
+                   sleep_mode=bool(w.vllm_sleep and engine == "vllm" and not split), packing=w.packing,
+                   old_logprob=w.old_logprob, eager=w.rollout_eager,
+                   group_size=group, prompt_len=prompt,
+                   response_len=response, response_len_p90=p90, response_len_max=cap, engine=engine,
                    placement="split" if split else "colocated", trainer_accelerator=accelerator, trainer_gpus=trainer,
                    rollout_gpus=r if split else None,
                    gpu_memory_utilization=w.vllm_gpu_memory_utilization if engine == "vllm" and not split else None,

@@ -556,7 +556,10 @@ def _generation_phase(w: Workload, cfg: ModelConfig, n_seq: int, seq: int, stati
     hf: `model.generate` keeps the KV cache of every sequence (2·layers·kv_heads·head_dim per token,
     Kwon et al. 2023) and fp32 next-token logits; vllm_colocate: TRL's colocate mode starts a vLLM
     engine in the training process that pre-allocates `vllm_gpu_memory_utilization` x the GPU's memory
-    for its own weight copy and KV cache (vLLM docs, gpu_memory_utilization), for the whole run;
+    for its own weight copy and KV cache (vLLM docs, gpu_memory_utilization), for the whole run; with
+    `vllm_sleep` (vLLM sleep mode: TRL's vllm_enable_sleep_mode, verl's hybrid engine with
+    free_cache_engine, its default) that share is released while the trainer steps, so it is a phase
+    of its own beside the trainer's states instead of a reservation on top of every phase;
     vllm_server: `trl vllm-serve` on other GPUs, nothing here.
     """
     if w.generation == "vllm_server":
@@ -567,6 +570,10 @@ def _generation_phase(w: Workload, cfg: ModelConfig, n_seq: int, seq: int, stati
         if w.gpu_memory_gib is None:
             m.assumptions.append("vllm_colocate without gpu_memory_gib: an 80 GiB GPU assumed for vLLM's share")
         share = w.vllm_gpu_memory_utilization * gpu_gib * GIB
+        if w.vllm_sleep:
+            m.notes["kv_cache"] = (f"vLLM colocated with sleep mode: {w.vllm_gpu_memory_utilization:.0%} of {gpu_gib:g} "
+                                   "GiB (weights copy + KV cache) during the rollouts, released while training")
+            return dict(static, kv_cache=share)
         m.notes["kv_cache"] = (f"vLLM colocated: {w.vllm_gpu_memory_utilization:.0%} of {gpu_gib:g} GiB "
                                "pre-allocated (weights copy + KV cache), held in every phase")
         m.extra_device += share

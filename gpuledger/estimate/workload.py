@@ -24,7 +24,8 @@ from gpuledger.vocabulary import (
 STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "fused_ce", "double_quant", "eval_batch",
                 "eval_steps", "eval_samples", "optimizer_in_bwd", "grad_accum",
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
-                "policy", "rollout_gpus", "async_rollout", "completion_len_p90", "reward_seconds_per_sample",
+                "vllm_sleep", "policy", "rollout_gpus", "async_rollout", "completion_len_p90", "prompts_per_step",
+                "generation_rounds", "rollout_tp", "old_logprob", "rollout_eager", "reward_seconds_per_sample",
                 "checkpointing", "packing", "padding", "sample_tokens", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
                 "sequence_parallel",
                 "expert_parallel")
@@ -152,6 +153,9 @@ class Workload(BaseModel):
     generation: Generation = "hf"
     #: TRL GRPOConfig.vllm_gpu_memory_utilization (default 0.3) for vllm_colocate.
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+    #: vllm_colocate: vLLM sleep mode (TRL vllm_enable_sleep_mode; verl's hybrid engine frees its cache by default):
+    #: the engine's share released while the trainer steps (memory), a wake/sleep per step (time)
+    vllm_sleep: bool = False
     #: GRPO/PPO: how the policy is trained: full, or LoRA/QLoRA adapters on a frozen base (TRL's peft_config;
     #: the reference is then the base with adapters disabled, ref_model auto)
     policy: RLPolicy = "full"
@@ -162,6 +166,18 @@ class Workload(BaseModel):
     async_rollout: bool = False
     #: the 90th percentile of the generated tokens (the rollout waits for the longest); None: all completion_len
     completion_len_p90: int | None = Field(None, ge=1)
+    #: prompts per optimizer step over all trainer GPUs (verl's train_batch_size; TRL: per_device_train_batch_size x
+    #: processes x grad accumulation / num_generations); None: micro_batch x trainer GPUs x grad_accum
+    prompts_per_step: int | None = Field(None, ge=1)
+    #: vllm: sequential generate calls per step (TRL before 0.18: gradient_accumulation_steps; else 1)
+    generation_rounds: int = Field(1, ge=1, le=4096)
+    #: the old policy's log-probs recomputed by the trainer each step; None: PPO, several PPO epochs, or vLLM rollouts
+    #: (verl always recomputes them; TRL 1.x does with vLLM, for its importance-sampling correction)
+    old_logprob: bool | None = None
+    #: vllm: enforce_eager (no CUDA graphs; verl <= 0.4's default)
+    rollout_eager: bool = False
+    #: vllm: tensor-parallel GPUs per rollout engine replica
+    rollout_tp: int = Field(1, ge=1, le=64)
     #: a reward function's seconds per sample (each trainer rank scores its own samples)
     reward_seconds_per_sample: float = Field(0.0, ge=0, le=3600)
     #: memory of the GPU (GiB), used only for vllm_colocate's share.

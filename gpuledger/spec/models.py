@@ -197,10 +197,23 @@ class Train(_Strict):
         "auto", description="GRPO/PPO reference model placement")
     generation: Generation = Field("hf", description="GRPO/PPO rollout engine")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="vllm_colocate: GPU share vLLM reserves")
+    vllm_sleep: bool = Field(False, description="vllm_colocate: vLLM sleep mode, its share released while training "
+                             "(TRL vllm_enable_sleep_mode; verl's hybrid engine does it by default)")
     policy: RLPolicy = Field("full", description="GRPO/PPO: policy trained full or LoRA/QLoRA")
     rollout_gpus: int | None = Field(None, ge=1, le=1024, description="vllm_server: GPUs for vLLM (docs/rl.md)")
     async_rollout: bool = Field(False, description="vllm_server: one-step off-policy rollouts (docs/rl.md)")
     completion_len_p90: int | None = Field(None, ge=1, description="GRPO/PPO: P90 of generated tokens")
+    prompts_per_step: int | None = Field(None, ge=1, le=1_000_000, description="GRPO/PPO: prompts per optimizer "
+                                         "step, all trainer GPUs (verl's train_batch_size); null = micro_batch x "
+                                         "trainer GPUs x grad_accum")
+    old_logprob: bool | None = Field(None, description="GRPO/PPO: the trainer recomputes the old policy's log-probs "
+                                     "each step; null = PPO, ppo_epochs > 1 or vLLM rollouts (verl always; TRL with vLLM)")
+    rollout_eager: bool = Field(False, description="GRPO/PPO vLLM: enforce_eager, no CUDA graphs (verl <= 0.4's "
+                                "default rollout.enforce_eager: True)")
+    rollout_tp: int = Field(1, ge=1, le=64, description="GRPO/PPO vLLM: tensor-parallel GPUs per rollout engine "
+                            "replica (verl's rollout.tensor_model_parallel_size, TRL's vllm_tensor_parallel_size)")
+    generation_rounds: int = Field(1, ge=1, le=4096, description="GRPO/PPO vLLM: sequential generate calls per step "
+                                   "(TRL < 0.18: gradient_accumulation_steps; verl, TRL >= 0.18: 1)")
     reward_seconds_per_sample: float = Field(0.0, ge=0, le=3600, description="GRPO/PPO reward function s/sample")
     # what training time depends on (gpuledger/estimate/throughput.py)
     checkpointing: Checkpointing | None = Field(

@@ -23,8 +23,14 @@ def test_group_size_and_response_length_change_the_rollout():
     base = step()
     assert step(group_size=16).phases_s["rollout"] > base.phases_s["rollout"]
     assert step(response_len=1024).phases_s["rollout"] > 1.5 * base.phases_s["rollout"]
-    # the tail: the step waits for the longest response of the batch
-    assert step(response_len_p90=1000).phases_s["rollout"] > 1.3 * base.phases_s["rollout"]
+    # the tail: the step waits for the longest response of the batch; unstated, RL responses get a default tail
+    flat = step(response_len_p90=512)  # a P90 at the mean: every response the mean's length
+    assert step(response_len_p90=1000).phases_s["rollout"] > 1.3 * flat.phases_s["rollout"]
+    assert base.phases_s["rollout"] > 1.2 * flat.phases_s["rollout"]
+    # cut at the trainer's max completion length: a shorter tail, the stated mean kept
+    cut = step(response_len_max=600)
+    assert flat.phases_s["rollout"] < cut.phases_s["rollout"] < base.phases_s["rollout"]
+    assert cut.response_tokens == pytest.approx(base.response_tokens, rel=0.05)
     assert step(group_size=16).tokens == pytest.approx(2 * base.tokens, rel=0.02)
 
 
@@ -37,8 +43,11 @@ def test_engine_changes_the_rollout_and_hf_pays_padding():
 def test_phases_by_algorithm():
     g, p = step(), step(algorithm="ppo")
     assert g.phases_s["critic"] == 0 and p.phases_s["critic"] > 0
-    assert p.phases_s["old_logprob"] > 0 and g.phases_s["old_logprob"] == 0
-    assert step(ppo_epochs=2).phases_s["old_logprob"] > 0
+    # old-policy log-probs: PPO always; GRPO with vLLM rollouts (verl recomputes them, TRL corrects vLLM's
+    # sampling by importance weights); the trainer's own generate at one epoch needs none
+    assert p.phases_s["old_logprob"] > 0 and g.phases_s["old_logprob"] > 0
+    assert step(engine="hf").phases_s["old_logprob"] == 0 < step(engine="hf", ppo_epochs=2).phases_s["old_logprob"]
+    assert step(old_logprob=False).phases_s["old_logprob"] == 0
     assert step(reference=False).phases_s["reference"] == 0 < g.phases_s["reference"] < g.phases_s["train"]
     assert step(reward_s_per_sample=0.5).phases_s["reward"] == pytest.approx(0.5 * 32 * 8 / 8)
     assert step(reward_model="Qwen/Qwen3-0.6B").phases_s["reward"] > 0
@@ -140,3 +149,17 @@ def test_estimate_tokens_options_carry_the_rl_step():
     assert eight["fits"] and eight["rl"]["placement"] == "split"
     assert sum(c["chosen"] for c in eight["rl"]["placements"]) == 1
     assert eight["rl"]["groups"]["rollout"]["gpus"] + eight["rl"]["groups"]["trainer"]["gpus"] == 8
+
+
+def test_generation_rounds_cost_small_batches_and_prompts_per_step_overrides_the_micro_batch():
+    # TRL before 0.17 generated once per micro-step: 8 rounds of 1/8 of the step's requests each wait for
+    # their own longest response at a batch too small to use the GPU
+    one, eight = step(), step(generation_rounds=8)
+    assert eight.phases_s["rollout"] > 3 * one.phases_s["rollout"]
+    assert eight.rollout_detail["generation_rounds"] == 8 and eight.tokens == pytest.approx(one.tokens)
+    assert eight.phases_s["train"] == pytest.approx(one.phases_s["train"])
+    w = Workload(model=QWEN, method="grpo", gpus=8, micro_batch=2, seq_len=1536, prompt_len=512, completion_len=1024,
+                 group_size=7, generation="vllm_server", rollout_gpus=1, prompts_per_step=16, generation_rounds=8)
+    s = setup_from_workload(w, "H100")
+    assert (s.prompts_per_step, s.generation_rounds, s.trainer_gpus) == (16, 8, 7)  # not 2 x 7 GPUs
+    assert setup_from_workload(w.model_copy(update={"prompts_per_step": None}), "H100").prompts_per_step == 14

@@ -1,0 +1,123 @@
+"""RL step-time accuracy: published GRPO/PPO step times (tests/data/rl_step_times.csv, each row with its
+source URL, config URL and versions) against `gpuledger plan` of the spec a user would write for that run
+(gpuledger/estimate/rl.py through the planner: the trial's compute time over its steps is the planned
+seconds per step; its P10-P90 band is the plan's compute band).
+
+Error = (planned step − measured step) / measured step. Reported: per row, median |error|, the share
+within ±25%, and how many measured values fall inside the plan's P10-P90 band.
+
+Run: `python benchmarks/rl_accuracy.py [--json]`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CSV = ROOT / "tests" / "data" / "rl_step_times.csv"
+
+
+def _int(v: str) -> int | None:
+    return int(v) if v not in ("", None) else None
+
+
+def spec_of(row: dict) -> dict:
+    """Returns the sweep spec a user would write for the published run (one trial on its GPUs)."""
+    train = {"seq_len": int(row["prompt_len"]) + int(row["completion_len_max"]),
+             "prompt_len": int(row["prompt_len"]), "completion_len": int(row["completion_len"]),
+             "group_size": int(row["group_size"]), "micro_batch": int(row["micro_batch"]),
+             "prompts_per_step": int(row["prompts_per_step"]), "generation": row["generation"],
+             "generation_rounds": _int(row["generation_rounds"]) or 1, "grad_checkpointing": True,
+             "sharding": row["sharding"] or "auto", "tokens_per_trial": 10_000_000}
+    if row["rollout_gpus"]:
+        train["rollout_gpus"] = int(row["rollout_gpus"])
+    for flag in ("old_logprob", "packing", "rollout_eager"):
+        if row.get(flag) in ("true", "false"):
+            train[flag] = row[flag] == "true"
+    if row.get("vllm_sleep") == "true":
+        train["vllm_sleep"] = True
+    if row.get("rollout_tp"):
+        train["rollout_tp"] = int(row["rollout_tp"])
+    if row["vllm_gpu_memory_utilization"]:
+        train["vllm_gpu_memory_utilization"] = float(row["vllm_gpu_memory_utilization"])
+    return {"kind": "sweep", "name": f"rl-{row['id'][:40].replace('_', '-')}", "project": "rl-accuracy",
+            "owner": "bench", "model": row["model"], "method": row["algorithm"], "precision": "bf16",
+            "train": train, "search": {"strategy": "grid", "params": {"learning_rate": [1e-6]},
+                                       "objective": {"metric": "reward", "goal": "maximize"}},
+            "resources": {"accelerators": [row["accelerator"]], "gpus_per_trial": int(row["gpus"]),
+                          "clouds": ["aws", "gcp", "lambda", "nebius", "runpod"]},
+            "budget": {"max_usd": 1_000_000}, "launcher": "skypilot", "task": {"run": "python trainers/grpo.py"}}
+
+
+def planned(row: dict) -> dict:
+    """Returns the plan's seconds per step for the row, its P10/P90, and the roles' phases."""
+    from gpuledger.plan import plan_sweep
+    from gpuledger.spec import expand_trials, load_spec
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rl.yaml"
+        path.write_text(yaml.safe_dump(spec_of(row)), encoding="utf-8")
+        spec = load_spec(path)
+        plan = plan_sweep(spec, expand_trials(spec))
+    t = plan.to_json()["trials"][0]
+    if not t.get("feasible") or "roles" not in t:
+        return {"feasible": False, "reason": t.get("reason") or "no RL roles"}
+    r = t["roles"]
+    step = float(t["compute_s"]) / float(r["steps"])
+    overhead = float(t["est_wall_s"]) - float(t["compute_s"])
+    lo = (float(t["est_wall_s_p10"]) - overhead) / float(t["compute_s"])
+    hi = (float(t["est_wall_s_p90"]) - overhead) / float(t["compute_s"])
+    return {"feasible": True, "step_s": step, "step_s_p10": step * lo, "step_s_p90": step * hi,
+            "phases_s": r["phases_s"], "placement": r["placement"], "groups": r["groups"]}
+
+
+def report() -> dict:
+    rows = list(csv.DictReader(CSV.open(encoding="utf-8")))
+    out = []
+    for row in rows:
+        p = planned(row)
+        measured = float(row["measured_step_s"])
+        item = {"id": row["id"], "framework": row["framework"], "gpus": int(row["gpus"]),
+                "accelerator": row["accelerator"], "measured_step_s": measured, **p}
+        if p["feasible"]:
+            item["error"] = (p["step_s"] - measured) / measured
+            item["in_band"] = p["step_s_p10"] <= measured <= p["step_s_p90"]
+        out.append(item)
+    timed = [r for r in out if "error" in r]
+    errors = [abs(r["error"]) for r in timed]
+    summary = {"rows": len(out), "timed": len(timed), "refused": len(out) - len(timed),
+               "median_abs_error": statistics.median(errors) if errors else None,
+               "within_25pct": sum(e <= 0.25 for e in errors), "in_band": sum(r["in_band"] for r in timed)}
+    return {"summary": summary, "rows": out}
+
+
+def main(argv: list[str]) -> int:
+    rep = report()
+    if "--json" in argv:
+        print(json.dumps(rep, indent=2, default=str))
+        return 0
+    for r in rep["rows"]:
+        if "error" in r:
+            print(f"{r['id']}: measured {r['measured_step_s']:.1f} s/step, planned {r['step_s']:.1f} "
+                  f"(P10-P90 {r['step_s_p10']:.1f}-{r['step_s_p90']:.1f}), error {r['error']:+.0%}, "
+                  f"{r['placement']} {r['groups']}, phases {r['phases_s']}")
+        else:
+            print(f"{r['id']}: refused: {r['reason']}")
+    s = rep["summary"]
+    med = f"{s['median_abs_error']:.0%}" if s["median_abs_error"] is not None else "n/a"
+    print(f"{s['timed']} of {s['rows']} rows timed: median |error| {med}, within ±25% {s['within_25pct']}, "
+          f"in the P10-P90 band {s['in_band']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
