@@ -163,3 +163,16 @@ def test_generation_rounds_cost_small_batches_and_prompts_per_step_overrides_the
     s = setup_from_workload(w, "H100")
     assert (s.prompts_per_step, s.generation_rounds, s.trainer_gpus) == (16, 8, 7)  # not 2 x 7 GPUs
     assert setup_from_workload(w.model_copy(update={"prompts_per_step": None}), "H100").prompts_per_step == 14
+
+
+def test_vllm_sleep_mode_releases_the_colocated_share_while_training():
+    kw = dict(model=QWEN, method="grpo", gpus=8, micro_batch=4, seq_len=1124, prompt_len=100, completion_len=250,
+              group_size=5, generation="vllm_colocate", vllm_gpu_memory_utilization=0.6, sharding="fsdp",
+              gpu_memory_gib=80.0)
+    held, slept = estimate(Workload(**kw)), estimate(Workload(**kw, vllm_sleep=True))
+    # held: 0.6 x 80 GiB on top of every phase; slept: the larger of the trainer's phase and vLLM's
+    assert held.memory_gib["device"] - slept.memory_gib["device"] > 10
+    assert slept.memory_gib["device"] >= 0.6 * 80
+    assert "sleep mode" in slept.notes["kv_cache"]
+    s = setup_from_workload(Workload(**kw, vllm_sleep=True), "H100")
+    assert s.sleep_mode and rl_step(s).phases_s["sync"] > rl_step(dataclasses.replace(s, sleep_mode=False)).phases_s["sync"]
