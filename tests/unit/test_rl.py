@@ -171,7 +171,8 @@ def test_vllm_sleep_mode_releases_the_colocated_share_while_training():
               gpu_memory_gib=80.0)
     held, slept = estimate(Workload(**kw)), estimate(Workload(**kw, vllm_sleep=True))
     # held: 0.6 x 80 GiB on top of every phase; slept: the larger of the trainer's phase and vLLM's
-    assert held.memory_gib["device"] - slept.memory_gib["device"] > 10
+    assert held.memory_gib["device"] - slept.memory_gib["device"] > 5
+    assert slept.memory_gib["kv_cache"] == pytest.approx(0.6 * 80, rel=0.01)  # the rollout phase holds it
     assert slept.memory_gib["device"] >= 0.6 * 80
     assert "sleep mode" in slept.notes["kv_cache"]
     s = setup_from_workload(Workload(**kw, vllm_sleep=True), "H100")
