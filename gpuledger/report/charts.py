@@ -453,6 +453,87 @@ def progress_chart(best: Sequence[tuple[float, float]],
     return _render(draw, title)
 
 
+def lines_chart(series: Sequence[tuple[str, str, Sequence[tuple[float, float]], bool]], *, title: str,
+                x_label: str, y_label: str, legend: Sequence[tuple[str, str]] = (),
+                width_in: float = FULL_IN) -> str:
+    """Returns one thin line per series (name, colour, [(x, y)...] in order, emphasised), e.g. each
+    trial's learning curve: an emphasised series is drawn thick and on top; each line's name is placed
+    at its last point where it overlaps nothing (`place_labels`: emphasised first); `legend` (text,
+    colour) explains the colours under the chart."""
+    if not any(_finite([v for p in pts for v in p]) for _, _, pts, _ in series):
+        return empty_chart(title, "no points logged yet", width_in)
+
+    def draw() -> MplFigure:
+        fig, ax = _new(width_in, HEIGHT_IN + 0.4)
+        labels = []
+        for name, colour, pts, strong in sorted(series, key=lambda s: s[3]):
+            pts = [p for p in pts if _finite(p) == [float(p[0]), float(p[1])]]
+            if not pts:
+                continue
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "-", color=colour, linewidth=2.4 if strong else 1.0,
+                    alpha=1.0 if strong else 0.75, zorder=3 if strong else 2)
+            ax.plot([pts[-1][0]], [pts[-1][1]], "o", color=colour, markersize=5 if strong else 3, zorder=3)
+            labels.append((strong, pts[-1][0], pts[-1][1], name, colour))
+        ax.set_xlim(left=0)
+        ax.margins(x=0.08, y=0.08)
+        ax.set_title(title, loc="left")
+        ax.set_xlabel(x_label)
+        ax.set_ylabel(y_label)
+        place_labels(fig, ax, [(x, y, n, c) for _, x, y, n, c in sorted(labels, key=lambda r: not r[0])])
+        _legend_below(fig, [Patch(color=c, label=t) for t, c in legend])
+        return fig
+    return _render(draw, title)
+
+
+def params_chart(panels: Sequence[tuple[str, str, Sequence[tuple[float | str, float, str]]]], *, title: str,
+                 y_label: str, best: tuple[str, float] | None = None, legend: Sequence[tuple[str, str]] = (),
+                 width_in: float = FULL_IN) -> str:
+    """Returns the objective against each hyper-parameter, one panel per parameter side by side:
+    `panels` are (parameter, scale, [(value, objective, colour)...]) with scale 'log', 'linear' or
+    'category' (values drawn as evenly spaced categories in the order given); `best` (y label, y)
+    draws the best value as a dashed line across every panel."""
+    panels = [p for p in panels if any(_finite([y]) for _, y, _ in p[2])][:6]
+    if not panels:
+        return empty_chart(title, "no trial has a value of the objective yet", width_in)
+
+    def draw() -> MplFigure:
+        fig = MplFigure(figsize=(width_in, HEIGHT_IN), layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+        for ax, (name, scale, pts) in zip(axes, panels, strict=True):
+            pts = [p for p in pts if _finite([p[1]])]
+            if scale == "category":
+                cats = list(dict.fromkeys(str(p[0]) for p in pts))
+                xs = [cats.index(str(p[0])) for p in pts]
+                ax.set_xticks(range(len(cats)), [c if len(c) <= 10 else c[:9] + "…" for c in cats])
+                ax.set_xlim(-0.6, len(cats) - 0.4)
+            else:
+                xs = [float(p[0]) for p in pts]
+                if scale == "log":  # ticks as plain numbers (0.001, 0.01): text is never parsed as math here
+                    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+                    ax.set_xscale("log")
+                    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+                    ax.xaxis.set_minor_formatter(NullFormatter())
+                ax.margins(x=0.12)
+            ax.scatter(xs, [p[1] for p in pts], c=[p[2] for p in pts], s=30, edgecolors="white", linewidths=0.6,
+                       zorder=3)
+            if best is not None:
+                ax.axhline(best[1], color=GREY, linestyle="--", linewidth=1.0, zorder=1)
+            ax.set_xlabel(name)
+        axes[0].set_ylabel(y_label)
+        fig.suptitle(title, x=0.0, ha="left", fontsize=TITLE_PT, fontweight="bold")
+        handles = [Patch(color=c, label=t) for t, c in legend]
+        if best is not None:
+            from matplotlib.lines import Line2D
+
+            handles.append(Line2D([], [], color=GREY, linestyle="--", label=best[0]))
+        _legend_below(fig, handles)
+        return fig
+    return _render(draw, title)
+
+
 __all__ = ["BLUE", "COLOUR_NAMES", "CYAN", "FONT_PT", "FULL_IN", "GREEN", "GREY", "GanttBar", "HALF_IN",
            "MAGENTA", "ORANGE", "Point", "RED", "STATUS_COLOURS", "TEAL", "bar_chart", "colour_name", "curve_chart",
-           "empty_chart", "gantt_chart", "place_labels", "progress_chart", "scatter_chart", "step_chart"]
+           "empty_chart", "gantt_chart", "lines_chart", "params_chart", "place_labels", "progress_chart", "scatter_chart",
+           "step_chart"]

@@ -44,6 +44,7 @@ from gpuledger.report.common import (
     usd,
     write_report,
 )
+from gpuledger.report.curves import curves_section
 from gpuledger.report.document import (
     Card,
     Cards,
@@ -452,6 +453,10 @@ def sweep_document(data: SweepData) -> Document:
     else:
         blocks.append(Section("Progress: best metric over time and money",
                               [Columns([figs["best_time"], figs["best_cost"]])]))
+    idx = dict(zip(data.trials["trial_id"].to_list(), data.trials["trial_index"].to_list(), strict=True)) \
+        if data.trials.height else {}
+    blocks.append(curves_section(data.curves, data.trials.to_dicts() if data.trials.height else [], s,
+                                 lambda tid: trial_label(tid, idx.get(tid))))
     wi_headers = ["K (parallel slots)", f"time to recipe ({unit})", "cost to recipe", "Pareto", "actual"]
     wi_cloud = bool(wi) and wi[0]["cloud_cost_usd"] is not None
     if wi_cloud:
@@ -500,7 +505,7 @@ def sweep_document(data: SweepData) -> Document:
     subtitle = (f"sweep {s['sweep_id']} · project {s['project'] or '—'} · owner {s['owner'] or '—'} · "
                 f"launcher {s['launcher'] or '—'} · started {_ts(s['started_at'])} UTC · status {s['status'] or '—'}")
     footer = (f"From the warehouse views v_sweep_roi, v_trial_results, v_trial_timeline, v_estimate_accuracy, "
-              f"v_spot_savings, v_waste, v_sweep_billed. Money: {s['price_source']}. Times: measured by the agent in each job.")
+              f"v_spot_savings, v_waste, v_sweep_billed and the objective's points in metrics. Money: {s['price_source']}. Times: measured by the agent in each job.")
     if data.probes is not None and data.probes.height:
         footer += " Probes: v_probes."
     if data.adaptive is not None:

@@ -47,6 +47,8 @@ class SweepData:
     probes: pl.DataFrame | None = None  # v_probes rows of the sweep (`gpuledger probe`), None/empty: no probe
     #: the stored plan's bands (`plan_bands`): {"trials": {trial_id: band fields}, totals, confidence}; {} before them
     plan_bands: dict[str, Any] = field(default_factory=dict)
+    #: the objective's points of every run (named query `learning_curves`): the learning curves section
+    curves: list[dict[str, Any]] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------------------ load
@@ -116,6 +118,8 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
         pools=load_pools(wh, sid),
         probes=wh.query_named("report_sweep_probes", p),
         plan_bands=plan_bands(wh.query_named("report_sweep_plan", p).to_dicts()),
+        curves=wh.query_named("learning_curves", {"sweep_id": sid, "model": None, "method": None,
+                                                  "metric": None}).to_dicts(),
     )
 
 

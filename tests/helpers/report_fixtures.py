@@ -165,6 +165,13 @@ LOCAL_TRIALS = [
 LOCAL_SWEEP_ID = "demo-lora-00001111"
 
 
+def local_curve(final: float, wall_s: float, points: int = 9) -> list[dict]:
+    """An eval_loss learning curve from 4.5 at step 0 down to `final` at step 384 (one point per 48 steps),
+    as the demo trainer logs one."""
+    return [{"name": "eval_loss", "value": final + (4.5 - final) * (1 - k / (points - 1)) ** 2, "step": 48 * k,
+             "t_s": wall_s * k / (points - 1)} for k in range(points)]
+
+
 def build_local_demo(path) -> None:
     """A finished local sweep `demo-lora` like the demo's: 4 trials on this machine, 2 at a time,
     billed at the bundled reference rate (gpuledger/catalog/local_reference.csv), each with the plan's
@@ -188,7 +195,8 @@ def build_local_demo(path) -> None:
             for i, tid, lr, wall, _loss, cw, cu in LOCAL_TRIALS])
         wh.ingest_records([
             example_record(f"{tid}-1", tid, sweep_id=LOCAL_SWEEP_ID, started_at=starts[i], wall_s=wall,
-                           usd_per_hour=rate, final_metrics={"eval_loss": loss}, peak_rss_gib=0.12)
+                           usd_per_hour=rate, final_metrics={"eval_loss": loss}, peak_rss_gib=0.12,
+                           metrics=local_curve(loss, wall))
             for i, tid, _lr, wall, loss, _cw, _cu in LOCAL_TRIALS])
         wh.mark_trials(LOCAL_SWEEP_ID, [t[1] for t in LOCAL_TRIALS], "succeeded")
         wh.finish_sweep(LOCAL_SWEEP_ID, status="succeeded", ended_at="2026-01-05T10:03:00")
