@@ -1,7 +1,8 @@
 """`gpuledger sweep` as a real process: SIGKILLed after its first ingested result, then run again.
 
-The second run must re-run no trial that succeeded in the first and duplicate no row; the killed
-process must leave nothing running (its temporary Prefect server and its trials die with it).
+The second run (on the session's Prefect server) must re-run no trial that succeeded in the first and
+duplicate no row; the killed process must leave nothing running (its temporary Prefect server and its
+trials die with it).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def descendants(pid: int) -> list[psutil.Process]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # a temporary Prefect server can take minutes to start on a loaded machine
-def test_killed_sweep_resumes_without_rerunning_or_duplicating(tmp_path, _isolated_warehouse):
+def test_killed_sweep_resumes_without_rerunning_or_duplicating(tmp_path, _isolated_warehouse, prefect_api_url):
     spec = write_spec(tmp_path, "kill-grid", xs=(0.1, 0.2, 0.3, 0.4), sleep=2.0, max_parallel=1)
     env = sweep_env(tmp_path, _isolated_warehouse)
     proc = subprocess.Popen([*gpuledger(), "sweep", str(spec)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
@@ -89,8 +90,10 @@ def test_killed_sweep_resumes_without_rerunning_or_duplicating(tmp_path, _isolat
     done_first = set(first["trial_id"])
 
     (tmp_path / "no-sleep").touch()  # the trials left run at once now (the sleep only kept the first run busy)
-    again = subprocess.run([*gpuledger(), "sweep", str(spec)], cwd=tmp_path, env=env, capture_output=True,
-                           text=True, timeout=600)
+    # the second run on the session's Prefect server (what resumes is in the warehouse and the landing folder,
+    # not in the killed run's server; a second temporary server would only cost its start)
+    again = subprocess.run([*gpuledger(), "sweep", str(spec)], cwd=tmp_path, env={**env, "PREFECT_API_URL": prefect_api_url},
+                           capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     with Warehouse.open(read_only=True) as wh:
         runs = wh.query("SELECT trial_id, run_id, status FROM runs")
