@@ -103,18 +103,33 @@ def memory_band_of(workload_text: str | None, table=None):
                     w.get("gpus") or 1, None, table=table)
 
 
-def memory_fit_factors(workload_texts: list, table=None) -> tuple[list[float], list[float]]:
-    """Returns per estimate row the (P10, P90) multipliers of its peak memory (1, 1 where
-    `memory_band_of` gives none); one band per distinct workload."""
-    cache: dict = {}
+def memory_fit_factors(estimates: pl.DataFrame, table=None) -> tuple[pl.Series, pl.Series]:
+    """Returns per estimate row the (P10, P90) multipliers of its peak memory (1, 1 where `memory_band_of`
+    gives none). A plan's rows share their framework, method and device (the spec's; search parameters do
+    not change them), so the band is looked up per (precision, GPU count) of the rows, not per workload:
+    the first row's workload names the rest (a frame without workloads, or a CPU plan, gets 1, 1)."""
+    n = estimates.height
+    ones = pl.Series("f", [1.0] * n, dtype=pl.Float64)
+    if "workload" not in estimates.columns or not n:
+        return ones, ones
+    first = next((t for t in estimates["workload"].head(64).to_list() if t), None)
+    band = memory_band_of(first, table)
+    if band is None:
+        return ones, ones
+    w = json.loads(first)["workload"]
+    from gpuledger.estimate.bands import band_for
+
+    shapes = estimates.select("precision", "gpus").unique()
     lo, hi = [], []
-    for text in workload_texts:
-        if text not in cache:
-            b = memory_band_of(text, table)
-            cache[text] = (1.0, 1.0) if b is None else (b.p10, b.p90)
-        lo.append(cache[text][0])
-        hi.append(cache[text][1])
-    return lo, hi
+    for precision, gpus in shapes.iter_rows():
+        b = band_for("memory", w.get("framework") or "hf", w.get("method") or "lora", precision, gpus or 1, None,
+                     table=table)
+        lo.append(b.p10)
+        hi.append(b.p90)
+    f = estimates.select("precision", "gpus").join(
+        shapes.with_columns(_lo=pl.Series(lo, dtype=pl.Float64), _hi=pl.Series(hi, dtype=pl.Float64)),
+        on=["precision", "gpus"], how="left", maintain_order="left", nulls_equal=True)
+    return f["_lo"].fill_null(1.0), f["_hi"].fill_null(1.0)
 
 
 def oom_risk(est_gib: float, usable_gib: float, p10: float, p50: float, p90: float) -> float:

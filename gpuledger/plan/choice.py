@@ -269,11 +269,9 @@ def _memory_fit_columns(est: pl.DataFrame, s: PlanSettings) -> tuple[pl.Series, 
     the estimate itself where no band applies)."""
     from gpuledger.plan.bands import memory_fit_factors
 
-    texts = est["workload"].to_list() if "workload" in est.columns else [None] * est.height
-    lo, hi = memory_fit_factors(texts, s.band_table)
+    lo, hi = memory_fit_factors(est, s.band_table)
     mem = est["est_memory_gib"]
-    return (mem * pl.Series(lo, dtype=pl.Float64)).alias("est_memory_gib"), \
-        (mem * pl.Series(hi, dtype=pl.Float64)).alias("est_memory_gib")
+    return (mem * lo).alias("est_memory_gib"), (mem * hi).alias("est_memory_gib")
 
 
 def _keys(est: pl.DataFrame, times: pl.DataFrame, accel: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, KeyCompute, np.ndarray]:
