@@ -330,6 +330,9 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     elif sharding in ("zero3", "fsdp"):
         if n > 1:
             m.overhead = SHARDED_ALLOCATOR_OVERHEAD
+            m.assumptions.append(f"{sharding} over {n} GPUs: reserved = allocated + {SHARDED_ALLOCATOR_OVERHEAD:.0%} (units "
+                                 "all-gathered and reduce-scattered on their own streams fragment the caching "
+                                 "allocator; llama-recipes' FSDP runs measured 27-29%)")
         if sharding == "fsdp" and lora_like and fw == "litgpt":
             # lit-gpt's FSDPStrategy checkpoints every Block (activation_checkpointing_policy={Block})
             # and puts frozen and LoRA params into one FlatParameter (use_orig_params=True), so FSDP
