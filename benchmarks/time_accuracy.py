@@ -81,11 +81,32 @@ def whole_runs() -> list[dict]:
     out = []
     for r in rows():
         model_s, stated_s = r.model_s(), r.model_s(stated_mean=True)
-        out.append({"id": r.id, "source": r.source, "framework": r.workload.framework,
-                    "micro_batch": r.workload.micro_batch, "measured_s": r.measured_s, "model_s": round(model_s, 1),
-                    "error": model_s / r.measured_s - 1, "model_s_stated_mean": round(stated_s, 1),
-                    "error_stated_mean": stated_s / r.measured_s - 1})
+        row = {"id": r.id, "source": r.source, "framework": r.workload.framework, "gpus": r.workload.gpus,
+               "micro_batch": r.workload.micro_batch, "measured_s": r.measured_s, "model_s": round(model_s, 1),
+               "error": model_s / r.measured_s - 1, "model_s_stated_mean": round(stated_s, 1),
+               "error_stated_mean": stated_s / r.measured_s - 1}
+        if r.claimed_usd is not None:
+            row |= claimed_dollars(r)
+        out.append(row)
     return out
+
+
+def claimed_dollars(r) -> dict:
+    """Returns what `estimate --tokens` prints for a whole run with a "for $X" claim, as a user asks it (the
+    run's GPU kind and count): its P50 time and on-demand dollars at the catalog's cheapest offer
+    (`gpuledger.plan.gpu_table.gpu_options`, the band's P50 included), against the claimed hours and dollars."""
+    from gpuledger.catalog.pricing import load_offers
+    from gpuledger.plan.gpu_table import gpu_options
+
+    w = r.workload
+    opt = gpu_options(w, r.tokens, load_offers(), [r.accelerator], counts=[w.gpus])[0]
+    if not opt.get("fits") or opt.get("usd_on_demand") is None:
+        return {"plan_error": None, "usd_error": None, "plan_note": opt.get("reason") or "no offer"}
+    p50 = opt["time_s"]["p50"]
+    return {"claimed_usd": r.claimed_usd, "plan_s": p50, "plan_usd": opt["usd_on_demand"],
+            "plan_error": p50 / r.measured_s - 1, "usd_error": opt["usd_on_demand"] / r.claimed_usd - 1,
+            "claimed_usd_per_gpu_h": r.claimed_usd / (r.measured_s / 3600) / w.gpus,
+            "plan_usd_per_gpu_h": opt["usd_on_demand"] / (p50 / 3600) / w.gpus}
 
 
 def _fmt(s: dict) -> str:
@@ -126,6 +147,19 @@ def main(argv: list[str]) -> int:
         s = summarize(errs).to_json()
         print(f"whole runs {g:33} {s['cases']:3d}  {s['median_abs_error']:6.1%} {s['within_25pct']:6.0%}  "
               f"(median signed {statistics.median(errs):+.1%})")
+    claims = [r for r in runs if r.get("plan_error") is not None]
+    if claims:
+        print("\nwhole runs with a dollar claim, as `estimate --tokens` prints them (the band's P50 time; on-demand "
+              "dollars at the catalog's cheapest offer of that GPU kind and count):")
+        for r in claims:
+            print(f"{r['id']:40} {r['measured_s'] / 3600:7.2f} h  plan {r['plan_s'] / 3600:7.2f} h {r['plan_error']:+7.1%}   "
+                  f"${r['claimed_usd']:>8,.0f} plan ${r['plan_usd']:>8,.0f} {r['usd_error']:+7.1%}   "
+                  f"($/GPU-h claimed {r['claimed_usd_per_gpu_h']:.2f}, catalog {r['plan_usd_per_gpu_h']:.2f})")
+        for key, what in (("plan_error", "hours"), ("usd_error", "dollars")):
+            errs = [r[key] for r in claims]
+            s = summarize(errs).to_json()
+            print(f"dollar claims, {what:8} {s['cases']:3d}  {s['median_abs_error']:6.1%} {s['within_25pct']:6.0%}  "
+                  f"(median signed {statistics.median(errs):+.1%})")
     stated = [r["error_stated_mean"] for r in runs]
     s = summarize(stated).to_json()
     print(f"whole runs {'all, mean length stated':33} {s['cases']:3d}  {s['median_abs_error']:6.1%} {s['within_25pct']:6.0%}  "

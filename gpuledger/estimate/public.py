@@ -202,6 +202,8 @@ class WholeRun:
     tokens: float
     mean_tokens: float
     measured_s: float
+    #: the dollars the source says the run cost (a "trained for $X" claim), None when it says none
+    claimed_usd: float | None = None
 
     def model_s(self, stated_mean: bool = False) -> float:
         """Returns gpuledger's whole-run time (`train_time_s`: steps, load, checkpoints), with the default
@@ -224,8 +226,12 @@ def whole_runs() -> tuple[WholeRun, ...]:
         w = Workload(model=r["model"], method=r["method"], precision=r["precision"], framework=r["framework"],
                      micro_batch=int(r["micro_batch"]), seq_len=int(r["seq_len"]), gpus=int(r["gpus"]),
                      grad_ckpt=r["grad_ckpt"] == "true", lora_r=int(r["lora_r"]), lora_targets=r["lora_targets"],
-                     packing=r["packing"] == "true", grad_accum=int(r["grad_accum"]) if r["grad_accum"] else None)
+                     packing=r["packing"] == "true", flash_attn=r.get("flash_attn") != "false", grad_accum=int(r["grad_accum"]) if r["grad_accum"] else None,
+                     eval_steps=float(r["eval_steps"]) if r.get("eval_steps") else None,
+                     eval_samples=int(r["eval_samples"]) if r.get("eval_samples") else None,
+                     # packed: the lengths do not shape the step; the row's samples (its eval's too) are its mean long
+                     sample_tokens=max(1, round(float(r["mean_tokens"]))) if r["packing"] == "true" else None)
         tokens = float(r["epochs"]) * float(r["samples"]) * float(r["mean_tokens"])
         out.append(WholeRun(r["id"], r["source"], w, r["accelerator"], tokens, float(r["mean_tokens"]),
-                            float(r["runtime_s"])))
+                            float(r["runtime_s"]), float(r["usd"]) if r.get("usd") else None))
     return tuple(out)

@@ -327,3 +327,16 @@ def test_a_spec_states_its_evaluation_as_the_trainer_does():
                       (dict(eval_strategy="no", eval_steps=10, eval_samples=10), "eval_strategy steps")):
         with pytest.raises(ValueError, match=says):
             Train(**bad)
+
+
+def test_whole_runs_carry_their_evaluation_and_dollar_claims():
+    from gpuledger.estimate import estimate, train_time_s
+    from gpuledger.estimate.public import whole_runs
+
+    runs = {r.id: r for r in whole_runs()}
+    r = runs["llmc_gpt2_124m_8xa100"]  # llm.c: val + HellaSwag every 250 steps, "90 minutes for $20"
+    assert r.workload.eval_steps == 250 and r.workload.eval_samples > 0 and r.claimed_usd == 20
+    bare = r.workload.model_copy(update={"eval_steps": None, "eval_samples": None})
+    assert r.model_s() > 1.05 * train_time_s(estimate(bare), r.tokens, r.accelerator)  # evaluation is in the run
+    assert runs["philschmid23_a10g_llama2_7b_qlora_dolly_eager"].workload.flash_attn is False
+    assert all(x.claimed_usd is None or x.claimed_usd > 0 for x in runs.values())
