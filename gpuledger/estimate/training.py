@@ -500,9 +500,10 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         "optimizer_step": dict(weights=weights + extra_frozen, optimizer=opt, optimizer_temporaries=opt_temp,
                                buffers=buffers, gradients=0.0 if in_bwd else grads),
     }
-    if w.eval_batch and not rl:
-        comps["eval"] = _eval_phase(w, cfg, fw, dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers),
-                                    sp * tp, m)
+    eval_b = eval_batch_of(w)
+    if eval_b and not rl:
+        comps["eval"] = _eval_phase(w, cfg, fw, eval_b, dict(weights=weights + extra_frozen, optimizer=opt,
+                                                              buffers=buffers), sp * tp, m)
     if rl:
         gen = _generation_phase(w, cfg, n_seq, seq, dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers), m)
         if gen is not None:
@@ -521,8 +522,8 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     m.peak_phase = peak
     at = comps[peak]
     if peak == "eval":
-        m.notes["activations"] = f"evaluation ({w.eval_batch} x {w.seq_len} tokens, no grad): one block's working set"
-        m.notes["logits"] = f"evaluation logits + loss of {w.eval_batch * w.seq_len:,} tokens x {vocab:,} vocab (no grad)"
+        m.notes["activations"] = f"evaluation ({eval_b} x {w.seq_len} tokens, no grad): one block's working set"
+        m.notes["logits"] = f"evaluation logits + loss of {eval_b * w.seq_len:,} tokens x {vocab:,} vocab (no grad)"
         m.notes["gradients"] = "none at evaluation (set to None by the last step)"
     for attr in ("weights", "gradients", "optimizer", "optimizer_temporaries", "activations", "logits", "kv_cache",
                  "buffers"):
@@ -534,20 +535,40 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     return m
 
 
-def _eval_phase(w: Workload, cfg: ModelConfig, fw: str, static: dict, split: int, m: MemoryBreakdown) -> dict:
-    """Returns the components of a no-grad evaluation step of `w.eval_batch` sequences of `w.seq_len` tokens:
+#: Sequences per GPU of an evaluation when the run evaluates (`eval_steps`) without saying its batch:
+#: Transformers' TrainingArguments (and TRL's configs) `per_device_eval_batch_size` = 8; torchtune's and
+#: lit-gpt's validation loops reuse the training micro-batch.
+HF_EVAL_BATCH = 8
+
+
+def eval_batch_of(w: Workload) -> int | None:
+    """Returns the sequences per GPU of the run's evaluation: `eval_batch`, else (the run evaluates:
+    `eval_steps` given) the framework's default, else None (no eval phase)."""
+    if w.eval_batch:
+        return w.eval_batch
+    if w.eval_steps is None:
+        return None
+    return HF_EVAL_BATCH if memory_habits(w.framework) == "hf" else w.micro_batch
+
+
+def _eval_phase(w: Workload, cfg: ModelConfig, fw: str, eval_b: int, static: dict, split: int,
+                m: MemoryBreakdown) -> dict:
+    """Returns the components of a no-grad evaluation step of `eval_b` sequences of `w.seq_len` tokens:
     the model's states (the gradients were set to None by the last step's zero_grad, Trainer's habit), one
     block's working set (the no-grad forward frees each block's intermediates: the prefill working set
     `inference_breakdown` counts) and the eval logits and loss (`eval_loss_bytes_per_token`), split over the
     sequence- and tensor-parallel ranks like the training step's."""
     a, d = _act_bytes(w.precision), cfg.hidden_size
-    tokens = w.eval_batch * w.seq_len
+    tokens = eval_b * w.seq_len
     act = tokens * (4 * d + (3 if cfg.gated_mlp else 2) * cfg.mlp_width_per_token) * a
     if not w.flash_attn:
-        act += w.eval_batch * cfg.num_heads * w.seq_len * w.seq_len * (4 + a)
+        act += eval_b * cfg.num_heads * w.seq_len * w.seq_len * (4 + a)
     logits = tokens * eval_loss_bytes_per_token(cfg, w.precision, fw if fw != "torchtune" else w.framework,
                                                 w.chunked_ce, w.fused_ce)
-    m.assumptions.append(f"evaluation of {w.eval_batch} x {w.seq_len} tokens per GPU between steps (eval_batch): "
+    said = "eval_batch" if w.eval_batch else ("per_device_eval_batch_size's default" if eval_b == HF_EVAL_BATCH
+                                              and not w.eval_batch and memory_habits(w.framework) == "hf"
+                                              else "the training micro-batch")
+    m.assumptions.append(f"evaluation of {eval_b} x {w.seq_len} tokens per GPU between steps ({said}): "
                          "its no-grad peak is the eval phase")
     return dict(static, activations=act / split, logits=logits / split)
 

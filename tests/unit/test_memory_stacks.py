@@ -207,3 +207,14 @@ def test_deepspeed_keeps_fp32_masters_and_moments_whatever_the_model_dtype():
     assert (s["weights"] + s["gradients"] + s["optimizer"]) * GIB == pytest.approx(16 * P8 / 8)
     assert (f["weights"] + f["gradients"] + f["optimizer"]) * GIB == pytest.approx(8 * P8 / 8)
     assert "DeepSpeed" in z3.notes["optimizer"]
+
+
+def test_a_run_that_evaluates_takes_its_frameworks_eval_batch():
+    # eval_steps without eval_batch: Transformers' per_device_eval_batch_size (8); torchtune the micro-batch
+    common = dict(model=L8, method="lora", micro_batch=2, seq_len=1024, eval_steps=100, eval_samples=200)
+    hf = estimate(Workload(**common))
+    assert hf.phases_gib["eval"] > 0 and any("per_device_eval_batch_size" in a for a in hf.assumptions)
+    assert hf.phases_gib["eval"] == pytest.approx(estimate(Workload(**common, eval_batch=8)).phases_gib["eval"])
+    tt = estimate(Workload(**common, framework="torchtune"))
+    assert tt.phases_gib["eval"] == pytest.approx(estimate(Workload(**common, framework="torchtune",
+                                                                    eval_batch=2)).phases_gib["eval"])
