@@ -58,12 +58,20 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from gpuledger import vocabulary
 from gpuledger.launch.base import LaunchRequest, TrialStatus
-from gpuledger.launch.skypilot_logs import new_points, signed_result_lines, unsigned_note
+from gpuledger.launch.skypilot_logs import (  # noqa: F401 - parse_cluster_resources re-exported
+    _clean,
+    _iso,
+    _ts,
+    new_points,
+    parse_cluster_resources,
+    signed_result_lines,
+    unsigned_note,
+)
+from gpuledger.launch.skypilot_pack import PACK_WAIT_S, Packer, PackGroup, bill_share, packed_task_config
 from gpuledger.launch.skypilot_pool import PoolKeeper, pool_job_config
 from gpuledger.launch.skypilot_sdk import QUEUE_FIELDS, SkySDK  # noqa: F401 - the SDK boundary, re-exported
 from gpuledger.launch.skypilot_task import (  # noqa: F401 - the task part, re-exported
@@ -187,43 +195,8 @@ class SkyJob:
     #: the key the job's agent signs its result line with (a task secret, made per launch): a line
     #: without its signature is never believed (`skypilot_logs.signed_result_lines`)
     key: bytes = field(default_factory=lambda: secrets.token_hex(32).encode(), repr=False)
-
-
-def parse_cluster_resources(text: str | None) -> tuple[str | None, bool | None]:
-    """Returns (instance_type, spot) from the queue's `cluster_resources[_full]` string.
-
-    SkyPilot formats it as `[spot](gpus=A100:8, cpus=96, mem=1152, p4d.24xlarge, ...)`, possibly
-    prefixed by the node count (`1x`); the instance type is the element that is not `key=value`.
-    """
-    if not text or "(" not in text:
-        return None, None
-    spot = "[spot]" in text
-    inner = text[text.index("(") + 1:text.rindex(")") if ")" in text else len(text)]
-    for element in (e.strip() for e in inner.split(",")):
-        if element and "=" not in element and element != "..." and not element.endswith("..."):
-            return element, spot
-    return None, spot
-
-
-def _clean(value: Any) -> str | None:
-    if value in (None, "", "-"):
-        return None
-    return str(value)
-
-
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat()
-
-
-def _ts(value: Any) -> float | None:
-    if value in (None, ""):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    #: packed trials: (the job's slot id, this trial's share, trials in the job, its PackGroup); None: its own job
+    pack: tuple[str, float, int, Any] | None = field(default=None, repr=False)
 
 
 class SkyPilotLauncher:
@@ -247,6 +220,8 @@ class SkyPilotLauncher:
         clock: Callable[[], float] = time.time,
         config_builder: Callable[[dict[str, Any]], Any] | None = None,
         log: Any = None,
+        pack: int = 1,  # packed trials: k agents in one job (gpuledger/launch/skypilot_pack.py)
+        pack_wait_s: float = PACK_WAIT_S,
         **_ignored: Any,  # options meant for other launchers (max_parallel, landing_dir, ...)
     ):
         self.sdk = sdk if sdk is not None else SkySDK()
@@ -264,6 +239,7 @@ class SkyPilotLauncher:
         self.config_builder = config_builder or build_config
         self.pools = PoolKeeper(self.sdk, self.config_builder, clock, log)
         self.pool_usage: list[Any] = []  # `PoolUsage` per pool, after `close`
+        self.packer = Packer(pack, pack_wait_s) if pack > 1 else None
 
     # -- protocol ----------------------------------------------------------------------------
 
@@ -288,6 +264,8 @@ class SkyPilotLauncher:
         return self.task_builder(request, **options)
 
     def submit(self, request: LaunchRequest) -> SkyJob:
+        if self.packer is not None and request.pool is None:
+            return self.packer.submit(request, secrets.token_hex(32).encode(), self._launch_packed)
         name = job_name(request)
         pool = self.pools.ensure(request, self._task_options(request))
         key = secrets.token_hex(32).encode()  # this launch's: the job's agent signs its result line with it
@@ -297,6 +275,16 @@ class SkyPilotLauncher:
         if pool is not None:
             self.pools.attach(pool, handle)
         return handle
+
+    def _launch_packed(self, group: PackGroup) -> list[SkyJob]:
+        """Launches `group` as one job (parsed by SkyPilot's own `from_yaml_config`); a handle per trial."""
+        reqs, keys = [r for r, _ in group.members], [k for _, k in group.members]
+        config = packed_task_config(reqs, keys, **self._task_options(reqs[0]))
+        task = config if self.task_builder is task_config else self.config_builder(config)
+        job_id = int(self.sdk.launch(task, config["name"]))
+        slot = f"{config['name']}-job{job_id}"
+        return [SkyJob(request=r, job_id=job_id, name=config["name"], submitted_at=self.clock(), key=k,
+                       pack=(slot, group.share(i), len(reqs), group)) for i, (r, k) in enumerate(group.members)]
 
     def close(self) -> None:
         """The sweep ended (or was interrupted): tears down its pools; `pool_usage` says what they cost."""
@@ -315,8 +303,9 @@ class SkyPilotLauncher:
     def cancel(self, handle: SkyJob) -> None:
         if handle.status in vocabulary.LAUNCH_TERMINAL or handle.cancel_requested:
             return
-        self.sdk.cancel(handle.job_id)
         handle.cancel_requested = True
+        if handle.pack is None or all(h.cancel_requested for h in handle.pack[3].handles):
+            self.sdk.cancel(handle.job_id)  # a packed job: once every trial in it was cancelled
 
     def progress(self, handle: SkyJob, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
         """Returns (the echoed objective points the running trial logged at steps >= `offset`, the new
@@ -556,6 +545,8 @@ class SkyPilotLauncher:
         rec.setdefault("params", dict(req.params))
         wall_s = max(0.0, end - start)  # billed: the cluster's whole attempt, set-up included
         rec["billing"] = [self._billing(req, cloud, region, instance, spot, wall_s)]
+        if handle.pack is not None:  # one job, k trials: each billed its share of the job's attempt
+            bill_share(rec, handle.pack[0], handle.pack[1], handle.pack[2])
         return rec
 
     def _failure(self, handle: SkyJob, sky_status: str) -> str:

@@ -1,7 +1,8 @@
 """What a SkyPilot job's logs say: its `GPULEDGER_RESULT` records and `GPULEDGER_METRIC` points.
 
 No `sky` import: pure text parsing, shared by `SkyPilotLauncher.collect` (result lines) and
-`SkyPilotLauncher.progress` (a running trial's metric points for the pruner). Both tolerate
+`SkyPilotLauncher.progress` (a running trial's metric points for the pruner), and the queue's
+`cluster_resources` and time stamps (`parse_cluster_resources`, `_ts`). Both tolerate
 SkyPilot's log prefixes (`(task, pid=123) GPULEDGER_RESULT {...}`) and whatever follows the JSON on
 its line (colour codes), and skip bad JSON. A result line is believed only when it carries the
 agent's signature under the job's key (`signed_result_lines`; the line format is in
@@ -29,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Collection, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from gpuledger.agent.signing import result_line_signed
@@ -101,3 +103,40 @@ def new_points(logs: str, offset: int, names: Collection[str]) -> tuple[list[dic
         out.append({"name": p["name"], "value": float(value), "step": step, "time": p.get("time")})
         watermark = step + 1
     return out, watermark
+
+
+def parse_cluster_resources(text: str | None) -> tuple[str | None, bool | None]:
+    """Returns (instance_type, spot) from the queue's `cluster_resources[_full]` string.
+
+    SkyPilot formats it as `[spot](gpus=A100:8, cpus=96, mem=1152, p4d.24xlarge, ...)`, possibly
+    prefixed by the node count (`1x`); the instance type is the element that is not `key=value`.
+    """
+    if not text or "(" not in text:
+        return None, None
+    spot = "[spot]" in text
+    inner = text[text.index("(") + 1:text.rindex(")") if ")" in text else len(text)]
+    for element in (e.strip() for e in inner.split(",")):
+        if element and "=" not in element and element != "..." and not element.endswith("..."):
+            return element, spot
+    return None, spot
+
+
+def _clean(value: Any) -> str | None:
+    if value in (None, "", "-"):
+        return None
+    return str(value)
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat()
+
+
+def _ts(value: Any) -> float | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

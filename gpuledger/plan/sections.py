@@ -275,10 +275,14 @@ class PackingPlan:
     """A cloud plan of one-GPU trials: one per GPU beside k per GPU, the k recommended and why."""
 
     options: tuple[PackingOption, ...]
-    recommended: int
+    recommended: int | None
     basis: str
     why: str = field(default="")
+    #: what the sweep runs (`resources.trials_per_gpu`, gpuledger.runtime.accepted.choose_pack), and why
+    chosen: int | None = None
+    chosen_why: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"options": [o.to_json() for o in self.options], "recommended": self.recommended, "basis": self.basis,
-                "why": self.why}
+                "why": self.why, **({"chosen": self.chosen, "chosen_why": self.chosen_why}
+                                    if self.chosen is not None else {})}

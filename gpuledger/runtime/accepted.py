@@ -95,7 +95,7 @@ def prepare(spec_path: str | Path, *, launcher: str | None = None, max_parallel:
 
 
 #: the launchers that run packed slots (k agents in one job); the others run one trial per slot
-PACKING_LAUNCHERS = ("local",)
+PACKING_LAUNCHERS = ("local", "skypilot")
 
 
 def choose_pack(spec: SweepSpec, plan: Plan, path: Path, launcher: str = "local") -> tuple[int, Plan]:
@@ -108,23 +108,25 @@ def choose_pack(spec: SweepSpec, plan: Plan, path: Path, launcher: str = "local"
     want = spec.resources.trials_per_gpu
     pk = plan.packing
     if want == "auto":
-        k = int(pk["recommended"]) if pk else 1
-        why = (f"trials_per_gpu auto: {pk['why']}" if pk else
+        k = int(pk.recommended or 1) if pk else 1
+        why = (f"trials_per_gpu auto: {pk.why}" if pk else
                "trials_per_gpu auto: 1 (the plan offers no packing: fewer than 2 one-GPU trials with estimates)")
         if k > 1 and launcher not in PACKING_LAUNCHERS:
-            k, why = 1, (f"trials_per_gpu auto: 1, not the plan's {pk['recommended']}: the {launcher} launcher runs "
-                         "one trial per GPU (packed jobs run on the local launcher only)")
+            k, why = 1, (f"trials_per_gpu auto: 1, not the plan's {k}: the {launcher} launcher runs "
+                         "one trial per GPU (packed jobs run on local and skypilot)")
     elif int(want) > 1 and launcher not in PACKING_LAUNCHERS:
         raise UserError(f"{path}: resources.trials_per_gpu {want}: the {launcher} launcher runs one trial per GPU "
                         f"(packed jobs run on {', '.join(PACKING_LAUNCHERS)} only); use 1 or auto")
     else:
         k = int(want)
-        row = next((o for o in (pk or {}).get("options", []) if o["k"] == k), None)
-        if row is not None and not row["fits"]:
-            raise UserError(f"{path}: resources.trials_per_gpu {k}: {row['reason']}; use a smaller k or auto")
-        why = (f"trials_per_gpu {k} (spec)" + (f": ${row['cost_usd']:.4g}, {row['makespan_s'] / 60:.1f} min planned"
+        row = next((o for o in (pk.options if pk else ()) if o.k == k), None)
+        if row is not None and not row.fits:
+            raise UserError(f"{path}: resources.trials_per_gpu {k}: {row.reason}; use a smaller k or auto")
+        why = (f"trials_per_gpu {k} (spec)" + (f": ${row.cost_usd:.4g}, {(row.makespan_s or 0) / 60:.1f} min planned"
                                                if row else ": not among the plan's packing options, unchecked"))
     if pk is None and k == 1:
         return 1, plan
-    packing = {**(pk or {"options": [], "recommended": None, "basis": "", "why": ""}), "chosen": k, "chosen_why": why}
+    from gpuledger.plan.sections import PackingPlan
+
+    packing = replace(pk or PackingPlan(options=(), recommended=None, basis="", why=""), chosen=k, chosen_why=why)
     return k, replace(plan, packing=packing, assumptions=[*plan.assumptions, why] if k > 1 else plan.assumptions)

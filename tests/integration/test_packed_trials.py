@@ -96,7 +96,8 @@ def test_a_packed_sweep_stores_its_slots_and_reports_them(tmp_path):
     path.write_text(path.read_text().replace("resources: {max_parallel: 1}",
                                              "resources: {max_parallel: 1, trials_per_gpu: 2}"))
     accepted = prepare(path, launcher="local")
-    assert accepted.pack == 2 and accepted.plan.packing["chosen"] == 2
+    assert accepted.pack == 2 and accepted.plan.packing.chosen == 2
+    assert accepted.plan.to_json()["packing"]["chosen"] == 2 and "trials_per_gpu 2" in accepted.plan.packing.chosen_why
     summary = execute(SweepRun(accepted, summary=accepted.new_summary()))
     assert summary.succeeded == 4
     with Warehouse.open(read_only=True) as wh:

@@ -100,17 +100,19 @@ def test_trials_per_gpu_is_chosen_from_the_plan_and_refused_where_it_cannot_run(
     plan = _plan_with(pk)
     path = tmp_path / "s.yaml"
     k, chosen = choose_pack(spec("auto"), plan, path, "local")
-    assert k == pk["recommended"] > 1 and chosen.packing["chosen"] == k and "auto" in chosen.packing["chosen_why"]
-    assert chosen.packing["chosen_why"] in chosen.assumptions  # the plan says which and why
-    k, chosen = choose_pack(spec("auto"), plan, path, "skypilot")
-    assert k == 1 and "one trial per GPU" in chosen.packing["chosen_why"]
-    with pytest.raises(UserError, match="trials_per_gpu 2: the skypilot launcher"):
-        choose_pack(spec(2), plan, path, "skypilot")
-    tight = replace(plan, packing={**pk, "options": [{**o, "fits": False, "reason": "4 trials need 90.0 GiB"}
-                                                       if o["k"] == 4 else o for o in pk["options"]]})
+    assert k == pk.recommended > 1 and chosen.packing.chosen == k and "auto" in chosen.packing.chosen_why
+    assert chosen.packing.chosen_why in chosen.assumptions  # the plan says which and why
+    assert chosen.packing.to_json()["chosen"] == k
+    assert choose_pack(spec("auto"), plan, path, "skypilot")[0] == k  # SkyPilot packs too (skypilot_pack.py)
+    k, chosen = choose_pack(spec("auto"), plan, path, "fake")  # a launcher registered at run time does not
+    assert k == 1 and "one trial per GPU" in chosen.packing.chosen_why
+    with pytest.raises(UserError, match="trials_per_gpu 2: the fake launcher"):
+        choose_pack(spec(2), plan, path, "fake")
+    tight = replace(plan, packing=replace(pk, options=tuple(
+        replace(o, fits=False, reason="4 trials need 90.0 GiB") if o.k == 4 else o for o in pk.options)))
     with pytest.raises(UserError, match="trials_per_gpu 4: 4 trials need 90.0 GiB"):
         choose_pack(spec(4), tight, path, "local")
-    assert choose_pack(spec(1), _plan_with(None), path, "skypilot")[0] == 1
+    assert choose_pack(spec(1), _plan_with(None), path, "fake")[0] == 1
 
 
 def _plan_with(packing):
