@@ -184,6 +184,23 @@ def _measured(spec) -> tuple[dict | None, Any, dict | None, Any, Any, list | Non
         return None, None, None, None, None, None
 
 
+def _slots(spec) -> int:
+    """Returns how many trials a local plan of `spec` runs at once at most (before its memory cap):
+    max_parallel (all cores for `auto`), the cores, the trials."""
+    import psutil
+
+    from gpuledger.spec import expand_trials
+
+    cores = int(psutil.cpu_count(logical=False) or psutil.cpu_count() or 1)
+    wanted = spec.resources.max_parallel
+    wanted = cores if not isinstance(wanted, int) else wanted
+    try:
+        n = len(expand_trials(spec))
+    except Exception:  # noqa: BLE001 - the planner says what is wrong with the spec; this is only a probe's size
+        n = wanted
+    return max(1, min(wanted, cores, n))
+
+
 def planning_inputs(spec, launcher: str | None = None) -> PlanningInputs:
     """Returns what `plan_sweep(spec, inputs=...)` learns from outside: this machine's speed (for
     `launch: local`), measured preemptions, measurements, learning curves and billed rates."""
@@ -192,7 +209,9 @@ def planning_inputs(spec, launcher: str | None = None) -> PlanningInputs:
     if launcher == "local":
         from gpuledger.inputs.machine import local_machine
 
-        machine = local_machine(load=True)  # how busy it is now: the first plan on a busy machine plans for it
+        # how busy it is now, probed with as many processes as trials will run at once: the first plan on a
+        # busy machine plans for it (issue 38)
+        machine = local_machine(load=True, probe_k=_slots(spec))
     preemption, runs, curves, billed, probes, band_runs = _measured(spec)
     return PlanningInputs(machine=machine, measured_preemption=preemption, measurements=runs, curves=curves,
                           billed_rates=billed, probes=probes, band_runs=band_runs)

@@ -56,38 +56,85 @@ class MachineLoad:
     load_5m: float
     logical_cores: int
     measured_at: str  # ISO 8601 UTC
+    #: the share of a core each of `probe_k` spinning child processes got over `PROBE_S` seconds, side by
+    #: side, just now (`measure_cpu_share`): what k new one-core trials get, whatever the scheduler's
+    #: grouping (a session's cgroup gets its share, not each task); None when not measured
+    probed_share: float | None = None
+    probe_k: int = 0
 
     def cpu_share(self, parallel: int) -> float:
-        """The share of one core each of `parallel` one-core trials can expect: the scheduler shares the
-        logical CPUs among the others' runnable tasks (the 1-minute load average) and the trials,
-        min(1, logical CPUs / (load + parallel)); at least 0.02."""
+        """The share of one core each of `parallel` one-core trials can expect: the probe's when it ran
+        with that many processes, else the load average's, min(1, logical CPUs / (load + parallel));
+        at least 0.02."""
+        if self.probed_share is not None and self.probe_k == max(1, parallel):
+            return max(0.02, min(1.0, self.probed_share))
         want = max(0.0, self.load_1m) + max(1, parallel)
         return max(0.02, min(1.0, self.logical_cores / want))
+
+    def _basis(self, parallel: int) -> str:
+        if self.probed_share is not None and self.probe_k == max(1, parallel):
+            return (f"measured: {self.probe_k} process(es) spinning {PROBE_S:g} s side by side got "
+                    f"{self.probed_share:.2f} of a core each")
+        return "min(1, CPUs / (load + trials))"
 
     def describe(self, parallel: int) -> str:
         share = self.cpu_share(parallel)
         how = (f"load average {self.load_1m:.1f} (1 min; {self.load_5m:.1f} over 5 min) on {self.logical_cores} "
                f"logical CPUs at {self.measured_at}")
-        if share >= 1.0:
-            return f"machine load: {how}: room for {parallel} trial(s) at a full core each, the model's CPU time as it is"
-        return (f"machine busy: {how}: with {parallel} trial(s) of this plan beside that load each gets about "
-                f"{share:.2f} of a core (min(1, CPUs / (load + trials))), so the model's CPU time is divided by "
-                f"{share:.2f} (x{1 / share:.1f}); measured again at every plan ({ENV_LOAD} sets the load to plan for)")
+        if share >= 0.95:
+            return (f"machine load: {how}: room for {parallel} trial(s) at about a full core each "
+                    f"({self._basis(parallel)}), the model's CPU time as it is")
+        return (f"machine busy: {how}: with {parallel} trial(s) of this plan each gets about {share:.2f} of a core "
+                f"({self._basis(parallel)}), so the model's CPU time is divided by {share:.2f} (x{1 / share:.1f}); "
+                f"measured again at every plan ({ENV_LOAD} sets the load to plan for)")
 
     def to_json(self, parallel: int) -> dict[str, Any]:
+        probed = self.probed_share is not None and self.probe_k == max(1, parallel)
         return {"load_1m": round(self.load_1m, 2), "load_5m": round(self.load_5m, 2),
                 "logical_cores": self.logical_cores, "measured_at": self.measured_at, "parallel": parallel,
                 "cpu_share": round(self.cpu_share(parallel), 3),
-                "method": "min(1, logical CPUs / (1-min load average + trials at once)); os.getloadavg()"}
+                "probed_share": round(self.probed_share, 3) if self.probed_share is not None else None,
+                "probe_k": self.probe_k,
+                "method": (f"{parallel} child process(es) spinning {PROBE_S:g} s side by side, CPU time / wall time"
+                           if probed else "min(1, logical CPUs / (1-min load average + trials at once)); os.getloadavg()")}
+
+
+#: how long each process of the CPU-share probe spins (seconds)
+PROBE_S = 0.4
+
+_SPIN = """
+import time
+end = time.perf_counter() + {s}
+t0, c0 = time.perf_counter(), time.process_time()
+while time.perf_counter() < end:
+    pass
+print((time.process_time() - c0) / max(time.perf_counter() - t0, 1e-9))
+"""
+
+
+def measure_cpu_share(k: int, seconds: float = PROBE_S) -> float | None:
+    """Returns the median share of a core that `k` child Pythons, each spinning `seconds` side by side,
+    got just now (CPU time / wall time of the spin, Python's start-up excluded); None when a child fails."""
+    import statistics
+
+    code = _SPIN.format(s=float(seconds))
+    try:
+        procs = [subprocess.Popen([sys.executable, "-S", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  text=True) for _ in range(max(1, k))]
+        shares = [float(p.communicate(timeout=60)[0].strip()) for p in procs]
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    return statistics.median(shares) if shares else None
 
 
 #: a load average to plan for instead of the measured one (a number >= 0; 0: plan as on a quiet machine)
 ENV_LOAD = "GPULEDGER_MACHINE_LOAD"
 
 
-def measure_load() -> MachineLoad | None:
-    """Returns this machine's load now (None where the OS has no load average), or the one that
-    `$GPULEDGER_MACHINE_LOAD` sets (its `measured_at` then says so); UserError for a bad setting."""
+def measure_load(probe_k: int = 0) -> MachineLoad | None:
+    """Returns this machine's load now (None where the OS has no load average), with the share of a core
+    `probe_k` new processes get (`measure_cpu_share`; 0: not probed), or the load that
+    `$GPULEDGER_MACHINE_LOAD` sets (nothing probed; its `measured_at` then says so); UserError for a bad setting."""
     cpus = int(os.cpu_count() or 1)
     set_to = os.environ.get(ENV_LOAD, "").strip()
     if set_to:
@@ -104,8 +151,10 @@ def measure_load() -> MachineLoad | None:
         one, five, _ = os.getloadavg()
     except (AttributeError, OSError):
         return None
+    share = measure_cpu_share(probe_k) if probe_k > 0 else None
     return MachineLoad(load_1m=float(one), load_5m=float(five), logical_cores=cpus,
-                       measured_at=datetime.now(UTC).replace(microsecond=0).isoformat())
+                       measured_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
+                       probed_share=share, probe_k=probe_k if share is not None else 0)
 
 
 @dataclass(frozen=True)
@@ -248,12 +297,14 @@ def store_machine(m: MachineSpeed, path: Path | None = None) -> Path:
     return path
 
 
-def local_machine(path: Path | None = None, *, remeasure: bool = False, load: bool = False) -> MachineSpeed:
+def local_machine(path: Path | None = None, *, remeasure: bool = False, load: bool = False,
+                  probe_k: int = 0) -> MachineSpeed:
     """Returns this machine's stored facts, measuring and storing them first when needed (or asked);
-    with `load`, also how busy it is now (`MachineSpeed.load`, measured every call, never stored)."""
+    with `load`, also how busy it is now (`MachineSpeed.load`, measured every call, never stored; with
+    `probe_k`, the share of a core that many new processes get, `measure_cpu_share`)."""
     m = None if remeasure else read_machine(path)
     if m is None:
         m = measure_machine()
         with contextlib.suppress(OSError):  # a read-only home: plan with the fresh measurement, it is only not kept
             store_machine(m, path)
-    return replace(m, load=measure_load()) if load else m
+    return replace(m, load=measure_load(probe_k)) if load else m

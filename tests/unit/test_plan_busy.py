@@ -13,7 +13,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gpuledger.inputs.machine import MachineLoad, MachineSpeed, local_machine, machine_file, measure_load
+from gpuledger.inputs.machine import (
+    MachineLoad,
+    MachineSpeed,
+    local_machine,
+    machine_file,
+    measure_cpu_share,
+    measure_load,
+)
 from gpuledger.plan import plan_sweep
 from gpuledger.spec import load_spec
 
@@ -76,3 +83,13 @@ def test_the_load_to_plan_for_can_be_set(monkeypatch):
         monkeypatch.setenv("GPULEDGER_MACHINE_LOAD", bad)
         with pytest.raises(UserError, match="GPULEDGER_MACHINE_LOAD"):
             measure_load()
+
+
+def test_the_probed_share_is_what_k_new_processes_got():
+    """The probe: k child Pythons spinning side by side, CPU time / wall time; the plan uses it for k trials."""
+    share = measure_cpu_share(2, seconds=0.2)
+    assert share is not None and 0.0 < share <= 1.05
+    probed = replace(_load(0.0, 2), probed_share=0.3, probe_k=2)
+    assert probed.cpu_share(2) == pytest.approx(0.3)  # measured beats the load formula (1.0 here)
+    assert probed.cpu_share(1) == pytest.approx(1.0)  # another k: the formula
+    assert "measured: 2 process(es) spinning" in probed.describe(2) and probed.to_json(2)["probed_share"] == 0.3
