@@ -112,7 +112,8 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                         from gpuledger.estimate.rl import placement_candidates, rl_step_cached
 
                         cands = placement_candidates(w, acc, n)
-                        st = rl_step_cached(next(c["setup"] for c in cands if c["chosen"])).to_json()
+                        rl_obj = rl_step_cached(next(c["setup"] for c in cands if c["chosen"]))
+                        st = rl_obj.to_json()
                         opt["rl"] = {k: st[k] for k in ("placement", "engine", "async", "step_s", "phases_s", "groups")} | {
                             "steps": round(tokens / st["tokens_per_step"], 1),
                             "placements": [{k: v for k, v in c.items() if k != "setup"} for c in cands]}
@@ -149,6 +150,8 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                         row["spot_note"] = (f"spot costs more than on-demand here (${sp['usd_per_hour']:.2f}/h vs "
                                             f"${od['usd_per_hour']:.2f}/h): the cheapest spot offer is {box}, paid whole; "
                                             "on-demand is cheaper")
+                if row.get("rl") and od:
+                    _rl_roles(row, rl_obj, t["p50"], od["usd_per_hour"] / n)
                 if not od and not sp:
                     row["reason"] = f"no offer of {n} x {acc} in the catalog"
                 elif workload.precision.startswith("bf16") and not kind.tflops.get("bf16"):
@@ -162,3 +165,17 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
     if timed:
         min(timed, key=lambda o: (o["time_s"]["p50"], o["usd_on_demand"] or float("inf")))["fastest"] = True
     return options
+
+
+def _rl_roles(row: dict, step, time_s: float, usd_per_gpu_hour: float) -> None:
+    """Adds to an RL option's `rl` its roles (gpuledger.estimate.rl.role_costs): each role's time over the
+    option's P50 time (the model's steps scaled by the band, so the roles add up to it), GPU-hours and
+    on-demand dollars at the option's price per GPU-hour, and the answer's GPU groups."""
+    from gpuledger.estimate.rl import role_costs
+
+    rl = row["rl"]
+    factor = time_s / (rl["steps"] * step.step_s) if rl["steps"] and step.step_s else 1.0
+    prices = {g["accelerator"]: usd_per_gpu_hour for g in step.groups.values()}
+    rl["time_factor"] = round(factor, 3)
+    rl["roles"] = role_costs(step, rl["steps"] * factor, prices)
+

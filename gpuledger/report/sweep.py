@@ -60,6 +60,7 @@ from gpuledger.report.html import render_html
 from gpuledger.report.markdown import render_markdown
 from gpuledger.report.pools import packing_section, pools_section
 from gpuledger.report.probes import probes_section
+from gpuledger.report.rl_roles import rl_roles_section
 from gpuledger.report.serving import serving_section, serving_table
 from gpuledger.report.sweep_data import (
     OUTLIER_PCT,
@@ -201,6 +202,8 @@ def sweep_tables(data: SweepData) -> dict[str, pl.DataFrame]:
         tables["serving-points"] = serving_table(data.serving)
     if data.probes is not None and data.probes.height:
         tables["probes"] = data.probes
+    if data.rl_roles is not None and data.rl_roles.height:
+        tables["rl_roles"] = data.rl_roles
     tables.update(adaptive_tables(data))
     return tables
 
@@ -428,6 +431,13 @@ HOW_TO_READ = [
 ]
 
 
+def _trial_index(data: SweepData) -> dict[str, Any]:
+    """trial_id -> the trial's index in the sweep (the report's trial numbers)."""
+    if data.trials is None or not data.trials.height or "trial_index" not in data.trials.columns:
+        return {}
+    return dict(zip(data.trials["trial_id"].to_list(), data.trials["trial_index"].to_list(), strict=True))
+
+
 def sweep_document(data: SweepData) -> Document:
     """Returns the sweep ROI report as a document (rendered by `sweep_html` and `sweep_markdown`)."""
     s = sweep_summary(data)
@@ -447,6 +457,9 @@ def sweep_document(data: SweepData) -> Document:
     probes = probes_section(data.probes)
     if probes is not None:
         blocks.append(probes)
+    roles = rl_roles_section(data.plan_roles, data.rl_roles, _trial_index(data))
+    if roles is not None:
+        blocks.append(roles)
     if data.adaptive is not None:  # tpe/asha: every trial's end on the curves, then the grid and pruning sections
         blocks.append(progress_section(data, data.adaptive, s, div, unit))
         blocks.extend(adaptive_sections(data, s))

@@ -17,6 +17,7 @@ from gpuledger.report.adaptive_data import load_adaptive
 from gpuledger.report.billed import load_sweep_billed
 from gpuledger.report.common import check_name, usd
 from gpuledger.report.pools import load_pools
+from gpuledger.report.rl_roles import plan_roles
 from gpuledger.serving import sweep_points
 
 #: |estimate − measured| / measured beyond which a trial is named on the accuracy charts
@@ -49,6 +50,10 @@ class SweepData:
     plan_bands: dict[str, Any] = field(default_factory=dict)
     #: the objective's points of every run (named query `learning_curves`): the learning curves section
     curves: list[dict[str, Any]] = field(default_factory=list)
+    #: an RL sweep's roles: the stored plan's by trial (gpuledger/plan/rl_roles.py) and the runs' measured ones
+    #: (`report_sweep_rl_roles`); {} / None for other sweeps
+    plan_roles: dict[str, Any] = field(default_factory=dict)
+    rl_roles: pl.DataFrame | None = None
 
 
 # ------------------------------------------------------------------------------------------ load
@@ -99,6 +104,7 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
     billing = wh.query_named("report_sweep_billing_sources", p)
     prices = wh.query_named("report_sweep_prices", p)
     cloud_equiv = wh.query_named("report_sweep_cloud_equiv", p)
+    plan_rows = wh.query_named("report_sweep_plan", p).to_dicts()
     return SweepData(
         roi=roi,
         sweep=sweep_rows[0] if sweep_rows else {},
@@ -117,7 +123,9 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
         adaptive=load_adaptive(wh, sid, trials),
         pools=load_pools(wh, sid),
         probes=wh.query_named("report_sweep_probes", p),
-        plan_bands=plan_bands(wh.query_named("report_sweep_plan", p).to_dicts()),
+        plan_bands=plan_bands(plan_rows),
+        plan_roles=plan_roles(plan_rows),
+        rl_roles=wh.query_named("report_sweep_rl_roles", p),
         curves=wh.query_named("learning_curves", {"sweep_id": sid, "model": None, "method": None,
                                                   "metric": None}).to_dicts(),
     )

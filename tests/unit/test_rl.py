@@ -149,6 +149,16 @@ def test_estimate_tokens_options_carry_the_rl_step():
     assert eight["fits"] and eight["rl"]["placement"] == "split"
     assert sum(c["chosen"] for c in eight["rl"]["placements"]) == 1
     assert eight["rl"]["groups"]["rollout"]["gpus"] + eight["rl"]["groups"]["trainer"]["gpus"] == 8
+    # by role: the roles add up to the option's P50 time on all its GPUs and to its on-demand dollars
+    roles = eight["rl"]["roles"]
+    assert {"rollout", "train", "trainer_idle"} <= set(roles)
+    assert sum(v["gpu_hours"] for v in roles.values()) == pytest.approx(8 * eight["time_s"]["p50"] / 3600, rel=0.02)
+    assert sum(v["usd"] for v in roles.values()) == pytest.approx(eight["usd_on_demand"], rel=0.02)
+    from gpuledger.cli.commands.estimate import rl_answer
+
+    line = rl_answer(eight)
+    r, t = eight["rl"]["groups"]["rollout"], eight["rl"]["groups"]["trainer"]
+    assert f"rollouts on {r['gpus']} x H100, training on {t['gpus']} x H100" in line and "by role: rollout" in line
 
 
 def test_generation_rounds_cost_small_batches_and_prompts_per_step_overrides_the_micro_batch():

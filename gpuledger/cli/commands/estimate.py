@@ -298,6 +298,8 @@ def render_gpu_table(options: list[dict], tokens: float) -> str:
         lines.append(f"- RL step on {o['gpus']} x {o['accelerator']}: {r['placement']} ({groups}; {r['engine']}"
                      f"{', async' if r['async'] else ''}), {r['steps']:,.0f} steps of {fmt_duration(r['step_s'])} "
                      f"(model, before the band): {phases} (docs/rl.md)")
+        if r.get("roles"):
+            lines.append("  " + rl_answer(o))
     dearer = [o for o in options if o.get("spot_note")]
     lines.extend(f"- * {o['gpus']} x {o['accelerator']}: {o['spot_note']}" for o in dearer)
     rests = sorted({(o["accelerator"], o["gpus"], o["time_band"]["says"]) for o in options if o.get("time_band")})
@@ -353,3 +355,21 @@ def run(args: argparse.Namespace) -> int:
                 print(f"- {note}")
             print(f"- {run_costs_note(w)}")
     return 0
+
+
+def rl_answer(o: dict) -> str:
+    """One line answering an RL option: which GPUs generate the rollouts, which train, how long, what $ by role."""
+    from gpuledger.plan.formats import fmt_duration, fmt_usd
+
+    r, t = o["rl"], o["time_s"]
+    g = r["groups"]
+    tr = g["trainer"]
+    ro = g.get("rollout")
+    where = (f"rollouts on {ro['gpus']} x {ro['accelerator']}, training on {tr['gpus']} x {tr['accelerator']}" if ro else
+             f"rollouts and training on the same {tr['gpus']} x {tr['accelerator']} (colocated, {r['engine']})")
+    roles = ", ".join(f"{name} {fmt_duration(v['seconds'])} {fmt_usd(v['usd'])}" for name, v in r["roles"].items()
+                      if v.get("usd") is not None)
+    usd = f"${o['usd_on_demand']:,.2f}" if o.get("usd_on_demand") is not None else "no price"
+    return (f"answer: {where}; {fmt_duration(t['p50'])} (P10 {fmt_duration(t['p10'])} - P90 {fmt_duration(t['p90'])}), "
+            f"{usd} on demand; by role: {roles}")
+
