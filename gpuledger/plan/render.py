@@ -150,7 +150,10 @@ def render_plan(plan: Plan, *, max_rows: int = 60, width: int = 160) -> str:
                       f"{'yes' if r.meets_deadline else 'no':>14}{'  <- chosen' if r.chosen else ''}", soft_wrap=True)
     if plan.packing is not None:
         pk = plan.packing
-        con.print(f"packed trials (k per GPU, one job, k agents; {pk.why}):", soft_wrap=True)
+        if pk.options:
+            con.print(f"packed trials (k per GPU, one job, k agents; {pk.why}):", soft_wrap=True)
+        if pk.chosen is not None:  # what the sweep runs (resources.trials_per_gpu)
+            con.print(f"  runs {pk.chosen} trial(s) per slot: {pk.chosen_why}", soft_wrap=True)
         for o in pk.options:
             if o.fits:
                 con.print(f"  k={o.k:>2}: {o.groups} job(s), makespan {fmt_duration(o.makespan_s)}, "
