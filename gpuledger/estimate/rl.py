@@ -510,6 +510,7 @@ def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision:
                    gpu_memory_utilization=w.vllm_gpu_memory_utilization if engine == "vllm" and not split else None,
                    async_rollout=bool(w.async_rollout and split), reference=w.ref_model != "none",
                    reward_model=w.reward_model, reward_s_per_sample=w.reward_seconds_per_sample,
+                   critic_model=w.critic_model,
                    policy_method=w.policy, lora_r=w.lora_r, lora_targets=w.lora_targets,
                    micro_batch=w.micro_batch, framework=w.framework, sharding=w.sharding, grad_ckpt=w.grad_ckpt)
 

@@ -289,11 +289,14 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         elif w.method == "ppo":
             reward_total = total
         extra_frozen += reward_total * ref_b
-        if w.method == "ppo":  # value model: trained, same architecture as the policy (TRL PPOTrainer)
-            weights *= 2
-            grads *= 2
-            opt *= 2
-            m.params_trainable *= 2
+        critic_share = 1.0
+        if w.method == "ppo":  # value model: trained; the policy's architecture (TRL PPOTrainer) unless critic_model
+            if w.critic_model:
+                critic_share = count_params(load_config(w.critic_model)).total / max(1, total)
+            weights *= 1 + critic_share
+            grads *= 1 + critic_share
+            opt *= 1 + critic_share
+            m.params_trainable = int(m.params_trainable * (1 + critic_share))
         ref_note = {"same_gpu": "reference model on the GPU", "offload": "reference model offloaded to CPU",
                     "shared_base": "reference = the frozen base with adapters disabled (no copy)",
                     "none": "no reference model (beta = 0)"}[ref]
@@ -446,8 +449,8 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
                                                  w.compile, fused=w.fused_ce)
     if rl:
         logits += logit_tokens * a * vocab  # logits / temperature copy (TRL)
-        if w.method == "ppo":
-            act *= 2  # the value model runs the same forward/backward
+        if w.method == "ppo":  # the value model's forward/backward on the same tokens, at its size
+            act *= 1 + (count_params(load_config(w.critic_model)).total / max(1, total) if w.critic_model else 1.0)
     chunked = w.chunked_ce if w.chunked_ce is not None else w.framework in ("litgpt", "torchtune")
     m.notes["logits"] = (f"[{logit_tokens:,} tokens x {vocab:,} vocab] logits + loss ({w.framework}, "
                          f"{'fused linear' if w.fused_ce else 'chunked' if chunked else 'unchunked'} cross-entropy"

@@ -215,6 +215,11 @@ class Train(_Strict):
     generation_rounds: int = Field(1, ge=1, le=4096, description="GRPO/PPO vLLM: sequential generate calls per step "
                                    "(TRL < 0.18: gradient_accumulation_steps; verl, TRL >= 0.18: 1)")
     reward_seconds_per_sample: float = Field(0.0, ge=0, le=3600, description="GRPO/PPO reward function s/sample")
+    reward_model: str | None = Field(None, max_length=300, description="GRPO/PPO reward model (registry name or config "
+                                     "path) of its own size; null: GRPO reward functions, PPO one like the policy")
+    critic_model: str | None = Field(None, max_length=300, description="PPO value model of its own size (registry name "
+                                     "or config path; DeepSpeed-Chat pairs a 6.7B actor with a 350M critic); null: "
+                                     "the policy's architecture")
     # what training time depends on (gpuledger/estimate/throughput.py)
     checkpointing: Checkpointing | None = Field(
         None, description="activation checkpointing mode; null = full/none from grad_checkpointing")

@@ -187,3 +187,15 @@ def test_vllm_sleep_mode_releases_the_colocated_share_while_training():
     assert "sleep mode" in slept.notes["kv_cache"]
     s = setup_from_workload(Workload(**kw, vllm_sleep=True), "H100")
     assert s.sleep_mode and rl_step(s).phases_s["sync"] > rl_step(dataclasses.replace(s, sleep_mode=False)).phases_s["sync"]
+
+
+def test_a_critic_of_its_own_size_is_sized_and_timed_as_such():
+    # DeepSpeed-Chat pairs a large actor with a small critic: the value model's states and time are its own
+    kw = dict(model=QWEN, method="ppo", gpus=8, micro_batch=2, seq_len=1024, prompt_len=256, completion_len=512,
+              sharding="fsdp", generation="vllm_colocate")
+    same, small = Workload(**kw), Workload(**kw, critic_model="Qwen/Qwen2.5-0.5B")
+    assert estimate(small).memory_gib["device"] < estimate(same).memory_gib["device"] - 3
+    assert estimate(small).params_trainable < 0.6 * estimate(same).params_trainable
+    s_same, s_small = (rl_step(setup_from_workload(w, "H100")) for w in (same, small))
+    assert s_small.phases_s["critic"] < s_same.phases_s["critic"]
+    assert s_small.phases_s["train"] == pytest.approx(s_same.phases_s["train"])
