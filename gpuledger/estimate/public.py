@@ -22,11 +22,11 @@ WHOLE_RUNS_CSV = "whole_runs.csv"
 #: hub on an A10G, lit-gpt's resource tables and Qwen's speed benchmark on A100s, fsdp_qlora on RTX
 #: 3090s, PEFT's MetaMathQA runs on an H100, torchtune's README on an A100 and an RTX 4090, TRL GRPO
 #: on an A100-80GB, llama-recipes' FSDP runs on A100-40GBs, philschmid's
-#: FSDP QLoRA on A10Gs)
+#: FSDP QLoRA on A10Gs, LLaMA-Factory's wiki on an A100)
 MEMORY_FAMILY_GPU = {"litgpt_hub": "A10G", "litgpt_tables": "A100", "fsdp_qlora": "RTX3090", "qwen_speed": "A100",
                      "peft_metamathqa": "H100", "torchtune_flags": "A100", "trl_grpo": "A100",
                      "torchtune_readme": "RTX4090", "llama_recipes": "A100",
-                     "philschmid": "A10G"}
+                     "philschmid": "A10G", "llamafactory_wiki": "A100"}
 _INT = {"micro_batch", "seq_len", "lora_r", "gpus", "prompt_len", "completion_len", "group_size", "eval_batch"}
 _BOOL = {"grad_ckpt", "flash_attn", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd", "fused_ce", "double_quant"}
 _FLOAT = {"lora_dropout"}
