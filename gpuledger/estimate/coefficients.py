@@ -170,7 +170,10 @@ OPTIMIZER_BYTES_PER_PARAM = {"adamw": 32, "paged-adamw": 32, "adamw-8bit": 14, "
 #: ZeRO-3 at global batch 8 and 16 of ~100-token samples): steps take 0.28-0.41 s more than the
 #: rest of the model at both batch sizes (a per-step cost, not per token) for 1.7e9 parameters per
 #: GPU: ~1.9e-10 s per parameter, i.e. ~280 B of memory traffic per parameter at A100 bandwidth. Those
-#: rows are in-sample for it.
+#: rows are in-sample for it. DeepSpeed's only: the tuned stacks' ZeRO-1 is their distributed optimizer
+#: (Megatron-Core's DistributedOptimizer, NeMo's: a fused multi-tensor Adam over the shard, its reduce-
+#: scatter / all-gather bucketed and overlapped), charged the fused pass alone (was 0.2 s per step more for
+#: an 8B model on 8 GPUs; no scored row ran a tuned stack with zero sharding).
 ZERO_STEP_S_PER_PARAM = 1.9e-10
 
 #: Fixed seconds per optimizer step outside the GPU's work: data collation, loss.item() sync,

@@ -404,7 +404,9 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
     trained = s.params_trainable if frozen else shape.params_total
     opt_shards = mshard * (dp if s.sharding in ("fsdp", "zero1", "zero2", "zero3") else 1)
     optimizer_s = trained / opt_shards * OPTIMIZER_BYTES_PER_PARAM.get(s.optimizer, 16) / bw
-    if s.sharding in ("zero1", "zero2", "zero3") and dp > 1:  # DeepSpeed's unfused passes over the partition
+    if s.sharding in ("zero1", "zero2", "zero3") and dp > 1 and cls != "tuned":
+        # DeepSpeed's unfused passes over the partition; a tuned stack's "zero1" is its own distributed optimizer
+        # (Megatron-Core / NeMo: a fused multi-tensor Adam over the shard), the fused pass above
         optimizer_s += trained / opt_shards * ZERO_STEP_S_PER_PARAM
     if s.offload != "none":
         # the step runs on the host: DeepSpeed's CPUAdam (ZeRO offload) or torch's AdamW on CPU tensors (FSDP

@@ -340,3 +340,16 @@ def test_whole_runs_carry_their_evaluation_and_dollar_claims():
     assert r.model_s() > 1.05 * train_time_s(estimate(bare), r.tokens, r.accelerator)  # evaluation is in the run
     assert runs["philschmid23_a10g_llama2_7b_qlora_dolly_eager"].workload.flash_attn is False
     assert all(x.claimed_usd is None or x.claimed_usd > 0 for x in runs.values())
+
+
+def test_a_tuned_stacks_distributed_optimizer_is_not_charged_deepspeeds_step():
+    from gpuledger.estimate import Workload, estimate, training_step
+
+    def optimizer_s(framework):
+        w = Workload(model="meta-llama/Llama-3.1-8B", method="full", framework=framework, gpus=8, sharding="zero1")
+        return training_step(estimate(w), "H100").parts_s["optimizer"]
+
+    # Megatron-Core / NeMo ZeRO-1 = their fused distributed optimizer; DeepSpeed (under hf) pays its unfused
+    # passes over the partition (~0.2 s per step for 1e9 parameters per GPU, ZERO_STEP_S_PER_PARAM)
+    assert optimizer_s("nemo") < 0.1 * optimizer_s("hf")
+    assert optimizer_s("megatron") == optimizer_s("nemo")
