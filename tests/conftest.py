@@ -73,6 +73,21 @@ def _isolated_warehouse(tmp_path_factory, monkeypatch):
     yield path
 
 
+UNIT = REPO / "tests" / "unit"
+
+
+@pytest.fixture(autouse=True)
+def _warehouse_from_template(request, monkeypatch):
+    """A unit test's new local warehouse starts as a copy of a migrated empty one built once per process
+    (helpers/warehouse_template.py; migrating a new file costs seconds, a copy milliseconds), unless the
+    test is marked `real_migrations`. Integration tests migrate as a user's first command does."""
+    if UNIT in Path(str(request.node.fspath)).parents and request.node.get_closest_marker("real_migrations") is None:
+        from helpers.warehouse_template import copy_template_on_create
+
+        copy_template_on_create(monkeypatch)
+    yield
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return REPO

@@ -88,7 +88,7 @@ def prepare(spec_path: str | Path, *, launcher: str | None = None, max_parallel:
     cap = max(1, min(cap, max_parallel or cap))
     from gpuledger.search.safety import with_chosen_pruning
 
-    spec = with_chosen_pruning(spec, plan.pruning)  # the settings the plan chose (and says why) run
+    spec = with_chosen_pruning(spec, plan.pruning.settings if plan.pruning is not None else None)  # as planned
     pack, plan = choose_pack(spec, plan, path, name)
     return AcceptedSweep(spec=spec, spec_path=path, sweep_id=sweep_id, trials=trials, plan=plan, cap=cap,
                          launcher=name, chosen=chosen, curves=inputs.curves, pack=pack)

@@ -221,7 +221,7 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
     summary.est_cost_usd = sum(probe_cost_estimate_usd(placed[t.trial_id], overhead_s, s)
                                for (_, t), s in zip(shapes, steady, strict=True))
     from gpuledger.runtime import landing as landing_files
-    from gpuledger.runtime.engine import lease_holder
+    from gpuledger.runtime.engine import LEASE_TTL_S, lease_holder
     from gpuledger.runtime.requests import launch_requests
     from gpuledger.settings import current
     from gpuledger.warehouse import Warehouse
@@ -242,7 +242,7 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
                       {"total_est_cost_usd": summary.est_cost_usd}, spender_for(spec))
     try:
         with Warehouse.open() as wh:
-            wh.acquire_lease(sweep_id, holder, 120.0)
+            wh.acquire_lease(sweep_id, holder, LEASE_TTL_S)  # the sweep's own lease, as its trials hold it
             _register(wh, spec, spec_path, sweep_id, launcher, cap, planned, trials)
         copies = f" ({len(shapes)} probes: copies fill the {cap} slots the trials will share)" if len(shapes) > summary.shapes else ""
         say(f"probing {summary.shapes} shape(s) of {sweep_id} ({len(trials)} trials){copies} through the {launcher} launcher, "

@@ -30,12 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpuledger.search.recipe import RECIPE_MARGIN, check_recipe
-
-if TYPE_CHECKING:
-    from gpuledger.plan.pruning import PrunedSpend
 
 
 @dataclass(frozen=True)
@@ -160,11 +157,10 @@ def choose_pruning(spec: Any, curves: Mapping[str, Any] | None, *, slots: int,
                                  stopping=getattr(spec.search, "stopping", "cost"))
 
 
-def with_chosen_pruning(spec: Any, pruning: PrunedSpend | None) -> Any:
-    """Returns `spec` with `search.pruning` set to the settings the plan chose (`Plan.pruning.settings`),
-    unchanged when the plan chose none or the spec's own: the study prunes with what the plan printed, and
-    the stored spec (the report's settings) says what ran."""
-    chosen = pruning.settings if pruning is not None else None
+def with_chosen_pruning(spec: Any, chosen: Mapping[str, Any] | None) -> Any:
+    """Returns `spec` with `search.pruning` set to the settings the plan chose (`Plan.pruning.settings`:
+    `PruningChoice.to_json()`), unchanged when the plan chose none or the spec's own: the study prunes with
+    what the plan printed, and the stored spec (the report's settings) says what ran."""
     if not chosen or spec.search.strategy not in ("asha", "tpe"):
         return spec
     from gpuledger.spec.models import Pruning

@@ -217,3 +217,28 @@ def test_stdout_to_stderr_moves_file_descriptor_writes(capfd):
     out, err = capfd.readouterr()
     assert out == "after\n"
     assert "python-level" in err and "fd-level" in err
+
+
+@pytest.mark.usefixtures("sky_offline")
+def test_the_pool_task_and_a_job_on_it_parse_with_skypilot():
+    """A SkyPilot pool's task and a trial's job on it (gpuledger/launch/skypilot_pool.py) as SkyPilot parses them."""
+    import sky
+
+    from gpuledger.launch.base import LaunchRequest
+    from gpuledger.launch.skypilot_pool import pool_job_config, pool_task_config
+    from gpuledger.plan.pools import pool_name
+
+    req = LaunchRequest(
+        sweep_id="llama3-8b-lora-abcdef12", sweep_name="llama3-8b-lora", trial_id="trial00000000",
+        params={"lora_r": 16}, run="python trainers/peft_lora.py --lora-r 16",
+        setup="pip install -r trainers/requirements.txt", workdir=Path("."), accelerator="A10G", gpus=1, cloud="aws",
+        region="us-east-1", instance_type="g5.xlarge", spot=True, usd_per_hour=0.4591, on_demand_usd_per_hour=1.006,
+        price_source="catalog", pool=pool_name("llama3-8b-lora-abcdef12"), pool_workers=2)
+    pool = sky.Task.from_yaml_config(pool_task_config(req, 3))
+    assert pool.service is not None and pool.service.pool and pool.run is None
+    (res,) = list(pool.resources)
+    assert res.instance_type == "g5.xlarge" and res.use_spot and res.accelerators == {"A10G": 1}
+    job = sky.Task.from_yaml_config(pool_job_config(req))
+    (jres,) = list(job.resources)
+    assert jres.accelerators == {"A10G": 1} and job.setup is None
+    assert job.run.startswith(AGENT_RUN_PREFIX + "python3 -m gpuledger.agent")

@@ -1,7 +1,8 @@
 """The SkyPilot launcher on a pool (gpuledger/launch/skypilot_pool.py), at the SDK boundary: the pool created
 once (or a leftover reused), trials launched onto it, a pruned one cancelled, the pool torn down at the end
 (and a leftover of a run that no longer wants one), what its workers cost; the pool's task and a trial's job
-on it parsed by SkyPilot's own parser against the offline catalog; `pool_apply`/`pool_status`/`pool_down`
+on it parsed by SkyPilot's own parser against the offline catalog (tests/integration/test_render_task.py: the
+offline catalog costs seconds); `pool_apply`/`pool_status`/`pool_down`
 called the documented way."""
 
 from __future__ import annotations
@@ -9,11 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from helpers.sky_offline import no_network, sky_home, sky_offline  # noqa: F401 - fixtures used by name
+from helpers.sky_offline import no_network, sky_home  # noqa: F401 - fixtures used by name
 from test_skypilot_launcher import T0, Clock, FakeSky, request, result_line, run_to_end
 
 from gpuledger.launch.skypilot import SkyPilotLauncher
-from gpuledger.launch.skypilot_pool import pool_job_config, pool_task_config
 from gpuledger.launch.skypilot_task import AGENT_RUN_PREFIX, task_config
 from gpuledger.plan.pools import pool_name
 
@@ -126,20 +126,6 @@ def test_a_leftover_pool_is_reused_or_torn_down_and_a_pruned_trial_cancelled():
     other.submit(request(trial_id="another00000"))
     assert [c for c in fake2.calls if c[0] in ("pool_down", "pool_apply")] == [("pool_down", POOL)]
     assert [c[3] for c in fake2.calls if c[0] == "launch"] == [None, None]
-
-
-@pytest.mark.usefixtures("sky_offline")
-def test_the_pool_task_and_a_job_on_it_parse_with_skypilot():
-    import sky
-
-    req = pooled("trial00000000")
-    pool = sky.Task.from_yaml_config(pool_task_config(req, 3))
-    assert pool.service is not None and pool.service.pool and pool.run is None
-    (res,) = list(pool.resources)
-    assert res.instance_type == "g5.xlarge" and res.use_spot and res.accelerators == {"A10G": 1}
-    job = sky.Task.from_yaml_config(pool_job_config(req))
-    (jres,) = list(job.resources)
-    assert jres.accelerators == {"A10G": 1} and job.setup is None and job.run.startswith(AGENT_RUN_PREFIX + "python3 -m gpuledger.agent")
 
 
 @pytest.mark.usefixtures("sky_home")
