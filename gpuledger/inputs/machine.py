@@ -119,8 +119,11 @@ def measure_cpu_share(k: int, seconds: float = PROBE_S) -> float | None:
 
     code = _SPIN.format(s=float(seconds))
     try:
+        # each in a session of its own, as the local launcher starts every trial (`start_new_session`): where
+        # the kernel groups CPU time by session (autogroup), a trial's share is its session's, not a slice
+        # of the planning process's
         procs = [subprocess.Popen([sys.executable, "-S", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  text=True) for _ in range(max(1, k))]
+                                  text=True, start_new_session=True) for _ in range(max(1, k))]
         shares = [float(p.communicate(timeout=60)[0].strip()) for p in procs]
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
