@@ -54,7 +54,7 @@ torch-cpu: setup
 
 # The edit loop: tests/unit only (fast, pure; tests/integration holds real processes, servers, browsers).
 test-fast: setup
-	$(BIN)/pytest tests/unit -m "not slow" -q
+	$(BIN)/pytest tests/unit -m "not slow" -q -n 2 --dist loadfile
 
 lint: setup
 	$(BIN)/ruff check .

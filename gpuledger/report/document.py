@@ -18,7 +18,7 @@ Blocks (plain dataclasses, text is plain text, never markup; the renderers escap
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -56,12 +56,32 @@ class Table:
     empty: str = "Nothing to list."
 
 
-@dataclass
 class Figure:
-    """An inline SVG chart (one `<svg>` element as text) and the caption that explains it."""
+    """An inline SVG chart (one `<svg>` element as text) and the caption that explains it.
 
-    svg: str
-    caption: str
+    `svg` may be given as a function that draws it: it is drawn on first use of `.svg` (the HTML page),
+    never for the markdown version, which has no charts (a sweep's Prefect artifact draws nothing)."""
+
+    __slots__ = ("_svg", "caption")
+
+    def __init__(self, svg: str | Callable[[], str], caption: str) -> None:
+        self._svg = svg
+        self.caption = caption
+
+    @property
+    def svg(self) -> str:
+        if callable(self._svg):
+            self._svg = self._svg()
+        return self._svg
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Figure) and (self.svg, self.caption) == (other.svg, other.caption)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclasses beside it
+
+    def __repr__(self) -> str:
+        drawn = "not drawn yet" if callable(self._svg) else f"{len(self._svg)} characters"
+        return f"Figure(svg=<{drawn}>, caption={self.caption!r})"
 
 
 @dataclass

@@ -334,11 +334,14 @@ def _what_if_chart(wi: list[dict[str, Any]], div: float, unit: str) -> Figure:
         kind = "actual" if actual else ("pareto" if any(r["pareto"] for r in group) else "dominated")
         pts.append(charts.Point(group[0]["time_to_recipe_s"] / div, group[0]["cost_usd"], label,
                                 highlight=actual, colour=WHAT_IF_COLOURS[kind]))
-    svg = charts.scatter_chart(
-        pts, title="parallelism what-if: time vs cost to recipe", x_label=f"time to recipe ({unit})",
-        y_label="cost to recipe (USD)", connect=True, label_all=True, x_zero=True, y_zero=True,
-        legend=[("this sweep's K", WHAT_IF_COLOURS["actual"]), ("Pareto front", WHAT_IF_COLOURS["pareto"]),
-                ("dominated", WHAT_IF_COLOURS["dominated"])])
+
+    def svg() -> str:  # drawn only for the HTML page (document.Figure)
+        return charts.scatter_chart(
+            pts, title="parallelism what-if: time vs cost to recipe", x_label=f"time to recipe ({unit})",
+            y_label="cost to recipe (USD)", connect=True, label_all=True, x_zero=True, y_zero=True,
+            legend=[("this sweep's K", WHAT_IF_COLOURS["actual"]), ("Pareto front", WHAT_IF_COLOURS["pareto"]),
+                    ("dominated", WHAT_IF_COLOURS["dominated"])])
+
     c = charts.colour_name
     return Figure(svg, f"Each point is K parallel slots (Ks that give the same point share one label); "
                        f"{c(WHAT_IF_COLOURS['pareto'])} = Pareto front (no other K both faster and cheaper), "
@@ -357,12 +360,13 @@ def _charts(data: SweepData, s: dict[str, Any], wi: list[dict[str, Any]], why: s
         if r["best_so_far"] is not None:
             pts_t.append((r["end_offset_s"] / div, float(r["best_so_far"])))
             pts_c.append((float(r["cumulative_cost_usd"]), float(r["best_so_far"])))
-    out["best_time"] = Figure(charts.step_chart(
+    # each chart is drawn only when the HTML page is (document.Figure: the markdown has no charts)
+    out["best_time"] = Figure(lambda: charts.step_chart(
         [("best so far", charts.BLUE, pts_t)], title=f"best {metric} so far vs wall-clock",
         x_label=f"time since sweep start ({unit})", y_label=f"best {metric}", hline=hline),
         "Step = the best objective value among runs ended so far"
         + (f"; dashed {charts.colour_name(charts.RED)} = the target." if hline else "."))
-    out["best_cost"] = Figure(charts.step_chart(
+    out["best_cost"] = Figure(lambda: charts.step_chart(
         [("best so far", charts.TEAL, pts_c)], title=f"best {metric} so far vs spend",
         x_label="cumulative spend (USD)", y_label=f"best {metric}", hline=hline),
         "The same curve against cumulative spend (runs in the order they ended).")
@@ -375,7 +379,7 @@ def _charts(data: SweepData, s: dict[str, Any], wi: list[dict[str, Any]], why: s
                             f"{a['trial']} ({pct(a['memory_err_pct'], True)})", a["memory_outlier"],
                             off if a["memory_outlier"] else ok)
                for a in acc if a["est_memory_gib"] is not None and a["measured_memory_gib"] is not None]
-    out["memory"] = Figure(charts.scatter_chart(
+    out["memory"] = Figure(lambda: charts.scatter_chart(
         mem_pts, title="estimated vs measured peak memory", x_label="estimated memory (GiB)",
         y_label="measured peak (GiB)", diagonal=True, legend=legend),
         f"Points on the dashed line were estimated exactly; {charts.colour_name(off)} = off by more than "
@@ -383,7 +387,7 @@ def _charts(data: SweepData, s: dict[str, Any], wi: list[dict[str, Any]], why: s
     time_pts = [charts.Point(a["est_wall_s"] / div, a["wall_s"] / div, f"{a['trial']} ({pct(a['time_err_pct'], True)})",
                              a["time_outlier"], off if a["time_outlier"] else ok)
                 for a in acc if a["est_wall_s"] is not None and a["wall_s"] is not None and a["time_err_pct"] is not None]
-    out["time"] = Figure(charts.scatter_chart(
+    out["time"] = Figure(lambda: charts.scatter_chart(
         time_pts, title="estimated vs measured wall-clock", x_label=f"estimated time ({unit})",
         y_label=f"measured time ({unit})", diagonal=True, legend=legend),
         f"Wall-clock of succeeded runs only (a failed run stops early); {charts.colour_name(off)} = off by more "
@@ -397,7 +401,7 @@ def _charts(data: SweepData, s: dict[str, Any], wi: list[dict[str, Any]], why: s
             label += f" try {r['attempt']}"
         bars.append(charts.GanttBar(label, r["start_offset_s"] / div, r["end_offset_s"] / div, r["status"],
                                     bool(r["spot"]), int(r["preemptions"] or 0)))
-    out["gantt"] = Figure(charts.gantt_chart(bars, title="trials over time", x_label=f"time since sweep start ({unit})"),
+    out["gantt"] = Figure(lambda: charts.gantt_chart(bars, title="trials over time", x_label=f"time since sweep start ({unit})"),
                           "One bar per run (attempt); colour = how it ended (legend above the chart); "
                           "hatched = spot; ✕ = preempted.")
     return out
