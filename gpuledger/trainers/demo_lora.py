@@ -182,41 +182,16 @@ def load_or_pretrain_base(cfg, hf: dict, recipe: dict | None = None, log=None):
     return {k: v.copy() for k, v in unflatten(vec, cfg).items()}
 
 
-#: the version of the cached adaptation corpus (bump when make_corpus's shifted grammar changes)
-CORPUS_VERSION = 1
-
-
-def adapt_tokens(n_chars: int, seed: int) -> bytes:
-    """Returns the token ids of `shifted_corpus(n_chars, seed)`, cached beside the base (the same bytes:
-    the corpus is deterministic; making it costs a trial about 1.5 s of CPU, the demo's 24 trials a
-    minute of its two cores). A cached file of the wrong length is made again; written atomically, so
-    two trials starting at once both read a whole file."""
-    from gpuledger.trainers.make_corpus import encode, shifted_corpus
-
-    path = cache_dir() / f"demo-corpus-shifted-{n_chars}-{seed}-v{CORPUS_VERSION}.bin"
-    with contextlib.suppress(OSError):
-        data = path.read_bytes()
-        if len(data) == n_chars:
-            return data
-    data = encode(shifted_corpus(n_chars, seed=seed))
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(OSError):
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    with contextlib.suppress(OSError):
-        tmp.unlink(missing_ok=True)
-    return data
-
-
 def adapt(cfg, base, *, lora_r: int, lr: float, micro_batch: int, steps: int, seq_len: int, seed: int,
           lora_alpha: float, eval_every: int, report, log=None) -> dict:
     """Trains LoRA adapters on the shifted corpus; returns the final metrics."""
     import numpy as np
 
+    from gpuledger.trainers.make_corpus import encode, shifted_corpus
     from gpuledger.trainers.tinygpt import AdamW, Model, clip_grads, init_lora
 
-    train_tokens = np.frombuffer(adapt_tokens(ADAPT_TRAIN_CHARS, seed=1), np.uint8).astype(np.int64)
-    eval_tokens = np.frombuffer(adapt_tokens(ADAPT_EVAL_CHARS, seed=2), np.uint8).astype(np.int64)
+    train_tokens = np.frombuffer(encode(shifted_corpus(ADAPT_TRAIN_CHARS, seed=1)), np.uint8).astype(np.int64)
+    eval_tokens = np.frombuffer(encode(shifted_corpus(ADAPT_EVAL_CHARS, seed=2)), np.uint8).astype(np.int64)
     stride = (len(eval_tokens) - seq_len - 1) // EVAL_SEQS
     ev = np.stack([eval_tokens[i * stride:i * stride + seq_len + 1] for i in range(EVAL_SEQS)])
     ev_x, ev_y = ev[:, :-1], ev[:, 1:]
@@ -311,9 +286,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.time()
     base = load_or_pretrain_base(cfg, hf, log=log)
-    if args.prepare_base:  # the adaptation corpora too, so that no trial makes them
-        adapt_tokens(ADAPT_TRAIN_CHARS, seed=1)
-        adapt_tokens(ADAPT_EVAL_CHARS, seed=2)
+    if args.prepare_base:
         print(base_cache_path(hf), flush=True)
         return 0
     log(f"base ready in {time.time() - t0:.1f} s; adapting r={args.lora_r} lr={args.lr:g} "
