@@ -1,7 +1,7 @@
 """The scaffold GRPO trainer (trainers/grpo.py, TRL's GRPOTrainer) for real, on the CPU: a tiny
 random-weight Llama and a character-level tokenizer written to a folder (nothing downloaded), rollouts
-through the trainer's own `generate`, a toy reward; its per-role timings (gpuledger/integrations/trl.py)
-land in the ledger as the ad-hoc run's metrics. Skipped with a message without torch/transformers/trl."""
+through the trainer's own `generate`, a toy reward, run under the measuring agent as a sweep's trial is; its per-role
+timings (gpuledger/integrations/trl.py) land in the ledger as the run's metrics. Skipped with a message without torch/transformers/trl."""
 
 from __future__ import annotations
 
@@ -84,21 +84,30 @@ def test_rewards_score_what_they_say():
 
 
 @needs_trl
-def test_grpo_on_the_cpu_lands_its_role_timings_in_the_ledger(tmp_path):
+def test_grpo_on_the_cpu_under_the_agent_lands_its_role_timings_in_the_ledger(tmp_path):
     from gpuledger.api import Ledger
+    from gpuledger.warehouse import Warehouse
 
+    sid, tid = "grpo-cpu-0000beef", "t0grpo000000"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "GPULEDGER_ADHOC_PROJECT": "grpo-tests", "TOKENIZERS_PARALLELISM": "false"}
-    env.pop("GPULEDGER_RUN_ID", None)
+           "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO)}
     env.pop("GPULEDGER_METRICS", None)
-    proc = subprocess.run(trainer_command(tmp_path), capture_output=True, text=True, timeout=300, env=env,
+    result = tmp_path / "result.json"
+    agent = [sys.executable, "-m", "gpuledger.agent", "--result", str(result), "--trial-id", tid,
+             "--run-id", f"{tid}-a1-x", "--sweep-id", sid, "--"]
+    proc = subprocess.run(agent + trainer_command(tmp_path), capture_output=True, text=True, timeout=300, env=env,
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    record = json.loads(result.read_text())
+    assert record["status"] == "succeeded"
+    with Warehouse.open() as wh:  # the sweep and its trial registered, as a sweep's launch does
+        wh.register_sweep(sweep_id=sid, name="grpo-cpu", method="grpo", model="tiny-llama", launcher="local",
+                          objective_metric="reward", objective_goal="maximize")
+        wh.upsert_trials(sid, [{"trial_id": tid, "index": 0, "params": {}, "feasible": True, "status": "pending"}])
+        wh.ingest_records([record])
     runs = Ledger().runs()
-    runs = runs.filter(runs["project"] == "grpo-tests")
-    assert runs.height == 1
-    run = runs.row(0, named=True)
-    assert run["status"] == "succeeded" and run["wall_s"] > 0 and run["cost_usd"] > 0
+    run = runs.filter(runs["run_id"] == record["run_id"]).row(0, named=True)
+    assert run["status"] == "succeeded" and run["wall_s"] > 0
     points = Ledger().sql(f"select name, step, value from metrics where run_id = '{run['run_id']}'")
     by_name: dict[str, dict[int, float]] = {}
     for name, step, value in points.rows():
@@ -121,6 +130,4 @@ def test_grpo_on_the_cpu_lands_its_role_timings_in_the_ledger(tmp_path):
                                      rel=1e-3)
     tokens = by_name["tokens"]  # prompt + completion tokens so far, TRL's own count: grows every step
     assert [tokens[s] for s in sorted(tokens)] == sorted(tokens.values()) and tokens[STEPS] > tokens[1] > 0
-    params = Ledger().sql(f"select params->>'$.method' as method from runs where run_id = '{run['run_id']}'")
-    assert params["method"].item() == "grpo"
     assert "reward" in by_name  # TRL's own logs come through GpuledgerCallback too
