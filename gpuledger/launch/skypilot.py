@@ -317,7 +317,7 @@ class SkyPilotLauncher:
         prune). The runtime calls it every `progress_interval_s`. A log that cannot be read now
         gives nothing new (the next look reads it again).
         """
-        names = handle.request.echo_metrics
+        names = handle.request.echo_metrics if handle.pack is None else ()  # a packed job echoes nothing
         ended = handle.status in vocabulary.LAUNCH_TERMINAL
         if not names or not (ended or handle.sky_status in ("RUNNING", "WINDING_DOWN")):
             return [], offset

@@ -110,6 +110,8 @@ def test_one_trial_cancelled_leaves_the_job_running_until_all_are():
     launcher = SkyPilotLauncher(sdk=fake, catalog_price=table_price, task_builder=task_config, clock=clock,
                                 poll_interval_s=0, pack=2, pack_wait_s=5.0)
     a, b = _submit_together(launcher, _reqs())
+    assert launcher.progress(a) == ([], 0)  # a packed job echoes no objective: nothing read, no API call
+    assert not [c for c in fake.calls if c[0] == "tail_logs"]
     launcher.cancel(a)
     assert not [c for c in fake.calls if c[0] == "cancel"]
     launcher.cancel(b)
