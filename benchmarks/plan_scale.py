@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -100,8 +101,13 @@ def run_one(frames: Path, repeats: int, out: Path) -> None:
         "wall_s": wall, "cpu_s": cpu, "over_budget_wall_s": over_wall, "over_budget_cpu_s": over_cpu,
         "total_est_cost_usd": plan.total_est_cost_usd, "makespan_s": plan.makespan_s, "what_if": plan.what_if,
         "feasible": int(tf["feasible"].sum()), "spot": int(tf["spot"].sum()),
-        "alternatives": over.alternatives, "load": os.getloadavg(),
+        "alternatives": _json_section(over.alternatives), "load": os.getloadavg(),
     }))
+
+
+def _json_section(section: Any) -> Any:
+    """A typed plan section as its plan --json shape (a baseline revision's plan holds plain dicts)."""
+    return section.to_json() if hasattr(section, "to_json") else section
 
 
 def _baseline_package(rev: str, into: Path) -> Path | None:
