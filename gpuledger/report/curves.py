@@ -51,9 +51,14 @@ def curve_series(rows: list[dict[str, Any]], best_trial: str | None) -> list[dic
     return list(runs.values())
 
 
-def param_panels(trials: list[dict[str, Any]], best_trial: str | None) -> list[tuple[str, str, list]]:
+def param_panels(trials: list[dict[str, Any]], best_trial: str | None,
+                 last_values: dict[str, float] | None = None) -> list[tuple[str, str, list]]:
     """Returns (parameter, scale, [(value, objective, colour)]) for each parameter that takes more than one
-    value among the trials with an objective value (see the module doc for the scale)."""
+    value among the trials with an objective value (see the module doc for the scale); a pruned trial
+    without a final value stands at the last value it reported (`last_values`), in its own colour."""
+    last_values = last_values or {}
+    trials = [t if t.get("metric_value") is not None or t["trial_id"] not in last_values
+              or t.get("status") != "pruned" else {**t, "metric_value": last_values[t["trial_id"]]} for t in trials]
     have = [t for t in trials if t.get("metric_value") is not None and math.isfinite(float(t["metric_value"]))]
     names: dict[str, None] = {}
     for t in have:
@@ -97,34 +102,43 @@ def curves_section(rows: list[dict[str, Any]], trials: list[dict[str, Any]], s: 
     goal), `label(trial_id) -> str` the trials' names as the rest of the report writes them."""
     metric = s.get("metric_name") or "metric"
     best = s.get("best_trial_id")
+    trial_status = {t["trial_id"]: t.get("status") for t in trials}
+    # a pruned trial's run ends `cancelled`; the curve says what the search did: pruned
+    rows = [{**r, "status": "pruned"} if trial_status.get(r["trial_id"]) == "pruned" else r for r in rows]
     curves = curve_series(rows, best)
     drawn = [c for c in curves if c["points"]]
     left_out = max(0, len(drawn) - MAX_CURVES)
     drawn = sorted(drawn[:MAX_CURVES], key=lambda c: not c["best"])  # the best kept even past the cap
     series = [(label(c["trial_id"]), charts.BLUE if c["best"] else CURVE_COLOURS.get(str(c["status"]), charts.GREY),
                c["points"], c["best"]) for c in drawn]
-    curve_svg = charts.lines_chart(
-        series, title=f"{metric} per trial over training steps", x_label="training step", y_label=metric,
-        legend=_legend({str(c["status"]) for c in drawn}, any(c["best"] for c in drawn)))
-    caption = (f"One line per run: the {metric} it logged at each step (warehouse `metrics`); a pruned or failed "
-               f"run stops where it stopped. Names are placed where they fit.")
+    legend = _legend({str(c["status"]) for c in drawn}, any(c["best"] for c in drawn))
+
+    def curve_svg() -> str:  # drawn only for the HTML page (`Figure`)
+        return charts.lines_chart(series, title=f"{metric} per trial over training steps", x_label="training step",
+                                  y_label=metric, legend=legend)
+    caption = (f"One line per run: the {metric} it logged at each of its training steps (warehouse `metrics`; a "
+               f"larger micro-batch takes fewer steps for the same tokens); a pruned or failed run stops where it "
+               f"stopped. Names are placed where they fit.")
     if left_out:
         caption += f" The first {MAX_CURVES} runs with points are drawn, {left_out} more are not."
     blocks: list = [Figure(curve_svg, caption)]
-    panels = param_panels(trials, best)
+    last = {c["trial_id"]: c["points"][-1][1] for c in curves if c["points"]}
+    panels = param_panels(trials, best, last)
     best_value = next((float(t["metric_value"]) for t in trials if t["trial_id"] == best
                        and t.get("metric_value") is not None), None)
     if panels:
-        statuses = {str(t.get("status")) for t in trials if t.get("metric_value") is not None}
-        params_svg = charts.params_chart(
-            panels, title=f"final {metric} by hyper-parameter", y_label=f"final {metric}",
-            best=(f"best {metric}", best_value) if best_value is not None else None,
-            legend=_legend(statuses - {"best"}, best is not None))
+        statuses = {str(t.get("status")) for t in trials if t.get("metric_value") is not None or t["trial_id"] in last}
+
+        def params_svg() -> str:
+            return charts.params_chart(
+                panels, title=f"final {metric} by hyper-parameter", y_label=f"final {metric}",
+                best=(f"best {metric}", best_value) if best_value is not None else None,
+                legend=_legend(statuses, best is not None))
         scales = ", ".join(f"{n} ({'log axis' if sc == 'log' else 'categories' if sc == 'category' else 'linear'})"
                            for n, sc, _ in panels[:6])
         blocks.append(Figure(params_svg, f"Each trial's final {metric} (v_trial_results.metric_value) against the "
-                                         f"value of each parameter searched: {scales}. Trials without a final "
-                                         f"value (pruned, failed, running) are not shown."))
+                                         f"value of each parameter searched: {scales}. A pruned trial stands at the "
+                                         f"last value it reported (grey); failed and running trials are not shown."))
     else:
         blocks.append(Note("No hyper-parameter view: fewer than two trials with an objective value differ in a "
                            "parameter.", "small"))

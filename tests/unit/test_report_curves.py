@@ -47,3 +47,18 @@ def test_params_kinds_and_what_is_left_out():
     assert curve_series([{"run_id": "a", "trial_id": "t0", "status": "failed", "seq": None, "step": None,
                           "value": None}], None) == [{"run_id": "a", "trial_id": "t0", "status": "failed",
                                                       "points": [], "best": False}]
+
+
+def test_a_pruned_trial_is_pruned_and_stands_at_its_last_value():
+    trials = [{"trial_id": "a", "status": "succeeded", "metric_value": 1.0, "params": '{"lr": 0.1}'},
+              {"trial_id": "b", "status": "pruned", "metric_value": None, "params": '{"lr": 0.3}'}]
+    [(_name, _scale, pts)] = param_panels(trials, "a", {"b": 2.5})
+    assert sorted((x, y) for x, y, _ in pts) == [(0.1, 1.0), (0.3, 2.5)]
+    assert param_panels(trials, "a") == []  # without its last value only one trial is left: no panel
+    from gpuledger.report.curves import curves_section
+
+    rows = [{"run_id": "rb", "trial_id": "b", "status": "cancelled", "seq": 0, "step": 0, "value": 4.0},
+            {"run_id": "rb", "trial_id": "b", "status": "cancelled", "seq": 1, "step": 24, "value": 2.5}]
+    section = curves_section(rows, trials, {"metric_name": "eval_loss", "best_trial_id": "a"}, str)
+    svg = section.blocks[0].svg
+    assert "pruned" in svg and "cancelled" not in svg  # the legend names what the search did
