@@ -45,6 +45,8 @@ def spec_of(row: dict) -> dict:
             train[flag] = row[flag] == "true"
     if row.get("vllm_sleep") == "true":
         train["vllm_sleep"] = True
+    if row.get("micro_batch_sequences"):
+        train["micro_batch_sequences"] = int(row["micro_batch_sequences"])
     if row.get("rollout_tp"):
         train["rollout_tp"] = int(row["rollout_tp"])
     if row["vllm_gpu_memory_utilization"]:

@@ -512,7 +512,8 @@ def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision:
                    reward_model=w.reward_model, reward_s_per_sample=w.reward_seconds_per_sample,
                    critic_model=w.critic_model,
                    policy_method=w.policy, lora_r=w.lora_r, lora_targets=w.lora_targets,
-                   micro_batch=w.micro_batch, framework=w.framework, sharding=w.sharding, grad_ckpt=w.grad_ckpt)
+                   micro_batch=w.micro_batch_sequences or w.micro_batch * group, framework=w.framework,
+                   sharding=w.sharding, grad_ckpt=w.grad_ckpt)
 
 
 def placement_candidates(w, accelerator: str, gpus: int | None = None, precision: str | None = None) -> list[dict]:

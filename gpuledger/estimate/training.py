@@ -401,11 +401,14 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     if rl:
         prompt, completion = _seq_lengths(w)
         group = w.group_size or (GRPO_DEFAULT_GROUP if w.method == "grpo" else 1)
-        n_seq = w.micro_batch * group
+        # sequences per micro-step: micro_batch prompts x the group, or what the trainer says (TRL's
+        # per_device_train_batch_size counts completions: micro-batches smaller than one group are usual)
+        n_seq = w.micro_batch_sequences or w.micro_batch * group
         seq = prompt + completion
         logit_tokens = n_seq * completion  # TRL computes logits for completion tokens only (logits_to_keep)
-        m.assumptions.append(f"{w.method.upper()}: {w.micro_batch} prompt(s) x {group} completions, "
-                             f"{prompt}+{completion} tokens; generation: {w.generation}")
+        shape = (f"{n_seq} sequence(s) per micro-step (train.micro_batch_sequences)" if w.micro_batch_sequences
+                 else f"{w.micro_batch} prompt(s) x {group} completions")
+        m.assumptions.append(f"{w.method.upper()}: {shape}, {prompt}+{completion} tokens; generation: {w.generation}")
     else:
         n_seq, seq = w.micro_batch, w.seq_len
         logit_tokens = n_seq * seq

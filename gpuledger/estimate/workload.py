@@ -25,7 +25,7 @@ STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "fus
                 "eval_steps", "eval_samples", "optimizer_in_bwd", "grad_accum",
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
                 "vllm_sleep", "policy", "rollout_gpus", "async_rollout", "completion_len_p90", "prompts_per_step",
-                "generation_rounds", "rollout_tp", "old_logprob", "rollout_eager", "reward_seconds_per_sample", "reward_model", "critic_model",
+                "generation_rounds", "rollout_tp", "old_logprob", "rollout_eager", "reward_seconds_per_sample", "reward_model", "critic_model", "micro_batch_sequences",
                 "checkpointing", "packing", "padding", "sample_tokens", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
                 "sequence_parallel",
                 "expert_parallel")
@@ -91,6 +91,9 @@ class Workload(BaseModel):
     #: GRPO/PPO reward model (registry name or config path); None: GRPO uses rule-based rewards
     #: (no model), PPO a reward model of the policy's architecture.
     reward_model: str | None = None
+    #: GRPO/PPO: sequences per trainer GPU per micro-step (TRL per_device_train_batch_size, verl
+    #: ppo_micro_batch_size_per_gpu); None: micro_batch prompts x group_size
+    micro_batch_sequences: int | None = Field(None, ge=1)
     #: PPO value model (registry name or config path) of its own size; None: the policy's architecture
     critic_model: str | None = None
 

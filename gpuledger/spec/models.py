@@ -217,6 +217,9 @@ class Train(_Strict):
     reward_seconds_per_sample: float = Field(0.0, ge=0, le=3600, description="GRPO/PPO reward function s/sample")
     reward_model: str | None = Field(None, max_length=300, description="GRPO/PPO reward model (registry name or config "
                                      "path) of its own size; null: GRPO reward functions, PPO one like the policy")
+    micro_batch_sequences: int | None = Field(None, ge=1, le=100_000, description="GRPO/PPO: sequences per trainer "
+                                              "GPU per micro-step (TRL per_device_train_batch_size, verl "
+                                              "ppo_micro_batch_size_per_gpu); null = micro_batch x group_size")
     critic_model: str | None = Field(None, max_length=300, description="PPO value model of its own size (registry name "
                                      "or config path; DeepSpeed-Chat pairs a 6.7B actor with a 350M critic); null: "
                                      "the policy's architecture")

@@ -199,3 +199,13 @@ def test_a_critic_of_its_own_size_is_sized_and_timed_as_such():
     s_same, s_small = (rl_step(setup_from_workload(w, "H100")) for w in (same, small))
     assert s_small.phases_s["critic"] < s_same.phases_s["critic"]
     assert s_small.phases_s["train"] == pytest.approx(s_same.phases_s["train"])
+
+
+def test_micro_batches_smaller_than_one_group_are_sized_and_timed_as_given():
+    # TRL's per_device_train_batch_size counts completions: 2 sequences per micro-step of a group of 8
+    kw = dict(model=QWEN, method="grpo", gpus=8, micro_batch=1, seq_len=1536, prompt_len=512, completion_len=1024,
+              group_size=8, generation="vllm_colocate", sharding="fsdp")
+    group, two = Workload(**kw), Workload(**kw, micro_batch_sequences=2)
+    assert estimate(two).memory_gib["activations"] < 0.5 * estimate(group).memory_gib["activations"]
+    assert setup_from_workload(group, "H100").micro_batch == 8 and setup_from_workload(two, "H100").micro_batch == 2
+    assert any("2 sequence(s) per micro-step" in a for a in estimate(two).assumptions)
