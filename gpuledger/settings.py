@@ -155,6 +155,14 @@ SETTINGS: tuple[Setting, ...] = (
             "the bucket's region (default $AWS_REGION, $AWS_DEFAULT_REGION)"),
     Setting("warehouse.s3_url_style", None, str, None,
             "'path' or 'vhost' URLs for the bucket (default: path with a custom endpoint, else vhost)"),
+    Setting("warehouse.ingest", "GPULEDGER_INGEST", str, "direct",
+            "how sweeps store result records: 'direct' (each sweep writes the warehouse) or 'service' (records "
+            "land on `warehouse.landing` and the deployment ingest/team stores them in batches)"),
+    Setting("warehouse.landing", "GPULEDGER_INGEST_LANDING", str, None,
+            "the ingest service's landing: s3://BUCKET/PREFIX, gs://... or a folder (default DATA_PATH-landing/, "
+            "else DATA_DIR/ingest-landing)"),
+    Setting("warehouse.ingest_wait_s", "GPULEDGER_INGEST_WAIT_S", float, 600.0,
+            "with ingest = 'service': how long a sweep waits at its end for ingest/team to store its records (seconds)"),
     Setting("sql.timeout_s", "GPULEDGER_SQL_TIMEOUT_S", float, 300.0,
             "the longest a `gpuledger sql` query may run (seconds); Ctrl-C stops one at once"),
     Setting("budgets", None, list, (),

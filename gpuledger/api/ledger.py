@@ -235,6 +235,17 @@ class Ledger:
             return maintain(wh, metrics_older_than_days=metrics_older_than_days, every=every,
                             expire_older_than_days=expire_older_than_days)
 
+    def ingest_service(self, *, seconds: float = 0.0, poll_s: float = 5.0, max_records: int | None = None,
+                       landing: str | None = None) -> Any:
+        """Stores the result records sweeps landed for the ingest service (`[warehouse] ingest = "service"`)
+        in batches, one commit each, until none are waiting (with `seconds`: polling that long); returns
+        `ServiceResult` (`gpuledger warehouse ingest`, the deployment ingest/team; docs/warehouse.md)."""
+        from gpuledger.warehouse import ingest_service
+
+        with self._scope():
+            return ingest_service.run_service(landing=landing, seconds=seconds, poll_s=poll_s,
+                                              max_records=max_records or ingest_service.MAX_RECORDS)
+
     def approve(self, sweep: str, *, approve: bool = True, note: str = "") -> dict[str, Any]:
         """Approves (or, `approve=False`, rejects) a sweep waiting for approval past an envelope's soft
         threshold: resumes its paused Prefect flow run (`gpuledger approve|reject`, docs/budgets.md)."""

@@ -82,6 +82,23 @@ def _every(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0 or value > 7 * 86400:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 604800 seconds, got {text}")
+    return value
+
+
+def _batch_records(text: str) -> int:
+    value = _whole_number(text)
+    if not 1 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"must be from 1 to 100000 records, got {value}")
+    return value
+
+
 def _index(text: str) -> int:
     value = _whole_number(text)
     if value < 0:
@@ -282,6 +299,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep one point (mean, min, max) per N raw points")
     w.add_argument("--expire-older-than", dest="expire_older_than_days", type=_days, default=7.0, metavar="DAYS",
                    help="DuckLake: expire snapshots older than this many days")
+    w.add_argument("--json", action="store_true")
+    w = wsub.add_parser("ingest", help="store the result records sweeps landed for the ingest service, in batches")
+    w.add_argument("--seconds", type=_seconds, default=0.0, metavar="S",
+                   help="keep polling the landing this long (0: until nothing is waiting)")
+    w.add_argument("--batch-records", type=_batch_records, default=None, metavar="N",
+                   help="at most N records per batch (one commit each; default 2000)")
+    w.add_argument("--landing", default=None, metavar="URL_OR_DIR",
+                   help="the landing (default: [warehouse] landing, else beside the data path)")
     w.add_argument("--json", action="store_true")
 
     s = sub.add_parser("export", help="export every warehouse table")

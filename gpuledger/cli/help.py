@@ -156,6 +156,12 @@ DOCS: dict[str, tuple[str, list[str]]] = {
         "older than --expire-older-than days expired and their files deleted. Prints data files and metric "
         "rows before and after. The deployment warehouse-maintenance/weekly runs it on Sundays.",
         ["gpuledger warehouse maintain", "gpuledger warehouse maintain --metrics-older-than 90 --every 20 --json"]),
+    "warehouse ingest": (
+        "Store the result records that sweeps with [warehouse] ingest = \"service\" landed (on object storage or "
+        "a folder: [warehouse] landing) in batches, one commit each, idempotent by record hash; conflicts are "
+        "retried with backoff. Landed files are removed (or moved to rejected/ with the reason) only after their "
+        "commit. The deployment ingest/team runs it every 30 s; v_ingest_batches records lag and batch sizes.",
+        ["gpuledger warehouse ingest", "gpuledger warehouse ingest --seconds 600 --json"]),
     "export": (
         "Export every warehouse table as Parquet files.",
         ["gpuledger export --parquet /tmp/ledger"]),

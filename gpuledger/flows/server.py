@@ -444,10 +444,12 @@ def _serve(root: Path | None, say: Callable[[str], None], ready_timeout_s: float
             made = _run([prefect, "work-pool", "create", WORK_POOL, "--type", "process"], env, root)
             if made.returncode != 0:
                 raise UserError(f"could not create work pool {WORK_POOL}:\n{made.stdout}{made.stderr}")
-        say("Deploying prefect.yaml (sweep/lora-grid, cost-report/weekly, warehouse-maintenance/weekly, capacity/chat-serving) ...")
+        say("Deploying prefect.yaml (sweep/lora-grid, cost-report/weekly, warehouse-maintenance/weekly, ingest/team, "
+            "capacity/chat-serving) ...")
         deployed = _run([prefect, "--no-prompt", "deploy", "--all"], env, root)
         if deployed.returncode != 0:
             raise UserError(f"`prefect deploy --all` failed:\n{deployed.stdout[-4000:]}{deployed.stderr[-4000:]}")
+        _ingest_schedule(prefect, env, root, say)
 
         say(f"Starting worker on pool {WORK_POOL} ...")
         worker = subprocess.Popen(
@@ -481,6 +483,26 @@ def _serve(root: Path | None, say: Callable[[str], None], ready_timeout_s: float
         signal.signal(signal.SIGTERM, old_term)
         if worker is not None or server is not None:
             say("Stopped.")
+
+
+INGEST_DEPLOYMENT = "ingest/team"
+
+
+def _ingest_schedule(prefect: str, env: dict[str, str], root: Path, say: Callable[[str], None]) -> None:
+    """With `[warehouse] ingest = "service"`, turns on ingest/team's 30 s schedule (prefect.yaml deploys it
+    paused, so that a single machine's server does not start a flow run every 30 s for nothing)."""
+    from gpuledger import settings
+
+    if str(settings.current().values.get("warehouse.ingest") or "").strip().lower() != "service":
+        return
+    listed = _run([prefect, "deployment", "schedule", "ls", INGEST_DEPLOYMENT, "--output", "json"], env, root)
+    try:
+        ids = [s["id"] for s in json.loads(listed.stdout or "[]") if not s.get("active")]
+    except (ValueError, TypeError, KeyError):
+        ids = []
+    for schedule_id in ids:
+        _run([prefect, "deployment", "schedule", "resume", INGEST_DEPLOYMENT, str(schedule_id)], env, root)
+    say(f"[warehouse] ingest = \"service\": {INGEST_DEPLOYMENT} stores landed result records every 30 s")
 
 
 def run_hints(api_url: str) -> list[str]:

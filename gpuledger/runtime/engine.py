@@ -552,10 +552,12 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
                 hooks.log.warning("%d file(s) appeared in %s that gpuledger's launcher did not write (unsigned); "
                                   "moved to %s, not stored: %s", len(refused), landing_dir, landing_dir / landing.REJECTED,
                                   ", ".join(refused[:10]))
+        if writer.landed:
+            summary.ingest_landing, summary.awaiting_ingest = writer.await_ingest()
         waiting = landing.waiting(landing_dir)
         lost = {run_id: why for run_id, why in unkept.items() if run_id in writer.unstored}
         summary.lost = [f"{run_id}: {why}" for run_id, why in lost.items()]
-        summary.unrecorded = len(waiting) + len(lost)
+        summary.unrecorded = len(waiting) + len(lost) + summary.awaiting_ingest
         summary.unrecorded_files = [str(p) for p in waiting]
         if lost:
             hooks.log.error("%d result record(s) are LOST: the warehouse could not store them (%s) and they could "

@@ -38,6 +38,10 @@ class SweepSummary:
     #: records neither stored nor kept in landing (a full disk): "run_id: why"; counted in `unrecorded`
     lost: list[str] = field(default_factory=list)
     landing: str | None = None
+    #: `[warehouse] ingest = "service"`: where the records were landed for ingest/team, and how many of
+    #: them it had not stored when the sweep stopped waiting (counted in `unrecorded`; they stay landed)
+    ingest_landing: str | None = None
+    awaiting_ingest: int = 0
     status: str = vocabulary.SWEEP_PLANNED
     report_html: str | None = None
     report_markdown: str | None = None
@@ -85,8 +89,11 @@ class SweepSummary:
         message = self.counts_line()
         if self.failures:
             message += f"; first failure: {self.failures[0][:300]}"
-        if self.unrecorded:
-            message += f"; {self.unrecorded} result record(s) not stored (kept in {self.landing})"
+        if self.awaiting_ingest:
+            message += (f"; {self.awaiting_ingest} result record(s) landed in {self.ingest_landing} not yet stored by "
+                        "ingest/team")
+        if self.unrecorded > self.awaiting_ingest:
+            message += f"; {self.unrecorded - self.awaiting_ingest} result record(s) not stored (kept in {self.landing})"
         if code == 130:
             return "CANCELLED", f"interrupted: {message}"
         return ("FAILED" if code else "COMPLETED"), message

@@ -6,6 +6,8 @@ the thread drains everything queued into ONE transaction per batch, opening the 
 for that batch (so readers such as `gpuledger sql` get in between). While it writes, new results
 queue up and form the next batch, so validation's fixed cost (~40 ms a frame, measured) is paid per
 batch, not per trial. Stored records' files move to `landing/ingested/` (`gpuledger.runtime.landing`).
+With `service=True` (`[warehouse] ingest = "service"`) the records are landed for the ingest service
+instead (`gpuledger.warehouse.ingest_service.land`) and their files move to `ingested/` once landed.
 
 A batch the warehouse cannot take (it retries while a reader holds the file, then raises) is not
 lost: its records stay in the landing folder, its marks are kept, and `close()` tries once more
@@ -38,13 +40,21 @@ REGISTER_WAIT_S = 120.0
 class Writer:
     def __init__(self, sweep_id: str, landing_dir: Path, log: Any,
                  on_stored: Callable[[list[ResultRecord], dict[str, str], bool], None] | None = None,
-                 window_s: float = WRITER_WINDOW_S, lease: tuple[str, float] | None = None) -> None:
+                 window_s: float = WRITER_WINDOW_S, lease: tuple[str, float] | None = None,
+                 service: bool | None = None) -> None:
         self.sweep_id = sweep_id
         self.landing_dir = landing_dir
         self.log = log
         self.on_stored = on_stored
         self.window_s = window_s
         self.lease = lease  # (holder, ttl_s): renewed with every batch and every ttl/3 while idle
+        #: `[warehouse] ingest = "service"` (None: the setting): records are landed for ingest/team, not written here
+        if service is None:
+            from gpuledger.warehouse.ingest_service import mode
+
+            service = mode() == "service"
+        self.service = service
+        self.landed: set[str] = set()  # run ids landed for the service (the sweep waits for them at its end)
         self.lost_lease: str | None = None  # why this run no longer holds the sweep's lease
         self.failed_batches = 0
         self.last_error: str | None = None
@@ -163,17 +173,44 @@ class Writer:
                     self.log.warning("Could not write the running trials' accrued spend: %s", err)
             if trials:
                 wh.upsert_trials(self.sweep_id, trials)
-            if records:
+            rejected = {}
+            if records and self.service:
+                self._land(records)
+            elif records:
                 result = wh.ingest_records(records, sources=[r.run_id for r in records])
                 rejected = {rej.source: rej.reason for rej in result.rejected}
                 for run_id, reason in rejected.items():
                     self.log.error("Result record %s rejected by the warehouse: %s", run_id, reason)
                 self.rejected.update(rejected)
-            else:
-                rejected = {}
             for ids, status, reason, rule in marks:
                 wh.mark_trials(self.sweep_id, ids, status, reason=reason, stop_rule=rule)
         landing.settle(self.landing_dir, [r.run_id for r in records if r.run_id not in rejected], rejected)
+
+    def _land(self, records: list[ResultRecord]) -> None:
+        """Service mode: lands the records for ingest/team (`gpuledger.warehouse.ingest_service`); raises
+        when the landing cannot take them (the batch then fails: its records stay in the local folder)."""
+        from gpuledger.warehouse import ingest_service
+
+        ingest_service.land(records)
+        self.landed.update(r.run_id for r in records)
+
+    def await_ingest(self) -> tuple[str, int]:
+        """Service mode, after `close()`: waits (`[warehouse] ingest_wait_s`) until ingest/team has stored
+        the records this run landed, so that the sweep's status, report and budget see them; returns
+        (the landing, how many it had not stored in time: they stay landed, nothing is lost)."""
+        from gpuledger import settings
+        from gpuledger.warehouse import ingest_service, landing_store
+
+        wait_s = float(settings.current().values.get("warehouse.ingest_wait_s") or 0.0)
+        where = landing_store.default_landing()
+        self.log.info("Landed %d result record(s) in %s; waiting up to %g s for ingest/team to store them ...",
+                      len(self.landed), where, wait_s)
+        missing = ingest_service.wait_stored(sorted(self.landed), wait_s)
+        if missing:
+            self.log.error("%d of %d landed result record(s) were not stored by ingest/team within %g s; they stay "
+                           "in %s (the service stores them when it runs; `gpuledger warehouse ingest` does it now): "
+                           "%s", len(missing), len(self.landed), wait_s, where, ", ".join(sorted(missing)[:10]))
+        return where, len(missing)
 
     def _renew(self, wh: Any = None) -> None:
         """Renews the sweep's lease (opening the warehouse when `wh` is None); a busy warehouse is
@@ -202,7 +239,13 @@ class Writer:
 
         try:
             with Warehouse.open(migrate=False) as wh:
-                if self.unstored:
+                if self.unstored and self.service:
+                    records = list(self.unstored.values())
+                    self._land(records)
+                    self.log.info("Landed the records of the failed batches for the ingest service: %d", len(records))
+                    self.unstored.clear()
+                    landing.settle(self.landing_dir, [r.run_id for r in records], {})
+                elif self.unstored:
                     records = list(self.unstored.values())
                     result = wh.ingest_records(records, sources=[r.run_id for r in records])
                     rejected = {rej.source: rej.reason for rej in result.rejected}

@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,7 +85,8 @@ class IngestMixin:
     _unregister: Any
     transaction: Any
 
-    def ingest_records(self, records: Iterable[Any], *, sources: Sequence[str] | None = None) -> IngestResult:
+    def ingest_records(self, records: Iterable[Any], *, sources: Sequence[str] | None = None,
+                       inside: Callable[[IngestResult], None] | None = None) -> IngestResult:
         """Validates and upserts result records (dicts or `ResultRecord`s) in ONE transaction.
 
         Idempotent by run_id: a record ingested again replaces its run row and its metrics,
@@ -94,6 +95,11 @@ class IngestMixin:
         planned trial, cost = rate x hours, finite numbers, size caps; then the pandera frame
         schemas) is left out and listed in `rejected` with its reason; the others are written. Also sets the status of each
         registered trial that got a run to the status of its latest attempt.
+
+        `inside(result)`: called in the same transaction just before COMMIT (the ingest service's batch
+        bookkeeping, `gpuledger.warehouse.ingest_service`), in a transaction of its own when nothing is
+        written. Run ids not stored yet (the common case) are appended without first deleting their
+        child rows: on DuckLake that delete reads every data file of `metrics` from the bucket.
         """
         self._require_writer("ingest")
         result = IngestResult()
@@ -123,34 +129,44 @@ class IngestMixin:
             good[rec.run_id] = rec
             origin[rec.run_id] = src
             position[rec.run_id] = i
-        if not good:
-            return result
-        built = self._validated_frames(list(good.values()), origin, position, result)
-        if built is not None:
-            built = self._without_replacements(built, origin, position, result)
+        built = None
+        if good:
+            built = self._validated_frames(list(good.values()), origin, position, result)
+            if built is not None:
+                built = self._without_replacements(built, origin, position, result)
         if built is None:
+            if inside is not None:
+                with self.transaction():
+                    inside(result)
             return result
         run_ids = built["runs"]["run_id"].to_list()
         with self.transaction():
             self._con.register("_in_ids", pl.DataFrame({"run_id": run_ids}))
             try:
-                existing = self._run("runs_existing_count")[0][0]
-                for child in ("metrics", "billing", "final_metrics"):
-                    self._delete_in(child, "run_id", "_in_ids")
+                # read inside the transaction (after the writer lock): a run another writer stored meanwhile counts
+                existing = int(self._run("runs_existing_count")[0][0])
+                if existing:
+                    for child in ("metrics", "billing", "final_metrics"):
+                        self._delete_in(child, "run_id", "_in_ids")
             finally:
                 self._unregister("_in_ids")
-            self._upsert("runs", built["runs"])
+            if existing or self.backend != "ducklake":
+                self._upsert("runs", built["runs"])
+            else:  # none of them stored: append (DuckLake's replace deletes by key first, reading the files)
+                self._insert("runs", built["runs"])
             for child in ("final_metrics", "metrics", "billing"):
                 if built[child].height:
                     self._insert(child, built[child])
             self._run("trials_status_from_runs", {"now": now()})
             self._commit_money(built["runs"])
+            result.ingested = len(run_ids)
+            result.new = len(run_ids) - existing
+            result.metric_rows = built["metrics"].height
+            result.billing_rows = built["billing"].height
+            result.run_ids = run_ids
+            if inside is not None:
+                inside(result)
             self._hook("ingest_records")
-        result.ingested = len(run_ids)
-        result.new = len(run_ids) - int(existing)
-        result.metric_rows = built["metrics"].height
-        result.billing_rows = built["billing"].height
-        result.run_ids = run_ids
         return result
 
     def _commit_money(self, runs: pl.DataFrame) -> None:
@@ -235,6 +251,38 @@ class IngestMixin:
         if len(refused) == built["runs"].height:
             return None
         return {t: df.filter(~pl.col("run_id").is_in(refused)) for t, df in built.items()}
+
+    def stored_hashes(self, hashes: list[str]) -> set[str]:
+        """Returns the record hashes of `hashes` the ingest service already stored (`ingested_records`)."""
+        if not hashes:
+            return set()
+        self._con.register("_in_hashes", pl.DataFrame({"record_hash": hashes}, schema={"record_hash": pl.String}))
+        try:
+            return {h for (h,) in self._run("ingested_hashes")}
+        finally:
+            self._unregister("_in_hashes")
+
+    def stored_run_ids(self, run_ids: list[str]) -> set[str]:
+        """Returns the run ids of `run_ids` the warehouse holds."""
+        if not run_ids:
+            return set()
+        self._con.register("_in_ids", pl.DataFrame({"run_id": run_ids}, schema={"run_id": pl.String}))
+        try:
+            return {r for (r,) in self._run("runs_stored_of")}
+        finally:
+            self._unregister("_in_ids")
+
+    def _write_ingest_batch(self, batch: dict[str, Any], records: pl.DataFrame) -> None:
+        """Inside the batch's transaction: its `ingest_batches` row and its records' `ingested_records`
+        rows (appended; replaced by hash only when another service stored one of them meanwhile)."""
+        self._insert("ingest_batches", pl.DataFrame([batch]))
+        if not records.height:
+            return
+        again = self.stored_hashes(records["record_hash"].to_list())
+        if again or self.backend != "ducklake":
+            self._upsert("ingested_records", records)
+        else:
+            self._insert("ingested_records", records)
 
     def ingest_metrics_frame(self, df: pl.DataFrame) -> int:
         """Validates a metrics frame (run_id, name, seq, step, t_s, value) and replaces the metrics of
@@ -382,6 +430,11 @@ def read_record_file(path: Path) -> tuple[Any, str | None]:
             raw = fh.read(MAX_RECORD_FILE_BYTES + 1)
     except OSError as err:
         return None, f"cannot read: {err.strerror or err}"
+    return read_record_bytes(raw)
+
+
+def read_record_bytes(raw: bytes) -> tuple[Any, str | None]:
+    """Returns (decoded JSON, None) or (None, why not) for the bytes of a landed record."""
     if len(raw) > MAX_RECORD_FILE_BYTES:
         return None, (f"file is over {MAX_RECORD_FILE_BYTES // (1024 * 1024)} MiB, the most a landing file may "
                       "hold (a record at the agent's metric cap is a few MB); not read")

@@ -1,5 +1,6 @@
 """`gpuledger warehouse push FILE`: a local ledger into the team warehouse (DuckLake);
-`gpuledger warehouse maintain`: compaction, expired snapshots, downsampled old metric points."""
+`gpuledger warehouse maintain`: compaction, expired snapshots, downsampled old metric points;
+`gpuledger warehouse ingest`: the ingest service's batches (what the deployment ingest/team runs)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from gpuledger.errors import UserError
 def run(args: argparse.Namespace) -> int:
     if args.warehouse_action == "maintain":
         return _maintain(args)
+    if args.warehouse_action == "ingest":
+        return _ingest(args)
     from gpuledger import settings
     from gpuledger.settings import ENV_PATH
     from gpuledger.warehouse import lake
@@ -39,3 +42,14 @@ def _maintain(args: argparse.Namespace) -> int:
     else:
         print(result.summary())
     return 0 if result.ok else 1
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from gpuledger.api import Ledger
+
+    result = Ledger().ingest_service(seconds=args.seconds, max_records=args.batch_records, landing=args.landing)
+    if getattr(args, "json", False):
+        print(json.dumps(result.to_dict(), indent=2, default=str))
+    else:
+        print(result.summary())
+    return 0
