@@ -476,8 +476,7 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
 
     hooks = hooks or Hooks()
     summary = run.summary
-    landing_dir = landing.landing_dir_for(run.sweep_id)
-    summary.landing = str(landing_dir)
+    summary.landing = str(landing_dir := landing.landing_dir_for(run.sweep_id))
     try:
         todo, meter = register(run, hooks, landing_dir)
     except Exception as err:
@@ -552,8 +551,7 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
                 hooks.log.warning("%d file(s) appeared in %s that gpuledger's launcher did not write (unsigned); "
                                   "moved to %s, not stored: %s", len(refused), landing_dir, landing_dir / landing.REJECTED,
                                   ", ".join(refused[:10]))
-        if writer.landed:
-            summary.ingest_landing, summary.awaiting_ingest = writer.await_ingest()
+        summary.ingest_landing, summary.awaiting_ingest = writer.await_ingest() if writer.landed else (None, 0)
         waiting = landing.waiting(landing_dir)
         lost = {run_id: why for run_id, why in unkept.items() if run_id in writer.unstored}
         summary.lost = [f"{run_id}: {why}" for run_id, why in lost.items()]
