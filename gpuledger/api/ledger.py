@@ -217,12 +217,12 @@ class Ledger:
         with self._scope():
             return runner.serve(port=port, metrics_port=metrics_port)
 
-    def serve_worker(self) -> int:
+    def serve_worker(self, *, limit: int | None = None) -> int:
         """Runs one more process worker on the pool of the (team) Prefect server PREFECT_API_URL names until
         interrupted (`gpuledger serve --worker-only`)."""
         runner = importlib.import_module(PREFECT_RUNNER)
         with self._scope():
-            return runner.serve_worker()
+            return runner.serve_worker(limit=limit)
 
     def maintain_warehouse(self, *, metrics_older_than_days: float = 30.0, every: int = 10,
                            expire_older_than_days: float = 7.0) -> Any:

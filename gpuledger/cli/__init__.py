@@ -92,11 +92,15 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _batch_records(text: str) -> int:
-    value = _whole_number(text)
-    if not 1 <= value <= 100_000:
-        raise argparse.ArgumentTypeError(f"must be from 1 to 100000 records, got {value}")
-    return value
+def _count_of(what: str, most: int):
+    """An argparse type: a whole number of `what` from 1 to `most`."""
+    def check(text: str) -> int:
+        value = _whole_number(text)
+        if not 1 <= value <= most:
+            raise argparse.ArgumentTypeError(f"must be from 1 to {most} {what}, got {value}")
+        return value
+
+    return check
 
 
 def _index(text: str) -> int:
@@ -303,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     w = wsub.add_parser("ingest", help="store the result records sweeps landed for the ingest service, in batches")
     w.add_argument("--seconds", type=_seconds, default=0.0, metavar="S",
                    help="keep polling the landing this long (0: until nothing is waiting)")
-    w.add_argument("--batch-records", type=_batch_records, default=None, metavar="N",
+    w.add_argument("--batch-records", type=_count_of("records", 100_000), default=None, metavar="N",
                    help="at most N records per batch (one commit each; default 2000)")
     w.add_argument("--landing", default=None, metavar="URL_OR_DIR",
                    help="the landing (default: [warehouse] landing, else beside the data path)")
@@ -333,6 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also serve Prometheus metrics at http://127.0.0.1:PORT/metrics (default: none)")
     s.add_argument("--worker-only", action="store_true",
                    help="only a worker, for the Prefect server PREFECT_API_URL names (a team's; several may run)")
+    s.add_argument("--worker-limit", type=_count_of("flow runs", 1000), default=None, metavar="N",
+                   help="with --worker-only: the most flow runs this worker runs at once (default: no limit)")
     from gpuledger.cli.help import document
 
     return document(p)

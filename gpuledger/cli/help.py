@@ -167,7 +167,7 @@ DOCS: dict[str, tuple[str, list[str]]] = {
         ["gpuledger export --parquet /tmp/ledger"]),
     "serve": (
         "Start a local Prefect server, a worker and the deployments of prefect.yaml (Ctrl-C stops).",
-        ["gpuledger serve"]),
+        ["gpuledger serve", "PREFECT_API_URL=http://prefect.internal:4200/api gpuledger serve --worker-only --worker-limit 2"]),
     "status": (
         "Each sweep's state (running, awaiting_approval, succeeded, ...) and its spend so far: accrued_usd = "
         "its stored runs' measured cost + what its running trials have accrued (price x elapsed, written every "

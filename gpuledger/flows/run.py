@@ -46,11 +46,11 @@ def serve(port: int | None = None, metrics_port: int | None = None, say: Callabl
     return serve_local(say=say or (lambda msg: print(msg, flush=True)), port=port, metrics_port=metrics_port)
 
 
-def serve_worker(say: Callable[[str], None] | None = None) -> int:
+def serve_worker(say: Callable[[str], None] | None = None, limit: int | None = None) -> int:
     """Runs one more worker for the (team) Prefect server PREFECT_API_URL names (`gpuledger serve --worker-only`)."""
     from gpuledger.flows.server import serve_worker as worker
 
-    return worker(say=say or (lambda msg: print(msg, flush=True)))
+    return worker(say=say or (lambda msg: print(msg, flush=True)), limit=limit)
 
 
 def decide_approval(sweep: str, *, approve: bool, note: str = "") -> dict:

@@ -529,11 +529,13 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "(no log)"
 
 
-def serve_worker(root: Path | None = None, say: Callable[[str], None] = print, name: str | None = None) -> int:
+def serve_worker(root: Path | None = None, say: Callable[[str], None] = print, name: str | None = None,
+                 limit: int | None = None) -> int:
     """Runs `gpuledger serve --worker-only` until Ctrl-C/SIGTERM: one more process worker on the work
     pool of the Prefect server PREFECT_API_URL names (a team's server, on PostgreSQL), for this
     project's flow runs; no server, no deployments of its own (one `gpuledger serve`, or `prefect deploy
-    --all` against the team server, makes those). Creates the pool when the server lacks it."""
+    --all` against the team server, makes those). Creates the pool when the server lacks it. `limit`: the
+    most flow runs this worker runs at once (`prefect worker start --limit`; default no limit)."""
     root = (root or project_root()).resolve()
     api_url = os.environ.get("PREFECT_API_URL", "").strip() or own_server_url(root)
     if not api_url:
@@ -560,7 +562,8 @@ def serve_worker(root: Path | None = None, say: Callable[[str], None] = print, n
     worker = None
     try:
         worker = subprocess.Popen(
-            [prefect, "worker", "start", "--pool", WORK_POOL, "--type", "process", "--name", worker_name],
+            [prefect, "worker", "start", "--pool", WORK_POOL, "--type", "process", "--name", worker_name,
+             *(["--limit", str(limit)] if limit else [])],
             env=env, cwd=str(root), stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
         say(f"gpuledger worker ready: {worker_name} on pool {WORK_POOL} of {api_url} (Ctrl-C stops it)")
         while worker.poll() is None:

@@ -91,10 +91,10 @@ class WarehouseBase:
             wh = cls(con, Path(lake.redact(str(target))), read_only)
             wh.backend = "ducklake"
             if not read_only:
-                wh._writer_lock = lake.WriterLock(str(target))
+                wh._writer_lock = lake.WriterLock.for_target(str(target))
             if not read_only and migrate:
                 try:
-                    lake.ensure_schema(con, lock=wh._writer_lock)
+                    lake.ensure_schema(con, lock=wh._writer_lock, key=str(target))
                 except BaseException:
                     con.close()
                     raise

@@ -25,6 +25,7 @@ import glob
 import os
 import random
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -201,15 +202,27 @@ def redact(target: str) -> str:
     return connect_redact(target)
 
 
-def ensure_schema(con: duckdb.DuckDBPyConnection, *, retry_s: float = RETRY_S, lock: WriterLock | None = None) -> None:
+#: catalogs (their targets) this process found or made current: a later writable open of the same
+#: catalog does not read every table's columns and every view's text again (a batch's open, measured
+#: by benchmarks/team_scale.py); the schema only ever grows while a process runs
+_CURRENT: set[str] = set()
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection, *, retry_s: float = RETRY_S, lock: WriterLock | None = None,
+                  key: str | None = None) -> None:
     """Creates missing tables and columns (no constraints), then the views and their comments (holding
     `lock` meanwhile, when given); again from the start while another process creating them at the same
-    moment conflicts (bounded). A catalog that is already current is only read."""
+    moment conflicts (bounded). A catalog that is already current is only read, and only once per process
+    for a `key` (its target)."""
+    if key is not None and key in _CURRENT:
+        return
     deadline = time.monotonic() + retry_s
     delay = 0.05
     while True:
         try:
             if _schema_current(con):
+                if key is not None:
+                    _CURRENT.add(key)
                 return
             if lock is not None:
                 lock.acquire()
@@ -218,6 +231,8 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, *, retry_s: float = RETRY_S, l
             finally:
                 if lock is not None:
                     lock.release()
+            if key is not None:
+                _CURRENT.add(key)
             return
         except duckdb.Error as err:
             with _suppress():
@@ -299,13 +314,29 @@ class WriterLock:
     instead makes every commit succeed the first time. A writer that dies lets go with its PostgreSQL
     session. The `lake_writer` row stays as the safety net for writers that do not take the lock."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, *, shared: bool = False) -> None:
         self.dsn = target[len(PREFIX) + len("postgres:"):]
         self._pg: Any = None
+        self._pid = os.getpid()
+        self.shared = shared  # one per process and catalog (`for_target`): `close()` keeps its session
+        #: the threads of this process take turns (the PostgreSQL lock is the session's, shared by them)
+        self._threads = threading.RLock()
         self.waited_s = 0.0  # total seconds spent waiting for other writers (ingest lag)
         self.acquired = 0
 
+    @classmethod
+    def for_target(cls, target: str) -> WriterLock:
+        """This process's writer lock of the catalog `target`: one PostgreSQL session for every writable
+        open (a batch of the ingest service or of a sweep's writer no longer connects a second time)."""
+        with _SHARED_GUARD:
+            lock = _SHARED.get(target)
+            if lock is None or lock._pid != os.getpid():
+                lock = _SHARED[target] = cls(target, shared=True)
+            return lock
+
     def _connection(self) -> Any:
+        if self._pg is not None and self._pid != os.getpid():  # a forked child: never use the parent's session
+            self._pg, self._pid = None, os.getpid()
         if self._pg is None or self._pg.closed:
             import psycopg2
 
@@ -325,6 +356,8 @@ class WriterLock:
 
         deadline = time.monotonic() + wait_s
         started = time.monotonic()
+        if not self._threads.acquire(timeout=wait_s):
+            raise LakeError(f"another thread of this process held the team warehouse's writer lock for {wait_s:g} s")
         delay = 0.02
         while True:
             try:
@@ -332,13 +365,18 @@ class WriterLock:
                     cur.execute("SELECT pg_try_advisory_lock(%s)", (WRITER_LOCK_KEY,))
                     got = bool(cur.fetchone()[0])
             except psycopg2.Error as err:
-                self.close()
+                self._reset()
+                self._threads.release()
                 raise LakeError(f"the DuckLake catalog's writer lock: {connect_redact(str(err).strip())}") from None
+            except BaseException:
+                self._threads.release()
+                raise
             if got:
                 self.waited_s += time.monotonic() - started
                 self.acquired += 1
                 return
             if time.monotonic() >= deadline:
+                self._threads.release()
                 raise LakeError(f"another writer held the team warehouse's writer lock for {wait_s:g} s "
                                 f"({self._holder()}); retry when it has finished")
             time.sleep(delay * (1 + random.random()))
@@ -355,21 +393,34 @@ class WriterLock:
             return "holder unknown"
 
     def release(self) -> None:
-        if self._pg is None or self._pg.closed:
-            return
-        import psycopg2
-
         try:
-            with self._pg.cursor() as cur:
-                cur.execute("SELECT pg_advisory_unlock(%s)", (WRITER_LOCK_KEY,))
-        except psycopg2.Error:
-            self.close()  # the session's end lets go of the lock
+            if self._pg is None or self._pg.closed:
+                return
+            import psycopg2
+
+            try:
+                with self._pg.cursor() as cur:
+                    cur.execute("SELECT pg_advisory_unlock(%s)", (WRITER_LOCK_KEY,))
+            except psycopg2.Error:
+                self._reset()  # the session's end lets go of the lock
+        finally:
+            with contextlib.suppress(RuntimeError):  # not held by this thread (a reset lock)
+                self._threads.release()
 
     def close(self) -> None:
+        """Ends the lock's PostgreSQL session, unless it is the process's shared one (`for_target`)."""
+        if not self.shared:
+            self._reset()
+
+    def _reset(self) -> None:
         if self._pg is not None:
             with contextlib.suppress(Exception):
                 self._pg.close()
             self._pg = None
+
+
+_SHARED: dict[str, WriterLock] = {}
+_SHARED_GUARD = threading.Lock()
 
 
 def claim_writer(con: duckdb.DuckDBPyConnection, holder: str) -> None:

@@ -1,4 +1,5 @@
-"""A real PostgreSQL for tests: a fresh cluster in a temporary folder on a free loopback port.
+"""A real PostgreSQL for tests: a fresh cluster in a temporary folder on a free loopback port
+(`postgres_cluster`), and a Prefect server on a database of it (`prefect_on_postgres`).
 
 Uses Debian's server binaries (`postgresql` package: /usr/lib/postgresql/<version>/bin); `.ci/run`
 installs them. Where they are absent the tests skip with that message, except under CI=true, where
@@ -12,13 +13,17 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
+
+from helpers.ports import free_port
 
 
 def _bin_dir() -> str | None:
@@ -26,10 +31,6 @@ def _bin_dir() -> str | None:
     return os.path.dirname(found[-1]) if found else None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
@@ -54,7 +55,7 @@ def postgres_cluster(dbname: str = "gpuledger") -> Iterator[str]:
     root = tempfile.mkdtemp(prefix="gpuledger-pg-")
     if user:
         os.chown(root, user.pw_uid, user.pw_gid)
-    data, port = os.path.join(root, "data"), _free_port()
+    data, port = os.path.join(root, "data"), free_port()
     env = {**os.environ, "LC_ALL": "C"}
     try:
         subprocess.run([*run_as, f"{bindir}/initdb", "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8"],
@@ -69,3 +70,40 @@ def postgres_cluster(dbname: str = "gpuledger") -> Iterator[str]:
         subprocess.run([*run_as, f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "stop"],
                        capture_output=True, env=env, timeout=60)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def prefect_on_postgres(conn: str, home: Path) -> Iterator[str]:
+    """A Prefect server on a new database `prefect` of the cluster `conn` (Prefect's production setting: a
+    SQLite-backed server wedges under 8 concurrent sweeps' flow runs, measured in test_team_s3), started as
+    `gpuledger serve` starts it (uvicorn); yields its API URL."""
+    import psycopg2
+
+    from gpuledger.flows.server import api_healthy, stop_process
+
+    pg = psycopg2.connect(conn)
+    pg.autocommit = True
+    with pg.cursor() as cur:
+        cur.execute("CREATE DATABASE prefect")
+    pg.close()
+    parts = dict(p.split("=", 1) for p in conn.split())
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_API_URL": api, "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "PREFECT_API_DATABASE_CONNECTION_URL":
+               f"postgresql+asyncpg://{parts['user']}@{parts['host']}:{parts['port']}/prefect",
+           "DO_NOT_TRACK": "1"}
+    log = open(home / "server.log", "wb")  # noqa: SIM115 - the child's log
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app",
+                             "--host", "127.0.0.1", "--port", str(port), "--log-level", "error"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        deadline = time.monotonic() + 300
+        while not api_healthy(api, timeout_s=2.0):
+            assert proc.poll() is None, (home / "server.log").read_text(errors="replace")[-2000:]
+            assert time.monotonic() < deadline, "Prefect server on PostgreSQL did not answer in 300 s"
+            time.sleep(1)
+        yield api
+    finally:
+        stop_process(proc, grace_s=10.0)
+        log.close()

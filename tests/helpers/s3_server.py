@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from helpers.ports import free_port
+
 
 @dataclass(frozen=True)
 class S3Server:
@@ -38,18 +40,12 @@ class S3Server:
         return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def s3_server(bucket: str = "team-ledger") -> Iterator[S3Server]:
     """Yields a running S3-compatible server with `bucket` made; stops it afterwards."""
     import boto3
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

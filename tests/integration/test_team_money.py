@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from helpers.ports import free_port
 from helpers.sweep_specs import write_spec
 
 from gpuledger.warehouse import Warehouse
@@ -135,7 +136,7 @@ def test_weekly_envelope_refuses_pauses_for_approval_accrues_and_alerts_once(tmp
 
     from gpuledger.runtime.metrics import serve_metrics
 
-    server, _thread = serve_metrics(_free_port())
+    server, _thread = serve_metrics(free_port())
     try:
         text = urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}/metrics", timeout=30).read().decode()
     finally:
@@ -144,14 +145,6 @@ def test_weekly_envelope_refuses_pauses_for_approval_accrues_and_alerts_once(tmp
     assert families["gpuledger_warehouse_up"].samples[0].value == 1.0
     remaining = [s for s in families["gpuledger_envelope_remaining_usd"].samples if s.labels["budget"] == "tests-weekly"]
     assert remaining and remaining[0].value == pytest.approx(budgets[0]["remaining_usd"])
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_for(ok, name: str, proc: subprocess.Popen, timeout_s: float = 400.0) -> dict:

@@ -2,27 +2,29 @@
 real S3-compatible server (moto's, tests/helpers/s3_server.py), written by 8 sweeps at once from separate
 `gpuledger sweep` processes; then `gpuledger sql`, the weekly report and `gpuledger warehouse maintain`
 over the result. The keys reach DuckDB only through the standard AWS variables, and the secret key is
-in no output.
+in no output. Then the same with `[warehouse] ingest = "service"`: 8 sweeps land their records in the
+bucket and the deployment ingest/team, run by two workers that `gpuledger serve --worker-only` started
+against the one PostgreSQL-backed Prefect server, stores every run exactly once.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers.postgres import postgres_cluster
+from helpers.postgres import postgres_cluster, prefect_on_postgres
 from helpers.s3_server import s3_server
 from helpers.sweep_specs import sweep_spec, trial_script, x_points
 
-from gpuledger.flows.server import api_healthy, stop_process
+from gpuledger.flows.server import stop_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
@@ -36,44 +38,6 @@ log(step=12, eval_loss=abs(a.x - 0.3) + 1, tokens=1200)
 """)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def prefect_on_postgres(conn: str, home: Path) -> Iterator[str]:
-    """A Prefect server on a database `prefect` of the cluster `conn` (Prefect's production setting: a
-    SQLite-backed server wedges under 8 concurrent sweeps' flow runs, measured here); yields its API URL."""
-    import psycopg2
-
-    pg = psycopg2.connect(conn)
-    pg.autocommit = True
-    with pg.cursor() as cur:
-        cur.execute("CREATE DATABASE prefect")
-    pg.close()
-    parts = dict(p.split("=", 1) for p in conn.split())
-    port = _free_port()
-    api = f"http://127.0.0.1:{port}/api"
-    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_API_URL": api, "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-           "PREFECT_API_DATABASE_CONNECTION_URL":
-               f"postgresql+asyncpg://{parts['user']}@{parts['host']}:{parts['port']}/prefect",
-           "DO_NOT_TRACK": "1"}
-    log = open(home / "server.log", "wb")  # noqa: SIM115 - the child's log
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app",
-                             "--host", "127.0.0.1", "--port", str(port), "--log-level", "error"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=log)
-    try:
-        deadline = time.monotonic() + 300
-        while not api_healthy(api, timeout_s=2.0):
-            assert proc.poll() is None, (home / "server.log").read_text(errors="replace")[-2000:]
-            assert time.monotonic() < deadline, "Prefect server on PostgreSQL did not answer in 300 s"
-            time.sleep(1)
-        yield api
-    finally:
-        stop_process(proc, grace_s=10.0)
-        log.close()
 
 
 @pytest.fixture(scope="module")
@@ -160,3 +124,113 @@ def test_a_wrong_endpoint_is_one_line_without_the_key(team, tmp_path):
     text = r.stdout + r.stderr
     assert "Traceback" not in text and s3.secret not in text
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def _api(url: str, body: dict | None = None) -> object:
+    req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(), method="GET" if body is None
+                                 else "POST", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:  # loopback only
+        return json.loads(resp.read() or b"null")
+
+
+def _wait(what: str, check, timeout_s: float, procs: list[subprocess.Popen] = ()):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = check()
+        if got:
+            return got
+        assert all(p.poll() is None for p in procs), f"a worker exited while waiting for {what}"
+        assert time.monotonic() < deadline, f"no {what} within {timeout_s:g} s"
+        time.sleep(2)
+
+
+def test_service_mode_two_workers_ingest_eight_sweeps_each_run_once(team, tmp_path):
+    """`[warehouse] ingest = "service"`: 8 sweeps at once land their records in the bucket (not in the
+    warehouse); flow runs of ingest/team, taken by two `gpuledger serve --worker-only` workers of the one
+    PostgreSQL-backed Prefect server, store every run exactly once; each sweep waited for its records and
+    ended 0; the landed files are gone after their commit; the key is in no output."""
+    s3, conn, env = team
+    api = env["PREFECT_API_URL"]
+    svc = {**env, "GPULEDGER_INGEST": "service", "GPULEDGER_INGEST_WAIT_S": "900", "PREFECT_WORKER_QUERY_SECONDS": "2"}
+    home = tmp_path / "team"
+    made = _cli(["init", str(home)], svc, tmp_path)
+    assert made.returncode == 0, made.stdout + made.stderr
+    workers, logs = [], []
+    for i in range(2):
+        logs.append(tmp_path / f"worker{i}.log")
+        workers.append(subprocess.Popen([sys.executable, "-m", "gpuledger.cli", "serve", "--worker-only", "--worker-limit",
+                                         "1"], env=svc, cwd=home, stdout=open(logs[-1], "wb"),  # noqa: SIM115
+                                        stderr=subprocess.STDOUT, start_new_session=True))
+    sweeps: list[subprocess.Popen] = []
+    try:
+        def on_pool() -> bool:
+            try:
+                return len(_api(f"{api}/work_pools/gpuledger-local/workers/filter", {})) >= 2
+            except urllib.error.HTTPError:  # 404 until a worker made the pool
+                return False
+        _wait("two workers on the pool", on_pool, 300, workers)
+        deployed = subprocess.run([str(Path(sys.executable).parent / "prefect"), "--no-prompt", "deploy", "--name",
+                                   "team"], env=svc, cwd=home, capture_output=True, text=True, timeout=300)
+        assert deployed.returncode == 0, deployed.stdout[-3000:] + deployed.stderr[-3000:]
+        deployment = _api(f"{api}/deployments/name/ingest/team")["id"]
+        for i in range(SWEEPS):
+            folder = tmp_path / f"svc{i}"
+            folder.mkdir()
+            (folder / "gpuledger.toml").write_text("", encoding="utf-8")
+            spec = sweep_spec(folder, name=f"svc-{i}", search="strategy: grid", params=x_points(POINTS[:1]), trial=TRIAL)
+            sweeps.append(subprocess.Popen([sys.executable, "-m", "gpuledger.cli", "sweep", str(spec)], env=svc,
+                                           cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        runs: list[str] = []
+        deadline = time.monotonic() + 900
+        while any(p.poll() is None for p in sweeps):  # ingest/team's schedule, made by hand: two runs at a time
+            assert time.monotonic() < deadline, "the sweeps did not end within 900 s"
+            states = [_api(f"{api}/flow_runs/{r}")["state_type"] for r in runs]
+            if not any(s in ("SCHEDULED", "PENDING", "RUNNING") for s in states):
+                runs += [_api(f"{api}/deployments/{deployment}/create_flow_run", {"parameters": {"seconds": 5}})["id"]
+                         for _ in range(2)]
+            time.sleep(3)
+        outputs = [p.communicate(timeout=60)[0] for p in sweeps]
+        for p, out in zip(sweeps, outputs, strict=True):
+            assert p.returncode == 0, out[-4000:]
+        _wait("the last ingest runs to end", lambda: all(_api(f"{api}/flow_runs/{r}")["state_type"]
+                                                         not in ("SCHEDULED", "PENDING", "RUNNING") for r in runs), 300)
+        completed = [r for r in runs if _api(f"{api}/flow_runs/{r}")["state_type"] == "COMPLETED"]
+        assert len(completed) >= 2, [_api(f"{api}/flow_runs/{r}")["state"] for r in runs]
+
+        # both workers took flow runs (the workers' own events, kept by the server)
+        def takers() -> set[str]:
+            events = _api(f"{api}/events/filter", {"filter": {"event": {"name": ["prefect.worker.submitted-flow-run"]}},
+                                                   "limit": 200})["events"]
+            return {e["resource"]["prefect.resource.name"] for e in events}
+        assert len(_wait("flow runs submitted by both workers", lambda: takers() if len(takers()) >= 2 else None,
+                         120)) == 2
+    finally:
+        for p in sweeps:
+            if p.poll() is None:
+                p.kill()
+        for w in workers:
+            stop_process(w, grace_s=20.0, first=signal.SIGTERM)
+    joined = "\n".join(outputs) + "\n".join(log.read_text(errors="replace") for log in logs)
+    assert s3.secret not in joined
+    expected = SWEEPS
+    q = _cli(["sql", "select count(*) as n, count(distinct r.run_id) as runs, count(distinct i.record_hash) as hashes "
+                     "from runs r left join ingested_records i using (run_id) where r.sweep_id like 'svc-%'",
+              "--format", "json"], env, tmp_path)
+    assert q.returncode == 0, q.stderr
+    assert json.loads(q.stdout)[0] == {"n": expected, "runs": expected, "hashes": expected}
+    b = json.loads(_cli(["sql", "select count(*)::INTEGER as batches, sum(stored)::INTEGER as stored, "
+                                "max(lag_p99_s) is not null as lag from v_ingest_batches", "--format", "json"],
+                        env, tmp_path).stdout)[0]
+    assert b["batches"] >= 1 and b["stored"] >= expected and b["lag"] is True, b
+    assert s3.keys("ledger-landing/records/") == []  # every landed file removed after its commit
+    assert any(k.endswith(".parquet") for k in s3.keys("ledger/"))
+    # the Prefect state is in PostgreSQL: the two workers are rows of its `worker` table
+    import psycopg2
+
+    pg = psycopg2.connect(conn.replace("dbname=ledger", "dbname=prefect"))
+    try:
+        with pg.cursor() as cur:
+            cur.execute("select count(distinct name) from worker")
+            assert cur.fetchone()[0] >= 2
+    finally:
+        pg.close()

@@ -14,5 +14,5 @@ def run(args) -> int:
     from gpuledger.api import Ledger
 
     if getattr(args, "worker_only", False):
-        return Ledger().serve_worker()
+        return Ledger().serve_worker(limit=getattr(args, "worker_limit", None))
     return Ledger().serve(port=getattr(args, "port", None), metrics_port=getattr(args, "metrics_port", None))
