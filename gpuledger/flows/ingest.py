@@ -6,8 +6,8 @@ With `[warehouse] ingest = "service"` sweeps land their result records instead o
 stores them (`gpuledger.api.Ledger.ingest_service` -> `gpuledger.warehouse.ingest_service.run_service`):
 batches of the oldest landed records, one commit each, idempotent by record hash, retried with backoff
 and jitter on commit conflicts, landed files removed only after their commit. It polls for `seconds`
-(so the next scheduled run takes over; the deployment's concurrency limit of 1 keeps one at a time)
-and publishes the batches (sizes, lag P50/P99) as the markdown artifact `ingest-team`.
+(25 of the schedule's 30, so the next scheduled run takes over; two runs that overlap anyway are safe:
+their commits take the writer lock in turn and a record is stored once, by its hash) and publishes the batches (sizes, lag P50/P99) as the markdown artifact `ingest-team`.
 """
 
 from __future__ import annotations

@@ -545,6 +545,8 @@ def serve_worker(root: Path | None = None, say: Callable[[str], None] = print, n
         raise UserError(f"no Prefect server answers at {api_url}; start it (`gpuledger serve` on that machine) "
                         "or fix PREFECT_API_URL")
     env = serve_env(root, api_url)
+    with contextlib.suppress(OSError):  # the worker's own Prefect home (its settings, logs)
+        Path(env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
     prefect = prefect_bin()
     if _run([prefect, "work-pool", "inspect", WORK_POOL], env, root).returncode != 0:
         say(f"Creating work pool {WORK_POOL} (process) ...")

@@ -96,7 +96,8 @@ def prefect_on_postgres(conn: str, home: Path) -> Iterator[str]:
     log = open(home / "server.log", "wb")  # noqa: SIM115 - the child's log
     proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app",
                              "--host", "127.0.0.1", "--port", str(port), "--log-level", "error"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=log)
+                            env=env, stdout=subprocess.DEVNULL, stderr=log,
+                            start_new_session=True)  # its own group: stop_process stops it and its children
     try:
         deadline = time.monotonic() + 300
         while not api_healthy(api, timeout_s=2.0):

@@ -92,3 +92,48 @@ def test_sql_reads_the_lake_and_a_bad_catalog_is_one_line(tmp_path, catalog):
     proc = subprocess.run([sys.executable, "-m", "gpuledger.cli", "warehouse", "push", "nofile.duckdb"],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 1 and "only ducklake:postgres" in proc.stderr
+
+
+def test_the_writer_lock_is_one_session_per_process_and_threads_take_turns(catalog):
+    """`lake.WriterLock.for_target`: every writable open of one catalog in a process shares one PostgreSQL
+    session (a batch does not connect twice), `close()` keeps it, and two threads never hold it at once
+    (the advisory lock is the session's, so the threads take turns on the lock's own mutex)."""
+    import threading
+    import time
+
+    from gpuledger.warehouse import lake
+
+    target = f"ducklake:postgres:{catalog}"
+    lock = lake.WriterLock.for_target(target)
+    assert lake.WriterLock.for_target(target) is lock
+    inside, overlaps = [], []
+
+    def work(name: str) -> None:
+        for _ in range(5):
+            lock.acquire()
+            try:
+                if inside:
+                    overlaps.append(name)
+                inside.append(name)
+                time.sleep(0.01)
+                inside.remove(name)
+            finally:
+                lock.release()
+
+    threads = [threading.Thread(target=work, args=(f"t{i}",)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not overlaps and lock.acquired >= 15
+    session = lock._pg
+    lock.close()
+    assert lock._pg is session and not session.closed  # the shared session stays for the next open
+    other = lake.WriterLock(target)  # a private one (push_ledger's) is another session: it waits meanwhile
+    lock.acquire()
+    try:
+        with pytest.raises(lake.LakeError, match="held the team warehouse's writer lock"):
+            other.acquire(wait_s=0.5)
+    finally:
+        lock.release()
+        other.close()

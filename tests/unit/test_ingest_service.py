@@ -124,3 +124,49 @@ def test_the_mode_setting(monkeypatch):
     monkeypatch.setenv("GPULEDGER_INGEST", "sometimes")
     with pytest.raises(Exception, match="give 'direct' or 'service'"):
         ingest_service.mode()
+
+
+def test_a_sweeps_writer_in_service_mode_lands_records_and_waits_for_the_service(tmp_path, monkeypatch):
+    """The sweep's one writer (gpuledger/runtime/writer.py) with `[warehouse] ingest = "service"`: records go to
+    the landing (not the warehouse), their local files move to ingested/ once landed, and `await_ingest` returns
+    once the service stored them (0 missing), or counts those it did not store in time."""
+    import logging
+    import subprocess
+    import sys
+
+    from gpuledger.record import parse_record
+    from gpuledger.runtime import landing
+    from gpuledger.runtime.writer import Writer
+
+    (tmp_path / "gpuledger.toml").write_text("", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GPULEDGER_INGEST", "service")
+    monkeypatch.setenv("GPULEDGER_INGEST_WAIT_S", "2")
+    monkeypatch.delenv("GPULEDGER_WAREHOUSE", raising=False)
+    recs = [parse_record(r) for r in _records(2)]
+    with Warehouse.open() as w:
+        w.register_sweep(sweep_id=SWEEP, name="svc", started_at="2026-01-05T09:00:00")
+        w.upsert_trials(SWEEP, [{"trial_id": r.trial_id} for r in recs])
+    folder = landing.landing_dir_for(SWEEP)
+    writer = Writer(SWEEP, folder, logging.getLogger("test"))
+    assert writer.service
+    for r in recs:
+        landing.keep(folder, r)
+    writer.results(recs, {})
+    writer.close()
+    assert writer.landed == {r.run_id for r in recs} and not writer.unstored
+    assert landing.waiting(folder) == [] and len(list((folder / landing.INGESTED).glob("*.json"))) == 2
+    store = landing_store.open_landing()
+    assert len(_landed(store)) == 2
+    with Warehouse.open(read_only=True) as w:
+        assert w.scalar("select count(*) from runs") == 0  # not written by the sweep
+    where, missing = writer.await_ingest()  # no service ran: both still landed, counted
+    assert missing == 2 and where == store.where
+    monkeypatch.setenv("GPULEDGER_INGEST_WAIT_S", "300")
+    service = subprocess.Popen([sys.executable, "-c", "from gpuledger.warehouse import ingest_service; "
+                                "print(ingest_service.run_service().summary())"], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # another process, as in a team
+    _, missing = writer.await_ingest()
+    out = service.communicate(timeout=300)[0]
+    assert service.returncode == 0, out
+    assert missing == 0 and _landed(store) == [], out
