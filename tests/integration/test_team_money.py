@@ -51,25 +51,33 @@ def _cli(args, cwd, env, timeout=600, **kw):
                           text=True, timeout=timeout, **kw)
 
 
-def _p90(spec: Path, cwd: Path, env: dict) -> float:
-    done = _cli(["plan", str(spec), "--json"], cwd, env)
-    assert done.returncode == 0, done.stderr[-2000:]
-    plan = json.loads(done.stdout)
+def _p90(spec: Path, capsys) -> float:
+    """The plan's P90 cost, from `gpuledger plan --json` run in this process (its working directory and
+    GPULEDGER_CONFIG are the sweeps'); the sweeps themselves are real `gpuledger sweep` processes."""
+    from gpuledger.cli import main
+
+    capsys.readouterr()
+    code = main(["plan", str(spec), "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err[-2000:]
+    plan = json.loads(out.out)
     return float(plan.get("total_cost_usd_p90") or plan["total_est_cost_usd"])
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_weekly_envelope_refuses_pauses_for_approval_accrues_and_alerts_once(tmp_path, _isolated_warehouse,
-                                                                             prefect_api_url, webhook, monkeypatch):
+                                                                             prefect_api_url, webhook, monkeypatch,
+                                                                             capsys):
     url, received = webhook
-    monkeypatch.chdir(tmp_path)  # this process reads the sweeps' states as the CLI does
+    monkeypatch.chdir(tmp_path)  # this process reads the sweeps' states (and plans) as the CLI does
+    monkeypatch.setenv("GPULEDGER_CONFIG", str(tmp_path / "no-user-config.toml"))
     env = {**os.environ, "PREFECT_API_URL": prefect_api_url, "GPULEDGER_ACCRUE_INTERVAL_S": "0.5",
-           "PYTHONUNBUFFERED": "1", "GPULEDGER_CONFIG": str(tmp_path / "no-user-config.toml")}
+           "PYTHONUNBUFFERED": "1"}
     a = write_spec(tmp_path, "env-a", xs=(0.1,), usd_per_hour=36.0, max_parallel=1)
     b = write_spec(tmp_path, "env-b", xs=(0.1, 0.2), usd_per_hour=360.0, max_parallel=1)
     c = write_spec(tmp_path, "env-c", xs=(0.3,), sleep=12.0, usd_per_hour=36.0, max_parallel=1)
-    pa, pb = (_p90(s, tmp_path, env) for s in (a, b))
+    pa, pb = (_p90(s, capsys) for s in (a, b))
     limit = 4 * pa  # a fits; b crosses it
 
     def config(soft: float) -> None:
@@ -82,7 +90,7 @@ def test_weekly_envelope_refuses_pauses_for_approval_accrues_and_alerts_once(tmp
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-3000:]
     with Warehouse.open(_isolated_warehouse, read_only=True) as wh:
         used = float(wh.scalar("select used_usd from v_budgets"))
-    pc = _p90(c, tmp_path, env)
+    pc = _p90(c, capsys)
     assert pb > limit - used and used + pc < limit
     config(soft=used + pc / 2)  # the team lowers its soft threshold: c passes it, and still fits the limit
 
@@ -163,4 +171,5 @@ def _wait_for(ok, name: str, proc: subprocess.Popen, timeout_s: float = 400.0) -
             if ok(last):
                 return last
         time.sleep(0.3)
-    raise AssertionError(f"status of {name} never matched (sweep exit {proc.poll()}): last {last}")
+    out = proc.stdout.read()[-3000:] if proc.poll() is not None and proc.stdout else ""
+    raise AssertionError(f"status of {name} never matched (sweep exit {proc.poll()}): last {last}\n{out}")
