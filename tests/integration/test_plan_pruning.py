@@ -160,7 +160,7 @@ def test_measured_curves_of_a_grid_are_replayed_for_an_asha_spec_of_the_same_poi
     from gpuledger.search.replay import cost_stopper
 
     cs = [Curve(tid, c.values, c.times_s, c.wall_s, c.complete) for tid, c in curves.items()]
-    cost_on = pr["settings"]["stopping"] == "cost"  # checked on these 6 curves (safety.check_cost_stopping)
+    cost_on = pr.settings["stopping"] == "cost"  # checked on these 6 curves (safety.check_cost_stopping)
     stop = cost_stopper(cs, {c.trial_id: 1.0 for c in cs}, "minimize", sum(c.wall_s for c in cs)) if cost_on else None
     sim = simulate_asha(cs, slots=plan.max_parallel, min_steps=1, reduction_factor=2, goal="minimize", order=order,
                         stopper=stop)
@@ -168,8 +168,8 @@ def test_measured_curves_of_a_grid_are_replayed_for_an_asha_spec_of_the_same_poi
     # the launch order's fractions scaled to the median of the replayed arrival orders
     orders = _replayed_orders(cs, plan.max_parallel, 1, 2, "minimize", cost_on)
     scale = orders["trial_s_median"] / (sim.trial_seconds / sum(c.wall_s for c in cs))
-    assert f"over {orders['orders']} arrival orders" in pr["basis"]
-    assert pr["makespan_fraction"] >= orders["makespan_p90"] - 1e-4
+    assert f"over {orders['orders']} arrival orders" in pr.basis
+    assert pr.makespan_fraction >= orders["makespan_p90"] - 1e-4
     for t in plan.trials:
         f = min(1.0, sim.trial(t["trial_id"]).seconds / curves[t["trial_id"]].wall_s * scale)
         run_share = (t["est_wall_s"] - 3.0) / t["est_wall_s"]

@@ -183,7 +183,8 @@ def test_the_plan_turning_the_rule_off_reaches_the_spec_the_sweep_runs():
 
     spec = load_spec(Path(__file__).resolve().parents[2] / "gpuledger" / "scaffold" / "specs" / "lora-asha.yaml")
     assert spec.search.stopping == "cost"
-    ran = with_chosen_pruning(spec, {"settings": {"min_steps": 2, "reduction_factor": 5, "stopping": "rungs"}})
-    assert ran.search.stopping == "rungs"
-    kept = with_chosen_pruning(spec, {"settings": {"min_steps": 2, "reduction_factor": 5, "stopping": "cost"}})
-    assert kept.search.stopping == "cost"
+    def chosen(stopping):  # Plan.pruning.settings: PruningChoice.to_json()
+        return {"min_steps": 2, "reduction_factor": 5, "stopping": stopping}
+
+    assert with_chosen_pruning(spec, chosen("rungs")).search.stopping == "rungs"
+    assert with_chosen_pruning(spec, chosen("cost")).search.stopping == "cost"
