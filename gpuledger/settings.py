@@ -184,6 +184,8 @@ SETTINGS: tuple[Setting, ...] = (
             "how long opening the warehouse waits for another process's lock before saying who holds it (seconds)"),
     Setting("paths.machine_file", "GPULEDGER_MACHINE_FILE", str, None,
             "where this machine's measured speed is stored (default $XDG_CACHE_HOME/gpuledger/machine.json)"),
+    Setting("local.machine_load", "GPULEDGER_MACHINE_LOAD", str, None,
+            "a load average a local plan plans for instead of the measured one (a number >= 0; 0: a quiet machine)"),
     Setting("prefect.port", "GPULEDGER_PREFECT_PORT", str, None,
             "the port of this project's `gpuledger serve` (1024-65535; default prefect.toml's, else 4200)"),
     Setting("adhoc.project", "GPULEDGER_ADHOC_PROJECT", str, "adhoc",

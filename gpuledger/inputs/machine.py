@@ -139,7 +139,9 @@ def measure_load(probe_k: int = 0) -> MachineLoad | None:
     `probe_k` new processes get (`measure_cpu_share`; 0: not probed), or the load that
     `$GPULEDGER_MACHINE_LOAD` sets (nothing probed; its `measured_at` then says so); UserError for a bad setting."""
     cpus = int(os.cpu_count() or 1)
-    set_to = os.environ.get(ENV_LOAD, "").strip()
+    from gpuledger import settings
+
+    set_to = (settings.current().get("local.machine_load") or "").strip()  # $GPULEDGER_MACHINE_LOAD
     if set_to:
         from gpuledger.errors import UserError
 
