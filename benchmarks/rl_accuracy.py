@@ -49,6 +49,10 @@ def spec_of(row: dict) -> dict:
         train["micro_batch_sequences"] = int(row["micro_batch_sequences"])
     if row.get("rollout_tp"):
         train["rollout_tp"] = int(row["rollout_tp"])
+    if row.get("policy") in ("lora", "qlora"):
+        train["policy"] = row["policy"]
+        train["lora_r"] = int(row["lora_r"] or 16)
+        train["lora_targets"] = row["lora_targets"] or "q,v"
     if row["vllm_gpu_memory_utilization"]:
         train["vllm_gpu_memory_utilization"] = float(row["vllm_gpu_memory_utilization"])
     return {"kind": "sweep", "name": f"rl-{row['id'][:40].replace('_', '-')}", "project": "rl-accuracy",

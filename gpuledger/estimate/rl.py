@@ -53,6 +53,15 @@ import numpy as np
 #: decodes in ~34 ms eager at batch 1, i.e. ~25 ms of launch overhead / 32 layers ~ 0.7 ms; 0.6 ms
 #: taken (batches above 1 hide a little of it). A judgement from that one claim, not a measurement.
 HF_GENERATE_LAYER_S = 0.6e-3
+#: vLLM with enforce_eager inside an RL trainer (verl <= 0.4's default `rollout.enforce_eager: True`, SPMD
+#: `external_launcher` engines, one per rollout rank): CPU time per decoder layer per decode step that no CUDA graph
+#: hides (the engine's flat `eager_step_overhead_s` of 2 ms was measured on a standalone server). Fitted on the five
+#: verl-data GRPO-LoRA logs of tests/data/rl_step_times.csv (Qwen2.5-3B..72B, TP 2 and 8, github.com/eric-haibin-lin/
+#: verl-data math/*.log, July 2025): their `timing_s/generate_sequences` over the 512 decode steps of the longest
+#: response is 45 ms (7B, 28 layers, TP 2) to 186 ms (72B, 80 layers, TP 8), 1.6-2.5 ms a layer; the median of
+#: those rows' error is smallest near 2 ms. Checked against rows it was not fitted on (the ROCm blog's verl v0.3
+#: GRPO/PPO rows, vLLM 0.6.3 eager: docs/accuracy.md).
+VLLM_EAGER_LAYER_S = 2.0e-3
 #: Fixed cost of one weight sync (gathering parameter names, NCCL group / IPC handles, vLLM's
 #: `load_weights` loop over ~300 tensors, cache reset): 0.5 s, a judgement (no public timing gathered).
 SYNC_FIXED_S = 0.5
@@ -257,7 +266,7 @@ def _rollout_vllm(s: RLSetup, accelerator: str, gpus: int) -> tuple[float, dict]
     engine = inference.engine_with(inference.engine_for("vllm"), gpu_memory_utilization=frac, endpoint="offline",
                                    prefix_cache_hit=hit)
     if s.eager:
-        engine = replace(engine, cuda_graph_max_batch=0)
+        engine = replace(engine, cuda_graph_max_batch=0, eager_step_overhead_s=VLLM_EAGER_LAYER_S * model.num_layers)
     kv = inference.kv_capacity_tokens(model, hw, precision, tp, engine)
     cv = setup_cv(s)
     mix = response_mix(s)

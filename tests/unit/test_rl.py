@@ -209,3 +209,19 @@ def test_micro_batches_smaller_than_one_group_are_sized_and_timed_as_given():
     assert estimate(two).memory_gib["activations"] < 0.5 * estimate(group).memory_gib["activations"]
     assert setup_from_workload(group, "H100").micro_batch == 8 and setup_from_workload(two, "H100").micro_batch == 2
     assert any("2 sequence(s) per micro-step" in a for a in estimate(two).assumptions)
+
+
+def test_eager_vllm_rollouts_pay_a_per_layer_cost_each_decode_step():
+    """enforce_eager (verl <= 0.4's default): every decode step pays VLLM_EAGER_LAYER_S per decoder layer, so the
+    eager rollout's extra time is about layers x decode steps x the coefficient, and a deeper model pays more."""
+    from gpuledger.estimate.rl import VLLM_EAGER_LAYER_S
+
+    flat = dict(response_len_p90=512, response_len_max=512)  # every response 512 tokens: 512 decode steps
+    graphs, eager = step(**flat), step(eager=True, **flat)
+    extra = eager.phases_s["rollout"] - graphs.phases_s["rollout"]
+    layers = 28  # Qwen2.5-7B
+    assert extra == pytest.approx(layers * 512 * VLLM_EAGER_LAYER_S, rel=0.35)
+    deep = dataclasses.replace(BASE, model="Qwen/Qwen2.5-14B", trainer_gpus=8, rollout_tp=2, **flat)  # 48 layers
+    deep_extra = (rl_step(dataclasses.replace(deep, eager=True)).phases_s["rollout"]
+                  - rl_step(deep).phases_s["rollout"])
+    assert deep_extra > 1.4 * extra
