@@ -49,8 +49,9 @@ print(2 * n**3 / max(best, 1e-9) / 1e9)
 @dataclass(frozen=True)
 class MachineLoad:
     """How busy this machine is at plan time: the kernel's load averages (runnable tasks) against its
-    logical CPUs. Not stored: every plan measures it again (`measure_load`; `$GPULEDGER_MACHINE_LOAD`
-    sets one instead)."""
+    logical CPUs. Measured again by a plan more than `LOAD_REUSE_S` after the last measurement (kept that
+    long beside the machine file: successive plans plan the same), never stored with the machine
+    (`measure_load`; `$GPULEDGER_MACHINE_LOAD` sets one instead)."""
 
     load_1m: float
     load_5m: float
@@ -152,14 +153,46 @@ def measure_load(probe_k: int = 0) -> MachineLoad | None:
         if not 0 <= value < 1e6:
             raise UserError(f"{ENV_LOAD}={set_to!r}: give the load average to plan for, a number >= 0 (0: a quiet machine)")
         return MachineLoad(load_1m=value, load_5m=value, logical_cores=cpus, measured_at=f"set by {ENV_LOAD}")
+    recent = _recent_load(probe_k)
+    if recent is not None:
+        return recent
     try:
         one, five, _ = os.getloadavg()
     except (AttributeError, OSError):
         return None
     share = measure_cpu_share(probe_k) if probe_k > 0 else None
-    return MachineLoad(load_1m=float(one), load_5m=float(five), logical_cores=cpus,
-                       measured_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
-                       probed_share=share, probe_k=probe_k if share is not None else 0)
+    measured = MachineLoad(load_1m=float(one), load_5m=float(five), logical_cores=cpus,
+                           measured_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
+                           probed_share=share, probe_k=probe_k if share is not None else 0)
+    with contextlib.suppress(OSError):  # kept a moment, so that the next plan plans the same
+        from gpuledger.files import write_text_atomic
+
+        load_file().parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(load_file(), json.dumps({**asdict(measured), "asked_k": probe_k,
+                                                   "at": datetime.now(UTC).timestamp()}) + "\n")
+    return measured
+
+
+#: a plan within this many seconds of the last load measurement takes that one (`plan` then `sweep`, or the
+#: Python API then `gpuledger plan --json`, plan the same trials at the same share of a core); then measured again
+LOAD_REUSE_S = 120.0
+
+
+def load_file() -> Path:
+    """Where the last load measurement is kept for `LOAD_REUSE_S` (beside the machine file)."""
+    return machine_file().with_name("machine-load.json")
+
+
+def _recent_load(probe_k: int) -> MachineLoad | None:
+    """The load measured less than `LOAD_REUSE_S` ago with the same probe (None: none, older, or unreadable)."""
+    try:
+        raw = json.loads(load_file().read_text(encoding="utf-8")[:4096])
+        age = datetime.now(UTC).timestamp() - float(raw.pop("at"))
+        if raw.pop("asked_k") != probe_k or not 0 <= age < LOAD_REUSE_S:
+            return None
+        return MachineLoad(**raw)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
 
 
 @dataclass(frozen=True)

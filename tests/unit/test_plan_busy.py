@@ -64,14 +64,23 @@ def test_a_busy_machine_plans_longer_trials_and_says_why():
     assert not any(a.startswith("machine busy") for a in quiet.assumptions)
 
 
-def test_the_load_is_measured_each_time_and_never_stored(tmp_path, monkeypatch):
+def test_the_load_is_measured_again_after_a_moment_and_never_stored_with_the_machine(tmp_path, monkeypatch):
+    from gpuledger.inputs.machine import LOAD_REUSE_S, load_file
+
     monkeypatch.setenv("GPULEDGER_MACHINE_FILE", str(tmp_path / "machine.json"))
     monkeypatch.delenv("GPULEDGER_MACHINE_LOAD", raising=False)  # the suite plans as if quiet (conftest.py)
     m = local_machine(load=True)
     assert m.load is not None and m.load.logical_cores >= 1 and m.load.load_1m >= 0
     assert "load" not in json.loads(machine_file().read_text())
     assert local_machine().load is None and local_machine(load=True).load is not None
-    assert measure_load().measured_at >= m.load.measured_at
+    # within LOAD_REUSE_S the next plan takes the same measurement (the API's plan and `plan --json` agree)
+    assert measure_load() == m.load and load_file().parent == tmp_path
+    kept = json.loads(load_file().read_text())
+    load_file().write_text(json.dumps({**kept, "at": kept["at"] - LOAD_REUSE_S - 1}))  # older: measured again
+    monkeypatch.setattr("os.getloadavg", lambda: (7.0, 6.0, 5.0))
+    again = measure_load()
+    assert again.load_1m == 7.0 and again.measured_at >= m.load.measured_at
+    assert measure_load(probe_k=1).probe_k in (0, 1)  # another probe: not the kept one
 
 
 def test_the_load_to_plan_for_can_be_set(monkeypatch):
