@@ -387,10 +387,15 @@ def _sync_s(s: RLSetup, rollout_acc: str) -> tuple[float, str]:
                 f"{COPY_BW_EFFICIENCY:g} x HBM, + {SYNC_FIXED_S:g} s" + (f" + {SLEEP_WAKE_S:g} s wake" if wake else ""))
     rk = kinds[normalize_accelerator(rollout_acc)]
     rgpus = s.rollout_gpus or s.trainer_gpus
-    one_node = rk.name == tk.name and s.trainer_gpus + rgpus <= 8
+    one_node = s.rollout_accelerator is None and s.trainer_gpus + rgpus <= 8
     if one_node:
         link, gbps = _intra_node_gbps(tk)
         where = f"one node ({link}, {gbps:g} GB/s)"
+    elif s.rollout_accelerator is not None:
+        # rollouts on an instance of their own (of another kind, or the spec's rollout_gpu): no shared fabric,
+        # the clouds' 100-400 Gb/s per node (INTERCONNECT_GBPS "default", coefficients.py)
+        gbps = INTERCONNECT_GBPS["network"]["default"]
+        where = f"between two instances ({gbps:g} GB/s, a cloud node's network: INTERCONNECT_GBPS default)"
     else:
         net = INTERCONNECT_GBPS["network"]
         gbps = min(net.get(generation(tk), net["default"]), net.get(generation(rk), net["default"]))
@@ -447,28 +452,30 @@ def rl_step(s: RLSetup) -> RLStep:
 
 
 def role_costs(step: RLStep, steps: float, usd_per_gpu_hour: dict[str, float] | None = None) -> dict[str, dict]:
-    """Returns, per role, seconds over `steps` steps, GPU-hours and dollars (`usd_per_gpu_hour` by
-    accelerator; None or a kind absent: no dollars). Phases (rollout, reference, ...) are the step's
+    """Returns, per role, seconds over `steps` steps, GPU-hours and dollars (`usd_per_gpu_hour` by group name,
+    trainer / rollout, else by accelerator; None or absent: no dollars). Phases (rollout, reference, ...) are the step's
     time by role; colocated, each phase holds all the GPUs; split, the rollout phase is the rollout
     GPUs' and the others the trainer's, and each group also pays for its idle share of the step."""
     prices = usd_per_gpu_hour or {}
     s = step.setup
     out: dict[str, dict] = {}
 
-    def price(acc: str, hours: float) -> float | None:
-        return round(hours * prices[acc], 2) if acc in prices else None
+    def price(grp: dict, hours: float) -> float | None:
+        rate = prices.get(grp["name"], prices.get(grp["accelerator"]))
+        return round(hours * rate, 2) if rate is not None else None
 
-    tr = step.groups["trainer"]
+    groups = {name: {**g, "name": name} for name, g in step.groups.items()}
+    tr = groups["trainer"]
     for phase, sec in step.phases_s.items():
         if sec <= 0:
             continue
-        grp = step.groups.get("rollout") if (phase == "rollout" and s.placement == "split") else tr
+        grp = groups.get("rollout") if (phase == "rollout" and s.placement == "split") else tr
         hours = sec * steps * grp["gpus"] / 3600
         out[phase] = {"seconds": round(sec * steps, 1), "seconds_per_step": round(sec, 3),
                       "accelerator": grp["accelerator"], "gpus": grp["gpus"], "gpu_hours": round(hours, 2),
-                      "usd": price(grp["accelerator"], hours)}
+                      "usd": price(grp, hours)}
     if s.placement == "split":
-        for name, grp in step.groups.items():
+        for name, grp in groups.items():
             busy = step.phases_s["rollout"] if name == "rollout" else sum(
                 v for k, v in step.phases_s.items() if k != "rollout")
             idle = max(0.0, step.step_s - busy)
@@ -476,7 +483,7 @@ def role_costs(step: RLStep, steps: float, usd_per_gpu_hour: dict[str, float] | 
                 hours = idle * steps * grp["gpus"] / 3600
                 out[f"{name}_idle"] = {"seconds": round(idle * steps, 1), "seconds_per_step": round(idle, 3),
                                        "accelerator": grp["accelerator"], "gpus": grp["gpus"],
-                                       "gpu_hours": round(hours, 2), "usd": price(grp["accelerator"], hours)}
+                                       "gpu_hours": round(hours, 2), "usd": price(grp, hours)}
     return out
 
 
@@ -489,6 +496,7 @@ def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision:
     or vllm_server (vLLM on `rollout_gpus` of the trial's GPUs, the same kind, the rest training;
     `async_rollout` overlaps them); a reference model unless `ref_model: none`; the `reward_model`
     when given, else a reward function at `reward_seconds_per_sample`."""
+    from gpuledger.catalog import normalize_accelerator
     from gpuledger.estimate.memory import GRPO_DEFAULT_GROUP
 
     g = gpus or w.gpus
@@ -503,10 +511,13 @@ def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision:
     engine = "hf" if w.generation == "hf" else "vllm"
     split = w.generation == "vllm_server"
     r = rollout_gpus or w.rollout_gpus or 0
-    if split and not 1 <= r < g:
+    own = split and bool(w.rollout_gpu)  # rollouts on an instance of their own: the trial's GPUs all train
+    if own and r < 1:
+        raise ValueError(f"rollout_gpu {w.rollout_gpu} needs rollout_gpus (the rollout instance's GPU count)")
+    if split and not own and not 1 <= r < g:
         raise ValueError(f"generation vllm_server on {g} GPU(s): rollout_gpus {r} leaves no GPU to train "
                          "(give the trial 2 or more GPUs)")
-    trainer = g - r if split else g
+    trainer = g - r if split and not own else g
     return RLSetup(model=w.model, algorithm=w.method, precision=precision or w.precision,
                    prompts_per_step=w.prompts_per_step or w.micro_batch * trainer * (w.grad_accum or 1),
                    generation_rounds=w.generation_rounds, rollout_tp=w.rollout_tp,
@@ -516,6 +527,7 @@ def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision:
                    response_len=response, response_len_p90=p90, response_len_max=cap, engine=engine,
                    placement="split" if split else "colocated", trainer_accelerator=accelerator, trainer_gpus=trainer,
                    rollout_gpus=r if split else None,
+                   rollout_accelerator=normalize_accelerator(w.rollout_gpu) if own else None,
                    gpu_memory_utilization=w.vllm_gpu_memory_utilization if engine == "vllm" and not split else None,
                    async_rollout=bool(w.async_rollout and split), reference=w.ref_model != "none",
                    reward_model=w.reward_model, reward_s_per_sample=w.reward_seconds_per_sample,

@@ -152,7 +152,7 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     mp = tp * pp
     # data-parallel sharding (ZeRO, FSDP) spans the sequence-parallel ranks too (they hold the same model)
     gpus = w.gpus
-    if w.method in RL_METHODS and w.generation == "vllm_server" and gpus > 1:
+    if w.method in RL_METHODS and w.generation == "vllm_server" and gpus > 1 and not w.rollout_gpu:
         # a split RL trial: vLLM holds `rollout_gpus` of them (unset: the larger share the time model tries,
         # half), the policy's states are sharded over the rest only (docs/rl.md)
         gpus -= min(gpus - 1, w.rollout_gpus or gpus // 2)

@@ -24,7 +24,7 @@ from gpuledger.vocabulary import (
 STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "fused_ce", "double_quant", "eval_batch",
                 "eval_steps", "eval_samples", "optimizer_in_bwd", "grad_accum",
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
-                "vllm_sleep", "policy", "rollout_gpus", "async_rollout", "completion_len_p90", "prompts_per_step",
+                "vllm_sleep", "policy", "rollout_gpus", "rollout_gpu", "async_rollout", "completion_len_p90", "prompts_per_step",
                 "generation_rounds", "rollout_tp", "old_logprob", "rollout_eager", "reward_seconds_per_sample", "reward_model", "critic_model", "micro_batch_sequences",
                 "checkpointing", "packing", "padding", "sample_tokens", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
                 "sequence_parallel",
@@ -167,6 +167,9 @@ class Workload(BaseModel):
     #: RL time (gpuledger/estimate/rl.py, docs/rl.md): vllm_server: GPUs of the trial given to the vLLM
     #: server (the rest train); None: a quarter and a half tried, the faster kept
     rollout_gpus: int | None = Field(None, ge=1)
+    #: vllm_server: the rollouts on `rollout_gpus` GPUs of this kind on an instance of their own (the trial's
+    #: `gpus` are then the trainer's); None: the rollout GPUs are `rollout_gpus` of the trial's own
+    rollout_gpu: str | None = None
     #: vllm_server: one-step off-policy rollouts (step N+1 generated while step N trains)
     async_rollout: bool = False
     #: the 90th percentile of the generated tokens (the rollout waits for the longest); None: all completion_len

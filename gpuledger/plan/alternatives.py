@@ -16,11 +16,12 @@ from gpuledger.plan.settings import PlanSettings
 
 
 def alternatives(any_fit: bool, row_key: np.ndarray, row_ids: pl.Series, candidates: pl.DataFrame, accel: pl.DataFrame,
-                 compute: KeyCompute, table: pl.DataFrame, s: PlanSettings, total: float, keys: pl.DataFrame) -> BudgetAlternatives:
+                 compute: KeyCompute, table: pl.DataFrame, s: PlanSettings, total: float, keys: pl.DataFrame,
+                 extra_usd: np.ndarray | None = None) -> BudgetAlternatives:
     """Returns the totals the budget guard quotes (the cheaper alternatives only when over budget and
     `any_fit`: some candidate fits some trial). `row_key`, `row_ids`: per estimate row (with a memory
     estimate) its scoring key and its trial_id; `compute`: the keys' compute matrix
-    (`gpuledger.plan.compute_table`)."""
+    (`gpuledger.plan.compute_table`); `extra_usd`: per key a second instance's $/hour (`scoring.best_rows`)."""
     feas = table.filter(pl.col("feasible"))
     costs = np.sort(feas["est_cost_usd"].to_numpy())
     base = BudgetAlternatives(
@@ -44,7 +45,7 @@ def alternatives(any_fit: bool, row_key: np.ndarray, row_ids: pl.Series, candida
     cheapest, spot, on_demand = (np.full(compute.n_keys, np.inf) for _ in range(3))
     by_acc = {}
     for acc_id, acc in acc_ids.iter_rows():
-        per_key = _cheapest_on(acc_id, groups, compute, s, cheapest, spot, on_demand)
+        per_key = _cheapest_on(acc_id, groups, compute, s, cheapest, spot, on_demand, extra_usd)
         if per_key is not None:
             t, n = total_for(per_key)
             by_acc[acc] = CostTotal(total_usd=round(t, 2), trials=n, of=int(feas.height))
@@ -58,7 +59,7 @@ def alternatives(any_fit: bool, row_key: np.ndarray, row_ids: pl.Series, candida
 
 
 def _cheapest_on(acc_id: int, groups: list, compute: KeyCompute, s: PlanSettings, cheapest: np.ndarray, spot: np.ndarray,
-                 on_demand: np.ndarray) -> np.ndarray | None:
+                 on_demand: np.ndarray, extra_usd: np.ndarray | None = None) -> np.ndarray | None:
     """Returns each key's cheapest cost on accelerator `acc_id`, deadline ignored (inf: none; None: no
     candidate there fits any key), and lowers `cheapest`, `spot` and `on_demand` (per key, all
     accelerators) by it: the minima of `scored_candidates`' rows, by `scoring.timing`'s formulas, without
@@ -74,7 +75,7 @@ def _cheapest_on(acc_id: int, groups: list, compute: KeyCompute, s: PlanSettings
             if not has.any():  # no (key, candidate) row here
                 continue
             keys = idx[:n][has]
-            cost = timing(seconds[has] * tf, usd, rate, s)["est_cost_usd"]
+            cost = timing(seconds[has] * tf, usd if extra_usd is None else usd + extra_usd[keys], rate, s)["est_cost_usd"]
             if per_key is None:
                 per_key = np.full(compute.n_keys, np.inf)
             for target in (per_key, cheapest, spot if is_spot else on_demand):

@@ -3,6 +3,7 @@ the what-if and the alternatives the budget guard quotes."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -137,6 +138,7 @@ def plan_from_estimates(
     measured: pl.DataFrame | None = None,
     probed: pl.DataFrame | None = None,
     what_if_shared_cores: int | None = None,
+    rollout_offers: pl.DataFrame | None = None,
 ) -> Plan:
     """Returns the Plan: per trial the cheapest (gpus, offer, spot) that meets the deadline (else
     the cheapest that fits, with reason "misses deadline"), or infeasible with the reason; then the
@@ -149,7 +151,9 @@ def plan_from_estimates(
     catalog for the offers' accelerators; may carry `basis`, e.g. "calibrated on 12 runs").
     `times`: workload, accelerator, compute_s (default: `compute_times` of the estimates' workloads).
     `measured`: trial_id, accelerator, gpus, wall_s (see `apply_measured`). `probed`: per trial a
-    probe of its shape (`gpuledger.plan.probes.probes_for_trials`, see `apply_probes`).
+    probe of its shape (`gpuledger.plan.probes.probes_for_trials`, see `apply_probes`). `rollout_offers`: where
+    an RL trial whose rollouts run on GPUs of their own (`rollout_gpu`) finds its rollout instance (default
+    `offers`): its on-demand $/hour is added to the trial's price for the whole wall time (rl_roles.py).
     """
     s = settings
     est = estimates
@@ -190,13 +194,20 @@ def plan_from_estimates(
     lo, hi = _memory_fit_columns(est, s)
     est_safe = est.with_columns(est_memory_gib=hi)
     keyed, keys, compute, row_key = _keys(est_safe, times, accel)
-    best_key, any_fit = best_rows(keys, candidates, accel, None, s, spot=spot_allowed, compute=compute)
+    from gpuledger.plan.rl_roles import rollout_extra_usd  # an RL trial's rollout instance of its own
+
+    r_offers = offers if rollout_offers is None else rollout_offers
+    extra = rollout_extra_usd(keys, r_offers, s)
+    best_key, any_fit = best_rows(keys, candidates, accel, None, s, spot=spot_allowed, compute=compute,
+                                  extra_usd=extra)
     per_trial, missing = _per_trial(est_safe, keyed, row_key, row_trial, trial_code, best_key, candidates, accel)
     if not (lo == hi).all():
         est_risky = est.with_columns(est_memory_gib=lo)
         keyed, keys, compute, row_key = _keys(est_risky, times, accel)
+        extra = rollout_extra_usd(keys, r_offers, s)  # these keys' ids
         if missing.height:
-            best_key, any_fit = best_rows(keys, candidates, accel, None, s, spot=spot_allowed, compute=compute)
+            best_key, any_fit = best_rows(keys, candidates, accel, None, s, spot=spot_allowed, compute=compute,
+                                          extra_usd=extra)
             risky, missing = _per_trial(est_risky, keyed, row_key, row_trial, trial_code, best_key, candidates, accel)
             risky = risky.join(missing, on="trial_id", how="anti")
             per_trial = pl.concat([per_trial.join(risky.select("trial_id"), on="trial_id", how="anti"), risky])
@@ -206,6 +217,8 @@ def plan_from_estimates(
         per_trial = per_trial.join(model_mem, on=["trial_id", "gpus", "sharding"], how="left", maintain_order="left") \
             .with_columns(est_memory_gib=pl.col("_model_mem")).drop("_model_mem")
 
+    if extra is not None:  # the rollout instance (on demand) in the trial's on-demand rate too
+        per_trial = _with_rollout_on_demand(per_trial, est, r_offers, s)
     dl = s.deadline_s
     chosen = apply_probes(apply_measured(per_trial, measured, s), probed, s)
     late = np.flatnonzero(~chosen["deadline_ok"].to_numpy())  # the reason is written for these only
@@ -238,7 +251,8 @@ def plan_from_estimates(
     total = float(costs.sum()) if len(costs) else 0.0
     what_if = what_if_curve(durations, costs, stop_at_target=s.target is not None, shared_cores=what_if_shared_cores,
                             _schedules={k: (start, slot)})
-    alternatives = budget_alternatives(any_fit, row_key, keyed["trial_id"], candidates, accel, compute, table, s, total, keys)
+    alternatives = budget_alternatives(any_fit, row_key, keyed["trial_id"], candidates, accel, compute, table, s, total, keys,
+                                       extra_usd=extra)
 
     if trials_meta is not None:
         table = table.join(trials_meta.select("trial_id", "params"), on="trial_id", how="left")
@@ -262,6 +276,29 @@ def plan_from_estimates(
         assumptions=assumptions, launcher=s.launcher, launch_order=feasible["trial_id"].gather(order).to_list(),
         alternatives=alternatives, deadline_s=dl,
     )
+
+
+def _with_rollout_on_demand(per_trial: pl.DataFrame, est: pl.DataFrame, offers: pl.DataFrame,
+                            s: PlanSettings) -> pl.DataFrame:
+    """Adds each trial's rollout instance $/hour (RL rollouts on GPUs of their own) to its on-demand rate,
+    as scoring added it to `usd_per_hour`."""
+    from gpuledger.estimate.workload import Workload
+    from gpuledger.plan.rl_roles import rollout_instance
+
+    texts = est.select("trial_id", "gpus", "sharding", "workload").unique(["trial_id", "gpus", "sharding"], keep="first")
+    rows = per_trial.select("trial_id", "gpus", "sharding").join(texts, on=["trial_id", "gpus", "sharding"],
+                                                                  how="left", maintain_order="left")
+    usd: dict[str, float] = {}
+    add = []
+    for text in rows["workload"].to_list():
+        if text is None:
+            add.append(0.0)
+            continue
+        if text not in usd:
+            inst = rollout_instance(Workload(**json.loads(text)["workload"]), offers, s)
+            usd[text] = inst["usd_per_hour"] if inst else 0.0
+        add.append(usd[text])
+    return per_trial.with_columns(on_demand_usd_per_hour=pl.col("on_demand_usd_per_hour") + pl.Series(add))
 
 
 def _memory_fit_columns(est: pl.DataFrame, s: PlanSettings) -> tuple[pl.Series, pl.Series]:

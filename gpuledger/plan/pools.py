@@ -294,21 +294,23 @@ def scored_per_trial(estimates: pl.DataFrame, offers: pl.DataFrame, accel: pl.Da
 
 
 def with_pool(plan, estimates: pl.DataFrame, offers: pl.DataFrame, accel: pl.DataFrame, s: PlanSettings, *,
-              mode: str = "auto", shared_setup: bool = True, times: pl.DataFrame | None = None):
+              mode: str = "auto", shared_setup: bool = True, times: pl.DataFrame | None = None,
+              refused: str | None = None):
     """Returns the plan with its `pool` section; with a pool chosen (mode `always`, or `auto` when it meets
     the deadline first and costs less), the trials placed on the pool's workers: est_wall_s = the run on
     a worker, est_cost_usd = the run plus the worker's start-up share, start_s/slot from the pool's
     schedule, the total = every worker billed to the teardown (idle tail included), what-if pool columns.
 
     `shared_setup`: False when the trials' rendered set-ups differ (a pool's workers share one set-up).
-    `times`: the plan's compute times (`estimates.compute_times`; default: computed again)."""
+    `times`: the plan's compute times (`estimates.compute_times`; default: computed again). `refused`: why no
+    pool can serve these trials (an RL trial's rollout instance of its own: a worker is one instance)."""
     from dataclasses import replace
 
     from gpuledger.plan.formats import fmt_duration, fmt_usd
     from gpuledger.plan.whatif import WHAT_IF_KS
 
-    if plan.launcher == "local" or mode not in ("auto", "always"):
-        why = "resources.pool: never" if mode == "never" else "launcher local"
+    if plan.launcher == "local" or mode not in ("auto", "always") or refused:
+        why = refused or ("resources.pool: never" if mode == "never" else "launcher local")
         return replace(plan, pool=pool_section(None, mode=mode, used=False, reason=why, sweep=plan.sweep,
                                                per_trial_usd=plan.total_est_cost_usd,
                                                per_trial_makespan_s=plan.makespan_s))

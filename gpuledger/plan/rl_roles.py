@@ -20,9 +20,53 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import polars as pl
 
 from gpuledger.vocabulary import RL_METHODS
+
+
+def rollout_instance(w, offers: pl.DataFrame, settings) -> dict | None:
+    """Returns the rollout instance of a workload whose rollouts run on GPUs of their own (`rollout_gpu` x
+    `rollout_gpus`): the cheapest on-demand offer with at least that many GPUs of the kind ({accelerator,
+    gpus, cloud, region, instance_type, usd_per_hour, price_source}); None for any other workload. It is
+    billed on demand for the trial's whole wall time (both instances run through every step). A kind the
+    offers lack: UserError naming `train.rollout_gpu`."""
+    from gpuledger.catalog import normalize_accelerator
+    from gpuledger.errors import UserError
+    from gpuledger.plan.candidates import candidate_offers
+
+    if not (w.method in RL_METHODS and w.generation == "vllm_server" and w.rollout_gpu and w.rollout_gpus):
+        return None
+    acc, n = normalize_accelerator(w.rollout_gpu), int(w.rollout_gpus)
+    kind = offers.filter(pl.col("accelerator") == acc)
+    cands = candidate_offers(kind, [n], settings).filter(~pl.col("spot")) if kind.height else kind
+    if not cands.height:
+        raise UserError(f"train.rollout_gpu {acc}: no on-demand offer with {n} or more {acc} GPUs among the "
+                        "plan's offers (the rollout instance; see gpuledger prices)")
+    r = cands.sort("usd_per_hour").row(0, named=True)
+    return {"accelerator": acc, "gpus": n, "cloud": r["cloud"], "region": r["region"],
+            "instance_type": r["instance_type"], "usd_per_hour": float(r["usd_per_hour"]),
+            "price_source": r["price_source"]}
+
+
+def rollout_extra_usd(keys: pl.DataFrame, offers: pl.DataFrame, settings) -> np.ndarray | None:
+    """Returns per scoring key (by key id) the rollout instance's $/hour its trial also pays (0 where none),
+    or None when no key has one (the plan's usual single-instance pricing)."""
+    from gpuledger.estimate.workload import Workload
+
+    if keys.is_empty() or '"method": "grpo"' not in (first := str(keys["workload"][0])) and '"method": "ppo"' not in first:
+        return None  # a plan's rows share their method: only RL plans look further
+    if not keys["workload"].str.contains('"rollout_gpu": "', literal=True).any():
+        return None
+    extra = np.zeros(int(keys["key"].max()) + 1)
+    usd: dict[str, float] = {}
+    for key, text in keys.select("key", "workload").iter_rows():
+        if text not in usd:
+            inst = rollout_instance(Workload(**json.loads(text)["workload"]), offers, settings)
+            usd[text] = inst["usd_per_hour"] if inst else 0.0
+        extra[int(key)] = usd[text]
+    return extra
 
 
 def _measured(probed: pl.DataFrame | None, t: dict) -> dict | None:
@@ -48,10 +92,13 @@ def _measured_step(step, probe: dict):
     return dataclasses.replace(step, phases_s=phases, step_s=float(probe["rl_step_s"]))
 
 
-def trial_roles(plan, estimates: pl.DataFrame, probed: pl.DataFrame | None = None) -> dict[str, dict]:
+def trial_roles(plan, estimates: pl.DataFrame, probed: pl.DataFrame | None = None,
+                offers: pl.DataFrame | None = None, settings=None) -> dict[str, dict]:
     """Returns {trial_id: {placement, engine, async, steps, step_s, phases_s, groups, roles, basis}} for the
     feasible trials of an RL plan (empty for other methods, or where a trial cannot be timed); `probed`:
-    the probes the plan used (`probes_for_trials`), whose RL role timings split a probed trial."""
+    the probes the plan used (`probes_for_trials`), whose RL role timings split a probed trial; `offers` and
+    `settings`: the plan's, for the rollout instance of a trial whose rollouts run on GPUs of their own
+    (`rollout_instance`: its $/hour is in the trial's `usd_per_hour`, split off here by group)."""
     from gpuledger.estimate.rl import placement_candidates, rl_step_cached, role_costs
     from gpuledger.estimate.workload import Workload
 
@@ -80,9 +127,19 @@ def trial_roles(plan, estimates: pl.DataFrame, probed: pl.DataFrame | None = Non
         steps = float(json.loads(text[0])["tokens"]) / step.tokens
         # the plan's compute time over the model's steps: its band's P50 and any calibration (and the load)
         factor = float(t["compute_s"]) / (steps * step.step_s)
-        per_gpu = float(t["usd_per_hour"]) / max(1, int(t["gpus"])) if t.get("usd_per_hour") else None
+        inst = rollout_instance(w, offers, settings) if offers is not None else None
+        trainer_usd = float(t["usd_per_hour"]) - (inst["usd_per_hour"] if inst else 0.0) if t.get("usd_per_hour") else None
+        per_gpu = trainer_usd / max(1, int(t["gpus"])) if trainer_usd else None
         prices = {g["accelerator"]: per_gpu for g in step.groups.values()} if per_gpu else None
         j = step.to_json()
+        if inst is not None:  # each group its own instance and price
+            prices = {"trainer": per_gpu, "rollout": inst["usd_per_hour"] / inst["gpus"]} if per_gpu else None
+            j["groups"]["trainer"].update(instance_type=t.get("instance_type"), cloud=t.get("cloud"),
+                                          usd_per_hour=round(trainer_usd, 4) if trainer_usd else None,
+                                          spot=bool(t.get("spot")))
+            j["groups"]["rollout"].update(instance_type=inst["instance_type"], cloud=inst["cloud"],
+                                          usd_per_hour=round(inst["usd_per_hour"], 4), spot=False,
+                                          price_source=inst["price_source"])
         rollout = dict(j["rollout"])
         if probe is not None and probe.get("rollout_tokens_per_s"):
             rollout["measured_tokens_per_s"] = round(float(probe["rollout_tokens_per_s"]), 1)
@@ -117,7 +174,13 @@ def roles_line(trial_id: str, r: dict) -> str:
     """Returns one text line of a trial's roles: placement, then each role's time and dollars."""
     from gpuledger.plan.formats import fmt_duration, fmt_usd
 
-    groups = ", ".join(f"{name} {g['gpus']}x {g['accelerator']}" for name, g in r["groups"].items())
+    def group(name: str, g: dict) -> str:
+        inst = g.get("instance_type")  # an instance of its own per group: where and its $/hour
+        where = (f" on {g.get('cloud')} {inst}{' spot' if g.get('spot') else ''}"
+                 + (f" {fmt_usd(g['usd_per_hour'])}/h" if g.get("usd_per_hour") is not None else "")) if inst else ""
+        return f"{name} {g['gpus']}x {g['accelerator']}{where}"
+
+    groups = ", ".join(group(name, g) for name, g in r["groups"].items())
     parts = []
     for name, v in r["roles"].items():
         usd = f" {fmt_usd(v['usd'])}" if v.get("usd") is not None else ""

@@ -176,7 +176,7 @@ def best_per_key(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFra
 
 def best_rows(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame, times: pl.DataFrame | None,
               settings: PlanSettings, *, spot: bool | None = None,
-              compute: KeyCompute | None = None) -> tuple[dict[str, np.ndarray], bool]:
+              compute: KeyCompute | None = None, extra_usd: np.ndarray | None = None) -> tuple[dict[str, np.ndarray], bool]:
     """Returns `best_per_key`'s rows as numpy arrays ({column of SCORED_COLS: values}, keys in order).
 
     The same rows `scored_candidates` scores, without its cross join: keys are grouped by requirement
@@ -185,7 +185,9 @@ def best_rows(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame,
     candidate (dominated ones pruned first, `_pareto`) is scored over its prefix against a running best
     per key, and only the winners' rows are built. What depends on the accelerator only (the prefix's
     compute seconds, T0, the preemptions a deadline allows) is computed once per accelerator, not per
-    candidate, and keys an accelerator cannot win are skipped (`_best_in_group`).
+    candidate, and keys an accelerator cannot win are skipped (`_best_in_group`). `extra_usd`: per key id the
+    $/hour of a second instance its trial also holds (an RL trial's rollout instance, gpuledger/plan/rl_roles.py),
+    added to every candidate's price for that key (so in the choice, the cost and `usd_per_hour`).
     """
     s = settings
     acc_ids, cand = numeric_candidates(candidates, accel, s)
@@ -204,12 +206,13 @@ def best_rows(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame,
             g, p = int(gc["gpus"][0]), gc["precision"][0]
             dfac = {a: float(s.deadline_factor(names[a], g, p)) for a in gc["acc_id"].unique().to_list()}
         fit_any, okr = _best_in_group(gc, idx, rank, levels, comp, s, spot, deadline=s.deadline_s is not None,
-                                      dfac=dfac)
+                                      dfac=dfac, extra_usd=extra_usd)
         any_fit = any_fit or fit_any
         ok_row[idx] = okr
         none_ok = np.flatnonzero(okr < 0)  # few keys: those no candidate takes within the deadline
         if s.deadline_s is not None and none_ok.size:  # their best, all late
-            late_row[idx[none_ok]] = _best_in_group(gc, idx[none_ok], rank[none_ok], levels, comp, s, spot, deadline=False)[1]
+            late_row[idx[none_ok]] = _best_in_group(gc, idx[none_ok], rank[none_ok], levels, comp, s, spot, deadline=False,
+                                                    extra_usd=extra_usd)[1]
     met = ok_row >= 0
     chosen = np.where(met, ok_row, late_row)
     key = np.flatnonzero(chosen >= 0)
@@ -219,6 +222,8 @@ def best_rows(keys: pl.DataFrame, candidates: pl.DataFrame, accel: pl.DataFrame,
     mem = np.full(n_keys, np.nan)
     mem[key_ids] = mem_all
     compute_s = comp.at(key, col["acc_id"]) * col.pop("time_factor")
+    if extra_usd is not None:
+        col["usd_per_hour"] = col["usd_per_hour"] + extra_usd[key]
     t = timing(compute_s, col["usd_per_hour"], col["preemptions_per_hour"], s)
     return {"key": key, "est_memory_gib": mem[key], **col, "compute_s": compute_s, **t, "deadline_ok": met[key]}, any_fit
 
@@ -251,7 +256,8 @@ def fitting(rank: np.ndarray, levels: np.ndarray, usable_gib: float) -> int:
 
 
 def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, rank: np.ndarray, levels: np.ndarray, comp: KeyCompute, s: PlanSettings,
-                   spot: bool | None, *, deadline: bool, dfac: dict | None = None) -> tuple[bool, np.ndarray]:
+                   spot: bool | None, *, deadline: bool, dfac: dict | None = None,
+                   extra_usd: np.ndarray | None = None) -> tuple[bool, np.ndarray]:
     """Returns (whether any candidate of `gc` fits a key, per key of `idx` (sorted by `rank`: the number of
     `levels`, the group's usable memories, below the key's memory) the row of
     its best candidate, -1 where none; `deadline`: among those meeting it only) by the formulas of
@@ -302,16 +308,17 @@ def _best_in_group(gc: pl.DataFrame, idx: np.ndarray, rank: np.ndarray, levels: 
                 continue
             np.add(compute, s.overhead_s, out=t0)  # T0 = overhead + compute
             lower = np.multiply(t0, min(c[2] for c in scored) / S_PER_H * (1 - 1e-12), out=lower_b[:n])
-            keep = np.flatnonzero(lower <= best[:n])  # NaN (no time) is never kept
+            keep = np.flatnonzero(lower <= best[:n])  # NaN (no time) is never kept; extra_usd >= 0 keeps the bound
             if keep.size:
                 _score_keys(scored, keep, compute, t0, best, best_row, s, deadline, dl, threshold, buf,
-                            dfactor=1.0 if dfac is None else dfac.get(a, 1.0))
+                            dfactor=1.0 if dfac is None else dfac.get(a, 1.0),
+                            extra=None if extra_usd is None else extra_usd[idx[:n][keep]])
     return any_fit, best_row
 
 
 def _score_keys(cands: list, keep: np.ndarray, compute: np.ndarray, t0: np.ndarray, best: np.ndarray, best_row: np.ndarray,
                 s: PlanSettings, deadline: bool, dl: float | None, threshold: float, buf: dict[str, np.ndarray],
-                dfactor: float = 1.0) -> None:
+                dfactor: float = 1.0, extra: np.ndarray | None = None) -> None:
     """Scores one accelerator's candidates (row, spot, usd_per_hour, preemptions_per_hour, ...) on the keys
     `keep` of `compute`/`t0` and updates `best`/`best_row` there (lower score, then lower row); `buf`:
     arrays at least as long as `keep`, written instead of new ones per candidate."""
@@ -339,7 +346,7 @@ def _score_keys(cands: list, keep: np.ndarray, compute: np.ndarray, t0: np.ndarr
             wall = np.multiply(per_pre, rate_per_s, out=wall_b)
             np.add(wall, 1, out=wall)
             np.multiply(wall, t0, out=wall)
-        np.multiply(wall, usd, out=score)  # cost = usd × wall / S_PER_H; score = cost + wall × 1e-12
+        np.multiply(wall, usd if extra is None else usd + extra, out=score)  # cost = usd × wall / S_PER_H; + wall × 1e-12
         np.divide(score, S_PER_H, out=score)
         np.add(score, np.multiply(wall, 1e-12, out=tmp), out=score)  # NaN (no time for a key) never wins
         np.less(score, b, out=better)

@@ -82,16 +82,19 @@ def search_notes(spec, trials) -> list[str]:
             "and registered before it launches"]
 
 
-def _filtered_offers(spec, offers: pl.DataFrame | None) -> pl.DataFrame:
+def _filtered_offers(spec, offers: pl.DataFrame | None, accelerators: list[str] | None = None) -> pl.DataFrame:
+    """The offers of the spec's clouds, regions and accelerators (`accelerators`: these kinds instead, e.g. an RL
+    spec's `train.rollout_gpu`, whose instance is priced apart from the trainer's)."""
     from gpuledger.catalog.pricing import load_offers
 
     r = spec.resources
+    kinds = accelerators or r.accelerators
     if offers is None:
-        return load_offers(clouds=r.clouds, accelerators=r.accelerators or None, regions=r.regions, usable_only=False)
+        return load_offers(clouds=r.clouds, accelerators=kinds or None, regions=r.regions, usable_only=False)
     if r.clouds:
         offers = offers.filter(pl.col("cloud").is_in(r.clouds))
-    if r.accelerators:
-        offers = offers.filter(pl.col("accelerator").is_in(r.accelerators))
+    if kinds:
+        offers = offers.filter(pl.col("accelerator").is_in(kinds))
     if r.regions:
         offers = offers.filter(pl.col("region").is_in(r.regions))
     return offers
@@ -201,8 +204,13 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
     from gpuledger.plan.throughput_calibration import calibrate
 
     r = spec.resources
-    offers = _filtered_offers(spec, offers)
-    est = trial_estimates(spec, trials)
+    raw_offers, offers = offers, _filtered_offers(spec, offers)
+    est = trial_estimates(spec, trials)  # first: it refuses a spec's located problems (an unknown rollout_gpu)
+    rollout_offers = offers
+    if getattr(spec.train, "rollout_gpu", None):  # the rollouts' instance of its own kind (docs/rl.md)
+        from gpuledger.catalog import normalize_accelerator
+
+        rollout_offers = _filtered_offers(spec, raw_offers, [normalize_accelerator(spec.train.rollout_gpu)])
     notes = []
     if offers.is_empty():
         notes.append(f"no offers for accelerators {r.accelerators or 'any'} in clouds {r.clouds}"
@@ -212,13 +220,15 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
     accel, measured, cal_notes = calibrate(accel, est, times, measurements, s, model=spec.model)
     probed, probe_refusals = plausible_probes(probes_for_trials(spec, trials, probes), est, spec.precision)
     plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, times=times, measured=measured,
-                               probed=probed,
+                               probed=probed, rollout_offers=rollout_offers,
                                extra_assumptions=notes + cal_notes + search_notes(spec, trials) + probe_refusals)
     plan = _with_probe_notes(plan, probed, s)
     from gpuledger.plan.pools import with_pool
 
+    own = getattr(spec.train, "rollout_gpu", None)
     plan = with_pool(plan, est, offers, accel, s, mode=r.pool, shared_setup=len({t.setup for t in trials}) <= 1,
-                     times=times)
+                     times=times, refused=f"train.rollout_gpu {own}: each trial holds two instances (trainer and "
+                     "rollout), a pool worker is one" if own else None)
     plan = _with_bands(plan, est, s, probed)
     from gpuledger.plan.packing import packing_options
 
@@ -228,7 +238,7 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
         plan = replace(plan, packing=packing)
     from gpuledger.plan.rl_roles import is_rl, trial_roles
 
-    return replace(plan, roles=trial_roles(plan, est, probed)) if is_rl(spec.method) else plan
+    return replace(plan, roles=trial_roles(plan, est, probed, rollout_offers, s)) if is_rl(spec.method) else plan
 
 
 def _with_bands(plan: Plan, est: pl.DataFrame, s: PlanSettings, probed: pl.DataFrame | None) -> Plan:

@@ -53,10 +53,23 @@ def rl_problem(spec) -> Problem | None:
     (`train.rollout_gpus`, `train.async_rollout`) without `train.generation: vllm_server`, else None
     (docs/rl.md: colocated rollouts share the trainer's GPUs and cannot overlap its step)."""
     t = spec.train
-    asked = [name for name in ("rollout_gpus", "async_rollout") if getattr(t, name)]
-    if not asked or t.generation == "vllm_server":
+    asked = [name for name in ("rollout_gpus", "rollout_gpu", "async_rollout") if getattr(t, name)]
+    if not asked:
         return None
     file, line, col = spec.position("train")
+    if t.generation == "vllm_server":
+        if t.rollout_gpu is None:
+            return None
+        if not t.rollout_gpus:
+            return Problem(file, line, col, "", "train.rollout_gpu needs train.rollout_gpus (how many "
+                           f"{t.rollout_gpu} GPUs the rollout instance holds)")
+        from gpuledger.catalog import UnknownAccelerator, normalize_accelerator
+
+        try:
+            normalize_accelerator(t.rollout_gpu)
+        except UnknownAccelerator as err:
+            return Problem(file, line, col, "", f"train.rollout_gpu: {err}")
+        return None
     return Problem(file, line, col, "", f"train.{' and train.'.join(asked)} need train.generation: vllm_server "
                    f"(rollouts on GPUs of their own; {t.generation} generates on the trainer's GPUs)")
 

@@ -29,6 +29,14 @@ def make_launcher(name: str, spec: Any, max_parallel: int, landing: Path, pack: 
     by side per slot (packed trials, `resources.trials_per_gpu`)."""
     from gpuledger.launch import get_launcher
 
+    own = getattr(getattr(spec, "train", None), "rollout_gpu", None)
+    if own and name != "local":
+        from gpuledger.errors import UserError
+
+        # planned as two instances per trial (docs/rl.md); launching them together (a SkyPilot job group) is not built
+        raise UserError(f"train.rollout_gpu {own}: rollouts on an instance of their own are planned and priced, "
+                        f"but launcher {name} cannot yet start the trainer's and the rollouts' instances together; "
+                        "drop train.rollout_gpu (rollout_gpus of the trial's own GPUs) to launch")
     if name == "local":
         from gpuledger.runtime.landing import landing_key
 

@@ -201,6 +201,9 @@ class Train(_Strict):
                              "(TRL vllm_enable_sleep_mode; verl's hybrid engine does it by default)")
     policy: RLPolicy = Field("full", description="GRPO/PPO: policy trained full or LoRA/QLoRA")
     rollout_gpus: int | None = Field(None, ge=1, le=1024, description="vllm_server: GPUs for vLLM (docs/rl.md)")
+    rollout_gpu: str | None = Field(None, min_length=1, max_length=64, description=(
+        "vllm_server: the rollouts on rollout_gpus GPUs of this kind on an instance of their own (e.g. L40S); "
+        "the trial's GPUs are then the trainer's and both instances are billed (docs/rl.md)"))
     async_rollout: bool = Field(False, description="vllm_server: one-step off-policy rollouts (docs/rl.md)")
     completion_len_p90: int | None = Field(None, ge=1, description="GRPO/PPO: P90 of generated tokens")
     prompts_per_step: int | None = Field(None, ge=1, le=1_000_000, description="GRPO/PPO: prompts per optimizer "

@@ -123,3 +123,33 @@ def test_the_markov_shortcut_agrees_with_the_poisson_sum_on_every_row():
     assert (got == exact).all()
     assert 0.1 < got.mean() < 0.9  # both answers occur
     assert deadline_met(t0, per_pre, mu, PlanSettings(deadline_s=None)).all()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_second_instance_per_key_is_in_the_choice_and_the_price(seed):
+    """An RL trial's rollout instance of its own (`extra_usd` per key, gpuledger/plan/rl_roles.py): the choice
+    minimises (offer + extra) x wall, not the offer's cost alone, and the chosen row's price carries both."""
+    from gpuledger.plan.scoring import best_rows
+
+    offers, est, times = _frames(seed)
+    s = PlanSettings(provisioning_s=600.0, setup_s=600.0, deadline_s=[None, 20 * H][seed % 2], preemption_per_hour=0.1)
+    keys = est.select(KEY_COLS).unique(maintain_order=True).with_row_index("key")
+    cands = candidate_offers(offers, [1, 2], s).with_row_index("cand")
+    scored = scored_candidates(keys, cands, ACCEL, times, s)
+    extra = np.random.default_rng(seed).uniform(5.0, 40.0, keys.height)  # $/h, dearer than most offers
+    best = {}
+    for r in scored.iter_rows(named=True):
+        rank = (not r["deadline_ok"], (r["usd_per_hour"] + extra[r["key"]]) * r["est_wall_s"] / H, r["cand"])
+        if r["key"] not in best or rank < best[r["key"]][0]:
+            best[r["key"]] = (rank, r)
+    got, _ = best_rows(keys, cands, ACCEL, times, s, extra_usd=extra)
+    plain, _ = best_rows(keys, cands, ACCEL, times, s)
+    assert sorted(got["key"].tolist()) == sorted(best)
+    changed = 0
+    for i, key in enumerate(got["key"].tolist()):
+        want = best[key][1]
+        assert got["cand"][i] == want["cand"]
+        assert got["usd_per_hour"][i] == pytest.approx(want["usd_per_hour"] + extra[key], rel=1e-12)
+        assert got["est_cost_usd"][i] == pytest.approx(got["usd_per_hour"][i] * got["est_wall_s"][i] / H, rel=1e-12)
+        changed += int(got["cand"][i] != plain["cand"][list(plain["key"]).index(key)])
+    assert changed > 0  # the second instance's price moves some choices (to faster offers)

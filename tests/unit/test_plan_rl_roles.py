@@ -134,3 +134,71 @@ def test_a_probed_grpo_trial_is_split_by_what_its_probe_measured(tmp_path):
     # the roles still add up to the trial's (now probe-extrapolated) compute time
     assert sum(v["seconds"] for v in r["roles"].values()) == pytest.approx(t["compute_s"], rel=0.01)
     assert f"measured by {t['est_basis']}" in render_plan(after)
+
+
+def _cheapest_on_demand(accelerator: str, gpus: int, clouds) -> float:
+    """The catalog's cheapest on-demand instance with >= `gpus` x `accelerator` in `clouds` (by hand)."""
+    import polars as pl
+
+    from gpuledger.catalog.pricing import load_offers
+
+    o = load_offers(clouds=clouds, accelerators=[accelerator], usable_only=False)
+    o = o.filter((pl.col("accelerator_count") >= gpus) & pl.col("usd_per_hour_on_demand").is_not_null())
+    return float(o["usd_per_hour_on_demand"].min())
+
+
+def test_rollouts_on_an_instance_of_another_kind_are_billed_as_a_second_instance(tmp_path):
+    from gpuledger.models import count_params, load_config
+
+    spec = _spec(tmp_path, generation="vllm_server", rollout_gpu="l40s", rollout_gpus=4)
+    plan = _plan(spec)
+    t = plan.to_json()["trials"][0]
+    r = t["roles"]
+    assert t["accelerator"] == "H100" and t["gpus"] == 8  # the trial's own GPUs all train
+    tr, ro = r["groups"]["trainer"], r["groups"]["rollout"]
+    assert (tr["accelerator"], tr["gpus"], ro["accelerator"], ro["gpus"]) == ("H100", 8, "L40S", 4)
+    rollout_usd = _cheapest_on_demand("L40S", 4, spec.resources.clouds)
+    assert ro["usd_per_hour"] == pytest.approx(rollout_usd, rel=1e-4) and not ro["spot"] and ro["instance_type"]
+    # the trial's price is both instances', its cost that price for its whole wall time, nothing left out
+    assert t["usd_per_hour"] == pytest.approx(tr["usd_per_hour"] + ro["usd_per_hour"], rel=1e-4)
+    assert t["est_cost_usd"] == pytest.approx(t["usd_per_hour"] * t["est_wall_s"] / 3600, rel=1e-6)
+    assert plan.total_est_cost_usd == pytest.approx(sum(x["est_cost_usd"] for x in plan.to_json()["trials"]), rel=1e-6)
+    usd = sum(v["usd"] for v in r["roles"].values())
+    assert usd == pytest.approx(t["compute_s"] / 3600 * t["usd_per_hour"], rel=0.02)
+    rollout_side = sum(v["usd"] for k, v in r["roles"].items() if v["accelerator"] == "L40S")
+    assert rollout_side == pytest.approx(t["compute_s"] / 3600 * ro["usd_per_hour"], rel=0.02)
+    # the rollouts timed on the L40S, the weights synced over the network between two instances (25 GB/s)
+    same = _plan(_spec(tmp_path, generation="vllm_server", rollout_gpu="H100", rollout_gpus=4)).to_json()
+    assert r["phases_s"]["rollout"] > 1.3 * same["trials"][0]["roles"]["phases_s"]["rollout"]
+    weights = 2.0 * count_params(load_config(spec.model)).total
+    assert r["phases_s"]["sync"] == pytest.approx(weights / 25e9 + 0.5, rel=0.01)
+    # a pool's worker is one instance: refused, said why
+    assert "rollout_gpu" in plan.to_json()["pool"]["reason"]
+    text = render_plan(plan)
+    assert f"rollout 4x L40S on {ro['cloud']} {ro['instance_type']}" in text
+
+
+@pytest.mark.parametrize(("train", "words"), [
+    ({"generation": "vllm_server", "rollout_gpu": "L40Z", "rollout_gpus": 4}, "train.rollout_gpu: "),
+    ({"generation": "vllm_server", "rollout_gpu": "L40S"}, "train.rollout_gpu needs train.rollout_gpus"),
+    ({"generation": "vllm_colocate", "rollout_gpu": "L40S", "rollout_gpus": 4}, "need train.generation: vllm_server"),
+])
+def test_a_rollout_gpu_the_planner_cannot_use_is_one_located_problem(tmp_path, train, words):
+    from gpuledger.errors import UserError
+    from gpuledger.plan.requirements import check_spec
+
+    spec = _spec(tmp_path, **train)
+    out = check_spec(tmp_path / "grpo.yaml")
+    assert not out["ok"] and len(out["problems"]) == 1
+    assert "grpo.yaml:" in out["problems"][0] and words in out["problems"][0]
+    with pytest.raises(UserError, match=words.split(":")[0].split(" need")[0]):
+        _plan(spec)
+
+
+def test_a_rollout_instance_of_its_own_is_not_launched_on_one_instance(tmp_path):
+    from gpuledger.errors import UserError
+    from gpuledger.runtime.launching import make_launcher
+
+    spec = _spec(tmp_path, generation="vllm_server", rollout_gpu="L40S", rollout_gpus=4)
+    with pytest.raises(UserError, match="train.rollout_gpu L40S: .* launcher skypilot cannot yet"):
+        make_launcher("skypilot", spec, 1, tmp_path)
