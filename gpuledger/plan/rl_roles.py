@@ -199,3 +199,53 @@ def roles_line(trial_id: str, r: dict) -> str:
 
 def is_rl(method: str) -> bool:
     return method in RL_METHODS
+
+
+#: The placements an RL sweep with rollouts on an instance of their own (`train.rollout_gpu`) is also planned
+#: under, for comparison: {name: the `train` fields each sets}.
+PLACEMENT_VARIANTS = {
+    "colocated": {"generation": "vllm_colocate", "rollout_gpu": None, "rollout_gpus": None, "async_rollout": False},
+    "split on one node": {"generation": "vllm_server", "rollout_gpu": None, "rollout_gpus": None},
+}
+
+
+def placement_note(plan, spec, plan_variant) -> str | None:
+    """Returns one assumption line comparing the plan of a spec whose rollouts run on an instance of their own
+    with the plans of the same sweep colocated and split on one node (`PLACEMENT_VARIANTS`; `plan_variant(spec)`
+    plans a variant spec): each one's decided spend, makespan and whether it meets the deadline, and the
+    cheapest that meets it. None for other specs. The plan itself stays the spec's placement (what its
+    trainer command runs); the line says which to set for the cheaper one."""
+    from gpuledger.errors import UserError
+    from gpuledger.plan.formats import fmt_duration, fmt_usd
+
+    t = spec.train
+    if not (spec.method in RL_METHODS and t.generation == "vllm_server" and t.rollout_gpu):
+        return None
+    dl = plan.deadline_s
+
+    def summary(p) -> tuple[float, float, bool, int]:
+        feasible = [x for x in p.trials if x.get("feasible")]
+        ok = bool(feasible) and len(feasible) == len(p.trials) and all(x.get("deadline_ok") for x in feasible) \
+            and (dl is None or p.makespan_s <= dl)
+        return float(p.decided_usd), float(p.makespan_s), ok, len(feasible)
+
+    from gpuledger.catalog import normalize_accelerator
+
+    kind = normalize_accelerator(t.rollout_gpu)
+    rows = {f"split on two instances ({t.rollout_gpus}x {kind} rollouts, this plan)": summary(plan)}
+    for name, fields in PLACEMENT_VARIANTS.items():
+        variant = spec.model_copy(update={"train": t.model_copy(update=fields)})
+        try:
+            rows[f"{name} (train.generation: {fields['generation']})"] = summary(plan_variant(variant))
+        except (UserError, ValueError) as err:
+            rows[name] = (float("nan"), float("nan"), False, 0)
+            rows[name + f": not plannable ({str(err).splitlines()[0][:120]})"] = rows.pop(name)
+    parts = [f"{name} {fmt_usd(usd)}, makespan {fmt_duration(mk)}"
+             + ("" if ok else (" (misses the deadline or leaves trials out)" if n else ""))
+             for name, (usd, mk, ok, n) in rows.items() if n]
+    parts += [name if "not plannable" in name else f"{name}: no trial fits" for name, (_, _, _, n) in rows.items()
+              if not n]
+    meeting = {name: usd for name, (usd, _, ok, _) in rows.items() if ok}
+    best = min(meeting, key=meeting.get) if meeting else None
+    verdict = f"cheapest meeting the deadline: {best}" if best else "none meets the deadline with every trial"
+    return "placements planned (decided spend): " + "; ".join(parts) + f"; {verdict}"

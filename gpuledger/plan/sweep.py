@@ -169,7 +169,19 @@ def plan_sweep(
         plan = _plan_cloud(spec, trials, s, meta, offers, measurements, probes)
     from gpuledger.plan.bands import at_confidence
 
-    return at_confidence(_with_pruning(plan, spec, s, curves), s.confidence)
+    plan = at_confidence(_with_pruning(plan, spec, s, curves), s.confidence)
+    if s.launcher != "local" and getattr(spec.train, "rollout_gpu", None):
+        from gpuledger.plan.rl_roles import placement_note
+        from gpuledger.spec import expand_trials
+
+        # the same sweep colocated and split on one node, for comparison (docs/rl.md)
+        note = placement_note(plan, spec, lambda v: plan_sweep(
+            v, expand_trials(v), offers=offers, max_parallel=plan.max_parallel, launcher=launcher,
+            measured_preemption=measured_preemption, machine=machine, measurements=measurements, curves=curves,
+            billed_rates=billed_rates, probes=probes, band_table=band_table))
+        if note:
+            plan = replace(plan, assumptions=[*plan.assumptions, note])
+    return plan
 
 
 def _with_probe_notes(plan: Plan, probed: pl.DataFrame | None, s: PlanSettings) -> Plan:

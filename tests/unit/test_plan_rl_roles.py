@@ -176,6 +176,14 @@ def test_rollouts_on_an_instance_of_another_kind_are_billed_as_a_second_instance
     assert "rollout_gpu" in plan.to_json()["pool"]["reason"]
     text = render_plan(plan)
     assert f"rollout 4x L40S on {ro['cloud']} {ro['instance_type']}" in text
+    # the same sweep colocated and split on one node, planned for comparison: each one's decided spend
+    note = next(a for a in plan.assumptions if a.startswith("placements planned"))
+    colocated = _plan(_spec(tmp_path, generation="vllm_colocate"))
+    assert f"this plan) ${plan.decided_usd:,.2f}" in note
+    fits = any(x["feasible"] for x in colocated.trials)
+    assert (f"colocated (train.generation: vllm_colocate) ${colocated.decided_usd:,.2f}" if fits
+            else "colocated (train.generation: vllm_colocate): no trial fits") in note
+    assert "split on one node (train.generation: vllm_server)" in note and "cheapest meeting the deadline: " in note
 
 
 @pytest.mark.parametrize(("train", "words"), [
