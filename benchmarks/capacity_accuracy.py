@@ -176,7 +176,7 @@ def main() -> int:
     print("4. request-length mixes: Llama-3.1-8B bf16 on one H100 (vLLM), Poisson at 8 req/s, same means")
     from gpuledger.capacity.lengths import LengthMix, mix_from
     from gpuledger.capacity.operating import load_check
-    from gpuledger.spec.models import LengthDist
+    from gpuledger.spec.capacity_models import LengthDist
 
     m = _model("meta-llama/Llama-3.1-8B", "bf16")
     hw = inference.hardware_for("H100", "bf16")
@@ -262,7 +262,7 @@ def band_rows_now(verbose: bool = False) -> list[dict]:
     m = _model("meta-llama/Llama-3.1-8B", "bf16")
     hw = inference.hardware_for("H100", "bf16")
     from gpuledger.capacity.lengths import mix_from
-    from gpuledger.spec.models import LengthDist
+    from gpuledger.spec.capacity_models import LengthDist
 
     pm, om = (mix_from(LengthDist(dataset="sharegpt"), k) for k in ("prompt", "output"))
     rep = replica_setup(m, hw, "bf16", inference.engine_for("vllm"), 1, 161, 338, pm, om)

@@ -59,7 +59,7 @@ class LengthMix:
 
 
 def mix_from(dist, kind: str) -> LengthMix | None:
-    """Returns the `LengthMix` of a spec's length distribution (`gpuledger.spec.models.LengthDist`),
+    """Returns the `LengthMix` of a spec's length distribution (`gpuledger.spec.capacity_models.LengthDist`),
     or None for a plain number. `kind`: "prompt" or "output" (a dataset's moments)."""
     if dist is None:
         return None

@@ -2,31 +2,34 @@
 that keeps line/column positions, precise error messages, and grid/random expansion into trials.
 
 Every problem in a spec is reported at once, one line each, as `FILE:LINE:COL: field.path: message`
-(see `SpecError`). Modules: `types` (durations, money, enumerations), `models` (pydantic models,
-JSON Schema), `yamlpos` (bounded YAML with positions), `problems` (located messages), `checks`
+(see `SpecError`). Modules: `types` (durations, money, enumerations), `models` (pydantic models of
+`kind: sweep`, the union of both kinds, JSON Schema), `capacity_models` (those of `kind: capacity`),
+`base` (what both share), `yamlpos` (bounded YAML with positions), `problems` (located messages), `checks`
 (cross-field checks), `templates` (task placeholders and their safe rendering), `ids` (trial and
 sweep ids), `exclusions` (`search.exclude`), `expand` (grid/random expansion), `load` (`parse_spec`, `load_spec`).
 """
 
+from gpuledger.spec.capacity_models import (
+    CapacityResources,
+    CapacitySpec,
+    EngineArgs,
+    MeasuredPoint,
+    MeasuredRate,
+    Slo,
+    Traffic,
+)
 from gpuledger.spec.expand import Trial, expand_trials, grid_size, iter_trials
 from gpuledger.spec.ids import spec_hash, sweep_id_for, trial_id_for
 from gpuledger.spec.load import load_spec, parse_spec
 from gpuledger.spec.models import (
     Budget,
-    CapacityResources,
-    CapacitySpec,
-    EngineArgs,
     Local,
-    MeasuredPoint,
-    MeasuredRate,
     Objective,
     RandomRange,
     Resources,
     Search,
-    Slo,
     SweepSpec,
     Task,
-    Traffic,
     Train,
     json_schema,
 )

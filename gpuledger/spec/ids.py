@@ -6,7 +6,8 @@ import hashlib
 import json
 from typing import Any
 
-from gpuledger.spec.models import CapacitySpec, SweepSpec
+from gpuledger.spec.capacity_models import CapacitySpec
+from gpuledger.spec.models import SweepSpec
 
 
 def trial_id_for(name: str, params: dict[str, Any]) -> str:

@@ -7,9 +7,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from gpuledger.safeyaml import FileRefused, read_text_file
+from gpuledger.spec.capacity_models import CapacitySpec
 from gpuledger.spec.checks import _semantic_problems
 from gpuledger.spec.expand import grid_size, has_ranges
-from gpuledger.spec.models import _SPEC_ADAPTER, CapacitySpec, SweepSpec
+from gpuledger.spec.models import _SPEC_ADAPTER, SweepSpec
 from gpuledger.spec.problems import Problem, SpecError, _dotted, _problems_from_validation
 from gpuledger.spec.strict import scalar_problems
 from gpuledger.spec.yamlpos import _load_yaml

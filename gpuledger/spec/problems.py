@@ -11,7 +11,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from gpuledger.errors import UserError
-from gpuledger.spec.models import CapacitySpec, SweepSpec
+from gpuledger.spec.capacity_models import CapacitySpec
+from gpuledger.spec.models import SweepSpec
 
 
 @dataclass(frozen=True)

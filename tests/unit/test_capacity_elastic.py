@@ -6,7 +6,7 @@ import pytest
 
 from gpuledger.capacity import elastic, returns
 from gpuledger.capacity.plan import gpus_needed
-from gpuledger.spec.models import ApiPrices, Autoscale
+from gpuledger.spec.capacity_models import ApiPrices, Autoscale
 
 DAY = [2, 1.5, 1, 1, 1, 1.5, 3, 6, 10, 14, 16, 18, 20, 19, 18, 17, 16, 15, 14, 12, 10, 8, 5, 3]
 PER_REPLICA = 2_000.0  # output tokens/s one replica sustains at its operating point

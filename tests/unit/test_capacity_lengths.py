@@ -62,7 +62,7 @@ def test_long_prompts_in_a_mix_interrupt_the_others_decode():
 
 
 def test_distribution_spellings():
-    from gpuledger.spec.models import LengthDist
+    from gpuledger.spec.capacity_models import LengthDist
 
     assert LengthDist.model_validate({"mean": 500, "std": 250}).cv == 0.5
     assert LengthDist.model_validate({"mean": 500, "spread": 0.3}).cv == 0.3
