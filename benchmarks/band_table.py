@@ -14,7 +14,7 @@ Writes (with `--write`; `make bands` runs it):
   cell's median |error| rises more than 2 points above this file: a regression is a decision
   (regenerate and commit the file with the change), never an accident.
 
-Run: `python benchmarks/band_table.py [--write] [--json]` (~3 s).
+Run: `python benchmarks/band_table.py [--write] [--json]` (~8 s).
 """
 
 from __future__ import annotations

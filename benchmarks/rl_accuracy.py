@@ -1,4 +1,4 @@
-"""RL step-time accuracy: published GRPO/PPO step times (tests/data/rl_step_times.csv, each row with its
+"""RL step-time accuracy: published GRPO/PPO step times (gpuledger/estimate/data/rl_step_times.csv, each row with its
 source URL, config URL and versions) against `gpuledger plan` of the spec a user would write for that run
 (gpuledger/estimate/rl.py through the planner: the trial's compute time over its steps is the planned
 seconds per step; its P10-P90 band is the plan's compute band).
@@ -23,38 +23,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-CSV = ROOT / "tests" / "data" / "rl_step_times.csv"
-
-
-def _int(v: str) -> int | None:
-    return int(v) if v not in ("", None) else None
+CSV = ROOT / "gpuledger" / "estimate" / "data" / "rl_step_times.csv"
 
 
 def spec_of(row: dict) -> dict:
     """Returns the sweep spec a user would write for the published run (one trial on its GPUs)."""
-    train = {"seq_len": int(row["prompt_len"]) + int(row["completion_len_max"]),
-             "prompt_len": int(row["prompt_len"]), "completion_len": int(row["completion_len"]),
-             "group_size": int(row["group_size"]), "micro_batch": int(row["micro_batch"]),
-             "prompts_per_step": int(row["prompts_per_step"]), "generation": row["generation"],
-             "generation_rounds": _int(row["generation_rounds"]) or 1, "grad_checkpointing": True,
-             "sharding": row["sharding"] or "auto", "tokens_per_trial": 10_000_000}
-    if row["rollout_gpus"]:
-        train["rollout_gpus"] = int(row["rollout_gpus"])
-    for flag in ("old_logprob", "packing", "rollout_eager"):
-        if row.get(flag) in ("true", "false"):
-            train[flag] = row[flag] == "true"
-    if row.get("vllm_sleep") == "true":
-        train["vllm_sleep"] = True
-    if row.get("micro_batch_sequences"):
-        train["micro_batch_sequences"] = int(row["micro_batch_sequences"])
-    if row.get("rollout_tp"):
-        train["rollout_tp"] = int(row["rollout_tp"])
-    if row.get("policy") in ("lora", "qlora"):
-        train["policy"] = row["policy"]
-        train["lora_r"] = int(row["lora_r"] or 16)
-        train["lora_targets"] = row["lora_targets"] or "q,v"
-    if row["vllm_gpu_memory_utilization"]:
-        train["vllm_gpu_memory_utilization"] = float(row["vllm_gpu_memory_utilization"])
+    from gpuledger.estimate.public import rl_train_fields
+
+    train = {**rl_train_fields(row), "grad_checkpointing": True, "tokens_per_trial": 10_000_000}
     return {"kind": "sweep", "name": f"rl-{row['id'][:40].replace('_', '-')}", "project": "rl-accuracy",
             "owner": "bench", "model": row["model"], "method": row["algorithm"], "precision": "bf16",
             "train": train, "search": {"strategy": "grid", "params": {"learning_rate": [1e-6]},

@@ -329,6 +329,21 @@ def public_whole_run_rows() -> list[BandRow]:
             for r in whole_runs()]
 
 
+def public_rl_rows() -> list[BandRow]:
+    """Returns the GRPO/PPO step times of rl_step_times.csv: log(measured step / the RL model's step,
+    gpuledger/estimate/rl.py) in the cell of the run as a user would write it (framework hf, method grpo|ppo).
+    One source per publisher (`public.rl_source`). The RL model's `VLLM_EAGER_LAYER_S` is fitted on the
+    verl-data rows, so that source's rows are in-sample for it; no other coefficient is fitted on them."""
+    from gpuledger.estimate.public import RL_CSV, read_csv, rl_model_step_s, rl_source, rl_workload
+
+    out = []
+    for row in read_csv(RL_CSV):
+        w = rl_workload(row)
+        out.append(BandRow("time", cell_of(w.framework, w.method, w.precision, w.gpus, row["accelerator"]),
+                           math.log(float(row["measured_step_s"]) / rl_model_step_s(row)), rl_source(row), row["id"]))
+    return out
+
+
 def public_memory_rows() -> list[BandRow]:
     """Returns the peak rows of memory_public.csv: log(measured / estimate at the row's level)."""
     from gpuledger.estimate import estimate
@@ -346,9 +361,9 @@ def public_memory_rows() -> list[BandRow]:
 
 
 def band_rows() -> list[BandRow]:
-    """Returns every public row of the table (time: throughput rows, then whole runs; then memory), as
+    """Returns every public row of the table (time: throughput rows, whole runs, RL steps; then memory), as
     `benchmarks/band_table.py` ships them."""
-    return public_time_rows() + public_whole_run_rows() + public_memory_rows()
+    return public_time_rows() + public_whole_run_rows() + public_rl_rows() + public_memory_rows()
 
 
 def run_band_rows(runs: list[dict]) -> list[BandRow]:

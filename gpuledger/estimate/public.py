@@ -1,7 +1,8 @@
 """Published measurements the estimator is checked against, shipped as package data
 (`gpuledger/estimate/data/`): training throughput (`training_throughput.csv`, one row per published
 configuration with its URL), peak memory (`memory_public.csv`) and whole runs (`whole_runs.csv`: a
-data set x epochs on one rented GPU, its published runtime). Pure readers and the
+data set x epochs on one rented GPU, its published runtime), RL step times (`rl_step_times.csv`: published
+GRPO/PPO steps with their settings, `benchmarks/rl_accuracy.py`). Pure readers and the
 comparisons; `benchmarks/time_accuracy.py`, `benchmarks/estimator_accuracy.py` and
 `gpuledger accuracy` use them."""
 
@@ -235,3 +236,62 @@ def whole_runs() -> tuple[WholeRun, ...]:
         out.append(WholeRun(r["id"], r["source"], w, r["accelerator"], tokens, float(r["mean_tokens"]),
                             float(r["runtime_s"]), float(r["usd"]) if r.get("usd") else None))
     return tuple(out)
+
+
+# ---- RL step times (rl_step_times.csv) ----------------------------------------------------------
+
+RL_CSV = "rl_step_times.csv"
+
+
+def rl_train_fields(row: dict) -> dict:
+    """Returns the `train:` settings a user would write for a published RL run of rl_step_times.csv (spec field
+    names; `benchmarks/rl_accuracy.py` plans them, `rl_workload` times them)."""
+
+    def num(v):
+        return int(v) if v not in ("", None) else None
+
+    train = {"seq_len": int(row["prompt_len"]) + int(row["completion_len_max"]),
+             "prompt_len": int(row["prompt_len"]), "completion_len": int(row["completion_len"]),
+             "group_size": int(row["group_size"]), "micro_batch": int(row["micro_batch"]),
+             "prompts_per_step": int(row["prompts_per_step"]), "generation": row["generation"],
+             "generation_rounds": num(row["generation_rounds"]) or 1, "sharding": row["sharding"] or "auto"}
+    if row["rollout_gpus"]:
+        train["rollout_gpus"] = int(row["rollout_gpus"])
+    for flag in ("old_logprob", "packing", "rollout_eager"):
+        if row.get(flag) in ("true", "false"):
+            train[flag] = row[flag] == "true"
+    if row.get("vllm_sleep") == "true":
+        train["vllm_sleep"] = True
+    for name in ("micro_batch_sequences", "rollout_tp"):
+        if row.get(name):
+            train[name] = int(row[name])
+    if row.get("policy") in ("lora", "qlora"):
+        train.update(policy=row["policy"], lora_r=int(row["lora_r"] or 16), lora_targets=row["lora_targets"] or "q,v")
+    if row["vllm_gpu_memory_utilization"]:
+        train["vllm_gpu_memory_utilization"] = float(row["vllm_gpu_memory_utilization"])
+    return train
+
+
+def rl_workload(row: dict):
+    """Returns the Workload of a row of rl_step_times.csv (its `rl_train_fields`, bf16, gradient checkpointing)."""
+    from gpuledger.estimate import Workload
+
+    return Workload(model=row["model"], method=row["algorithm"], precision="bf16", gpus=int(row["gpus"]),
+                    grad_ckpt=True, **rl_train_fields(row))
+
+
+def rl_source(row: dict) -> str:
+    """Returns the publisher a row counts under (one source per repository or site: the verl-data logs of one
+    author are one source, not one per log)."""
+    parts = row["source_url"].split("/")
+    return "/".join(parts[2:5]) if "github.com" in row["source_url"] else parts[2]
+
+
+def rl_model_step_s(row: dict) -> float:
+    """Returns the RL model's seconds per step of a row (gpuledger/estimate/rl.py, the placement the planner
+    chooses), before any band's P50."""
+    from gpuledger.estimate import estimate
+    from gpuledger.estimate.rl import chosen_step
+
+    est = estimate(rl_workload(row))
+    return chosen_step(est.workload, row["accelerator"], int(row["gpus"])).step_s

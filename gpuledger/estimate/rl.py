@@ -56,7 +56,7 @@ HF_GENERATE_LAYER_S = 0.6e-3
 #: vLLM with enforce_eager inside an RL trainer (verl <= 0.4's default `rollout.enforce_eager: True`, SPMD
 #: `external_launcher` engines, one per rollout rank): CPU time per decoder layer per decode step that no CUDA graph
 #: hides (the engine's flat `eager_step_overhead_s` of 2 ms was measured on a standalone server). Fitted on the five
-#: verl-data GRPO-LoRA logs of tests/data/rl_step_times.csv (Qwen2.5-3B..72B, TP 2 and 8, github.com/eric-haibin-lin/
+#: verl-data GRPO-LoRA logs of gpuledger/estimate/data/rl_step_times.csv (Qwen2.5-3B..72B, TP 2 and 8, github.com/eric-haibin-lin/
 #: verl-data math/*.log, July 2025): their `timing_s/generate_sequences` over the 512 decode steps of the longest
 #: response is 45 ms (7B, 28 layers, TP 2) to 186 ms (72B, 80 layers, TP 8), 1.6-2.5 ms a layer; the median of
 #: those rows' error is smallest near 2 ms. Checked against rows it was not fitted on (the ROCm blog's verl v0.3
