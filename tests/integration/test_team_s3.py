@@ -200,7 +200,7 @@ def test_service_mode_two_workers_ingest_eight_sweeps_each_run_once(team, tmp_pa
         # both workers took flow runs (the workers' own events, kept by the server)
         def takers() -> set[str]:
             events = _api(f"{api}/events/filter", {"filter": {"event": {"name": ["prefect.worker.submitted-flow-run"]}},
-                                                   "limit": 200})["events"]
+                                                   "limit": 50})["events"]
             return {e["resource"]["prefect.resource.name"] for e in events}
         assert len(_wait("flow runs submitted by both workers", lambda: takers() if len(takers()) >= 2 else None,
                          120)) == 2
