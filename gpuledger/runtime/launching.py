@@ -24,19 +24,25 @@ LAUNCH_RETRY_DELAYS_S = (2.0, 10.0, 30.0)
 RETRY_JITTER = 0.2
 
 
+def refuse_rollout_instance(spec: Any, launcher: str) -> None:
+    """Raises one UserError for a cloud launch of a spec whose RL rollouts run on an instance of their own
+    (`train.rollout_gpu`): planned and priced as two instances per trial (docs/rl.md), but launching the two
+    together (a SkyPilot job group) is not built, and one instance of the trainer alone would not run it."""
+    own = getattr(getattr(spec, "train", None), "rollout_gpu", None)
+    if own and launcher != "local":
+        from gpuledger.errors import UserError
+
+        raise UserError(f"train.rollout_gpu {own}: rollouts on an instance of their own are planned and priced, "
+                        f"but launcher {launcher} cannot yet start the trainer's and the rollouts' instances "
+                        "together; drop train.rollout_gpu (rollout_gpus of the trial's own GPUs) to launch")
+
+
 def make_launcher(name: str, spec: Any, max_parallel: int, landing: Path, pack: int = 1) -> Any:
     """Returns the launcher `name` for a sweep of `spec` (records land in `landing`); `pack` trials side
     by side per slot (packed trials, `resources.trials_per_gpu`)."""
     from gpuledger.launch import get_launcher
 
-    own = getattr(getattr(spec, "train", None), "rollout_gpu", None)
-    if own and name != "local":
-        from gpuledger.errors import UserError
-
-        # planned as two instances per trial (docs/rl.md); launching them together (a SkyPilot job group) is not built
-        raise UserError(f"train.rollout_gpu {own}: rollouts on an instance of their own are planned and priced, "
-                        f"but launcher {name} cannot yet start the trainer's and the rollouts' instances together; "
-                        "drop train.rollout_gpu (rollout_gpus of the trial's own GPUs) to launch")
+    refuse_rollout_instance(spec, name)
     if name == "local":
         from gpuledger.runtime.landing import landing_key
 

@@ -73,7 +73,10 @@ def _placement(spec: Any, row: PlannedTrial | None, launcher: str) -> dict[str, 
 def launch_request(spec: Any, trial: Any, row: PlannedTrial | None, *, sweep_id: str, launcher: str,
                    workdir: Path | None = None) -> LaunchRequest:
     """Returns the request that runs `trial` of `spec` as planned in `row` (None: no plan)."""
+    from gpuledger.runtime.launching import refuse_rollout_instance
     from gpuledger.search import prunes
+
+    refuse_rollout_instance(spec, launcher)  # two instances per trial are not one task (docs/rl.md)
 
     base = Path(spec.task.workdir) if workdir is None else workdir
     return LaunchRequest(

@@ -210,3 +210,7 @@ def test_a_rollout_instance_of_its_own_is_not_launched_on_one_instance(tmp_path)
     spec = _spec(tmp_path, generation="vllm_server", rollout_gpu="L40S", rollout_gpus=4)
     with pytest.raises(UserError, match="train.rollout_gpu L40S: .* launcher skypilot cannot yet"):
         make_launcher("skypilot", spec, 1, tmp_path)
+    from gpuledger.cli.commands.render_task import launch_requests
+
+    with pytest.raises(UserError, match="train.rollout_gpu L40S: .* launcher skypilot cannot yet"):
+        launch_requests(spec, use_planner=False)  # render-task: not a trainer-only task either
