@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from helpers.record_fixtures import example_record, ingest_known
+from helpers.warehouse_template import fresh_warehouse
 
 from gpuledger.errors import UserError
 from gpuledger.serving import best_by_placement, cheapest_meeting, load_points
@@ -35,7 +36,7 @@ POINTS = [
 
 @pytest.fixture
 def wh(tmp_path):
-    with Warehouse.open(tmp_path / "w.duckdb") as w:
+    with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")) as w:
         w.register_sweep(sweep_id=SWEEP, name="serve-h100", method="inference", objective_metric="output_tokens_per_s",
                          objective_goal="maximize", started_at="2026-11-20T09:00:00", status="succeeded",
                          spec_json={"kind": "sweep", "method": "inference",

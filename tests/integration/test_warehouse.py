@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from helpers.record_fixtures import example_record, ingest_known
+from helpers.warehouse_template import fresh_warehouse
 
 from gpuledger.errors import UserError
 from gpuledger.warehouse import Warehouse, resolve_path
@@ -126,7 +127,7 @@ def test_reader_of_a_missing_warehouse_gets_a_clear_message(tmp_path):
 
 def test_ingest_twice_adds_nothing(tmp_path):
     records = [rec("r1"), rec("r2", "t2", status="failed"), rec("r3", "t3", spot=True, usd_per_hour=3.0)]
-    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+    with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")) as wh:
         first = ingest_known(wh, records)
         assert (first.ingested, first.new, first.metric_rows, first.rejected) == (3, 3, 15, [])
         after = counts(wh)
@@ -144,7 +145,7 @@ def test_ingest_twice_adds_nothing(tmp_path):
                                     {"status": "failed"}])
 def test_a_stored_run_is_never_replaced_by_another_record(tmp_path, change):
     """Issue 31: an ingested record reusing a stored run id never silently replaces the measured run."""
-    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+    with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")) as wh:
         ingest_known(wh, [rec("r1")])
         before = counts(wh)
         stored = wh.query("select * exclude (ingested_at) from runs")
@@ -172,7 +173,7 @@ def test_invalid_records_are_rejected_with_reason_and_others_land(tmp_path):
     (land / "backwards.json").write_text(json.dumps(backwards))
     (land / "list.json").write_text(json.dumps([rec("l1"), rec("l2")]))
 
-    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+    with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")) as wh:
         wh.register_sweep(sweep_id="s-1", name="s")
         wh.upsert_trials("s-1", [{"trial_id": "t1"}])
         result = wh.ingest_landing(land)
@@ -192,12 +193,13 @@ def test_invalid_records_are_rejected_with_reason_and_others_land(tmp_path):
 
 
 def test_ingest_landing_needs_the_folder(tmp_path):
-    with Warehouse.open(tmp_path / "w.duckdb") as wh, pytest.raises(UserError, match="no landing folder"):
+    db = fresh_warehouse(tmp_path / "w.duckdb")
+    with Warehouse.open(db) as wh, pytest.raises(UserError, match="no landing folder"):
         wh.ingest_landing(tmp_path / "missing")
 
 
 def test_sweep_and_trials_upserts(tmp_path):
-    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+    with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")) as wh:
         kw = dict(sweep_id="s-1", name="s", project="p", owner="o", objective_metric="eval_loss",
                   spec_yaml="name: s\n", spec_json={"name": "s"}, plan_json={"trials": 2},
                   prices=[{"cloud": "aws", "accelerator": "H100", "count": 8, "spot": True,
@@ -231,7 +233,7 @@ def test_sweep_and_trials_upserts(tmp_path):
 
 
 def test_query_params_and_errors(tmp_path):
-    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+    with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")) as wh:
         ingest_known(wh, [rec("r1"), rec("r2")])
         assert wh.query("select run_id from runs where run_id = ?", ["r2"])["run_id"].to_list() == ["r2"]
         assert isinstance(wh.query("select * from v_runs"), pl.DataFrame)
@@ -240,7 +242,7 @@ def test_query_params_and_errors(tmp_path):
 
 
 def test_export_parquet(tmp_path):
-    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+    with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")) as wh:
         ingest_known(wh, [rec("r1")])
     with Warehouse.open(tmp_path / "w.duckdb", read_only=True) as wh:
         files = wh.export_parquet(tmp_path / "out")
@@ -250,7 +252,7 @@ def test_export_parquet(tmp_path):
 
 
 def test_reader_cannot_write(tmp_path):
-    with Warehouse.open(tmp_path / "w.duckdb"):
+    with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")):
         pass
     with Warehouse.open(tmp_path / "w.duckdb", read_only=True) as wh, pytest.raises(UserError):
         ingest_known(wh, [rec("r1")])

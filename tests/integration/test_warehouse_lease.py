@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.warehouse_template import fresh_warehouse
 
 from gpuledger.errors import UserError
 from gpuledger.warehouse import SweepBusy, Warehouse
@@ -61,7 +62,7 @@ def test_a_live_holder_in_another_process_refuses_a_second_run_until_it_dies(tmp
 
 
 def test_expiry_renew_and_release(tmp_path):
-    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+    with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")) as wh:
         wh.acquire_lease("s", "A", 0.3)
         wh.acquire_lease("s", "A", 0.3)  # the same holder again: a renewal
         first = wh.lease("s")
@@ -84,5 +85,5 @@ def test_expiry_renew_and_release(tmp_path):
 
 @pytest.mark.parametrize("ttl", [0, -1, float("nan"), float("inf"), "10", True])
 def test_bad_ttl_is_a_clear_error(tmp_path, ttl):
-    with Warehouse.open(tmp_path / "w.duckdb") as wh, pytest.raises(UserError, match="ttl_s must be a positive"):
+    with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")) as wh, pytest.raises(UserError, match="ttl_s must be a positive"):
         wh.acquire_lease("s", "A", ttl)
