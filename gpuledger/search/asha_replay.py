@@ -36,10 +36,11 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 PRUNED = "pruned"
+SUSPENDED = "suspended"  # an attempt stopped at an undecided rung (`simulate_asha(suspend=True)`)
 COMPLETED = "completed"
 FAILED = "failed"
 #: The most learning curves a replay is run over (the report's what-if, the planner's measured source):
@@ -131,18 +132,33 @@ def _last_rung_step(n_values: int, min_steps: int, reduction_factor: int) -> int
 
 def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduction_factor: int, goal: str,
                   order: Sequence[str] | None = None, full_length: int | None = None, setup_s: float = 0.0,
-                  cancel_s: float = 0.0, pruner: str = "rungs", stopper: Callable[..., Any] | None = None) -> SimResult:
+                  cancel_s: float = 0.0, pruner: str = "rungs", stopper: Callable[..., Any] | None = None,
+                  suspend: bool = False) -> SimResult:
     """Replays ASHA over `curves` at `slots` parallel slots (see the module's docstring).
 
     `pruner`: rungs | asha | none (no rung pruning: only `stopper`). `stopper(trial_id, values, best,
     elapsed_s)`: asked after each value the pruner lets through (values: the trial's so far; best: the
     best final value of the trials ended so far, None before; elapsed_s: since the trial's start); a
     truthy answer stops the trial there (status pruned, `stopped_by` "curve"), as the runtime's
-    cost-aware rule does (`gpuledger.search.extrapolate`)."""
+    cost-aware rule does (`gpuledger.search.extrapolate`).
+
+    `suspend` (rungs only): a trial that reaches a rung whose outcome depends on trials not started yet
+    is stopped there when `suspend_pays` says waiting is cheaper than running on, and relaunched from its
+    start (its first values paid again: the launcher resumes no checkpoint) once it is confirmed past
+    that rung, or when no trial is left to start; dropped there if the rung drops it. Each attempt is one
+    entry of `trials` (a suspended attempt's status `suspended`); the trial-seconds count every attempt."""
     import optuna
     from optuna.trial import TrialState
 
-    from gpuledger.search.rungs import make_pruner
+    from gpuledger.search.rungs import (
+        CONFIRMED,
+        PRUNED_AT,
+        TRIAL_ID_ATTR,
+        UNDECIDED,
+        RungPruner,
+        make_pruner,
+        rung_steps,
+    )
 
     if slots < 1:
         raise ValueError(f"slots must be >= 1 (got {slots})")
@@ -166,6 +182,8 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
         direction="minimize" if goal == "minimize" else "maximize",
         sampler=optuna.samplers.RandomSampler(seed=0),  # never asked for a value: the trials are given
         pruner=optuna.pruners.NopPruner() if pruner == "none" else make_pruner(pruner, min_steps, reduction_factor, len(ids)))
+    rp = study.pruner if isinstance(study.pruner, RungPruner) else None
+    rung_set = set(rung_steps(min_steps, reduction_factor, max(full_length, 1)))
     better = (lambda a, b: a < b) if goal == "minimize" else (lambda a, b: a > b)
     best: list[float | None] = [None]
 
@@ -179,13 +197,37 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
         heapq.heappush(events, (t, seq[0], kind, tid))
         seq[0] += 1
 
+    suspended: dict[str, Any] = {}  # trial id -> its suspended attempt's storage id
+
+    def relaunchable() -> list[str]:
+        """Suspended trials to relaunch now (confirmed past their rung; any not dropped once none is left
+        to start), in suspension order; the ones their rung dropped are pruned for good."""
+        out = []
+        for tid, num in list(suspended.items()):
+            f, _ = rp.fate(study, study._storage.get_trial(num))
+            if f == PRUNED_AT:
+                del suspended[tid]
+                rp.suspended.discard(tid)
+            elif f == CONFIRMED or not queue:
+                out.append(tid)
+        return out
+
     def start(now: float) -> None:
-        while queue and len(running) < slots:
-            tid = queue.pop()
+        while len(running) < slots:
+            again = relaunchable() if suspended else []
+            if again:
+                tid = again[0]
+                del suspended[tid]
+                rp.suspended.discard(tid)
+            elif queue:
+                tid = queue.pop()
+            else:
+                return
             c = by_id[tid]
             r = _Running(curve=c, start_s=now, values=list(c.values), times_s=list(c.times_s),
                          end_tail_s=max(0.0, c.wall_s - c.times_s[-1]) if c.times_s else max(0.0, c.wall_s),
                          trial=study.ask())
+            r.trial.set_user_attr(TRIAL_ID_ATTR, tid)
             running[tid] = r
             if r.values:
                 push(now + setup_s + r.times_s[0], "value", tid)
@@ -227,6 +269,19 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
                               and r.k == _last_rung_step(len(r.curve.values), min_steps, reduction_factor))
             push(max(now, base + r.curve.wall_s) if cut_at_own_end else now + cancel_s, "pruned", tid)
             continue
+        if (suspend and rp is not None and queue and r.k < len(r.values) and r.k in rung_set
+                and suspend_pays(r.k, now - r.start_s, r.times_s, len(r.values), min_steps, reduction_factor,
+                                 len(ids))):
+            f, _ = rp.fate(study, study._storage.get_trial(r.trial._trial_id))
+            if f == UNDECIDED:
+                running.pop(tid)
+                study.tell(r.trial, state=TrialState.PRUNED)
+                suspended[tid] = r.trial._trial_id
+                rp.suspended.add(tid)
+                done.append(SimTrial(trial_id=tid, start_s=r.start_s, end_s=now, values_reported=r.k,
+                                     status=SUSPENDED, extrapolated=False, final_value=None, stopped_by="suspend"))
+                start(now)
+                continue
         if stopper is not None and r.k < len(r.values) and stopper(tid, r.values[:r.k], best[0], now - r.start_s):
             r.stopped_by = "curve"
             push(now + cancel_s, "pruned", tid)
@@ -249,7 +304,30 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
     return _result(done, slots, goal, ids)
 
 
+def suspend_pays(k: int, elapsed_s: float, times_s: Sequence[float], n_values: int, min_steps: int,
+                 reduction_factor: int, n_trials: int) -> bool:
+    """True when stopping a trial at its rung (its k-th value, `elapsed_s` into its run) until the rung is
+    decided is expected to cost less than running on undecided: a trial survives a rung with probability
+    p = keep_i / keep_(i-1) (the bracket's share, about 1 / reduction_factor); suspended, a survivor pays
+    its run so far again (p × elapsed_s); run on, a trial the rung drops pays the seconds to its next
+    rung, or to its end (1 − p) × that, at its own seconds per value so far."""
+    from gpuledger.search.rungs import keep_at, rung_steps
+
+    rungs = rung_steps(min_steps, reduction_factor, n_values)
+    if k not in rungs:
+        return False
+    i = rungs.index(k)
+    before = n_trials if i == 0 else keep_at(n_trials, reduction_factor, i - 1)
+    p = min(1.0, keep_at(n_trials, reduction_factor, i) / max(1, before))
+    nxt = rungs[i + 1] if i + 1 < len(rungs) else n_values
+    spv = (times_s[k - 1] - times_s[0]) / (k - 1) if k > 1 else times_s[0]
+    return p * elapsed_s < (1.0 - p) * spv * (nxt - k)
+
+
 def _result(done: list[SimTrial], slots: int, goal: str, ids: Sequence[str]) -> SimResult:
+    last = {t.trial_id: n for n, t in enumerate(done)}
+    done = [replace(t, status=PRUNED) if t.status == SUSPENDED and last[t.trial_id] == n else t
+            for n, t in enumerate(done)]
     better = (lambda a, b: a < b) if goal == "minimize" else (lambda a, b: a > b)
     order = {tid: i for i, tid in enumerate(ids)}
     by_end = sorted(done, key=lambda t: (t.end_s, order[t.trial_id]))
@@ -261,7 +339,7 @@ def _result(done: list[SimTrial], slots: int, goal: str, ids: Sequence[str]) -> 
             best, best_at = t, t.end_s
         spent = sum(min(o.end_s, t.end_s) - o.start_s for o in done if o.start_s < t.end_s)
         timeline.append((t.end_s, best.final_value if best else None, spent))
-    trials = tuple(sorted(done, key=lambda t: order[t.trial_id]))
+    trials = tuple(sorted(done, key=lambda t: (order[t.trial_id], t.start_s)))
     return SimResult(
         slots=slots, trial_seconds=sum(t.seconds for t in done), makespan_s=max((t.end_s for t in done), default=0.0),
         pruned=sum(t.status == PRUNED for t in done), completed=sum(t.status == COMPLETED for t in done),

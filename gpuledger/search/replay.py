@@ -20,14 +20,20 @@ Strategies (`STRATEGIES`):
   ASHA as Optuna ships it: a trial is judged against whatever reached its rung before it;
 - `asha-2-3`: gpuledger's order-independent `RungPruner` at min_steps 2, reduction_factor 3 (the old
   default: it dropped the demo's recipe at its 6th value);
-- `asha-cold`: the cold default settings as they are (`safety.COLD_DEFAULT`), rungs only, unchecked;
+- `asha-cold`: the cold default settings as they are (`safety.COLD_DEFAULT`), rungs only, unchecked:
+  what a bare `strategy: asha` runs in a fresh project (no curves of its kind: the cost-aware rule has
+  no references);
+- `asha-cold-suspend`: `asha-cold` with suspension at undecided rungs (`simulate_asha(suspend=True)`: a
+  trial whose rung depends on trials not started yet stops there when `asha_replay.suspend_pays`, and is
+  relaunched from its start, its first values paid again, once confirmed past it);
 - `asha-rungs` (plain gpuledger ASHA, `stopping: rungs`): the settings `gpuledger.search.safety.
   choose_pruning` picks for these curves (the cold default, checked on them and corrected when it would
   drop their best), rungs only;
 - `asha` (the default: what a bare `strategy: asha` runs): `asha-rungs` plus the cost-aware stopping
   rule (`gpuledger.search.extrapolate.CostStopper`, value of a better recipe = the grid's dollars,
   references = the other trials' curves: leave one out, so a trial is never forecast from its own curve,
-  where the runtime would have the warehouse's curve of the same point).
+  where the runtime would have the warehouse's curve of the same point);
+- `asha-suspend`: `asha` with suspension at undecided rungs.
 Pure and deterministic (seeded).
 """
 
@@ -44,7 +50,8 @@ from gpuledger.search.asha_replay import Curve, SimResult, simulate_asha
 from gpuledger.search.recipe import RECIPE_MARGIN
 
 #: the strategies replayed, in the order reported
-STRATEGIES = ("grid", "asha-optuna", "asha-2-3", "asha-cold", "asha-rungs", "asha")
+STRATEGIES = ("grid", "asha-optuna", "asha-2-3", "asha-cold", "asha-cold-suspend", "asha-rungs", "asha",
+              "asha-suspend")
 #: the strategy a bare `strategy: asha` runs (checked settings and the cost-aware stopping rule)
 DEFAULT_STRATEGY = "asha"
 #: the cost-aware strategy (the default), and plain gpuledger ASHA beside it (`stopping: rungs`)
@@ -253,6 +260,8 @@ def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *
         "asha-cold": ("rungs", COLD_DEFAULT.min_steps, COLD_DEFAULT.reduction_factor),
         "asha-rungs": ("rungs", choice.min_steps, choice.reduction_factor),
         "asha": ("rungs", choice.min_steps, choice.reduction_factor),
+        "asha-cold-suspend": ("rungs", COLD_DEFAULT.min_steps, COLD_DEFAULT.reduction_factor),
+        "asha-suspend": ("rungs", choice.min_steps, choice.reduction_factor),
     }
     out = {name: StrategySummary(name) for name in strategies}
     for name, summ in out.items():
@@ -261,8 +270,10 @@ def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *
             summ.settings = {"pruner": "optuna-asha" if pr == "asha" else "rungs", "min_steps": ms,
                              "reduction_factor": eta,
                              **({"cost_stopping": cost_on, "stopping_why": choice.stopping_why}
-                                if name == COST_AWARE_STRATEGY else {})}
-    runs = {name: settings[name] + (name == COST_AWARE_STRATEGY and cost_on,) for name in out if name != "grid"}
+                                if name in (COST_AWARE_STRATEGY, "asha-suspend") else {}),
+                             **({"suspend": True} if name.endswith("-suspend") else {})}
+    runs = {name: settings[name] + (name in (COST_AWARE_STRATEGY, "asha-suspend") and cost_on,
+                                    name.endswith("-suspend")) for name in out if name != "grid"}
     _replay(pool, usd_per_s, out, runs, slots=slots, goal=goal, orders=orders, seed=seed, jitter=jitter,
             value_usd=grid_usd_full, best=best)
     same_rate = None
@@ -282,10 +293,10 @@ def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *
 
 
 def _replay(pool: Sequence[Curve], usd_per_s: Mapping[str, float], out: dict[str, StrategySummary],
-            runs: Mapping[str, tuple[str, int, int, bool]], *, slots: int, goal: str, orders: int, seed: int,
+            runs: Mapping[str, tuple[Any, ...]], *, slots: int, goal: str, orders: int, seed: int,
             jitter: float, value_usd: float, best: Curve) -> None:
     """Fills `out` (a summary per name; "grid" runs every trial to its end) with `orders` replays of each
-    of `runs` ({name: (pruner, min_steps, reduction_factor, cost stopping?)})."""
+    of `runs` ({name: (pruner, min_steps, reduction_factor, cost stopping?[, suspend?])})."""
     grid_best = best.values[-1]
     ids = sorted(c.trial_id for c in pool)
     for o in range(orders):
@@ -301,10 +312,10 @@ def _replay(pool: Sequence[Curve], usd_per_s: Mapping[str, float], out: dict[str
             if name == "grid":
                 summ.outcomes.append(Outcome(True, True, grid_best, g_s, g_usd, g_span, 0, g_s, g_usd, g_span))
                 continue
-            pr, ms, eta, cost = runs[name]
+            pr, ms, eta, cost, *more = runs[name]
             stopper = cost_stopper(run, usd_per_s, goal, value_usd) if cost else None
             sim: SimResult = simulate_asha(run, slots=slots, min_steps=ms, reduction_factor=eta, goal=goal,
-                                           order=order, pruner=pr, stopper=stopper)
+                                           order=order, pruner=pr, stopper=stopper, suspend=bool(more and more[0]))
             usd = sum(t.seconds * usd_per_s.get(t.trial_id, 0.0) for t in sim.trials)
             summ.outcomes.append(Outcome(
                 kept=_kept(sim.best_value, grid_best, goal), same_trial=sim.best_trial_id == best.trial_id,

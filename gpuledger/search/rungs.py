@@ -30,6 +30,8 @@ from typing import Any
 
 #: The user attribute that names a study trial's gpuledger trial (a repeated ask is the same trial).
 TRIAL_ID_ATTR = "gpuledger_trial_id"
+#: `RungPruner.fate`: dropped at a rung, confirmed past every rung reached, or not decided yet
+PRUNED_AT, CONFIRMED, UNDECIDED = "pruned", "confirmed", "undecided"
 
 
 def rung_steps(min_steps: int, reduction_factor: int, up_to: int) -> list[int]:
@@ -54,17 +56,27 @@ class RungPruner:
         if min_steps < 1 or reduction_factor < 2 or n_trials < 1:
             raise ValueError("RungPruner needs min_steps >= 1, reduction_factor >= 2 and n_trials >= 1")
         self.min_steps, self.reduction_factor, self.n_trials = int(min_steps), int(reduction_factor), int(n_trials)
+        #: trial keys stopped at a rung whose fate there was undecided, to be relaunched when they survive it
+        #: (their later rungs stay open: counted as a value still to come)
+        self.suspended: set[Any] = set()
 
     def prune(self, study: Any, trial: Any) -> bool:
         """Returns True when `trial` (an Optuna FrozenTrial) is dropped at one of the rungs it reached."""
+        return self.fate(study, trial)[0] == PRUNED_AT
+
+    def fate(self, study: Any, trial: Any) -> tuple[str, int]:
+        """Returns `trial`'s fate at the rungs it reached: (PRUNED_AT, rung index) when dropped there,
+        (CONFIRMED, n) when confirmed past every one of the n rungs it reached (every arrival order keeps
+        it so far), else (UNDECIDED, i): not dropped, but its place at rung i depends on values not known yet
+        (trials running, suspended or not started). (CONFIRMED, 0): no rung reached."""
         from optuna.study import StudyDirection
 
         step = trial.last_step
         if step is None:
-            return False
+            return CONFIRMED, 0
         rungs = rung_steps(self.min_steps, self.reduction_factor, step)
         if not rungs:
-            return False
+            return CONFIRMED, 0
         sign = 1.0 if study.direction == StudyDirection.MINIMIZE else -1.0
         me = _key(trial)
         from optuna.trial import TrialState
@@ -83,24 +95,32 @@ class RungPruner:
         unstarted = max(0, self.n_trials - len(trials))
         confirmed = list(range(len(trials)))  # indices into trials; everyone is at rung 0
         possible = list(range(len(trials)))
+        undecided_at: int | None = None
         for i, r in enumerate(rungs):
             keep = keep_at(self.n_trials, self.reduction_factor, i)
             values = {j: trials[j].intermediate_values.get(r) for j in possible}
             known_conf = sorted(sign * v for j in confirmed if (v := values.get(j)) is not None)
             mine = values.get(0)
             if mine is None:
-                return False
+                break
             if bisect.bisect_left(known_conf, sign * mine) >= keep:
-                return True
+                return PRUNED_AT, i
             known_poss = sorted(sign * v for v in values.values() if v is not None)
-            unknown = unstarted + sum(1 for j in possible if values[j] is None and _may_reach(trials[j], r))
+            unknown = unstarted + sum(1 for j in possible if values[j] is None and self._may_reach(trials[j], r))
             nxt_conf = [j for j in confirmed if values.get(j) is not None
                         and bisect.bisect_left(known_poss, sign * values[j]) + unknown < keep]
             nxt_poss = [j for j in possible
-                        if (values[j] is None and _may_reach(trials[j], r))
+                        if (values[j] is None and self._may_reach(trials[j], r))
                         or (values[j] is not None and bisect.bisect_left(known_conf, sign * values[j]) < keep)]
+            if undecided_at is None and 0 not in nxt_conf:
+                undecided_at = i
             confirmed, possible = nxt_conf, nxt_poss
-        return False
+        return (UNDECIDED, undecided_at) if undecided_at is not None else (CONFIRMED, len(rungs))
+
+    def _may_reach(self, t: Any, step: int) -> bool:
+        """True when a trial without a value at `step` may still report one: it is running or waiting, or
+        it was suspended (`suspended`: stopped at a rung to be relaunched if it survives it)."""
+        return _may_reach(t, step) or _key(t) in self.suspended
 
 
 def _key(t: Any) -> Any:

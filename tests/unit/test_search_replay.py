@@ -110,6 +110,60 @@ def test_replay_over_orders_default_keeps_the_recipe_for_less_than_the_grid():
     assert both.to_json()["cost_vs_grid"] == out["strategies"]["asha"]["cost_vs_grid"]
 
 
+def test_the_rung_pruners_fate_is_undecided_while_peers_have_not_started():
+    import optuna
+
+    from gpuledger.search.rungs import CONFIRMED, PRUNED_AT, TRIAL_ID_ATTR, UNDECIDED, RungPruner
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    pr = RungPruner(1, 2, 4)  # rung 0 at step 1 keeps 2 of 4
+    study = optuna.create_study(pruner=pr)
+    live = []
+    for i, v in enumerate((1.0, 2.0)):
+        t = study.ask()
+        t.set_user_attr(TRIAL_ID_ATTR, f"t{i}")
+        t.report(v, step=1)
+        live.append(t)
+    frozen = [study._storage.get_trial(t._trial_id) for t in live]
+    assert pr.fate(study, frozen[0]) == (UNDECIDED, 0)  # two trials not started yet may both be better
+    for i, v in enumerate((3.0, 4.0), start=2):
+        t = study.ask()
+        t.set_user_attr(TRIAL_ID_ATTR, f"t{i}")
+        t.report(v, step=1)
+        live.append(t)
+    assert pr.fate(study, study._storage.get_trial(live[0]._trial_id)) == (CONFIRMED, 1)
+    assert pr.fate(study, study._storage.get_trial(live[3]._trial_id)) == (PRUNED_AT, 0)
+    # a suspended trial keeps its later rungs open: counted as a value still to come
+    study.tell(live[1], state=optuna.trial.TrialState.PRUNED)
+    pr.suspended.add("t1")
+    live[0].report(0.5, step=2)
+    assert pr.fate(study, study._storage.get_trial(live[0]._trial_id)) == (UNDECIDED, 1)
+
+
+def test_suspension_at_undecided_rungs_keeps_the_recipe_for_fewer_seconds_and_pays_the_relaunch():
+    import random
+
+    from gpuledger.search.asha_replay import suspend_pays
+
+    # rung 0 of 12 at eta 5 keeps 2: p = 1/6; 2 values in 10 s, the next rung 8 values on at 4 s a value
+    assert suspend_pays(2, 10.0, (2.0, 6.0), 17, 2, 5, 12)  # 1/6 x 10 < 5/6 x 32
+    assert not suspend_pays(2, 200.0, (2.0, 6.0), 17, 2, 5, 12)  # a long start-up: cheaper to run on
+    assert not suspend_pays(3, 10.0, (2.0, 6.0, 10.0), 17, 2, 5, 12)  # not a rung
+    rep = replay_strategies(CURVES, RATE, slots=2, goal="minimize", orders=6,
+                            strategies=("grid", "asha-cold", "asha-cold-suspend")).to_json()["strategies"]
+    cold, sus = rep["asha-cold"], rep["asha-cold-suspend"]
+    assert sus["recipe_kept"] == cold["recipe_kept"] == 1.0 and sus["settings"]["suspend"] is True
+    assert sus["trial_s_vs_grid"] < cold["trial_s_vs_grid"] and sus["trial_s_vs_grid_range"][1] < 0.5
+    order = sorted(c.trial_id for c in CURVES)
+    random.Random(0).shuffle(order)  # the recipe starts before most of its rung's peers
+    sim = simulate_asha(CURVES, slots=2, min_steps=2, reduction_factor=5, goal="minimize", order=order, suspend=True)
+    attempts = [t for t in sim.trials if t.trial_id == BEST.trial_id]
+    assert sim.best_trial_id == BEST.trial_id and [t.status for t in attempts] == ["suspended", "completed"]
+    assert attempts[1].values_reported == len(BEST.values)  # relaunched from its start
+    assert sim.trial_seconds == pytest.approx(sum(t.seconds for t in sim.trials))  # both attempts are paid
+    assert sim.pruned == sum(1 for t in sim.trials if t.status == "pruned") == len(CURVES) - sim.completed
+
+
 def test_replay_refuses_too_few_curves():
     with pytest.raises(ValueError, match="at least 2"):
         replay_strategies(CURVES[:1], RATE, slots=2, goal="minimize", orders=2)
