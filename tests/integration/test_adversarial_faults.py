@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from helpers.warehouse_template import fresh_warehouse
 
 from gpuledger.errors import UserError
 from gpuledger.warehouse import Warehouse
@@ -26,10 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def ledger(tmp_path) -> Path:
-    path = tmp_path / "ledger.duckdb"
-    with Warehouse.open(path):
-        pass
-    return path
+    return fresh_warehouse(tmp_path / "ledger.duckdb")  # migrated: the migrations are not what these test
 
 
 def test_a_damaged_warehouse_is_named_damaged_at_once_not_locked(ledger, tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers.warehouse_template import fresh_warehouse
 
 from gpuledger.cli import main
 
@@ -16,10 +17,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_unwritable_export_path_is_one_line_not_a_traceback(tmp_path, _isolated_warehouse):
-    from gpuledger.warehouse import Warehouse
-
-    with Warehouse.open(_isolated_warehouse):
-        pass
+    fresh_warehouse(_isolated_warehouse)
     blocker = tmp_path / "file"
     blocker.write_text("x")
     done = _run("export", "--parquet", str(blocker / "sub"))
@@ -145,7 +143,7 @@ def test_wide_sql_results_are_shown_vertically(tmp_path, monkeypatch, capsys):
     path = tmp_path / "ledger.duckdb"
     monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(path))
     monkeypatch.setenv("COLUMNS", "80")
-    with Warehouse.open(path) as wh:
+    with Warehouse.open(fresh_warehouse(path)) as wh:
         wh.register_sweep(sweep_id="s-1", name="s", project="p", owner="o", objective_metric="eval_loss")
         ingest_known(wh, [example_record("r1", "t1", sweep_id="s-1", usd_per_hour=6.0, wall_s=600,
                                          final_metrics={"eval_loss": 1.5})])

@@ -31,8 +31,7 @@ HOLDER = textwrap.dedent("""
 
 
 def test_a_live_holder_in_another_process_refuses_a_second_run_until_it_dies(tmp_path):
-    path = tmp_path / "w.duckdb"
-    Warehouse.open(path).close()
+    path = fresh_warehouse(tmp_path / "w.duckdb")
     release = tmp_path / "release"
     proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(release)], stdout=subprocess.PIPE,
                             text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
