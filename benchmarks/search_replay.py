@@ -46,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     from pathlib import Path
 
     from gpuledger.errors import UserError
-    from gpuledger.search.replay import DEFAULT_JITTER, replay_strategies
+    from gpuledger.search.comparison import replay_strategies
+    from gpuledger.search.replay import DEFAULT_JITTER
 
     if a.synthetic is not None:
         return _synthetic(a)
@@ -96,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
 def _synthetic(a: argparse.Namespace) -> int:
     import statistics
 
-    from gpuledger.search.replay import DEFAULT_JITTER, replay_strategies
+    from gpuledger.search.comparison import replay_strategies
+    from gpuledger.search.replay import DEFAULT_JITTER
     from gpuledger.search.synthetic import FAMILIES, synthetic_curves
 
     fams = FAMILIES if a.synthetic == "all" else (a.synthetic,)

@@ -1,8 +1,8 @@
 """Each search strategy replayed over recorded learning curves across many arrival orders: what every
 change to the search is judged on (`benchmarks/search_replay.py`, the ASHA report's comparison with the
-grid, `resources.max_parallel: auto`).
+grid, `resources.max_parallel: auto`); the strategies side by side in `gpuledger.search.comparison`.
 
-    report = replay_strategies(curves, usd_per_s, slots=2, goal="minimize", orders=40)
+    report = comparison.replay_strategies(curves, usd_per_s, slots=2, goal="minimize", orders=40)
     report.strategies["asha"].recipe_kept, .cost_vs_grid (median), .cost_vs_grid_range, ...
 
 One replay = the curves' trials launched in one seeded order on `slots` slots (a freed slot takes the
@@ -230,66 +230,6 @@ def plain_at_rate(pool: Sequence[Curve], usd_per_s: Mapping[str, float], rate: f
                    (f"none of {len(tried)} Optuna ASHA settings keeps the recipe in {rate:.0%} of the replays; the "
                     f"safest, min_resource {found['min_resource']}, reduction factor {found['reduction_factor']}, keeps "
                     f"it in {found['recipe_kept']:.0%} for {found['cost_vs_grid']:.0%} of the grid's dollars")}
-
-
-def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *, slots: int, goal: str,
-                      orders: int = 40, seed: int = 0, jitter: float = DEFAULT_JITTER,
-                      strategies: Sequence[str] = STRATEGIES,
-                      params: Mapping[str, Mapping[str, Any]] | None = None, frontier: bool = False) -> ReplayReport:
-    """Returns each strategy replayed over `orders` arrival orders of the complete `curves` (see the
-    module's docstring). `usd_per_s`: each trial's measured USD per second of its run. `params` ({trial id:
-    params}): also the sequential asks of `ASK_STRATEGIES` (`replay_asks`, half the points each)."""
-    from gpuledger.search.safety import COLD_DEFAULT, choose_pruning_for_curves, with_checked_stopping
-
-    complete = [c for c in curves if c.complete and c.values and not c.failed]
-    failed = [c for c in curves if c.complete and c.failed]
-    pool = complete + failed
-    if len(complete) < 2:
-        raise ValueError(f"a replay needs at least 2 curves that ran to their end ({len(complete)} given)")
-    if orders < 1 or slots < 1:
-        raise ValueError("orders and slots must be >= 1")
-    sign = 1.0 if goal == "minimize" else -1.0
-    best = min(complete, key=lambda c: (sign * c.values[-1], c.trial_id))
-    grid_best = best.values[-1]
-    grid_usd_full = sum(c.wall_s * usd_per_s.get(c.trial_id, 0.0) for c in pool)
-    choice = with_checked_stopping(choose_pruning_for_curves(pool, goal=goal, slots=slots), pool, goal=goal,
-                                   slots=slots, stopping="cost")
-    cost_on = choice.stopping != "rungs"  # the check before launch may turn the rule off (curves that cross)
-    settings = {
-        "asha-optuna": ("asha", 2, 3), "asha-2-3": ("rungs", 2, 3),
-        "asha-cold": ("rungs", COLD_DEFAULT.min_steps, COLD_DEFAULT.reduction_factor),
-        "asha-rungs": ("rungs", choice.min_steps, choice.reduction_factor),
-        "asha": ("rungs", choice.min_steps, choice.reduction_factor),
-        "asha-cold-suspend": ("rungs", COLD_DEFAULT.min_steps, COLD_DEFAULT.reduction_factor),
-        "asha-suspend": ("rungs", choice.min_steps, choice.reduction_factor),
-    }
-    out = {name: StrategySummary(name) for name in strategies}
-    for name, summ in out.items():
-        if name in settings:
-            pr, ms, eta = settings[name]
-            summ.settings = {"pruner": "optuna-asha" if pr == "asha" else "rungs", "min_steps": ms,
-                             "reduction_factor": eta,
-                             **({"cost_stopping": cost_on, "stopping_why": choice.stopping_why}
-                                if name in (COST_AWARE_STRATEGY, "asha-suspend") else {}),
-                             **({"suspend": True} if name.endswith("-suspend") else {})}
-    runs = {name: settings[name] + (name in (COST_AWARE_STRATEGY, "asha-suspend") and cost_on,
-                                    name.endswith("-suspend")) for name in out if name != "grid"}
-    _replay(pool, usd_per_s, out, runs, slots=slots, goal=goal, orders=orders, seed=seed, jitter=jitter,
-            value_usd=grid_usd_full, best=best)
-    same_rate = None
-    if frontier and COST_AWARE_STRATEGY in out:
-        same_rate = plain_at_rate(pool, usd_per_s, out[COST_AWARE_STRATEGY].recipe_kept, slots=slots, goal=goal,
-                                  orders=orders, seed=seed, jitter=jitter, best=best)
-    if params:
-        out.update(replay_asks(pool, usd_per_s, params, goal=goal, orders=orders, seed=seed))
-    notes = [f"{len(pool)} recorded curves ({len(failed)} failed), {orders} arrival orders, {slots} slot(s), "
-             f"each trial's times × exp(N(0, {jitter})) per order; recipe kept = best within "
-             f"{RECIPE_MARGIN:.0%} of the grid's {grid_best:.5g} ({best.trial_id})",
-             f"asha's settings: {choice.why}", f"asha's stopping: {choice.stopping_why}"]
-    if same_rate is not None:
-        notes.append(f"plain ASHA at the cost-aware recipe rate: {same_rate['why']}")
-    return ReplayReport(strategies=out, orders=orders, slots=slots, jitter=jitter, curves=len(pool),
-                        grid_best_value=grid_best, grid_best_trial=best.trial_id, notes=notes, plain_same_rate=same_rate)
 
 
 def _replay(pool: Sequence[Curve], usd_per_s: Mapping[str, float], out: dict[str, StrategySummary],

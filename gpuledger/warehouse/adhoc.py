@@ -15,7 +15,7 @@ from typing import Any
 
 from gpuledger import settings
 from gpuledger.errors import UserError
-from gpuledger.lazy import polars as pl
+from gpuledger.warehouse.lazy import polars as pl
 from gpuledger.warehouse.readonly import READ_ONLY_CONFIG, read_only_problems, writing_statements
 
 

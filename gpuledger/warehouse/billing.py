@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from gpuledger.lazy import polars as pl
 from gpuledger.warehouse.connect import now
+from gpuledger.warehouse.lazy import polars as pl
 
 
 @dataclass

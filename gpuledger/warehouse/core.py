@@ -17,11 +17,11 @@ from typing import Any
 import duckdb
 
 from gpuledger.errors import UserError
-from gpuledger.lazy import polars as pl
 from gpuledger.settings import ENV_PATH, resolve_path
 from gpuledger.warehouse import lake, sqlfiles
 from gpuledger.warehouse import migrate as _migrate
 from gpuledger.warehouse.connect import connect, one_line
+from gpuledger.warehouse.lazy import polars as pl
 from gpuledger.warehouse.records import frames_module
 
 

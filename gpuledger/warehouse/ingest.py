@@ -16,10 +16,10 @@ from typing import Any
 
 from gpuledger.errors import UserError
 from gpuledger.files import write_text_atomic
-from gpuledger.lazy import polars as pl
 from gpuledger.warehouse import sqlfiles
 from gpuledger.warehouse.checks import MAX_RECORD_FILE_BYTES, precheck, record_problem
 from gpuledger.warehouse.connect import now
+from gpuledger.warehouse.lazy import polars as pl
 from gpuledger.warehouse.records import frames_module, record_reason, records_to_frames
 
 

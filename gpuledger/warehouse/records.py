@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from gpuledger.lazy import polars as pl
 from gpuledger.warehouse.connect import now, utc_naive
+from gpuledger.warehouse.lazy import polars as pl
 
 
 def frames_module():

@@ -10,8 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from gpuledger.errors import UserError
-from gpuledger.lazy import polars as pl
 from gpuledger.warehouse.connect import now, utc_naive
+from gpuledger.warehouse.lazy import polars as pl
 from gpuledger.warehouse.records import frames_module, json_text
 
 

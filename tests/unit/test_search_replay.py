@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from gpuledger.search.asha_replay import Curve, simulate_asha
+from gpuledger.search.comparison import replay_strategies
 from gpuledger.search.extrapolate import CostStopper, forecast
 from gpuledger.search.replay import (
     COST_AWARE_STRATEGY,
     DEFAULT_STRATEGY,
     PLAIN_STRATEGY,
     replay_settings,
-    replay_strategies,
 )
 from gpuledger.search.safety import (
     COLD_DEFAULT,

@@ -49,7 +49,7 @@ def test_the_prompt_commands_import_nothing_heavy(command, repo_root, tmp_path):
 
 def test_the_lazy_polars_is_polars():
     """The warehouse's stand-in imports polars on first use and is then the real thing."""
-    from gpuledger.lazy import polars as pl
+    from gpuledger.warehouse.lazy import polars as pl
 
     frame = pl.DataFrame({"a": [1, 2]})
     assert type(frame).__module__.startswith("polars") and frame["a"].sum() == 3

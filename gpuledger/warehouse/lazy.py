@@ -1,6 +1,6 @@
 """Modules imported on their first use, so that a command that never touches them never pays for them.
 
-    from gpuledger.lazy import polars as pl      # nothing imported yet
+    from gpuledger.warehouse.lazy import polars as pl      # nothing imported yet
     pl.DataFrame(...)                            # polars is imported here, once
 
 `gpuledger sql` reads through the warehouse package, whose writing mixins work in polars frames; with
