@@ -125,8 +125,19 @@ def test_a_bad_lock_timeout_is_a_clear_error(ledger, monkeypatch):
 
 
 def _ingest_cli(ledger: Path, land: Path, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*GPULEDGER, "ingest", str(land)], capture_output=True, text=True, timeout=300,
-                          env={**ENV, "GPULEDGER_WAREHOUSE": str(ledger), **env})
+    """`gpuledger ingest LAND` in this process (an exception fails the test: no traceback gets by); the
+    command as its own process runs in test_writer_waits_for_a_reader_and_then_writes."""
+    import contextlib
+    import io
+    from unittest import mock
+
+    from gpuledger.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with (mock.patch.dict(os.environ, {"GPULEDGER_WAREHOUSE": str(ledger), **env}), contextlib.redirect_stdout(out),
+          contextlib.redirect_stderr(err)):
+        code = main(["ingest", str(land)])
+    return subprocess.CompletedProcess(["gpuledger", "ingest", str(land)], code, out.getvalue(), err.getvalue())
 
 
 def _landing(tmp_path: Path, files: dict[str, object]) -> Path:
