@@ -6,8 +6,9 @@
 
 `--sweep`: a sweep id, else the latest sweep of that name (a grid: its curves ran to their end).
 For each strategy of `gpuledger.search.replay.STRATEGIES` (grid; Optuna's ASHA; gpuledger's rung
-pruner at the old 2/3; the cold default; the default a bare `strategy: asha` runs with these curves in
-the warehouse; and the cost-aware one; and, one point at a time on one slot, half the points asked by
+pruner at the old 2/3; the cold default (a fresh project: no curves of the kind), and it with suspension
+at undecided rungs (replay only); the default a bare `strategy: asha` runs with these curves in
+the warehouse; and the cost-aware one, and it with suspension; and, one point at a time on one slot, half the points asked by
 Optuna's TPE and by expected improvement per dollar), over N seeded arrival orders (launch order shuffled, each
 trial's times stretched by exp(N(0, SIGMA))): the share of replays that kept the recipe (best within
 2% of the grid's), dollars and trial-seconds against the grid's of the same replay (median and range).

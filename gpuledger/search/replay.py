@@ -101,6 +101,21 @@ class StrategySummary:
             xs = [o.makespan_s / o.grid_makespan_s for o in self.outcomes if o.grid_makespan_s > 0]
         return _range(xs)
 
+    def _ratios(self, what: str) -> list[float]:
+        if what == "usd":
+            return sorted(o.usd / o.grid_usd for o in self.outcomes if o.grid_usd > 0)
+        return sorted(o.trial_s / o.grid_trial_s for o in self.outcomes if o.grid_trial_s > 0)
+
+    def quantile(self, what: str, q: float) -> float:
+        """The q-quantile (nearest rank) of the replays' ratio to the grid (`usd` or `trial_s`)."""
+        xs = self._ratios(what)
+        return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))] if xs else math.nan
+
+    def share_over(self, what: str, bound: float) -> float:
+        """The share of replays whose ratio to the grid (`usd` or `trial_s`) is over `bound`."""
+        xs = self._ratios(what)
+        return sum(x > bound for x in xs) / len(xs) if xs else 0.0
+
     def to_json(self) -> dict[str, Any]:
         usd, secs, span = self.ratio("usd"), self.ratio("trial_s"), self.ratio("makespan")
         out = self.outcomes
@@ -111,6 +126,8 @@ class StrategySummary:
             "cost_vs_grid_range": [round(usd.get("min", math.nan), 4), round(usd.get("max", math.nan), 4)],
             "trial_s_vs_grid": round(secs.get("median", math.nan), 4),
             "trial_s_vs_grid_range": [round(secs.get("min", math.nan), 4), round(secs.get("max", math.nan), 4)],
+            "trial_s_vs_grid_p90": round(self.quantile("trial_s", 0.9), 4),
+            "over_half_grid_trial_s": round(self.share_over("trial_s", 0.5), 4),
             "makespan_vs_grid": round(span.get("median", math.nan), 4),
             "usd": round(statistics.median([o.usd for o in out]), 6) if out else None,
             "usd_range": [round(min(o.usd for o in out), 6), round(max(o.usd for o in out), 6)] if out else None,

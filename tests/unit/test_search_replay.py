@@ -154,6 +154,8 @@ def test_suspension_at_undecided_rungs_keeps_the_recipe_for_fewer_seconds_and_pa
     cold, sus = rep["asha-cold"], rep["asha-cold-suspend"]
     assert sus["recipe_kept"] == cold["recipe_kept"] == 1.0 and sus["settings"]["suspend"] is True
     assert sus["trial_s_vs_grid"] < cold["trial_s_vs_grid"] and sus["trial_s_vs_grid_range"][1] < 0.5
+    assert sus["over_half_grid_trial_s"] == 0.0 and sus["trial_s_vs_grid"] <= sus["trial_s_vs_grid_p90"] < 0.5
+    assert cold["trial_s_vs_grid"] <= cold["trial_s_vs_grid_p90"] <= cold["trial_s_vs_grid_range"][1]
     order = sorted(c.trial_id for c in CURVES)
     random.Random(0).shuffle(order)  # the recipe starts before most of its rung's peers
     sim = simulate_asha(CURVES, slots=2, min_steps=2, reduction_factor=5, goal="minimize", order=order, suspend=True)
