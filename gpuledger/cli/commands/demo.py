@@ -12,9 +12,11 @@ share one Prefect API (the project's `gpuledger serve` when it runs, else one te
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from gpuledger.errors import UserError
@@ -61,6 +63,23 @@ def _step(title: str) -> None:
     print(f"\n== {title}", flush=True)
 
 
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def _sweeps(main, grid: str, asha: str) -> int:
+    """Runs the grid, then ASHA; returns the first nonzero exit code, else 0."""
+    for spec in (grid, asha):
+        _step(f"sweep {spec}")
+        code = main(["sweep", spec])
+        if code != 0:
+            print(f"gpuledger demo: `gpuledger sweep {spec}` ended with exit code {code}", file=sys.stderr)
+            return code
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from gpuledger.cli import main
 
@@ -78,21 +97,25 @@ def run(args: argparse.Namespace) -> int:
     _step(f"plan {grid}")
     if main(["plan", grid]) != 0:
         return 1
-    _step("prepare the demo model (pretrained once, then cached)")
-    done = subprocess.run([sys.executable, "-m", "gpuledger.trainers.demo_lora", "--prepare-base"],
-                          stdin=subprocess.DEVNULL, check=False)
-    if done.returncode != 0:
-        raise UserError(f"preparing the demo model failed (exit {done.returncode}; its output is above)")
-
+    _step("prepare the demo model (pretrained once, then cached) while the Prefect API starts")
+    # side by side: pretraining (single-threaded, about 30 CPU-s on a fresh machine) and a temporary
+    # Prefect server's start (tens of seconds on a loaded one) need a core each; the pretraining's
+    # output is kept and shown once it ends, so the two do not interleave
     from gpuledger.flows.server import prefect_api
 
-    with prefect_api(say=lambda msg: print(f"gpuledger demo: {msg}", file=sys.stderr, flush=True)):
-        for spec in (grid, asha):
-            _step(f"sweep {spec}")
-            code = main(["sweep", spec])
-            if code != 0:
-                print(f"gpuledger demo: `gpuledger sweep {spec}` ended with exit code {code}", file=sys.stderr)
-                return code
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as log, contextlib.ExitStack() as stack:
+        prep = subprocess.Popen([sys.executable, "-m", "gpuledger.trainers.demo_lora", "--prepare-base"],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, text=True)
+        stack.callback(_stop, prep)  # an interrupted demo leaves no pretraining behind
+        stack.enter_context(prefect_api(say=lambda msg: print(f"gpuledger demo: {msg}", file=sys.stderr, flush=True)))
+        code = prep.wait()
+        log.seek(0)
+        print(log.read(), end="", flush=True)
+        if code != 0:
+            raise UserError(f"preparing the demo model failed (exit {code}; its output is above)")
+        code = _sweeps(main, grid, asha)
+    if code != 0:
+        return code
     print(f"""
 Done. Open the two reports above in a browser (the ASHA one compares itself with the grid).
 The project is {root}; from there (or any folder below it) query the warehouse with SQL, e.g.:
