@@ -146,8 +146,8 @@ def main() -> int:
             stored = wh.query("select count(*) as n, count(distinct run_id) as d from runs").row(0, named=True)
             points = wh.query("select count(*) as n from metrics").row(0, named=True)["n"]
             svc = wh.query("select count(*) as commits, quantile_cont(commit_s, 0.5) as c50, "
-                           "quantile_cont(commit_s, 0.99) as c99, sum(stored) as stored, max(attempts) as attempts, "
-                           "sum(duplicates) as duplicates, min(started_at) as first, max(committed_at) as last "
+                           "quantile_cont(commit_s, 0.99) as c99, sum(stored)::BIGINT as stored, max(attempts) as attempts, "
+                           "sum(duplicates)::BIGINT as duplicates, min(started_at) as first, max(committed_at) as last "
                            "from ingest_batches").row(0, named=True)
             lag = wh.query("select quantile_cont(epoch(stored_at - landed_at), 0.5) as p50, "
                            "quantile_cont(epoch(stored_at - landed_at), 0.99) as p99, "
