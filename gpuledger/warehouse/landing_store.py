@@ -70,7 +70,8 @@ class FolderLanding:
 class S3Landing:
     """A landing under `s3://BUCKET/PREFIX` (or gs://, through GCS's S3-compatible XML API with HMAC keys)."""
 
-    def __init__(self, cfg: objectstore.StoreConfig) -> None:
+    def __init__(self, cfg: objectstore.StoreConfig, *, timeout_s: float | None = None) -> None:
+        """`timeout_s`: connect and read timeouts with no retry (`doctor`'s probe); default 10/60 s, 5 attempts."""
         import boto3
         from botocore.config import Config
 
@@ -89,8 +90,8 @@ class S3Landing:
         style = {"addressing_style": cfg.url_style if cfg.url_style == "path" else "auto"}
         self._s3 = boto3.session.Session().client(
             "s3", endpoint_url=endpoint, region_name=cfg.region or "us-east-1",
-            config=Config(connect_timeout=10, read_timeout=60, retries={"max_attempts": 5, "mode": "standard"},
-                          s3=style), **creds)
+            config=Config(connect_timeout=timeout_s or 10, read_timeout=timeout_s or 60,
+                          retries={"max_attempts": 1 if timeout_s else 5, "mode": "standard"}, s3=style), **creds)
 
     def _fail(self, what: str, err: BaseException) -> objectstore.ObjectStoreError:
         return objectstore.ObjectStoreError(f"ingest landing {self.where} ({self.cfg.describe()}): {what}: "
@@ -150,13 +151,59 @@ def default_landing() -> str:
     return str(s.run_dir / "ingest-landing")
 
 
-def open_landing(where: str | None = None) -> FolderLanding | S3Landing:
-    """The landing at `where` (default `default_landing()`): an object-storage URL or a folder."""
+def open_landing(where: str | None = None, *, timeout_s: float | None = None) -> FolderLanding | S3Landing:
+    """The landing at `where` (default `default_landing()`): an object-storage URL or a folder.
+    `timeout_s`: an object store's timeouts, without retries (see `S3Landing`)."""
     where = where or default_landing()
     if objectstore.is_object_store(where):
         from gpuledger.warehouse import lake
 
         cfg = lake.store_for(where)
         assert cfg is not None
-        return S3Landing(cfg)
+        return S3Landing(cfg, timeout_s=timeout_s)
     return FolderLanding(where)
+
+
+#: the most landed records `health` lists (a bigger backlog is reported as "at least")
+HEALTH_LIST_LIMIT = 10_000
+#: the probe object `health` writes and removes again (outside records/: the service never sees it)
+PROBE_PREFIX = "doctor-probe-"
+
+
+@dataclass(frozen=True)
+class Health:
+    """What `health` found: where the landing is, whether a write went through, the backlog."""
+
+    where: str
+    kind: str  # "object store" | "folder"
+    exists: bool  # a folder that is there (an object-store prefix: always True)
+    waiting: int  # records under records/ (at most HEALTH_LIST_LIMIT)
+    more: bool  # True when the listing stopped at HEALTH_LIST_LIMIT
+    oldest_key: str | None  # the oldest waiting record's key (its name starts with its landing time)
+    rejected: int  # records the service refused (rejected/)
+
+
+def health(where: str | None = None, *, timeout_s: float | None = None) -> Health:
+    """Checks the landing at `where` (default `default_landing()`): a probe object written and removed
+    (a folder that does not exist yet: its nearest existing parent must be writable, nothing is made),
+    then the records waiting and rejected. Raises ObjectStoreError (one line, no key) when it cannot."""
+    store = open_landing(where, timeout_s=timeout_s)
+    if isinstance(store, FolderLanding):
+        if not store.root.is_dir():
+            existing = store.root
+            while not existing.exists() and existing != existing.parent:
+                existing = existing.parent
+            if not (existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)):
+                raise objectstore.ObjectStoreError(
+                    f"ingest landing {store.root} does not exist and cannot be made (nearest folder: {existing})")
+            return Health(store.where, "folder", False, 0, False, None, 0)
+        if not os.access(store.root, os.W_OK | os.X_OK):
+            raise objectstore.ObjectStoreError(f"ingest landing {store.root} is not writable by this user")
+    probe = f"{PROBE_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.txt"
+    store.put(probe, b"gpuledger doctor: a write probe, removed at once\n")
+    store.delete([probe])
+    records = store.list(RECORDS, HEALTH_LIST_LIMIT)
+    rejected = store.list(REJECTED, HEALTH_LIST_LIMIT)
+    kind = "folder" if isinstance(store, FolderLanding) else "object store"
+    return Health(store.where, kind, True, len(records), len(records) >= HEALTH_LIST_LIMIT,
+                  records[0].key if records else None, len(rejected))

@@ -110,3 +110,68 @@ def test_the_projects_newer_price_copy_is_the_age_that_counts(tmp_path):
     older = tmp_path / "old.csv"
     older.write_text(header + "aws,us-east-1,p5.48xlarge,H100,8,98.32,,192,2048,SkyPilot cache,2001-01-01\n")
     assert "bundled price catalog" in doctor.check_prices(today=date(2030, 1, 12), project_copy=older).detail
+
+
+def _landing_check(checks):
+    (landing,) = _by_name(checks)["landing"]
+    return landing
+
+
+def test_the_landing_is_not_used_in_direct_mode(project, monkeypatch):
+    monkeypatch.delenv("GPULEDGER_INGEST", raising=False)
+    check = _landing_check(doctor.run_checks())
+    assert check.status == "ok" and "not used" in check.detail and "direct" in check.detail
+
+
+def test_a_service_landing_folder_is_probed_and_its_backlog_and_oldest_age_reported(project, monkeypatch, capsys):
+    from datetime import UTC, datetime, timedelta
+
+    from gpuledger.warehouse import ingest_service, landing_store
+
+    landing = project / "landing"
+    monkeypatch.setenv("GPULEDGER_INGEST", "service")
+    monkeypatch.setenv("GPULEDGER_INGEST_LANDING", str(landing))
+    monkeypatch.setenv("GPULEDGER_INGEST_WAIT_S", "600")
+    check = _landing_check(doctor.run_checks())  # not there yet: nothing is made
+    assert check.status == "ok" and "none yet" in check.detail and not landing.exists()
+
+    store = landing_store.FolderLanding(landing)
+    now = datetime.now(UTC)
+    for i, minutes in enumerate((3, 1)):  # two records, landed 3 and 1 minutes ago
+        data = {"run_id": f"r{i}", "n": i}
+        key = ingest_service.landing_key(f"r{i}", ingest_service.record_hash(data), at=now - timedelta(minutes=minutes))
+        store.put(key, ingest_service.canonical(data))
+    check = _landing_check(doctor.run_checks())
+    assert check.status == "ok", check
+    assert "writable (folder)" in check.detail and "2 record(s) waiting" in check.detail
+    assert "the oldest landed 3 min ago" in check.detail
+    assert sorted(p.name for p in landing.iterdir()) == ["records"]  # the probe file is gone
+
+    monkeypatch.setenv("GPULEDGER_INGEST_WAIT_S", "60")  # the oldest is older than sweeps wait: the service is behind
+    check = _landing_check(doctor.run_checks())
+    assert check.status == "warn" and "ingest_wait_s" in check.detail and "ingest/team" in check.fix
+
+    # a landing that cannot be made (under a file; a permission check would pass as root): a failure naming the setting
+    monkeypatch.setenv("GPULEDGER_INGEST_LANDING", str(project / "gpuledger.toml" / "landing"))
+    assert main(["doctor"]) == 1
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.split()[1:2] == ["landing"]]
+    assert len(lines) == 1 and lines[0].startswith("fail") and "[warehouse] landing" in lines[0]
+
+
+def test_an_unreachable_landing_endpoint_is_one_line_naming_the_setting_without_the_key(project, monkeypatch, capsys):
+    with socket.socket() as sock:  # a port nothing listens on: connection refused at once
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    secret = "doctor-test-secret-9f3c1a"
+    monkeypatch.setenv("GPULEDGER_INGEST", "service")
+    monkeypatch.setenv("GPULEDGER_INGEST_LANDING", "s3://team-bucket/landing")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "doctor-test-key-id")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    assert main(["doctor"]) == 1
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert secret not in out and "Traceback" not in out
+    (line,) = [line for line in out.splitlines() if line.split()[1:2] == ["landing"]]
+    assert line.startswith("fail") and "s3://team-bucket/landing/" in line and f"127.0.0.1:{port}" in line
+    assert "[warehouse] landing" in line and "AWS_ENDPOINT_URL" in line

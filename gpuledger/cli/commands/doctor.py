@@ -5,8 +5,11 @@ files, the project file and its run-time folder, the warehouse (readable, writab
 migrations of this gpuledger it still lacks), the Prefect API (answers, or its port is free for a
 temporary server), SkyPilot (installed, and which clouds have credential files: no network call),
 NVML (the GPUs this machine's driver reports), the age of the bundled price catalog, and PostgreSQL
-when the warehouse is a team one (`ducklake:postgres:`; a TCP connect with a short timeout).
-Nothing is changed and nothing waits long (a network probe gives up after PROBE_TIMEOUT_S).
+when the warehouse is a team one (`ducklake:postgres:`; a TCP connect with a short timeout), and the
+ingest service's landing when `[warehouse] ingest = "service"` (a probe object written and removed,
+the records waiting and the age of the oldest: the ingest lag at a glance).
+Nothing is changed (the probe object is removed at once) and nothing waits long (a network probe
+gives up after PROBE_TIMEOUT_S, an object-store request after STORE_TIMEOUT_S).
 
 Each check ends `ok`, `warn` (works, with a limit worth knowing) or `fail` (something will not
 work); the exit code is 1 when any check failed, else 0. `--json` prints the list of checks.
@@ -38,6 +41,8 @@ MIN_PYTHON = (3, 11)
 PRICE_MAX_AGE_DAYS = 30
 #: how long a network probe (PostgreSQL host, Prefect API) may take (s)
 PROBE_TIMEOUT_S = 1.0
+#: how long one request to the ingest landing's object store may take (s; no retry)
+STORE_TIMEOUT_S = 3.0
 #: package data every command relies on: (package, relative path)
 PACKAGE_DATA = (
     ("gpuledger.warehouse", "sql/migrations"),
@@ -213,6 +218,67 @@ def check_postgres(target: str) -> Check:
     return Check("postgres", "ok", f"{host}:{port} accepts connections")
 
 
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def check_landing(s, now=None) -> Check:
+    """The ingest service's landing (`[warehouse] ingest = "service"`): reachable and writable (a probe
+    object written and removed), the records waiting there and the age of the oldest (landing time in
+    its key, compared with this machine's clock); in direct mode, that it is not used."""
+    from datetime import UTC, datetime
+
+    from gpuledger.warehouse import ingest_service, landing_store, objectstore
+
+    try:
+        mode = ingest_service.mode()
+    except UserError as err:
+        return Check("landing", "fail", str(err), "set [warehouse] ingest to 'direct' or 'service'")
+    if mode != "service":
+        return Check("landing", "ok", "not used: [warehouse] ingest = 'direct' (sweeps write the warehouse "
+                                      "themselves)")
+    explicit = s.values.get("warehouse.landing")
+    setting = "[warehouse] landing (GPULEDGER_INGEST_LANDING)"
+    fix = (f"fix {setting}, the endpoint ([warehouse] s3_endpoint, GPULEDGER_S3_ENDPOINT or AWS_ENDPOINT_URL) "
+           "or the keys (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ~/.aws/credentials)")
+    where = ""
+    try:
+        where = landing_store.default_landing()
+        h = landing_store.health(where, timeout_s=STORE_TIMEOUT_S)
+    except UserError as err:  # ObjectStoreError included: one line, keys redacted
+        text = " ".join(str(err).split())
+        if not objectstore.is_object_store(where):
+            fix = f"make that folder writable, or set {setting}"
+        return Check("landing", "fail", text[:400], fix)
+    origin = "" if explicit else " (the default: [warehouse] landing is not set)"
+    if not h.exists:
+        return Check("landing", "ok", f"{h.where}{origin}: none yet, its folder can be made (the first "
+                                      "service-mode sweep makes it)")
+    count = f"{h.waiting}{'+' if h.more else ''} record(s) waiting"
+    lag_s = None
+    if h.oldest_key is not None:
+        at = ingest_service.landed_at(h.oldest_key)
+        if at is not None:
+            lag_s = max(0.0, ((now or datetime.now(UTC).replace(tzinfo=None)) - at).total_seconds())
+            count += f", the oldest landed {_age(lag_s)} ago (its key's landing time, this machine's clock)"
+    rejected = f"; {h.rejected} rejected (see rejected/*.reason.txt)" if h.rejected else ""
+    detail = f"{h.where}{origin}: writable ({h.kind}); {count}{rejected}"
+    wait_s = float(s.values.get("warehouse.ingest_wait_s") or 600.0)
+    if lag_s is not None and lag_s > wait_s:
+        return Check("landing", "warn", detail + f", longer than sweeps wait for it ({wait_s:.0f} s, "
+                     "[warehouse] ingest_wait_s)",
+                     "is ingest/team running? `gpuledger serve` runs it, or `gpuledger warehouse ingest` once")
+    if h.rejected:
+        return Check("landing", "warn", detail, "read the reasons, fix the records and land them again")
+    return Check("landing", "ok", detail)
+
+
 def check_prefect(s) -> Check:
     """The Prefect API `gpuledger serve`, the `prefect` commands and sweeps of this project use: the
     same port setting (`gpuledger.flows.server.serve_api_url`: $GPULEDGER_PREFECT_PORT, else
@@ -353,6 +419,7 @@ def run_checks() -> list[Check]:
     if s is not None:
         with contextlib.suppress(settings_mod.ProjectNotFound):  # said by the project line
             checks += check_warehouse(s)
+        checks.append(check_landing(s))
     steps: list[Callable[[], Check]] = [lambda: check_prefect(s), check_skypilot, check_gpu,
                                         lambda: check_prices(project_copy=_project_price_copy())]
     for step in steps:
