@@ -70,12 +70,15 @@ class FolderLanding:
 class S3Landing:
     """A landing under `s3://BUCKET/PREFIX` (or gs://, through GCS's S3-compatible XML API with HMAC keys)."""
 
-    def __init__(self, cfg: objectstore.StoreConfig, *, timeout_s: float | None = None) -> None:
-        """`timeout_s`: connect and read timeouts with no retry (`doctor`'s probe); default 10/60 s, 5 attempts."""
+    def __init__(self, cfg: objectstore.StoreConfig, *, timeout_s: float | None = None,
+                 label: str = "ingest landing") -> None:
+        """`timeout_s`: connect and read timeouts with no retry (`doctor`'s probe); default 10/60 s, 5 attempts.
+        `label`: what messages call this prefix."""
         import boto3
         from botocore.config import Config
 
         self.cfg = cfg
+        self.label = label
         self.prefix = cfg.prefix if not cfg.prefix or cfg.prefix.endswith("/") else cfg.prefix + "/"
         self.where = f"{cfg.scheme}://{cfg.bucket}/{self.prefix}"
         endpoint = None
@@ -94,7 +97,7 @@ class S3Landing:
                           retries={"max_attempts": 1 if timeout_s else 5, "mode": "standard"}, s3=style), **creds)
 
     def _fail(self, what: str, err: BaseException) -> objectstore.ObjectStoreError:
-        return objectstore.ObjectStoreError(f"ingest landing {self.where} ({self.cfg.describe()}): {what}: "
+        return objectstore.ObjectStoreError(f"{self.label} {self.where} ({self.cfg.describe()}): {what}: "
                                             f"{redact(' '.join(str(err).split()))[:300]}")
 
     def put(self, key: str, data: bytes) -> None:
@@ -164,6 +167,14 @@ def open_landing(where: str | None = None, *, timeout_s: float | None = None) ->
     return FolderLanding(where)
 
 
+def probe_write(store: FolderLanding | S3Landing) -> None:
+    """Writes a small probe object (outside records/: the service never sees it) and removes it again;
+    raises ObjectStoreError (one line, no key) when either cannot be done."""
+    probe = f"{PROBE_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.txt"
+    store.put(probe, b"gpuledger doctor: a write probe, removed at once\n")
+    store.delete([probe])
+
+
 #: the most landed records `health` lists (a bigger backlog is reported as "at least")
 HEALTH_LIST_LIMIT = 10_000
 #: the probe object `health` writes and removes again (outside records/: the service never sees it)
@@ -199,9 +210,7 @@ def health(where: str | None = None, *, timeout_s: float | None = None) -> Healt
             return Health(store.where, "folder", False, 0, False, None, 0)
         if not os.access(store.root, os.W_OK | os.X_OK):
             raise objectstore.ObjectStoreError(f"ingest landing {store.root} is not writable by this user")
-    probe = f"{PROBE_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.txt"
-    store.put(probe, b"gpuledger doctor: a write probe, removed at once\n")
-    store.delete([probe])
+    probe_write(store)
     records = store.list(RECORDS, HEALTH_LIST_LIMIT)
     rejected = store.list(REJECTED, HEALTH_LIST_LIMIT)
     kind = "folder" if isinstance(store, FolderLanding) else "object store"

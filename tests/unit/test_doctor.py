@@ -175,3 +175,21 @@ def test_an_unreachable_landing_endpoint_is_one_line_naming_the_setting_without_
     (line,) = [line for line in out.splitlines() if line.split()[1:2] == ["landing"]]
     assert line.startswith("fail") and "s3://team-bucket/landing/" in line and f"127.0.0.1:{port}" in line
     assert "[warehouse] landing" in line and "AWS_ENDPOINT_URL" in line
+
+
+def test_an_unreachable_data_bucket_is_one_line_naming_the_setting_without_the_key(project, monkeypatch):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    secret = "doctor-test-secret-data-77e0"
+    monkeypatch.setenv("GPULEDGER_WAREHOUSE_DATA", "s3://team-data/gpuledger/")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "doctor-test-key-id")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    check = doctor.check_bucket()
+    text = check.line()
+    assert check.status == "fail" and secret not in text and "\n" not in text
+    assert "warehouse data s3://team-data/gpuledger/" in text and f"127.0.0.1:{port}" in text
+    assert "[warehouse] data_path" in text and "AWS_ENDPOINT_URL" in text
+    monkeypatch.setenv("GPULEDGER_WAREHOUSE_DATA", str(project / "lake-data"))
+    assert doctor.check_bucket().status == "ok"

@@ -5,7 +5,8 @@ files, the project file and its run-time folder, the warehouse (readable, writab
 migrations of this gpuledger it still lacks), the Prefect API (answers, or its port is free for a
 temporary server), SkyPilot (installed, and which clouds have credential files: no network call),
 NVML (the GPUs this machine's driver reports), the age of the bundled price catalog, and PostgreSQL
-when the warehouse is a team one (`ducklake:postgres:`; a TCP connect with a short timeout), and the
+when the warehouse is a team one (`ducklake:postgres:`; a TCP connect with a short timeout) with its
+data bucket (an object-storage data path: a probe object written and removed), and the
 ingest service's landing when `[warehouse] ingest = "service"` (a probe object written and removed,
 the records waiting and the age of the oldest: the ingest lag at a glance).
 Nothing is changed (the probe object is removed at once) and nothing waits long (a network probe
@@ -153,7 +154,7 @@ def check_warehouse(s) -> list[Check]:
         from gpuledger.warehouse.connect import redact  # every password form, wherever it stands
 
         return [Check("warehouse", "ok", f"team warehouse {redact(target)[:120]}"),
-                check_postgres(target)]
+                check_postgres(target), check_bucket()]
     from gpuledger.warehouse.health import inspect
 
     h = inspect(target)
@@ -277,6 +278,27 @@ def check_landing(s, now=None) -> Check:
     if h.rejected:
         return Check("landing", "warn", detail, "read the reasons, fix the records and land them again")
     return Check("landing", "ok", detail)
+
+
+def check_bucket() -> Check:
+    """The team warehouse's data path (`[warehouse] data_path`) when it is object storage: a probe
+    object written under its prefix and removed (STORE_TIMEOUT_S per request, no retry)."""
+    from gpuledger.warehouse import lake, landing_store, objectstore
+
+    data = lake.data_path_setting()
+    if not objectstore.is_object_store(data):
+        return Check("bucket", "ok", f"data path {data}: a folder, not object storage" if data else
+                     "no data path set here ([warehouse] data_path): readers use the catalog's own")
+    try:
+        cfg = lake.store_for(data)
+        assert cfg is not None
+        landing_store.probe_write(landing_store.S3Landing(cfg, timeout_s=STORE_TIMEOUT_S, label="warehouse data"))
+    except UserError as err:
+        return Check("bucket", "fail", " ".join(str(err).split())[:400],
+                     "fix [warehouse] data_path (GPULEDGER_WAREHOUSE_DATA), the endpoint ([warehouse] s3_endpoint, "
+                     "GPULEDGER_S3_ENDPOINT or AWS_ENDPOINT_URL) or the keys (AWS_ACCESS_KEY_ID/"
+                     "AWS_SECRET_ACCESS_KEY, ~/.aws/credentials)")
+    return Check("bucket", "ok", f"{cfg.describe()}: writable (a probe object written and removed)")
 
 
 def check_prefect(s) -> Check:
