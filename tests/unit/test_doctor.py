@@ -193,3 +193,19 @@ def test_an_unreachable_data_bucket_is_one_line_naming_the_setting_without_the_k
     assert "[warehouse] data_path" in text and "AWS_ENDPOINT_URL" in text
     monkeypatch.setenv("GPULEDGER_WAREHOUSE_DATA", str(project / "lake-data"))
     assert doctor.check_bucket().status == "ok"
+
+
+def test_a_team_warehouse_without_a_project_is_checked_line_by_line(tmp_path, monkeypatch, capsys):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    for var in ("GPULEDGER_DATA_DIR", "GPULEDGER_WAREHOUSE_DATA", "GPULEDGER_INGEST", "PREFECT_API_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("GPULEDGER_CONFIG", str(tmp_path / "no-user-config.toml"))
+    monkeypatch.setenv("GPULEDGER_WAREHOUSE", f"ducklake:postgres:host=127.0.0.1 port={port} dbname=d")
+    monkeypatch.chdir(tmp_path)
+    assert main(["doctor"]) == 1  # PostgreSQL does not answer
+    out = capsys.readouterr().out
+    names = [line.split()[1] for line in out.splitlines()[:-1]]
+    assert {"run-dir", "warehouse", "postgres", "bucket", "landing"} <= set(names), out
+    assert "fail  postgres" in out and "warn  run-dir" in out

@@ -135,7 +135,13 @@ def check_project(settings_mod) -> tuple[list[Check], object | None]:
             return checks, s
     else:
         checks.append(Check("project", "ok", f"{s.project_root / settings_mod.PROJECT_FILE}"))
-    data = s.run_dir if s.project_root is None else s.data_dir
+    try:
+        data = s.run_dir if s.project_root is None else s.data_dir
+    except settings_mod.ProjectNotFound:  # a team warehouse (not a file) and no project: no run-time folder
+        checks.append(Check("run-dir", "warn", "no run-time folder: the warehouse is not a file and there is no "
+                            f"{settings_mod.PROJECT_FILE} (sweeps need one for their landing, studies and logs)",
+                            "`gpuledger init` in your repository"))
+        return checks, s
     existing = data
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
