@@ -5,7 +5,8 @@ use leave behind, for tests that need every view populated (the column tests of 
 - the ROI sweep `lora-grid` and a second project's `eval-sweep` (report_fixtures.build_weekly_fixture),
   a sweep whose trials all failed, one still running, one registered without trials, the local demo sweep;
 - sweep `asha-demo`: trials of every other status (preempted then recovered, cancelled, skipped-budget,
-  pruned, not-asked), a measured estimate per run;
+  pruned, not-asked), a measured estimate per run; one of its records stored through the ingest service
+  (landed in a folder beside the warehouse, one batch: a row of `v_ingest_batches`);
 - sweep `lora-grid-12345678` with two cloud runs in February 2026 and the FOCUS bill
   tests/data/focus/gpu_cloud_2026-02.csv (lines attributed by label and by resource, an unattributed
   forgotten instance, a commitment, a correction, tax).
@@ -16,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuledger.billing import read_focus
-from gpuledger.warehouse import Warehouse
+from gpuledger.warehouse import Warehouse, ingest_service, landing_store
 from helpers.record_fixtures import example_record
 from helpers.report_fixtures import (
     build_all_failed,
@@ -31,7 +32,7 @@ ASHA = "asha-demo-0000aaaa"
 BILLED = "lora-grid-12345678"
 
 
-def _asha(wh: Warehouse) -> None:
+def _asha(wh: Warehouse, landing_dir: Path) -> None:
     wh.register_sweep(sweep_id=ASHA, name="asha-demo", project="support-bot", owner="ml-platform", method="lora",
                       launcher="skypilot", objective_metric="eval_loss", objective_goal="minimize", budget_usd=5.0,
                       max_parallel=2, started_at="2026-01-07T09:00:00")
@@ -48,9 +49,13 @@ def _asha(wh: Warehouse) -> None:
                        final_metrics={"eval_loss": 1.02}, **common),
         example_record("p1-1", "a00000000001", started_at="2026-01-07T09:00:00", wall_s=300, status="cancelled",
                        reason="stopped by the user", **common),
-        example_record("p2-1", "a00000000002", started_at="2026-01-07T09:20:00", wall_s=200,
-                       final_metrics={"eval_loss": 1.4}, **common),
     ])
+    # the last record as a team's sweep writes it in service mode: landed, then stored by the ingest service
+    store = landing_store.FolderLanding(landing_dir)
+    ingest_service.land([example_record("p2-1", "a00000000002", started_at="2026-01-07T09:20:00", wall_s=200,
+                                        final_metrics={"eval_loss": 1.4}, **common)], store)
+    batch = ingest_service.ingest_batch(wh, store)
+    assert batch is not None and batch.stored == 1, batch
     wh.mark_trials(ASHA, ["a00000000000", "a00000000002"], "succeeded")
     wh.mark_trials(ASHA, ["a00000000001"], "cancelled")
     wh.mark_trials(ASHA, ["a00000000003"], "pruned", reason="asha: below the rung's top 1/3")
@@ -84,7 +89,7 @@ def build_demo_warehouse(path: str | Path) -> None:
     build_empty_sweep(path)
     build_local_demo(path)
     with Warehouse.open(path) as wh:
-        _asha(wh)
+        _asha(wh, Path(path).parent / f"{Path(path).stem}-landing")
         _billed(wh)
         _envelope(wh)
 
