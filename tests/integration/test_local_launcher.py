@@ -176,7 +176,10 @@ _DRIVER = textwrap.dedent("""
 
 def _start_driver(tmp_path: Path) -> tuple[subprocess.Popen, list[psutil.Process]]:
     driver = subprocess.Popen([sys.executable, "-c", _DRIVER, str(tmp_path)], stdout=subprocess.PIPE,
-                              cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+                              cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                              # Ctrl-C as a terminal delivers it: SIGINT at its default (a background job of a
+                              # non-interactive shell starts with it ignored, and Python then installs no handler)
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     pids = json.loads(driver.stdout.readline())
     procs = [psutil.Process(pid) for pid in pids]
     assert len(procs) >= 6  # 2 agents, 2 bash, 4 sleeps

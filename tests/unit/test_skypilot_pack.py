@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -56,6 +57,13 @@ class PackSky(FakeSky):
         return re.sub(re.escape(RESULT_LINE_PREFIX) + r"(\{.*\})" + re.escape(AGENT_SIGNS), sign, text)
 
 
+def _grouped(packer) -> int:
+    """Submissions the packer has put in a group so far (its groups fill k at a time, in order)."""
+    with packer._lock:
+        open_ = packer._open
+        return packer._slots * packer.k - (packer.k - len(open_.members) if open_ is not None else 0)
+
+
 def _submit_together(launcher, reqs):
     handles: dict[int, object] = {}
 
@@ -63,8 +71,12 @@ def _submit_together(launcher, reqs):
         handles[i] = launcher.submit(r)
 
     threads = [threading.Thread(target=go, args=(i, r)) for i, r in enumerate(reqs)]
-    for t in threads:
+    packer = launcher.packer
+    for i, t in enumerate(threads):
         t.start()
+        deadline = time.monotonic() + 10  # in order: the next joins once this one is in its group (agent i + 1)
+        while packer is not None and i < len(threads) - 1 and _grouped(packer) <= i and time.monotonic() < deadline:
+            time.sleep(0.001)
     for t in threads:
         t.join(10)
     return [handles[i] for i in range(len(reqs))]
