@@ -21,6 +21,7 @@ cheapest option that is no slower than one per GPU (ties: smaller k). Pure.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -106,3 +107,49 @@ def packing_options(trials: Sequence[Mapping[str, Any]], *, overhead_s: float, m
     return PackingPlan(options=tuple(PackingOption(**o) for o in options), recommended=rec["k"], basis=basis,
                        why=(f"{rec['k']} trial(s) per GPU: ${rec['cost_usd']:.4g} and {rec['makespan_s'] / 60:.1f} min "
                             f"against one per GPU ${base['cost_usd']:.4g} and {base['makespan_s'] / 60:.1f} min"))
+
+
+def with_packed_prices(plan: Any) -> Any:
+    """Returns `plan` priced as it runs when its chosen packing (`packing.chosen` k > 1, an option that fits,
+    with each trial's share) packs trials: each packed trial's `est_cost_usd` (and its P10 / P90 and pruned
+    cost) is its share of the job (`per_trial_usd`) instead of a GPU of its own, the total, the bands' cost
+    totals and the expected spend under pruning scaled with it, and `within_budget` decided again on that
+    spend (`Plan.decided_usd`); so the budget guard before launch and the budget meter during the sweep
+    (which read these rows) charge what the pack rents, not one GPU per trial. The one-per-GPU total stays in
+    `packing.options` (k 1) and an assumption says both. Anything else: `plan` unchanged."""
+    from dataclasses import replace
+
+    import polars as pl
+
+    pk = getattr(plan, "packing", None)
+    k = int(pk.chosen or 1) if pk is not None else 1
+    opt = next((o for o in pk.options if o.k == k), None) if k > 1 else None
+    frame = plan.trials_frame
+    if opt is None or not opt.fits or not opt.per_trial_usd or frame is None:
+        return plan
+    alone = {r["trial_id"]: float(r["est_cost_usd"] or 0.0) for r in frame.iter_rows(named=True)
+             if r["trial_id"] in opt.per_trial_usd}
+    ratio = {tid: (opt.per_trial_usd[tid] / c if c > 0 else 1.0) for tid, c in alone.items()}
+    scale = pl.col("trial_id").replace_strict(ratio, default=1.0, return_dtype=pl.Float64)
+    cols = [c for c in ("est_cost_usd", "est_cost_usd_p10", "est_cost_usd_p90", "est_pruned_cost_usd")
+            if c in frame.columns]
+    frame = frame.with_columns([(pl.col(c) * scale).alias(c) for c in cols])
+    old = float(plan.total_est_cost_usd or 0.0)
+    new = old - sum(alone.values()) + sum(opt.per_trial_usd[t] for t in alone)
+    factor = new / old if old > 0 else 1.0
+    bands = plan.bands
+    if bands is not None:  # the totals' band moves with the total (the trials' spread is the same work's)
+        bands = replace(bands, total_cost_usd_p10=round(bands.total_cost_usd_p10 * factor, 6),
+                        total_cost_usd_p90=round(bands.total_cost_usd_p90 * factor, 6))
+    pruning = plan.pruning
+    if pruning is not None:
+        per = {t: v * ratio.get(t, 1.0) for t, v in pruning.per_trial_usd.items()}
+        pf = sum(per.values()) / sum(pruning.per_trial_usd.values()) if sum(pruning.per_trial_usd.values()) > 0 else factor
+        pruning = replace(pruning, per_trial_usd=per, full_usd=new,
+                          expected_usd=None if pruning.expected_usd is None else pruning.expected_usd * pf)
+    note = (f"priced as packed: {len(alone)} trial(s) {k} per GPU, each its share of its job: ${new:.4g} for the "
+            f"sweep against ${old:.4g} at one GPU per trial (the budget guard decides on the packed price)")
+    out = replace(plan, trials_frame=frame, total_est_cost_usd=new, bands=bands, pruning=pruning,
+                  assumptions=[*(plan.assumptions or []), note])
+    budget = plan.budget_usd if plan.budget_usd is not None else math.inf
+    return replace(out, within_budget=out.decided_usd <= budget + 1e-9)

@@ -102,7 +102,9 @@ def choose_pack(spec: SweepSpec, plan: Plan, path: Path, launcher: str = "local"
     """Returns (trials per slot, the plan with `packing.chosen` and `packing.chosen_why`) for
     `resources.trials_per_gpu`: auto takes the plan's recommended k (1 without a packing option, or on a
     launcher that does not pack); an explicit k the plan's packing option says does not fit (memory), or on
-    a launcher that does not pack, is refused, naming the setting."""
+    a launcher that does not pack, is refused, naming the setting. A k the plan prices (an option with each
+    trial's share) re-prices the plan as packed (`gpuledger.plan.packing.with_packed_prices`), so the budget
+    guard and the sweep's budget meter charge each trial its share of the job, not a GPU of its own."""
     from dataclasses import replace
 
     want = spec.resources.trials_per_gpu
@@ -126,7 +128,9 @@ def choose_pack(spec: SweepSpec, plan: Plan, path: Path, launcher: str = "local"
                                                if row else ": not among the plan's packing options, unchecked"))
     if pk is None and k == 1:
         return 1, plan
+    from gpuledger.plan.packing import with_packed_prices
     from gpuledger.plan.sections import PackingPlan
 
     packing = replace(pk or PackingPlan(options=(), recommended=None, basis="", why=""), chosen=k, chosen_why=why)
-    return k, replace(plan, packing=packing, assumptions=[*plan.assumptions, why] if k > 1 else plan.assumptions)
+    chosen = replace(plan, packing=packing, assumptions=[*plan.assumptions, why] if k > 1 else plan.assumptions)
+    return k, with_packed_prices(chosen)  # the budget guard and meter price what the pack rents

@@ -122,3 +122,57 @@ def _plan_with(packing):
 
     fields = {f.name: None for f in dataclasses.fields(Plan) if f.init}
     return Plan(**{**fields, "packing": packing, "assumptions": []})
+
+
+def test_the_budget_guard_prices_packed_trials_by_what_the_pack_rents(tmp_path):
+    """A packed plan is priced by its jobs (each trial its share), so a budget between the packed price and one
+    GPU per trial passes the guard packed and is refused unpacked; the sweep's budget meter counts the shares."""
+    from gpuledger.errors import BudgetExceeded
+    from gpuledger.plan import budget_guard, plan_sweep
+    from gpuledger.runtime.accepted import choose_pack
+    from gpuledger.runtime.budget import BudgetMeter
+    from gpuledger.spec import load_spec
+
+    path = tmp_path / "small.yaml"
+    text = """kind: sweep
+name: small-lora
+project: p
+owner: o
+model: meta-llama/Llama-3.2-1B
+method: lora
+precision: bf16
+train: {seq_len: 512, tokens_per_trial: 2000000, micro_batch: 4}
+search:
+  strategy: grid
+  params: {lora_r: [8, 16], learning_rate: [1.0e-4, 2.0e-4, 3.0e-4, 5.0e-4]}
+  objective: {metric: eval_loss, goal: minimize}
+resources: {accelerators: [H100], max_parallel: 8, trials_per_gpu: K}
+budget: {max_usd: BUDGET}
+launcher: skypilot
+task:
+  run: python train.py --r {lora_r} --lr {learning_rate}
+"""
+    path.write_text(text.replace("K", "auto").replace("BUDGET", "100"))
+    plan = plan_sweep(load_spec(path))
+    one = plan.packing.options[0].cost_usd
+    k, packed = choose_pack(load_spec(path), plan, path, "skypilot")
+    opt = next(o for o in plan.packing.options if o.k == k)
+    assert k > 1 and opt.cost_usd < one * 0.9
+    assert packed.total_est_cost_usd == pytest.approx(opt.cost_usd, rel=1e-4)
+    assert {t.trial_id: t.est_cost_usd for t in packed.planned_trials} == pytest.approx(opt.per_trial_usd, rel=1e-6)
+    assert packed.bands.total_cost_usd_p90 < plan.bands.total_cost_usd_p90
+    assert any("priced as packed" in a for a in packed.assumptions)
+    meter = BudgetMeter.for_plan(100.0, {t.trial_id: t for t in packed.planned_trials})
+    assert sum(meter.estimate_usd(t) for t in meter.plan_costs_usd) == pytest.approx(opt.cost_usd, rel=1e-4)
+    # a budget between the two prices: packed launches, one GPU per trial is refused
+    budget = round((opt.cost_usd + one) / 2 * (plan.decided_usd / plan.total_est_cost_usd), 4)
+    for kk, ok in (("auto", True), ("1", False)):
+        path.write_text(text.replace("K", kk).replace("BUDGET", str(budget)))
+        spec = load_spec(path)
+        _, chosen = choose_pack(spec, plan_sweep(spec), path, "skypilot")
+        if ok:
+            budget_guard(chosen)
+            assert chosen.within_budget and chosen.decided_usd <= budget
+        else:
+            with pytest.raises(BudgetExceeded):
+                budget_guard(chosen)
