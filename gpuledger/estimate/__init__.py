@@ -310,7 +310,7 @@ def train_time_s(estimate: Estimate, tokens: float, accelerator: str, gpus: int 
     w = estimate.workload
     method = method or w.method
     if method in RL_METHODS:  # one RL step by role (gpuledger/estimate/rl.py), as many steps as the tokens take
-        from gpuledger.estimate.rl import chosen_step
+        from gpuledger.estimate.rl_plan import chosen_step
 
         rl = chosen_step(w, accelerator, gpus, precision)
         load = 2 * float(estimate.params_total) / (LOAD_GBPS_PER_NODE * 1e9)

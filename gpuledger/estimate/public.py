@@ -291,7 +291,7 @@ def rl_model_step_s(row: dict) -> float:
     """Returns the RL model's seconds per step of a row (gpuledger/estimate/rl.py, the placement the planner
     chooses), before any band's P50."""
     from gpuledger.estimate import estimate
-    from gpuledger.estimate.rl import chosen_step
+    from gpuledger.estimate.rl_plan import chosen_step
 
     est = estimate(rl_workload(row))
     return chosen_step(est.workload, row["accelerator"], int(row["gpus"])).step_s

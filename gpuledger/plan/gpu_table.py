@@ -109,7 +109,7 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                         tband = tband.centered(corr.describe())
                     time_s = _p(tband.of(model_s), 1.0, 1)
                     if w.method in ("grpo", "ppo"):  # the RL step by role (docs/rl.md)
-                        from gpuledger.estimate.rl import placement_candidates, rl_step_cached
+                        from gpuledger.estimate.rl_plan import placement_candidates, rl_step_cached
 
                         cands = placement_candidates(w, acc, n)
                         rl_obj = rl_step_cached(next(c["setup"] for c in cands if c["chosen"]))
@@ -168,10 +168,10 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
 
 
 def _rl_roles(row: dict, step, time_s: float, usd_per_gpu_hour: float) -> None:
-    """Adds to an RL option's `rl` its roles (gpuledger.estimate.rl.role_costs): each role's time over the
+    """Adds to an RL option's `rl` its roles (gpuledger.estimate.rl_plan.role_costs): each role's time over the
     option's P50 time (the model's steps scaled by the band, so the roles add up to it), GPU-hours and
     on-demand dollars at the option's price per GPU-hour, and the answer's GPU groups."""
-    from gpuledger.estimate.rl import role_costs
+    from gpuledger.estimate.rl_plan import role_costs
 
     rl = row["rl"]
     factor = time_s / (rl["steps"] * step.step_s) if rl["steps"] and step.step_s else 1.0

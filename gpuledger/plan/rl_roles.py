@@ -99,7 +99,7 @@ def trial_roles(plan, estimates: pl.DataFrame, probed: pl.DataFrame | None = Non
     the probes the plan used (`probes_for_trials`), whose RL role timings split a probed trial; `offers` and
     `settings`: the plan's, for the rollout instance of a trial whose rollouts run on GPUs of their own
     (`rollout_instance`: its $/hour is in the trial's `usd_per_hour`, split off here by group)."""
-    from gpuledger.estimate.rl import placement_candidates, rl_step_cached, role_costs
+    from gpuledger.estimate.rl_plan import placement_candidates, rl_step_cached, role_costs
     from gpuledger.estimate.workload import Workload
 
     out: dict[str, dict] = {}

@@ -8,7 +8,8 @@ import dataclasses
 import pytest
 
 from gpuledger.estimate import Workload, estimate, time_basis, train_time_s
-from gpuledger.estimate.rl import RLSetup, response_cv, rl_step, role_costs, setup_from_workload
+from gpuledger.estimate.rl import RLSetup, response_cv, rl_step
+from gpuledger.estimate.rl_plan import role_costs, setup_from_workload
 
 QWEN = "Qwen/Qwen2.5-7B"
 BASE = RLSetup(model=QWEN, trainer_accelerator="H100", trainer_gpus=8, prompts_per_step=32, group_size=8,
