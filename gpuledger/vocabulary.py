@@ -67,8 +67,9 @@ Offload = Literal["none", "optimizer", "params"]
 OFFLOADS: tuple[str, ...] = get_args(Offload)
 #: How an unpacked run pads its samples: to the longest of each micro-batch (TRL SFTTrainer and the Trainer's
 #: collators: tokenized with padding=False, DataCollatorForLanguageModeling / DataCollatorForSeq2Seq pad per
-#: batch), or every sample to max_length (`tokenizer(..., padding="max_length")` in a script's preprocessing).
-Padding = Literal["longest", "max_length"]
+#: batch), or every sample to max_length (`tokenizer(..., padding="max_length")` in a script's preprocessing);
+#: packed: samples concatenated into seq_len sequences (TRL `packing=True`), the same as `packing: true`.
+Padding = Literal["longest", "max_length", "packed"]
 PADDINGS: tuple[str, ...] = get_args(Padding)
 Device = Literal["gpu", "cpu"]
 DEVICES: tuple[str, ...] = get_args(Device)

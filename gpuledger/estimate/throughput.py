@@ -14,7 +14,10 @@ A step of one data-parallel replica (`tensor_parallel` x `pipeline_parallel` GPU
   all-reduces, over NVLink, PCIe or the inter-node network (more than 8 GPUs = several nodes),
   partly hidden behind compute; pipeline bubbles.
 Tokens per step count real tokens: without packing, sequences are padded to the longest of their
-micro-batch (lengths log-normal of `sample_tokens`, by default DEFAULT_SAMPLE_TOKENS, cut at `seq_len`).
+micro-batch (lengths log-normal of `sample_tokens`, by default DEFAULT_SAMPLE_TOKENS, cut at `seq_len`)
+or, `padding` max_length, every one to `seq_len`. A spec of train.samples that states neither its lengths nor
+its padding is planned at max_length (`resolved_padding`: a sample then costs seq_len positions, the most it
+can; the typical lengths padded to the longest would cost less).
 
 Pure functions; the coefficients are in `coefficients.py`, each with its source.
 """
@@ -119,7 +122,7 @@ class TrainSetup:
     grad_accum: int | None = None  # micro-batches per optimizer step (None: 1; pipelines: 8 x stages)
     checkpointing: str = "full"
     packing: bool | None = None  # None: the framework's habit (pre-training stacks pack, fine-tuning pads)
-    padding: str = "longest"  # unpacked: longest (per micro-batch) | max_length (every sample to seq_len)
+    padding: str = "longest"  # unpacked: longest (per micro-batch) | max_length (every sample to seq_len) | packed
     #: mean real tokens per sample before padding (unpacked runs); None: DEFAULT_SAMPLE_TOKENS (coefficients.py)
     sample_tokens: int | None = None
     compile: bool | None = None  # None: the framework's habit (tuned stacks ship fused kernels)
@@ -161,6 +164,31 @@ def framework_class(framework: str) -> str:
         return FRAMEWORK_CLASS[framework]
     except KeyError:
         raise ValueError(f"unknown framework {framework!r} (one of {', '.join(FRAMEWORK_CLASS)})") from None
+
+
+def resolved_padding(packing: bool | None, padding: str | None, sample_tokens: int | None, framework: str,
+                     samples: bool = False) -> tuple[bool | None, str]:
+    """Returns (packing, padding) as the time model reads a spec's `train.packing` / `train.padding`:
+    padding "packed" is packing true (a contradiction with packing false is refused); padding unstated
+    (None) is "max_length" for an unpacked run counted in samples (`samples`) whose mean length is not
+    stated either, else "longest".
+
+    Why max_length when nothing is stated: the time of train.samples is samples x what one sample costs,
+    and a sample costs at most seq_len positions (padded to the cap, or a sample at least that long, or a
+    benchmark of fixed-length rows); the typical instruction set padded to its micro-batch's longest
+    costs less (for 250-token samples under a 2,048 cap, 1.2-8x less by micro-batch). A budget planned on
+    the typical lengths is blown by any data set longer than them; one planned at the cap is not. Issue 36:
+    37 of 37 single-GPU Transformers/PEFT/TRL runs of a third-party set (512-4,096-token caps) took ~2.8x
+    the plan made on the typical lengths. A run counted in tokens keeps "longest": its tokens are real
+    tokens, and the padding waste around them is its safe side."""
+    if padding == "packed":
+        if packing is False:
+            raise ValueError("padding packed with packing false: packed samples are packing true")
+        return True, "packed"
+    if padding is not None:
+        return packing, padding
+    packed = packing if packing is not None else framework_class(framework) == "tuned"
+    return packing, ("max_length" if samples and not packed and sample_tokens is None else "longest")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -239,7 +267,9 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
                          f"sequence_parallel {sp}")
     dp = gpus // (tp * pp)  # ranks that hold the same model part (data and sequence parallel): the sharding group
     nodes = s.nodes or math.ceil(gpus / GPUS_PER_NODE)
-    packing = s.packing if s.packing is not None else cls == "tuned"
+    if s.padding == "packed" and s.packing is False:
+        raise ValueError("padding packed with packing false: packed samples are packing true")
+    packing = s.packing if s.packing is not None else (s.padding == "packed" or cls == "tuned")
     compiled = s.compile if s.compile is not None else cls == "tuned"
     frozen = s.method in ("lora", "qlora")
     notes: list[str] = []
@@ -251,7 +281,8 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
         lengths = (f"lengths of mean {s.sample_tokens} (log-normal, cv {SAMPLE_LENGTH_CV:g}) cut at {s.seq_len}"
                    if s.sample_tokens else f"lengths assumed a typical instruction set's (mean {DEFAULT_SAMPLE_TOKENS}, "
                    f"log-normal, cv {SAMPLE_LENGTH_CV:g}) cut at {s.seq_len} (train.sample_tokens states your data's mean)")
-        to = f"to {s.seq_len} (train.padding: max_length)" if s.padding == "max_length" else "to its longest"
+        to = (f"to {s.seq_len} (train.padding: max_length{'' if s.sample_tokens else ', also what train.samples is planned at when neither padding nor sample_tokens is stated: a sample costs at most seq_len positions'})"
+              if s.padding == "max_length" else "to its longest")
         notes.append(f"padding: {lengths}, each micro-batch of {s.micro_batch} "
                      f"padded {to} ({padded_frac / real_frac:.2f} positions per real token); "
                      "train.packing: true removes it")

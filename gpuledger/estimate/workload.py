@@ -196,7 +196,7 @@ class Workload(BaseModel):
     #: None = the framework's habit (pre-training stacks pack, fine-tuning recipes pad)
     packing: bool | None = None
     #: unpacked runs: each micro-batch padded to its longest sample (longest: TRL / Trainer collators) or every
-    #: sample to seq_len (max_length: `padding="max_length"` in the tokenization)
+    #: sample to seq_len (max_length: `padding="max_length"` in the tokenization); packed = packing True
     padding: Padding = "longest"
     #: mean real tokens per sample before padding (unpacked runs: each micro-batch is padded to its longest);
     #: None = a typical instruction set's lengths (coefficients.DEFAULT_SAMPLE_TOKENS) cut at seq_len
@@ -257,6 +257,10 @@ class Workload(BaseModel):
         if self.eval_steps is not None and self.eval_steps > 1 and self.eval_steps != int(self.eval_steps):
             raise ValueError(f"eval_steps ({self.eval_steps}) is a whole number of optimizer steps, or a fraction "
                              "below 1 of the run's steps")
+        if self.padding == "packed":
+            if self.packing is False:
+                raise ValueError("padding packed with packing false: packed samples are packing true")
+            object.__setattr__(self, "packing", True)  # frozen model: set once, in validation
         if self.nodes is not None and self.nodes > self.gpus:
             raise ValueError(f"nodes ({self.nodes}) cannot exceed gpus ({self.gpus})")
         if self.method == "full" and self.precision in QUANTISED_PRECISIONS:

@@ -67,3 +67,26 @@ def plan_assumptions(s: PlanSettings, candidates: pl.DataFrame, offers: pl.DataF
                  "cores); time-to-recipe is averaged over which trial turns out best (uniform prior), trials "
                  "launched longest first")
     return a
+
+
+def sample_lengths_notes(spec) -> list[str]:
+    """Returns what the plan assumed of the samples' lengths when the spec counts its data in train.samples
+    (`throughput.resolved_padding`): the cap when neither padding nor the mean is stated, with the share of
+    those positions the typical lengths padded per micro-batch would take instead."""
+    from gpuledger.estimate.coefficients import DEFAULT_SAMPLE_TOKENS
+    from gpuledger.estimate.throughput import padding_factors
+
+    t = spec.train
+    if t.samples is None or t.packing or t.padding != "max_length" or getattr(spec, "method", "lora") not in (
+            "full", "lora", "qlora"):
+        return []
+    if "padding" in t.model_fields_set or t.sample_tokens is not None:
+        return [f"train.samples padded to train.seq_len {t.seq_len} (train.padding max_length): each sample costs "
+                f"{t.seq_len} positions"]
+    share = padding_factors(t.micro_batch, False, t.seq_len, None, "longest")[1]
+    return [f"train.samples with neither train.padding nor train.sample_tokens: each sample planned at train.seq_len "
+            f"{t.seq_len} positions (padding max_length, the most a sample can cost: the budget's safe side); samples "
+            f"of a typical instruction set (mean {DEFAULT_SAMPLE_TOKENS} tokens) padded to the longest of a micro-batch "
+            f"of {t.micro_batch} would take ~{share:.0%} of those positions; train.sample_tokens (the data's mean) or "
+            "train.padding longest | packed says which"]
+

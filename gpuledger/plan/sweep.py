@@ -10,6 +10,7 @@ from dataclasses import replace
 import polars as pl
 
 from gpuledger.errors import UserError
+from gpuledger.plan.assumptions import sample_lengths_notes
 from gpuledger.plan.choice import plan_from_estimates
 from gpuledger.plan.estimates import trial_estimates
 from gpuledger.plan.formats import fmt_duration
@@ -233,7 +234,8 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
     probed, probe_refusals = plausible_probes(probes_for_trials(spec, trials, probes), est, spec.precision)
     plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, times=times, measured=measured,
                                probed=probed, rollout_offers=rollout_offers,
-                               extra_assumptions=notes + cal_notes + search_notes(spec, trials) + probe_refusals)
+                               extra_assumptions=notes + cal_notes + search_notes(spec, trials)
+                               + sample_lengths_notes(spec) + probe_refusals)
     plan = _with_probe_notes(plan, probed, s)
     from gpuledger.plan.pools import with_pool
 

@@ -216,11 +216,15 @@ class Train(_Strict):
         None, description="activation checkpointing mode; null = full/none from grad_checkpointing")
     packing: bool | None = Field(None, description="sequences packed to seq_len (true) or padded per micro-batch "
                                  "(false); null = the framework's habit")
-    padding: Padding = Field("longest", description="unpacked runs: each micro-batch padded to its longest sample "
-                             "(longest: TRL SFTTrainer, the Trainer's collators) or every sample to seq_len (max_length: "
-                             "padding=\"max_length\" in the tokenization)")
+    padding: Padding | None = Field(None, description="how samples fill seq_len: longest (each micro-batch padded to its "
+                                    "longest sample: TRL SFTTrainer, the Trainer's collators), max_length (every sample "
+                                    "padded to seq_len: padding=\"max_length\" in the tokenization, or samples longer "
+                                    "than the cap), packed (= packing: true); null = unstated: with train.samples and "
+                                    "no sample_tokens an unpacked run is planned as max_length (each sample costs "
+                                    "seq_len positions: the budget's safe side), else longest")
     sample_tokens: int | None = Field(None, ge=1, le=10_000_000, description="mean real tokens per sample before "
-                                      "padding (unpacked runs); null = a typical instruction set's (250) cut at seq_len")
+                                      "padding (the data set's; unpacked runs); null = a typical instruction set's "
+                                      "(250) cut at seq_len")
     tensor_parallel: int = Field(1, ge=1, le=64, description="tensor-parallel degree of training")
     pipeline_parallel: int = Field(1, ge=1, le=256, description="pipeline-parallel degree of training")
     nodes: int | None = Field(None, ge=1, le=4096, description="nodes a trial spans; null = ceil(GPUs / 8)")
@@ -262,6 +266,22 @@ class Train(_Strict):
         elif self.eval_steps > 1 and self.eval_steps != int(self.eval_steps):
             raise ValueError(f"train.eval_steps {self.eval_steps}: a whole number of optimizer steps, or a fraction "
                              "below 1 of the run's steps")
+        return self
+
+    @model_validator(mode="after")
+    def _padding_resolved(self) -> Train:
+        """`padding` as the time model reads it (never null after this): packed = packing true; unstated =
+        max_length for an unpacked run of train.samples whose lengths are not stated (`throughput.resolved_padding`),
+        else longest."""
+        from gpuledger.estimate.throughput import resolved_padding
+
+        try:
+            packing, padding = resolved_padding(self.packing, self.padding, self.sample_tokens, self.framework,
+                                                samples=self.samples is not None)
+        except ValueError as e:
+            raise ValueError(f"train.padding: {e}") from None
+        object.__setattr__(self, "packing", packing)
+        object.__setattr__(self, "padding", padding)
         return self
 
     @model_validator(mode="after")

@@ -247,8 +247,43 @@ def test_spec_padding_reaches_the_workload():
 
     assert "padding" in STACK_FIELDS
     assert Train(padding="max_length").padding == "max_length" and Train().padding == "longest"
+    assert Train(padding="packed").packing is True
     with pytest.raises(ValueError):
         Train(padding="right")
+
+
+def test_a_spec_of_samples_whose_lengths_are_unstated_is_planned_at_the_cap():
+    """Issue 36: a data set counted in samples, with neither its padding nor its mean length stated, costs
+    seq_len positions a sample (max_length, the most a sample can cost); stating the mean restores the
+    micro-batch's longest; a run counted in tokens keeps longest; padding packed is packing true."""
+    from gpuledger.estimate import STACK_FIELDS, Workload, estimate, train_time_s
+    from gpuledger.spec.models import Train
+
+    def plan_s(**train) -> float:
+        t = Train(**{"seq_len": 2048, "micro_batch": 4, **train})
+        w = Workload(model="meta-llama/Llama-2-7b-hf", method="lora",
+                     **{f: getattr(t, f) for f in STACK_FIELDS if f in type(t).model_fields},
+                     micro_batch=t.micro_batch, seq_len=t.seq_len)
+        return train_time_s(estimate(w), t.tokens_per_trial, "A100")
+
+    unstated = Train(samples=10_000, seq_len=2048)
+    assert unstated.padding == "max_length" and unstated.packing is None
+    assert Train(**unstated.model_dump()).padding == "max_length"  # read back: the same plan
+    at_cap, stated = plan_s(samples=10_000), plan_s(samples=10_000, sample_tokens=250)
+    assert Train(samples=10_000, sample_tokens=250).padding == "longest"
+    assert at_cap > 3 * stated  # 2,048 positions a sample, not the ~2 x 250 of a padded micro-batch
+    # the same samples at the cap cost what packed full-length rows do: samples x seq_len positions
+    packed_full = plan_s(samples=10_000, packing=True, sample_tokens=2048)
+    assert at_cap == pytest.approx(packed_full, rel=0.15)
+    assert Train(tokens_per_trial=1e7).padding == "longest"  # tokens are real tokens: their padding is the risk
+    assert Train(samples=100, framework="torchtitan").padding == "longest"  # packs by habit
+    packed = Train(samples=100, padding="packed")
+    assert packed.packing is True and packed.tokens_per_trial == 100 * 250
+    assert Workload(model="gpt2", padding="packed").packing is True
+    for bad in (lambda: Train(samples=100, padding="packed", packing=False),
+                lambda: Workload(model="gpt2", padding="packed", packing=False)):
+        with pytest.raises(ValueError, match="packed"):
+            bad()
 
 
 def test_the_estimate_says_what_it_assumed_of_the_sample_lengths():

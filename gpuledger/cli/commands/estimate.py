@@ -54,7 +54,7 @@ STACK_OPTIONS = (
                                   help="sequences packed (or padded per micro-batch); default: the framework's habit")),
     ("--padding", "padding", dict(default=None, choices=vocabulary.PADDINGS,
                                   help="unpacked runs: pad each micro-batch to its longest sample (default, TRL and "
-                                       "the Trainer's collators) or every sample to --seq (max_length)")),
+                                       "the Trainer's collators), every sample to --seq (max_length), or packed (= --packing)")),
     ("--sample-tokens", "sample_tokens",
      dict(type=int, default=None, help="mean real tokens per sample before padding (unpacked runs; default: "
                                        "a typical instruction set's, 250, cut at --seq)")),
