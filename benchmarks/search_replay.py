@@ -14,10 +14,14 @@ trial's times stretched by exp(N(0, SIGMA))): the share of replays that kept the
 2% of the grid's), dollars and trial-seconds against the grid's of the same replay (median and range).
 `--json`: `{"strategies": {NAME: {"recipe_kept", "cost_vs_grid", "cost_vs_grid_range",
 "trial_s_vs_grid", ...}}, "default": NAME, "cost_aware": NAME, "plain": NAME, "cost_aware_vs_plain":
-{"vs_plain", "vs_optuna_asha_same_rate" | "vs_optuna_asha_safest"}, "plain_same_rate": {...}, ...}`:
+{"vs_plain", "floor_vs_plain", "vs_optuna_asha_same_rate" | "vs_optuna_asha_safest"}, "plain_same_rate": {...},
+"stopping_floor": {"cost_vs_grid", "cost_vs_grid_range", "vs_plain", ...}, ...}`:
 the cost-aware strategy's median dollars against plain ASHA's at the same recipe rate (gpuledger's rung
 pruner at the same checked settings; and the cheapest of Optuna's ASHA settings that keeps the recipe as
-often, else the safest of them). `--synthetic`: instead of a warehouse, `--seeds` grids of a synthetic
+often, else the safest of them); `stopping_floor` (`gpuledger.search.replay.stopping_floor`): the least
+any stopping rule that sees a trial's first 2 values can spend keeping the recipe (the recipe in full,
+every other trial stopped at its 2nd value), so `floor_vs_plain` is the lowest `vs_plain` reachable on
+these curves. `--synthetic`: instead of a warehouse, `--seeds` grids of a synthetic
 curve family (`gpuledger.search.synthetic`: smooth, noisy, crossing, late bloomers, mixed; `all`: each),
 each replayed the same way; `--json` then has one report per grid under `grids` and per family the
 share of grids and replays kept and the median ratios under `families`. The warehouse is opened
@@ -91,7 +95,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"- {n}")
     cmp_ = out["cost_aware_vs_plain"]
     print("- cost-aware dollars / plain ASHA's at the same recipe rate: "
-          + ", ".join(f"{k} {v:.2f}x" for k, v in cmp_.items() if isinstance(v, float)))
+          + ", ".join(f"{k} {v:.2f}x" for k, v in cmp_.items() if isinstance(v, float) and k != "floor_vs_plain"))
+    fl = out["stopping_floor"]
+    if fl:
+        print(f"- stopping floor (the recipe in full, every other trial stopped after its first {fl['min_values']} values: "
+              f"no stopping rule keeps the recipe for less): {fl['cost_vs_grid']:.0%} of the grid's dollars "
+              f"({fl['cost_vs_grid_range'][0]:.0%}-{fl['cost_vs_grid_range'][1]:.0%}), "
+              f"{fl.get('vs_plain', float('nan')):.2f}x plain ASHA's")
     return 0
 
 

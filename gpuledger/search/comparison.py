@@ -25,10 +25,14 @@ from gpuledger.search.safety import COLD_DEFAULT, choose_pruning_for_curves, wit
 def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *, slots: int, goal: str,
                       orders: int = 40, seed: int = 0, jitter: float = DEFAULT_JITTER,
                       strategies: Sequence[str] = STRATEGIES,
-                      params: Mapping[str, Mapping[str, Any]] | None = None, frontier: bool = False) -> ReplayReport:
+                      params: Mapping[str, Mapping[str, Any]] | None = None, frontier: bool = False,
+                      references: Sequence[Curve] | None = None) -> ReplayReport:
     """Returns each strategy replayed over `orders` arrival orders of the complete `curves` (see the
     module's docstring). `usd_per_s`: each trial's measured USD per second of its run. `params` ({trial id:
-    params}): also the sequential asks of `ASK_STRATEGIES` (`replay_asks`, half the points each)."""
+    params}): also the sequential asks of `ASK_STRATEGIES` (`replay_asks`, half the points each).
+    `references`: the curves of another sweep of the kind (the warehouse before a sweep of new points): the
+    settings are chosen and checked on them and the cost-aware rule forecasts from them, none of `curves`
+    (default: chosen and checked on `curves`, each trial forecast from the others: leave one out)."""
     complete = [c for c in curves if c.complete and c.values and not c.failed]
     failed = [c for c in curves if c.complete and c.failed]
     pool = complete + failed
@@ -40,7 +44,10 @@ def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *
     best = min(complete, key=lambda c: (sign * c.values[-1], c.trial_id))
     grid_best = best.values[-1]
     grid_usd_full = sum(c.wall_s * usd_per_s.get(c.trial_id, 0.0) for c in pool)
-    choice = with_checked_stopping(choose_pruning_for_curves(pool, goal=goal, slots=slots), pool, goal=goal,
+    known = pool if references is None else [c for c in references if c.complete]
+    if references is not None and sum(1 for c in known if c.values and not c.failed) < 2:
+        raise ValueError("references: at least 2 curves that ran to their end are needed")
+    choice = with_checked_stopping(choose_pruning_for_curves(known, goal=goal, slots=slots), known, goal=goal,
                                    slots=slots, stopping="cost")
     cost_on = choice.stopping != "rungs"  # the check before launch may turn the rule off (curves that cross)
     settings = {
@@ -62,8 +69,9 @@ def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *
                              **({"suspend": True} if name.endswith("-suspend") else {})}
     runs = {name: settings[name] + (name in (COST_AWARE_STRATEGY, "asha-suspend") and cost_on,
                                     name.endswith("-suspend")) for name in out if name != "grid"}
+    floor: list[tuple[float, float]] = []
     _replay(pool, usd_per_s, out, runs, slots=slots, goal=goal, orders=orders, seed=seed, jitter=jitter,
-            value_usd=grid_usd_full, best=best)
+            value_usd=grid_usd_full, best=best, references=known if references is not None else None, floor=floor)
     same_rate = None
     if frontier and COST_AWARE_STRATEGY in out:
         same_rate = plain_at_rate(pool, usd_per_s, out[COST_AWARE_STRATEGY].recipe_kept, slots=slots, goal=goal,
@@ -73,8 +81,11 @@ def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *
     notes = [f"{len(pool)} recorded curves ({len(failed)} failed), {orders} arrival orders, {slots} slot(s), "
              f"each trial's times × exp(N(0, {jitter})) per order; recipe kept = best within "
              f"{RECIPE_MARGIN:.0%} of the grid's {grid_best:.5g} ({best.trial_id})",
-             f"asha's settings: {choice.why}", f"asha's stopping: {choice.stopping_why}"]
+             f"asha's settings: {choice.why}", f"asha's stopping: {choice.stopping_why}",
+             "cost-aware references: " + (f"{len(known)} curves of another sweep (settings chosen and checked on "
+                                          "them)" if references is not None else "the other curves (leave one out)")]
     if same_rate is not None:
         notes.append(f"plain ASHA at the cost-aware recipe rate: {same_rate['why']}")
     return ReplayReport(strategies=out, orders=orders, slots=slots, jitter=jitter, curves=len(pool),
-                        grid_best_value=grid_best, grid_best_trial=best.trial_id, notes=notes, plain_same_rate=same_rate)
+                        grid_best_value=grid_best, grid_best_trial=best.trial_id, notes=notes, plain_same_rate=same_rate,
+                        floor=floor, references="leave-one-out" if references is None else "another sweep")

@@ -151,6 +151,27 @@ class ReplayReport:
     notes: list[str] = field(default_factory=list)
     #: plain ASHA (Optuna's, no dollars) at the cost-aware strategy's recipe rate: `plain_at_rate`
     plain_same_rate: dict[str, Any] | None = None
+    #: per order, `stopping_floor`'s (trial-seconds, dollars) over the grid's of the same order
+    floor: list[tuple[float, float]] = field(default_factory=list)
+    #: the cost-aware rule's references: "leave-one-out" (the other curves of these) or "another sweep"
+    references: str = "leave-one-out"
+
+    def stopping_floor(self) -> dict[str, Any]:
+        """The oracle bound of `stopping_floor` over the orders: its dollars against the grid's (median, range)
+        and against plain ASHA's (`vs_plain`: the least `cost_aware_vs_plain.vs_plain` a stopping rule that
+        keeps the recipe can reach on these curves)."""
+        from gpuledger.search.extrapolate import MIN_VALUES
+
+        if not self.floor:
+            return {}
+        usd = [u for _, u in self.floor]
+        out: dict[str, Any] = {"min_values": MIN_VALUES, "cost_vs_grid": round(statistics.median(usd), 4),
+                               "cost_vs_grid_range": [round(min(usd), 4), round(max(usd), 4)],
+                               "trial_s_vs_grid": round(statistics.median(s for s, _ in self.floor), 4)}
+        pl_ = self.strategies.get(PLAIN_STRATEGY)
+        if pl_ and pl_.outcomes and (b := pl_.to_json()["cost_vs_grid"]):
+            out["vs_plain"] = round(out["cost_vs_grid"] / b, 4)
+        return out
 
     def comparison(self) -> dict[str, Any]:
         """The cost-aware strategy's median dollars against plain ASHA's for the same recipe rate: gpuledger's
@@ -162,6 +183,9 @@ class ReplayReport:
             a, b = ca.to_json(), pl_.to_json()
             out["vs_plain"] = round(a["cost_vs_grid"] / b["cost_vs_grid"], 4) if b["cost_vs_grid"] else None
             out["same_recipe_rate_as_plain"] = a["recipe_kept"] >= b["recipe_kept"]
+        fl = self.stopping_floor()
+        if "vs_plain" in fl:
+            out["floor_vs_plain"] = fl["vs_plain"]
         p = self.plain_same_rate
         if ca and ca.outcomes and p and p.get("cost_vs_grid"):  # not reached: Optuna's safest keeps it less often
             key = "vs_optuna_asha_same_rate" if p.get("reached") else "vs_optuna_asha_safest"
@@ -171,6 +195,7 @@ class ReplayReport:
     def to_json(self) -> dict[str, Any]:
         return {"strategies": {k: v.to_json() for k, v in self.strategies.items()}, "default": self.default,
                 "cost_aware_vs_plain": self.comparison(), "plain_same_rate": self.plain_same_rate,
+                "stopping_floor": self.stopping_floor(), "references": self.references,
                 "cost_aware": COST_AWARE_STRATEGY, "plain": PLAIN_STRATEGY, "orders": self.orders, "slots": self.slots, "jitter": self.jitter,
                 "curves": self.curves, "grid_best_value": self.grid_best_value, "grid_best_trial": self.grid_best_trial,
                 "recipe_margin": RECIPE_MARGIN, "notes": self.notes}
@@ -198,21 +223,29 @@ def _kept(value: float | None, best: float, goal: str) -> bool:
 
 
 def cost_stopper(curves: Sequence[Curve], usd_per_s: Mapping[str, float], goal: str, value_usd: float,
-                 elapsed_scale: Mapping[str, float] | None = None) -> Callable[..., bool]:
+                 elapsed_scale: Mapping[str, float] | None = None,
+                 references: Sequence[Curve] | None = None) -> Callable[..., bool]:
     """Returns a `simulate_asha` stopper: the cost-aware rule with the other trials' complete curves as
-    references (leave one out) and each trial's dollars left from its own measured wall-clock."""
+    references (leave one out), or the fixed `references` (curves of another sweep of the kind: what the
+    warehouse holds before a sweep of new points; each trial of the sweep that ends is added to them, as
+    the runtime's `AdaptiveSearch.tell` adds it: `stop.ended`, which `simulate_asha` calls), and each
+    trial's dollars left from its own measured wall-clock."""
     from gpuledger.search.extrapolate import CostStopper
 
     complete = {c.trial_id: c for c in curves if c.complete and not c.failed and c.values}
+    fixed = None if references is None else [tuple(c.values) for c in references
+                                             if c.complete and not c.failed and c.values]
     by_id = {c.trial_id: c for c in curves}
 
     def stop(trial_id: str, values: list[float], best: float | None, elapsed_s: float) -> bool:
-        refs = [tuple(c.values) for t, c in complete.items() if t != trial_id]
+        refs = list(fixed) if fixed is not None else [tuple(c.values) for t, c in complete.items() if t != trial_id]
         c = by_id[trial_id]
         left_s = max(0.0, c.wall_s - elapsed_s)
         d = CostStopper(refs, goal, value_usd).decide(values, best, left_s * usd_per_s.get(trial_id, 0.0))
         return bool(d and d.stop)
 
+    if fixed is not None:
+        stop.ended = lambda _trial_id, values: fixed.append(tuple(values))  # type: ignore[attr-defined]
     return stop
 
 
@@ -249,11 +282,31 @@ def plain_at_rate(pool: Sequence[Curve], usd_per_s: Mapping[str, float], rate: f
                     f"it in {found['recipe_kept']:.0%} for {found['cost_vs_grid']:.0%} of the grid's dollars")}
 
 
+def stopping_floor(run: Sequence[Curve], usd_per_s: Mapping[str, float], best_id: str,
+                   min_values: int) -> tuple[float, float]:
+    """Returns (trial-seconds, dollars) of the cheapest search of `run` that keeps the recipe with a rule that
+    sees a trial's first `min_values` values before it may stop it (an oracle: it knows which trial is
+    the recipe): the recipe (`best_id`) run to its end, every other trial stopped at its `min_values`-th
+    value (a curve with fewer values, or failed without values, to its end). No stopping rule of the
+    replay, cost-aware or not, can keep the recipe for less: the bound every ratio is read against."""
+    secs = usd = 0.0
+    for c in run:
+        s = c.wall_s if c.trial_id == best_id or len(c.values) <= min_values else c.times_s[min_values - 1]
+        secs += s
+        usd += s * usd_per_s.get(c.trial_id, 0.0)
+    return secs, usd
+
+
 def _replay(pool: Sequence[Curve], usd_per_s: Mapping[str, float], out: dict[str, StrategySummary],
             runs: Mapping[str, tuple[Any, ...]], *, slots: int, goal: str, orders: int, seed: int,
-            jitter: float, value_usd: float, best: Curve) -> None:
+            jitter: float, value_usd: float, best: Curve, references: Sequence[Curve] | None = None,
+            floor: list[tuple[float, float]] | None = None) -> None:
     """Fills `out` (a summary per name; "grid" runs every trial to its end) with `orders` replays of each
-    of `runs` ({name: (pruner, min_steps, reduction_factor, cost stopping?[, suspend?])})."""
+    of `runs` ({name: (pruner, min_steps, reduction_factor, cost stopping?[, suspend?])}); the cost-aware
+    rule's references: leave one out, or the fixed `references`. `floor`: a list to append each order's
+    `stopping_floor` to (trial-seconds and dollars over the grid's of the same order)."""
+    from gpuledger.search.extrapolate import MIN_VALUES
+
     grid_best = best.values[-1]
     ids = sorted(c.trial_id for c in pool)
     for o in range(orders):
@@ -265,12 +318,15 @@ def _replay(pool: Sequence[Curve], usd_per_s: Mapping[str, float], out: dict[str
         g_usd = sum(c.wall_s * usd_per_s.get(c.trial_id, 0.0) for c in run)
         g_span = simulate_asha(run, slots=slots, min_steps=10**9, reduction_factor=2, goal=goal, order=order,
                                pruner="none").makespan_s
+        if floor is not None and g_s > 0 and g_usd > 0:
+            f_s, f_usd = stopping_floor(run, usd_per_s, best.trial_id, MIN_VALUES)
+            floor.append((f_s / g_s, f_usd / g_usd))
         for name, summ in out.items():
             if name == "grid":
                 summ.outcomes.append(Outcome(True, True, grid_best, g_s, g_usd, g_span, 0, g_s, g_usd, g_span))
                 continue
             pr, ms, eta, cost, *more = runs[name]
-            stopper = cost_stopper(run, usd_per_s, goal, value_usd) if cost else None
+            stopper = cost_stopper(run, usd_per_s, goal, value_usd, references=references) if cost else None
             sim: SimResult = simulate_asha(run, slots=slots, min_steps=ms, reduction_factor=eta, goal=goal,
                                            order=order, pruner=pr, stopper=stopper, suspend=bool(more and more[0]))
             usd = sum(t.seconds * usd_per_s.get(t.trial_id, 0.0) for t in sim.trials)

@@ -1,0 +1,88 @@
+"""The replay's stopping floor (the least a rule that must see a trial's values can spend keeping the recipe),
+the cost-aware rule forecasting from another sweep's curves, and benchmarks/search_holdout.py's input checks."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuledger.search.asha_replay import Curve, simulate_asha
+from gpuledger.search.comparison import replay_strategies
+from gpuledger.search.extrapolate import MIN_VALUES
+from gpuledger.search.replay import _stretched, cost_stopper, stopping_floor
+from gpuledger.search.synthetic import synthetic_curves
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = json.loads((REPO / "tests" / "data" / "demo_grid_curves.json").read_text())
+CURVES = [Curve(c["trial_id"], tuple(c["values"]), tuple(c["times_s"]), c["wall_s"], True) for c in DATA["curves"]]
+RATE = {c["trial_id"]: c["usd_per_s"] for c in DATA["curves"]}
+BEST = min(CURVES, key=lambda c: c.values[-1])
+
+
+def test_the_floor_is_the_recipe_in_full_and_every_other_trial_to_its_second_value():
+    secs, usd = stopping_floor(CURVES, RATE, BEST.trial_id, 2)
+    want = BEST.wall_s + sum(c.times_s[1] for c in CURVES if c is not BEST)
+    assert secs == pytest.approx(want)
+    assert usd == pytest.approx(sum((c.wall_s if c is BEST else c.times_s[1]) * RATE[c.trial_id] for c in CURVES))
+    # a curve too short to be stopped runs to its end
+    short = Curve("short", (4.5,), (3.0,), 9.0, True)
+    assert stopping_floor([*CURVES, short], RATE, BEST.trial_id, 2)[0] == pytest.approx(want + 9.0)
+
+
+def test_no_replayed_strategy_that_keeps_the_recipe_spends_less_than_the_floor():
+    grid_usd = sum(c.wall_s * RATE[c.trial_id] for c in CURVES)
+    ids = sorted(c.trial_id for c in CURVES)
+    for o in range(2):
+        rng = random.Random(o)
+        order = list(ids)
+        rng.shuffle(order)
+        run = _stretched(CURVES, rng, 0.25)
+        floor_s, _ = stopping_floor(run, RATE, BEST.trial_id, MIN_VALUES)
+        for stopper in (None, cost_stopper(run, RATE, "minimize", grid_usd)):
+            sim = simulate_asha(run, slots=2, min_steps=2, reduction_factor=5, goal="minimize", order=order,
+                                stopper=stopper)
+            assert sim.best_trial_id == BEST.trial_id
+            assert sim.trial_seconds >= floor_s - 1e-6
+
+
+def test_the_report_states_the_floor_against_plain_asha():
+    out = replay_strategies(CURVES, RATE, slots=2, goal="minimize", orders=3,
+                            strategies=("grid", "asha-rungs", "asha")).to_json()
+    fl = out["stopping_floor"]
+    assert fl["min_values"] == MIN_VALUES and fl["cost_vs_grid_range"][0] <= fl["cost_vs_grid"]
+    plain, default = out["strategies"]["asha-rungs"], out["strategies"]["asha"]
+    assert fl["cost_vs_grid"] < default["cost_vs_grid"] <= plain["cost_vs_grid"]
+    assert out["cost_aware_vs_plain"]["floor_vs_plain"] == pytest.approx(fl["cost_vs_grid"] / plain["cost_vs_grid"],
+                                                                          abs=1e-3)
+    # on the demo's curves no stopping rule reaches half of plain ASHA's dollars: the floor is above it
+    assert fl["vs_plain"] > 0.5
+    assert out["references"] == "leave-one-out"
+
+
+def test_another_sweeps_references_choose_the_settings_and_grow_with_the_sweeps_own_ended_trials():
+    curves, rate, _ = synthetic_curves("smooth", seed=10)
+    other, _, _ = synthetic_curves("smooth", seed=110)
+    rep = replay_strategies(curves, rate, slots=2, goal="minimize", orders=2, strategies=("grid", "asha"),
+                            references=other).to_json()
+    assert rep["references"] == "another sweep"
+    assert any("12 curves of another sweep" in n for n in rep["notes"])
+    bad = Curve("bad", (4.5, 4.4, 4.3, 4.2), (1.0, 2.0, 3.0, 4.0), 100.0, True)
+    stop = cost_stopper([*curves, bad], {**rate, "bad": 1.0}, "minimize", 1e-9, references=other[:2])
+    assert stop("bad", [4.5, 4.4], None, 2.0) is False  # 2 references: too few to forecast from
+    stop.ended(curves[0].trial_id, list(curves[0].values))  # what simulate_asha calls when a sweep's trial ends
+    assert stop("bad", [4.5, 4.4], None, 2.0) is True  # 3 now: a hopeless curve with $98 left is stopped
+    with pytest.raises(ValueError, match="references"):
+        replay_strategies(curves, rate, slots=2, goal="minimize", orders=1, strategies=("grid", "asha"),
+                          references=other[:1])
+
+
+def test_the_holdout_benchmark_refuses_bad_input():
+    for args in (["--orders", "0"], ["--held-out-seeds", "1-3"], ["--held-out-seeds", "x"]):
+        r = subprocess.run([sys.executable, "benchmarks/search_holdout.py", *args], cwd=REPO, capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 2 and r.stderr.startswith("search_holdout.py: ") and "Traceback" not in r.stderr
