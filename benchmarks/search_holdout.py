@@ -61,6 +61,8 @@ def _summary(rows: dict) -> dict:
     return {"grids": len(rows), "grids_default_always_kept": sum(r["default_kept"] >= 1.0 for r in rows.values()),
             "grids_plain_always_kept": sum(r["plain_kept"] >= 1.0 for r in rows.values()),
             "default_kept_min": min(r["default_kept"] for r in rows.values()),
+            "default_kept_mean": round(statistics.mean(r["default_kept"] for r in rows.values()), 4),
+            "plain_kept_mean": round(statistics.mean(r["plain_kept"] for r in rows.values()), 4),
             "vs_plain": rng("vs_plain"), "floor_vs_plain": rng("floor_vs_plain"),
             "default_cost_vs_grid": rng("default_cost_vs_grid"), "plain_cost_vs_grid": rng("plain_cost_vs_grid")}
 
@@ -109,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, block in out["sets"].items():
         sm = block["summary"]
         print(f"{name}: {sm['grids']} grids x {a.orders} orders; default kept the recipe always in "
-              f"{sm['grids_default_always_kept']}/{sm['grids']} grids (plain {sm['grids_plain_always_kept']}); "
+              f"{sm['grids_default_always_kept']}/{sm['grids']} grids (plain {sm['grids_plain_always_kept']}), in "
+              f"{sm['default_kept_mean']:.0%} of the replays (plain {sm['plain_kept_mean']:.0%}); "
               f"default / plain ${sm['vs_plain'].get('median', float('nan')):.2f}x "
               f"({sm['vs_plain']['range'][0]:.2f}-{sm['vs_plain']['range'][1]:.2f}); stopping floor / plain "
               f"{sm['floor_vs_plain'].get('median', float('nan')):.2f}x")
