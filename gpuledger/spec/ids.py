@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpuledger.spec.capacity_models import CapacitySpec
-from gpuledger.spec.models import SweepSpec
+if TYPE_CHECKING:
+    from gpuledger.spec.capacity_models import CapacitySpec
+    from gpuledger.spec.models import SweepSpec
 
 
 def trial_id_for(name: str, params: dict[str, Any]) -> str:

@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from gpuledger.safeyaml import FileRefused, read_text_file
-from gpuledger.spec.capacity_models import CapacitySpec
 from gpuledger.spec.checks import _semantic_problems
 from gpuledger.spec.expand import grid_size, has_ranges
-from gpuledger.spec.models import _SPEC_ADAPTER, SweepSpec
-from gpuledger.spec.problems import Problem, SpecError, _dotted, _problems_from_validation
+from gpuledger.spec.models import SweepSpec
+from gpuledger.spec.problems import Problem, SpecError, _dotted, _kind_model, _problems_from_validation
 from gpuledger.spec.strict import scalar_problems
 from gpuledger.spec.yamlpos import _load_yaml
 
+if TYPE_CHECKING:
+    from gpuledger.spec.capacity_models import CapacitySpec
+
 
 def parse_spec(text: str, filename: str = "<spec>") -> SweepSpec | CapacitySpec:
-    """Returns the validated spec of YAML `text`; raises SpecError listing every problem."""
+    """Returns the validated spec of YAML `text`; raises SpecError listing every problem.
+
+    The spec is validated by its own kind's model (`kind`, read from the mapping first): a sweep spec
+    does not import the capacity models (issue 38's start-up)."""
     data, positions, problems = _load_yaml(text, filename)
     if data is None and problems:
         raise SpecError(problems)
@@ -54,13 +60,13 @@ def parse_spec(text: str, filename: str = "<spec>") -> SweepSpec | CapacitySpec:
         return Problem(filename, *located(path), _dotted(tuple(p for p in shown if p != "__key__")), message)
 
     semantic = [problem(path, msg) for path, msg in _semantic_problems(data)]
-    model = SweepSpec if kind == "sweep" else CapacitySpec
+    model = _kind_model(kind)
     strict = [problem(path, msg) for path, msg in scalar_problems(data, model)]
     try:
-        spec = _SPEC_ADAPTER.validate_python(data)
+        spec = model.model_validate(data)
     except ValidationError as exc:
         strict_paths = {p.path for p in strict}  # the strict reading's message is the precise one
-        problems += [p for p in _problems_from_validation(exc, positions, filename, kind, data)
+        problems += [p for p in _problems_from_validation(exc, positions, filename, kind, data, tagged=False)
                      if p.path not in strict_paths] + strict
         problems += [p for p in semantic if (p.path, p.message) not in {(q.path, q.message) for q in problems}]
         raise SpecError(sorted(problems, key=lambda p: (p.line, p.col))) from None

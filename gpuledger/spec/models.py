@@ -1,8 +1,12 @@
 """The pydantic models of `kind: sweep` (those of `kind: capacity` in `gpuledger.spec.capacity_models`,
-the shared bases in `gpuledger.spec.base`), the union of both kinds and its JSON Schema."""
+the shared bases in `gpuledger.spec.base`), the union of both kinds and its JSON Schema.
+
+The capacity models are imported only where a capacity spec or the two-kind schema is asked for
+(`spec_adapter`, built on first use and kept): a sweep's `validate` does not build them (issue 38)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Annotated, Any, Literal
 
@@ -15,7 +19,6 @@ from pydantic import (
 
 from gpuledger import protocol
 from gpuledger.spec.base import _SpecBase, _Strict
-from gpuledger.spec.capacity_models import CapacitySpec
 from gpuledger.spec.types import (
     MAX_LATENCY_MS,
     MAX_TRIALS,
@@ -404,13 +407,19 @@ class SweepSpec(_SpecBase):
     task: Task
 
 
-Spec = Annotated[SweepSpec | CapacitySpec, Field(discriminator="kind")]
-_SPEC_ADAPTER: TypeAdapter = TypeAdapter(Spec)
+@functools.cache
+def spec_adapter() -> TypeAdapter:
+    """Returns the TypeAdapter of either spec kind (`kind` the discriminator), built on first use and kept:
+    it imports the capacity models, which a sweep spec does not need (`gpuledger.spec.load` validates
+    each spec by its own kind's model)."""
+    from gpuledger.spec.capacity_models import CapacitySpec
+
+    return TypeAdapter(Annotated[SweepSpec | CapacitySpec, Field(discriminator="kind")])
 
 
 def json_schema() -> dict[str, Any]:
     """Returns the JSON Schema of both spec kinds (for editor completion)."""
-    schema = _SPEC_ADAPTER.json_schema()
+    schema = spec_adapter().json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "gpuledger spec"
     return schema

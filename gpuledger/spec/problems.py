@@ -11,8 +11,6 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from gpuledger.errors import UserError
-from gpuledger.spec.capacity_models import CapacitySpec
-from gpuledger.spec.models import SweepSpec
 
 
 @dataclass(frozen=True)
@@ -46,9 +44,22 @@ class SpecError(UserError):
 
 
 
+def _kind_model(kind: Any) -> type[BaseModel] | None:
+    """Returns the model of spec kind `kind` (None for another value), importing only that kind's models."""
+    if kind == "sweep":
+        from gpuledger.spec.models import SweepSpec
+
+        return SweepSpec
+    if kind == "capacity":
+        from gpuledger.spec.capacity_models import CapacitySpec
+
+        return CapacitySpec
+    return None
+
+
 def _model_at(loc: tuple) -> type[BaseModel] | None:
     """Returns the pydantic model class that owns the field at `loc` (loc[0] is the kind tag)."""
-    model: Any = {"sweep": SweepSpec, "capacity": CapacitySpec}.get(loc[0]) if loc else None
+    model: Any = _kind_model(loc[0]) if loc else None
     for part in loc[1:-1]:
         if model is None:
             return None
@@ -128,12 +139,15 @@ def _data_path(loc: tuple, data: Any) -> tuple:
 
 
 def _problems_from_validation(
-    exc: ValidationError, positions: dict[tuple, tuple[int, int]], filename: str, kind: str, data: Any
+    exc: ValidationError, positions: dict[tuple, tuple[int, int]], filename: str, kind: str, data: Any,
+    tagged: bool = True,
 ) -> list[Problem]:
+    """Returns the located problems of `exc`: from the two-kind union (`tagged`: each location starts with
+    the kind tag) or from the spec kind's own model (`tagged=False`: locations start at the spec's keys)."""
     errors = []
     for err in exc.errors():
         loc = tuple(err["loc"])
-        if loc and loc[0] == kind:  # discriminated union: the tag comes first
+        if tagged and loc and loc[0] == kind:  # discriminated union: the tag comes first
             loc = loc[1:]
         errors.append((_data_path(loc, data), err))
     # where one value failed every member of a union, a literal's "must be one of auto" is noise
