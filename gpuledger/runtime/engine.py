@@ -21,7 +21,9 @@ What `execute` does, in order (every step says what it did through `hooks.log`):
    over a tpe range step 1 registers none of the plan's representative points); each running
    trial's new objective values (the launcher's `progress`) are reported to the study, a trial the
    pruner stops is cancelled through the launcher, billed for what it ran (its record says
-   `cancelled`) and marked `pruned`; every end is told to the study;
+   `cancelled`) and marked `pruned`; one suspended at an undecided rung is cancelled the same way and
+   relaunched (or dropped) once its rung is decided (`gpuledger.runtime.search_marks`); every end is told
+   to the study;
 6. at the end: the writer stores everything queued (retrying once what failed), the sweep's final
    status is written, and what is still waiting in the landing folder is counted and named in the
    summary (status `unrecorded`, exit 1) for the next run or `gpuledger ingest` to store.
@@ -53,6 +55,7 @@ from gpuledger.runtime.budget import BudgetMeter, BudgetStop, EnvelopeStop
 from gpuledger.runtime.events import notify
 from gpuledger.runtime.launching import LAUNCH_RETRY_DELAYS_S, TrialOutcome, make_launcher, run_trial
 from gpuledger.runtime.requests import launch_requests
+from gpuledger.runtime.search_marks import mark_dropped, mark_left_suspended, mark_stopped, mark_unasked
 from gpuledger.runtime.summary import SweepSummary
 from gpuledger.runtime.trial_lines import _one_line, ended_text, failure_detail, started_text
 from gpuledger.runtime.writer import Writer
@@ -246,6 +249,7 @@ class _Loop:
         while len(self.inflight) < self.run.in_flight and not self.summary.budget_stopped:
             if not self.pending and self.search is not None and not self.summary.interrupted:
                 asked = self.search.ask(self.skip)
+                mark_dropped(self.search, self.writer, self.summary, self.pruned_ids, self.hooks.log)
                 if asked is not None and asked.trial_id not in self.requests and not self._admit(asked):
                     continue
                 if asked is not None:
@@ -358,10 +362,13 @@ class _Loop:
                 if rec.status == vocabulary.PREEMPTED and i < len(outcome.records) - 1:  # recovered: a later attempt
                     self.hooks.log.info("Trial %s: attempt %d preempted after %.1f s; recovered", rec.trial_id,
                                         rec.attempt, rec.wall_s)
-                elif outcome.pruned and rec.status == vocabulary.CANCELLED:
-                    self.summary.pruned += 1
+                elif outcome.pruned and rec.status == vocabulary.CANCELLED:  # pruned, or suspended at a rung
+                    held = self.search is not None and self.search.is_suspended(rec.trial_id)
+                    self.summary.suspended += held
+                    self.summary.pruned += not held
                     pruned[rec.trial_id] = outcome.pruned
-                    self.pruned_ids.add(rec.trial_id)
+                    if not held:
+                        self.pruned_ids.add(rec.trial_id)
                     self.hooks.log.info("Trial %s %s after %.1f s", rec.trial_id, outcome.pruned, rec.wall_s)
                 elif rec.status == vocabulary.CANCELLED and t.trial_id in self._envelope_cancelled:
                     self.hooks.log.warning("Trial %s stopped after %.1f s: %s", rec.trial_id, rec.wall_s,
@@ -376,9 +383,7 @@ class _Loop:
                     self.hooks.log.warning("%s", ended_text(rec, self.meter.spent_usd, self.summary.failure_details[-1]))
         self.summary.spent_usd = self.meter.spent_usd
         self.writer.results(records, errors)
-        for trial_id, why in pruned.items():  # after its record: the trial's status is `pruned`
-            rule = self.search.why.get(trial_id, ("rung", ""))[0] if self.search is not None else None
-            self.writer.mark([trial_id], vocabulary.PRUNED, why, stop_rule=rule)
+        mark_stopped(self.search, self.writer, pruned)  # after their records: `pruned` (`cancelled`: suspended)
 
     def _launched_only(self, trial_id: str, records: list[ResultRecord]) -> list[ResultRecord]:
         """Returns the records that are of what this run launched (this sweep, this trial, one run id
@@ -397,13 +402,14 @@ class _Loop:
         return kept
 
     def _tell(self, trial_id: str, outcome: TrialOutcome) -> None:
-        """Tells the study how the trial ended: pruned, its final objective value, or failed."""
+        """Tells the study how the trial ended: pruned (or suspended), its final objective value, or failed; a
+        trial that ended by itself before its stop took effect (its record `succeeded`) is told its value."""
         if self.search is None:
             return
-        if outcome.pruned:
+        ok = [r for r in outcome.records if r.status == vocabulary.SUCCEEDED]
+        if outcome.pruned and not ok:
             self.search.tell_pruned(trial_id)
             return
-        ok = [r for r in outcome.records if r.status == vocabulary.SUCCEEDED]
         value = ok[-1].final_metrics.get(self.search.metric) if ok else None
         self.search.tell(trial_id, value)
 
@@ -438,26 +444,6 @@ class _Loop:
             self._consume(list(done))
 
 
-def _mark_unasked(search: AdaptiveSearch, strategy: str, todo: list[Any], writer: Writer, hooks: Hooks,
-                  summary: SweepSummary) -> None:
-    """The candidates the search never asked for are not left `pending` as if still to run (they keep
-    their plan rows: the full grid's estimate): `skipped-budget` when the budget stop ended the
-    search (a later run may ask for them), else `not-asked` (n_trials were asked)."""
-    ids = [t.trial_id for t in todo if t.trial_id not in search.asked and t.trial_id not in search.live]
-    if not ids:
-        return
-    if summary.budget_stopped:
-        writer.mark(ids, vocabulary.SKIPPED_BUDGET, "the budget stop ended the search before it asked for this point")
-        summary.skipped_budget += len(ids)
-        status = vocabulary.SKIPPED_BUDGET
-    else:
-        writer.mark(ids, vocabulary.NOT_ASKED, f"the {strategy} search asked for its {search.n_trials} trial(s) "
-                    "without this point")
-        summary.not_asked = len(ids)
-        status = vocabulary.NOT_ASKED
-    hooks.log.info("%d candidate point(s) the search did not ask for: marked %s.", len(ids), status)
-
-
 def _pool_usage(launcher: Any, summary: SweepSummary, hooks: Hooks) -> None:
     """The SkyPilot pools the launcher tore down: what their workers cost beyond the trials' own records."""
     for usage in getattr(launcher, "pool_usage", None) or []:
@@ -490,8 +476,7 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
 
         stopper = cost_stopper_for(run.spec, run.sweep.curves, float(run.plan.total_est_cost_usd or 0.0))
         search = AdaptiveSearch.open(run.spec, run.sweep_id, [] if asks_new_points(run.spec) else run.trials,
-                                     stopper=stopper, cost_usd={tid: float(r.est_cost_usd) for tid, r in run.rows.items()
-                                                                if r.est_cost_usd is not None})
+                                     stopper=stopper, planned=run.rows)
         hooks.log.info("Adaptive search (%s): study %s in %s; at most %d trial(s).", run.spec.search.strategy,
                        run.sweep_id, search.path, search.n_trials)
     admission = None
@@ -529,7 +514,8 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
         loop.unkept = unkept
         loop.loop()
         if search is not None and admission is None and not summary.interrupted:
-            _mark_unasked(search, run.spec.search.strategy, todo, writer, hooks, summary)
+            mark_unasked(search, run.spec.search.strategy, todo, writer, hooks, summary)
+        mark_left_suspended(search, writer, summary, hooks.log)
         status = ""
     finally:
         money.close()

@@ -23,6 +23,9 @@ class SweepSummary:
     failed: int = 0
     not_asked: int = 0  # candidates the adaptive search ended without asking for (`not-asked`)
     pruned: int = 0  # stopped early by the adaptive search's pruner (their records say `cancelled`)
+    #: attempts stopped at an undecided rung to be relaunched (gpuledger/search/suspension.py; `cancelled`,
+    #: billed); the trial's later attempt is counted as it ends
+    suspended: int = 0
     launcher_errors: int = 0
     skipped_budget: int = 0
     #: running trials a team envelope stopped (gpuledger/runtime/accrual.py; their records say `cancelled`)

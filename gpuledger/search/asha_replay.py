@@ -143,22 +143,15 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
     cost-aware rule does (`gpuledger.search.extrapolate`).
 
     `suspend` (rungs only): a trial that reaches a rung whose outcome depends on trials not started yet
-    is stopped there when `suspend_pays` says waiting is cheaper than running on, and relaunched from its
-    start (its first values paid again: the launcher resumes no checkpoint) once it is confirmed past
-    that rung, or when no trial is left to start; dropped there if the rung drops it. Each attempt is one
+    is stopped there and relaunched from its start (its first values paid again: the launcher resumes no
+    checkpoint) by the rule the runtime follows too (`gpuledger.search.suspension`: `should_suspend`,
+    `relaunch_action`). Each attempt is one
     entry of `trials` (a suspended attempt's status `suspended`); the trial-seconds count every attempt."""
     import optuna
     from optuna.trial import TrialState
 
-    from gpuledger.search.rungs import (
-        CONFIRMED,
-        PRUNED_AT,
-        TRIAL_ID_ATTR,
-        UNDECIDED,
-        RungPruner,
-        make_pruner,
-        rung_steps,
-    )
+    from gpuledger.search.rungs import TRIAL_ID_ATTR, RungPruner, make_pruner
+    from gpuledger.search.suspension import DROP, RELAUNCH, relaunch_action, should_suspend
 
     if slots < 1:
         raise ValueError(f"slots must be >= 1 (got {slots})")
@@ -183,7 +176,6 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
         sampler=optuna.samplers.RandomSampler(seed=0),  # never asked for a value: the trials are given
         pruner=optuna.pruners.NopPruner() if pruner == "none" else make_pruner(pruner, min_steps, reduction_factor, len(ids)))
     rp = study.pruner if isinstance(study.pruner, RungPruner) else None
-    rung_set = set(rung_steps(min_steps, reduction_factor, max(full_length, 1)))
     better = (lambda a, b: a < b) if goal == "minimize" else (lambda a, b: a > b)
     best: list[float | None] = [None]
 
@@ -200,15 +192,15 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
     suspended: dict[str, Any] = {}  # trial id -> its suspended attempt's storage id
 
     def relaunchable() -> list[str]:
-        """Suspended trials to relaunch now (confirmed past their rung; any not dropped once none is left
-        to start), in suspension order; the ones their rung dropped are pruned for good."""
+        """Suspended trials to relaunch now (`gpuledger.search.suspension.relaunch_action`), in suspension
+        order; the ones their rung dropped are pruned for good."""
         out = []
         for tid, num in list(suspended.items()):
-            f, _ = rp.fate(study, study._storage.get_trial(num))
-            if f == PRUNED_AT:
+            act = relaunch_action(rp.fate(study, study._storage.get_trial(num))[0], bool(queue))
+            if act == DROP:
                 del suspended[tid]
                 rp.suspended.discard(tid)
-            elif f == CONFIRMED or not queue:
+            elif act == RELAUNCH:
                 out.append(tid)
         return out
 
@@ -269,19 +261,18 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
                               and r.k == _last_rung_step(len(r.curve.values), min_steps, reduction_factor))
             push(max(now, base + r.curve.wall_s) if cut_at_own_end else now + cancel_s, "pruned", tid)
             continue
-        if (suspend and rp is not None and queue and r.k < len(r.values) and r.k in rung_set
-                and suspend_pays(r.k, now - r.start_s, r.times_s, len(r.values), min_steps, reduction_factor,
-                                 len(ids))):
-            f, _ = rp.fate(study, study._storage.get_trial(r.trial._trial_id))
-            if f == UNDECIDED:
-                running.pop(tid)
-                study.tell(r.trial, state=TrialState.PRUNED)
-                suspended[tid] = r.trial._trial_id
-                rp.suspended.add(tid)
-                done.append(SimTrial(trial_id=tid, start_s=r.start_s, end_s=now, values_reported=r.k,
-                                     status=SUSPENDED, extrapolated=False, final_value=None, stopped_by="suspend"))
-                start(now)
-                continue
+        if suspend and rp is not None and should_suspend(
+                r.k, n_values=len(r.values), points_left=bool(queue), elapsed_s=now - r.start_s, times_s=r.times_s,
+                min_steps=min_steps, reduction_factor=reduction_factor, n_trials=len(ids),
+                fate=lambda r=r: rp.fate(study, study._storage.get_trial(r.trial._trial_id))[0]):
+            running.pop(tid)
+            study.tell(r.trial, state=TrialState.PRUNED)
+            suspended[tid] = r.trial._trial_id
+            rp.suspended.add(tid)
+            done.append(SimTrial(trial_id=tid, start_s=r.start_s, end_s=now, values_reported=r.k,
+                                 status=SUSPENDED, extrapolated=False, final_value=None, stopped_by="suspend"))
+            start(now)
+            continue
         if stopper is not None and r.k < len(r.values) and stopper(tid, r.values[:r.k], best[0], now - r.start_s):
             r.stopped_by = "curve"
             push(now + cancel_s, "pruned", tid)
@@ -302,26 +293,6 @@ def simulate_asha(curves: Sequence[Curve], *, slots: int, min_steps: int, reduct
         end = base + max(r.times_s[-1] + r.end_tail_s, 0.0 if r.extrapolated else r.curve.wall_s)
         push(max(now, end), "end", tid)
     return _result(done, slots, goal, ids)
-
-
-def suspend_pays(k: int, elapsed_s: float, times_s: Sequence[float], n_values: int, min_steps: int,
-                 reduction_factor: int, n_trials: int) -> bool:
-    """True when stopping a trial at its rung (its k-th value, `elapsed_s` into its run) until the rung is
-    decided is expected to cost less than running on undecided: a trial survives a rung with probability
-    p = keep_i / keep_(i-1) (the bracket's share, about 1 / reduction_factor); suspended, a survivor pays
-    its run so far again (p × elapsed_s); run on, a trial the rung drops pays the seconds to its next
-    rung, or to its end (1 − p) × that, at its own seconds per value so far."""
-    from gpuledger.search.rungs import keep_at, rung_steps
-
-    rungs = rung_steps(min_steps, reduction_factor, n_values)
-    if k not in rungs:
-        return False
-    i = rungs.index(k)
-    before = n_trials if i == 0 else keep_at(n_trials, reduction_factor, i - 1)
-    p = min(1.0, keep_at(n_trials, reduction_factor, i) / max(1, before))
-    nxt = rungs[i + 1] if i + 1 < len(rungs) else n_values
-    spv = (times_s[k - 1] - times_s[0]) / (k - 1) if k > 1 else times_s[0]
-    return p * elapsed_s < (1.0 - p) * spv * (nxt - k)
 
 
 def _result(done: list[SimTrial], slots: int, goal: str, ids: Sequence[str]) -> SimResult:

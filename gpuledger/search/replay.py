@@ -24,7 +24,7 @@ Strategies (`STRATEGIES`):
   what a bare `strategy: asha` runs in a fresh project (no curves of its kind: the cost-aware rule has
   no references);
 - `asha-cold-suspend`: `asha-cold` with suspension at undecided rungs (`simulate_asha(suspend=True)`: a
-  trial whose rung depends on trials not started yet stops there when `asha_replay.suspend_pays`, and is
+  trial whose rung depends on trials not started yet stops there when `suspension.suspend_pays`, and is
   relaunched from its start, its first values paid again, once confirmed past it);
 - `asha-rungs` (plain gpuledger ASHA, `stopping: rungs`): the settings `gpuledger.search.safety.
   choose_pruning` picks for these curves (the cold default, checked on them and corrected when it would

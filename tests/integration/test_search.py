@@ -24,9 +24,9 @@ TRIAL = trial_script("""
 
 
 def _spec(folder: Path, strategy: str = "asha", extra: str = "", xs=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
-          params: str | None = None, max_parallel: int = 1) -> Path:
+          params: str | None = None, max_parallel: int = 1, trial: str = TRIAL) -> Path:
     return sweep_spec(folder, name="tiny-adaptive", search=f"strategy: {strategy}\n{extra}",
-                      params=params or x_points(xs), trial=TRIAL, max_parallel=max_parallel)
+                      params=params or x_points(xs), trial=trial, max_parallel=max_parallel)
 
 
 def test_spec_accepts_tpe_and_asha_and_refuses_what_they_cannot_do(tmp_path):
@@ -93,8 +93,10 @@ def test_asha_sweep_prunes_through_the_local_launcher_and_records_pruned(tmp_pat
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GPULEDGER_WAREHOUSE", str(tmp_path / "wh" / "ledger.duckdb"))
     # reduction_factor 4 of 4 trials: the best 1 goes on from the first value (step 2 in the trial script)
+    # values 1.2 s apart: at its 2nd value a trial's 6 more to the next rung (8) cost more than its start-up
+    # again, whatever the machine's load (suspend_pays: 1/4 x start-up < 3/4 x 6 x 1.2 s)
     spec_path = _spec(tmp_path, "asha", extra="pruning: {min_steps: 2, reduction_factor: 4}",
-                      xs=(0.6, 0.5, 0.3, 0.1))
+                      xs=(0.6, 0.5, 0.3, 0.1), trial=TRIAL.replace("time.sleep(0.4)", "time.sleep(1.2)"))
     accepted = replace(prepare(spec_path, launcher="local"), cap=1)
     sweep_id, trials = accepted.sweep_id, accepted.trials
     summary = accepted.new_summary()
@@ -103,7 +105,7 @@ def test_asha_sweep_prunes_through_the_local_launcher_and_records_pruned(tmp_pat
     assert summary.status == vocabulary.SWEEP_SUCCEEDED
     with Warehouse.open(read_only=True) as wh:
         rows = {r["trial_id"]: r for r in wh.query(
-            "select trial_id, params, status, metric_value, wall_s, cost_usd from v_trial_results").to_dicts()}
+            "select trial_id, params, status, metric_value, wall_s, cost_usd, reason, stop_rule from v_trial_results").to_dicts()}
         runs = wh.query("select trial_id, status from v_runs").to_dicts()
     by_x = {t.params["x"]: rows[t.trial_id] for t in trials}
     assert by_x[0.3]["status"] == vocabulary.SUCCEEDED and by_x[0.3]["metric_value"] == pytest.approx(1.125)
@@ -113,6 +115,21 @@ def test_asha_sweep_prunes_through_the_local_launcher_and_records_pruned(tmp_pat
     for r in pruned:  # stopped early, billed for what they ran, their attempt cancelled
         assert r["metric_value"] is None and 0 < r["wall_s"] < full and r["cost_usd"] > 0
     assert {r["status"] for r in runs if rows[r["trial_id"]]["status"] == vocabulary.PRUNED} == {vocabulary.CANCELLED}
+    # the first trial reaches its rung (2nd value) while 3 points have not started: undecided there, it is
+    # suspended (its attempt cancelled, billed, the slot freed) and relaunched from its start or dropped once
+    # the rung is decided (gpuledger/search/suspension.py)
+    assert summary.suspended >= 1 and summary.launched == len(runs)
+    attempts: dict[str, list[str]] = {}
+    for r in runs:
+        attempts.setdefault(r["trial_id"], []).append(r["status"])
+    relaunched = [tid for tid, st in attempts.items() if len(st) > 1]
+    dropped = [tid for tid, r in rows.items() if "while suspended" in (r["reason"] or "")]
+    assert summary.suspended == len(runs) - 4 + len(dropped)  # each suspended: relaunched, or dropped at its rung
+    for tid in relaunched:  # each earlier attempt suspended (cancelled, billed), then the trial's own end
+        assert vocabulary.CANCELLED in attempts[tid] and rows[tid]["status"] in (vocabulary.SUCCEEDED, vocabulary.PRUNED)
+    for tid in dropped:
+        assert rows[tid]["status"] == vocabulary.PRUNED and rows[tid]["stop_rule"] == "rung" and attempts[tid] == [
+            vocabulary.CANCELLED]
     assert study_path_for(sweep_id).is_file()
     # a second run of the same sweep resumes the study: nothing is asked again
     summary2 = accepted.new_summary()

@@ -143,7 +143,7 @@ def test_the_rung_pruners_fate_is_undecided_while_peers_have_not_started():
 def test_suspension_at_undecided_rungs_keeps_the_recipe_for_fewer_seconds_and_pays_the_relaunch():
     import random
 
-    from gpuledger.search.asha_replay import suspend_pays
+    from gpuledger.search.suspension import suspend_pays
 
     # rung 0 of 12 at eta 5 keeps 2: p = 1/6; 2 values in 10 s, the next rung 8 values on at 4 s a value
     assert suspend_pays(2, 10.0, (2.0, 6.0), 17, 2, 5, 12)  # 1/6 x 10 < 5/6 x 32
