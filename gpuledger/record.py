@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
 from gpuledger.protocol import SCHEMA
-from gpuledger.vocabulary import PriceSource, Purpose, RecordLauncher, RunStatus
+from gpuledger.vocabulary import BillingRole, PriceSource, Purpose, RecordLauncher, RunStatus
 
 #: Terminal states of an attempt (the warehouse's `runs.status`), from `gpuledger.vocabulary`.
 #: `skipped-budget` and `pruned` are never an attempt's record: the sweep gives them to trials it
@@ -43,6 +43,12 @@ class BillingLine(BaseModel):
     cost_usd: NonNegativeFloat
     spot: bool = False
     on_demand_usd_per_hour: NonNegativeFloat | None = None  # for realised spot savings
+    #: what the line priced: the instance, its GPU kind and count, and the role it held when the run's roles
+    #: ran on instances of their own (an RL job group); role None: the run's one instance, every role on it
+    role: BillingRole | None = None
+    instance_type: str | None = None
+    accelerator: str | None = None
+    gpus: NonNegativeInt | None = None
 
 
 class ResultRecord(BaseModel):

@@ -96,6 +96,11 @@ SWEEP_KINDS: tuple[str, ...] = get_args(SweepKind)
 #: Where a billing line's price came from.
 PriceSource = Literal["local", "catalog", "invoice"]
 PRICE_SOURCES: tuple[str, ...] = get_args(PriceSource)
+#: What a billing line paid for when a run's roles ran on instances of their own (an RL job group: the
+#: trainer's instance, the rollouts', a reward or reference model's); a line of a run on one instance
+#: has none (every role of the run on it). The warehouse's `billing.role`.
+BillingRole = Literal["trainer", "rollout", "reward", "ref"]
+BILLING_ROLES: tuple[str, ...] = get_args(BillingRole)
 
 # -- what a run was for ----------------------------------------------------------------------------
 #: An attempt of a trial, or a short probe that measured a shape of the sweep for the planner

@@ -13,6 +13,9 @@ import re
 SWEEP = "gpuledger-sweep"
 TRIAL = "gpuledger-trial"
 SWEEP_NAME = "gpuledger-sweep-name"
+#: the role an instance holds in its trial when the trial's roles run on instances of their own (an RL job
+#: group, gpuledger/launch/skypilot_group.py): trainer | rollout (gpuledger.vocabulary.BILLING_ROLES)
+ROLE = "gpuledger-role"
 
 
 def label_value(text: str) -> str:
@@ -20,6 +23,7 @@ def label_value(text: str) -> str:
     return re.sub(r"[^a-z0-9_-]", "-", text.lower())[:63]
 
 
-def launch_labels(*, sweep_id: str, trial_id: str, sweep_name: str) -> dict[str, str]:
-    """Returns the labels of one trial's cloud resources."""
-    return {SWEEP: label_value(sweep_id), TRIAL: label_value(trial_id), SWEEP_NAME: label_value(sweep_name)}
+def launch_labels(*, sweep_id: str, trial_id: str, sweep_name: str, role: str | None = None) -> dict[str, str]:
+    """Returns the labels of one trial's cloud resources (`role`: that instance's role in the trial)."""
+    out = {SWEEP: label_value(sweep_id), TRIAL: label_value(trial_id), SWEEP_NAME: label_value(sweep_name)}
+    return {**out, ROLE: label_value(role)} if role else out

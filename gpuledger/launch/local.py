@@ -579,15 +579,10 @@ class LocalLauncher:
             hours, fields, description = handle.slot.bill(handle, lambda m: trial_span(
                 m.record.to_json() if m.record is not None else self._read_agent_record(m), m), description)
             record.update(fields)
-        record["billing"] = [{
-            "source": "local",
-            "description": description,
-            "usd_per_hour": rate,
-            "hours": hours,
-            "cost_usd": rate * hours,
-            "spot": False,
-            "on_demand_usd_per_hour": rate,
-        }]
+        record["billing"] = [{  # the machine's one line: its GPU kind and count, no instance, no role of its own
+            "source": "local", "description": description, "usd_per_hour": rate, "hours": hours,
+            "cost_usd": rate * hours, "spot": False, "on_demand_usd_per_hour": rate,
+            "accelerator": record.get("accelerator"), "gpus": int(record.get("gpus") or 0)}]
         try:
             model = ResultRecord.model_validate(record)
         except Exception as err:  # pydantic.ValidationError: keep the attempt, say why

@@ -579,4 +579,5 @@ class SkyPilotLauncher:
             "cost_usd": float(usd) * hours,
             "spot": bool(spot),
             "on_demand_usd_per_hour": None if on_demand is None else float(on_demand),
+            "instance_type": instance, "accelerator": req.accelerator, "gpus": req.gpus,
         }

@@ -59,9 +59,14 @@ def _role_text(roles: dict[str, dict]) -> str:
 
 
 def rl_roles_section(planned: dict[str, dict], measured: pl.DataFrame | None,
-                     index: dict[str, Any] | None = None) -> Section | None:
+                     index: dict[str, Any] | None = None, cost: pl.DataFrame | None = None,
+                     bands: dict[str, Any] | None = None) -> Section | None:
     """Returns the section of an RL sweep's roles, or None when neither the plan nor the runs have roles.
-    `index`: trial_id -> its index in the sweep (for the table's first column)."""
+    `index`: trial_id -> its index in the sweep (for the table's first column); `cost`: the runs' cost by
+    billing role (`report_sweep_rl_cost`) and `bands` the stored plan's bands, for the cost by role
+    (gpuledger/report/rl_cost.py)."""
+    from gpuledger.report.rl_cost import cost_blocks
+
     runs = measured.to_dicts() if measured is not None and measured.height else []
     if not planned and not runs:
         return None
@@ -87,4 +92,5 @@ def rl_roles_section(planned: dict[str, dict], measured: pl.DataFrame | None,
     return Section("RL roles: time and dollars by role", [
         Note(note, "small"),
         Table(["trial", "placement", "planned by role", "steps measured", "measured by role", "run cost"], rows,
-              numeric=[3, 5], max_rows=200, markdown_columns=6)])
+              numeric=[3, 5], max_rows=200, markdown_columns=6),
+        *cost_blocks(planned, cost, measured, bands or {}, index)])

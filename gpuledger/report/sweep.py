@@ -204,6 +204,8 @@ def sweep_tables(data: SweepData) -> dict[str, pl.DataFrame]:
         tables["probes"] = data.probes
     if data.rl_roles is not None and data.rl_roles.height:
         tables["rl_roles"] = data.rl_roles
+    if data.rl_cost is not None and data.rl_cost.height:
+        tables["rl_cost"] = data.rl_cost
     tables.update(adaptive_tables(data))
     return tables
 
@@ -461,7 +463,7 @@ def sweep_document(data: SweepData) -> Document:
     probes = probes_section(data.probes)
     if probes is not None:
         blocks.append(probes)
-    roles = rl_roles_section(data.plan_roles, data.rl_roles, _trial_index(data))
+    roles = rl_roles_section(data.plan_roles, data.rl_roles, _trial_index(data), data.rl_cost, data.plan_bands)
     if roles is not None:
         blocks.append(roles)
     if data.adaptive is not None:  # tpe/asha: every trial's end on the curves, then the grid and pruning sections

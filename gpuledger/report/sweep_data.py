@@ -54,6 +54,9 @@ class SweepData:
     #: (`report_sweep_rl_roles`); {} / None for other sweeps
     plan_roles: dict[str, Any] = field(default_factory=dict)
     rl_roles: pl.DataFrame | None = None
+    #: an RL sweep's trial runs' cost by billing role (`report_sweep_rl_cost`, gpuledger/report/rl_cost.py); None
+    #: for other sweeps
+    rl_cost: pl.DataFrame | None = None
 
 
 # ------------------------------------------------------------------------------------------ load
@@ -105,6 +108,7 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
     prices = wh.query_named("report_sweep_prices", p)
     cloud_equiv = wh.query_named("report_sweep_cloud_equiv", p)
     plan_rows = wh.query_named("report_sweep_plan", p).to_dicts()
+    roles, rl_roles = plan_roles(plan_rows), wh.query_named("report_sweep_rl_roles", p)
     return SweepData(
         roi=roi,
         sweep=sweep_rows[0] if sweep_rows else {},
@@ -124,16 +128,17 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
         pools=load_pools(wh, sid),
         probes=wh.query_named("report_sweep_probes", p),
         plan_bands=plan_bands(plan_rows),
-        plan_roles=plan_roles(plan_rows),
-        rl_roles=wh.query_named("report_sweep_rl_roles", p),
+        plan_roles=roles,
+        rl_roles=rl_roles,
+        rl_cost=wh.query_named("report_sweep_rl_cost", p) if roles or rl_roles.height else None,
         curves=wh.query_named("learning_curves", {"sweep_id": sid, "model": None, "method": None,
                                                   "metric": None}).to_dicts(),
     )
 
 
 #: what the sweep report reads of the stored plan's bands (gpuledger/plan/bands.py)
-BAND_TRIAL_KEYS = ("est_wall_s", "est_wall_s_p10", "est_wall_s_p90", "est_cost_usd", "est_cost_usd_p90", "mem_gib_p90",
-                   "est_band")
+BAND_TRIAL_KEYS = ("est_wall_s", "est_wall_s_p10", "est_wall_s_p90", "est_cost_usd", "est_cost_usd_p10",
+                   "est_cost_usd_p90", "mem_gib_p90", "est_band")
 BAND_PLAN_KEYS = ("total_est_cost_usd", "total_cost_usd_p10", "total_cost_usd_p90", "confidence", "decided_usd",
                   "decided_usd_p50", "decided_usd_p90")
 

@@ -18,6 +18,7 @@ import polars as pl
 from pandera.errors import SchemaError, SchemaErrors
 
 from gpuledger.vocabulary import (
+    BILLING_ROLES,
     PRICE_SOURCES,
     PURPOSES,
     RECORD_LAUNCHERS,
@@ -200,6 +201,10 @@ class BillingFrame(_Base):
     cost_usd: float = pa.Field(ge=0)
     spot: bool = pa.Field()
     on_demand_usd_per_hour: float = pa.Field(nullable=True, ge=0)
+    role: str = pa.Field(nullable=True, isin=list(BILLING_ROLES))
+    instance_type: str = pa.Field(nullable=True)
+    accelerator: str = pa.Field(nullable=True)
+    gpus: pl.Int32 = pa.Field(nullable=True, ge=0)
 
     @pa.dataframe_check
     def numbers_finite(cls, data: pa.PolarsData) -> pl.LazyFrame:

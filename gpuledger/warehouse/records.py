@@ -98,7 +98,9 @@ def records_to_frames(records: Sequence[Any], ingested_at: datetime | None = Non
             for k, v in (("run_id", r.run_id), ("line_no", i), ("source", line.source),
                          ("description", line.description), ("usd_per_hour", line.usd_per_hour),
                          ("hours", line.hours), ("cost_usd", line.cost_usd), ("spot", line.spot),
-                         ("on_demand_usd_per_hour", line.on_demand_usd_per_hour)):
+                         ("on_demand_usd_per_hour", line.on_demand_usd_per_hour), ("role", line.role),
+                         ("instance_type", line.instance_type), ("accelerator", line.accelerator),
+                         ("gpus", line.gpus)):
                 bl[k].append(v)
 
     def frame(table: str, data: dict[str, list[Any]]) -> pl.DataFrame:

@@ -5,10 +5,13 @@
 --   'time'     : GPU-cloud compute of the same provider and region overlapping a cloud run in time
 --                (a guess, flagged as such);
 --   NULL       : matches no run (idle clusters, forgotten instances, storage, ...): unattributed, never dropped.
+-- role: the launch label gpuledger-role in Tags (an RL job group's instance: trainer | rollout | reward | ref),
+--       else NULL (the run's one instance, or a line item without the label).
 WITH li AS (
     SELECT li.*,
            json_extract_string(li.tags, '$."gpuledger-sweep"') AS tag_sweep_id,
            json_extract_string(li.tags, '$."gpuledger-trial"') AS tag_trial_id,
+           json_extract_string(li.tags, '$."gpuledger-role"') AS tag_role,
            lower(coalesce(li.resource_id, '') || ' ' || coalesce(li.resource_name, '')) AS resource_text,
            CASE
                WHEN li.provider_name ILIKE '%amazon%' OR li.provider_name ILIKE 'aws%' THEN 'aws'
@@ -60,7 +63,8 @@ SELECT li.file_sha256, li.source_row, f.export_name, li.billing_period_start, li
        li.charge_period_start, li.charge_period_end, li.charge_category, li.charge_class,
        li.provider_name, li.billing_account_id, li.billing_currency, li.currency_assumed,
        li.resource_id, li.service_name, li.billed_cost, li.effective_cost, li.list_cost,
-       b.run_id, r.sweep_id, r.trial_id, b.method AS attribution_method
+       b.run_id, r.sweep_id, r.trial_id, b.method AS attribution_method,
+       CASE WHEN li.tag_role IN ('trainer', 'rollout', 'reward', 'ref') THEN li.tag_role END AS role
 FROM li
 JOIN billing_files f USING (file_sha256)
 LEFT JOIN best b USING (file_sha256, source_row)
