@@ -76,9 +76,10 @@ def oom_kill_count() -> int | None:
 
 #: NVML product-name fragments -> the catalog's accelerator names (gpuledger/catalog/gpus.csv),
 #: most specific first ("A100" before "A10", "L40S" before "L4").
-_NVML_NAMES = (("H200", "H200"), ("H100", "H100"), ("B200", "B200"), ("A100", "A100"), ("A10G", "A10G"),
-               ("A6000", "A6000"), ("A10", "A10"), ("L40S", "L40S"), ("L40", "L40"), ("L4", "L4"), ("T4", "T4"),
-               ("V100", "V100"), ("4090", "RTX4090"))
+_NVML_NAMES = (("GH200", "GH200"), ("GB200", "GB200"), ("H200", "H200"), ("H100", "H100"), ("H800", "H800"),
+               ("H20", "H20"), ("B200", "B200"), ("A100", "A100"), ("A800", "A800"), ("A10G", "A10G"),
+               ("RTX 6000 ADA", "RTX6000-Ada"), ("A6000", "A6000"), ("A10", "A10"), ("A40", "A40"), ("L40S", "L40S"),
+               ("L40", "L40"), ("L4", "L4"), ("T4", "T4"), ("V100", "V100"), ("4090", "RTX4090"))
 
 
 def accelerator_name(nvml_name: str, memory_gib: float | None = None) -> str:
@@ -89,6 +90,10 @@ def accelerator_name(nvml_name: str, memory_gib: float | None = None) -> str:
         if re.search(rf"(?<![A-Z0-9]){fragment}(?![0-9])", upper):
             if name == "A100" and ("80GB" in upper or (memory_gib or 0) > 50):
                 return "A100-80GB"
+            if name == "A800" and not ("80GB" in upper or (memory_gib or 0) > 50):
+                return nvml_name  # the 40 GB A800s are not the catalog's (80 GB) A800
+            if name == "H800" and "PCIE" in upper:
+                return nvml_name  # the H800 PCIe (2 TB/s) is not the catalog's SXM part
             return name
     return nvml_name
 

@@ -33,7 +33,11 @@ IDLE_POWER_SHARE = 0.3
 #: typical board power per GPU incl. its share of the host (kW) when `own.kw_per_gpu` is not given:
 #: the datasheets' TDP + ~30% host (judgement); unknown kinds 0.5 kW
 KW_PER_GPU = {"H100": 0.9, "H200": 0.9, "B200": 1.3, "A100": 0.5, "A100-80GB": 0.5, "L40S": 0.45, "L40": 0.4,
-              "L4": 0.1, "A10G": 0.2, "A10": 0.2, "A6000": 0.4, "RTX4090": 0.55, "T4": 0.1, "V100": 0.4}
+              "L4": 0.1, "A10G": 0.2, "A10": 0.2, "A6000": 0.4, "RTX4090": 0.55, "T4": 0.1, "V100": 0.4,
+              # datasheet TDPs (sources in gpus.csv): H800 700 W, A800 400 W, H20 400 W, A40 / RTX 6000 Ada 300 W, GH200 superchip
+              # up to 900 W (CPU included), GB200 GPU 1.2 kW, MI300X 750 W
+              "H800": 0.9, "A800": 0.5, "H20": 0.5, "A40": 0.4, "RTX6000-Ada": 0.4, "GH200": 1.0, "GB200": 1.6,
+              "MI300X": 1.0}
 #: scales of the spec's traffic tried for `cheapest` (1/100 .. 100 ×, 49 points)
 SCALES = tuple(10 ** (k / 12) for k in range(-24, 25))
 

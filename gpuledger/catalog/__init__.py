@@ -138,8 +138,15 @@ def _read_project_gpus() -> tuple:
         name = row.get("name")
         if not isinstance(name, str) or not name.strip() or len(name) > 64 or "," in name:
             raise UserError(f"{where}: `name` must be text of 1 to 64 characters, got {name!r}")
-        checked = {"name": name.strip(), "where": where}
-        for key, req, high in (("memory_gib", True, 4096), ("bandwidth_gbps", True, 1e5), ("bf16_tflops", True, 1e5),
+        # a kind of the bundled catalog named with none of its figures: a price for it (figures from gpus.csv)
+        catalog_name = _lookup_of(()).get(_key(name)) or _lookup_of(()).get(_key(name).replace("-", ""))
+        price_only = catalog_name is not None and not set(row) & {"memory_gib", "bandwidth_gbps", "bf16_tflops"}
+        checked = {"name": catalog_name if price_only else name.strip(), "where": where, "price_only": price_only}
+        if price_only and row.get("usd_per_gpu_hour") is None:
+            raise UserError(f"{where}: {name} is in the bundled catalog; a [[gpus]] table for it gives its price "
+                            "(usd_per_gpu_hour) or all of its own figures (memory_gib, bf16_tflops, bandwidth_gbps)")
+        need = not price_only
+        for key, req, high in (("memory_gib", need, 4096), ("bandwidth_gbps", need, 1e5), ("bf16_tflops", need, 1e5),
                                ("fp16_tflops", False, 1e5), ("fp8_tflops", False, 1e5), ("fp32_tflops", False, 1e5),
                                ("interconnect_gbps", False, 1e5), ("sustained_factor", False, 2.0),
                                ("usd_per_gpu_hour", False, 1e4), ("usd_per_gpu_hour_spot", False, 1e4)):
@@ -171,6 +178,8 @@ def _kinds_with(declared: tuple) -> dict[str, GpuKind]:
     kinds = dict(_catalog_kinds())
     for items in declared:
         row = dict(items)
+        if row.get("price_only"):  # a price for a catalog kind: its figures stay gpus.csv's
+            continue
         name = row["name"]
         bf16 = row["bf16_tflops"]
         tflops = {"bf16": bf16, "fp16": row.get("fp16_tflops") or bf16}

@@ -37,7 +37,21 @@ def accelerator_family(accelerator: str) -> str:
     for kind, fam in FAMILY.items():
         if key == kind.upper() or key.startswith(kind.upper()):
             return fam
-    return "other"
+    return _catalog_family(accelerator)
+
+
+def _catalog_family(accelerator: str) -> str:
+    """The family of a catalog (or declared) kind FAMILY does not name, from its `arch` (GA102 is Ampere);
+    'other' for a name the catalog does not know or an architecture outside NVIDIA's (AMD CDNA)."""
+    from gpuledger.catalog import UnknownAccelerator, gpu_kinds, normalize_accelerator
+    from gpuledger.estimate.coefficients import generation
+
+    try:
+        kind = gpu_kinds()[normalize_accelerator(accelerator)]
+    except (UnknownAccelerator, KeyError, ValueError):
+        return "other"
+    gen = generation(kind)
+    return "ampere" if gen == "ga102" else gen
 
 
 #: what is corrected: (estimated key, measured key) of a run record

@@ -66,6 +66,15 @@ GENERATION_FACTOR = {"ampere": 1.0, "ga102": 0.85, "ada": 0.75, "hopper": 0.70, 
 #: in-sample for it; held out over all rows 12.2% -> 11.9%), and the L40S (same die, more power) shares it.
 KIND_FACTOR = {"RTX4090": 1.26, "L40S": 0.67, "L4": 0.5}
 KIND_FACTOR["L40"] = KIND_FACTOR["L40S"] * 362.0 / 181.05
+#: The RTX 6000 Ada is the L40S's AD102 at the same datasheet rate (364 vs 362 TFLOP/s) and less power (300 vs
+#: 350 W): the L40S's power-limited factor (assumed; no public row of it that is not reserved).
+KIND_FACTOR["RTX6000-Ada"] = KIND_FACTOR["L40S"]
+#: The MI300X (AMD CDNA 3, ROCm): no measured row here. Its datasheet BF16 rate is 1.32x the H100's, but the
+#: public benchmarks of 2024 (SemiAnalysis, "MI300X vs H100 vs H200 Benchmark Part 1: Training", 2024-12) found
+#: that on-paper advantage not realised on AMD's public software (its training throughput at or below the
+#: H100's): assumed the H100's sustained TFLOP/s (Hopper's factor x 989 / 1307.4), so that a plan does not
+#: flatter it; calibrate on your own runs.
+KIND_FACTOR["MI300X"] = GENERATION_FACTOR["hopper"] * 989.0 / 1307.4
 
 #: Per (stack, generation) departure from GENERATION_FACTOR: Megatron-Core and NeMo (which runs
 #: Megatron-Core) ship Transformer Engine kernels tuned for Hopper; the generation factor above comes
@@ -249,8 +258,15 @@ GPUS_PER_NODE = 8
 #: reference architectures, nccl-tests all_reduce). llm-foundry's MPT tables agree: 13B on 8, 16, 32
 #: and 64 H100s runs 4,767-4,811 tokens/s/GPU. Clusters without such a fabric (cloud instances with
 #: 100-400 Gb/s per node) are far slower: "default".
+#: The export parts scale their NVLink's datasheet figure by the same busbw/nominal ratio (assumed, no
+#: nccl-tests row): A800 400 GB/s = 230 x 400/600 ~ 153 (A100: 600); H800 400 GB/s = 360 x 400/900 = 160 (H100:
+#: 900); H20 keeps the H100's 900 GB/s NVLink (360); GB200 the B200's NVLink 5 (700). The MI300X's Infinity
+#: Fabric (xGMI, 896 GB/s peak per GPU in AMD's 8-GPU platform) at the H100's ratio 0.4: ~350 (assumed; no
+#: RCCL row). GH200 is one GPU per node (no GPU-to-GPU link in the node).
 INTERCONNECT_GBPS = {
-    "nvlink": {"A100": 230.0, "A100-80GB": 230.0, "H100": 360.0, "H200": 360.0, "B200": 700.0, "V100": 130.0},
+    "nvlink": {"A100": 230.0, "A100-80GB": 230.0, "H100": 360.0, "H200": 360.0, "B200": 700.0, "V100": 130.0,
+               "A800": 153.0, "H800": 160.0, "H20": 360.0, "GB200": 700.0},
+    "xgmi": {"MI300X": 350.0},
     "pcie": 20.0,
     "network": {"ampere": 185.0, "hopper": 350.0, "blackwell": 350.0, "default": 25.0},
 }

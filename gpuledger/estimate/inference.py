@@ -104,6 +104,9 @@ GENERATION_OF: dict[str, str] = {
     "V100": "volta", "T4": "turing", "A100": "ampere", "A100-80GB": "ampere", "A10G": "ampere",
     "A10": "ampere", "A6000": "ampere", "L4": "ada", "L40": "ada", "L40S": "ada", "RTX4090": "ada",
     "H100": "hopper", "H200": "hopper", "B200": "blackwell",
+    "H800": "hopper", "H20": "hopper", "GH200": "hopper", "GB200": "blackwell", "A800": "ampere", "A40": "ampere",
+    "RTX6000-Ada": "ada",
+    "MI300X": "ampere",  # AMD CDNA 3 under vLLM's ROCm kernels: no measurement here; the default figures
 }
 
 #: Tensor-parallel efficiency: two all-reduces per layer. NVLink parts lose ~10% at TP2 rising to
@@ -169,6 +172,22 @@ def weight_bytes_per_param(precision: str) -> float:
         raise ValueError(f"unknown precision {precision!r} (known: {', '.join(WEIGHT_BYTES_PER_PARAM)})") from None
 
 
+def _fast_link(kind) -> bool:
+    """A kind with a GPU-to-GPU link faster than PCIe in its node (the time model's table or a declared one)."""
+    from gpuledger.estimate.throughput import _intra_node_gbps
+
+    return _intra_node_gbps(kind)[0] != "pcie"
+
+
+def _generation_of(kind) -> str:
+    """The serving generation of a kind GENERATION_OF does not name: its catalog arch (GA102 as Ampere;
+    any other architecture, e.g. AMD CDNA, as Ampere, the default before it)."""
+    from gpuledger.estimate.coefficients import generation
+
+    gen = generation(kind)
+    return gen if gen in GENERATIONS else "ampere"
+
+
 def hardware_for(accelerator: str, precision: str) -> Hardware:
     """Returns the `Hardware` of a catalog accelerator kind at a serving precision."""
     from gpuledger.catalog import gpu_kinds, normalize_accelerator
@@ -186,8 +205,8 @@ def hardware_for(accelerator: str, precision: str) -> Hardware:
         memory_gib=kind.memory_gib,
         bandwidth_gbps=kind.bandwidth_gbps,
         peak_tflops=float(peak),
-        nvlink=name in NVLINK_KINDS,
-        generation=GENERATION_OF.get(name, "ampere"),
+        nvlink=name in NVLINK_KINDS or _fast_link(kind),
+        generation=GENERATION_OF.get(name) or _generation_of(kind),
         native_fp8=native_fp8,
         peak_tflops_16bit=float(p16),
     )

@@ -234,8 +234,9 @@ def _intra_node_gbps(kind) -> tuple[str, float]:
     (gpuledger.toml [[gpus]] interconnect, interconnect_gbps), else INTERCONNECT_GBPS."""
     if kind.interconnect_gbps:
         return kind.interconnect or "declared link", kind.interconnect_gbps
-    if kind.name in INTERCONNECT_GBPS["nvlink"]:
-        return "nvlink", INTERCONNECT_GBPS["nvlink"][kind.name]
+    for link in ("nvlink", "xgmi"):
+        if kind.name in INTERCONNECT_GBPS[link]:
+            return link, INTERCONNECT_GBPS[link][kind.name]
     return "pcie", INTERCONNECT_GBPS["pcie"]
 
 

@@ -153,7 +153,8 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                 if row.get("rl") and od:
                     _rl_roles(row, rl_obj, t["p50"], od["usd_per_hour"] / n)
                 if not od and not sp:
-                    row["reason"] = f"no offer of {n} x {acc} in the catalog"
+                    row["reason"] = (f"no offer of {n} x {acc} in the catalog" if acc in offers["accelerator"] else
+                                     f"no price for {acc} in any cloud: bring your own rate (docs/prices.md)")
                 elif workload.precision.startswith("bf16") and not kind.tflops.get("bf16"):
                     # V100, T4: no bf16 tensor cores; the time is the fp16 rate (catalog.GpuKind.peak_tflops)
                     row["reason"] = "no bf16 on this GPU: timed as fp16 (train with --precision fp16-mixed)"

@@ -91,3 +91,45 @@ def warehouse_trial_rows(plan_json: dict[str, Any], trials) -> list[dict[str, An
             "est_pruned_cost_usd": row.get("est_pruned_cost_usd"),
         })
     return out
+
+
+#: The infeasible reason of a trial whose every candidate GPU kind has no price (`with_unpriced`).
+NO_PRICE_REASON = "no price for {kinds} in any cloud gpuledger knows: bring your own rate (see the plan's assumptions)"
+#: What a plan says about a requested GPU kind no offer prices (gpuledger invents no rate).
+NO_PRICE_NOTE = ("no price for {kinds} in the bundled SkyPilot catalog, your SkyPilot catalog cache or your [prices] "
+                 "(any cloud), and gpuledger invents none: bring your own rate, a gpuledger.toml [[prices.instance]] "
+                 "row (cloud = \"kubernetes\", instance_type, accelerator = \"{first}\", accelerator_count, "
+                 "usd_per_hour) or usd_per_gpu_hour in a [[gpus]] table, and list its cloud in resources.clouds "
+                 "(docs/prices.md)")
+
+
+def unpriced_kinds(accelerators, offers=None) -> list[str]:
+    """Returns the requested GPU kinds that no offer prices in any cloud: `offers` (default: every offer a
+    plan may pay, `gpuledger.catalog.pricing.priced_offers`)."""
+    if not accelerators:
+        return []
+    if offers is None:
+        from gpuledger.catalog.pricing import priced_offers
+
+        offers = priced_offers()
+    have = set(offers["accelerator"].unique().to_list())
+    return [a for a in dict.fromkeys(accelerators) if a not in have]
+
+
+def with_unpriced(plan, unpriced: list[str], requested: list[str]):
+    """Returns the plan with a note naming the unpriced kinds, and, where no requested kind has a price, each
+    trial refused for want of an offer saying so ("no price ...: bring your own rate") instead."""
+    from dataclasses import replace
+
+    import polars as pl
+
+    if not unpriced:
+        return plan
+    kinds = ", ".join(unpriced)
+    plan = replace(plan, assumptions=[NO_PRICE_NOTE.format(kinds=kinds, first=unpriced[0]), *plan.assumptions])
+    if set(requested) - set(unpriced):
+        return plan
+    frame = plan.trials_frame.with_columns(reason=pl.when(
+        ~pl.col("feasible") & pl.col("reason").fill_null("").str.starts_with("no offer for the candidate"))
+        .then(pl.lit(NO_PRICE_REASON.format(kinds=kinds))).otherwise(pl.col("reason")))
+    return replace(plan, trials_frame=frame)

@@ -237,6 +237,9 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
                                extra_assumptions=notes + cal_notes + search_notes(spec, trials)
                                + sample_lengths_notes(spec) + probe_refusals)
     plan = _with_probe_notes(plan, probed, s)
+    from gpuledger.plan.prices import unpriced_kinds, with_unpriced
+
+    plan = with_unpriced(plan, unpriced_kinds(r.accelerators, raw_offers), list(r.accelerators))
     from gpuledger.plan.pools import with_pool
 
     own = getattr(spec.train, "rollout_gpu", None)
