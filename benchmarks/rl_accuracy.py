@@ -4,7 +4,9 @@ source URL, config URL and versions) against `gpuledger plan` of the spec a user
 seconds per step; its P10-P90 band is the plan's compute band).
 
 Error = (planned step − measured step) / measured step. Reported: per row, median |error|, the share
-within ±25%, and how many measured values fall inside the plan's P10-P90 band.
+within ±25%, and how many measured values fall inside the plan's P10-P90 band; in source (the plan, whose band
+table holds every row) and out of source (each publisher's rows timed at the P50 and banded by a table of the
+other sources' rows: `gpuledger.estimate.bands.BandTable` without that source).
 
 Run: `python benchmarks/rl_accuracy.py [--json]`.
 """
@@ -62,6 +64,29 @@ def planned(row: dict) -> dict:
             "phases_s": r["phases_s"], "placement": r["placement"], "groups": r["groups"]}
 
 
+def out_of_source() -> dict:
+    """Returns {id: {error, in_band}}: each RL row planned at the P50 and P10-P90 of a band table without its own
+    source (the model's step x the band; error = P50 / (measured / model) - 1)."""
+    import math
+
+    from gpuledger.estimate.bands import BandTable, band_rows, public_rl_rows
+
+    rows, rl = band_rows(), public_rl_rows()
+    out = {}
+    for source in sorted({r.source for r in rl}):
+        table = BandTable([r for r in rows if r.source != source])
+        for r in (r for r in rl if r.source == source):
+            b, m = table.band("time", r.cell), math.exp(r.log_ratio)
+            out[r.id] = {"error": b.p50 / m - 1, "in_band": b.p10 <= m <= b.p90}
+    return out
+
+
+def _summary(items: list[dict]) -> dict:
+    errors = [abs(r["error"]) for r in items]
+    return {"median_abs_error": statistics.median(errors) if errors else None,
+            "within_25pct": sum(e <= 0.25 for e in errors), "in_band": sum(r["in_band"] for r in items)}
+
+
 def report() -> dict:
     rows = list(csv.DictReader(CSV.open(encoding="utf-8")))
     out = []
@@ -75,10 +100,12 @@ def report() -> dict:
             item["in_band"] = p["step_s_p10"] <= measured <= p["step_s_p90"]
         out.append(item)
     timed = [r for r in out if "error" in r]
-    errors = [abs(r["error"]) for r in timed]
-    summary = {"rows": len(out), "timed": len(timed), "refused": len(out) - len(timed),
-               "median_abs_error": statistics.median(errors) if errors else None,
-               "within_25pct": sum(e <= 0.25 for e in errors), "in_band": sum(r["in_band"] for r in timed)}
+    held = out_of_source()
+    for r in timed:
+        if r["id"] in held:
+            r["out_of_source"] = held[r["id"]]
+    summary = {"rows": len(out), "timed": len(timed), "refused": len(out) - len(timed), **_summary(timed),
+               "out_of_source": {"rows": len(held), **_summary(list(held.values()))}}
     return {"summary": summary, "rows": out}
 
 
@@ -98,6 +125,10 @@ def main(argv: list[str]) -> int:
     med = f"{s['median_abs_error']:.0%}" if s["median_abs_error"] is not None else "n/a"
     print(f"{s['timed']} of {s['rows']} rows timed: median |error| {med}, within ±25% {s['within_25pct']}, "
           f"in the P10-P90 band {s['in_band']}")
+    o = s["out_of_source"]
+    if o["rows"]:
+        print(f"out of source ({o['rows']} rows, each publisher banded by the others): median |error| "
+              f"{o['median_abs_error']:.0%}, within ±25% {o['within_25pct']}, in the P10-P90 band {o['in_band']}")
     return 0
 
 

@@ -254,10 +254,15 @@ def rl_train_fields(row: dict) -> dict:
              "prompt_len": int(row["prompt_len"]), "completion_len": int(row["completion_len"]),
              "group_size": int(row["group_size"]), "micro_batch": int(row["micro_batch"]),
              "prompts_per_step": int(row["prompts_per_step"]), "generation": row["generation"],
-             "generation_rounds": num(row["generation_rounds"]) or 1, "sharding": row["sharding"] or "auto"}
+             "sharding": row["sharding"] or "auto"}
+    for name in ("generation_rounds", "ppo_epochs", "ppo_mini_batches", "tensor_parallel", "expert_parallel"):
+        if num(row.get(name)):
+            train[name] = num(row[name])
+    if row.get("trl_version"):
+        train["trl_version"] = row["trl_version"]
     if row["rollout_gpus"]:
         train["rollout_gpus"] = int(row["rollout_gpus"])
-    for flag in ("old_logprob", "packing", "rollout_eager"):
+    for flag in ("old_logprob", "packing", "rollout_eager", "param_offload", "optimizer_offload"):
         if row.get(flag) in ("true", "false"):
             train[flag] = row[flag] == "true"
     if row.get("vllm_sleep") == "true":

@@ -21,13 +21,28 @@ One step of an on-policy RL trainer (TRL's GRPOTrainer, verl, OpenRLHF) runs, in
    stated `reward_s_per_sample`, run on the trainer ranks in parallel (TRL computes each rank's own
    samples' rewards).
 4. **critic** (PPO): the value model's forward and its training step on the same tokens.
-5. **train**: the policy's optimizer step(s) on the step's tokens (`throughput.step_time`).
-6. **sync**: the new weights into the rollout engine. Colocated: the 16-bit weights gathered over the
+5. **train**: `ppo_epochs` passes over the step's tokens, each in `ppo_mini_batches` optimizer steps
+   (`throughput.step_time` with the micro-batches of one mini-batch as its gradient accumulation: the
+   per-micro-batch work scales with the tokens, the optimizer step and the step's fixed cost are paid
+   once per mini-batch), on the trainer's `trainer_tp` x data-parallel GPUs (`trainer_ep`: MoE experts
+   split over that many). verl-style offload (`param_offload`, `optimizer_offload`: verl's
+   `fsdp_config.param_offload` / `optimizer_offload`): the trainer's FSDP shard is moved to the host
+   between phases and back before each one that uses it, over PCIe at `PCIE_HOST_GBPS`, not hidden: the
+   policy's parameters (fp32 for a full policy, verl's actor; 16-bit for a LoRA base, 4-bit for QLoRA)
+   in and out around the old-policy forward, the update and the sync (the reference's 16-bit copy around
+   its forward; a LoRA policy's reference is the policy itself), Adam's two fp32 states of the trained
+   parameters in and out around the update (the optimizer step itself stays on the GPU).
+6. **sync**: the new weights into the rollout engine. None when the trainer generates itself
+   (`engine` hf, `model.generate`: the rollout is the trained model). Colocated: the 16-bit weights gathered over the
    node's link (FSDP shards all-gathered, `INTERCONNECT_GBPS`) and copied in place at HBM bandwidth,
    plus `SYNC_FIXED_S`; with vLLM sleep mode, the KV cache re-allocated each wake (`SLEEP_WAKE_S`).
    Split: an NCCL broadcast of the 16-bit weights from the trainer to the rollout GPUs over the link
    between them (the node's link when both fit one node, else the network figure of
    `INTERCONNECT_GBPS["network"]`), plus `SYNC_FIXED_S`.
+
+MoE policies roll out as such: decode compute at the active parameters (routed top-k + shared experts,
+`compute.active_params`), weight memory and the per-step weight read at all of them
+(`inference.serving_model_from_config`).
 
 Step time: the sum of 1-6 (on-policy), or with `async_rollout` (one-step off-policy: rollouts of step
 N+1 generated while step N trains, on their own GPUs) max(rollout, 2-5) + sync. Colocated rollouts
@@ -134,8 +149,8 @@ class RLSetup:
     generation_batch: int | None = None  # hf: sequences per GPU per generate call; None: all of the GPU's share
     prefix_cache: bool = True  # vllm: a group's shared prompt prefilled once (vLLM V1's prefix cache)
     #: vllm: sequential generate calls per optimizer step, each with 1/rounds of the step's requests (TRL before
-    #: 0.18 generated once per gradient-accumulation micro-step: rounds = grad accumulation; verl, OpenRLHF and
-    #: TRL >= 0.18 (steps_per_generation) generate the whole step at once: 1)
+    #: 0.17 generated once per gradient-accumulation micro-step: rounds = grad accumulation; verl, OpenRLHF and
+    #: TRL >= 0.17 (one generation per effective batch) generate the whole step at once: 1)
     generation_rounds: int = 1
     #: vllm: enforce_eager (no CUDA graphs: every decode step pays the engine's eager overhead; verl <= 0.4's default,
     #: rollout.enforce_eager: True in verl/trainer/config/ppo_trainer.yaml)
@@ -143,7 +158,14 @@ class RLSetup:
     async_rollout: bool = False
     reference: bool = True  # a reference model's log-probs (KL penalty)
     old_logprob: bool | None = None  # None: PPO, ppo_epochs > 1, or vLLM rollouts (verl; TRL importance sampling)
-    ppo_epochs: int = 1  # optimizer passes over each rollout batch
+    ppo_epochs: int = 1  # optimizer passes over each rollout batch (verl ppo_epochs, TRL num_iterations)
+    #: optimizer steps per pass over the rollout batch (verl: train_batch_size / ppo_mini_batch_size; TRL:
+    #: steps_per_generation / gradient_accumulation_steps, 1 by default)
+    ppo_mini_batches: int = 1
+    param_offload: bool = False  # verl fsdp_config.param_offload: the trainer's shard on the host between phases
+    optimizer_offload: bool = False  # verl fsdp_config.optimizer_offload: Adam's states on the host but in the update
+    trainer_tp: int = 1  # the trainer's tensor-parallel degree (the rest of its GPUs data-parallel)
+    trainer_ep: int = 1  # the trainer's MoE expert-parallel degree (within its data-parallel GPUs)
     reward_model: str | None = None
     reward_s_per_sample: float = 0.0  # a reward function's seconds per sample (when no reward model)
     critic_model: str | None = None  # PPO: default the policy's architecture
@@ -204,9 +226,15 @@ def _check(s: RLSetup) -> None:
                          "and cannot overlap its step)")
     if s.placement == "split" and s.engine == "hf":
         raise ValueError("rl placement split needs a rollout engine (vllm); hf generates on the trainer's GPUs")
-    for name in ("prompts_per_step", "group_size", "prompt_len", "response_len", "trainer_gpus", "rollout_tp"):
+    for name in ("prompts_per_step", "group_size", "prompt_len", "response_len", "trainer_gpus", "rollout_tp",
+                 "ppo_epochs", "ppo_mini_batches", "trainer_tp", "trainer_ep"):
         if int(getattr(s, name)) < 1:
             raise ValueError(f"rl {name} must be >= 1")
+    if s.trainer_gpus % s.trainer_tp:
+        raise ValueError(f"rl trainer: tensor_parallel {s.trainer_tp} does not divide its {s.trainer_gpus} GPU(s)")
+    if (s.trainer_gpus // s.trainer_tp) % s.trainer_ep:
+        raise ValueError(f"rl trainer: expert_parallel {s.trainer_ep} does not divide its data-parallel GPUs "
+                         f"({s.trainer_gpus} / tensor_parallel {s.trainer_tp} = {s.trainer_gpus // s.trainer_tp})")
 
 
 def _rollout_gpus(s: RLSetup) -> tuple[str, int]:
@@ -288,6 +316,7 @@ def _rollout_vllm(s: RLSetup, accelerator: str, gpus: int) -> tuple[float, dict]
                           "weights_gib_per_gpu": round(inference.weights_bytes(model, precision) / tp / inference.GIB, 2),
                           "kv_cache_gib_per_gpu": round(kv * model.kv_bytes_per_token / tp / inference.GIB, 2),
                           "max_running": r.max_running, "response_cv": round(cv, 3),
+                          "params_total": model.params_total, "params_active": model.active_params or model.params_total,
                           "output_tokens_per_s": round(r.output_tokens_per_s * replicas, 1)}
 
 
@@ -300,25 +329,31 @@ def _rollout_hf(s: RLSetup, accelerator: str, gpus: int) -> tuple[float, dict]:
                     frontend_s_per_token=0.0, speculative=None, prefix_cache_hit=0.0)
     cost = inference.step_cost(model, hw, precision, eager, 1)
     n = math.ceil(s.prompts_per_step * s.group_size / gpus)  # each rank generates its own share
-    batch = max(1, min(s.generation_batch or n, n))
+    # TRL < 0.17 generated once per gradient-accumulation micro-step: rounds calls of 1/rounds of the share each
+    rounds = max(1, min(int(s.generation_rounds), n))
+    share = math.ceil(n / rounds)
+    batch = max(1, min(s.generation_batch or share, share))
     lengths = _lengths(s, n, [SEED, 1])
     total = 0.0
     P = s.prompt_len
-    for start in range(0, n, batch):
-        b = lengths[start:start + batch]
+    starts = [r * share + k for r in range(rounds) for k in range(0, share, batch) if r * share + k < n]
+    for start in starts:
+        b = lengths[start:min(start + batch, (start // share + 1) * share)]
         rows, longest = len(b), int(b.max())
         total += cost.step_s(0, 0.0, rows * P, rows * P * (P + 1) / 2)  # the padded prompts' prefill
         t = np.arange(longest, dtype=float)
         ctx = rows * (P + t)  # every row keeps its slot until the longest ends (padded)
         flop = np.maximum(cost.weight_s, rows * cost.flop_s_per_token)
         total += float(np.sum(flop + ctx * cost.kv_s_per_token + cost.overhead_s + cost.comm_s))
-    return total, {"engine": "hf", "generate_calls_per_gpu": math.ceil(n / batch), "generation_batch": batch,
+    return total, {"engine": "hf", "generate_calls_per_gpu": len(starts), "generation_batch": batch,
+                   "generation_rounds": rounds,
                    "sequences_per_gpu": n, "response_cv": round(setup_cv(s), 3)}
 
 
 def _step(model: str, s: RLSetup, method: str, accelerator: str, gpus: int):
-    """Returns the training-step model's StepTime of `model` trained by `method` on the step's
-    sequences (the estimator's Workload options of `_workload`, as `estimate.train_setup` maps them)."""
+    """Returns the training-step model's StepTime of `model` trained by `method` on one micro-batch of the
+    step's sequences (the estimator's Workload options of `_workload`, as `estimate.train_setup` maps them;
+    the trainer's tensor and expert parallel degrees)."""
     from gpuledger.estimate.breakdown import memory_breakdown
     from gpuledger.estimate.throughput import ModelShape, TrainSetup, step_time
     from gpuledger.models import load_config
@@ -327,8 +362,9 @@ def _step(model: str, s: RLSetup, method: str, accelerator: str, gpus: int):
     trainable = float(memory_breakdown(w).params_trainable) if method in ("lora", "qlora") else 0.0
     setup = TrainSetup(accelerator=accelerator, method=method, framework=w.framework, gpus=gpus, precision=w.precision,
                        micro_batch=w.micro_batch, seq_len=w.seq_len, checkpointing=w.checkpointing_mode,
-                       packing=w.packing, sample_tokens=w.sample_tokens, flash_attn=w.flash_attn, sharding=w.sharding, params_trainable=trainable,
-                       lora_r=w.lora_r, optimizer=w.optimizer)
+                       packing=w.packing, sample_tokens=w.sample_tokens, flash_attn=w.flash_attn, sharding=w.sharding,
+                       params_trainable=trainable, lora_r=w.lora_r, optimizer=w.optimizer,
+                       tensor_parallel=w.tensor_parallel, expert_parallel=w.expert_parallel)
     return step_time(ModelShape.from_config(load_config(model)), setup)
 
 
@@ -358,11 +394,53 @@ def _workload(s: RLSetup, model: str, method: str, gpus: int):
     return Workload(model=model, method=method, precision=s.precision, micro_batch=s.micro_batch,
                     seq_len=s.prompt_len + max(longest, s.response_len), grad_ckpt=s.grad_ckpt, gpus=gpus,
                     sharding=sharding, framework=s.framework, lora_r=s.lora_r, lora_targets=s.lora_targets,
-                    packing=bool(s.packing), sample_tokens=s.prompt_len + s.response_len)
+                    packing=bool(s.packing), sample_tokens=s.prompt_len + s.response_len,
+                    tensor_parallel=s.trainer_tp, expert_parallel=s.trainer_ep)
 
 
 def _train_s(model: str, s: RLSetup, method: str, tokens: float, accelerator: str, gpus: int) -> float:
-    return _step(model, s, method, accelerator, gpus).time_s(tokens)
+    """Seconds of one pass of `ppo_mini_batches` optimizer steps over `tokens`: the micro-batches' work
+    (a micro-step's time less its optimizer step and fixed cost) x the micro-steps the tokens take, plus
+    the optimizer step and fixed cost once per mini-batch (at most one per micro-step)."""
+    st = _step(model, s, method, accelerator, gpus)
+    per_opt = st.parts_s["optimizer"] + st.parts_s["fixed"]
+    micro_steps = tokens / st.tokens_per_step
+    return micro_steps * (st.step_s - per_opt) + min(float(s.ppo_mini_batches), max(1.0, micro_steps)) * per_opt
+
+
+#: Bytes per parameter of the trainer's FSDP shard that verl's param_offload moves: fp32 for a full policy
+#: (verl's actor keeps fp32 parameters under bf16 mixed precision), the 16-bit base of a LoRA policy, QLoRA's 4-bit.
+OFFLOAD_PARAM_BYTES = {"full": 4.0, "lora": 2.0, "qlora": 0.5}
+#: Adam's two fp32 states (exp_avg, exp_avg_sq) per trained parameter: what optimizer_offload moves.
+OFFLOAD_OPTIMIZER_BYTES = 8.0
+
+
+def _offload_s(s: RLSetup, phases: dict[str, float]) -> dict[str, float]:
+    """Returns the seconds verl-style offload adds to each phase (see the module docstring, step 5): one
+    host-to-GPU load and one GPU-to-host offload (2 x the shard's bytes over PCIe) around each phase that uses
+    the state; none when neither flag is set."""
+    from gpuledger.estimate.breakdown import memory_breakdown
+    from gpuledger.estimate.coefficients import PCIE_HOST_GBPS
+    from gpuledger.models import count_params, load_config
+
+    out: dict[str, float] = {}
+    if not (s.param_offload or s.optimizer_offload):
+        return out
+    g, pcie = s.trainer_gpus, PCIE_HOST_GBPS * 1e9
+    total = float(count_params(load_config(s.model)).total)
+    if s.param_offload:
+        trip = 2 * total * OFFLOAD_PARAM_BYTES[s.policy_method] / g / pcie
+        users = ["train", "old_logprob", "rollout" if s.engine == "hf" else "sync"]
+        for phase in users:
+            if phase == "train" or phases.get(phase, 0.0) > 0:
+                out[phase] = out.get(phase, 0.0) + trip
+        if phases.get("reference", 0.0) > 0:  # a LoRA policy's reference is the policy itself, else a 16-bit copy
+            out["reference"] = trip if s.policy_method != "full" else 2 * total * 2.0 / g / pcie
+    if s.optimizer_offload:
+        trained = total if s.policy_method == "full" else float(
+            memory_breakdown(_workload(s, s.model, s.policy_method, g)).params_trainable)
+        out["train"] = out.get("train", 0.0) + 2 * trained * OFFLOAD_OPTIMIZER_BYTES / g / pcie
+    return out
 
 
 def _sync_s(s: RLSetup, rollout_acc: str) -> tuple[float, str]:
@@ -370,6 +448,9 @@ def _sync_s(s: RLSetup, rollout_acc: str) -> tuple[float, str]:
     from gpuledger.estimate.coefficients import INTERCONNECT_GBPS, generation
     from gpuledger.estimate.throughput import _intra_node_gbps
     from gpuledger.models import count_params, load_config
+
+    if s.engine == "hf":
+        return 0.0, "none: the trainer's own model.generate rolls out (no second copy of the weights)"
 
     weights = 2.0 * float(count_params(load_config(s.model)).total)  # 16-bit weights
     kinds = gpu_kinds()
@@ -433,6 +514,9 @@ def rl_step(s: RLSetup) -> RLStep:
         phases["critic"] = 0.0
     phases["train"] = s.ppo_epochs * _train_s(s.model, s, s.policy_method, tokens, acc, g)
     phases["sync"], sync_note = _sync_s(s, racc)
+    offload = _offload_s(s, phases)
+    for phase, sec in offload.items():
+        phases[phase] += sec
     if s.async_rollout:
         learner = sum(v for k, v in phases.items() if k not in ("rollout", "sync"))
         step = max(phases["rollout"], learner) + phases["sync"]
@@ -444,6 +528,11 @@ def rl_step(s: RLSetup) -> RLStep:
     notes = [f"rollout: {detail['engine']} on {rgpus} x {racc}" + (" (the trainer's GPUs)" if s.placement == "colocated" else ""),
              "log-probs, reward and critic forwards at the trainer's utilisation (forward / training FLOPs)",
              f"sync: {sync_note}",
+             f"train: {s.ppo_epochs} epoch(s) x {s.ppo_mini_batches} optimizer step(s) over the step's tokens"
+             + (f" on tensor_parallel {s.trainer_tp}" if s.trainer_tp > 1 else "")
+             + (f", expert_parallel {s.trainer_ep}" if s.trainer_ep > 1 else ""),
+             *([f"verl-style offload over PCIe: +{', +'.join(f'{v:.2f} s {k}' for k, v in offload.items())}"]
+               if offload else []),
              "step = max(rollout, learner) + sync (one-step off-policy)" if s.async_rollout else "step = sum of the phases (on-policy)"]
     return RLStep(setup=s, phases_s=phases, step_s=step, sequences=n, tokens=tokens, response_tokens=response_tokens,
                   groups=groups, rollout_detail=detail, assumptions=notes)

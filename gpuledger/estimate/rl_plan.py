@@ -49,6 +49,32 @@ def role_costs(step: RLStep, steps: float, usd_per_gpu_hour: dict[str, float] | 
     return out
 
 
+#: The first TRL release whose GRPOTrainer generates once per optimizer step ("Generate once per effective batch",
+#: huggingface/trl PR 3283, in v0.17.0: modelscope/ms-swift PR 3969 "updates GRPOTrainer compatible with trl 0.17"
+#: lists it; steps_per_generation followed in 0.18); before it, each gradient-accumulation micro-step generated its
+#: own completions.
+TRL_WHOLE_STEP_GENERATION = (0, 17)
+
+
+def trl_before_whole_step(version: str | None) -> bool:
+    """True when a TRL version ("0.15", "0.16.1", "0.16.0.dev0") generates per micro-step (before 0.17)."""
+    if not version:
+        return False
+    major, minor = (int(p) for p in version.split(".")[:2])
+    return (major, minor) < TRL_WHOLE_STEP_GENERATION
+
+
+def generation_rounds(w, sequences: int, micro_batch: int, trainer_gpus: int) -> int:
+    """Returns the sequential generate calls of one step: the workload's `generation_rounds` when given; with
+    `trl_version` below 0.17, one per gradient-accumulation micro-step (`grad_accum`, else the step's sequences
+    over micro_batch x trainer GPUs); else 1 (verl, OpenRLHF, TRL >= 0.17 generate the whole step at once)."""
+    if w.generation_rounds is not None:
+        return int(w.generation_rounds)
+    if trl_before_whole_step(w.trl_version):
+        return int(w.grad_accum or max(1, -(-sequences // max(1, micro_batch * trainer_gpus))))
+    return 1
+
+
 def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision: str | None = None,
                         rollout_gpus: int | None = None) -> RLSetup:
     """Returns the `RLSetup` of an estimator `Workload` of method grpo/ppo on `gpus` x `accelerator`:
@@ -80,9 +106,13 @@ def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision:
         raise ValueError(f"generation vllm_server on {g} GPU(s): rollout_gpus {r} leaves no GPU to train "
                          "(give the trial 2 or more GPUs)")
     trainer = g - r if split and not own else g
+    prompts = w.prompts_per_step or w.micro_batch * trainer * (w.grad_accum or 1)
+    micro = w.micro_batch_sequences or w.micro_batch * group
     return RLSetup(model=w.model, algorithm=w.method, precision=precision or w.precision,
-                   prompts_per_step=w.prompts_per_step or w.micro_batch * trainer * (w.grad_accum or 1),
-                   generation_rounds=w.generation_rounds, rollout_tp=w.rollout_tp,
+                   prompts_per_step=prompts, generation_rounds=generation_rounds(w, prompts * group, micro, trainer),
+                   rollout_tp=w.rollout_tp, ppo_epochs=w.ppo_epochs, ppo_mini_batches=w.ppo_mini_batches,
+                   param_offload=w.param_offload, optimizer_offload=w.optimizer_offload,
+                   trainer_tp=w.tensor_parallel, trainer_ep=w.expert_parallel,
                    sleep_mode=bool(w.vllm_sleep and engine == "vllm" and not split), packing=w.packing,
                    old_logprob=w.old_logprob, eager=w.rollout_eager,
                    group_size=group, prompt_len=prompt,
@@ -95,7 +125,7 @@ def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision:
                    reward_model=w.reward_model, reward_s_per_sample=w.reward_seconds_per_sample,
                    critic_model=w.critic_model,
                    policy_method=w.policy, lora_r=w.lora_r, lora_targets=w.lora_targets,
-                   micro_batch=w.micro_batch_sequences or w.micro_batch * group, framework=w.framework,
+                   micro_batch=micro, framework=w.framework,
                    sharding=w.sharding, grad_ckpt=w.grad_ckpt)
 
 

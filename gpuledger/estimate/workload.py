@@ -25,7 +25,8 @@ STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "fus
                 "eval_steps", "eval_samples", "optimizer_in_bwd", "grad_accum",
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
                 "vllm_sleep", "policy", "rollout_gpus", "rollout_gpu", "async_rollout", "completion_len_p90", "prompts_per_step",
-                "generation_rounds", "rollout_tp", "old_logprob", "rollout_eager", "reward_seconds_per_sample", "reward_model", "critic_model", "micro_batch_sequences",
+                "generation_rounds", "trl_version", "ppo_epochs", "ppo_mini_batches", "param_offload",
+                "optimizer_offload", "rollout_tp", "old_logprob", "rollout_eager", "reward_seconds_per_sample", "reward_model", "critic_model", "micro_batch_sequences",
                 "checkpointing", "packing", "padding", "sample_tokens", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
                 "sequence_parallel",
                 "expert_parallel")
@@ -177,8 +178,17 @@ class Workload(BaseModel):
     #: prompts per optimizer step over all trainer GPUs (verl's train_batch_size; TRL: per_device_train_batch_size x
     #: processes x grad accumulation / num_generations); None: micro_batch x trainer GPUs x grad_accum
     prompts_per_step: int | None = Field(None, ge=1)
-    #: vllm: sequential generate calls per step (TRL before 0.18: gradient_accumulation_steps; else 1)
-    generation_rounds: int = Field(1, ge=1, le=4096)
+    #: sequential generate calls per step (TRL before 0.17: gradient_accumulation_steps; else 1); None: from trl_version
+    generation_rounds: int | None = Field(None, ge=1, le=4096)
+    #: the TRL version a GRPO/PPO run uses ("0.15", "0.16.1"): before 0.17 it generated once per micro-step
+    trl_version: str | None = Field(None, pattern=r"^\d+\.\d+(\.\S*)?$", max_length=40)
+    #: optimizer passes over each rollout batch (verl ppo_epochs, TRL num_iterations)
+    ppo_epochs: int = Field(1, ge=1, le=100)
+    #: optimizer steps per pass over the rollout batch (verl train_batch_size / ppo_mini_batch_size)
+    ppo_mini_batches: int = Field(1, ge=1, le=100_000)
+    #: verl-style offload of the trainer's FSDP shard between phases (fsdp_config.param_offload / optimizer_offload)
+    param_offload: bool = False
+    optimizer_offload: bool = False
     #: the old policy's log-probs recomputed by the trainer each step; None: PPO, several PPO epochs, or vLLM rollouts
     #: (verl always recomputes them; TRL 1.x does with vLLM, for its importance-sampling correction)
     old_logprob: bool | None = None

@@ -203,8 +203,20 @@ class Train(_Strict):
                                 "default rollout.enforce_eager: True)")
     rollout_tp: int = Field(1, ge=1, le=64, description="GRPO/PPO vLLM: tensor-parallel GPUs per rollout engine "
                             "replica (verl's rollout.tensor_model_parallel_size, TRL's vllm_tensor_parallel_size)")
-    generation_rounds: int = Field(1, ge=1, le=4096, description="GRPO/PPO vLLM: sequential generate calls per step "
-                                   "(TRL < 0.18: gradient_accumulation_steps; verl, TRL >= 0.18: 1)")
+    generation_rounds: int | None = Field(None, ge=1, le=4096, description="GRPO/PPO: sequential generate calls per "
+                                          "step (TRL < 0.17: gradient_accumulation_steps; verl, TRL >= 0.17: 1); "
+                                          "null = from trl_version, else 1")
+    trl_version: str | None = Field(None, pattern=r"^\d+\.\d+(\.\S*)?$", max_length=40, description=(
+        "GRPO/PPO with TRL: its version (e.g. 0.15.2); before 0.17 GRPOTrainer generated once per gradient-"
+        "accumulation micro-step, so generation_rounds defaults to those micro-steps"))
+    ppo_epochs: int = Field(1, ge=1, le=100, description="GRPO/PPO: optimizer passes over each rollout batch (verl "
+                            "ppo_epochs, TRL num_iterations); above 1 the old policy's log-probs are recomputed")
+    ppo_mini_batches: int = Field(1, ge=1, le=100_000, description="GRPO/PPO: optimizer steps per pass over the "
+                                  "rollout batch (verl train_batch_size / ppo_mini_batch_size; TRL 1)")
+    param_offload: bool = Field(False, description="GRPO/PPO verl-style: the trainer's FSDP parameters kept on the "
+                                "host between phases, loaded over PCIe for each (verl fsdp_config.param_offload)")
+    optimizer_offload: bool = Field(False, description="GRPO/PPO verl-style: Adam's states kept on the host but "
+                                    "in the update (verl fsdp_config.optimizer_offload)")
     reward_seconds_per_sample: float = Field(0.0, ge=0, le=3600, description="GRPO/PPO reward function s/sample")
     reward_model: str | None = Field(None, max_length=300, description="GRPO/PPO reward model (registry name or config "
                                      "path) of its own size; null: GRPO reward functions, PPO one like the policy")

@@ -71,7 +71,7 @@ def test_split_placement_chooses_a_share_and_async_is_faster(tmp_path):
 def test_group_size_and_tail_change_the_planned_time(tmp_path):
     base = _plan(_spec(tmp_path)).to_json()["trials"][0]["compute_s"]
     tail = _plan(_spec(tmp_path, completion_len_p90=2000)).to_json()["trials"][0]["compute_s"]
-    assert tail > 1.1 * base
+    assert tail > 1.05 * base  # vLLM's continuous batching: the tail costs less than static hf batches' would
     # more responses per prompt: more tokens per step, the same tokens per trial: fewer steps, a different time
     g16 = _plan(_spec(tmp_path, group_size=16)).to_json()["trials"][0]["compute_s"]
     assert g16 != pytest.approx(base, rel=0.02)

@@ -1,6 +1,6 @@
 """The RL step-time rows (gpuledger/estimate/data/rl_step_times.csv) and the accuracy gate of benchmarks/rl_accuracy.py:
 every row names its source, versions and settings, and the planned step times stay within the recorded
-error (docs/accuracy.md "RL step times": median |error| 18%, 9 of 12 within ±25%, 2026-12-02)."""
+error (docs/accuracy.md "RL step times": median |error| 16%, 9 of 12 within ±25%, 2026-12-02)."""
 
 from __future__ import annotations
 
