@@ -221,7 +221,7 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
     summary.est_cost_usd = sum(probe_cost_estimate_usd(placed[t.trial_id], overhead_s, s)
                                for (_, t), s in zip(shapes, steady, strict=True))
     from gpuledger.runtime import landing as landing_files
-    from gpuledger.runtime.engine import LEASE_TTL_S, lease_holder
+    from gpuledger.runtime.registration import LEASE_TTL_S, lease_holder
     from gpuledger.runtime.requests import launch_requests
     from gpuledger.settings import current
     from gpuledger.warehouse import Warehouse
@@ -310,7 +310,7 @@ def _register(wh, spec, spec_path: Path, sweep_id: str, launcher: str, cap: int,
     """Registers the sweep when new (status `planned`) and its planned trials (a probe is stored as a
     run of the trial it ran; ingest needs both)."""
     from gpuledger.plan import warehouse_trial_rows
-    from gpuledger.runtime.engine import sweep_fields
+    from gpuledger.runtime.registration import sweep_fields
 
     plan_json = plan.to_json()  # the warehouse edge: the plan as stored
     known = wh.query_named("sweeps_known", {"sweep_ids": [sweep_id]})
