@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from gpuledger.runtime.events import notify
 from gpuledger.runtime.launch_loop import INTERRUPT_GRACE_S, LaunchLoop
 from gpuledger.runtime.launching import LAUNCH_RETRY_DELAYS_S, make_launcher
 from gpuledger.runtime.registration import LEASE_TTL_S, lease_holder, register, sweep_fields
+from gpuledger.runtime.requests import LaunchRequest
 from gpuledger.runtime.search_marks import mark_left_suspended, mark_unasked
 from gpuledger.runtime.summary import SweepSummary
 from gpuledger.runtime.writer import Writer
@@ -72,10 +74,37 @@ class Hooks:
 
 
 @dataclass
+class ProbeLaunch:
+    """One probe (docs/probes.md): a trial of the sweep launched with its probe environment (purpose
+    `probe`, its shape, the stop rule), and the shape its record carries."""
+
+    trial: Trial
+    request: LaunchRequest
+    shape: dict[str, Any]
+
+    @property
+    def trial_id(self) -> str:
+        return self.trial.trial_id
+
+
+@dataclass
+class ProbeBatch:
+    """What makes a run of a sweep a probe run (`gpuledger.runtime.probe`): these launches instead of the
+    plan's trials; `then(records so far)` returns the launches that follow once they ended (the warm
+    start-ups of the local launcher), or none. A probe run registers the sweep only when it is new (status
+    `planned`), never skips or marks a trial, never finishes the sweep, and its records carry purpose
+    `probe`: probe spend is the sweep's spend, never a trial's result."""
+
+    launches: list[ProbeLaunch]
+    then: Callable[[list[ResultRecord]], list[ProbeLaunch]] | None = None
+
+
+@dataclass
 class SweepRun:
     """One run of an accepted (planned, guarded) sweep: the `AcceptedSweep`, the summary it fills in,
     how it launches. `rows`: the planned trial of each trial id, the plan's and those an adaptive
-    search admits later (`gpuledger.runtime.admit`)."""
+    search admits later (`gpuledger.runtime.admit`). `probes`: a probe run (`ProbeBatch`); `records`:
+    the records a probe run took (its probes are read back by their run ids)."""
 
     sweep: AcceptedSweep
     summary: SweepSummary
@@ -84,6 +113,8 @@ class SweepRun:
     retry_delays_s: tuple[float, ...] = LAUNCH_RETRY_DELAYS_S
     holder: str = field(default_factory=lease_holder)
     lease_ttl_s: float = LEASE_TTL_S
+    probes: ProbeBatch | None = None
+    records: list[ResultRecord] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.rows:
@@ -118,6 +149,20 @@ class SweepRun:
         return self.sweep.launcher
 
     @property
+    def landing_dir(self) -> Path:
+        """The run's landing folder: the sweep's, or `probes/SWEEP_ID/` beside it (a probe's records never
+        sit in the sweep's own)."""
+        if self.probes is not None:
+            return landing.landing_dir_for("probes") / self.sweep_id
+        return landing.landing_dir_for(self.sweep_id)
+
+    def notify(self, kind: str, **data: Any) -> None:
+        """A progress event of the sweep (`gpuledger.runtime.events`); a probe run sends none (the sweep's
+        own progress counts its trials)."""
+        if self.probes is None:
+            notify(kind, **data)
+
+    @property
     def in_flight(self) -> int:  # trials at once: `cap` slots of `sweep.pack` trials each (packed trials)
         return self.sweep.cap * max(1, self.sweep.pack)
 
@@ -140,7 +185,8 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
 
     hooks = hooks or Hooks()
     summary = run.summary
-    summary.landing = str(landing_dir := landing.landing_dir_for(run.sweep_id))
+    summary.landing = str(landing_dir := run.landing_dir)
+    probing = run.probes is not None
     try:
         todo, meter = register(run, hooks, landing_dir)
     except Exception as err:
@@ -149,7 +195,7 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
                 wh.release_lease(run.sweep_id, run.holder)
         raise
     search = None
-    if is_adaptive(run.spec):
+    if is_adaptive(run.spec) and not probing:  # a probe run launches its probes, in order
         from gpuledger.search.extrapolate import cost_stopper_for
 
         stopper = cost_stopper_for(run.spec, run.sweep.curves, float(run.plan.total_est_cost_usd or 0.0))
@@ -165,12 +211,12 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
         admission = Admission.for_run(run, hooks)
         summary.skipped_done = len(search.asked)  # asked, and finished or pruned, by earlier runs
         to_run = max(0, search.n_trials - summary.skipped_done)
-    total = len(run.trials) if admission is None else search.n_trials
+    total = (len(todo) if probing else len(run.trials)) if admission is None else search.n_trials
     counter = {"done": summary.skipped_done}
     pruned_ids: set[str] = set()
     hooks.progress(counter["done"], total)
-    notify("planned", sweep_id=run.sweep_id, total=total, todo=to_run, done_before=summary.skipped_done,
-           max_parallel=run.cap)
+    run.notify("planned", sweep_id=run.sweep_id, total=total, todo=to_run, done_before=summary.skipped_done,
+               max_parallel=run.cap)
 
     unkept: dict[str, str] = {}  # run_id -> why its record could not be kept in landing (a full disk)
 
@@ -179,13 +225,23 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
                 [(r.trial_id, vocabulary.PRUNED if r.trial_id in pruned_ids else r.status, r.cost_usd, unkept.get(r.run_id))
                  for r in records] + [(t, vocabulary.FAILED, 0.0, None) for t in errors]):
             counter["done"] += 1
-            notify("result", trial_id=trial_id, status=status, cost_usd=cost, done=counter["done"], total=total,
-                   spent_usd=summary.spent_usd, stored=ok, kept=lost is None, not_kept=lost, sweep_id=run.sweep_id)
+            run.notify("result", trial_id=trial_id, status=status, cost_usd=cost, done=counter["done"], total=total,
+                       spent_usd=summary.spent_usd, stored=ok, kept=lost is None, not_kept=lost, sweep_id=run.sweep_id)
         hooks.progress(counter["done"], total)
 
-    writer = Writer(run.sweep_id, landing_dir, hooks.log, stored, lease=(run.holder, run.lease_ttl_s))
-    launcher = run.launcher_factory(run.launcher, run.spec, run.cap, landing_dir, **({"pack": run.sweep.pack} if run.sweep.pack > 1 else {}))
-    money = MoneyWatch(run.sweep_id, accrue_interval_s(), writer, hooks.log, dict(run.rows)).start()
+    # a probe run stores its records here and now (its caller reads them back), never through the ingest service
+    writer = Writer(run.sweep_id, landing_dir, hooks.log, stored, lease=(run.holder, run.lease_ttl_s),
+                    **({"service": False} if probing else {}))
+    try:
+        launcher = run.launcher_factory(run.launcher, run.spec, run.cap, landing_dir,
+                                        **({"pack": run.sweep.pack} if run.sweep.pack > 1 else {}))
+    except BaseException:  # a launcher that cannot start (a UserError): nothing ran; the lease goes back
+        writer.close()
+        with contextlib.suppress(Exception), Warehouse.open(migrate=False) as wh:
+            wh.release_lease(run.sweep_id, run.holder)
+        raise
+    # the running trials' accruals and the envelopes' stop; a probe run's estimate is held by its caller
+    money = None if probing else MoneyWatch(run.sweep_id, accrue_interval_s(), writer, hooks.log, dict(run.rows)).start()
     status = vocabulary.SWEEP_FAILED
     try:
         loop = LaunchLoop(run, hooks, launcher, writer, meter, todo, search, pruned_ids, admission, money)
@@ -196,7 +252,8 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
         mark_left_suspended(search, writer, summary, hooks.log)
         status = ""
     finally:
-        money.close()
+        if money is not None:
+            money.close()
         close = getattr(launcher, "close", None)
         if callable(close):
             with contextlib.suppress(Exception):
@@ -239,14 +296,18 @@ def execute(run: SweepRun, hooks: Hooks | None = None) -> SweepSummary:
                                    reason=f"its result record {run_id} was lost ({why}); run it again")
                 for usage in summary.pools:  # the pools' start-up and idle tail: the sweep's, beside its runs
                     wh.record_pool_usage(run.sweep_id, usage)
-                wh.finish_sweep(run.sweep_id, status=status)
-                wh.stop_accruals(run.sweep_id)  # its runs' records count now; what it still holds goes back
-                wh.release_budget(run.sweep_id, f"sweep ended {status}")
+                if not probing:  # probes leave the sweep as it was (`planned` when they registered it)
+                    wh.finish_sweep(run.sweep_id, status=status)
+                    wh.stop_accruals(run.sweep_id)  # its runs' records count now; what it still holds goes back
+                    wh.release_budget(run.sweep_id, f"sweep ended {status}")
                 wh.release_lease(run.sweep_id, run.holder)
         except Exception as err:  # noqa: BLE001 - said, and the summary's status already tells the truth
             hooks.log.error("Could not write the final status %r of %s (its lease expires by itself in %g s): %s",
                             status, run.sweep_id, run.lease_ttl_s, err)
-    alert_failures(run.sweep_id, summary)
+    if probing:
+        summary.failures += [f"not stored: {why}" for why in writer.rejected.values()]
+    else:
+        alert_failures(run.sweep_id, summary)
     hooks.progress(total, total, final=True)
     return summary
 
@@ -261,5 +322,5 @@ def best_recipe(sweep_id: str) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
-__all__ = ["INTERRUPT_GRACE_S", "LEASE_TTL_S", "Hooks", "SweepRun", "best_recipe", "execute", "lease_holder",
+__all__ = ["INTERRUPT_GRACE_S", "LEASE_TTL_S", "Hooks", "ProbeBatch", "ProbeLaunch", "SweepRun", "best_recipe", "execute", "lease_holder",
            "objective_values", "register", "sweep_fields"]

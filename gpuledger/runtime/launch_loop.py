@@ -19,7 +19,6 @@ from gpuledger.record import ResultRecord
 from gpuledger.runtime import landing
 from gpuledger.runtime.accrual import ENVELOPE_STOP, MoneyWatch
 from gpuledger.runtime.budget import BudgetMeter, BudgetStop, EnvelopeStop
-from gpuledger.runtime.events import notify
 from gpuledger.runtime.launching import TrialOutcome, run_trial
 from gpuledger.runtime.requests import launch_requests
 from gpuledger.runtime.search_marks import mark_dropped, mark_stopped
@@ -43,7 +42,9 @@ class LaunchLoop:
         self.run, self.hooks, self.launcher, self.writer, self.meter = run, hooks, launcher, writer, meter
         self.money = money  # accruals and the envelopes' stop (gpuledger/runtime/accrual.py)
         self.summary = run.summary
-        self.requests = launch_requests(run.spec, todo, run.rows, sweep_id=run.sweep_id, launcher=run.launcher)
+        self.probes = run.probes  # a probe run: its launches (`ProbeLaunch`: each its own request) in order
+        self.requests = {} if self.probes is not None else launch_requests(run.spec, todo, run.rows, sweep_id=run.sweep_id,
+                                                                           launcher=run.launcher)
         self.search = search  # gpuledger.search.AdaptiveSearch: the next trial comes from its study
         self.admission = admission  # gpuledger.runtime.admit.Admission: plans and registers unforeseen trials
         self.pruned_ids = pruned_ids if pruned_ids is not None else set()
@@ -86,7 +87,7 @@ class LaunchLoop:
                 self._budget_stop(stop)
                 return
             self.pending.popleft()
-            request = self.requests[t.trial_id]
+            request = t.request if self.probes is not None else self.requests[t.trial_id]
             fut = pool.submit(run_trial, self.launcher, request, on_retry=self._on_retry,
                               delays_s=self.run.retry_delays_s, watch=self._watches(t.trial_id))
             self.inflight[fut] = t
@@ -98,7 +99,7 @@ class LaunchLoop:
             fut.add_done_callback(self.done_q.put)
             self.hooks.log.info("%s", started_text(t.trial_id, self.run.rows.get(t.trial_id), len(self.inflight),
                                                    self.summary.launched, self.meter.spent_usd))
-            notify("launched", trial_id=t.trial_id, sweep_id=self.run.sweep_id)
+            self.run.notify("launched", trial_id=t.trial_id, sweep_id=self.run.sweep_id)
 
     def _watches(self, trial_id: str) -> Any:
         """A running trial's watch: the pruner's (adaptive search) and the envelopes' stop."""
@@ -146,7 +147,7 @@ class LaunchLoop:
                                self.run.sweep_id, stop.reason, len(ids))
         with contextlib.suppress(Exception):
             self.hooks.budget_stopped(stop, ids)
-        notify("skipped-budget", trial_ids=ids, reason=stop.reason)
+        self.run.notify("skipped-budget", trial_ids=ids, reason=stop.reason)
 
     def _consume(self, futures: list[Future[TrialOutcome]]) -> None:
         records: list[ResultRecord] = []
@@ -159,6 +160,10 @@ class LaunchLoop:
             except BaseException as err:  # noqa: BLE001 - run_trial only lets interrupts through
                 outcome = TrialOutcome(t.trial_id, [], error=f"{type(err).__name__}: {err}")
             outcome.records = self._launched_only(t.trial_id, outcome.records)
+            if self.probes is not None:  # the stored form of a probe: its purpose and shape (kept so, signed)
+                outcome.records = [r.model_copy(update={"purpose": vocabulary.PROBE_PURPOSE, "probe_shape": t.shape})
+                                   for r in outcome.records]
+                self.run.records += outcome.records
             self.money.finished(t.trial_id) if self.money is not None else None
             if outcome.pruned and outcome.pruned.startswith(ENVELOPE_STOP):  # stopped by an envelope, not pruned
                 self.summary.budget_stopped, outcome.pruned = True, None
@@ -175,7 +180,7 @@ class LaunchLoop:
             if outcome.error is not None:
                 errors[t.trial_id] = outcome.error
                 self.summary.launcher_errors += 1
-                self.summary.failures.append(f"{t.trial_id}: {outcome.error}")
+                self.summary.failures.append(f"{'trial ' if self.probes is not None else ''}{t.trial_id}: {outcome.error}")
                 self.hooks.log.error("Trial %s: %s", t.trial_id, outcome.error)
             self._tell(t.trial_id, outcome)
             for i, rec in enumerate(outcome.records):
@@ -199,11 +204,13 @@ class LaunchLoop:
                     self.hooks.log.info("%s", ended_text(rec, self.meter.spent_usd))
                 else:
                     self.summary.failed += 1
-                    self.summary.failures.append(f"{rec.trial_id}: {rec.status}: {_one_line(rec.reason)}")
+                    self.summary.failures.append(f"probe of trial {rec.trial_id} {rec.status}: {_one_line(rec.reason)}"
+                                                 if self.probes is not None else
+                                                 f"{rec.trial_id}: {rec.status}: {_one_line(rec.reason)}")
                     self.summary.failure_details.append(failure_detail(rec))
                     self.hooks.log.warning("%s", ended_text(rec, self.meter.spent_usd, self.summary.failure_details[-1]))
         self.summary.spent_usd = self.meter.spent_usd
-        self.writer.results(records, errors)
+        self.writer.results(records, {} if self.probes is not None else errors)  # a probe's error fails no trial
         mark_stopped(self.search, self.writer, pruned)  # after their records: `pruned` (`cancelled`: suspended)
 
     def _launched_only(self, trial_id: str, records: list[ResultRecord]) -> list[ResultRecord]:
@@ -239,6 +246,8 @@ class LaunchLoop:
         try:
             while True:
                 self._launch(pool)
+                if not self.inflight and self._then():
+                    continue
                 if not self.inflight:
                     break
                 batch = [self.done_q.get()]
@@ -250,6 +259,15 @@ class LaunchLoop:
             self._interrupted()
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
+
+    def _then(self) -> bool:
+        """A probe run whose launches all ended: queues the launches that follow (`ProbeBatch.then`, once);
+        returns True when there are some."""
+        if self.probes is None or self.probes.then is None or self.summary.interrupted:
+            return False
+        then, self.probes.then = self.probes.then, None
+        self.pending.extend(then(list(self.run.records)))
+        return bool(self.pending)
 
     def _interrupted(self) -> None:
         self.summary.interrupted = True

@@ -7,18 +7,19 @@
    sharding, micro-batch, sequence length, same program); the first trial of each shape is probed;
 2. refuses (BudgetExceeded, exit 3) when what the sweep spent + the probes' estimated cost would
    cross the sweep's budget: probe spend is the sweep's spend (`sweep_spent`, the runtime's meter);
-3. registers the sweep (status `planned` when new) and its planned trials, holds the sweep's lease,
-   and runs the probes through the sweep's launcher (local, or SkyPilot managed jobs on the planned
-   placement), at most the plan's max_parallel at once, like the sweep's trials, each under the
-   measuring agent with `GPULEDGER_PURPOSE=probe`, the shape, and the stop rule that
+3. runs them as trials with purpose `probe` through the sweep's one engine (`gpuledger.runtime.engine`
+   with a `ProbeBatch`): the sweep's lease, its registration (status `planned` when new) and its planned
+   trials, the launch loop on the sweep's launcher (local, or SkyPilot managed jobs on the planned
+   placement), at most the plan's max_parallel at once, like the sweep's trials, and the writer; each
+   probe runs under the measuring agent with `GPULEDGER_PURPOSE=probe`, the shape, and the stop rule that
    `gpuledger.track.log` honours (`GPULEDGER_PROBE_STEPS` / `GPULEDGER_PROBE_SECONDS`; the agent's
    timeout is the backstop). Records land in `landing/probes/SWEEP_ID/`, never the sweep's own
-   landing folder;
-4. on the local launcher, runs each shape once more to its first step only: this machine keeps what a
-   first run cached (a model download, the demo's pretrained base, compiled kernels), so the start-up a
-   trial pays is a warm one; the planner takes the least start-up of a shape's probes here
-   (`plan_probes.warm_startup_s`);
-5. stores them (runs with purpose 'probe') and returns what `v_probes` says they measured.
+   landing folder; a probe's end never marks a trial nor finishes the sweep;
+4. on the local launcher, runs each shape once more to its first step only (`ProbeBatch.then`, in the
+   same run): this machine keeps what a first run cached (a model download, the demo's pretrained base,
+   compiled kernels), so the start-up a trial pays is a warm one; the planner takes the least start-up
+   of a shape's probes here (`plan_probes.warm_startup_s`);
+5. the runs are stored with purpose 'probe'; returns what `v_probes` says they measured.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -165,7 +166,7 @@ def auto_probe(spec_path: Path, accepted: Any, log: Any, launcher_factory: Any =
     try:
         summary = run_probes(accepted.spec, spec_path, launcher=accepted.launcher, trial_ids=ids, say=log.info,
                              plan=(list(accepted.trials), accepted.plan), sweep_id=accepted.sweep_id,
-                             launcher_factory=launcher_factory)
+                             launcher_factory=launcher_factory, log=log)
     except UserError as err:
         log.warning("Not probing: %s", err)
         return False
@@ -178,11 +179,12 @@ def auto_probe(spec_path: Path, accepted: Any, log: Any, launcher_factory: Any =
 
 def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids: list[str] | None = None,
                steps: int | None = None, seconds: float | None = None, max_parallel: int | None = None,
-               say=print, launcher_factory=None, plan=None, sweep_id: str | None = None) -> ProbeSummary:
+               say=print, launcher_factory=None, plan=None, sweep_id: str | None = None, log: Any = None) -> ProbeSummary:
     """Runs one probe per distinct shape of the sweep (or of the trials `trial_ids`); returns the summary.
 
     `plan`: (trials, Plan) when the caller planned already (the sweep's auto-probe);
-    `sweep_id`: the sweep the probes belong to (default: the spec's, `sweep_id_for`).
+    `sweep_id`: the sweep the probes belong to (default: the spec's, `sweep_id_for`); `log`: where the
+    engine says each probe's start and end (default: logging's `gpuledger.probe`).
     Raises UserError for a spec that cannot be probed, BudgetExceeded when the probes would cross the
     budget."""
     from gpuledger.launch import known_launchers, plans_as
@@ -220,69 +222,56 @@ def run_probes(spec, spec_path: Path, *, launcher: str | None = None, trial_ids:
     steady = [probe_seconds_estimate(placed[t.trial_id], spec, shape, steps=steps, seconds=seconds) for shape, t in shapes]
     summary.est_cost_usd = sum(probe_cost_estimate_usd(placed[t.trial_id], overhead_s, s)
                                for (_, t), s in zip(shapes, steady, strict=True))
-    from gpuledger.runtime import landing as landing_files
-    from gpuledger.runtime.registration import LEASE_TTL_S, lease_holder
-    from gpuledger.runtime.requests import launch_requests
-    from gpuledger.settings import current
-    from gpuledger.warehouse import Warehouse
-
-    holder = lease_holder()
-    landing_dir = current().landing_dir / "probes" / sweep_id
     spent, _ = sweep_spend_usd(sweep_id)
     budget = float(spec.budget.max_usd)
     if spent + summary.est_cost_usd > budget + 1e-9:
         raise BudgetExceeded(f"{len(shapes)} probe(s) of sweep {sweep_id} are estimated at ${summary.est_cost_usd:.4f}; "
                              f"with the ${spent:.4f} it spent they would cross its ${budget:.2f} budget; nothing was launched")
     from gpuledger.runtime import money
+    from gpuledger.runtime.accepted import AcceptedSweep
+    from gpuledger.runtime.engine import Hooks, ProbeBatch, ProbeLaunch, SweepRun, execute
     from gpuledger.runtime.envelopes import spender_for
+    from gpuledger.runtime.requests import launch_requests
 
+    reqs = launch_requests(spec, [t for _, t in shapes], placed, sweep_id=sweep_id, launcher=launcher)
+    launches = [ProbeLaunch(t, dataclasses.replace(reqs[t.trial_id], probe_env=probe_env(shape, steps=steps, seconds=seconds),
+                                                   timeout_s=_timeout_s(spec, launcher, s), echo_metrics=()), shape)
+                for (shape, t), s in zip(shapes, steady, strict=True)]
+
+    def warm(records: list[Any]) -> list[ProbeLaunch]:
+        """The local launcher: each shape that ran once more to its first step only (this machine keeps what
+        a first run cached: start-up again, warm)."""
+        ok = {json.dumps(r.probe_shape, sort_keys=True) for r in records if r.status == vocabulary.SUCCEEDED}
+        return [dataclasses.replace(p, request=dataclasses.replace(p.request, probe_env=probe_env(p.shape, steps=1, seconds=None)))
+                for p in launches if json.dumps(p.shape, sort_keys=True) in ok]
+
+    accepted = AcceptedSweep(spec=spec, spec_path=Path(spec_path), sweep_id=sweep_id, trials=tuple(trials), plan=planned,
+                             cap=cap, launcher=launcher)
+    run = SweepRun(accepted, summary=accepted.new_summary(), launcher_factory=launcher_factory or make_launcher,
+                   probes=ProbeBatch(launches, then=warm if plans_as(launcher) == "local" else None))
     by_server = bool(os.environ.get(money.ENV_LAUNCH_ID))  # an agent's launch: the server reserved it
     if not by_server:  # the team's envelopes hold the probes' estimate while they run (docs/budgets.md)
         money.reserve(sweep_id, f"{len(shapes)} probe(s) of sweep {sweep_id}",
                       {"total_est_cost_usd": summary.est_cost_usd}, spender_for(spec))
     try:
-        with Warehouse.open() as wh:
-            wh.acquire_lease(sweep_id, holder, LEASE_TTL_S)  # the sweep's own lease, as its trials hold it
-            _register(wh, spec, spec_path, sweep_id, launcher, cap, planned, trials)
         copies = f" ({len(shapes)} probes: copies fill the {cap} slots the trials will share)" if len(shapes) > summary.shapes else ""
         say(f"probing {summary.shapes} shape(s) of {sweep_id} ({len(trials)} trials){copies} through the {launcher} launcher, "
             f"at most {cap} at once; estimated ${summary.est_cost_usd:.4f}")
-        factory = launcher_factory or make_launcher
-        lch = factory(launcher, spec, cap, landing_dir)
-        placed = {t.trial_id: t for t in planned.planned_trials}
-        reqs = launch_requests(spec, [t for _, t in shapes], placed, sweep_id=sweep_id, launcher=launcher)
-        requests = []
-        for (shape, t), s in zip(shapes, steady, strict=True):
-            req = reqs[t.trial_id]
-            requests.append((shape, dataclasses.replace(
-                req, probe_env=probe_env(shape, steps=steps, seconds=seconds),
-                timeout_s=_timeout_s(spec, launcher, s), echo_metrics=())))
-        try:
-            records = _run_all(lch, requests, cap, summary)
-            if plans_as(launcher) == "local":  # this machine keeps what a first run cached: start-up again, warm
-                ok = {json.dumps(r.probe_shape, sort_keys=True) for r in records if r.status == vocabulary.SUCCEEDED}
-                again = [(shape, dataclasses.replace(req, probe_env=probe_env(shape, steps=1, seconds=None)))
-                         for shape, req in requests if json.dumps(shape, sort_keys=True) in ok]
-                records += _run_all(lch, again, cap, summary)
-        finally:
-            close = getattr(lch, "close", None)
-            if close is not None:
-                close()
-        for r in records:  # the stored form (purpose, shape), signed with the folder's key
-            landing_files.keep(landing_dir, r)
-        with Warehouse.open() as wh:
-            try:
-                result = wh.ingest_records(records)
-                landing_files.settle(landing_dir, [r.run_id for r in records], {})
-                for rej in result.rejected:
-                    summary.failures.append(f"not stored: {rej.reason}")
-                ids = [r.run_id for r in records]
-                if ids:
-                    got = wh.query_named("probes_of_runs", {"run_ids": ids})
-                    summary.probes = got.to_dicts()
-            finally:
-                wh.release_lease(sweep_id, holder)
+        # the one engine: the sweep's lease, registration, launch loop, writer and landing (`ProbeBatch`)
+        done = execute(run, Hooks(log or logging.getLogger("gpuledger.probe")))
+        summary.failures += done.failures
+        if done.unrecorded:
+            summary.failures.append(f"{done.unrecorded} probe record(s) not stored in the warehouse (kept in {done.landing})")
+        records = run.records
+        if records:
+            from gpuledger.warehouse import Warehouse
+
+            with Warehouse.open(read_only=True) as wh:
+                summary.probes = wh.query_named("probes_of_runs", {"run_ids": [r.run_id for r in records]}).to_dicts()
         summary.cost_usd = sum(r.cost_usd for r in records)
+        if done.interrupted and not any(f.startswith("lost the sweep's lease") for f in done.failures):
+            # Ctrl-C: what finished is stored; the caller stops
+            raise KeyboardInterrupt
         return summary
     finally:
         if not by_server:
@@ -304,39 +293,6 @@ def sweep_spend_usd(sweep_id: str) -> tuple[float, float]:
     with Warehouse.open(path, read_only=True) as wh:
         row = wh.query_named("sweep_spent", {"sweep_id": sweep_id}).row(0, named=True)
     return float(row["spent_usd"] or 0.0), float(row["probes_usd"] or 0.0)
-
-
-def _register(wh, spec, spec_path: Path, sweep_id: str, launcher: str, cap: int, plan: Plan, trials) -> None:
-    """Registers the sweep when new (status `planned`) and its planned trials (a probe is stored as a
-    run of the trial it ran; ingest needs both)."""
-    from gpuledger.plan import warehouse_trial_rows
-    from gpuledger.runtime.registration import sweep_fields
-
-    plan_json = plan.to_json()  # the warehouse edge: the plan as stored
-    known = wh.query_named("sweeps_known", {"sweep_ids": [sweep_id]})
-    if known.is_empty():
-        wh.register_sweep(**sweep_fields(spec, spec_path, plan_json, sweep_id=sweep_id, launcher=launcher, cap=cap),
-                          status=vocabulary.SWEEP_PLANNED)
-    wh.upsert_trials(sweep_id, [{**r, "status": vocabulary.PENDING} for r in warehouse_trial_rows(plan_json, trials)])
-
-
-def _run_all(launcher, requests: list[tuple[dict[str, Any], Any]], cap: int, summary: ProbeSummary) -> list[Any]:
-    """Runs the probe requests (at most `cap` at once); returns their records with purpose 'probe' and
-    their shape (also when the agent died without writing one)."""
-    from gpuledger.runtime.launching import run_trial
-
-    records = []
-    with ThreadPoolExecutor(max_workers=cap, thread_name_prefix="probe") as pool:
-        futures = [(shape, pool.submit(run_trial, launcher, req)) for shape, req in requests]
-        for shape, fut in futures:
-            out = fut.result()
-            if out.error:
-                summary.failures.append(f"trial {out.trial_id}: {out.error}")
-            for rec in out.records:
-                records.append(rec.model_copy(update={"purpose": vocabulary.PROBE_PURPOSE, "probe_shape": shape}))
-                if rec.status != vocabulary.SUCCEEDED:
-                    summary.failures.append(f"probe of trial {rec.trial_id} {rec.status}: {rec.reason or ''}".strip())
-    return records
 
 
 def probe_lines(summary: ProbeSummary) -> list[str]:

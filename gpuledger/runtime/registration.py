@@ -56,7 +56,11 @@ def sweep_fields(spec, spec_path: Path, plan_json: dict[str, Any], *, sweep_id: 
 
 
 def register(run: SweepRun, hooks: Hooks, landing_dir: Path) -> tuple[list[Any], BudgetMeter]:
-    """Step 1: registers the sweep and its trials, stores leftovers; returns (trials to run, meter)."""
+    """Step 1: registers the sweep and its trials, stores leftovers; returns (trials to run, meter). A probe
+    run (`run.probes`) registers the sweep only when it is new (status `planned`: the probes come first)
+    and all its planned trials (a probe is stored as a run of the trial it ran), and returns its probes;
+    its caller checked their estimate against the budget before (`gpuledger.runtime.probe`), as the
+    sweep's own guard does before a sweep."""
     from gpuledger.plan import warehouse_trial_rows
     from gpuledger.warehouse import Warehouse
 
@@ -66,9 +70,13 @@ def register(run: SweepRun, hooks: Hooks, landing_dir: Path) -> tuple[list[Any],
         summary.warehouse = str(wh.path)
         # a second run of the same sweep meanwhile refuses here (SweepBusy, exit 4, naming this holder)
         wh.acquire_lease(run.sweep_id, run.holder, run.lease_ttl_s)
-        wh.register_sweep(**sweep_fields(sp, run.spec_path, plan_json, sweep_id=run.sweep_id, launcher=run.launcher,
-                                         cap=run.cap), forced=summary.forced)
-        planned = [] if asks_new_points(sp) else run.trials  # tpe over a range: each one registered when asked
+        fields = sweep_fields(sp, run.spec_path, plan_json, sweep_id=run.sweep_id, launcher=run.launcher, cap=run.cap)
+        if run.probes is None:
+            wh.register_sweep(**fields, forced=summary.forced)
+        elif wh.query_named("sweeps_known", {"sweep_ids": [run.sweep_id]}).is_empty():
+            wh.register_sweep(**fields, status=vocabulary.SWEEP_PLANNED)
+        # tpe over a range: each one registered when asked (a probe run: the plan's points)
+        planned = [] if asks_new_points(sp) and run.probes is None else run.trials
         wh.upsert_trials(run.sweep_id, [{**r, "status": vocabulary.PENDING} for r in warehouse_trial_rows(plan_json, planned)])
         try:
             refused = landing.quarantine_unsigned(landing_dir)
@@ -85,6 +93,10 @@ def register(run: SweepRun, hooks: Hooks, landing_dir: Path) -> tuple[list[Any],
         done_ids = wh.succeeded_trial_ids(run.sweep_id)
         spent = float(wh.query_named("sweep_spent", {"sweep_id": run.sweep_id})["spent_usd"][0] or 0.0)
         measured = [float(c) for c in wh.query_named("runs_measured_costs", {"sweep_id": run.sweep_id})["cost_usd"]]
+    summary.spent_usd = spent
+    if run.probes is not None:
+        return list(run.probes.launches), BudgetMeter.for_plan(float(sp.budget.max_usd), run.rows, spent_usd=spent,
+                                                               measured_usd=measured, forced=True)
     todo = []
     for t in planned:
         row = run.rows.get(t.trial_id)
@@ -100,5 +112,4 @@ def register(run: SweepRun, hooks: Hooks, landing_dir: Path) -> tuple[list[Any],
                        summary.skipped_done, run.sweep_id)
     meter = BudgetMeter.for_plan(float(sp.budget.max_usd), run.rows, spent_usd=spent, measured_usd=measured,
                                  forced=summary.forced)
-    summary.spent_usd = spent
     return todo, meter

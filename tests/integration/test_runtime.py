@@ -272,3 +272,50 @@ def test_candidates_a_search_never_asks_for_end_not_asked_not_pending(tmp_path, 
     again, _ = _run(tmp_path, strategy="tpe", n_trials=2)  # the same sweep again: nothing more to ask
     summary = execute(again)
     assert (summary.launched, summary.not_asked) == (0, 2)
+
+
+def test_a_probe_run_is_the_engines_run_of_trials_with_purpose_probe(tmp_path, monkeypatch):
+    """`run_probes` runs through `execute` (one lease, launch loop, writer): another holder's lease refuses it
+    before anything launches; its records carry purpose `probe` and their shape; the warm start-ups follow in
+    the same run on the same launcher; a failed probe is named and marks no trial; the sweep stays `planned`."""
+    from gpuledger import protocol
+    from gpuledger.runtime.probe import run_probes
+    from gpuledger.spec import load_spec
+    from gpuledger.warehouse import SweepBusy, Warehouse
+
+    monkeypatch.chdir(tmp_path)
+    path = write_spec(tmp_path, name="probe-engine", xs=(0.1, 0.2), usd_per_hour=1.0)
+    spec = load_spec(path)
+    made: list[FakeLauncher] = []
+
+    def factory(name, spec, cap, landing_dir):
+        warm_fails = {"status": vocabulary.FAILED, "reason": "warm start-up broke"}
+        made.append(FakeLauncher(landing_dir=landing_dir, wall_s=2.0, usd_per_hour=1.0,
+                                 outcome=lambda req: warm_fails if req.probe_env.get(protocol.ENV_PROBE_STEPS) == "1" else {}))
+        return made[-1]
+
+    with Warehouse.open() as wh:
+        wh.acquire_lease("probe-engine", "another run", 60)
+    with pytest.raises(SweepBusy):
+        run_probes(spec, path, steps=3, say=lambda m: None, launcher_factory=factory, sweep_id="probe-engine")
+    assert made == []  # refused at the lease: nothing launched
+    with Warehouse.open() as wh:
+        wh.release_lease("probe-engine", "another run")
+
+    said: list[str] = []
+    summary = run_probes(spec, path, steps=3, say=said.append, launcher_factory=factory, sweep_id="probe-engine")
+    assert len(made) == 1 and made[0].submitted == 4  # 1 shape x 2 slots, then each warm start-up
+    assert said and said[0].startswith("probing 1 shape(s) of probe-engine (2 trials) (2 probes: copies fill the 2 slots")
+    probed = {p["trial_id"] for p in summary.probes}
+    assert len(summary.probes) == 4 and len(probed) == 1
+    assert summary.failures == [f"probe of trial {next(iter(probed))} failed: warm start-up broke"] * 2
+    assert summary.cost_usd == pytest.approx(4 * 2.0 / 3600)
+    with _wh() as wh:
+        runs = wh.query("SELECT purpose, probe_shape IS NOT NULL AS shaped, status FROM runs ORDER BY status").to_dicts()
+        assert runs == [{"purpose": "probe", "shaped": True, "status": "failed"}] * 2 + \
+                      [{"purpose": "probe", "shaped": True, "status": "succeeded"}] * 2
+        trials = wh.query("SELECT trial_id, status FROM trials WHERE sweep_id = 'probe-engine'").to_dicts()
+        assert len(trials) == 2 and {t["status"] for t in trials} == {vocabulary.PENDING}  # no probe marked a trial
+        assert wh.scalar("SELECT status FROM sweeps WHERE sweep_id = 'probe-engine'") == vocabulary.SWEEP_PLANNED
+    with Warehouse.open() as wh:  # the probes gave their lease back
+        wh.acquire_lease("probe-engine", "the sweep", 60)
