@@ -9,7 +9,13 @@ from the project's specs/ folder) of the project's own spec whose trial imports 
 warehouse, inside the project), `report sweep`, `report weekly`, `render-task`, `schema --write`,
 every `prefect.yaml` entrypoint loaded as a flow, and a command outside any project (one line).
 No output has a traceback, and nothing is written into site-packages (Python's own `__pycache__`
-bytecode aside).
+bytecode aside). Then what issue 39's check does with the wheel alone: the documented Python API's plan
+decides the spend `plan --json` decides; an MCP client (the real SDK, over stdio) plans through
+`python -m gpuledger.mcp_server`, which never imports `gpuledger.cli` (its `-X importtime` log); a W&B
+export imports and appears in the weekly report; and, with the CPU torch wheel of /opt/wheels and the
+suite's transformers installed into the venv, a tiny Transformers `Trainer` measured by the one line
+`callbacks=[GpuledgerCallback()]` is a run of the ledger read back as a polars frame (tokens, loss,
+wall-clock, cost).
 """
 
 from __future__ import annotations
@@ -198,3 +204,143 @@ def test_the_checkout_is_not_what_the_test_suite_imports_from_the_wheel_venv(ven
                           cwd="/", capture_output=True, text=True, timeout=120,
                           env={"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/")})
     assert done.returncode == 0 and str(REPO) not in done.stdout and sys.prefix not in done.stdout
+
+
+#: The documented Python API (docs/api.md), as a notebook calls it: the plan's decided spend
+API_PLAN = textwrap.dedent("""\
+    import json
+    import gpuledger as gl
+
+    verdict = gl.Ledger().plan("specs/lora-grid.yaml")
+    print(json.dumps({"decided_usd": verdict.decided_usd, "accepted": verdict.accepted}))
+    """)
+
+#: A tiny random-weight GPT-2 trained on the CPU by a Transformers `Trainer`, measured by the one line
+#: `callbacks=[GpuledgerCallback()]`; nothing downloaded
+TRAINER = textwrap.dedent("""\
+    import json
+    import torch, transformers
+    from gpuledger.integrations.transformers import GpuledgerCallback
+
+    class Tokens(torch.utils.data.Dataset):
+        def __init__(self, n):
+            self.ids = torch.randint(0, 64, (n, 16), generator=torch.Generator().manual_seed(n))
+        def __len__(self):
+            return len(self.ids)
+        def __getitem__(self, i):
+            return {"input_ids": self.ids[i], "attention_mask": torch.ones(16, dtype=torch.long), "labels": self.ids[i]}
+
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=1, n_head=2))
+    args = transformers.TrainingArguments(output_dir="out", max_steps=4, per_device_train_batch_size=2, logging_steps=1,
+                                          eval_strategy="steps", eval_steps=2, save_strategy="no", use_cpu=True,
+                                          disable_tqdm=True, report_to="none")
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=Tokens(16), eval_dataset=Tokens(4),
+                                   callbacks=[GpuledgerCallback()])
+    trainer.train()
+    callback = next(c for c in trainer.callback_handler.callbacks if isinstance(c, GpuledgerCallback))
+    print(json.dumps({"run_id": callback.finished.run_id}))
+    """)
+
+#: The ledger read back as the documented API gives it: runs as a polars frame, a run's final metrics
+API_RUN = textwrap.dedent("""\
+    import json, sys
+    import polars as pl
+    import gpuledger as gl
+
+    ledger = gl.Ledger()
+    runs = ledger.runs()
+    assert isinstance(runs, pl.DataFrame), type(runs)
+    row = runs.filter(pl.col("run_id") == sys.argv[1]).row(0, named=True)
+    print(json.dumps({"wall_s": row["wall_s"], "cost_usd": row["cost_usd"], "status": row["status"],
+                      "finals": ledger.final_metrics(sys.argv[1])}))
+    """)
+
+#: The MCP server as `python -m gpuledger.mcp_server`, every import it makes written to a file (-X importtime)
+MCP_SERVER = textwrap.dedent("""\
+    import os, runpy, sys
+    fd = os.open(sys.argv.pop(1), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(fd, 2)
+    runpy.run_module("gpuledger.mcp_server", run_name="__main__", alter_sys=True)
+    """)
+
+WANDB_EXPORT = {
+    "id": "hist-1", "name": "sft-history", "state": "finished", "created_at": "2026-11-30T10:00:00Z",
+    "config": {"model_name_or_path": "Qwen/Qwen2.5-0.5B", "lora_r": 16},
+    "summary": {"_runtime": 3600, "train/loss": 1.2, "train/num_input_tokens_seen": 3.6e7},
+    "metadata": {"gpu": "NVIDIA A100-SXM4-80GB", "gpu_count": 2}}
+
+#: The CPU torch wheel the Trainer part installs into the venv (as `make torch-cpu` does for the checkout)
+WHEELS = Path("/opt/wheels")
+
+
+def _imported(importtime_log: str) -> set[str]:
+    """The modules a `python -X importtime` process imported (its stderr's `import time:` lines)."""
+    return {line.rsplit("|", 1)[-1].strip() for line in importtime_log.splitlines() if line.startswith("import time:")}
+
+
+def test_the_documented_api_a_trainer_the_mcp_server_and_history_from_the_installed_wheel(venv, tmp_path):
+    """What issue 39's check does with the wheel alone: the Python API's plan decides the spend `plan --json`
+    decides; a Transformers Trainer measured by one line is a run of the ledger (tokens, loss, wall-clock,
+    cost) read back as a polars frame; an MCP client over stdio (the real SDK) plans through a server that
+    never imports `gpuledger.cli`; a W&B export imports and appears in the weekly report."""
+    import asyncio
+
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    user = User(venv, tmp_path / "home")
+    project = tmp_path / "far" / "proj"
+    user.run("init", str(project), cwd=tmp_path)
+
+    planned = json.loads(user.run("plan", "specs/lora-grid.yaml", "--json", cwd=project).stdout)
+    api = json.loads(user.run("-c", API_PLAN, cwd=project, exe="python").stdout)
+    assert api == {"decided_usd": planned["decided_usd"], "accepted": planned["within_budget"]}
+    assert api["decided_usd"] > 0
+
+    imports = tmp_path / "mcp-imports.txt"
+    env = {**user.env, "PYTHONUNBUFFERED": "1"}
+    params = StdioServerParameters(command=str(venv / "bin" / "python"), args=["-X", "importtime", "-c", MCP_SERVER,
+                                                                             str(imports)], cwd=str(project), env=env)
+
+    async def talk() -> dict:
+        async with Client(params, read_timeout_seconds=300) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert {"plan", "sql", "status", "validate"} <= set(tools)
+            assert tools["sql"].annotations is not None and tools["sql"].annotations.read_only_hint
+            plan = await client.call_tool("plan", {"spec": "specs/lora-grid.yaml"})
+            assert not plan.is_error, plan.content
+            return plan.structured_content
+
+    mcp_plan = asyncio.run(talk())
+    assert mcp_plan["plan"]["decided_usd"] == planned["decided_usd"]
+    seen = _imported(imports.read_text(encoding="utf-8"))
+    assert {"gpuledger.mcp_server.server", "gpuledger.api"} <= seen, sorted(seen)[:50]  # the log is live
+    assert not {m for m in seen if m == "gpuledger.cli" or m.startswith("gpuledger.cli.")}, "the MCP server imported the CLI"
+
+    export = project / "wandb-runs.jsonl"
+    export.write_text(json.dumps(WANDB_EXPORT) + "\n", encoding="utf-8")
+    history = json.loads(user.run("import", str(export), "--project", "team-history", "--json", cwd=project).stdout)
+    assert history["stored"] == 1 and history["new"] == 1 and history["formats"] == ["wandb"]
+    weekly = json.loads(user.run("report", "weekly", "--week", "2026-W49", "--json", cwd=project).stdout)
+    text = Path(weekly["markdown"]).read_text(encoding="utf-8")
+    assert "team-history" in text and "A100-80GB" in text, text[:2000]
+
+    from importlib.metadata import PackageNotFoundError, version
+
+    torch_wheels = sorted(WHEELS.glob("torch-*+cpu-*.whl")) if WHEELS.is_dir() else []
+    try:  # the suite's own versions (from uv's cache); the Trainer needs accelerate beside torch
+        pins = [f"{name}=={version(name)}" for name in ("transformers", "accelerate")]
+    except PackageNotFoundError:
+        pins = []
+    if not torch_wheels or not pins:
+        pytest.skip(f"the Trainer part needs a CPU torch wheel in {WHEELS} and transformers in the suite's venv "
+                    "(`make torch-cpu` installs both)")
+    _sh([*UV, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), "--find-links", str(WHEELS),
+         f"torch=={torch_wheels[-1].name.split('-')[1]}", *pins])
+    trained = json.loads(user.run("-c", TRAINER, cwd=project, exe="python").stdout.strip().splitlines()[-1])
+    run = json.loads(user.run("-c", API_RUN, trained["run_id"], cwd=project, exe="python").stdout)
+    assert run["status"] == "succeeded" and run["wall_s"] > 0 and run["cost_usd"] > 0
+    assert run["finals"]["tokens"] == 4 * 2 * 16 and run["finals"]["steps"] == 4
+    assert run["finals"]["loss"] > 0 and run["finals"]["eval_loss"] > 0
+    assert "Traceback" not in "\n".join(user.outputs)
