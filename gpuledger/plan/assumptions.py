@@ -69,6 +69,16 @@ def plan_assumptions(s: PlanSettings, candidates: pl.DataFrame, offers: pl.DataF
     return a
 
 
+def lengths_unstated(spec) -> bool:
+    """True when a fine-tune's spec counts its data in train.samples and states neither train.padding nor
+    train.sample_tokens of an unpacked run: planned at the cap (`throughput.resolved_padding`), its time band's
+    P10 reaches what the typical lengths would take (`plan.bands.with_bands`)."""
+    t = getattr(spec, "train", None)
+    return bool(t is not None and t.samples is not None and not t.packing and t.padding == "max_length"
+                and "padding" not in t.model_fields_set and t.sample_tokens is None
+                and getattr(spec, "method", "lora") in ("full", "lora", "qlora"))
+
+
 def sample_lengths_notes(spec) -> list[str]:
     """Returns what the plan assumed of the samples' lengths when the spec counts its data in train.samples
     (`throughput.resolved_padding`): the cap when neither padding nor the mean is stated, with the share of
@@ -80,7 +90,7 @@ def sample_lengths_notes(spec) -> list[str]:
     if t.samples is None or t.packing or t.padding != "max_length" or getattr(spec, "method", "lora") not in (
             "full", "lora", "qlora"):
         return []
-    if "padding" in t.model_fields_set or t.sample_tokens is not None:
+    if not lengths_unstated(spec):
         return [f"train.samples padded to train.seq_len {t.seq_len} (train.padding max_length): each sample costs "
                 f"{t.seq_len} positions"]
     share = padding_factors(t.micro_batch, False, t.seq_len, None, "longest")[1]
@@ -88,5 +98,5 @@ def sample_lengths_notes(spec) -> list[str]:
             f"{t.seq_len} positions (padding max_length, the most a sample can cost: the budget's safe side); samples "
             f"of a typical instruction set (mean {DEFAULT_SAMPLE_TOKENS} tokens) padded to the longest of a micro-batch "
             f"of {t.micro_batch} would take ~{share:.0%} of those positions; train.sample_tokens (the data's mean) or "
-            "train.padding longest | packed says which"]
+            "train.padding longest | packed says which; each trial's time band reaches down to the typical lengths' time at its P10"]
 

@@ -174,6 +174,20 @@ def trial_band(basis: str, cell: tuple, table, *, local: bool, probe: dict | Non
     return tb.centered(basis if basis != "estimate" else "the model's CPU time"), mb
 
 
+def typical_lengths_ratio(workload_text: str, accelerator: str, gpus: int) -> float | None:
+    """Returns a trial planned at the cap (lengths unstated: padding max_length) its compute time with the typical
+    lengths padded to each micro-batch's longest instead, as a share of its time (None for other workloads):
+    what its band's P10 reaches (issue 36: the two assumptions bound such a spec)."""
+    from gpuledger.estimate import Workload, estimate, training_step
+
+    w = Workload(**json.loads(workload_text)["workload"])
+    if w.padding != "max_length" or w.sample_tokens is not None or w.method not in ("full", "lora", "qlora"):
+        return None
+    at_cap = training_step(estimate(w), accelerator, gpus).time_s(1.0)
+    typical = training_step(estimate(w.model_copy(update={"padding": "longest"})), accelerator, gpus).time_s(1.0)
+    return min(1.0, typical / at_cap) if at_cap > 0 else None
+
+
 def with_bands(plan: Plan, estimates: pl.DataFrame, s, *, table=None, probed: pl.DataFrame | None = None,
                overhead_s: float | None = None) -> Plan:
     """Returns `plan` with the band columns (BAND_COLS) on every feasible trial and the totals'
@@ -206,14 +220,16 @@ def with_bands(plan: Plan, estimates: pl.DataFrame, s, *, table=None, probed: pl
         wall, compute = float(r["est_wall_s"]), max(float(r["compute_s"] or 0.0), 0.0)
         # the compute part moves; start-up stays; spot rework grows with the run (its ratio to T0)
         rework = max(wall / (ov + compute), 1.0) if r["spot"] and ov + compute > 0 else 1.0
-        for q, f in (("p10", tb.p10), ("p90", tb.p90)):
+        low = typical_lengths_ratio(text, r["accelerator"], r["gpus"]) if s.lengths_unstated and text else None
+        for q, f in (("p10", tb.p10 if low is None else min(tb.p10, low)), ("p90", tb.p90)):
             w = max(wall + compute * (f - 1.0) * rework, 0.0)
             cols[f"est_wall_s_{q}"].append(round(w, 3))
             cols[f"est_cost_usd_{q}"].append(round(float(r["est_cost_usd"] or 0.0) * (w / wall if wall > 0 else 1.0), 6))
         mem = r["est_memory_gib"]
         cols["mem_gib_p10"].append(None if mem is None else round(mem * (mb.p10 if mb is not None else 1.0), 3))
         cols["mem_gib_p90"].append(None if mem is None else round(mem * (mb.p90 if mb is not None else 1.0), 3))
-        cols["est_band"].append(tb.describe())
+        cols["est_band"].append(tb.describe() if low is None or low >= tb.p10 else
+                                f"{tb.describe()}; P10 at the typical sample lengths (x{low:.2f} of the cap's time)")
         usable = r["usable_memory_gib"]
         if mem is None or mb is None or usable is None:
             cols["oom_risk"].append(None)

@@ -76,6 +76,9 @@ class PlanSettings:
     #: the deadline test's time quantile: (accelerator, gpus, precision) -> the compute time's P90 / P50 of
     #: that cell (budget.confidence p90); None: the test at P50
     deadline_factor: Any = None
+    #: train.samples planned at the cap, neither padding nor sample_tokens stated (`assumptions.lengths_unstated`):
+    #: each trial's time P10 reaches the typical lengths' time (plan/bands.py)
+    lengths_unstated: bool = False
     memory_safety_fraction: float = MEMORY_SAFETY_FRACTION
     memory_reserve_gib: float = MEMORY_RESERVE_GIB
 

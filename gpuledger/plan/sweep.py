@@ -10,7 +10,7 @@ from dataclasses import replace
 import polars as pl
 
 from gpuledger.errors import UserError
-from gpuledger.plan.assumptions import sample_lengths_notes
+from gpuledger.plan.assumptions import lengths_unstated, sample_lengths_notes
 from gpuledger.plan.choice import plan_from_estimates
 from gpuledger.plan.estimates import trial_estimates
 from gpuledger.plan.formats import fmt_duration
@@ -55,6 +55,7 @@ def settings_for(spec, *, max_parallel: int | None = None, launcher: str | None 
         confidence=confidence,
         band_table=band_table,
         deadline_factor=deadline_factor(framework, spec.method, confidence, band_table),
+        lengths_unstated=lengths_unstated(spec),
     )
 
 

@@ -190,3 +190,23 @@ def test_the_fit_is_decided_at_the_memory_band(tmp_path):
     both = plan_sweep(_fit_spec(tmp_path, "L4, A100-80GB"))
     safe = {t["params"]["micro_batch"]: t for t in both.trials}[1]
     assert safe["accelerator"] == "A100-80GB" and safe["memory_note"] is None and safe["oom_risk"] < 0.1
+
+
+def test_samples_of_unstated_lengths_are_planned_at_the_cap_with_the_typical_lengths_at_p10(tmp_path):
+    """Issue 36: train.samples without padding or sample_tokens: each sample at seq_len positions (the P50),
+    the band's P10 down to the typical lengths padded per micro-batch; the mean stated plans that instead."""
+    def plan_of(train: str, name: str):
+        spec = _spec(tmp_path, "{max_usd: 3000}", name=name, accelerators="A100-80GB", gpus="1")
+        path = tmp_path / name
+        path.write_text(path.read_text().replace("  tokens_per_trial: 20_000_000\n", train))
+        spec = load_spec(path)
+        return plan_sweep(spec, expand_trials(spec))
+
+    cap = plan_of("  samples: 20000\n", "cap.yaml")
+    stated = plan_of("  samples: 20000\n  sample_tokens: 250\n", "stated.yaml")
+    a, b = cap.to_json()["trials"][0], stated.to_json()["trials"][0]
+    assert a["est_wall_s"] > 2 * b["est_wall_s"]  # 2,048 positions a sample, not the longest of 4 ~250-token ones
+    assert a["est_wall_s_p10"] < 1.2 * b["est_wall_s"]  # the band covers both assumptions
+    assert "typical sample lengths" in a["est_band"] and "typical sample lengths" not in b["est_band"]
+    assert any("neither train.padding nor train.sample_tokens" in x for x in cap.assumptions)
+    assert not any("neither train.padding" in x for x in stated.assumptions)
