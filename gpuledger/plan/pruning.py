@@ -165,19 +165,22 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
         sim_curves = [replace(c, trial_id=tid) for tid, c in matched.items()]
         sim_order = [tid for tid in order if tid in matched]
         cost_on = (choice.stopping or getattr(s, "stopping", "cost")) == "cost"
+        level = choice.stopping_level or getattr(s, "stopping_level", None)  # the rule's level, as the sweep runs it
         stopper = None
         if cost_on:  # the sweep's cost-aware rule, as the sweep runs it (references: the other curves)
             from gpuledger.search.replay import cost_stopper
 
             stopper = cost_stopper(sim_curves, {c.trial_id: 1.0 for c in sim_curves}, s.objective.goal,
                                    float(s.stopping_value_usd or 0.0) / full * sum(c.wall_s for c in sim_curves)
-                                   if s.stopping_value_usd and full > 0 else sum(c.wall_s for c in sim_curves))
+                                   if s.stopping_value_usd and full > 0 else sum(c.wall_s for c in sim_curves),
+                                   level=level)
         sim = simulate_asha(sim_curves, slots=max(1, int(max_parallel)), min_steps=min_steps, reduction_factor=eta,
                             goal=s.objective.goal, order=sim_order, stopper=stopper)
         unpruned = simulate_asha(sim_curves, slots=max(1, int(max_parallel)), min_steps=min_steps,
                                  reduction_factor=eta, goal=s.objective.goal, order=sim_order, pruner="none")
         span = min(1.0, sim.makespan_s / unpruned.makespan_s) if unpruned.makespan_s > 0 else 1.0
-        orders = (_replayed_orders(sim_curves, max(1, int(max_parallel)), min_steps, eta, s.objective.goal, cost_on)
+        orders = (_replayed_orders(sim_curves, max(1, int(max_parallel)), min_steps, eta, s.objective.goal,
+                                   (level or True) if cost_on else False)
                   if len(matched) >= MIN_CHECK_CURVES else None)  # fewer: the launch order alone
         if orders is not None:  # the arrival orders a shared machine's load makes: the median, and a P90 span
             span = max(span, orders["makespan_p90"])
@@ -248,7 +251,7 @@ PLAN_ORDERS = 8
 
 
 def _replayed_orders(curves: Sequence[Any], slots: int, min_steps: int, eta: int, goal: str,
-                     cost_on: bool) -> dict[str, float] | None:
+                     cost_on: bool | str) -> dict[str, float] | None:
     """Returns {orders, trial_s_median, makespan_p90} (fractions of the unpruned grid's) of `curves` replayed
     over PLAN_ORDERS arrival orders, or None with fewer than 2 complete curves."""
     import math

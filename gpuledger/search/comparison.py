@@ -48,7 +48,7 @@ def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *
     if references is not None and sum(1 for c in known if c.values and not c.failed) < 2:
         raise ValueError("references: at least 2 curves that ran to their end are needed")
     choice = with_checked_stopping(choose_pruning_for_curves(known, goal=goal, slots=slots), known, goal=goal,
-                                   slots=slots, stopping="cost")
+                                   slots=slots, stopping="cost", every_point=references is None)
     cost_on = choice.stopping != "rungs"  # the check before launch may turn the rule off (curves that cross)
     settings = {
         "asha-optuna": ("asha", 2, 3), "asha-2-3": ("rungs", 2, 3),
@@ -64,10 +64,12 @@ def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *
             pr, ms, eta = settings[name]
             summ.settings = {"pruner": "optuna-asha" if pr == "asha" else "rungs", "min_steps": ms,
                              "reduction_factor": eta,
-                             **({"cost_stopping": cost_on, "stopping_why": choice.stopping_why}
+                             **({"cost_stopping": cost_on, "stopping_level": choice.stopping_level,
+                                 "stopping_why": choice.stopping_why}
                                 if name in (COST_AWARE_STRATEGY, "asha-suspend") else {}),
                              **({"suspend": True} if name.endswith("-suspend") else {})}
-    runs = {name: settings[name] + (name in (COST_AWARE_STRATEGY, "asha-suspend") and cost_on,
+    level = (choice.stopping_level or True) if cost_on else False
+    runs = {name: settings[name] + (level if name in (COST_AWARE_STRATEGY, "asha-suspend") else False,
                                     name.endswith("-suspend")) for name in out if name != "grid"}
     floor: list[tuple[float, float]] = []
     _replay(pool, usd_per_s, out, runs, slots=slots, goal=goal, orders=orders, seed=seed, jitter=jitter,

@@ -224,13 +224,16 @@ def _kept(value: float | None, best: float, goal: str) -> bool:
 
 def cost_stopper(curves: Sequence[Curve], usd_per_s: Mapping[str, float], goal: str, value_usd: float,
                  elapsed_scale: Mapping[str, float] | None = None,
-                 references: Sequence[Curve] | None = None) -> Callable[..., bool]:
+                 references: Sequence[Curve] | None = None, level: str | None = None) -> Callable[..., bool]:
     """Returns a `simulate_asha` stopper: the cost-aware rule with the other trials' complete curves as
     references (leave one out), or the fixed `references` (curves of another sweep of the kind: what the
     warehouse holds before a sweep of new points; each trial of the sweep that ends is added to them, as
     the runtime's `AdaptiveSearch.tell` adds it: `stop.ended`, which `simulate_asha` calls), and each
-    trial's dollars left from its own measured wall-clock."""
-    from gpuledger.search.extrapolate import CostStopper
+    trial's dollars left from its own measured wall-clock. `level`: the rule's (`extrapolate.LEVELS`; default
+    the unchecked one)."""
+    from gpuledger.search.extrapolate import UNCHECKED_LEVEL, CostStopper
+
+    level = level or UNCHECKED_LEVEL
 
     complete = {c.trial_id: c for c in curves if c.complete and not c.failed and c.values}
     fixed = None if references is None else [tuple(c.values) for c in references
@@ -241,7 +244,7 @@ def cost_stopper(curves: Sequence[Curve], usd_per_s: Mapping[str, float], goal: 
         refs = list(fixed) if fixed is not None else [tuple(c.values) for t, c in complete.items() if t != trial_id]
         c = by_id[trial_id]
         left_s = max(0.0, c.wall_s - elapsed_s)
-        d = CostStopper(refs, goal, value_usd).decide(values, best, left_s * usd_per_s.get(trial_id, 0.0))
+        d = CostStopper(refs, goal, value_usd, level=level).decide(values, best, left_s * usd_per_s.get(trial_id, 0.0))
         return bool(d and d.stop)
 
     if fixed is not None:
@@ -302,7 +305,8 @@ def _replay(pool: Sequence[Curve], usd_per_s: Mapping[str, float], out: dict[str
             jitter: float, value_usd: float, best: Curve, references: Sequence[Curve] | None = None,
             floor: list[tuple[float, float]] | None = None) -> None:
     """Fills `out` (a summary per name; "grid" runs every trial to its end) with `orders` replays of each
-    of `runs` ({name: (pruner, min_steps, reduction_factor, cost stopping?[, suspend?])}); the cost-aware
+    of `runs` ({name: (pruner, min_steps, reduction_factor, cost stopping: False, True or a level
+    name[, suspend?])}); the cost-aware
     rule's references: leave one out, or the fixed `references`. `floor`: a list to append each order's
     `stopping_floor` to (trial-seconds and dollars over the grid's of the same order)."""
     from gpuledger.search.extrapolate import MIN_VALUES
@@ -326,7 +330,8 @@ def _replay(pool: Sequence[Curve], usd_per_s: Mapping[str, float], out: dict[str
                 summ.outcomes.append(Outcome(True, True, grid_best, g_s, g_usd, g_span, 0, g_s, g_usd, g_span))
                 continue
             pr, ms, eta, cost, *more = runs[name]
-            stopper = cost_stopper(run, usd_per_s, goal, value_usd, references=references) if cost else None
+            stopper = (cost_stopper(run, usd_per_s, goal, value_usd, references=references,
+                                    level=cost if isinstance(cost, str) else None) if cost else None)
             sim: SimResult = simulate_asha(run, slots=slots, min_steps=ms, reduction_factor=eta, goal=goal,
                                            order=order, pruner=pr, stopper=stopper, suspend=bool(more and more[0]))
             usd = sum(t.seconds * usd_per_s.get(t.trial_id, 0.0) for t in sim.trials)
@@ -337,10 +342,11 @@ def _replay(pool: Sequence[Curve], usd_per_s: Mapping[str, float], out: dict[str
 
 
 def replay_settings(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *, slots: int, goal: str,
-                    min_steps: int, reduction_factor: int, cost_stopping: bool = False, value_usd: float | None = None,
+                    min_steps: int, reduction_factor: int, cost_stopping: bool | str = False,
+                    value_usd: float | None = None,
                     orders: int = 40, seed: int = 0, jitter: float = DEFAULT_JITTER) -> StrategySummary | None:
     """Returns one setting (the rung pruner at min_steps, reduction_factor; with the cost-aware rule when
-    `cost_stopping`) replayed over `orders` arrival orders of the complete `curves`, against their grid
+    `cost_stopping`: True, or the name of its level) replayed over `orders` arrival orders of the complete `curves`, against their grid
     (the ASHA report's comparison, `resources.max_parallel: auto`); None with fewer than 2 complete curves.
     `value_usd`: the cost-aware rule's value of a better recipe (default: the grid's dollars)."""
     complete = [c for c in curves if c.complete and c.values and not c.failed]
@@ -352,7 +358,7 @@ def replay_settings(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *, 
     grid_usd = sum(c.wall_s * usd_per_s.get(c.trial_id, 0.0) for c in pool)
     out = {"this": StrategySummary("this", settings={"pruner": "rungs", "min_steps": min_steps,
                                                       "reduction_factor": reduction_factor,
-                                                      **({"cost_stopping": True} if cost_stopping else {})})}
+                                                      **({"cost_stopping": cost_stopping} if cost_stopping else {})})}
     _replay(pool, usd_per_s, out, {"this": ("rungs", min_steps, reduction_factor, cost_stopping)}, slots=slots,
             goal=goal, orders=orders, seed=seed, jitter=jitter,
             value_usd=grid_usd if value_usd is None else value_usd, best=best)

@@ -65,6 +65,8 @@ class PruningChoice:
     #: the stopping rule the sweep runs (`cost` | `rungs`: see `check_cost_stopping`), and why; None: the spec's
     stopping: str | None = None
     stopping_why: str | None = None
+    #: stopping `cost`: the rule's level the check chose (`gpuledger.search.extrapolate.LEVELS`); None: the spec's
+    stopping_level: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -76,7 +78,8 @@ class PruningChoice:
                               "reduction_factor": self.requested_reduction_factor},
                 "checked_curves": self.checked_curves, "kept": self.kept,
                 "replay_fraction": self.replay_fraction, "why": self.why,
-                **({"stopping": self.stopping, "stopping_why": self.stopping_why} if self.stopping else {})}
+                **({"stopping": self.stopping, "stopping_why": self.stopping_why} if self.stopping else {}),
+                **({"stopping_level": self.stopping_level} if self.stopping_level else {})}
 
 
 def _requested(spec: Any) -> tuple[int, int, bool, str]:
@@ -153,8 +156,10 @@ def choose_pruning(spec: Any, curves: Mapping[str, Any] | None, *, slots: int,
         use, order = list(curves.values()), None
     choice = choose_pruning_for_curves(use, goal=spec.search.objective.goal, slots=slots, order=order,
                                        requested=(ms, eta), explicit=explicit, unsafe=unsafe)
+    every = bool(order_of) and use is own and len(own_complete) == len(order_of)  # each point's own curve
     return with_checked_stopping(choice, use, goal=spec.search.objective.goal, slots=slots,
-                                 stopping=getattr(spec.search, "stopping", "cost"))
+                                 stopping=getattr(spec.search, "stopping", "cost"),
+                                 level=getattr(spec.search, "stopping_level", None), every_point=every)
 
 
 def with_chosen_pruning(spec: Any, chosen: Mapping[str, Any] | None) -> Any:
@@ -167,6 +172,9 @@ def with_chosen_pruning(spec: Any, chosen: Mapping[str, Any] | None) -> Any:
 
     if chosen.get("stopping") == "rungs" and spec.search.stopping != "rungs":  # the check turned the rule off
         spec = spec.model_copy(update={"search": spec.search.model_copy(update={"stopping": "rungs"})})
+    level = chosen.get("stopping_level")
+    if chosen.get("stopping") == "cost" and level and getattr(spec.search, "stopping_level", None) != level:
+        spec = spec.model_copy(update={"search": spec.search.model_copy(update={"stopping_level": level})})
     cur = spec.search.pruning
     if cur is not None and (cur.min_steps, cur.reduction_factor) == (chosen["min_steps"], chosen["reduction_factor"]):
         return spec
@@ -176,41 +184,52 @@ def with_chosen_pruning(spec: Any, chosen: Mapping[str, Any] | None) -> Any:
     return spec.model_copy(update={"search": spec.search.model_copy(update={"pruning": new})})
 
 
-#: the arrival orders the cost-aware rule is checked over before launch (each a seeded shuffle and stretch)
+#: the arrival orders the cost-aware rule is checked over before launch (each a seeded shuffle and stretch),
+#: and their seed: not the replay harness's (seed 0), so a check never passes on the orders it is judged on
 COST_CHECK_ORDERS = 16
+COST_CHECK_SEED = 7
 #: the most complete curves the rule is checked on (each forecast reads every reference: the check grows
 #: with the cube of the curves; 12 curves x 16 orders take about 0.3 s on the 2-core dev VM)
 COST_CHECK_MAX_CURVES = 200
 
 
 def check_cost_stopping(curves: Sequence[Any], *, goal: str, slots: int, min_steps: int, reduction_factor: int,
-                        orders: int = COST_CHECK_ORDERS) -> tuple[bool, str]:
-    """Returns (the cost-aware rule keeps the best of the complete `curves` in every replayed order, why).
+                        orders: int = COST_CHECK_ORDERS, level: str | None = None) -> tuple[bool, str]:
+    """Returns (the cost-aware rule at `level` (default: the unchecked one) keeps the best of the complete
+    `curves` in every replayed order, why).
     Prices: one rate for every second (the rule weighs a trial's seconds left against the value of a better
     recipe, here the curves' total seconds: the plan's full spend at one price); each trial's own curve is
     left out of its references (the runtime may hold it, as the warehouse's curve of the same point)."""
+    from gpuledger.search.extrapolate import UNCHECKED_LEVEL
     from gpuledger.search.replay import replay_settings
 
+    level = level or UNCHECKED_LEVEL
     rate = {c.trial_id: 1.0 for c in curves}
     summ = replay_settings(list(curves), rate, slots=max(1, slots), goal=goal, min_steps=min_steps,
-                           reduction_factor=reduction_factor, cost_stopping=True, orders=orders)
+                           reduction_factor=reduction_factor, cost_stopping=level, orders=orders,
+                           seed=COST_CHECK_SEED)
     if summ is None:
         return True, "cost-aware stopping unchecked (fewer than 2 complete curves)"
     kept = summ.recipe_kept
     n = len(summ.outcomes)
     if kept >= 1.0:
-        return True, (f"cost-aware stopping kept the best measured curve in {n} of {n} replayed arrival orders "
-                      f"({summ.ratio('trial_s').get('median', 0):.0%} of their seconds, median)")
-    return False, (f"cost-aware stopping would lose the best measured curve in {round((1 - kept) * n)} of {n} "
+        return True, (f"cost-aware stopping ({level}) kept the best measured curve in {n} of {n} replayed arrival "
+                      f"orders ({summ.ratio('trial_s').get('median', 0):.0%} of their seconds, median)")
+    return False, (f"cost-aware stopping ({level}) would lose the best measured curve in {round((1 - kept) * n)} of {n} "
                    "replayed arrival orders (their curves cross or bloom late, where a forecast from other "
                    "curves is wrong): stopping by the rungs alone")
 
 
 def with_checked_stopping(choice: PruningChoice, curves: Sequence[Any], *, goal: str, slots: int,
-                          stopping: str) -> PruningChoice:
+                          stopping: str, level: str | None = None, every_point: bool = False) -> PruningChoice:
     """Returns `choice` with the stopping rule the sweep runs: the spec's `stopping` when it is `rungs`, or
-    when the settings were not checked on measured curves; else `cost` only when `check_cost_stopping`
-    keeps the best measured curve in every replayed order."""
+    when the settings were not checked on measured curves; else `cost` at the boldest level of
+    `extrapolate.LEVELS` that `check_cost_stopping` finds keeping the best measured curve in every
+    replayed order, and `rungs` when none does. The bolder levels are tried only when `every_point`: the
+    curves are those of every point the sweep runs (replayed with their own curves left out, the bolder
+    levels kept every held-out grid's recipe; checked on another sweep's curves of the kind, they lost it
+    in 40% of the replays against 23% at `half`: docs/search.md); else `half` alone. `level` (the spec's
+    `stopping_level`): only that one."""
     from dataclasses import replace
 
     if stopping != "cost" or not choice.checked_curves or choice.source == UNPRUNED:
@@ -220,6 +239,13 @@ def with_checked_stopping(choice: PruningChoice, curves: Sequence[Any], *, goal:
         return replace(choice, stopping="cost", stopping_why=(
             f"cost-aware stopping unchecked: {len(complete):,} measured curves are more than the "
             f"{COST_CHECK_MAX_CURVES} its check replays in bounded time"))
-    ok, why = check_cost_stopping(complete, goal=goal, slots=slots, min_steps=choice.min_steps,
-                                  reduction_factor=choice.reduction_factor)
-    return replace(choice, stopping="cost" if ok else "rungs", stopping_why=why)
+    from gpuledger.search.extrapolate import LEVEL, LEVELS, UNCHECKED_LEVEL
+
+    whys = []
+    for lv in [LEVEL[level]] if level else LEVELS if every_point else [LEVEL[UNCHECKED_LEVEL]]:
+        ok, why = check_cost_stopping(complete, goal=goal, slots=slots, min_steps=choice.min_steps,
+                                      reduction_factor=choice.reduction_factor, level=lv.name)
+        whys.append(why)
+        if ok:
+            return replace(choice, stopping="cost", stopping_level=lv.name, stopping_why="; ".join(whys))
+    return replace(choice, stopping="rungs", stopping_why="; ".join(whys))

@@ -111,6 +111,10 @@ class Search(_Strict):
         "the better half at its step); rungs: successive halving only (`pruning`)")
     stopping_value_usd: Money | None = Field(None, gt=0, description="stopping: cost: what a recipe better than "
                                              "the best so far is worth (USD; default: the plan's full spend)")
+    stopping_level: Literal["fifth", "third", "half"] | None = Field(
+        None, description="stopping: cost: how boldly (gpuledger.search.extrapolate.LEVELS): never stop a trial as good "
+        "as the best fifth, third or half of the similar curves at its step (half: the default without curves of "
+        "the kind); default: the boldest that keeps the best measured curve in the plan's replayed check")
     exclude: list[dict[str, Scalar | list[Scalar]]] = Field(
         default_factory=list, description="a trial matching every key of one rule is left out"
     )

@@ -1,5 +1,6 @@
 """The replay's stopping floor (the least a rule that must see a trial's values can spend keeping the recipe),
-the cost-aware rule forecasting from another sweep's curves, and benchmarks/search_holdout.py's input checks."""
+the cost-aware rule forecasting from another sweep's curves, its levels (the boldest the check keeps the recipe
+with), and benchmarks/search_holdout.py's input checks."""
 
 from __future__ import annotations
 
@@ -86,3 +87,70 @@ def test_the_holdout_benchmark_refuses_bad_input():
         r = subprocess.run([sys.executable, "benchmarks/search_holdout.py", *args], cwd=REPO, capture_output=True,
                            text=True, timeout=60)
         assert r.returncode == 2 and r.stderr.startswith("search_holdout.py: ") and "Traceback" not in r.stderr
+
+
+def test_a_bolder_level_stops_a_curve_the_median_guard_keeps():
+    from gpuledger.search.extrapolate import LEVEL, LEVELS, UNCHECKED_LEVEL, CostStopper
+
+    assert [lv.name for lv in LEVELS] == ["fifth", "third", "half"] and UNCHECKED_LEVEL == "half"
+    assert [lv.guard for lv in LEVELS] == sorted(lv.guard for lv in LEVELS)  # boldest first
+    # 10 references falling to 1.0-1.9; at its 2nd value the trial is worse than the best 4 (better third), not
+    # than the best 5 (the median)
+    # and falls no faster than any of them: no reference forecasts it beating 1.0
+    refs = [(4.5, 2.0 + 0.1 * i, 1.5 + 0.1 * i, 1.0 + 0.1 * i) for i in range(10)]
+    trial = [4.5, 2.35]
+    half = CostStopper(list(refs), "minimize", 1.0, level="half").decide(trial, 1.0, 0.5)
+    assert half is None  # as good as the references' median at its step: the guard keeps it
+    third = CostStopper(list(refs), "minimize", 1.0, level="third").decide(trial, 1.0, 0.5)
+    assert third is not None and third.stop and third.p_beat == pytest.approx(0.25 / (10 + 0.5))
+    fifth = CostStopper(list(refs), "minimize", 1.0, level="fifth").decide(trial, 1.0, 0.5)
+    assert fifth.stop and fifth.p_beat == pytest.approx(LEVEL["fifth"].prior / (10 + 2 * LEVEL["fifth"].prior))
+    # worth more than it costs: kept at every level
+    assert not CostStopper(list(refs), "minimize", 1.0, level="fifth").decide(trial, 1.0, 0.001).stop
+
+
+def test_the_check_runs_the_boldest_level_that_keeps_the_recipe_and_the_sweep_runs_it():
+    from gpuledger.search.extrapolate import LEVELS, cost_stopper_for
+    from gpuledger.search.safety import (
+        check_cost_stopping,
+        choose_pruning_for_curves,
+        with_checked_stopping,
+        with_chosen_pruning,
+    )
+    from gpuledger.spec import load_spec
+
+    base = choose_pruning_for_curves(CURVES, goal="minimize", slots=2)
+    choice = with_checked_stopping(base, CURVES, goal="minimize", slots=2, stopping="cost", every_point=True)
+    names = [lv.name for lv in LEVELS]
+    assert choice.stopping == "cost" and choice.stopping_level in names
+    for name in names[:names.index(choice.stopping_level)]:  # every bolder level loses the recipe in a check order
+        assert not check_cost_stopping(CURVES, goal="minimize", slots=2, min_steps=base.min_steps,
+                                       reduction_factor=base.reduction_factor, level=name)[0]
+    assert f"({choice.stopping_level}) kept the best measured curve in 16 of 16" in choice.stopping_why
+    assert choice.to_json()["stopping_level"] == choice.stopping_level
+    only = with_checked_stopping(base, CURVES, goal="minimize", slots=2, stopping="cost", level="half",
+                                 every_point=True)
+    assert only.stopping_level == "half"  # the spec's level: only it is checked
+    # curves of the kind that are not every point of the sweep (another sweep's): the median guard alone
+    other = with_checked_stopping(base, CURVES, goal="minimize", slots=2, stopping="cost")
+    assert other.stopping_level == "half" and "(fifth)" not in other.stopping_why
+    spec = load_spec(REPO / "gpuledger" / "scaffold" / "specs" / "lora-asha.yaml")
+    assert spec.search.stopping_level is None
+    ran = with_chosen_pruning(spec, choice.to_json())
+    assert ran.search.stopping_level == choice.stopping_level  # the stored spec says what ran
+    assert cost_stopper_for(ran, {}, 1.0).level == choice.stopping_level
+    assert cost_stopper_for(spec, {}, 1.0).level == "half"  # unchecked (a cold project): the median guard
+
+
+def test_the_plan_tries_the_bolder_levels_only_when_it_has_every_points_own_curve():
+    from gpuledger.plan.pruning import params_key
+    from gpuledger.search.safety import choose_pruning
+    from gpuledger.spec import load_spec
+
+    spec = load_spec(REPO / "gpuledger" / "scaffold" / "specs" / "lora-asha.yaml")
+    curves = {params_key(c["params"]): cv for c, cv in zip(DATA["curves"], CURVES, strict=True)}
+    every = {k: f"t{i}" for i, k in enumerate(curves)}
+    full = choose_pruning(spec, curves, slots=2, order_of=every)
+    assert full.stopping == "cost" and full.stopping_level != "half"  # the demo's 12 points: a bolder level
+    part = dict(list(every.items())[:11]) | {"lr=9;r=1": "t99"}  # one point of the sweep has no curve
+    assert choose_pruning(spec, curves, slots=2, order_of=part).stopping_level == "half"

@@ -106,7 +106,7 @@ def test_replay_over_orders_default_keeps_the_recipe_for_less_than_the_grid():
     one = replay_settings(CURVES, RATE, slots=2, goal="minimize", min_steps=2, reduction_factor=5, orders=4)
     assert one.to_json()["cost_vs_grid"] == out["strategies"]["asha-rungs"]["cost_vs_grid"]  # same seeds, same replays
     both = replay_settings(CURVES, RATE, slots=2, goal="minimize", min_steps=2, reduction_factor=5, orders=4,
-                           cost_stopping=True)
+                           cost_stopping=out["strategies"]["asha"]["settings"]["stopping_level"])
     assert both.to_json()["cost_vs_grid"] == out["strategies"]["asha"]["cost_vs_grid"]
 
 
