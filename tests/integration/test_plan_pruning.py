@@ -161,12 +161,14 @@ def test_measured_curves_of_a_grid_are_replayed_for_an_asha_spec_of_the_same_poi
 
     cs = [Curve(tid, c.values, c.times_s, c.wall_s, c.complete) for tid, c in curves.items()]
     cost_on = pr.settings["stopping"] == "cost"  # checked on these 6 curves (safety.check_cost_stopping)
-    stop = cost_stopper(cs, {c.trial_id: 1.0 for c in cs}, "minimize", sum(c.wall_s for c in cs)) if cost_on else None
+    level = pr.settings.get("stopping_level")  # the boldest level the check kept the recipe with
+    stop = (cost_stopper(cs, {c.trial_id: 1.0 for c in cs}, "minimize", sum(c.wall_s for c in cs), level=level)
+            if cost_on else None)
     sim = simulate_asha(cs, slots=plan.max_parallel, min_steps=1, reduction_factor=2, goal="minimize", order=order,
                         stopper=stop)
     assert sim.pruned >= 1
     # the launch order's fractions scaled to the median of the replayed arrival orders
-    orders = _replayed_orders(cs, plan.max_parallel, 1, 2, "minimize", cost_on)
+    orders = _replayed_orders(cs, plan.max_parallel, 1, 2, "minimize", (level or True) if cost_on else False)
     scale = orders["trial_s_median"] / (sim.trial_seconds / sum(c.wall_s for c in cs))
     assert f"over {orders['orders']} arrival orders" in pr.basis
     assert pr.makespan_fraction >= orders["makespan_p90"] - 1e-4
