@@ -283,7 +283,9 @@ def run_overheads_s(est: Estimate, tokens: float, step: StepTime) -> dict[str, f
     GPUs), `checkpoints` (the saves during and at the end of the run), `compile` (warm-up), `eval` (the
     evaluations it runs between steps, eval_time_s)."""
     w = est.workload
-    nodes = w.nodes or max(1, -(-step.gpus // 8))
+    from gpuledger.estimate.coefficients import nodes_for
+
+    nodes = nodes_for(step.gpus, w.nodes)
     total = float(est.params_total)
     load = 2 * total / (LOAD_GBPS_PER_NODE * 1e9)
     final = 2 * total / (SAVE_GBPS_PER_NODE * 1e9 * nodes) if w.method == "full" else 0.0

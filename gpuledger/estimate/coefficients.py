@@ -250,6 +250,12 @@ CPU_ADAM_PARAMS_PER_S = {"torch": 1.0e9, "deepspeed": 1.5e9}
 
 #: GPUs per node (DGX/HGX boards; cloud 8-GPU instances); more GPUs per trial = several nodes.
 GPUS_PER_NODE = 8
+
+
+def nodes_for(gpus: int, nodes: int | None = None) -> int:
+    """Returns the nodes a trial of `gpus` GPUs spans: `nodes` when stated (train.nodes), else
+    ceil(gpus / GPUS_PER_NODE) (the time model, the planner's instances and the launch all read this)."""
+    return int(nodes) if nodes else max(1, -(-int(gpus) // GPUS_PER_NODE))
 #: Achievable collective bus bandwidth per GPU, GB/s (nccl-tests `busbw`): NVLink in a node (DGX
 #: A100 ~230, H100/H200 HGX ~360-450, B200 ~700); PCIe Gen4 x16 ~20 (no NVLink: L4, L40S, A10G, RTX
 #: cards). Between nodes NCCL runs one ring/tree per NIC (one 200 Gb/s HDR NIC per A100, one 400 Gb/s

@@ -62,6 +62,7 @@ from gpuledger.estimate.coefficients import (
     STACK_GENERATION_FACTOR,
     ZERO_STEP_S_PER_PARAM,
     generation,
+    nodes_for,
 )
 from gpuledger.vocabulary import CHECKPOINTINGS
 
@@ -267,7 +268,7 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
         raise ValueError(f"{gpus} GPUs do not divide into tensor_parallel {tp} x pipeline_parallel {pp} x "
                          f"sequence_parallel {sp}")
     dp = gpus // (tp * pp)  # ranks that hold the same model part (data and sequence parallel): the sharding group
-    nodes = s.nodes or math.ceil(gpus / GPUS_PER_NODE)
+    nodes = nodes_for(gpus, s.nodes)
     if s.padding == "packed" and s.packing is False:
         raise ValueError("padding packed with packing false: packed samples are packing true")
     packing = s.packing if s.packing is not None else (s.padding == "packed" or cls == "tuned")

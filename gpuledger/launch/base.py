@@ -59,6 +59,9 @@ class LaunchRequest:
     #: packed trials (`resources.trials_per_gpu` k > 1): this trial's weight in its slot's bill, the
     #: planner's compute seconds of its work (`PlannedTrial.compute_s`); None: an equal share
     pack_weight: float | None = None
+    #: the nodes the trial spans (`gpuledger.estimate.coefficients.nodes_for`): `gpus` split evenly over them,
+    #: one instance of `instance_type` each (SkyPilot `num_nodes`); 1: one machine
+    num_nodes: int = 1
 
 
 @runtime_checkable

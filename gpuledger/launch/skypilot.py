@@ -564,6 +564,9 @@ class SkyPilotLauncher:
                 priced = None
         if priced is not None:
             usd, on_demand, desc = priced
+            if req.num_nodes > 1:  # the catalog prices one instance; the trial held one per node
+                usd, on_demand = usd * req.num_nodes, None if on_demand is None else on_demand * req.num_nodes
+                desc = f"{req.num_nodes} nodes x {desc}"
         else:
             usd = req.usd_per_hour or 0.0
             on_demand = req.on_demand_usd_per_hour

@@ -114,8 +114,8 @@ def _resource(request: LaunchRequest, place: Placement, recovery: dict | None) -
         res["infra"] = f"{place.cloud}/{place.region}" if place.region else place.cloud
     if place.instance_type:
         res["instance_type"] = place.instance_type
-    if request.accelerator:
-        res["accelerators"] = {request.accelerator: max(1, request.gpus)}
+    if request.accelerator:  # per node: a trial of several nodes splits its GPUs evenly over them
+        res["accelerators"] = {request.accelerator: max(1, request.gpus // max(1, request.num_nodes))}
     res["use_spot"] = bool(request.spot)
     # the bill names the run: FOCUS Tags carry these labels (gpuledger.billing.labels)
     res["labels"] = launch_labels(sweep_id=request.sweep_id, trial_id=request.trial_id,
@@ -171,7 +171,18 @@ def task_config(
     if setup:
         config["setup"] = setup
     config["run"] = wrapped_run(request.run, result_path, request.echo_metrics)
+    if request.num_nodes > 1:
+        config["num_nodes"] = int(request.num_nodes)
+        config["run"] = multi_node_run(request.run, config["run"])
     return config
+
+
+def multi_node_run(run: str, wrapped: str) -> str:
+    """Returns the run of a task of several nodes: the agent (`wrapped`) on the head node (SkyPilot's
+    SKYPILOT_NODE_RANK 0), which measures and reports the trial once; the trial's own command on the others
+    (it reads SKYPILOT_NODE_RANK, SKYPILOT_NODE_IPS and SKYPILOT_NUM_NODES for torchrun / accelerate)."""
+    return (f'if [ "${{SKYPILOT_NODE_RANK:-0}}" = "0" ]; then\n  {wrapped}\n'
+            f"else\n  {AGENT_RUN_PREFIX}bash -c {shlex.quote(run)}\nfi")
 
 
 def build_task(request: LaunchRequest, **options):

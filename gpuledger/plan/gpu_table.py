@@ -30,19 +30,23 @@ def _p(band: dict, scale: float, ndigits: int) -> dict:
     return {k: round(band[k] * scale, ndigits) for k in ("p10", "p50", "p90")}
 
 
-def _cheapest(offers: pl.DataFrame, accelerator: str, gpus: int, spot: bool) -> dict | None:
+def _cheapest(offers: pl.DataFrame, accelerator: str, gpus: int, spot: bool, nodes: int = 1) -> dict | None:
     """Returns the cheapest offer of `accelerator` with at least `gpus` GPUs (the whole instance is
-    paid), on-demand or spot (suspicious spot prices skipped), or None."""
+    paid), on-demand or spot (suspicious spot prices skipped), or None. `nodes` > 1: one instance per node with
+    at least gpus / nodes GPUs, `usd_per_hour` all of them (as the planner's candidates)."""
     col = "usd_per_hour_spot" if spot else "usd_per_hour_on_demand"
-    sel = offers.filter((pl.col("accelerator") == accelerator) & (pl.col("accelerator_count") >= gpus)
+    if gpus % nodes:
+        return None
+    sel = offers.filter((pl.col("accelerator") == accelerator) & (pl.col("accelerator_count") >= gpus // nodes)
                         & pl.col(col).is_not_null())
     if spot and "spot_suspicious" in sel.columns:
         sel = sel.filter(~pl.col("spot_suspicious"))
     if sel.is_empty():
         return None
     row = sel.sort(col, "accelerator_count", "cloud", "region", "instance_type").row(0, named=True)
-    return {"usd_per_hour": float(row[col]), "cloud": row["cloud"], "region": row["region"],
-            "instance_type": row["instance_type"], "as_of": row["as_of"],
+    return {"usd_per_hour": float(row[col]) * nodes, "cloud": row["cloud"], "region": row["region"],
+            "instance_type": row["instance_type"] if nodes == 1 else f"{nodes} x {row['instance_type']}",
+            "as_of": row["as_of"],
             "accelerator_count": int(row["accelerator_count"])}
 
 
@@ -67,8 +71,11 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
     from gpuledger.estimate import estimate, train_time_s
     from gpuledger.estimate.bands import band_for
     from gpuledger.estimate.calibration import accelerator_family
+    from gpuledger.estimate.coefficients import nodes_for
     from gpuledger.plan.bands import oom_risk, risk_note
 
+    if workload.gpus > max(counts) and counts == AUTO_GPU_COUNTS:  # a trial of several nodes asked for: its count too
+        counts = (*counts, workload.gpus)
     kinds = gpu_kinds()
     names = list(dict.fromkeys(accelerators)) if accelerators else sorted(
         set(offers["accelerator"].unique().to_list()) & set(kinds))
@@ -134,7 +141,8 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
             else:
                 t = row["time_s"]
                 hours = t["p50"] / S_PER_H
-                od, sp = _cheapest(offers, acc, n, False), _cheapest(offers, acc, n, True)
+                nodes = nodes_for(n, workload.nodes)
+                od, sp = _cheapest(offers, acc, n, False, nodes), _cheapest(offers, acc, n, True, nodes)
                 if od:
                     row.update(usd_on_demand=round(hours * od["usd_per_hour"], 2), price_as_of=od["as_of"],
                                cost_usd=_p(t, od["usd_per_hour"] / S_PER_H, 2),

@@ -81,6 +81,9 @@ class PlanSettings:
     lengths_unstated: bool = False
     memory_safety_fraction: float = MEMORY_SAFETY_FRACTION
     memory_reserve_gib: float = MEMORY_RESERVE_GIB
+    #: the nodes a trial spans as the spec states them (`train.nodes`); None: ceil(GPUs / 8)
+    #: (`gpuledger.estimate.coefficients.nodes_for`): a trial of several nodes rents one instance per node
+    nodes: int | None = None
 
     @property
     def overhead_s(self) -> float:

@@ -56,6 +56,7 @@ def settings_for(spec, *, max_parallel: int | None = None, launcher: str | None 
         band_table=band_table,
         deadline_factor=deadline_factor(framework, spec.method, confidence, band_table),
         lengths_unstated=lengths_unstated(spec),
+        nodes=getattr(getattr(spec, "train", None), "nodes", None),
     )
 
 
@@ -241,12 +242,17 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
     from gpuledger.plan.prices import unpriced_kinds, with_unpriced
 
     plan = with_unpriced(plan, unpriced_kinds(r.accelerators, raw_offers), list(r.accelerators))
+    from gpuledger.plan.nodes import trial_nodes, with_nodes
     from gpuledger.plan.pools import with_pool
 
+    plan = with_nodes(plan, offers, s.nodes, list(r.accelerators))
     own = getattr(spec.train, "rollout_gpu", None)
+    spans = max((trial_nodes(g, s.nodes) for g in est["gpus"].to_list()), default=1)
+    refused = (f"train.rollout_gpu {own}: each trial holds two instances (trainer and rollout), a pool worker is one"
+               if own else f"a trial spans {spans} nodes (a cluster of {spans} instances), a pool worker is one"
+               if spans > 1 else None)
     plan = with_pool(plan, est, offers, accel, s, mode=r.pool, shared_setup=len({t.setup for t in trials}) <= 1,
-                     times=times, refused=f"train.rollout_gpu {own}: each trial holds two instances (trainer and "
-                     "rollout), a pool worker is one" if own else None)
+                     times=times, refused=refused)
     plan = _with_bands(plan, est, s, probed)
     from gpuledger.plan.packing import packing_options
 

@@ -50,8 +50,12 @@ def _placement(spec: Any, row: PlannedTrial | None, launcher: str) -> dict[str, 
                     price_source="local", price_description=_price_description(row, True),
                     timeout_s=spec.local.trial_timeout)
     if row is not None and row.accelerator:
+        from gpuledger.estimate.coefficients import nodes_for
+
+        gpus = max(1, int(row.gpus or 1))
         return dict(
-            accelerator=row.accelerator, gpus=max(1, int(row.gpus or 1)), cloud=row.cloud,
+            accelerator=row.accelerator, gpus=gpus, num_nodes=nodes_for(gpus, getattr(spec.train, "nodes", None)),
+            cloud=row.cloud,
             region=row.region, instance_type=row.instance_type, spot=bool(row.spot),
             usd_per_hour=float(row.usd_per_hour or 0.0),
             on_demand_usd_per_hour=row.on_demand_usd_per_hour,

@@ -134,6 +134,7 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
     resources = mapping(data.get("resources"))
     if data.get("launcher") == "skypilot" and not resources.get("accelerators"):
         out.append((("resources", "accelerators"), "launcher: skypilot needs at least one accelerator"))
+    out += _node_problems(data, resources, mapping(data.get("train")))
     method = data.get("method")
     if "serve" in data and method != "inference":
         out.append((("serve",), "serve: is for method: inference (a serving benchmark sweep)"))
@@ -146,6 +147,39 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
         out.append((("train", "completion_len"), f"method {method} needs train.completion_len"))
     return out
 
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _node_problems(data: dict[str, Any], resources: dict, train: dict) -> list[tuple[tuple, str]]:
+    """Returns (path, message) for a trial's GPUs that do not make whole nodes: `gpus_per_trial` over
+    `train.nodes` (default ceil(GPUs / 8), `gpuledger.estimate.coefficients.nodes_for`) must split evenly, at
+    most 8 GPUs per node (the catalog's largest instances), and a trial of several nodes needs a cloud launcher."""
+    from gpuledger.estimate.coefficients import GPUS_PER_NODE, nodes_for
+
+    gpus, stated = resources.get("gpus_per_trial"), train.get("nodes")
+    if not _whole(gpus) or (stated is not None and not _whole(stated)):
+        return []
+    nodes = nodes_for(gpus, stated)
+    if nodes == 1:
+        return []
+    where = ("train", "nodes") if stated is not None else ("resources", "gpus_per_trial")
+    if nodes > gpus:
+        return [(where, f"train.nodes {nodes} is more than the trial's {gpus} GPUs (resources.gpus_per_trial)")]
+    least = -(-gpus // GPUS_PER_NODE)
+    if gpus % nodes:
+        rule = "train.nodes" if stated else "ceil(GPUs / 8)"
+        return [(where, f"{gpus} GPUs do not split evenly over {nodes} nodes ({rule}): give a multiple of {nodes} "
+                        f"GPUs or set train.nodes to a divisor of {gpus} of at least {least}")]
+    if gpus // nodes > GPUS_PER_NODE:
+        return [(where, f"{gpus} GPUs over {nodes} nodes is {gpus // nodes} per node; a node has at most "
+                        f"{GPUS_PER_NODE} (the catalog's largest instances): train.nodes of at least {least}")]
+    if data.get("launcher") == "local":
+        return [(("launcher",), f"a trial of {gpus} GPUs spans {nodes} nodes; the local launcher runs trials on this "
+                                "machine: use launcher: skypilot")]
+    return []
 
 
 def _number(value: Any) -> bool:

@@ -323,12 +323,16 @@ class Train(_Strict):
         return self
 
 
+MAX_GPUS_PER_TRIAL = 1024  # the most GPUs `resources.gpus_per_trial` may ask (several nodes above 8)
 MAX_PARALLEL = 1024  # the most trials `resources.max_parallel` (and `--max-parallel`) may run at once
 
 
 class Resources(_Strict):
     accelerators: list[Accelerator] = Field(default_factory=list)
-    gpus_per_trial: Literal["auto"] | Annotated[int, Field(ge=1, le=8)] = "auto"
+    gpus_per_trial: Literal["auto"] | Annotated[int, Field(ge=1, le=MAX_GPUS_PER_TRIAL)] = Field(
+        "auto", description="GPUs of one trial; auto: 1, 2, 4 or 8 on one node, the cheapest that fits; above 8 the "
+        "trial spans train.nodes nodes (default ceil(GPUs / 8)) of at most 8 GPUs each, one instance per node, "
+        "launched as one SkyPilot task of num_nodes nodes")
     clouds: list[Cloud] = Field(default_factory=lambda: ["aws", "gcp"])
     regions: list[str] | None = None
     spot: Literal["auto", "always", "never"] = "auto"

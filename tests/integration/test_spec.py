@@ -122,8 +122,8 @@ MALFORMED = [
     ("max_parallel zero", _variant("  spot: auto", "  spot: auto\n  max_parallel: 0"),
      "m.yaml:17:17: resources.max_parallel: must be >= 1 (got 0)"),
     ("not a mapping", "- just\n- a list\n", "m.yaml:1:1: a spec must be a mapping (key: value lines)"),
-    ("gpus_per_trial too many", _variant("  spot: auto", "  spot: auto\n  gpus_per_trial: 16"),
-     "m.yaml:17:19: resources.gpus_per_trial: must be <= 8 (got 16)"),
+    ("gpus_per_trial too many", _variant("  spot: auto", "  spot: auto\n  gpus_per_trial: 2000"),
+     "m.yaml:17:19: resources.gpus_per_trial: must be <= 1024 (got 2000)"),
 ]
 
 
