@@ -1,6 +1,6 @@
 """The RL step-time rows (gpuledger/estimate/data/rl_step_times.csv) and the accuracy gate of benchmarks/rl_accuracy.py:
 every row names its source, versions and settings, and the planned step times stay within the recorded
-error (docs/accuracy.md "RL step times": median |error| 16%, 9 of 12 within ±25%, 2026-12-02)."""
+error (docs/accuracy.md "RL step times": median |error| 16%, 11 of 15 within ±25%, 2026-12-02)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ _spec.loader.exec_module(bench)
 ROWS = list(csv.DictReader(bench.CSV.open(encoding="utf-8")))
 #: the gate: raise these only with docs/accuracy.md's table, as a decision
 MEDIAN_ABS_ERROR_MAX = 0.20
-WITHIN_25_MIN = 8
+WITHIN_25_MIN = 10
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
