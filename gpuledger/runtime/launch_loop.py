@@ -12,7 +12,7 @@ import queue
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpuledger import vocabulary
 from gpuledger.record import ResultRecord
@@ -26,9 +26,6 @@ from gpuledger.runtime.trial_lines import _one_line, ended_text, failure_detail,
 from gpuledger.runtime.writer import Writer
 from gpuledger.search.values import objective_values
 
-if TYPE_CHECKING:
-    from gpuledger.runtime.engine import Hooks, SweepRun
-
 #: After Ctrl-C: how long the trials being cancelled get to hand in their records (seconds).
 INTERRUPT_GRACE_S = 15.0
 
@@ -36,7 +33,7 @@ INTERRUPT_GRACE_S = 15.0
 class LaunchLoop:
     """Steps 2-4: the launch loop of one run (owned by the calling thread)."""
 
-    def __init__(self, run: SweepRun, hooks: Hooks, launcher: Any, writer: Writer, meter: BudgetMeter,
+    def __init__(self, run: Any, hooks: Any, launcher: Any, writer: Writer, meter: BudgetMeter,
                  todo: list[Any], search: Any = None, pruned_ids: set[str] | None = None,
                  admission: Any = None, money: MoneyWatch | None = None) -> None:
         self.run, self.hooks, self.launcher, self.writer, self.meter = run, hooks, launcher, writer, meter

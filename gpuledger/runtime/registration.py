@@ -11,15 +11,12 @@ import os
 import secrets
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpuledger import vocabulary
 from gpuledger.runtime import landing
 from gpuledger.runtime.budget import BudgetMeter
 from gpuledger.search import asks_new_points
-
-if TYPE_CHECKING:
-    from gpuledger.runtime.engine import Hooks, SweepRun
 
 #: The sweep's lease (one run of a sweep at a time) lasts this long unless renewed; the writer
 #: renews it with every batch and at least every third of it.
@@ -55,7 +52,7 @@ def sweep_fields(spec, spec_path: Path, plan_json: dict[str, Any], *, sweep_id: 
     )
 
 
-def register(run: SweepRun, hooks: Hooks, landing_dir: Path) -> tuple[list[Any], BudgetMeter]:
+def register(run: Any, hooks: Any, landing_dir: Path) -> tuple[list[Any], BudgetMeter]:
     """Step 1: registers the sweep and its trials, stores leftovers; returns (trials to run, meter). A probe
     run (`run.probes`) registers the sweep only when it is new (status `planned`: the probes come first)
     and all its planned trials (a probe is stored as a run of the trial it ran), and returns its probes;
