@@ -24,7 +24,7 @@ from gpuledger.runtime.requests import launch_requests
 from gpuledger.runtime.search_marks import mark_dropped, mark_stopped
 from gpuledger.runtime.trial_lines import _one_line, ended_text, failure_detail, started_text
 from gpuledger.runtime.writer import Writer
-from gpuledger.search.values import objective_values
+from gpuledger.search.values import objective_points
 
 #: After Ctrl-C: how long the trials being cancelled get to hand in their records (seconds).
 INTERRUPT_GRACE_S = 15.0
@@ -112,7 +112,7 @@ class LaunchLoop:
         return False
 
     def _watch_for(self, trial_id: str) -> Any:
-        """Returns the pruning watch of one trial: its new objective values (`objective_values`, over
+        """Returns the pruning watch of one trial: its new objective values (`objective_points`, over
         all its attempts) go to the study; answers why to stop it when the pruner says so."""
         metric = self.search.metric
         offsets: dict[int, int] = {}  # id(handle) -> where `progress` reads on (per attempt)
@@ -123,8 +123,8 @@ class LaunchLoop:
             if progress is None:
                 return None
             points, offsets[id(handle)] = progress(handle, offsets.get(id(handle), 0))
-            values, high[0] = objective_values(points, metric, high[0])
-            if self.search.report(trial_id, values):
+            kept, high[0] = objective_points(points, metric, high[0])
+            if self.search.report(trial_id, [float(p["value"]) for p in kept], [p.get("t_s") for p in kept]):
                 return self.search.why.get(trial_id, ("rung", f"pruned after {self.search.rungs_of(trial_id)} "
                                                               f"value(s) of {metric}"))[1]
             return None

@@ -139,6 +139,7 @@ class AdaptiveSearch:
     planned: dict[str, Any] = field(default_factory=dict)
     started: dict[str, float] = field(default_factory=dict)  # trial_id -> monotonic start of its attempt
     times: dict[str, list[float]] = field(default_factory=dict)  # trial_id -> seconds into it of each value
+    own_times: dict[str, list[float | None]] = field(default_factory=dict)  # ... on the trial's own clock (t_s)
     ended_lengths: list[int] = field(default_factory=list)  # values of the sweep's trials that ran to their end
     cands: dict[str, Any] = field(default_factory=dict)  # trial_id -> the candidate asked
     clock: Any = time.monotonic  # seconds (a replay of recorded curves passes its own)
@@ -264,7 +265,7 @@ class AdaptiveSearch:
 
     def _started(self, tid: str, trial: Any, cand: Any) -> None:
         self.live[tid], self.cands[tid] = trial, cand
-        self.reported[tid], self.values[tid], self.times[tid] = 0, [], []
+        self.reported[tid], self.values[tid], self.times[tid], self.own_times[tid] = 0, [], [], []
         self.started[tid] = self.clock()
 
     def _points_left(self, skip: set[str]) -> bool:
@@ -333,9 +334,13 @@ class AdaptiveSearch:
 
     # -- intermediate values and pruning ------------------------------------------------------
 
-    def report(self, trial_id: str, values: list[float]) -> bool:
+    def report(self, trial_id: str, values: list[float], times_s: list[Any] | None = None) -> bool:
         """Reports the trial's objective values seen since the last call (in order); returns True
-        when the pruner stops the trial."""
+        when the pruner stops the trial. `times_s`: each value's time on the trial's own clock (the
+        metric point's `t_s`: seconds since its start), None where not known; the trial's pace per value
+        is taken from them when every value has one (the runtime's arrival times carry the launcher's
+        polling jitter), the seconds it has run from the runtime's clock (start-up included: a relaunch
+        pays it again), at least its own clock's."""
         with self._lock:
             trial = self.live.get(trial_id)
             if trial is None or not values:
@@ -343,10 +348,13 @@ class AdaptiveSearch:
             mine = self.values.setdefault(trial_id, [])
             now = self.clock()
             at = now - self.started.get(trial_id, now)
-            for v in values:
+            own = self.own_times.setdefault(trial_id, [])
+            for i, v in enumerate(values):
                 self.reported[trial_id] += 1
                 mine.append(float(v))
                 self.times.setdefault(trial_id, []).append(at)
+                t = times_s[i] if times_s is not None and i < len(times_s) else None
+                own.append(float(t) if isinstance(t, int | float) and not isinstance(t, bool) else None)
                 trial.report(float(v), step=self.reported[trial_id])
             if self.prunes and trial.should_prune():
                 self.why[trial_id] = ("rung", f"pruned by successive halving after {len(mine)} value(s) of "
@@ -380,9 +388,12 @@ class AdaptiveSearch:
         n_values, _ = self.full_values()
         ts = self.times.get(trial_id, [])
         elapsed = ts[-1] if ts else 0.0
+        own = self.own_times.get(trial_id, [])
+        pace = own if own and len(own) == len(ts) and all(t is not None for t in own) else ts
+        elapsed = max(elapsed, pace[-1] if pace else 0.0)  # it has run at least what its own clock says
         pruner = self.study.pruner
         if not should_suspend(k, n_values=n_values, points_left=self._points_left(self._skip), elapsed_s=elapsed,
-                              times_s=ts, min_steps=pruner.min_steps, reduction_factor=pruner.reduction_factor,
+                              times_s=pace, min_steps=pruner.min_steps, reduction_factor=pruner.reduction_factor,
                               n_trials=pruner.n_trials, left_s=self._seconds_left(trial_id, elapsed),
                               fate=lambda: pruner.fate(self.study, self.study._storage.get_trial(trial._trial_id))[0]):
             return False

@@ -168,3 +168,20 @@ def test_a_fresh_project_prices_dollars_left_from_the_estimate_and_says_so(demo_
     assert left == pytest.approx(110.0 * rate * (1 - 2 / 17)) and "this sweep's 3 trial(s)" in note
     search.ended_lengths, search.planned = [], {}
     assert search.usd_left(tid, 2) is None  # no estimate either: no dollars left, no curve stop
+
+
+@pytest.mark.parametrize("own_clock", [True, False])
+def test_the_pace_per_value_is_the_trials_own_clock_not_the_polls(tmp_path, own_clock):
+    """A launcher that reads its log every few seconds hands the study two values at once: on their arrival
+    times the trial's pace is 0 s per value (nothing to save by suspending it); on the trial's own clock
+    (each metric point's t_s) it is 5 s per value, and at the bare asha's first rung (2 values, 1 in 5 kept)
+    suspension pays. The seconds it has run are the runtime's (10.5 s: start-up included)."""
+    spec = _bare_asha_spec(tmp_path)
+    search = AdaptiveSearch.open(spec, "own-clock", expand_trials(spec), path=tmp_path / "study.journal")
+    clock = Clock()
+    search.clock = clock
+    cand = search.ask()
+    clock.now = 10.5
+    stopped = search.report(cand.trial_id, [2.0, 1.9], [5.0, 10.0] if own_clock else None)
+    assert stopped is own_clock
+    assert (search.why.get(cand.trial_id, ("",))[0] == "suspend") is own_clock
