@@ -271,7 +271,8 @@ def asha_what_if(trials: pl.DataFrame, ad: AdaptiveData, actual_slots: int | Non
     slot count of `WHAT_IF_KS` (and the sweep's own), or [] and the reason.
 
     The replay is `gpuledger.search.asha_replay.simulate_asha` with the sweep's min_steps,
-    reduction_factor and goal, the trials in the order this sweep launched them. Row keys: slots,
+    reduction_factor and goal, the trials in the order this sweep launched them, suspending at undecided
+    rungs as the runtime does (`gpuledger.search.suspension`; every attempt's seconds counted). Row keys: slots,
     trial_seconds, makespan_s, cost_usd (trial_seconds × the sweep's measured USD per trial-second),
     pruned, completed, extrapolated (trials promoted past where their measured curve was cut: the
     curve held at its last value), best_value, best_trial_id, time_to_best_s, actual (the sweep's
@@ -305,7 +306,7 @@ def asha_what_if(trials: pl.DataFrame, ad: AdaptiveData, actual_slots: int | Non
     rows = []
     for k in ks:
         sim = simulate_asha(curves, slots=k, min_steps=ad.min_steps, reduction_factor=ad.reduction_factor,
-                            goal=ad.goal, order=order)
+                            goal=ad.goal, order=order, suspend=True)  # as the runtime does (search/suspension.py)
         rows.append({"slots": k, "trial_seconds": sim.trial_seconds, "makespan_s": sim.makespan_s,
                      "cost_usd": sim.trial_seconds * rate, "pruned": sim.pruned, "completed": sim.completed,
                      "extrapolated": sim.extrapolated, "best_value": sim.best_value,
@@ -335,7 +336,7 @@ def grid_replay(ad: AdaptiveData, slots: int | None) -> tuple[dict[str, Any] | N
                       f"{MAX_REPLAY_CURVES:,}")
     k = max(1, int(slots or 1))
     one = replay_settings(ad.twin_curves, ad.twin_rates, slots=k, goal=ad.goal, min_steps=ad.min_steps,
-                          reduction_factor=ad.reduction_factor, cost_stopping=ad.stopping == "cost",
+                          reduction_factor=ad.reduction_factor, cost_stopping=ad.stopping == "cost", suspend=True,
                           orders=REPORT_ORDERS)
     if one is None:
         return None, "the grid has fewer than 2 curves that ran to their end"

@@ -343,12 +343,13 @@ def _replay(pool: Sequence[Curve], usd_per_s: Mapping[str, float], out: dict[str
 
 def replay_settings(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *, slots: int, goal: str,
                     min_steps: int, reduction_factor: int, cost_stopping: bool | str = False,
-                    value_usd: float | None = None,
+                    value_usd: float | None = None, suspend: bool = False,
                     orders: int = 40, seed: int = 0, jitter: float = DEFAULT_JITTER) -> StrategySummary | None:
     """Returns one setting (the rung pruner at min_steps, reduction_factor; with the cost-aware rule when
     `cost_stopping`: True, or the name of its level) replayed over `orders` arrival orders of the complete `curves`, against their grid
     (the ASHA report's comparison, `resources.max_parallel: auto`); None with fewer than 2 complete curves.
-    `value_usd`: the cost-aware rule's value of a better recipe (default: the grid's dollars)."""
+    `value_usd`: the cost-aware rule's value of a better recipe (default: the grid's dollars). `suspend`:
+    suspension at undecided rungs, as the sweep runtime does (`gpuledger.search.suspension`)."""
     complete = [c for c in curves if c.complete and c.values and not c.failed]
     pool = complete + [c for c in curves if c.complete and c.failed]
     if len(complete) < 2:
@@ -358,8 +359,9 @@ def replay_settings(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *, 
     grid_usd = sum(c.wall_s * usd_per_s.get(c.trial_id, 0.0) for c in pool)
     out = {"this": StrategySummary("this", settings={"pruner": "rungs", "min_steps": min_steps,
                                                       "reduction_factor": reduction_factor,
-                                                      **({"cost_stopping": cost_stopping} if cost_stopping else {})})}
-    _replay(pool, usd_per_s, out, {"this": ("rungs", min_steps, reduction_factor, cost_stopping)}, slots=slots,
+                                                      **({"cost_stopping": cost_stopping} if cost_stopping else {}),
+                                                      "suspend": suspend})}
+    _replay(pool, usd_per_s, out, {"this": ("rungs", min_steps, reduction_factor, cost_stopping, suspend)}, slots=slots,
             goal=goal, orders=orders, seed=seed, jitter=jitter,
             value_usd=grid_usd if value_usd is None else value_usd, best=best)
     return out["this"]

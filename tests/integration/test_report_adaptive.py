@@ -159,7 +159,9 @@ def test_progress_points_are_every_run_end_with_pruned_at_their_last_value(ledge
     runs = _sql(ledger, "select run_id from runs where sweep_id = $s", {"s": ledger["asha"].sweep_id})
     assert sorted(ad.ends["run_id"].to_list()) == sorted(r["run_id"] for r in runs)
     pruned = [r for r in ad.ends.to_dicts() if r["trial_status"] == vocabulary.PRUNED]
-    assert len(pruned) == ledger["asha"].pruned
+    # every attempt of a pruned trial ends at its last value: the one pruned, and any suspended at a rung before
+    assert len({r["trial_id"] for r in pruned}) == ledger["asha"].pruned
+    assert len(pruned) - ledger["asha"].pruned <= ledger["asha"].suspended
     for r in pruned:
         last = _sql(ledger, """select arg_max(value, seq) v, count(*) n from metrics
                                where run_id = $r and name = 'eval_loss'""", {"r": r["run_id"]})[0]
@@ -192,7 +194,8 @@ def test_asha_what_if_replays_the_measured_curves_at_each_slot_count(ledger):
     a = ledger["asha"].sweep_id
     table = sweep_tables(ledger["after"])["asha-what-if"].to_dicts()
     assert [r["slots"] for r in table] == [k for k in WHAT_IF_KS if k <= 8]  # 6 trials: 8 slots run them all at once
-    measured = _sql(ledger, """select sum(cost_usd) usd, sum(wall_s) s, count(*) filter (where t.status = 'pruned') pruned
+    measured = _sql(ledger, """select sum(cost_usd) usd, sum(wall_s) s,
+                                      count(distinct trial_id) filter (where t.status = 'pruned') pruned
                                from runs r join trials t using (sweep_id, trial_id) where sweep_id = $s""", {"s": a})[0]
     rate = measured["usd"] / measured["s"]
     for r in table:

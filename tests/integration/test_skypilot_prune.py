@@ -210,7 +210,6 @@ def test_asha_sweep_on_the_skypilot_launcher_prunes_cancels_bills_what_ran_and_s
     tails = [c for c in cluster.calls if c[0] == "tail_logs"]
     assert any(c[2] == launchers[0].progress_tail_lines for c in tails)
     cancelled = {c[1] for c in cluster.calls if c[0] == "cancel"}
-    assert len(cancelled) == summary.pruned
     with Warehouse.open(read_only=True) as wh:
         rows = {r["trial_id"]: r for r in wh.query(
             "select trial_id, status, metric_value, wall_s, cost_usd from v_trial_results").to_dicts()}
@@ -221,20 +220,30 @@ def test_asha_sweep_on_the_skypilot_launcher_prunes_cancels_bills_what_ran_and_s
     best = by_x[0.3]
     assert best["status"] == vocabulary.SUCCEEDED and best["metric_value"] == pytest.approx(1.1)
     # billed: each attempt's time on its cluster (start to end) at aws g5.xlarge on-demand
-    jobs = {name.rsplit("-", 1)[1]: cluster.jobs[job_id] for kind, job_id, name in
-            (c for c in cluster.calls if c[0] == "launch")}
+    # one job per attempt the runtime launched (a trial suspended at an undecided rung is launched again)
+    jobs: dict[str, list[dict]] = {}
+    for _kind, job_id, name in (c for c in cluster.calls if c[0] == "launch"):
+        jobs.setdefault(name.rsplit("-", 1)[1], []).append(cluster.jobs[job_id])
+    # every cancelled job is a run the warehouse holds as cancelled: a pruned trial's, or a suspended attempt's
+    assert len(cancelled) == sum(r["status"] == vocabulary.CANCELLED for r in runs) >= summary.pruned
+    assert len(cancelled) - summary.pruned <= summary.suspended
     for trial_id, r in rows.items():
-        seconds = sum(end - start for start, end in jobs[trial_id]["windows"])
+        seconds = sum(end - start for job in jobs[trial_id] for start, end in job["windows"])
         assert r["cost_usd"] == pytest.approx(seconds / 3600 * 1.006, abs=0.2 / 3600 * 1.006)
     # the best trial lost its cluster once: two attempts, and the pruner saw each of its steps once
     best_runs = sorted((r for r in runs if r["trial_id"] == trials_by_x[0.3].trial_id), key=lambda r: r["wall_s"])
-    assert sorted(r["status"] for r in best_runs) == [vocabulary.PREEMPTED, vocabulary.SUCCEEDED]
-    assert len(jobs[trials_by_x[0.3].trial_id]["windows"]) == 2
+    # (its job lost once each time it is launched: a relaunch after a suspension at a rung is a new job)
+    kept = sorted(r["status"] for r in best_runs if r["status"] != vocabulary.CANCELLED)
+    assert kept.count(vocabulary.SUCCEEDED) == 1 and set(kept) == {vocabulary.PREEMPTED, vocabulary.SUCCEEDED}
+    assert kept.count(vocabulary.PREEMPTED) <= len(jobs[trials_by_x[0.3].trial_id])
+    assert len(jobs[trials_by_x[0.3].trial_id][-1]["windows"]) == 2
     study = optuna.load_study(study_name=sweep_id, storage=JournalStorage(JournalFileBackend(
         str(study_path_for(sweep_id)))))
-    (best_trial,) = [t for t in study.get_trials() if t.user_attrs.get("gpuledger_trial_id")
-                     == trials_by_x[0.3].trial_id]
+    *suspended, best_trial = [t for t in study.get_trials() if t.user_attrs.get("gpuledger_trial_id")
+                              == trials_by_x[0.3].trial_id]  # a study trial per attempt the search asked for
     assert best_trial.intermediate_values == {k: pytest.approx(1 + 1 / k) for k in range(1, 11)}
+    for t in suspended:  # stopped at a rung: its values up to there, each once
+        assert t.intermediate_values == {k: pytest.approx(1 + 1 / k) for k in range(1, len(t.intermediate_values) + 1)}
     pruned = [r for r in rows.values() if r["status"] == vocabulary.PRUNED]
     assert len(pruned) == summary.pruned
     for r in pruned:  # stopped early, billed for what they ran
