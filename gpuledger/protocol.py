@@ -60,6 +60,13 @@ RL_STEP_METRIC = "rl_step_s"
 #: tokens the rollouts generated in the step (completions, every rank) and their rate over `rl_rollout_s`
 RL_GENERATED_TOKENS_METRIC = "rl_generated_tokens"
 RL_ROLLOUT_RATE_METRIC = "rl_rollout_tokens_per_s"
+#: An RL trial whose roles run as tasks of one SkyPilot job group (gpuledger/launch/skypilot_group.py, docs/rl.md):
+#: the task's role (trainer | rollout), where the trainer reaches the rollouts' vLLM server (host, port;
+#: trainers/grpo.py defaults its `--vllm-server-host/--vllm-server-port` to them) and the trainer's host
+ENV_ROLE = "GPULEDGER_ROLE"
+ENV_ROLLOUT_HOST = "GPULEDGER_ROLLOUT_HOST"
+ENV_ROLLOUT_PORT = "GPULEDGER_ROLLOUT_PORT"
+ENV_TRAINER_HOST = "GPULEDGER_TRAINER_HOST"
 
 #: The agent's `--key-fd`: the file descriptor the launcher passes the attempt's signing key on.
 ENV_KEY_FD = "GPULEDGER_KEY_FD"

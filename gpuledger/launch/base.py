@@ -22,6 +22,24 @@ TERMINAL: frozenset[str] = LAUNCH_TERMINAL
 
 
 @dataclass(frozen=True)
+class RolloutRequest:
+    """The rollouts' task of an RL trial whose rollouts run on an instance of their own (`train.rollout_gpu`,
+    launched beside the trainer as one SkyPilot job group, gpuledger/launch/skypilot_group.py): the rendered
+    `task.rollout_run`, its GPUs, the instance the plan priced (cloud, region, type, $/hour), the port its
+    server listens on."""
+
+    run: str
+    accelerator: str
+    gpus: int
+    usd_per_hour: float
+    instance_type: str | None = None
+    cloud: str | None = None
+    region: str | None = None
+    price_description: str = ""
+    port: int = 8000
+
+
+@dataclass(frozen=True)
 class LaunchRequest:
     """Everything a launcher needs to run one trial. Plain values; built by the flow from the plan."""
 
@@ -62,6 +80,8 @@ class LaunchRequest:
     #: the nodes the trial spans (`gpuledger.estimate.coefficients.nodes_for`): `gpus` split evenly over them,
     #: one instance of `instance_type` each (SkyPilot `num_nodes`); 1: one machine
     num_nodes: int = 1
+    #: the rollouts' own task (`train.rollout_gpu`); `usd_per_hour` above is then the trainer's instance alone
+    rollout: RolloutRequest | None = None
 
 
 @runtime_checkable

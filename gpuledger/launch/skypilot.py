@@ -62,6 +62,7 @@ from typing import Any
 
 from gpuledger import vocabulary
 from gpuledger.launch.base import LaunchRequest, TrialStatus
+from gpuledger.launch.skypilot_group import group_billing, group_task, trainer_row, trial_logs
 from gpuledger.launch.skypilot_logs import (  # noqa: F401 - parse_cluster_resources re-exported
     _clean,
     _iso,
@@ -264,12 +265,12 @@ class SkyPilotLauncher:
         return self.task_builder(request, **options)
 
     def submit(self, request: LaunchRequest) -> SkyJob:
-        if self.packer is not None and request.pool is None:
+        if self.packer is not None and request.pool is None and request.rollout is None:  # a job group: its own
             return self.packer.submit(request, secrets.token_hex(32).encode(), self._launch_packed)
         name = job_name(request)
         pool = self.pools.ensure(request, self._task_options(request))
         key = secrets.token_hex(32).encode()  # this launch's: the job's agent signs its result line with it
-        task = self.task_for(request, key)
+        task = self.task_for(request, key) if request.rollout is None else group_task(self, request, key)
         job_id = self.sdk.launch(task, name) if pool is None else self.sdk.launch(task, name, pool=pool)
         handle = SkyJob(request=request, job_id=int(job_id), name=name, submitted_at=self.clock(), key=key)
         if pool is not None:
@@ -296,8 +297,8 @@ class SkyPilotLauncher:
         records = [r for r in self.sdk.queue([handle.job_id]) if int(r.get("job_id", -1)) == handle.job_id]
         if not records:
             return handle.status
-        # pipelines have one row per task; a trial is one task
-        self._observe(handle, records[-1])
+        # pipelines have one row per task; a trial is one task (a job group: its trainer's)
+        self._observe(handle, trainer_row(records) if handle.request.rollout is not None else records[-1])
         return handle.status
 
     def cancel(self, handle: SkyJob) -> None:
@@ -322,7 +323,7 @@ class SkyPilotLauncher:
         if not names or not (ended or handle.sky_status in ("RUNNING", "WINDING_DOWN")):
             return [], offset
         try:
-            logs = self._logs(handle) if ended else self.sdk.tail_logs(handle.job_id, tail=self.progress_tail_lines)
+            logs = self._logs(handle) if ended else trial_logs(self.sdk, handle.job_id, handle.request, self.progress_tail_lines)
         except Exception:  # noqa: BLE001 - best effort: the trial goes on, its record is read at the end
             return [], offset
         return new_points(logs, offset, names)
@@ -331,7 +332,7 @@ class SkyPilotLauncher:
         """Returns the job's whole log; read once after the job ended, then kept."""
         if handle.final_logs is not None:
             return handle.final_logs
-        logs = self.sdk.tail_logs(handle.job_id)
+        logs = trial_logs(self.sdk, handle.job_id, handle.request)
         if handle.status in vocabulary.LAUNCH_TERMINAL:
             handle.final_logs = logs
         return logs
@@ -545,6 +546,8 @@ class SkyPilotLauncher:
         rec.setdefault("params", dict(req.params))
         wall_s = max(0.0, end - start)  # billed: the cluster's whole attempt, set-up included
         rec["billing"] = [self._billing(req, cloud, region, instance, spot, wall_s)]
+        if req.rollout is not None:  # a job group: the trainer's and the rollouts' instance, by role
+            rec["billing"] = group_billing(req, rec["billing"][0], wall_s)
         if handle.pack is not None:  # one job, k trials: each billed its share of the job's attempt
             bill_share(rec, handle.pack[0], handle.pack[1], handle.pack[2])
         return rec

@@ -1,9 +1,9 @@
 """The SDK boundary of the SkyPilot launcher: `SkySDK`, the only object that calls SkyPilot's client
 API (0.14.1), returning plain values. Tests replace it with a fake (tests/unit/test_skypilot_launcher.py).
 
-- managed jobs: `launch` (`sky.jobs.launch` [+ `pool=`] + `sky.stream_and_get`), `queue`
-  (`sky.jobs.queue_v2` + `sky.get`), `tail_logs` (follow=False, optionally the last `tail` lines,
-  captured), `cancel` (`sky.jobs.cancel` + `sky.get`);
+- managed jobs: `launch` (`sky.jobs.launch` [+ `pool=`] + `sky.stream_and_get`; a `sky.Dag` job group too),
+  `queue` (`sky.jobs.queue_v2` + `sky.get`), `tail_logs` (follow=False, optionally the last `tail` lines,
+  one `task` of a job group, captured), `cancel` (`sky.jobs.cancel` + `sky.get`);
 - pools (sky/jobs/client/sdk.py): `pool_apply` (`sky.jobs.pool_apply(task, name, mode, workers)`),
   `pool_status` (`sky.jobs.pool_status([name])`: the service record with its `replica_info`, one per
   worker), `pool_down` (`sky.jobs.pool_down([name])`).
@@ -57,12 +57,13 @@ class SkySDK:
         records = result[0] if isinstance(result, tuple) else result
         return [_plain_job(r) for r in records]
 
-    def tail_logs(self, job_id: int, tail: int | None = None) -> str:
-        """Returns the job's log text (`tail`: only its last lines)."""
+    def tail_logs(self, job_id: int, tail: int | None = None, task: str | None = None) -> str:
+        """Returns the job's log text (`tail`: only its last lines; `task`: of that task of a job group)."""
         import sky
 
         buf = io.StringIO()
-        sky.jobs.tail_logs(job_id=job_id, follow=False, tail=tail, output_stream=buf)
+        sky.jobs.tail_logs(job_id=job_id, follow=False, tail=tail, output_stream=buf,
+                           **({"task": task} if task is not None else {}))
         return buf.getvalue()
 
     def cancel(self, job_id: int) -> None:

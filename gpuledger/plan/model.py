@@ -98,6 +98,10 @@ class PlannedTrial:
     #: a trial placed on a SkyPilot pool (`gpuledger.plan.pools`): the pool's name and its workers
     pool: str | None = None
     pool_workers: int | None = None
+    #: an RL trial whose rollouts run on an instance of their own (`train.rollout_gpu`): that instance as the
+    #: plan priced it ({accelerator, gpus, cloud, instance_type, usd_per_hour}; `usd_per_hour` above is the
+    #: two instances' sum), from the trial's `roles` (gpuledger/plan/rl_roles.py); None for any other trial
+    rollout: dict[str, Any] | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> PlannedTrial:
@@ -215,7 +219,11 @@ class Plan:
     @functools.cached_property
     def planned_trials(self) -> list[PlannedTrial]:
         """The trials as typed values, in trial order (what the runtime reads)."""
-        return [PlannedTrial.from_row(r) for r in self.trials]
+        def rollout(tid: str) -> dict[str, Any] | None:  # the rollouts' own instance (docs/rl.md)
+            g = ((self.roles.get(tid) or {}).get("groups") or {}).get("rollout") or {}
+            return dict(g) if "usd_per_hour" in g else None  # set only for an instance of its own
+
+        return [PlannedTrial.from_row({**r, "rollout": rollout(r["trial_id"])}) for r in self.trials]
 
     def planned(self, trial_id: str) -> PlannedTrial | None:
         """Returns the planned trial `trial_id`, or None when the plan has no such trial."""

@@ -9,7 +9,7 @@ registry (or the model's config.json), estimates, writes nothing.
 from __future__ import annotations
 
 from gpuledger.errors import UserError
-from gpuledger.plan.workloads import estimate_rows, rl_problem, tokens_problem
+from gpuledger.plan.workloads import estimate_rows, rl_problem, rollout_run_problem, tokens_problem
 from gpuledger.spec.problems import Problem
 
 
@@ -48,6 +48,8 @@ def check_spec(path) -> dict:
     if spec.kind == "sweep":
         trials = expand_trials(spec)
         out["trials"] = len(trials)
-        out["problems"] = [str(p) for p in planning_problems(spec, trials)]
+        problems = planning_problems(spec, trials)
+        launch = rollout_run_problem(spec) if not problems else None  # what the launch needs beyond the plan
+        out["problems"] = [str(p) for p in [*problems, *([launch] if launch else [])]]
     out["ok"] = not out["problems"]
     return out

@@ -137,7 +137,7 @@ def trial_roles(plan, estimates: pl.DataFrame, probed: pl.DataFrame | None = Non
             j["groups"]["trainer"].update(instance_type=t.get("instance_type"), cloud=t.get("cloud"),
                                           usd_per_hour=round(trainer_usd, 4) if trainer_usd else None,
                                           spot=bool(t.get("spot")))
-            j["groups"]["rollout"].update(instance_type=inst["instance_type"], cloud=inst["cloud"],
+            j["groups"]["rollout"].update(instance_type=inst["instance_type"], cloud=inst["cloud"], region=inst["region"],
                                           usd_per_hour=round(inst["usd_per_hour"], 4), spot=False,
                                           price_source=inst["price_source"])
         rollout = dict(j["rollout"])

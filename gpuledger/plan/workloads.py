@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from gpuledger.errors import UserError
 from gpuledger.plan.settings import AUTO_GPU_COUNTS
 from gpuledger.spec.problems import Problem
+from gpuledger.vocabulary import RL_METHODS
 
 #: Search parameters that change a trial's workload (CONTRACTS.md); value: the Workload field.
 PARAM_TO_WORKLOAD = {
@@ -72,6 +73,24 @@ def rl_problem(spec) -> Problem | None:
         return None
     return Problem(file, line, col, "", f"train.{' and train.'.join(asked)} need train.generation: vllm_server "
                    f"(rollouts on GPUs of their own; {t.generation} generates on the trainer's GPUs)")
+
+
+ROLLOUT_RUN_NEEDED = ("rollouts on an instance of their own (train.rollout_gpu) need task.rollout_run to launch: the "
+                      "command that serves them there, the job group's rollout task beside the trainer's task.run "
+                      "(e.g. trl vllm-serve --model MODEL --port $GPULEDGER_ROLLOUT_PORT; docs/rl.md)")
+
+
+def rollout_run_problem(spec) -> Problem | None:
+    """Returns the problem of a GRPO/PPO spec launched on a cloud whose rollouts run on an instance of their own
+    (`train.rollout_gpu`, the split on two instances) without `task.rollout_run`, located at `train.rollout_gpu`;
+    else None. Not a planning problem: a plan and a dry run need no rollout command; `gpuledger validate` and the
+    launch (gpuledger/runtime/launching.py) say it."""
+    t = spec.train
+    if spec.method not in RL_METHODS or not getattr(t, "rollout_gpu", None) or spec.launcher == "local" \
+            or getattr(spec.task, "rollout_run", None):
+        return None
+    file, line, col = spec.position("train", "rollout_gpu")
+    return Problem(file, line, col, "train.rollout_gpu", ROLLOUT_RUN_NEEDED)
 
 
 def require_tokens(spec) -> None:

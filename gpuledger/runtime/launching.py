@@ -24,17 +24,35 @@ LAUNCH_RETRY_DELAYS_S = (2.0, 10.0, 30.0)
 RETRY_JITTER = 0.2
 
 
-def refuse_rollout_instance(spec: Any, launcher: str) -> None:
-    """Raises one UserError for a cloud launch of a spec whose RL rollouts run on an instance of their own
-    (`train.rollout_gpu`): planned and priced as two instances per trial (docs/rl.md), but launching the two
-    together (a SkyPilot job group) is not built, and one instance of the trainer alone would not run it."""
+def refuse_rollout_instance(spec: Any, launcher: str, cloud: str | None = None, pack: int = 1) -> None:
+    """Raises one UserError where a spec whose RL rollouts run on an instance of their own (`train.rollout_gpu`,
+    docs/rl.md) cannot launch: the trainer's and the rollouts' instances start together as one SkyPilot job
+    group (gpuledger/launch/skypilot_group.py), which needs `task.rollout_run` and Kubernetes (`cloud`: the
+    trial's planned cloud; None: the spec's `resources.clouds` must name it); another cloud launcher cannot, nor
+    packed trials (`pack` > 1: k trials in one job)."""
     own = getattr(getattr(spec, "train", None), "rollout_gpu", None)
-    if own and launcher != "local":
-        from gpuledger.errors import UserError
+    if not own or launcher == "local":
+        return
+    from gpuledger.errors import UserError
 
-        raise UserError(f"train.rollout_gpu {own}: rollouts on an instance of their own are planned and priced, "
-                        f"but launcher {launcher} cannot yet start the trainer's and the rollouts' instances "
-                        "together; drop train.rollout_gpu (rollout_gpus of the trial's own GPUs) to launch")
+    if launcher != "skypilot":
+        raise UserError(f"train.rollout_gpu {own}: rollouts on an instance of their own launch only as a SkyPilot "
+                        f"job group (launcher: skypilot), not with launcher {launcher}")
+    if pack > 1:
+        raise UserError(f"train.rollout_gpu {own}: {pack} trials packed per GPU (resources.trials_per_gpu) cannot "
+                        "each be a job group of their own instances; set resources.trials_per_gpu: 1")
+    from gpuledger.plan.workloads import rollout_run_problem
+
+    problem = rollout_run_problem(spec)
+    if problem is not None:
+        raise UserError(str(problem))
+    from gpuledger.launch.skypilot_group import GROUP_CLOUD, refuse_vm_cloud
+
+    clouds = [c.lower() for c in (spec.resources.clouds or [])]
+    if cloud is not None:
+        refuse_vm_cloud(cloud)
+    elif GROUP_CLOUD not in clouds:
+        refuse_vm_cloud(", ".join(clouds) or None, "resources.clouds")
 
 
 def make_launcher(name: str, spec: Any, max_parallel: int, landing: Path, pack: int = 1) -> Any:
@@ -42,7 +60,7 @@ def make_launcher(name: str, spec: Any, max_parallel: int, landing: Path, pack: 
     by side per slot (packed trials, `resources.trials_per_gpu`)."""
     from gpuledger.launch import get_launcher
 
-    refuse_rollout_instance(spec, name)
+    refuse_rollout_instance(spec, name, pack=pack)
     if name == "local":
         from gpuledger.runtime.landing import landing_key
 

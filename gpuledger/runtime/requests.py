@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuledger.launch import plans_as
-from gpuledger.launch.base import LaunchRequest
+from gpuledger.launch.base import LaunchRequest, RolloutRequest
 from gpuledger.plan.model import PlannedTrial
 
 
@@ -80,16 +80,54 @@ def launch_request(spec: Any, trial: Any, row: PlannedTrial | None, *, sweep_id:
     from gpuledger.runtime.launching import refuse_rollout_instance
     from gpuledger.search import prunes
 
-    refuse_rollout_instance(spec, launcher)  # two instances per trial are not one task (docs/rl.md)
+    # two instances per trial: one SkyPilot job group, on Kubernetes only (docs/rl.md)
+    refuse_rollout_instance(spec, launcher, row.cloud if row is not None and row.feasible else None)
+    placement = _placement(spec, row, launcher)
+    rollout = _rollout(spec, trial, row, launcher)
+    if rollout is not None and placement.get("pool"):
+        from gpuledger.errors import UserError
 
+        raise UserError(f"train.rollout_gpu: trial {trial.trial_id} is planned on SkyPilot pool {placement['pool']}, "
+                        "but its trainer and rollouts launch as one job group, which SkyPilot cannot run on a pool; "
+                        "set resources.pool: never")
+    if rollout is not None and placement.get("usd_per_hour") is not None:  # the plan's sum: the trainer's alone
+        for key in ("usd_per_hour", "on_demand_usd_per_hour"):
+            if placement.get(key) is not None:
+                placement[key] = max(0.0, float(placement[key]) - rollout.usd_per_hour)
     base = Path(spec.task.workdir) if workdir is None else workdir
     return LaunchRequest(
         sweep_id=sweep_id, sweep_name=spec.name, trial_id=trial.trial_id, params=dict(trial.params),
         run=trial.run, setup=trial.setup, workdir=base, env=dict(spec.task.env),
         echo_metrics=(spec.search.objective.metric,) if prunes(spec) else (),
         pack_weight=float(row.compute_s) if row is not None and row.compute_s else None,
-        **_placement(spec, row, launcher),
+        rollout=rollout, **placement,
     )
+
+
+def _rollout(spec: Any, trial: Any, row: PlannedTrial | None, launcher: str) -> RolloutRequest | None:
+    """Returns the rollouts' own task of a trial of a spec with `train.rollout_gpu` launched on a cloud (the plan's
+    rollout instance, `PlannedTrial.rollout`), else None. A placed trial without the plan's rollout instance (no
+    plan, or a plan that did not time the trial by role) is one UserError: a trainer alone would wait on a vLLM
+    server nobody started."""
+    if launcher == "local" or not getattr(spec.train, "rollout_gpu", None) or not trial.rollout_run:
+        return None
+    if row is not None and not row.feasible:
+        return None  # not placed: the sweep does not launch it
+    ro = row.rollout if row is not None else None
+    if not ro:
+        from gpuledger.errors import UserError
+
+        raise UserError(f"train.rollout_gpu {spec.train.rollout_gpu}: trial {trial.trial_id} has no rollout instance "
+                        "from the plan (the job group's rollout task is placed and priced by the planner); "
+                        "plan the sweep (gpuledger plan) and launch it from that plan")
+    from gpuledger.launch.skypilot_group import refuse_split_infra
+
+    refuse_split_infra((row.cloud, row.region), (ro.get("cloud"), ro.get("region")), trial.trial_id)
+    return RolloutRequest(run=trial.rollout_run, accelerator=ro["accelerator"], gpus=int(ro["gpus"]),
+                          usd_per_hour=float(ro["usd_per_hour"]), instance_type=ro.get("instance_type"),
+                          cloud=ro.get("cloud"), region=ro.get("region"),
+                          price_description=f"{ro.get('cloud')} {ro.get('instance_type')} rollout instance, "
+                                            f"{ro.get('price_source') or 'catalog'} (plan)")
 
 
 def launch_requests(spec: Any, trials: Iterable[Any], rows: Mapping[str, PlannedTrial] | None, *, sweep_id: str,

@@ -115,7 +115,7 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
                 out.append((("search", "exclude", i, key, "__key__"), f"{key!r} is not a search parameter{hint}"))
     allowed = set(params) | KNOWN_FIELDS
     task = mapping(data.get("task"))
-    for part in ("setup", "run"):
+    for part in ("setup", "run", "rollout_run"):
         template = task.get(part)
         if not isinstance(template, str):
             continue
@@ -143,8 +143,12 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
         if serve.get("concurrency") is None and serve.get("request_rate") is None:
             out.append((("serve",), "method: inference needs a load: serve.concurrency or serve.request_rate "
                                     "(or a search parameter of that name)"))
-    if method in RL_METHODS and mapping(data.get("train")).get("completion_len") is None:
+    train = mapping(data.get("train"))
+    if method in RL_METHODS and train.get("completion_len") is None:
         out.append((("train", "completion_len"), f"method {method} needs train.completion_len"))
+    if task.get("rollout_run") and not train.get("rollout_gpu"):
+        out.append((("task", "rollout_run"), "task.rollout_run is the rollout task of a split placement on two "
+                    "instances: set train.rollout_gpu (and rollout_gpus), or drop task.rollout_run"))
     return out
 
 

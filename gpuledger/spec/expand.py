@@ -27,6 +27,7 @@ class Trial:
     params: dict[str, Any]
     run: str
     setup: str | None
+    rollout_run: str | None = None  # task.rollout_run rendered (train.rollout_gpu: the rollouts' own task)
 
 
 def grid_points_total(lists: list[list[Any]]) -> int:
@@ -95,7 +96,8 @@ def trial_for(spec: SweepSpec, params: dict[str, Any], index: int) -> Trial:
     tid = trial_id_for(spec.name, params)
     values = template_values(spec, params, tid, index)
     return Trial(index=index, trial_id=tid, params=params, run=render_command(spec.task.run, values),
-                 setup=render_command(spec.task.setup, values) if spec.task.setup else None)
+                 setup=render_command(spec.task.setup, values) if spec.task.setup else None,
+                 rollout_run=render_command(spec.task.rollout_run, values) if spec.task.rollout_run else None)
 
 
 def iter_trials(spec: SweepSpec) -> Iterator[Trial]:

@@ -372,6 +372,9 @@ class Local(_Strict):
 class Task(_Strict):
     setup: str | None = None
     run: str = Field(min_length=1)
+    rollout_run: str | None = Field(None, min_length=1, description=(
+        "train.rollout_gpu: the command that serves the rollouts on their own instance, the rollout task of the "
+        "trial's SkyPilot job group (e.g. trl vllm-serve --model MODEL --port $GPULEDGER_ROLLOUT_PORT; docs/rl.md)"))
     workdir: str = "."
     env: dict[str, str] = Field(default_factory=dict)
 

@@ -23,7 +23,7 @@ KNOWN_LONG: set[str] = set()
 ALLOWED = {
     "prefect": ("gpuledger/flows/",),
     "sky": ("gpuledger/launch/skypilot.py", "gpuledger/launch/skypilot_task.py", "gpuledger/launch/skypilot_sdk.py",
-            "gpuledger/catalog/skypilot.py"),
+            "gpuledger/launch/skypilot_group.py", "gpuledger/catalog/skypilot.py"),
     "duckdb": ("gpuledger/warehouse/",),
 }
 

@@ -203,14 +203,23 @@ def test_a_rollout_gpu_the_planner_cannot_use_is_one_located_problem(tmp_path, t
         _plan(spec)
 
 
-def test_a_rollout_instance_of_its_own_is_not_launched_on_one_instance(tmp_path):
+def test_a_rollout_instance_of_its_own_launches_only_as_a_job_group_on_kubernetes(tmp_path):
+    """Without task.rollout_run there is no rollout task (validate says so, located; the launch refuses); on a VM
+    cloud SkyPilot gives a job group's tasks no hostnames (gpuledger/launch/skypilot_group.py): one message why."""
+    from gpuledger.cli.commands.render_task import launch_requests
     from gpuledger.errors import UserError
+    from gpuledger.plan.requirements import check_spec
     from gpuledger.runtime.launching import make_launcher
 
     spec = _spec(tmp_path, generation="vllm_server", rollout_gpu="L40S", rollout_gpus=4)
-    with pytest.raises(UserError, match="train.rollout_gpu L40S: .* launcher skypilot cannot yet"):
+    out = check_spec(tmp_path / "grpo.yaml")
+    assert not out["ok"] and len(out["problems"]) == 1
+    assert "grpo.yaml:" in out["problems"][0] and "train.rollout_gpu: rollouts on an instance of their own" in \
+        out["problems"][0] and "need task.rollout_run" in out["problems"][0]
+    with pytest.raises(UserError, match="need task.rollout_run to launch"):
         make_launcher("skypilot", spec, 1, tmp_path)
-    from gpuledger.cli.commands.render_task import launch_requests
-
-    with pytest.raises(UserError, match="train.rollout_gpu L40S: .* launcher skypilot cannot yet"):
-        launch_requests(spec, use_planner=False)  # render-task: not a trainer-only task either
+    spec = spec.model_copy(update={"task": spec.task.model_copy(update={"rollout_run": "trl vllm-serve --model m"})})
+    for launch in (lambda: make_launcher("skypilot", spec, 1, tmp_path),
+                   lambda: launch_requests(spec, use_planner=False)):  # render-task: not a trainer-only task either
+        with pytest.raises(UserError, match="hostnames only on Kubernetes .* put kubernetes in resources.clouds"):
+            launch()

@@ -28,6 +28,9 @@ ALLOWED = {
     "runtime/envelopes.py": "GPULEDGER_LAUNCHED_BY=mcp marks a sweep the MCP server started (its child)",
     "trainers/demo_lora.py": "the demo trainer is a child process that runs on a worker without a project "
                              "(its model cache and pretraining steps are its own options)",
+    "scaffold/trainers/grpo.py": "the scaffold GRPO trainer runs in a SkyPilot job group's trainer task and reaches "
+                                 "the rollout task's vLLM server at the host and port the group's launch set "
+                                 "(gpuledger/launch/skypilot_group.py), only as its flags' defaults",
 }
 
 

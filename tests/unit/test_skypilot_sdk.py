@@ -38,7 +38,8 @@ def test_sdk_wraps_jobs_launch_queue_v2_tail_logs_and_cancel(monkeypatch):
 
     def tail_logs(*args, **kw):
         real_tail_logs.bind(*args, **kw)  # arguments SkyPilot's own tail_logs accepts
-        calls.append(("tail_logs", kw.get("job_id"), kw.get("follow"), kw.get("tail")))
+        calls.append(("tail_logs", kw.get("job_id"), kw.get("follow"), kw.get("tail"))
+                     + ((kw["task"],) if "task" in kw else ()))
         kw["output_stream"].write("GPULEDGER_RESULT {}\n")
 
     monkeypatch.setattr(sky.jobs, "queue_v2", queue_v2)
@@ -52,10 +53,12 @@ def test_sdk_wraps_jobs_launch_queue_v2_tail_logs_and_cancel(monkeypatch):
     assert job["job_id"] == 7 and job["status"] == "RECOVERING" and job["recovery_count"] == 1
     assert sdk.tail_logs(7) == "GPULEDGER_RESULT {}\n"
     assert sdk.tail_logs(7, tail=100) == "GPULEDGER_RESULT {}\n"  # the pruning watch: the last lines only
+    assert sdk.tail_logs(7, task="trainer") == "GPULEDGER_RESULT {}\n"  # a job group's trainer task
     sdk.cancel(7)
     assert calls[0] == ("launch", "TASK", "gl-x") and calls[1] == ("stream_and_get", "req-1")
     assert calls[2][:3] == ("queue_v2", False, [7]) and "cluster_resources_full" in calls[2][3]
     assert ("tail_logs", 7, False, None) in calls and ("tail_logs", 7, False, 100) in calls
+    assert ("tail_logs", 7, False, None, "trainer") in calls
     assert ("cancel", [7]) in calls and calls[-1] == ("get", "req-3")
 
 

@@ -79,7 +79,13 @@ def run(args: argparse.Namespace) -> int:
                              workdir=Path(spec.task.workdir))
     from gpuledger.catalog.skypilot import cached_clouds
 
-    if request.cloud and cached_clouds((request.cloud,)):
+    if request.rollout is not None:  # train.rollout_gpu: the trainer's and the rollouts' tasks, one job group
+        from gpuledger.launch.skypilot_group import group_configs, group_yaml
+
+        text = group_yaml(group_configs(request))
+        how = ("a SkyPilot job group: the trainer's task and the rollouts' (task.rollout_run), "
+               "gpuledger/launch/skypilot_group.py")
+    elif request.cloud and cached_clouds((request.cloud,)):
         from gpuledger.launch.skypilot_task import build_task, task_yaml
 
         try:

@@ -9,7 +9,8 @@ heavy libraries are imported only after the arguments are parsed, so `--help` wo
 Rollouts: `--generation hf` (the trainer's own `generate`, any machine, the CPU included),
 `vllm_colocate` (vLLM in the trainer's process, `--vllm-gpu-memory-utilization` of each GPU; `--vllm-sleep`
 releases its memory between phases) or `vllm_server` (a `trl vllm-serve` process on GPUs of its own,
-`--vllm-server-host/--vllm-server-port`). Reward: a toy function, `length` (completions near
+`--vllm-server-host/--vllm-server-port`, by default `$GPULEDGER_ROLLOUT_HOST`/`$GPULEDGER_ROLLOUT_PORT`: in a
+SkyPilot job group the rollout task's host and port, gpuledger/launch/skypilot_group.py). Reward: a toy function, `length` (completions near
 `--target-len` characters score 1, farther less) or `distinct` (the share of distinct characters):
 replace `reward_funcs` with your verifier.
 
@@ -24,6 +25,7 @@ the run is an ad-hoc run stored in the ledger when training ends.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 GENERATIONS = ("hf", "vllm_colocate", "vllm_server")
@@ -54,8 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vllm-gpu-memory-utilization", type=float, default=0.3)
     p.add_argument("--vllm-sleep", action=argparse.BooleanOptionalAction, default=False,
                    help="vllm_colocate: sleep mode (the engine's memory released while the trainer steps)")
-    p.add_argument("--vllm-server-host", default="127.0.0.1")
-    p.add_argument("--vllm-server-port", type=int, default=8000)
+    # a SkyPilot job group's trainer task reaches the rollout task's server by these (gpuledger/launch/skypilot_group.py)
+    p.add_argument("--vllm-server-host", default=os.environ.get("GPULEDGER_ROLLOUT_HOST") or "127.0.0.1",
+                   help="the vLLM server's host (default: $GPULEDGER_ROLLOUT_HOST, else 127.0.0.1)")
+    p.add_argument("--vllm-server-port", type=int, default=int(os.environ.get("GPULEDGER_ROLLOUT_PORT") or 8000),
+                   help="its port (default: $GPULEDGER_ROLLOUT_PORT, else 8000)")
     p.add_argument("--lora-r", type=int, default=0, help="> 0: a LoRA policy of this rank (PEFT), else full")
     p.add_argument("--log-every", type=int, default=1)
     p.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=False)
