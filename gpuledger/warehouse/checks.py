@@ -24,7 +24,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuledger.agent.measure import MAX_METRIC_POINTS, MAX_STEP, metric_name_problem
+# the agent's caps (`gpuledger.agent.measure`) are imported where a record is checked, not here: importing
+# `gpuledger.agent.measure` runs the agent package's __init__ (psutil, subprocess, threading: 60-80 ms), which
+# every warehouse command (`gpuledger sql`) would pay at start-up for an ingest it does not do (issue 38)
 
 #: largest landing file read (bytes); a record at the agent's metric cap is a few MB
 MAX_RECORD_FILE_BYTES = 8 * 1024 * 1024
@@ -41,12 +43,14 @@ MAX_LINE_HOURS = 24.0 * 366
 MAX_ID_CHARS = 200
 MAX_TEXT_CHARS = 64 * 1024
 
-__all__ = ["COST_ABS_TOL_USD", "COST_REL_TOL", "MAX_FINAL_METRICS", "MAX_LINE_HOURS", "MAX_METRIC_POINTS",
+__all__ = ["COST_ABS_TOL_USD", "COST_REL_TOL", "MAX_FINAL_METRICS", "MAX_LINE_HOURS",
            "MAX_RECORD_FILE_BYTES", "MAX_USD_PER_HOUR", "MAX_ID_CHARS", "MAX_TEXT_CHARS", "precheck", "record_problem"]
 
 
 def precheck(data: Any) -> str | None:
     """Returns why a decoded record is refused before it is even parsed (too many points), or None."""
+    from gpuledger.agent.measure import MAX_METRIC_POINTS
+
     if isinstance(data, dict):
         metrics = data.get("metrics")
         if isinstance(metrics, list) and len(metrics) > MAX_METRIC_POINTS:
@@ -66,6 +70,8 @@ def _finite(name: str, value: float | None) -> str | None:
 
 def _unwritable(rec: Any) -> str | None:
     """Returns why `rec` would break the warehouse's write (sizes, names, encodings), or None."""
+    from gpuledger.agent.measure import MAX_STEP, metric_name_problem
+
     for name in ("run_id", "trial_id", "sweep_id"):
         value = getattr(rec, name)
         if value is not None and len(value) > MAX_ID_CHARS:

@@ -21,15 +21,19 @@ CAPACITY = ("gpuledger.spec.capacity_models",)
 PLANNER = ("gpuledger.catalog.pricing", "gpuledger.catalog.offers", "gpuledger.catalog.skypilot", "gpuledger.capacity", "gpuledger.plan.sweep", "gpuledger.plan.candidates",
            "gpuledger.plan.prices", "gpuledger.plan.schedule", "gpuledger.runtime")
 
+#: the in-job agent (`python -m gpuledger.agent`): psutil and the agent's own package
+AGENT = ("psutil", "gpuledger.agent")
+
 CASES = {
-    "validate": (["validate", "specs/lora-grid.yaml"], (*HEAVY, "duckdb", "gpuledger.warehouse", *PLANNER, *CAPACITY)),
+    "validate": (["validate", "specs/lora-grid.yaml"], (*HEAVY, "duckdb", "gpuledger.warehouse", *PLANNER, *CAPACITY, *AGENT)),
     # one trial of specs/lora-grid.yaml (benchmarks/cli_startup.py's estimate): no spec models at all
     "estimate": (["estimate", "gpuledger/demo-char-gpt", "--method", "lora", "--precision", "fp32", "--seq", "64",
                   "--batch", "8", "--lora-r", "16", "--lora-targets", "q,k,v,o", "--no-grad-ckpt", "--no-flash-attn",
                   "--device", "cpu"],
-                 (*HEAVY, "duckdb", "gpuledger.warehouse", *PLANNER, *CAPACITY, "gpuledger.spec.models")),
-    "estimate-gpu": (["estimate", "Qwen/Qwen2.5-0.5B"], (*HEAVY, "duckdb", "gpuledger.warehouse", *PLANNER, *CAPACITY)),
-    "sql": (["sql", "select count(*) as n from v_runs where cost_usd > 0"], (*HEAVY, *PLANNER)),
+                 (*HEAVY, "duckdb", "gpuledger.warehouse", *PLANNER, *CAPACITY, *AGENT, "gpuledger.spec.models")),
+    "estimate-gpu": (["estimate", "Qwen/Qwen2.5-0.5B"], (*HEAVY, "duckdb", "gpuledger.warehouse", *PLANNER, *CAPACITY, *AGENT)),
+    # nor the in-job agent and its psutil (60-80 ms; the warehouse's record checks import its caps on first use)
+    "sql": (["sql", "select count(*) as n from v_runs where cost_usd > 0"], (*HEAVY, *PLANNER, *AGENT)),
 }
 
 
@@ -150,3 +154,14 @@ def test_the_lazy_polars_is_polars():
     frame = pl.DataFrame({"a": [1, 2]})
     assert type(frame).__module__.startswith("polars") and frame["a"].sum() == 3
     assert pl.Int32 is sys.modules["polars"].Int32
+
+
+def test_the_warehouse_checks_use_the_agents_caps():
+    """`gpuledger.warehouse.checks` imports the agent's caps where a record is checked (not at import: the
+    `sql` case above refuses psutil): a record over the agent's cap is refused, one at it is not."""
+    from gpuledger.agent import measure
+    from gpuledger.warehouse import checks
+
+    over = {"metrics": [{"name": "loss", "value": 1.0}] * (measure.MAX_METRIC_POINTS + 1)}
+    assert f"at most {measure.MAX_METRIC_POINTS}" in checks.precheck(over)
+    assert checks.precheck({"metrics": over["metrics"][:-1]}) is None
