@@ -65,6 +65,7 @@ class AdaptiveData:
     twin_curves: Any = None  # the twin grid's learning curves (they ran to their end), asha only
     twin_rates: dict[str, float] = field(default_factory=dict)  # the twin grid's measured USD per second per trial
     stopping: str = "rungs"  # search.stopping of the stored spec
+    suspend: bool = True  # search.pruning.suspend of the stored spec (suspension at undecided rungs)
     max_parallel: int | None = None
 
 
@@ -111,7 +112,8 @@ def load_adaptive(wh, sweep_id: str, trials: pl.DataFrame) -> AdaptiveData | Non
                         ends=wh.query_named("report_sweep_trial_ends", p), est_basis=basis, twin=twin,
                         twin_candidates=candidates, curves=curves, ranges=_has_range(i["params_json"]),
                         twin_curves=twin_curves, twin_rates=twin_rates,
-                        stopping=i.get("stopping") or "rungs")  # a spec stored before search.stopping: rungs
+                        stopping=i.get("stopping") or "rungs",  # a spec stored before search.stopping: rungs
+                        suspend=i.get("suspend") is not False)  # stored before search.pruning.suspend: on
 
 
 def _has_range(params_json: str | None) -> bool:
@@ -272,7 +274,7 @@ def asha_what_if(trials: pl.DataFrame, ad: AdaptiveData, actual_slots: int | Non
 
     The replay is `gpuledger.search.asha_replay.simulate_asha` with the sweep's min_steps,
     reduction_factor and goal, the trials in the order this sweep launched them, suspending at undecided
-    rungs as the runtime does (`gpuledger.search.suspension`; every attempt's seconds counted). Row keys: slots,
+    rungs as the runtime does (`gpuledger.search.suspension`, unless `search.pruning.suspend` is false; every attempt's seconds counted). Row keys: slots,
     trial_seconds, makespan_s, cost_usd (trial_seconds × the sweep's measured USD per trial-second),
     pruned, completed, extrapolated (trials promoted past where their measured curve was cut: the
     curve held at its last value), best_value, best_trial_id, time_to_best_s, actual (the sweep's
@@ -306,7 +308,7 @@ def asha_what_if(trials: pl.DataFrame, ad: AdaptiveData, actual_slots: int | Non
     rows = []
     for k in ks:
         sim = simulate_asha(curves, slots=k, min_steps=ad.min_steps, reduction_factor=ad.reduction_factor,
-                            goal=ad.goal, order=order, suspend=True)  # as the runtime does (search/suspension.py)
+                            goal=ad.goal, order=order, suspend=ad.suspend)  # as the runtime did (search/suspension.py)
         rows.append({"slots": k, "trial_seconds": sim.trial_seconds, "makespan_s": sim.makespan_s,
                      "cost_usd": sim.trial_seconds * rate, "pruned": sim.pruned, "completed": sim.completed,
                      "extrapolated": sim.extrapolated, "best_value": sim.best_value,
@@ -336,7 +338,7 @@ def grid_replay(ad: AdaptiveData, slots: int | None) -> tuple[dict[str, Any] | N
                       f"{MAX_REPLAY_CURVES:,}")
     k = max(1, int(slots or 1))
     one = replay_settings(ad.twin_curves, ad.twin_rates, slots=k, goal=ad.goal, min_steps=ad.min_steps,
-                          reduction_factor=ad.reduction_factor, cost_stopping=ad.stopping == "cost", suspend=True,
+                          reduction_factor=ad.reduction_factor, cost_stopping=ad.stopping == "cost", suspend=ad.suspend,
                           orders=REPORT_ORDERS)
     if one is None:
         return None, "the grid has fewer than 2 curves that ran to their end"

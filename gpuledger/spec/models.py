@@ -83,6 +83,11 @@ class Pruning(_Strict):
                                          "that runs to its end reports (the planner's successive-halving "
                                          "estimate of the spend under pruning, when no earlier learning curves "
                                          "of the model are measured)")
+    suspend: bool = Field(True, description="a trial at a rung whose outcome waits on points not started yet "
+                          "is stopped there and relaunched from its start once the rung is decided, when that "
+                          "is expected to cost less than running on (gpuledger/search/suspension.py); false: "
+                          "it runs on undecided (plain successive halving; for trials whose relaunch is dear "
+                          "or not repeatable)")
 
 
 #: `search.probe_above_usd`'s default (USD): see the field's description.

@@ -192,7 +192,9 @@ def test_the_mid_sweep_budget_stop_holds_when_the_expected_pruned_spend_fits_but
     from gpuledger.warehouse import Warehouse
 
     xs = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
-    pruning = "{min_steps: 1, reduction_factor: 2, values_per_trial: 5}"
+    # without suspension (search.pruning.suspend: false): a trial undecided at its rung runs on, so in the
+    # order below nothing is pruned (suspended, the worse ones wait at their rung and are dropped there)
+    pruning = "{min_steps: 1, reduction_factor: 2, values_per_trial: 5, suspend: false}"
     sp, plan = _plan(_spec(tmp_path, name="prune-stop", pruning=pruning, xs=xs, max_parallel=1))
     wall = max(t["est_wall_s"] for t in plan.trials)
     # every trial better than all before it in the launch order: ASHA promotes each one at every rung (one

@@ -185,3 +185,19 @@ def test_the_pace_per_value_is_the_trials_own_clock_not_the_polls(tmp_path, own_
     stopped = search.report(cand.trial_id, [2.0, 1.9], [5.0, 10.0] if own_clock else None)
     assert stopped is own_clock
     assert (search.why.get(cand.trial_id, ("",))[0] == "suspend") is own_clock
+
+
+def test_search_pruning_suspend_false_runs_undecided_trials_on(tmp_path):
+    """`search.pruning.suspend: false`: the same two values that suspend the trial above let it run on."""
+    path = tmp_path / "no-suspend.yaml"
+    text = (REPO / "specs" / "lora-grid.yaml").read_text().replace("strategy: grid", "strategy: asha", 1)
+    path.write_text(text.replace("strategy: asha", "strategy: asha\n  pruning: {suspend: false}", 1))
+    spec = load_spec(path)
+    assert spec.search.pruning.suspend is False
+    search = AdaptiveSearch.open(spec, "no-suspend", expand_trials(spec), path=tmp_path / "study.journal")
+    assert search.suspend is False
+    clock = Clock()
+    search.clock = clock
+    cand = search.ask()
+    clock.now = 10.5
+    assert search.report(cand.trial_id, [2.0, 1.9], [5.0, 10.0]) is False

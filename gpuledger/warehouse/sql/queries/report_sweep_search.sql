@@ -7,6 +7,7 @@ SELECT s.sweep_id, s.name AS sweep_name, s.model, s.method, s.objective_metric, 
        TRY_CAST(json_extract(sp.spec_json, '$.search.pruning.min_steps') AS INTEGER) AS min_steps,
        TRY_CAST(json_extract(sp.spec_json, '$.search.pruning.reduction_factor') AS INTEGER) AS reduction_factor,
        json_extract_string(sp.spec_json, '$.search.stopping') AS stopping,
+       TRY_CAST(json_extract(sp.spec_json, '$.search.pruning.suspend') AS BOOLEAN) AS suspend,
        CAST(json_extract(sp.spec_json, '$.train') AS VARCHAR) AS train_json,
        CAST(json_extract(sp.spec_json, '$.search.params') AS VARCHAR) AS params_json
 FROM sweeps s
