@@ -6,7 +6,6 @@ checking only, so `import gpuledger.api` stays cheap.
 
 from __future__ import annotations
 
-import html
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,8 @@ if TYPE_CHECKING:
 
 def html_table(rows: list[tuple[str, Any]], title: str | None = None) -> str:
     """Returns a small two-column HTML table (what `_repr_html_` shows in a notebook), values escaped."""
+    import html  # in a notebook only: the prompt's commands do not pay for html.entities
+
     head = f"<b>{html.escape(title)}</b>" if title else ""
     cells = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
                     f"<td style='text-align:left'>{html.escape('-' if v is None else str(v))}</td></tr>"
@@ -107,6 +108,8 @@ class PlanVerdict:
             rows.append(("probes spent", usd(self.probes_usd)))
         if self.refusal:
             rows.append(("refusal", self.refusal.splitlines()[0]))
+        import html
+
         trials = "".join(
             "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
                 t.trial_id, t.params, f"{t.gpus}x {t.accelerator}" if t.feasible else "-",

@@ -164,16 +164,53 @@ def _words_translated_once():
         argparse._ = plain
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Unbuilt:
+    """A sub-command's parser that is not built: every call on it (add_argument, add_subparsers,
+    add_mutually_exclusive_group, ...) is accepted and does nothing, and returns another one."""
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: self
+
+    def __setattr__(self, name: str, value) -> None:  # `rsub.required = True` on an unbuilt one
+        pass
+
+
+class _OnlyCommand:
+    """The sub-command action of `build_parser(command)`: builds the parser of `command` only and hands
+    out `_Unbuilt` for the others, so a command's start-up does not pay for the 34 parsers it never
+    uses (each `add_argument` makes a HelpFormatter: ~25 ms of every start on the 2-core machine,
+    issue 38). `built` says whether `command` was one of them."""
+
+    def __init__(self, action, command: str) -> None:
+        self._action, self._command, self.built = action, command, False
+        self.required = True
+
+    def add_parser(self, name: str, **kwargs):
+        if name != self._command:
+            return _Unbuilt()
+        self.built = True
+        return self._action.add_parser(name, **kwargs)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser | None:
+    """Returns the CLI's parser: every command's (`--help`, an unknown command), or with `command` the
+    one command a run names, built alone (the same parser for that command; None when no command of
+    that name exists)."""
     with _words_translated_once():
-        return _build_parser()
+        return _build_parser(command)
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def _command_of(argv: list[str]) -> str | None:
+    """Returns the command `argv` names when it starts with one (not an option such as --help)."""
+    return argv[0] if argv and not argv[0].startswith("-") else None
+
+
+def _build_parser(command: str | None = None) -> argparse.ArgumentParser | None:
     p = _Parser(prog="gpuledger", description="Plan, launch, measure and account for GPU experiments.")
     p.add_argument("--version", action="version", version=f"gpuledger {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub.required = True
+    action = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    action.required = True
+    sub = action if command is None else _OnlyCommand(action, command)
 
     s = sub.add_parser("init", help="make a folder a gpuledger project (never overwrites a file)")
     s.add_argument("dir", nargs="?", default=".", metavar="DIR")
@@ -216,9 +253,10 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="training stack: its memory habits and speed (default hf)")
     s.add_argument("--device", default="gpu", choices=vocabulary.DEVICES,
                    help="cpu: estimate resident memory of a CPU run (the local demo)")
-    from gpuledger.cli.commands.estimate import add_stack_options
+    if not isinstance(s, _Unbuilt):
+        from gpuledger.cli.commands.estimate import add_stack_options
 
-    add_stack_options(s)
+        add_stack_options(s)
     s.add_argument("--json", action="store_true")
 
     s = sub.add_parser("accuracy", help="the estimator's error per method, framework and GPU: public rows and your runs")
@@ -366,6 +404,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="only a worker, for the Prefect server PREFECT_API_URL names (a team's; several may run)")
     s.add_argument("--worker-limit", type=_count_of("flow runs", 1000), default=None, metavar="N",
                    help="with --worker-only: the most flow runs this worker runs at once (default: no limit)")
+    if command is not None and not sub.built:
+        return None
     from gpuledger.cli.help import document
 
     return document(p)
@@ -382,7 +422,9 @@ _NO_PYDANTIC_PLUGINS = frozenset({"validate", "estimate", "sql", "schema"})
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(_command_of(words)) or build_parser()  # an unknown command: the whole list
+    args = parser.parse_args(words)
     name = _MODULES.get(args.command, args.command.replace("-", "_"))
     if args.command in _NO_PYDANTIC_PLUGINS and argv is None:  # a process of its own, not a caller's
         import os
