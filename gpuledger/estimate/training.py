@@ -3,8 +3,13 @@
 Tensors of a step do not all coexist. The phases, each a sum of components:
 - `load`: the weights as they are loaded (a quantised base passes through 16 bit tensor by tensor);
 - `forward_end`: weights, optimizer states, every saved activation and the logits/loss tensors at
-  the start of backward (plus the gradients when accumulation keeps them across micro-batches);
-- `backward_end`: activations freed, every gradient present (none with optimizer-in-backward);
+  the start of backward (plus the gradients when accumulation keeps them across micro-batches); under
+  checkpointing the saved activations are the block inputs only: the loss's backward runs (and frees its
+  fp32 tensors) before any block is recomputed;
+- `backward_recompute` (checkpointing): the last block recomputed and its backward's working gradients
+  next to every block input, the logits gone;
+- `backward_end`: the first block's backward: its activations (recomputed under checkpointing) next to
+  every gradient (none with optimizer-in-backward);
 - `optimizer_step`: gradients + states + the optimizer's temporaries;
 - `generation` (GRPO/PPO): the rollout's KV cache and sampling logits next to the models.
 With checkpointing or without, backward frees activations block by block while it allocates the
@@ -45,7 +50,7 @@ HF_AUTO_BUCKET = "hidden^2"
 #: and the one whose copy to/from the host is in flight (torchtune OffloadActivations overlaps the
 #: transfer of one layer with the compute of the next).
 OFFLOAD_RESIDENT_BLOCKS = 2
-PHASES = ("load", "forward_end", "backward_end", "optimizer_step", "generation", "eval")
+PHASES = ("load", "forward_end", "backward_recompute", "backward_end", "optimizer_step", "generation", "eval")
 
 
 def _sharding(w: Workload, m: MemoryBreakdown, dp: int | None = None) -> str:
@@ -423,6 +428,10 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         m.assumptions.append(f"LoRA dropout {dropout:g}" + (" (the framework's default)" if w.lora_dropout is None else ""))
     if not w.flash_attn:
         per_layer += attention_score_bytes_per_token(cfg, p, seq)
+    # the one block whose backward runs (recomputed first under checkpointing) and the residual stream's
+    # working gradients: what a step holds of its activations when its last block's backward runs, next to
+    # nearly every gradient
+    block = tokens * (per_layer + 2 * d * a)
     if ckpt:
         # checkpoint each decoder block: its input stays, one block is recomputed at a time in backward
         kept = cfg.num_layers if not w.activation_offload else OFFLOAD_RESIDENT_BLOCKS
@@ -452,7 +461,8 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     if rl:
         logits += logit_tokens * a * vocab  # logits / temperature copy (TRL)
         if w.method == "ppo":  # the value model's forward/backward on the same tokens, at its size
-            act *= 1 + (count_params(load_config(w.critic_model)).total / max(1, total) if w.critic_model else 1.0)
+            critic = 1 + (count_params(load_config(w.critic_model)).total / max(1, total) if w.critic_model else 1.0)
+            act, block = act * critic, block * critic
     chunked = w.chunked_ce if w.chunked_ce is not None else w.framework in ("litgpt", "torchtune")
     m.notes["logits"] = (f"[{logit_tokens:,} tokens x {vocab:,} vocab] logits + loss ({w.framework}, "
                          f"{'fused linear' if w.fused_ce else 'chunked' if chunked else 'unchunked'} cross-entropy"
@@ -460,14 +470,14 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     if sp > 1:
         # sequence / context parallel: each GPU keeps the activations and logits of seq / sp tokens of every
         # sequence (DeepSpeed-Ulysses all-to-alls heads around attention; ring attention passes K/V blocks)
-        act /= sp
+        act, block = act / sp, block / sp
         logits /= sp
         m.notes["activations"] += f"; sequence split over {sp} GPUs (sequence parallel)"
     if tp > 1:
         # Megatron sequence parallelism (on with tensor parallelism in NeMo's recipes, Korthikanti et al. 2022
         # §4.2.2): every saved activation split over the tensor ranks; vocab-parallel cross-entropy: each
         # rank holds V / tp of the logits and their fp32 softmax
-        act /= tp
+        act, block = act / tp, block / tp
         logits /= tp
         m.notes["logits"] += f"; vocab-parallel over {tp} tensor ranks"
         m.notes["activations"] += f"; sequence parallel over {tp} tensor ranks"
@@ -496,15 +506,25 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         "load": dict(weights=weights + extra_frozen + load_extra, buffers=quant_consts),
         "forward_end": dict(weights=weights + extra_frozen + autocast_cache / (
                                 n if sharding in ("zero3", "fsdp") else 1),
-                            optimizer=opt, buffers=buffers, activations=act,
+                            optimizer=opt, buffers=buffers, activations=act - (block if ckpt else 0.0),
                             logits=logits,
                             # Megatron's main-gradient buffer is allocated once and lives through the step
                             gradients=grads if master == "distopt" else max(accum_grads, head_grad)),
+        # checkpointing: the first block recomputed after the loss's backward has freed the logits and their
+        # gradients (the loss's fp32 tensors and a recomputed block never coexist)
+        "backward_recompute": dict(weights=weights + extra_frozen + autocast_cache / (
+                                       n if sharding in ("zero3", "fsdp") else 1),
+                                   optimizer=opt, buffers=buffers, activations=act,
+                                   gradients=grads if master == "distopt" else max(accum_grads, head_grad)),
+        # the first block's backward (recomputed first under checkpointing): its activations next to every
+        # gradient but its own
         "backward_end": dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers, gradients=live_grads,
-                             activations=tokens * 2 * d * a),
+                             activations=block),
         "optimizer_step": dict(weights=weights + extra_frozen, optimizer=opt, optimizer_temporaries=opt_temp,
                                buffers=buffers, gradients=0.0 if in_bwd else grads),
     }
+    if not ckpt:
+        del comps["backward_recompute"]  # every block's tensors are in forward_end already
     eval_b = eval_batch_of(w)
     if eval_b and not rl:
         comps["eval"] = eval_phase(w, cfg, fw, eval_b, dict(weights=weights + extra_frozen, optimizer=opt,
