@@ -56,8 +56,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from gpuledger.estimate.dynamic_sampling import DynamicSampling
 
 #: Eager `model.generate` (Transformers, no CUDA graphs, no static cache): CPU time per decoder layer
 #: per decode step (kernel launches and Python of one layer, ~15-20 kernels). Derived from the
@@ -178,6 +182,9 @@ class RLSetup:
     #: trainer micro-batches packed (verl's use_remove_padding, TRL's padding_free: every position a real token)
     #: or padded to the longest of the micro-batch (None: padded, TRL's default)
     packing: bool | None = None
+    #: DAPO's group filter (gpuledger/estimate/dynamic_sampling.py): generation batches until prompts_per_step
+    #: groups with varied rewards are kept; None: every generated group trains
+    dynamic_sampling: DynamicSampling | None = None
 
 
 @dataclass(frozen=True)
@@ -482,6 +489,30 @@ def _sync_s(s: RLSetup, rollout_acc: str) -> tuple[float, str]:
     return weights / (gbps * 1e9) + SYNC_FIXED_S, f"split: NCCL broadcast of the 16-bit weights {where} + {SYNC_FIXED_S:g} s"
 
 
+def _dynamic_sampling(s: RLSetup) -> dict | None:
+    """Returns what DAPO's group filter makes of a step (gpuledger/estimate/dynamic_sampling.py): its generation
+    batches' size and expected count and the generated prompts over the kept (rl_step adds the rollout's factor
+    and the plan's sentence); None without it. ValueError when a step would need more batches than the cap allows at least
+    half the time (verl stops the run there)."""
+    ds = s.dynamic_sampling
+    if ds is None:
+        return None
+    from gpuledger.estimate.dynamic_sampling import generation_batches, kept_fraction
+
+    per = int(ds.gen_batch_size or s.prompts_per_step)
+    q = kept_fraction(ds, s.group_size)
+    batches, over = generation_batches(q, s.prompts_per_step, per, ds.max_num_gen_batches)
+    if ds.max_num_gen_batches and over >= 0.5:
+        raise ValueError(f"dynamic_sampling: keeping {s.prompts_per_step} of batches of {per} prompts at "
+                         f"{q:.0%} kept needs more than max_num_gen_batches {ds.max_num_gen_batches} generation "
+                         f"batches with probability {over:.0%} (verl then stops the run): raise the cap or "
+                         "gen_batch_size")
+    return {"kept_fraction": round(q, 4), "gen_batch_size": per, "generation_batches": round(batches, 4),
+            "generated_over_kept": round(batches * per / s.prompts_per_step, 4),
+            "max_num_gen_batches": ds.max_num_gen_batches, "p_over_cap": round(over, 4),
+            **({"pass_rate": ds.pass_rate} if ds.pass_rate is not None else {})}
+
+
 def rl_step(s: RLSetup) -> RLStep:
     """Returns the `RLStep` of setup `s` (ValueError for a setup that cannot run: a KV cache that
     holds no request, async rollouts colocated, unknown names)."""
@@ -490,10 +521,25 @@ def rl_step(s: RLSetup) -> RLStep:
     n = s.prompts_per_step * s.group_size
     response_tokens = float(np.sum(_lengths(s, n, [SEED, 2])))
     tokens = n * s.prompt_len + response_tokens
+    ds = _dynamic_sampling(s)
+    gen = replace(s, prompts_per_step=ds["gen_batch_size"]) if ds else s  # one generation batch
     if s.engine == "vllm":
-        rollout, detail = _rollout_vllm(s, racc, rgpus)
+        rollout, detail = _rollout_vllm(gen, racc, rgpus)
     else:
-        rollout, detail = _rollout_hf(s, racc, rgpus)
+        rollout, detail = _rollout_hf(gen, racc, rgpus)
+    batches = ds["generation_batches"] if ds else 1.0
+    single = rollout  # one generation batch
+    rollout *= batches
+    generated = ds["generated_over_kept"] if ds else 1.0  # scored samples over trained ones
+    if ds:
+        from gpuledger.estimate.dynamic_sampling import rollout_note
+
+        if gen is not s:  # the rollout time without the filter: the step's own prompts in one batch
+            single = (_rollout_vllm if s.engine == "vllm" else _rollout_hf)(s, racc, rgpus)[0]
+        ds["rollout_factor"] = round(rollout / single, 4)
+        ds["note"] = rollout_note(s.dynamic_sampling, s.group_size, s.prompts_per_step, rollout / single,
+                                  generated, batches, ds["gen_batch_size"], ds["p_over_cap"])
+        detail["dynamic_sampling"] = ds
     acc, g = s.trainer_accelerator, s.trainer_gpus
     phases = {"rollout": rollout}
     phases["reference"] = _forward_s(s.model, s, tokens, acc, g) if s.reference else 0.0
@@ -503,9 +549,9 @@ def rl_step(s: RLSetup) -> RLStep:
         s.algorithm == "ppo" or s.ppo_epochs > 1 or s.engine == "vllm")
     phases["old_logprob"] = _forward_s(s.model, s, tokens, acc, g) if old else 0.0
     if s.reward_model:
-        phases["reward"] = _forward_s(s.reward_model, s, tokens, acc, g)
+        phases["reward"] = _forward_s(s.reward_model, s, tokens * generated, acc, g)
     else:
-        phases["reward"] = s.reward_s_per_sample * math.ceil(n / g)
+        phases["reward"] = s.reward_s_per_sample * math.ceil(n * generated / g)
     if s.algorithm == "ppo":
         critic = s.critic_model or s.model
         phases["critic"] = (_forward_s(critic, s, tokens, acc, g)
@@ -517,6 +563,9 @@ def rl_step(s: RLSetup) -> RLStep:
     offload = _offload_s(s, phases)
     for phase, sec in offload.items():
         phases[phase] += sec
+    if ds and s.placement == "colocated" and s.engine == "vllm":
+        # verl's hybrid engine reshards the weights into vLLM on entering every generate_sequences call
+        phases["sync"] *= batches
     if s.async_rollout:
         learner = sum(v for k, v in phases.items() if k not in ("rollout", "sync"))
         step = max(phases["rollout"], learner) + phases["sync"]
@@ -533,6 +582,7 @@ def rl_step(s: RLSetup) -> RLStep:
              + (f", expert_parallel {s.trainer_ep}" if s.trainer_ep > 1 else ""),
              *([f"verl-style offload over PCIe: +{', +'.join(f'{v:.2f} s {k}' for k, v in offload.items())}"]
                if offload else []),
+             *([ds["note"]] if ds else []),
              "step = max(rollout, learner) + sync (one-step off-policy)" if s.async_rollout else "step = sum of the phases (on-policy)"]
     return RLStep(setup=s, phases_s=phases, step_s=step, sequences=n, tokens=tokens, response_tokens=response_tokens,
                   groups=groups, rollout_detail=detail, assumptions=notes)

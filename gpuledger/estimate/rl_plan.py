@@ -114,7 +114,7 @@ def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision:
                    param_offload=w.param_offload, optimizer_offload=w.optimizer_offload,
                    trainer_tp=w.tensor_parallel, trainer_ep=w.expert_parallel,
                    sleep_mode=bool(w.vllm_sleep and engine == "vllm" and not split), packing=w.packing,
-                   old_logprob=w.old_logprob, eager=w.rollout_eager,
+                   old_logprob=w.old_logprob, eager=w.rollout_eager, dynamic_sampling=w.dynamic_sampling,
                    group_size=group, prompt_len=prompt,
                    response_len=response, response_len_p90=p90, response_len_max=cap, engine=engine,
                    placement="split" if split else "colocated", trainer_accelerator=accelerator, trainer_gpus=trainer,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gpuledger.estimate.dynamic_sampling import DynamicSampling
 from gpuledger.vocabulary import (
     QUANTISED_PRECISIONS,
     Checkpointing,
@@ -26,7 +27,7 @@ STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "fus
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
                 "vllm_sleep", "policy", "rollout_gpus", "rollout_gpu", "async_rollout", "completion_len_p90", "prompts_per_step",
                 "generation_rounds", "trl_version", "ppo_epochs", "ppo_mini_batches", "param_offload",
-                "optimizer_offload", "rollout_tp", "old_logprob", "rollout_eager", "reward_seconds_per_sample", "reward_model", "critic_model", "micro_batch_sequences",
+                "optimizer_offload", "dynamic_sampling", "rollout_tp", "old_logprob", "rollout_eager", "reward_seconds_per_sample", "reward_model", "critic_model", "micro_batch_sequences",
                 "checkpointing", "packing", "padding", "sample_tokens", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
                 "sequence_parallel",
                 "expert_parallel")
@@ -192,6 +193,9 @@ class Workload(BaseModel):
     #: the old policy's log-probs recomputed by the trainer each step; None: PPO, several PPO epochs, or vLLM rollouts
     #: (verl always recomputes them; TRL 1.x does with vLLM, for its importance-sampling correction)
     old_logprob: bool | None = None
+    #: GRPO: DAPO's group filter (gpuledger/estimate/dynamic_sampling.py, docs/rl.md): generation batches until
+    #: prompts_per_step groups whose rewards vary are kept; None: every generated group trains
+    dynamic_sampling: DynamicSampling | None = None
     #: vllm: enforce_eager (no CUDA graphs; verl <= 0.4's default)
     rollout_eager: bool = False
     #: vllm: tensor-parallel GPUs per rollout engine replica
@@ -271,6 +275,8 @@ class Workload(BaseModel):
             if self.packing is False:
                 raise ValueError("padding packed with packing false: packed samples are packing true")
             object.__setattr__(self, "packing", True)  # frozen model: set once, in validation
+        if self.dynamic_sampling is not None and self.method != "grpo":
+            raise ValueError(f"dynamic_sampling filters GRPO groups (DAPO); method {self.method} has none")
         if self.nodes is not None and self.nodes > self.gpus:
             raise ValueError(f"nodes ({self.nodes}) cannot exceed gpus ({self.gpus})")
         if self.method == "full" and self.precision in QUANTISED_PRECISIONS:

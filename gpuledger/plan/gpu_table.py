@@ -124,6 +124,8 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                         opt["rl"] = {k: st[k] for k in ("placement", "engine", "async", "step_s", "phases_s", "groups")} | {
                             "steps": round(tokens / st["tokens_per_step"], 1),
                             "placements": [{k: v for k, v in c.items() if k != "setup"} for c in cands]}
+                        if "dynamic_sampling" in st["rollout"]:  # DAPO's group filter: what it does to the rollout
+                            opt["rl"]["dynamic_sampling"] = st["rollout"]["dynamic_sampling"]
                     best = opt | {"time_s": time_s, "tokens_per_s_per_gpu": round(tokens / time_s["p50"] / n, 1),
                                   "time_calibration": corr.describe() if corr is not None else None,
                                   "time_band": tband.to_json()}

@@ -192,9 +192,10 @@ def roles_line(trial_id: str, r: dict) -> str:
             + (" <- chosen" if c["chosen"] else "") for c in r["placements"])
     measured = str(r.get("basis", "")).startswith("probe ")
     scale = f"measured by {r['basis']}" if measured else f"x{r['time_factor']:g} the band's P50"
+    ds = (r.get("rollout") or {}).get("dynamic_sampling")
     return (f"roles {trial_id}: {r['placement']} ({groups}; {r['engine']}{', async' if r['async'] else ''}), "
             f"{r['steps']:,.0f} steps of {fmt_duration(r['step_s'])} ({scale}): "
-            + ", ".join(parts) + tried)
+            + ", ".join(parts) + tried + (f"; {ds['note']}" if ds else ""))
 
 
 def is_rl(method: str) -> bool:

@@ -146,6 +146,9 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
     train = mapping(data.get("train"))
     if method in RL_METHODS and train.get("completion_len") is None:
         out.append((("train", "completion_len"), f"method {method} needs train.completion_len"))
+    if train.get("dynamic_sampling") is not None and method != "grpo":
+        out.append((("train", "dynamic_sampling"), f"dynamic_sampling filters GRPO groups (DAPO's group filter): "
+                    f"method {method} has none; use method: grpo or drop it"))
     if task.get("rollout_run") and not train.get("rollout_gpu"):
         out.append((("task", "rollout_run"), "task.rollout_run is the rollout task of a split placement on two "
                     "instances: set train.rollout_gpu (and rollout_gpus), or drop task.rollout_run"))

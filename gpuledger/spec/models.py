@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from gpuledger import protocol
+from gpuledger.estimate.dynamic_sampling import DynamicSampling
 from gpuledger.spec.base import _SpecBase, _Strict
 from gpuledger.spec.types import (
     MAX_LATENCY_MS,
@@ -226,6 +227,10 @@ class Train(_Strict):
                                 "host between phases, loaded over PCIe for each (verl fsdp_config.param_offload)")
     optimizer_offload: bool = Field(False, description="GRPO/PPO verl-style: Adam's states kept on the host but "
                                     "in the update (verl fsdp_config.optimizer_offload)")
+    dynamic_sampling: DynamicSampling | None = Field(None, description=(
+        "GRPO: DAPO's dynamic sampling (verl algorithm.filter_groups): groups whose rewards are all equal are "
+        "dropped and generation batches repeat until prompts_per_step groups are kept; rollout and reward scale "
+        "by the expected batches (docs/rl.md); null = off"))
     reward_seconds_per_sample: float = Field(0.0, ge=0, le=3600, description="GRPO/PPO reward function s/sample")
     reward_model: str | None = Field(None, max_length=300, description="GRPO/PPO reward model (registry name or config "
                                      "path) of its own size; null: GRPO reward functions, PPO one like the policy")

@@ -13,6 +13,16 @@ _ROWS = (("weights", "weights"), ("gradients", "gradients"), ("optimizer", "opti
          ("activations", "activations"), ("logits", "logits"), ("kv_cache", "kv_cache"), ("buffers", "buffers"))
 
 
+def _dynamic_sampling(text: str) -> dict:
+    """`--dynamic-sampling pass_rate=0.7,max_num_gen_batches=10`: its fields (checked by the Workload)."""
+    from gpuledger.estimate.dynamic_sampling import parse_option
+
+    try:
+        return parse_option(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 #: optimised-stack options: (flag, Workload field, argparse kwargs); each effect is documented on the
 #: Workload field and in docs/CONTRACTS.md (estimator).
 STACK_OPTIONS = (
@@ -48,6 +58,11 @@ STACK_OPTIONS = (
     ("--vllm-gpu-util", "vllm_gpu_memory_utilization",
      dict(type=float, default=0.3, help="vllm_colocate: share of the GPU vLLM pre-allocates")),
     ("--gpu-memory", "gpu_memory_gib", dict(type=float, default=None, help="GPU memory in GiB (vllm_colocate share)")),
+    ("--dynamic-sampling", "dynamic_sampling",
+     dict(type=_dynamic_sampling, default=None, metavar="pass_rate=P|kept_fraction=Q[,gen_batch_size=N,...]",
+          help="GRPO: DAPO's dynamic sampling (verl algorithm.filter_groups): groups with all-equal rewards dropped, "
+               "generation batches repeated until the step's prompts are kept (max_num_gen_batches=N caps them; "
+               "docs/rl.md)")),
     ("--checkpointing", "checkpointing", dict(default=None, choices=vocabulary.CHECKPOINTINGS,
                                               help="activation checkpointing mode (default: from --grad-ckpt)")),
     ("--packing", "packing", dict(action=argparse.BooleanOptionalAction, default=None,
@@ -119,9 +134,9 @@ def workload_from_args(args: argparse.Namespace):
     except ValidationError as err:
         problems = []
         for e in err.errors():
-            loc = ".".join(str(x) for x in e["loc"]) or "options"
+            flag, inner = (str(e["loc"][0]), ".".join(str(x) for x in e["loc"][1:])) if e["loc"] else ("", "")
             msg = e["msg"].removeprefix("Value error, ")
-            problems.append(f"--{loc.replace('_', '-')}: {msg}" if e["loc"] else msg)
+            problems.append(f"--{flag.replace('_', '-')}{' ' + inner if inner else ''}: {msg}" if e["loc"] else msg)
         raise UserError("; ".join(problems)) from None
 
 
@@ -298,6 +313,8 @@ def render_gpu_table(options: list[dict], tokens: float) -> str:
         lines.append(f"- RL step on {o['gpus']} x {o['accelerator']}: {r['placement']} ({groups}; {r['engine']}"
                      f"{', async' if r['async'] else ''}), {r['steps']:,.0f} steps of {fmt_duration(r['step_s'])} "
                      f"(model, before the band): {phases} (docs/rl.md)")
+        if r.get("dynamic_sampling"):
+            lines.append(f"  {r['dynamic_sampling']['note']}")
         if r.get("roles"):
             lines.append("  " + rl_answer(o))
     dearer = [o for o in options if o.get("spot_note")]
