@@ -17,7 +17,10 @@ Three sources, the first that applies:
   halving would drop the best measured point (with its values 2% worse), `PrunedSpend.warning` says so
   and names the cheapest replayed setting that keeps it. The replay runs the stopping the sweep runs: the
   rungs plus the cost-aware rule (`search.stopping: cost`, unless the check on these curves turned it off,
-  `gpuledger.search.safety.check_cost_stopping`). With at least 3 curves it is also replayed over
+  `gpuledger.search.safety.check_cost_stopping`), and suspends trials at undecided rungs as the sweep does
+  when it suspends (`gpuledger.search.suspension.spec_suspends`: `strategy: asha` with
+  `search.pruning.suspend`, default true; false: plain successive halving, no suspension): every replay
+  here, the launch order's, the arrival orders', the rung check's and the cost rule's check. With at least 3 curves it is also replayed over
   `PLAN_ORDERS` arrival orders (launch order shuffled, each trial's times stretched by exp(N(0, 0.25)): the
   shared machine's load): the expected spend is their median (each point's launch-order fraction scaled to
   it) and the makespan fraction their 90th percentile (at least the launch order's): what `max_parallel:
@@ -72,6 +75,8 @@ class PrunedSpend:
     #: the makespan under pruning over the unpruned one (measured: both replayed at the plan's slots;
     #: formula: the run fraction; None: unknown)
     makespan_fraction: float | None = None
+    #: the replays suspend trials at undecided rungs, as the sweep (`gpuledger.search.suspension.spec_suspends`)
+    suspend: bool = False
 
     @property
     def warning(self) -> str | None:
@@ -94,7 +99,8 @@ class PrunedSpend:
                 "values_per_trial": self.values_per_trial, "curves": self.curves,
                 **({"recipe": self.recipe, "warning": self.warning} if self.recipe is not None else {}),
                 **({"settings": self.settings} if self.settings is not None else {}),
-                "makespan_fraction": None if self.makespan_fraction is None else round(self.makespan_fraction, 4)}
+                "makespan_fraction": None if self.makespan_fraction is None else round(self.makespan_fraction, 4),
+                "suspend": self.suspend}
 
 
 def params_key(params: Mapping[str, Any]) -> str:
@@ -123,10 +129,12 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
     when the sweep does not prune. `curves`: {params_key: Curve} of earlier runs of the same model,
     method, objective metric and train settings (`gpuledger.inputs.ledger`)."""
     from gpuledger.search import launch_order, prunes
+    from gpuledger.search.suspension import spec_suspends
     from gpuledger.spec.expand import has_ranges
 
     if not prunes(spec):
         return None
+    suspend = spec_suspends(spec)  # the runtime's rule: the replays below suspend when the sweep does
 
     s = spec.search
     _ms, _eta, spec_values = _settings(spec)
@@ -175,33 +183,36 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
                                    if s.stopping_value_usd and full > 0 else sum(c.wall_s for c in sim_curves),
                                    level=level)
         sim = simulate_asha(sim_curves, slots=max(1, int(max_parallel)), min_steps=min_steps, reduction_factor=eta,
-                            goal=s.objective.goal, order=sim_order, stopper=stopper)
+                            goal=s.objective.goal, order=sim_order, stopper=stopper, suspend=suspend)
         unpruned = simulate_asha(sim_curves, slots=max(1, int(max_parallel)), min_steps=min_steps,
                                  reduction_factor=eta, goal=s.objective.goal, order=sim_order, pruner="none")
         span = min(1.0, sim.makespan_s / unpruned.makespan_s) if unpruned.makespan_s > 0 else 1.0
         orders = (_replayed_orders(sim_curves, max(1, int(max_parallel)), min_steps, eta, s.objective.goal,
-                                   (level or True) if cost_on else False)
+                                   (level or True) if cost_on else False, suspend=suspend)
                   if len(matched) >= MIN_CHECK_CURVES else None)  # fewer: the launch order alone
         if orders is not None:  # the arrival orders a shared machine's load makes: the median, and a P90 span
             span = max(span, orders["makespan_p90"])
         from gpuledger.search.recipe import check_recipe
 
         check = check_recipe(sim_curves, min_steps=min_steps, reduction_factor=eta, goal=s.objective.goal,
-                             slots=max(1, int(max_parallel)), order=sim_order, replay=sim)
+                             slots=max(1, int(max_parallel)), order=sim_order, replay=sim, suspend=suspend)
         recipe = check.to_json() if check is not None else None
+        # each trial's replayed seconds over all its attempts (a suspended and relaunched one pays its first
+        # values twice, so it may run more than its measured wall-clock: capped there only without suspension)
         fractions = {}
         for tid, c in matched.items():
-            st = sim.trial(tid)
-            fractions[tid] = min(1.0, st.seconds / c.wall_s) if st is not None and c.wall_s > 0 else 1.0
+            raw = sim.seconds_of(tid) / c.wall_s if sim.attempts(tid) and c.wall_s > 0 else 1.0
+            fractions[tid] = raw if suspend else min(1.0, raw)
         measured_s = sum(c.wall_s for c in matched.values())
         mean = min(1.0, sim.trial_seconds / measured_s) if measured_s > 0 else 1.0
         if orders is not None and mean > 0:  # each trial's launch-order fraction scaled to the orders' median
             scale = orders["trial_s_median"] / mean
-            fractions = {tid: min(1.0, f * scale) for tid, f in fractions.items()}
+            fractions = {tid: min(max(1.0, f), f * scale) for tid, f in fractions.items()}
             mean = orders["trial_s_median"]
         source, values = MEASURED, None
         basis = (f"successive halving replayed (gpuledger.search.asha_replay, RungPruner"
-                 f"{' and the cost-aware stopping rule' if cost_on else ''}) over {len(matched)} measured learning "
+                 f"{' and the cost-aware stopping rule' if cost_on else ''}, {_suspension_words(suspend)}) over "
+                 f"{len(matched)} measured learning "
                  f"curve(s) of {s.objective.metric} of this model, method and train settings at "
                  f"{max(1, int(max_parallel))} slot(s): {sim.pruned} pruned in the launch order"
                  + (f"; over {orders['orders']} arrival orders a median {mean:.0%} of their measured seconds, makespan "
@@ -224,7 +235,7 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
                 source=UNKNOWN, expected_usd=None, full_usd=full, basis=(
                     f"unknown: no earlier learning curves of {s.objective.metric} for model {spec.model}, method "
                     f"{spec.method} and these train settings, and no search.pruning.values_per_trial; the budget "
-                    "guard uses the full spend"), settings=settings)
+                    "guard uses the full spend"), settings=settings, suspend=suspend)
         from gpuledger.search.recipe import successive_halving_fraction
 
         mean = successive_halving_fraction(values, min_steps, eta)
@@ -233,7 +244,11 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
         source = FORMULA
         basis = (f"successive-halving formula: {values} value(s) per full trial ({where}), rungs at "
                  f"min_steps {min_steps} x reduction_factor {eta}**i: a trial runs {mean:.0%} of its run part on "
-                 "average; set-up paid in full")
+                 "average; set-up paid in full"
+                 + ("; suspension at undecided rungs (search.pruning.suspend) reaches this outcome sooner but "
+                    "relaunches a suspended survivor from its start, which the formula does not count (no curves "
+                    "to replay)" if suspend else "; without suspension (search.pruning.suspend: false) ASHA "
+                    "decides later than this"))
     per_trial = {t["trial_id"]: _cost_at(t, fractions.get(t["trial_id"], mean), overhead_s) for t in running}
     expected = sum(per_trial.values())
     if s.strategy != "asha" and n_trials < len(running) and running:
@@ -241,7 +256,7 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
     return PrunedSpend(source=source, expected_usd=expected, full_usd=full, basis=basis,
                        run_fraction=mean, per_trial_usd=per_trial,
                        values_per_trial=values, curves=len(matched) if source == MEASURED else 0, recipe=recipe,
-                       settings=settings, makespan_fraction=span)
+                       settings=settings, makespan_fraction=span, suspend=suspend)
 
 
 #: the arrival orders the plan replays a measured sweep over (`gpuledger.search.replay.replay_settings`:
@@ -250,16 +265,24 @@ def pruned_spend(trials: Sequence[Mapping[str, Any]], spec: Any, *, max_parallel
 PLAN_ORDERS = 8
 
 
+def _suspension_words(suspend: bool) -> str:
+    return ("with suspension at undecided rungs as the sweep runs it (search.pruning.suspend; a suspended "
+            "survivor relaunched from its start)" if suspend else
+            "without suspension (search.pruning.suspend false, or not asha): a trial undecided at its rung runs on")
+
+
 def _replayed_orders(curves: Sequence[Any], slots: int, min_steps: int, eta: int, goal: str,
-                     cost_on: bool | str) -> dict[str, float] | None:
+                     cost_on: bool | str, *, suspend: bool) -> dict[str, float] | None:
     """Returns {orders, trial_s_median, makespan_p90} (fractions of the unpruned grid's) of `curves` replayed
-    over PLAN_ORDERS arrival orders, or None with fewer than 2 complete curves."""
+    over PLAN_ORDERS arrival orders (suspending at undecided rungs when `suspend`, as the sweep), or None with
+    fewer than 2 complete curves."""
     import math
 
     from gpuledger.search.replay import replay_settings
 
     summ = replay_settings(list(curves), {c.trial_id: 1.0 for c in curves}, slots=slots, goal=goal,
-                           min_steps=min_steps, reduction_factor=eta, cost_stopping=cost_on, orders=PLAN_ORDERS)
+                           min_steps=min_steps, reduction_factor=eta, cost_stopping=cost_on, orders=PLAN_ORDERS,
+                           suspend=suspend)
     if summ is None or not summ.outcomes:
         return None
     spans = sorted(min(1.0, o.makespan_s / o.grid_makespan_s) for o in summ.outcomes if o.grid_makespan_s > 0)

@@ -26,6 +26,7 @@ from typing import Any
 import polars as pl
 
 from gpuledger.search.asha_replay import MAX_REPLAY_CURVES as SIMULATOR_MAX_CURVES
+from gpuledger.search.suspension import suspends
 from gpuledger.vocabulary import ADAPTIVE_STRATEGIES
 
 #: the strategies whose sweeps get the adaptive sections
@@ -113,7 +114,8 @@ def load_adaptive(wh, sweep_id: str, trials: pl.DataFrame) -> AdaptiveData | Non
                         twin_candidates=candidates, curves=curves, ranges=_has_range(i["params_json"]),
                         twin_curves=twin_curves, twin_rates=twin_rates,
                         stopping=i.get("stopping") or "rungs",  # a spec stored before search.stopping: rungs
-                        suspend=i.get("suspend") is not False)  # stored before search.pruning.suspend: on
+                        # the runtime's rule (search/suspension.py); stored before search.pruning.suspend: its default
+                        suspend=suspends(i["strategy"], {"suspend": i.get("suspend")}))
 
 
 def _has_range(params_json: str | None) -> bool:

@@ -100,7 +100,16 @@ class SimResult:
     failed: int = 0
 
     def trial(self, trial_id: str) -> SimTrial | None:
+        """The trial's first attempt (with suspension a trial may have several: `attempts`)."""
         return next((t for t in self.trials if t.trial_id == trial_id), None)
+
+    def attempts(self, trial_id: str) -> list[SimTrial]:
+        """Every attempt of the trial, in order (more than one when it was suspended and relaunched)."""
+        return [t for t in self.trials if t.trial_id == trial_id]
+
+    def seconds_of(self, trial_id: str) -> float:
+        """The trial's seconds over all its attempts (each is paid: a relaunch pays its first values again)."""
+        return sum(t.seconds for t in self.attempts(trial_id))
 
 
 @dataclass

@@ -12,12 +12,14 @@ from gpuledger.search.recipe import RECIPE_MARGIN
 from gpuledger.search.replay import (
     COST_AWARE_STRATEGY,
     DEFAULT_JITTER,
+    NO_SUSPEND,
     STRATEGIES,
     ReplayReport,
     StrategySummary,
     _replay,
     plain_at_rate,
     replay_asks,
+    strategy_suspends,
 )
 from gpuledger.search.safety import COLD_DEFAULT, choose_pruning_for_curves, with_checked_stopping
 
@@ -47,30 +49,42 @@ def replay_strategies(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *
     known = pool if references is None else [c for c in references if c.complete]
     if references is not None and sum(1 for c in known if c.values and not c.failed) < 2:
         raise ValueError("references: at least 2 curves that ran to their end are needed")
-    choice = with_checked_stopping(choose_pruning_for_curves(known, goal=goal, slots=slots), known, goal=goal,
-                                   slots=slots, stopping="cost", every_point=references is None)
-    cost_on = choice.stopping != "rungs"  # the check before launch may turn the rule off (curves that cross)
-    settings = {
-        "asha-optuna": ("asha", 2, 3), "asha-2-3": ("rungs", 2, 3),
-        "asha-cold": ("rungs", COLD_DEFAULT.min_steps, COLD_DEFAULT.reduction_factor),
-        "asha-rungs": ("rungs", choice.min_steps, choice.reduction_factor),
-        "asha": ("rungs", choice.min_steps, choice.reduction_factor),
-        "asha-cold-suspend": ("rungs", COLD_DEFAULT.min_steps, COLD_DEFAULT.reduction_factor),
-        "asha-suspend": ("rungs", choice.min_steps, choice.reduction_factor),
-    }
+    choices = {}
+
+    def chosen(suspend: bool):  # the plan's choice and check, with the strategy's suspension (as the plan's)
+        if suspend not in choices:
+            choices[suspend] = with_checked_stopping(
+                choose_pruning_for_curves(known, goal=goal, slots=slots, suspend=suspend), known, goal=goal,
+                slots=slots, suspend=suspend, stopping="cost", every_point=references is None)
+        return choices[suspend]
+
+    cost_aware = (COST_AWARE_STRATEGY, COST_AWARE_STRATEGY + NO_SUSPEND)
     out = {name: StrategySummary(name) for name in strategies}
+    runs = {}
     for name, summ in out.items():
-        if name in settings:
-            pr, ms, eta = settings[name]
-            summ.settings = {"pruner": "optuna-asha" if pr == "asha" else "rungs", "min_steps": ms,
-                             "reduction_factor": eta,
-                             **({"cost_stopping": cost_on, "stopping_level": choice.stopping_level,
-                                 "stopping_why": choice.stopping_why}
-                                if name in (COST_AWARE_STRATEGY, "asha-suspend") else {}),
-                             **({"suspend": True} if name.endswith("-suspend") else {})}
-    level = (choice.stopping_level or True) if cost_on else False
-    runs = {name: settings[name] + (level if name in (COST_AWARE_STRATEGY, "asha-suspend") else False,
-                                    name.endswith("-suspend")) for name in out if name != "grid"}
+        if name == "grid":
+            continue
+        suspend = strategy_suspends(name)
+        base = name.removesuffix(NO_SUSPEND)
+        if base == "asha-optuna":
+            pr, ms, eta = "asha", 2, 3
+        elif base == "asha-2-3":
+            pr, ms, eta = "rungs", 2, 3
+        elif base == "asha-cold":
+            pr, ms, eta = "rungs", COLD_DEFAULT.min_steps, COLD_DEFAULT.reduction_factor
+        elif base in ("asha-rungs", COST_AWARE_STRATEGY):
+            pr, ms, eta = "rungs", chosen(suspend).min_steps, chosen(suspend).reduction_factor
+        else:
+            raise ValueError(f"unknown strategy {name!r} (gpuledger.search.replay.STRATEGIES)")
+        choice = chosen(suspend) if name in cost_aware else None
+        cost_on = choice is not None and choice.stopping != "rungs"  # the check may turn the rule off (crossing)
+        summ.settings = {"pruner": "optuna-asha" if pr == "asha" else "rungs", "min_steps": ms,
+                         "reduction_factor": eta,
+                         **({"cost_stopping": cost_on, "stopping_level": choice.stopping_level,
+                             "stopping_why": choice.stopping_why} if choice is not None else {}),
+                         "suspend": suspend}
+        runs[name] = (pr, ms, eta, (choice.stopping_level or True) if cost_on else False, suspend)
+    choice = chosen(strategy_suspends(COST_AWARE_STRATEGY))
     floor: list[tuple[float, float]] = []
     _replay(pool, usd_per_s, out, runs, slots=slots, goal=goal, orders=orders, seed=seed, jitter=jitter,
             value_usd=grid_usd_full, best=best, references=known if references is not None else None, floor=floor)

@@ -58,13 +58,16 @@ MAX_SAFER_REPLAYS = 4
 
 
 def check_recipe(curves, *, min_steps: int, reduction_factor: int, goal: str, slots: int,
-                 order: list[str], replay=None) -> RecipeCheck | None:
+                 order: list[str], suspend: bool, replay=None) -> RecipeCheck | None:
     """Returns whether (min_steps, reduction_factor) keep the best of the complete measured `curves`
     (`gpuledger.search.asha_replay.Curve`, in `order`) under synchronous successive halving even with its
     values RECIPE_MARGIN worse, and when not, the cheapest setting that does: among those that keep it,
     the MAX_SAFER_REPLAYS cheapest by the formula,
-    replayed at `slots` (`replay`: a `simulate_asha` result of the given settings, reused); None with
-    fewer than 2 complete curves."""
+    replayed at `slots` (`replay`: a `simulate_asha` result of the given settings, reused), suspending at
+    undecided rungs when `suspend` (the sweep's `suspension.suspends`: the replay of the search that runs);
+    None with fewer than 2 complete curves. Whether the best is kept is synchronous successive halving's
+    outcome, the same with or without suspension; the replayed seconds (which safer setting is cheapest)
+    are not."""
     from gpuledger.search.asha_replay import simulate_asha
 
     complete = {c.trial_id: list(c.values) for c in curves if c.complete and not c.failed and c.values}
@@ -80,7 +83,8 @@ def check_recipe(curves, *, min_steps: int, reduction_factor: int, goal: str, sl
         return synchronous_outcome(worse, ms, eta, goal, len(curves))[best]
 
     def replayed(ms: int, eta: int):
-        return simulate_asha(list(curves), slots=slots, min_steps=ms, reduction_factor=eta, goal=goal, order=order)
+        return simulate_asha(list(curves), slots=slots, min_steps=ms, reduction_factor=eta, goal=goal, order=order,
+                             suspend=suspend)
 
     dropped = dropped_at(min_steps, reduction_factor)
     sim = replay or replayed(min_steps, reduction_factor)

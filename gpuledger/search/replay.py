@@ -14,26 +14,28 @@ value found is within `RECIPE_MARGIN` (2%) of the grid's best; trial-seconds and
 seconds × its measured USD per second) are taken against the grid's of the same replay. Summaries:
 the share of replays that kept the recipe, the median and the range (min, max) of each ratio.
 
-Strategies (`STRATEGIES`):
+Strategies (`STRATEGIES`). Every gpuledger rung strategy suspends at undecided rungs as the sweep runtime
+does with `search.pruning.suspend` at its default (`gpuledger.search.suspension.suspends("asha")`:
+`simulate_asha(suspend=True)`: a trial whose rung depends on trials not started yet stops there when
+`suspension.suspend_pays`, and is relaunched from its start, its first values paid again, once confirmed
+past it); each `-no-suspend` twin is the same with `suspend: false` (plain successive halving: a trial
+undecided at its rung runs on):
 - `grid`: every point to its end;
 - `asha-optuna`: Optuna's asynchronous `SuccessiveHalvingPruner` (min_resource 2, reduction factor 3),
-  ASHA as Optuna ships it: a trial is judged against whatever reached its rung before it;
+  ASHA as Optuna ships it: a trial is judged against whatever reached its rung before it (no suspension);
 - `asha-2-3`: gpuledger's order-independent `RungPruner` at min_steps 2, reduction_factor 3 (the old
   default: it dropped the demo's recipe at its 6th value);
-- `asha-cold`: the cold default settings as they are (`safety.COLD_DEFAULT`), rungs only, unchecked:
-  what a bare `strategy: asha` runs in a fresh project (no curves of its kind: the cost-aware rule has
-  no references);
-- `asha-cold-suspend`: `asha-cold` with suspension at undecided rungs (`simulate_asha(suspend=True)`: a
-  trial whose rung depends on trials not started yet stops there when `suspension.suspend_pays`, and is
-  relaunched from its start, its first values paid again, once confirmed past it);
-- `asha-rungs` (plain gpuledger ASHA, `stopping: rungs`): the settings `gpuledger.search.safety.
-  choose_pruning` picks for these curves (the cold default, checked on them and corrected when it would
-  drop their best), rungs only;
-- `asha` (the default: what a bare `strategy: asha` runs): `asha-rungs` plus the cost-aware stopping
-  rule (`gpuledger.search.extrapolate.CostStopper`, value of a better recipe = the grid's dollars,
+- `asha-cold` (`-no-suspend`): the cold default settings as they are (`safety.COLD_DEFAULT`), rungs only,
+  unchecked: what a bare `strategy: asha` runs in a fresh project (no curves of its kind: the cost-aware
+  rule has no references);
+- `asha-rungs` (`-no-suspend`; plain gpuledger ASHA, `stopping: rungs`): the settings
+  `gpuledger.search.safety.choose_pruning` picks for these curves (the cold default, checked on them, with
+  the same suspension, and corrected when it would drop their best), rungs only;
+- `asha` (`-no-suspend`; the default: what a bare `strategy: asha` runs): `asha-rungs` plus the cost-aware
+  stopping rule (`gpuledger.search.extrapolate.CostStopper`, value of a better recipe = the grid's dollars,
   references = the other trials' curves: leave one out, so a trial is never forecast from its own curve,
-  where the runtime would have the warehouse's curve of the same point);
-- `asha-suspend`: `asha` with suspension at undecided rungs.
+  where the runtime would have the warehouse's curve of the same point), at the level its check (with
+  the same suspension) chose.
 Pure and deterministic (seeded).
 """
 
@@ -50,13 +52,28 @@ from gpuledger.search.asha_replay import Curve, SimResult, simulate_asha
 from gpuledger.search.recipe import RECIPE_MARGIN
 
 #: the strategies replayed, in the order reported
-STRATEGIES = ("grid", "asha-optuna", "asha-2-3", "asha-cold", "asha-cold-suspend", "asha-rungs", "asha",
-              "asha-suspend")
-#: the strategy a bare `strategy: asha` runs (checked settings and the cost-aware stopping rule)
+STRATEGIES = ("grid", "asha-optuna", "asha-2-3", "asha-cold", "asha-cold-no-suspend", "asha-rungs",
+              "asha-rungs-no-suspend", "asha", "asha-no-suspend")
+#: the twin's suffix: the same strategy with `search.pruning.suspend: false`
+NO_SUSPEND = "-no-suspend"
+#: the strategy a bare `strategy: asha` runs (checked settings, the cost-aware stopping rule, suspension)
 DEFAULT_STRATEGY = "asha"
-#: the cost-aware strategy (the default), and plain gpuledger ASHA beside it (`stopping: rungs`)
+#: the cost-aware strategy (the default), and plain gpuledger ASHA beside it (`stopping: rungs`, the same
+#: suspension), and plain successive halving (`stopping: rungs`, `suspend: false`)
 COST_AWARE_STRATEGY = "asha"
 PLAIN_STRATEGY = "asha-rungs"
+PLAIN_NO_SUSPEND_STRATEGY = "asha-rungs" + NO_SUSPEND
+
+
+def strategy_suspends(name: str) -> bool:
+    """Whether strategy `name` suspends at undecided rungs: the runtime's rule (`suspension.suspends`) for
+    `asha` at `search.pruning.suspend`'s default, or with `suspend: false` for a `-no-suspend` twin;
+    Optuna's asynchronous pruner (`asha-optuna`) never."""
+    from gpuledger.search.suspension import suspends
+
+    if name == "asha-optuna":
+        return False
+    return suspends("asha", {"suspend": False} if name.endswith(NO_SUSPEND) else None)
 #: the spread of each trial's times per replay (log-normal sigma): the load of the measured 2-core machine
 #: moved one demo trial's wall-clock between 25 s and 58 s (docs/search.md), about exp(±0.4)
 DEFAULT_JITTER = 0.25
@@ -183,6 +200,11 @@ class ReplayReport:
             a, b = ca.to_json(), pl_.to_json()
             out["vs_plain"] = round(a["cost_vs_grid"] / b["cost_vs_grid"], 4) if b["cost_vs_grid"] else None
             out["same_recipe_rate_as_plain"] = a["recipe_kept"] >= b["recipe_kept"]
+        ns = self.strategies.get(PLAIN_NO_SUSPEND_STRATEGY)  # plain successive halving: no suspension either
+        if ca and ns and ca.outcomes and ns.outcomes:
+            a, b = ca.to_json(), ns.to_json()
+            out["vs_plain_no_suspend"] = round(a["cost_vs_grid"] / b["cost_vs_grid"], 4) if b["cost_vs_grid"] else None
+            out["same_recipe_rate_as_plain_no_suspend"] = a["recipe_kept"] >= b["recipe_kept"]
         fl = self.stopping_floor()
         if "vs_plain" in fl:
             out["floor_vs_plain"] = fl["vs_plain"]
@@ -196,7 +218,8 @@ class ReplayReport:
         return {"strategies": {k: v.to_json() for k, v in self.strategies.items()}, "default": self.default,
                 "cost_aware_vs_plain": self.comparison(), "plain_same_rate": self.plain_same_rate,
                 "stopping_floor": self.stopping_floor(), "references": self.references,
-                "cost_aware": COST_AWARE_STRATEGY, "plain": PLAIN_STRATEGY, "orders": self.orders, "slots": self.slots, "jitter": self.jitter,
+                "cost_aware": COST_AWARE_STRATEGY, "plain": PLAIN_STRATEGY,
+                "plain_no_suspend": PLAIN_NO_SUSPEND_STRATEGY, "orders": self.orders, "slots": self.slots, "jitter": self.jitter,
                 "curves": self.curves, "grid_best_value": self.grid_best_value, "grid_best_trial": self.grid_best_trial,
                 "recipe_margin": RECIPE_MARGIN, "notes": self.notes}
 
@@ -342,14 +365,15 @@ def _replay(pool: Sequence[Curve], usd_per_s: Mapping[str, float], out: dict[str
 
 
 def replay_settings(curves: Sequence[Curve], usd_per_s: Mapping[str, float], *, slots: int, goal: str,
-                    min_steps: int, reduction_factor: int, cost_stopping: bool | str = False,
-                    value_usd: float | None = None, suspend: bool = False,
+                    min_steps: int, reduction_factor: int, suspend: bool, cost_stopping: bool | str = False,
+                    value_usd: float | None = None,
                     orders: int = 40, seed: int = 0, jitter: float = DEFAULT_JITTER) -> StrategySummary | None:
     """Returns one setting (the rung pruner at min_steps, reduction_factor; with the cost-aware rule when
     `cost_stopping`: True, or the name of its level) replayed over `orders` arrival orders of the complete `curves`, against their grid
     (the ASHA report's comparison, `resources.max_parallel: auto`); None with fewer than 2 complete curves.
     `value_usd`: the cost-aware rule's value of a better recipe (default: the grid's dollars). `suspend`:
-    suspension at undecided rungs, as the sweep runtime does (`gpuledger.search.suspension`)."""
+    suspension at undecided rungs, as the sweep runtime does (`gpuledger.search.suspension`); no default:
+    each caller passes the sweep's `suspension.suspends`."""
     complete = [c for c in curves if c.complete and c.values and not c.failed]
     pool = complete + [c for c in curves if c.complete and c.failed]
     if len(complete) < 2:

@@ -24,6 +24,10 @@ and why (the plan says it; `gpuledger.runtime.accepted.prepare` hands the chosen
   bloom late, where a forecast from other curves is wrong), the sweep stops by the rungs alone
   (`stopping` "rungs", `stopping_why` says why). Unchecked (fewer than MIN_CHECK_CURVES): the rule runs
   on the sweep's own ended trials, as the spec says.
+- Every replay here (the rung check's safer settings, the cost-aware rule's check) runs the sweep's
+  suspension at undecided rungs when it suspends (`gpuledger.search.suspension.suspends`, read from the
+  spec by `choose_pruning`; the lower functions take `suspend` and have no default): the settings and the
+  level chosen are those of the search that runs.
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ class PruningChoice:
     stopping_why: str | None = None
     #: stopping `cost`: the rule's level the check chose (`gpuledger.search.extrapolate.LEVELS`); None: the spec's
     stopping_level: str | None = None
+    #: the replays behind the choice suspend at undecided rungs, as the sweep does (`suspension.suspends`)
+    suspend: bool = False
 
     @property
     def changed(self) -> bool:
@@ -77,7 +83,7 @@ class PruningChoice:
                 "requested": {"min_steps": self.requested_min_steps,
                               "reduction_factor": self.requested_reduction_factor},
                 "checked_curves": self.checked_curves, "kept": self.kept,
-                "replay_fraction": self.replay_fraction, "why": self.why,
+                "replay_fraction": self.replay_fraction, "why": self.why, "suspend": self.suspend,
                 **({"stopping": self.stopping, "stopping_why": self.stopping_why} if self.stopping else {}),
                 **({"stopping_level": self.stopping_level} if self.stopping_level else {})}
 
@@ -90,10 +96,23 @@ def _requested(spec: Any) -> tuple[int, int, bool, str]:
     return p.min_steps, p.reduction_factor, explicit, getattr(p, "unsafe", "correct")
 
 
-def choose_pruning_for_curves(curves: Sequence[Any], *, goal: str, slots: int, order: Sequence[str] | None = None,
-                              requested: tuple[int, int] | None = None, explicit: bool = False,
-                              unsafe: str = "correct") -> PruningChoice:
-    """Returns the choice of the module's docstring for measured `curves` (asha_replay.Curve)."""
+def choose_pruning_for_curves(curves: Sequence[Any], *, goal: str, slots: int, suspend: bool,
+                              order: Sequence[str] | None = None, requested: tuple[int, int] | None = None,
+                              explicit: bool = False, unsafe: str = "correct") -> PruningChoice:
+    """Returns the choice of the module's docstring for measured `curves` (asha_replay.Curve); `suspend`: the
+    replays suspend at undecided rungs (`suspension.suspends` of the sweep)."""
+    from dataclasses import replace
+
+    return replace(_choose_rungs(curves, goal=goal, slots=slots, suspend=suspend, order=order, requested=requested,
+                                 explicit=explicit, unsafe=unsafe), suspend=suspend)
+
+
+def _replayed(suspend: bool) -> str:
+    return "replayed with suspension at undecided rungs" if suspend else "replayed without suspension"
+
+
+def _choose_rungs(curves: Sequence[Any], *, goal: str, slots: int, suspend: bool, order: Sequence[str] | None,
+                  requested: tuple[int, int] | None, explicit: bool, unsafe: str) -> PruningChoice:
     ms, eta = requested or (COLD_DEFAULT.min_steps, COLD_DEFAULT.reduction_factor)
     src = SPEC if explicit else DEFAULT
     named = f"min_steps {ms}, reduction_factor {eta}" + ("" if explicit else " (the default)")
@@ -110,7 +129,7 @@ def choose_pruning_for_curves(curves: Sequence[Any], *, goal: str, slots: int, o
                              f"{asha_replay.MAX_REPLAY_CURVES:,} a replay takes in bounded time")
     ids = [c.trial_id for c in curves]
     check = check_recipe(list(curves), min_steps=ms, reduction_factor=eta, goal=goal, slots=max(1, slots),
-                         order=list(order) if order else sorted(ids))
+                         order=list(order) if order else sorted(ids), suspend=suspend)
     if check is None:
         return PruningChoice(ms, eta, src, ms, eta, 0, None, None, f"{named}: unchecked")
     n = len(complete)
@@ -118,7 +137,7 @@ def choose_pruning_for_curves(curves: Sequence[Any], *, goal: str, slots: int, o
     if check.kept:
         return PruningChoice(ms, eta, src, ms, eta, n, True, check.replay_fraction,
                              f"{named}: keep {best} even {RECIPE_MARGIN:.0%} worse, in any arrival order "
-                             f"(replayed: {check.replay_fraction:.0%} of their measured seconds)")
+                             f"({_replayed(suspend)}: {check.replay_fraction:.0%} of their measured seconds)")
     lost = f"{named} would drop {best} at its value {check.dropped_at_step}"
     if unsafe == "keep":
         return PruningChoice(ms, eta, UNSAFE_KEPT, ms, eta, n, False, check.replay_fraction,
@@ -129,7 +148,7 @@ def choose_pruning_for_curves(curves: Sequence[Any], *, goal: str, slots: int, o
                              float(s["replay_fraction"]),
                              f"{lost}; corrected to min_steps {s['min_steps']}, reduction_factor "
                              f"{s['reduction_factor']}, the cheapest replayed setting that keeps it "
-                             f"({s['replay_fraction']:.0%} of their measured seconds)")
+                             f"({_replayed(suspend)}: {s['replay_fraction']:.0%} of their measured seconds)")
     longest = max(len(c.values) for c in complete)
     return PruningChoice(longest + 1, eta, UNPRUNED, ms, eta, n, False, 1.0,
                          f"{lost}, and no setting tried keeps it: no pruning (every trial runs to its end)")
@@ -143,10 +162,12 @@ def choose_pruning(spec: Any, curves: Mapping[str, Any] | None, *, slots: int,
     from dataclasses import replace
 
     from gpuledger.search import prunes
+    from gpuledger.search.suspension import spec_suspends
 
     if not prunes(spec):
         return None
     ms, eta, explicit, unsafe = _requested(spec)
+    suspend = spec_suspends(spec)
     curves = dict(curves or {})
     own = [replace(curves[k], trial_id=tid) for k, tid in (order_of or {}).items() if k in curves]
     own_complete = [c for c in own if c.complete and c.values and not c.failed]
@@ -154,10 +175,10 @@ def choose_pruning(spec: Any, curves: Mapping[str, Any] | None, *, slots: int,
         use, order = own, [c.trial_id for c in own]
     else:
         use, order = list(curves.values()), None
-    choice = choose_pruning_for_curves(use, goal=spec.search.objective.goal, slots=slots, order=order,
-                                       requested=(ms, eta), explicit=explicit, unsafe=unsafe)
+    choice = choose_pruning_for_curves(use, goal=spec.search.objective.goal, slots=slots, suspend=suspend,
+                                       order=order, requested=(ms, eta), explicit=explicit, unsafe=unsafe)
     every = bool(order_of) and use is own and len(own_complete) == len(order_of)  # each point's own curve
-    return with_checked_stopping(choice, use, goal=spec.search.objective.goal, slots=slots,
+    return with_checked_stopping(choice, use, goal=spec.search.objective.goal, slots=slots, suspend=suspend,
                                  stopping=getattr(spec.search, "stopping", "cost"),
                                  level=getattr(spec.search, "stopping_level", None), every_point=every)
 
@@ -194,9 +215,9 @@ COST_CHECK_MAX_CURVES = 200
 
 
 def check_cost_stopping(curves: Sequence[Any], *, goal: str, slots: int, min_steps: int, reduction_factor: int,
-                        orders: int = COST_CHECK_ORDERS, level: str | None = None) -> tuple[bool, str]:
+                        suspend: bool, orders: int = COST_CHECK_ORDERS, level: str | None = None) -> tuple[bool, str]:
     """Returns (the cost-aware rule at `level` (default: the unchecked one) keeps the best of the complete
-    `curves` in every replayed order, why).
+    `curves` in every replayed order, why); `suspend`: the replays suspend at undecided rungs, as the sweep.
     Prices: one rate for every second (the rule weighs a trial's seconds left against the value of a better
     recipe, here the curves' total seconds: the plan's full spend at one price); each trial's own curve is
     left out of its references (the runtime may hold it, as the warehouse's curve of the same point)."""
@@ -207,20 +228,21 @@ def check_cost_stopping(curves: Sequence[Any], *, goal: str, slots: int, min_ste
     rate = {c.trial_id: 1.0 for c in curves}
     summ = replay_settings(list(curves), rate, slots=max(1, slots), goal=goal, min_steps=min_steps,
                            reduction_factor=reduction_factor, cost_stopping=level, orders=orders,
-                           seed=COST_CHECK_SEED)
+                           seed=COST_CHECK_SEED, suspend=suspend)
     if summ is None:
         return True, "cost-aware stopping unchecked (fewer than 2 complete curves)"
     kept = summ.recipe_kept
     n = len(summ.outcomes)
+    how = "with suspension at undecided rungs" if suspend else "without suspension"
     if kept >= 1.0:
         return True, (f"cost-aware stopping ({level}) kept the best measured curve in {n} of {n} replayed arrival "
-                      f"orders ({summ.ratio('trial_s').get('median', 0):.0%} of their seconds, median)")
+                      f"orders {how} ({summ.ratio('trial_s').get('median', 0):.0%} of their seconds, median)")
     return False, (f"cost-aware stopping ({level}) would lose the best measured curve in {round((1 - kept) * n)} of {n} "
-                   "replayed arrival orders (their curves cross or bloom late, where a forecast from other "
+                   f"replayed arrival orders {how} (their curves cross or bloom late, where a forecast from other "
                    "curves is wrong): stopping by the rungs alone")
 
 
-def with_checked_stopping(choice: PruningChoice, curves: Sequence[Any], *, goal: str, slots: int,
+def with_checked_stopping(choice: PruningChoice, curves: Sequence[Any], *, goal: str, slots: int, suspend: bool,
                           stopping: str, level: str | None = None, every_point: bool = False) -> PruningChoice:
     """Returns `choice` with the stopping rule the sweep runs: the spec's `stopping` when it is `rungs`, or
     when the settings were not checked on measured curves; else `cost` at the boldest level of
@@ -229,7 +251,7 @@ def with_checked_stopping(choice: PruningChoice, curves: Sequence[Any], *, goal:
     curves are those of every point the sweep runs (replayed with their own curves left out, the bolder
     levels kept every held-out grid's recipe; checked on another sweep's curves of the kind, they lost it
     in 40% of the replays against 23% at `half`: docs/search.md); else `half` alone. `level` (the spec's
-    `stopping_level`): only that one."""
+    `stopping_level`): only that one. `suspend`: the check's replays suspend at undecided rungs, as the sweep."""
     from dataclasses import replace
 
     if stopping != "cost" or not choice.checked_curves or choice.source == UNPRUNED:
@@ -244,7 +266,7 @@ def with_checked_stopping(choice: PruningChoice, curves: Sequence[Any], *, goal:
     whys = []
     for lv in [LEVEL[level]] if level else LEVELS if every_point else [LEVEL[UNCHECKED_LEVEL]]:
         ok, why = check_cost_stopping(complete, goal=goal, slots=slots, min_steps=choice.min_steps,
-                                      reduction_factor=choice.reduction_factor, level=lv.name)
+                                      reduction_factor=choice.reduction_factor, level=lv.name, suspend=suspend)
         whys.append(why)
         if ok:
             return replace(choice, stopping="cost", stopping_level=lv.name, stopping_why="; ".join(whys))

@@ -45,7 +45,7 @@ from typing import Any
 
 from gpuledger.search.rungs import TRIAL_ID_ATTR, RungPruner, make_pruner
 from gpuledger.search.space import suggest
-from gpuledger.search.suspension import DROP, WAIT, relaunch_action, should_suspend
+from gpuledger.search.suspension import DROP, WAIT, relaunch_action, should_suspend, spec_suspends
 from gpuledger.spec.exclusions import excluded
 from gpuledger.spec.expand import has_ranges, trial_for
 
@@ -193,7 +193,7 @@ class AdaptiveSearch:
                    spec=spec if asks_new_points(spec) else None, stopper=stopper, planned=dict(planned or {}),
                    cost_usd=dict(cost_usd if cost_usd is not None else
                                  {t: float(r.est_cost_usd) for t, r in (planned or {}).items() if r.est_cost_usd}))
-        self.suspend = bool(order) and isinstance(pruner, RungPruner) and pruning is not None and pruning.suspend
+        self.suspend = bool(order) and isinstance(pruner, RungPruner) and spec_suspends(spec)
         if s.strategy == "tpe" and getattr(s, "acquisition", "tpe") == "ei_per_usd" and candidates:
             self.per_usd, self.spec_seed = True, s.seed
         if stopper is not None and stopper.references:

@@ -17,14 +17,40 @@ A relaunched trial starts again from its first step: neither launcher resumes a 
 and the task scripts write none that a new attempt is handed), so its first values are paid again, and
 `suspend_pays` counts that cost. Each attempt is billed on its own (the suspended one's record says
 `cancelled`). Pure: nothing is read or written.
+
+`suspends(strategy, pruning)` is the one place that says whether a sweep suspends (the runtime's study, the
+planner's replays and checks, the report's replays, the replay harness's default all ask it): `strategy:
+asha` (the rung pruner in launch order; tpe with `pruning:` does not) with `search.pruning.suspend`, whose
+default (`spec.models.Pruning`) applies when the spec or the stored spec says nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 #: `relaunch_action`'s answers
 RELAUNCH, DROP, WAIT = "relaunch", "drop", "wait"
+
+
+def suspends(strategy: str | None, pruning: Any = None) -> bool:
+    """True when a sweep of `strategy` with `search.pruning` = `pruning` suspends trials at undecided rungs:
+    only `asha`, and then `pruning.suspend` (`pruning`: a `spec.models.Pruning`, its stored JSON as a mapping,
+    or None; a missing or null `suspend`: the field's default)."""
+    if strategy != "asha":
+        return False
+    value = pruning.get("suspend") if isinstance(pruning, Mapping) else getattr(pruning, "suspend", None)
+    if value is None:
+        from gpuledger.spec.models import Pruning
+
+        value = Pruning.model_fields["suspend"].default
+    return bool(value)
+
+
+def spec_suspends(spec: Any) -> bool:
+    """`suspends` of a spec's `search` (False for a spec without one)."""
+    search = getattr(spec, "search", None)
+    return suspends(getattr(search, "strategy", None), getattr(search, "pruning", None))
 
 
 def seconds_per_value(times_s: Sequence[float], k: int) -> float:

@@ -164,16 +164,22 @@ def test_measured_curves_of_a_grid_are_replayed_for_an_asha_spec_of_the_same_poi
     level = pr.settings.get("stopping_level")  # the boldest level the check kept the recipe with
     stop = (cost_stopper(cs, {c.trial_id: 1.0 for c in cs}, "minimize", sum(c.wall_s for c in cs), level=level)
             if cost_on else None)
+    # the spec says nothing of search.pruning.suspend: its default, suspension at undecided rungs, as the sweep
+    assert pr.suspend is True and pr.to_json()["suspend"] is True and pr.settings["suspend"] is True
+    assert "with suspension at undecided rungs" in pr.basis
     sim = simulate_asha(cs, slots=plan.max_parallel, min_steps=1, reduction_factor=2, goal="minimize", order=order,
-                        stopper=stop)
+                        stopper=stop, suspend=True)
     assert sim.pruned >= 1
     # the launch order's fractions scaled to the median of the replayed arrival orders
-    orders = _replayed_orders(cs, plan.max_parallel, 1, 2, "minimize", (level or True) if cost_on else False)
+    orders = _replayed_orders(cs, plan.max_parallel, 1, 2, "minimize", (level or True) if cost_on else False,
+                              suspend=True)
     scale = orders["trial_s_median"] / (sim.trial_seconds / sum(c.wall_s for c in cs))
     assert f"over {orders['orders']} arrival orders" in pr.basis
     assert pr.makespan_fraction >= orders["makespan_p90"] - 1e-4
     for t in plan.trials:
-        f = min(1.0, sim.trial(t["trial_id"]).seconds / curves[t["trial_id"]].wall_s * scale)
+        # every attempt of the trial paid (suspended and relaunched: its first values twice, maybe above its wall)
+        raw = sum(a.seconds for a in sim.attempts(t["trial_id"])) / curves[t["trial_id"]].wall_s
+        f = min(max(1.0, raw), raw * scale)
         run_share = (t["est_wall_s"] - 3.0) / t["est_wall_s"]
         assert t["est_pruned_cost_usd"] == pytest.approx(t["est_cost_usd"] * (1 - run_share * (1 - f)), rel=1e-4)
     # two plans in a row are byte-identical
@@ -306,3 +312,15 @@ def test_max_parallel_auto_picks_the_least_replayed_cost_that_meets_the_deadline
         assert at_k.pruning.source == "measured"
     assert par.why in plan.assumptions and "max_parallel auto" in par.why
     assert plan.to_json()["parallel"]["chosen"] == plan.max_parallel
+    # K is chosen on the replay with the spec's suspension (the default: on); with suspend: false, without
+    assert plan.pruning.suspend is True
+    off_path = _spec(tmp_path, name="auto-k", max_parallel="auto", xs=xs,
+                     pruning="{min_steps: 1, reduction_factor: 2, suspend: false}")
+    off_sp, off = _plan(off_path, curves)
+    assert off.pruning.suspend is False and "without suspension" in off.pruning.basis
+    off_inputs = replace(planning_inputs(off_sp, "local"), curves=curves)
+    for r in off.parallel.curve:
+        at_k = plan_sweep(off_sp, launcher="local", inputs=off_inputs, max_parallel=r.slots)
+        assert at_k.decided_usd == pytest.approx(r.cost_usd, abs=1e-6) and at_k.pruning.suspend is False
+    on_cost = {r.slots: r.cost_usd for r in par.curve}
+    assert any(on_cost[r.slots] != pytest.approx(r.cost_usd, rel=1e-4) for r in off.parallel.curve)

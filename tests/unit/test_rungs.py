@@ -62,16 +62,16 @@ def test_no_order_and_no_slot_count_prunes_what_synchronous_halving_keeps(curves
 def test_recipe_check_warns_and_names_a_safer_setting():
     curves = [_curve(t, v) for t, v in LATE.items()]
     order = list(LATE)
-    bad = check_recipe(curves, min_steps=2, reduction_factor=3, goal="minimize", slots=2, order=order)
+    bad = check_recipe(curves, min_steps=2, reduction_factor=3, goal="minimize", slots=2, order=order, suspend=False)
     assert bad.best_trial_id == "best" and not bad.kept and bad.dropped_at_step == 6
     safer = bad.safer
     assert safer is not None
     assert synchronous_outcome(LATE, safer["min_steps"], safer["reduction_factor"], "minimize")["best"] is None
     again = check_recipe(curves, min_steps=safer["min_steps"], reduction_factor=safer["reduction_factor"],
-                         goal="minimize", slots=2, order=order)
+                         goal="minimize", slots=2, order=order, suspend=False)
     assert again.kept and again.safer is None and again.replay_best_value == pytest.approx(0.77)
     # kept only by a hair is not kept: the best's values RECIPE_MARGIN worse must still survive
     close = {**LATE, "best": [9, 6, 4, 2.5, 1.2, 0.85, 0.77], "p0": [9, 6.05, 6, 5, 4, 3, 2]}
     hair = check_recipe([_curve(t, v) for t, v in close.items()], min_steps=2, reduction_factor=4, goal="minimize",
-                        slots=1, order=list(close))
+                        slots=1, order=list(close), suspend=False)
     assert 6 * (1 + RECIPE_MARGIN) > 6.05 and not hair.kept

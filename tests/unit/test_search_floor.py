@@ -119,20 +119,21 @@ def test_the_check_runs_the_boldest_level_that_keeps_the_recipe_and_the_sweep_ru
     )
     from gpuledger.spec import load_spec
 
-    base = choose_pruning_for_curves(CURVES, goal="minimize", slots=2)
-    choice = with_checked_stopping(base, CURVES, goal="minimize", slots=2, stopping="cost", every_point=True)
+    # checked as the sweep runs it: suspending at undecided rungs (search.pruning.suspend's default)
+    base = choose_pruning_for_curves(CURVES, goal="minimize", slots=2, suspend=True)
+    choice = with_checked_stopping(base, CURVES, goal="minimize", slots=2, suspend=True, stopping="cost", every_point=True)
     names = [lv.name for lv in LEVELS]
     assert choice.stopping == "cost" and choice.stopping_level in names
     for name in names[:names.index(choice.stopping_level)]:  # every bolder level loses the recipe in a check order
         assert not check_cost_stopping(CURVES, goal="minimize", slots=2, min_steps=base.min_steps,
-                                       reduction_factor=base.reduction_factor, level=name)[0]
+                                       reduction_factor=base.reduction_factor, level=name, suspend=True)[0]
     assert f"({choice.stopping_level}) kept the best measured curve in 16 of 16" in choice.stopping_why
     assert choice.to_json()["stopping_level"] == choice.stopping_level
-    only = with_checked_stopping(base, CURVES, goal="minimize", slots=2, stopping="cost", level="half",
+    only = with_checked_stopping(base, CURVES, goal="minimize", slots=2, suspend=True, stopping="cost", level="half",
                                  every_point=True)
     assert only.stopping_level == "half"  # the spec's level: only it is checked
     # curves of the kind that are not every point of the sweep (another sweep's): the median guard alone
-    other = with_checked_stopping(base, CURVES, goal="minimize", slots=2, stopping="cost")
+    other = with_checked_stopping(base, CURVES, goal="minimize", slots=2, suspend=True, stopping="cost")
     assert other.stopping_level == "half" and "(fifth)" not in other.stopping_why
     spec = load_spec(REPO / "gpuledger" / "scaffold" / "specs" / "lora-asha.yaml")
     assert spec.search.stopping_level is None

@@ -40,27 +40,27 @@ def test_the_recorded_recipe_is_second_for_most_of_its_run():
 
 
 def test_the_default_is_checked_on_measured_curves_and_kept():
-    choice = choose_pruning_for_curves(CURVES, goal="minimize", slots=2)
+    choice = choose_pruning_for_curves(CURVES, goal="minimize", slots=2, suspend=False)
     assert (choice.min_steps, choice.reduction_factor) == (COLD_DEFAULT.min_steps, COLD_DEFAULT.reduction_factor)
     assert choice.source == DEFAULT and choice.kept is True and choice.checked_curves == 12
     assert "keep the best of 12" in choice.why
 
 
 def test_unsafe_settings_are_corrected_and_say_why_or_kept_when_asked():
-    fixed = choose_pruning_for_curves(CURVES, goal="minimize", slots=2, requested=(4, 3), explicit=True)
+    fixed = choose_pruning_for_curves(CURVES, goal="minimize", slots=2, suspend=False, requested=(4, 3), explicit=True)
     assert fixed.source == CORRECTED and fixed.kept is False and fixed.changed
     assert "would drop" in fixed.why and "corrected to" in fixed.why
     # the corrected setting keeps the recipe: synchronous successive halving (any arrival order) agrees
-    again = choose_pruning_for_curves(CURVES, goal="minimize", slots=2,
+    again = choose_pruning_for_curves(CURVES, goal="minimize", slots=2, suspend=False,
                                       requested=(fixed.min_steps, fixed.reduction_factor), explicit=True)
     assert again.source == SPEC and again.kept is True
-    kept = choose_pruning_for_curves(CURVES, goal="minimize", slots=2, requested=(4, 3), explicit=True,
+    kept = choose_pruning_for_curves(CURVES, goal="minimize", slots=2, suspend=False, requested=(4, 3), explicit=True,
                                      unsafe="keep")
     assert kept.source == UNSAFE_KEPT and (kept.min_steps, kept.reduction_factor) == (4, 3)
 
 
 def test_without_curves_the_settings_are_unchecked():
-    choice = choose_pruning_for_curves([], goal="minimize", slots=2)
+    choice = choose_pruning_for_curves([], goal="minimize", slots=2, suspend=False)
     assert choice.kept is None and choice.checked_curves == 0 and "unchecked" in choice.why
 
 
@@ -103,10 +103,12 @@ def test_replay_over_orders_default_keeps_the_recipe_for_less_than_the_grid():
         lo, hi = s["cost_vs_grid_range"]
         assert lo <= s["cost_vs_grid"] <= hi < 1.0
     assert out["strategies"]["asha"]["cost_vs_grid"] <= out["strategies"]["asha-rungs"]["cost_vs_grid"]
-    one = replay_settings(CURVES, RATE, slots=2, goal="minimize", min_steps=2, reduction_factor=5, orders=4)
-    assert one.to_json()["cost_vs_grid"] == out["strategies"]["asha-rungs"]["cost_vs_grid"]  # same seeds, same replays
+    # same seeds, same replays: plain and the default suspend at undecided rungs, as the runtime by default
+    assert out["strategies"]["asha-rungs"]["settings"]["suspend"] is out["strategies"]["asha"]["settings"]["suspend"] is True
+    one = replay_settings(CURVES, RATE, slots=2, goal="minimize", min_steps=2, reduction_factor=5, orders=4, suspend=True)
+    assert one.to_json()["cost_vs_grid"] == out["strategies"]["asha-rungs"]["cost_vs_grid"]
     both = replay_settings(CURVES, RATE, slots=2, goal="minimize", min_steps=2, reduction_factor=5, orders=4,
-                           cost_stopping=out["strategies"]["asha"]["settings"]["stopping_level"])
+                           suspend=True, cost_stopping=out["strategies"]["asha"]["settings"]["stopping_level"])
     assert both.to_json()["cost_vs_grid"] == out["strategies"]["asha"]["cost_vs_grid"]
 
 
@@ -150,9 +152,10 @@ def test_suspension_at_undecided_rungs_keeps_the_recipe_for_fewer_seconds_and_pa
     assert not suspend_pays(2, 200.0, (2.0, 6.0), 17, 2, 5, 12)  # a long start-up: cheaper to run on
     assert not suspend_pays(3, 10.0, (2.0, 6.0, 10.0), 17, 2, 5, 12)  # not a rung
     rep = replay_strategies(CURVES, RATE, slots=2, goal="minimize", orders=6,
-                            strategies=("grid", "asha-cold", "asha-cold-suspend")).to_json()["strategies"]
-    cold, sus = rep["asha-cold"], rep["asha-cold-suspend"]
+                            strategies=("grid", "asha-cold-no-suspend", "asha-cold")).to_json()["strategies"]
+    cold, sus = rep["asha-cold-no-suspend"], rep["asha-cold"]  # a bare asha in a fresh project: suspends
     assert sus["recipe_kept"] == cold["recipe_kept"] == 1.0 and sus["settings"]["suspend"] is True
+    assert cold["settings"]["suspend"] is False
     assert sus["trial_s_vs_grid"] < cold["trial_s_vs_grid"] and sus["trial_s_vs_grid_range"][1] < 0.5
     assert sus["over_half_grid_trial_s"] == 0.0 and sus["trial_s_vs_grid"] <= sus["trial_s_vs_grid_p90"] < 0.5
     assert cold["trial_s_vs_grid"] <= cold["trial_s_vs_grid_p90"] <= cold["trial_s_vs_grid_range"][1]
@@ -214,15 +217,15 @@ def test_cost_stopping_is_checked_on_the_curves_and_turned_off_where_it_loses_th
     from gpuledger.search.safety import check_cost_stopping, with_checked_stopping
     from gpuledger.search.synthetic import FAMILIES, synthetic_curves
 
-    ok, why = check_cost_stopping(CURVES, goal="minimize", slots=2, min_steps=2, reduction_factor=5)
+    ok, why = check_cost_stopping(CURVES, goal="minimize", slots=2, min_steps=2, reduction_factor=5, suspend=False)
     assert ok and "16 of 16" in why  # the demo grid: the rule keeps its recipe in every replayed order
     crossing, rate, _ = synthetic_curves("crossing", seed=0)  # early leaders plateau high: forecasts mislead
-    choice = with_checked_stopping(choose_pruning_for_curves(crossing, goal="minimize", slots=2), crossing,
-                                   goal="minimize", slots=2, stopping="cost")
+    choice = with_checked_stopping(choose_pruning_for_curves(crossing, goal="minimize", slots=2, suspend=False), crossing,
+                                   goal="minimize", slots=2, suspend=False, stopping="cost")
     assert choice.stopping == "rungs" and "would lose the best" in choice.stopping_why
     assert choice.to_json()["stopping"] == "rungs"
-    cold = with_checked_stopping(choose_pruning_for_curves([], goal="minimize", slots=2), [], goal="minimize",
-                                 slots=2, stopping="cost")
+    cold = with_checked_stopping(choose_pruning_for_curves([], goal="minimize", slots=2, suspend=False), [], goal="minimize",
+                                 slots=2, suspend=False, stopping="cost")
     assert cold.stopping is None  # unchecked: the spec's rule runs on the sweep's own ended trials
     # the replayed default checks the same way, and keeps the recipe where the rule alone would not
     rep = replay_strategies(crossing, rate, slots=2, goal="minimize", orders=4,
