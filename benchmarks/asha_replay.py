@@ -12,6 +12,10 @@ Given a grid sweep and an ASHA sweep of the same points (e.g. the two warehouses
   time-to-best; and the planner's expected spend (the grid's cost per trial scaled by each trial's
   replayed fraction) against the ASHA sweep's real cost.
 
+Every replay suspends at undecided rungs when the ASHA sweep's stored spec does (`search.pruning.suspend`,
+its default when the spec was stored before the field: `gpuledger.search.suspension.suspends`, the
+runtime's and the planner's rule), each attempt's seconds counted.
+
 Run: `.venv/bin/python benchmarks/asha_replay.py GRID_WAREHOUSE GRID_SWEEP_ID ASHA_WAREHOUSE ASHA_SWEEP_ID`
 (seconds; nothing is written: each warehouse is opened read-only).
 """
@@ -37,6 +41,7 @@ def main(argv: list[str]) -> int:
     import json
 
     from gpuledger.search.asha_replay import curves_from_points, simulate_asha
+    from gpuledger.search.suspension import suspends
 
     if len(argv) != 4:
         print(__doc__.strip().splitlines()[-2], file=sys.stderr)
@@ -50,12 +55,14 @@ def main(argv: list[str]) -> int:
     pruning = json.loads(arows[0]["pruning"] or "{}") or {}
     min_steps, eta = pruning.get("min_steps", 2), pruning.get("reduction_factor", 3)
     goal, slots = arows[0]["goal"], int(arows[0]["max_parallel"])
+    suspend = suspends("asha", pruning)
     real_s, real_usd = sum(r["wall_s"] for r in aruns), sum(r["cost_usd"] for r in aruns)
     print(f"real ASHA {asha_id}: {len(aruns)} runs, {sum(r['status'] == 'cancelled' for r in aruns)} pruned, "
-          f"{real_s:.1f} trial-s, ${real_usd:.4f} (min_steps {min_steps}, reduction_factor {eta}, {slots} slot(s))")
+          f"{real_s:.1f} trial-s, ${real_usd:.4f} (min_steps {min_steps}, reduction_factor {eta}, {slots} slot(s), "
+          f"{'with' if suspend else 'without'} suspension at undecided rungs)")
     acurves = curves_from_points(arows)
     order = [c.trial_id for c in acurves]
-    own = simulate_asha(acurves, slots=slots, min_steps=min_steps, reduction_factor=eta, goal=goal)
+    own = simulate_asha(acurves, slots=slots, min_steps=min_steps, reduction_factor=eta, goal=goal, suspend=suspend)
     real = {r["trial_id"]: "pruned" if r["status"] == "cancelled" else "completed" for r in aruns}
     same = {t.trial_id: t.status for t in own.trials} == real
     print(f"its own curves replayed at {slots} slot(s): {own.pruned} pruned, same trials pruned: {same}, "
@@ -71,7 +78,7 @@ def main(argv: list[str]) -> int:
     print("|---|---|---|---|---|---|---|---|")
     for k in (1, 2, 4, 8):
         sim = simulate_asha(list(gcurves.values()), slots=k, min_steps=min_steps, reduction_factor=eta, goal=goal,
-                            order=order)
+                            order=order, suspend=suspend)
         expected = sum(cost[t.trial_id] * t.seconds / gcurves[t.trial_id].wall_s for t in sim.trials)
         print(f"| {k} | {sim.pruned} | {sim.trial_seconds:.1f} | {sim.trial_seconds / grid_s:.0%} | {sim.makespan_s:.1f} "
               f"| {sim.best_value:.5f} | {sim.time_to_best_s:.1f} | {expected:.4f} |")

@@ -3,7 +3,9 @@
     .venv/bin/python benchmarks/search_holdout.py [--orders N] [--held-out-seeds A-B] [--json]
 
 Three sets of grids, each replayed by `gpuledger.search.comparison.replay_strategies` (grid, plain
-`asha-rungs`, the default `asha`) over N seeded arrival orders (default 40), 2 slots:
+`asha-rungs`, the default `asha`, both suspending at undecided rungs as a spec does by default, and plain
+successive halving `asha-rungs-no-suspend`, `search.pruning.suspend: false`) over N seeded arrival orders
+(default 40), 2 slots:
 - `tuned`: the curves the rule's constants were set and checked on: the demo grid recorded 2026-12-01
   (tests/data/demo_grid_curves.json) and seeds 0-2 of each synthetic family (`gpuledger.search.synthetic`);
 - `held-out`: seeds the rule was never replayed on while it was set (default 20-24 of each family; seeds 10-12 were replayed while the rule was being changed, so they are not held out), the
@@ -12,7 +14,8 @@ Three sets of grids, each replayed by `gpuledger.search.comparison.replay_strate
   and every forecast made, on a different grid of the family (seed + 100): the warehouse holds a former
   sweep of the kind, not the curves of the points this sweep runs.
 Per grid: the recipe kept (share of orders), the default's and plain ASHA's median dollars against the
-grid, `vs_plain` (default / plain, the issue's ratio) and `floor_vs_plain` (`replay.stopping_floor`: the
+grid, `vs_plain` (default / plain, the issue's ratio), `vs_plain_no_suspend` (default / plain successive
+halving without suspension) and `floor_vs_plain` (`replay.stopping_floor`: the
 least any rule that must see 2 values of a trial could spend keeping the recipe, over plain's). Per set:
 the grids whose recipe was kept in every order, and the median and range of each ratio.
 Nothing is read but the demo's JSON; nothing is written. About 10 min at 40 orders on the shared 2-core VM.
@@ -45,10 +48,13 @@ def _demo():
 def _row(rep) -> dict:
     j = rep.to_json()
     a, b = j["strategies"]["asha"], j["strategies"]["asha-rungs"]
+    c = j["strategies"]["asha-rungs-no-suspend"]
     cmp_ = j["cost_aware_vs_plain"]
     return {"default_kept": a["recipe_kept"], "default_cost_vs_grid": a["cost_vs_grid"],
             "plain_kept": b["recipe_kept"], "plain_cost_vs_grid": b["cost_vs_grid"],
-            "vs_plain": cmp_.get("vs_plain"), "floor_vs_plain": cmp_.get("floor_vs_plain"),
+            "plain_no_suspend_kept": c["recipe_kept"], "plain_no_suspend_cost_vs_grid": c["cost_vs_grid"],
+            "vs_plain": cmp_.get("vs_plain"), "vs_plain_no_suspend": cmp_.get("vs_plain_no_suspend"),
+            "floor_vs_plain": cmp_.get("floor_vs_plain"), "suspend": a["settings"].get("suspend"),
             "rule": "on" if a["settings"].get("cost_stopping") else "off",
             "settings": f"{a['settings']['min_steps']}/{a['settings']['reduction_factor']}"}
 
@@ -63,7 +69,10 @@ def _summary(rows: dict) -> dict:
             "default_kept_min": min(r["default_kept"] for r in rows.values()),
             "default_kept_mean": round(statistics.mean(r["default_kept"] for r in rows.values()), 4),
             "plain_kept_mean": round(statistics.mean(r["plain_kept"] for r in rows.values()), 4),
-            "vs_plain": rng("vs_plain"), "floor_vs_plain": rng("floor_vs_plain"),
+            "grids_plain_no_suspend_always_kept": sum(r["plain_no_suspend_kept"] >= 1.0 for r in rows.values()),
+            "plain_no_suspend_kept_mean": round(statistics.mean(r["plain_no_suspend_kept"] for r in rows.values()), 4),
+            "vs_plain": rng("vs_plain"), "vs_plain_no_suspend": rng("vs_plain_no_suspend"),
+            "floor_vs_plain": rng("floor_vs_plain"),
             "default_cost_vs_grid": rng("default_cost_vs_grid"), "plain_cost_vs_grid": rng("plain_cost_vs_grid")}
 
 
@@ -84,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     from gpuledger.search.comparison import replay_strategies
     from gpuledger.search.synthetic import FAMILIES, synthetic_curves
 
-    strategies = ("grid", "asha-rungs", "asha")
+    strategies = ("grid", "asha-rungs", "asha-rungs-no-suspend", "asha")
     t0 = time.monotonic()
 
     def replay(curves, rate, refs=None):
@@ -114,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{sm['grids_default_always_kept']}/{sm['grids']} grids (plain {sm['grids_plain_always_kept']}), in "
               f"{sm['default_kept_mean']:.0%} of the replays (plain {sm['plain_kept_mean']:.0%}); "
               f"default / plain ${sm['vs_plain'].get('median', float('nan')):.2f}x "
-              f"({sm['vs_plain']['range'][0]:.2f}-{sm['vs_plain']['range'][1]:.2f}); stopping floor / plain "
+              f"({sm['vs_plain']['range'][0]:.2f}-{sm['vs_plain']['range'][1]:.2f}); default / plain without "
+              f"suspension ${sm['vs_plain_no_suspend'].get('median', float('nan')):.2f}x; stopping floor / plain "
               f"{sm['floor_vs_plain'].get('median', float('nan')):.2f}x")
         for g, r in block["grids"].items():
             print(f"  {g:<12} default kept {r['default_kept']:>4.0%} ${r['default_cost_vs_grid']:>5.0%} of grid "

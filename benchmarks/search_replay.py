@@ -6,15 +6,17 @@
 
 `--sweep`: a sweep id, else the latest sweep of that name (a grid: its curves ran to their end).
 For each strategy of `gpuledger.search.replay.STRATEGIES` (grid; Optuna's ASHA; gpuledger's rung
-pruner at the old 2/3; the cold default (a fresh project: no curves of the kind), and it with suspension
-at undecided rungs (replay only); the default a bare `strategy: asha` runs with these curves in
-the warehouse; and the cost-aware one, and it with suspension; and, one point at a time on one slot, half the points asked by
-Optuna's TPE and by expected improvement per dollar), over N seeded arrival orders (launch order shuffled, each
+pruner at the old 2/3; the cold default (a fresh project: no curves of the kind); plain gpuledger ASHA
+(`stopping: rungs`) at the settings checked on these curves; the default a bare `strategy: asha` runs
+with these curves in the warehouse (the cost-aware one); each of the last three suspending at undecided
+rungs as the runtime does by default, and beside it its `-no-suspend` twin (`search.pruning.suspend:
+false`); and, one point at a time on one slot, half the points asked by Optuna's TPE and by expected
+improvement per dollar), over N seeded arrival orders (launch order shuffled, each
 trial's times stretched by exp(N(0, SIGMA))): the share of replays that kept the recipe (best within
 2% of the grid's), dollars and trial-seconds against the grid's of the same replay (median and range).
 `--json`: `{"strategies": {NAME: {"recipe_kept", "cost_vs_grid", "cost_vs_grid_range",
 "trial_s_vs_grid", ...}}, "default": NAME, "cost_aware": NAME, "plain": NAME, "cost_aware_vs_plain":
-{"vs_plain", "floor_vs_plain", "vs_optuna_asha_same_rate" | "vs_optuna_asha_safest"}, "plain_same_rate": {...},
+{"vs_plain", "vs_plain_no_suspend", "floor_vs_plain", "vs_optuna_asha_same_rate" | "vs_optuna_asha_safest"}, "plain_same_rate": {...},
 "stopping_floor": {"cost_vs_grid", "cost_vs_grid_range", "vs_plain", ...}, ...}`:
 the cost-aware strategy's median dollars against plain ASHA's at the same recipe rate (gpuledger's rung
 pruner at the same checked settings; and the cheapest of Optuna's ASHA settings that keeps the recipe as
@@ -84,12 +86,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"{sweep_id}: {rep.curves} curves of {meta['metric']} ({meta['goal']}), {rep.orders} arrival orders, "
           f"{rep.slots} slot(s), jitter {rep.jitter}")
-    print(f"{'strategy':<15} {'recipe kept':>11} {'$ vs grid (median, range)':>28} {'trial-s vs grid':>24} pruned")
+    print(f"{'strategy':<22} {'recipe kept':>11} {'$ vs grid (median, range)':>28} {'trial-s vs grid':>24} pruned")
     for name, s in out["strategies"].items():
         lo, hi = s["cost_vs_grid_range"]
         tlo, thi = s["trial_s_vs_grid_range"]
         tag = " (default, cost-aware)" if name == rep.default else (" (plain)" if name == out["plain"] else "")
-        print(f"{name:<15} {s['recipe_kept']:>10.0%} {s['cost_vs_grid']:>9.0%} ({lo:.0%}-{hi:.0%})"
+        print(f"{name:<22} {s['recipe_kept']:>10.0%} {s['cost_vs_grid']:>9.0%} ({lo:.0%}-{hi:.0%})"
               f"{'':>9} {s['trial_s_vs_grid']:>6.0%} ({tlo:.0%}-{thi:.0%}) {s['pruned']:>6}{tag}")
     for n in rep.notes:
         print(f"- {n}")
@@ -136,7 +138,7 @@ def _synthetic(a: argparse.Namespace) -> int:
                                                     max(x["cost_vs_grid"] for x in ss)]}
         ratios = {k: round(statistics.median(r["cost_aware_vs_plain"][k] for r in reps
                                              if isinstance(r["cost_aware_vs_plain"].get(k), float)), 4)
-                  for k in ("vs_plain", "vs_optuna_asha_same_rate", "vs_optuna_asha_safest")
+                  for k in ("vs_plain", "vs_plain_no_suspend", "vs_optuna_asha_same_rate", "vs_optuna_asha_safest")
                   if any(isinstance(r["cost_aware_vs_plain"].get(k), float) for r in reps)}
         families[fam] = {"grids": a.seeds, "strategies": fam_out, "cost_aware_vs_plain": ratios}
     if a.json:
@@ -148,7 +150,7 @@ def _synthetic(a: argparse.Namespace) -> int:
               + ", ".join(f"{k} {v:.2f}x" for k, v in f["cost_aware_vs_plain"].items()))
         for name, s in f["strategies"].items():
             lo, hi = s["cost_vs_grid_range"]
-            print(f"  {name:<15} recipe kept {s['recipe_kept']:>5.0%} ({s['grids_all_kept']}/{a.seeds} grids always)"
+            print(f"  {name:<22} recipe kept {s['recipe_kept']:>5.0%} ({s['grids_all_kept']}/{a.seeds} grids always)"
                   f"  $ vs grid {s['cost_vs_grid']:>5.0%} ({lo:.0%}-{hi:.0%})")
     return 0
 
