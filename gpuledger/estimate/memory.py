@@ -59,6 +59,18 @@ ALLOCATOR_OVERHEAD = 0.06
 #: A100s, 59 GB active vs 63 GB reserved (+7%, issue #120); Answer.AI's fsdp_qlora table (FSDP1, 2 GPUs) sits
 #: 5-15% over its allocated estimate. 0.18: the middle of those, in the rows of memory_public.csv.
 SHARDED_ALLOCATOR_OVERHEAD = 0.18
+#: ... and FSDP1 (`FullyShardedDataParallel`: what Transformers' Trainer / accelerate, llama-recipes and lit-gpt's
+#: FSDPStrategy run) frees each unsharded flat parameter and gradient with `record_stream`, so a freed block is
+#: reusable only once the other stream has passed it: llama-recipes' own Llama-2-7B LoRA FSDP run reports peak
+#: reserved 19.36 GB over peak active 15.22 GB (1.27; meta-llama/llama-cookbook PR #41), its 70B full fine-tune
+#: 63 GB reserved over 42 GB allocated (issue #120); the hf FSDP rows of memory_public.csv sit at a median 1.28 of
+#: their allocated estimate once the loss and the recomputed block no longer add (2026-12-03). FSDP2
+#: (`fully_shard`, torchtitan / torchtune) waits on events instead and keeps SHARDED_ALLOCATOR_OVERHEAD: a
+#: torchtitan log of Llama-3-8B on 4 GPUs (FSDP 2 x context parallel 2, full AC, 8,192 tokens; pytorch/torchtitan
+#: PR #1884, 2025-10: 44.84 GiB reserved) is estimated at 44.3 GiB with it.
+FSDP1_ALLOCATOR_OVERHEAD = 0.27
+#: the frameworks whose FSDP is FSDP1
+FSDP1_FRAMEWORKS = ("hf", "litgpt")
 #: CUDA context + cuBLAS/cuDNN workspaces outside the allocator (nvidia-smi minus
 #: max_memory_reserved): ~300-500 MiB with lazy module loading on A100/H100 (CUDA >= 11.7,
 #: PyTorch docs "CUDA_MODULE_LOADING"); 0.5 GiB.

@@ -22,6 +22,8 @@ from __future__ import annotations
 from gpuledger.estimate.memory import (
     CUDA_CONTEXT_GIB,
     DEFAULT_LORA_DROPOUT,
+    FSDP1_ALLOCATOR_OVERHEAD,
+    FSDP1_FRAMEWORKS,
     GIB,
     GRPO_DEFAULT_GROUP,
     NCCL_GIB,
@@ -315,6 +317,7 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         m.extra_device += NCCL_GIB * GIB
     ckpt = w.grad_ckpt
     unsharded_weights = False
+    root_grad = 0.0  # FSDP full fine-tune: the root unit's unsharded gradient at the end of backward
     if master == "distopt":
         opt /= n
         opt_temp /= n
@@ -336,10 +339,14 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         m.notes["buffers"] = f"ZeRO reduce/all-gather buckets ({'hidden^2' if not w.zero_bucket_elems else bucket} elements)"
     elif sharding in ("zero3", "fsdp"):
         if n > 1:
-            m.overhead = SHARDED_ALLOCATOR_OVERHEAD
-            m.assumptions.append(f"{sharding} over {n} GPUs: reserved = allocated + {SHARDED_ALLOCATOR_OVERHEAD:.0%} (units "
+            # (not for GRPO/PPO: the overhead multiplies every component, vLLM's preallocated pool too, which
+            # record_stream does not fragment; they keep the sharded default)
+            fsdp1 = sharding == "fsdp" and fw in FSDP1_FRAMEWORKS and not rl
+            m.overhead = FSDP1_ALLOCATOR_OVERHEAD if fsdp1 else SHARDED_ALLOCATOR_OVERHEAD
+            m.assumptions.append(f"{sharding} over {n} GPUs: reserved = allocated + {m.overhead:.0%} (units "
                                  "all-gathered and reduce-scattered on their own streams fragment the caching "
-                                 "allocator; llama-recipes' FSDP runs measured 27-29%)")
+                                 "allocator" + ("; FSDP1 frees them with record_stream: llama-recipes' FSDP run "
+                                                "measured reserved 1.27x its peak active)" if fsdp1 else ")"))
         if sharding == "fsdp" and lora_like and fw == "litgpt":
             # lit-gpt's FSDPStrategy checkpoints every Block (activation_checkpointing_policy={Block})
             # and puts frozen and LoRA params into one FlatParameter (use_orig_params=True), so FSDP
@@ -368,6 +375,15 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
             if master:  # FSDP2 reduce_dtype fp32: the block's 16-bit gradient and its fp32 copy for reduce-scatter
                 block_grad = layer_params * (2 + 4)
             buffers += 2 * layer_params * frozen_elem + root + block_grad
+            if sharding == "fsdp" and not lora_like:
+                # the root unit's (embeddings, lm_head) gradient stays unsharded until its post-backward
+                # reduce-scatter, the last of the step: the lm_head's part from the start of backward, the
+                # whole at the end, there with FSDP2's fp32 reduce_dtype copy beside it
+                # (FSDP1, Transformers/accelerate and llama-recipes: one flat parameter of embeddings, final norm
+                # and lm_head, its gradient the whole unit's; torchtitan's FSDP2 units the embedding and
+                # [norm, output] apart, so one vocabulary matrix at a time with its fp32 reduce_dtype copy:
+                # torchtitan/models/llama3/infra/parallelize.py apply_fsdp)
+                root_grad = (vocab * d * (2 + 4)) if master else pc.embedding * (4 if p == "fp32" else 2)
             m.notes["buffers"] = ("all-gathered params of 2 blocks" + (" + 1 block's gradient" if block_grad else "")
                                   + (" + the unsharded root unit (embeddings, lm_head)" if root else ""))
     if quant_consts:
@@ -493,8 +509,9 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     accum_grads = grads if accum > 1 and not in_bwd else 0.0
     # the output head's gradient (full fine-tuning) is allocated at the start of backward, next to the
     # logits' gradient
-    head_grad = 0.0 if lora_like or in_bwd else min(grads, vocab * d * (4 if p == "fp32" else 2) / (
-        n if sharding in ("zero2", "zero3", "fsdp") else 1))
+    # logits' gradient (under FSDP unsharded: the lm_head is in the root unit, reduce-scattered last)
+    head_grad = 0.0 if lora_like or in_bwd else min(grads * (n if root_grad else 1), vocab * d * (
+        4 if p == "fp32" else 2) / (n if sharding in ("zero2", "zero3") or (sharding == "fsdp" and not root_grad) else 1))
     live_grads = 0.0 if in_bwd else grads
     if in_bwd:
         # torchtune optimizer_in_bwd: a post-accumulate-grad hook steps and frees each parameter's
@@ -518,8 +535,8 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
                                    gradients=grads if master == "distopt" else max(accum_grads, head_grad)),
         # the first block's backward (recomputed first under checkpointing): its activations next to every
         # gradient but its own
-        "backward_end": dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers, gradients=live_grads,
-                             activations=block),
+        "backward_end": dict(weights=weights + extra_frozen, optimizer=opt, buffers=buffers,
+                             gradients=live_grads + (0.0 if in_bwd else root_grad), activations=block),
         "optimizer_step": dict(weights=weights + extra_frozen, optimizer=opt, optimizer_temporaries=opt_temp,
                                buffers=buffers, gradients=0.0 if in_bwd else grads),
     }

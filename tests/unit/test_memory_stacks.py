@@ -158,12 +158,18 @@ def test_fused_linear_cross_entropy_never_holds_the_full_logits():
 
 
 def test_fsdp_and_zero3_on_several_gpus_take_the_sharded_fragmentation():
-    from gpuledger.estimate.memory import ALLOCATOR_OVERHEAD, SHARDED_ALLOCATOR_OVERHEAD
+    from gpuledger.estimate.memory import (
+        ALLOCATOR_OVERHEAD,
+        FSDP1_ALLOCATOR_OVERHEAD,
+        SHARDED_ALLOCATOR_OVERHEAD,
+    )
 
     common = dict(model="meta-llama/Llama-2-7b-hf", method="full", precision="bf16", micro_batch=4, seq_len=2048)
-    for sharding in ("fsdp", "zero3"):
-        e = estimate(Workload(**common, gpus=4, sharding=sharding))
-        assert e.memory_gib["reserved"] == pytest.approx(e.memory_gib["allocated"] * (1 + SHARDED_ALLOCATOR_OVERHEAD))
+    # Transformers / accelerate's FSDP is FSDP1 (record_stream), torchtune's FSDP2 and ZeRO-3 the sharded default
+    for sharding, framework, overhead in (("fsdp", "hf", FSDP1_ALLOCATOR_OVERHEAD), ("fsdp", "torchtune", SHARDED_ALLOCATOR_OVERHEAD),
+                                          ("zero3", "hf", SHARDED_ALLOCATOR_OVERHEAD)):
+        e = estimate(Workload(**common, gpus=4, sharding=sharding, framework=framework))
+        assert e.memory_gib["reserved"] == pytest.approx(e.memory_gib["allocated"] * (1 + overhead))
     one = estimate(Workload(**common))
     assert one.memory_gib["reserved"] == pytest.approx(one.memory_gib["allocated"] * (1 + ALLOCATOR_OVERHEAD))
 
@@ -238,3 +244,18 @@ def test_checkpointed_loss_and_the_recomputed_block_do_not_coexist():
     assert est_hi.peak_phase == "forward_end" and "backward_recompute" in est_hi.phases_gib
     # without checkpointing every block's tensors are alive at the loss: no phase of its own
     assert "backward_recompute" not in estimate(Workload(**{**memory_workload(hi).__dict__, "grad_ckpt": False})).phases_gib
+
+
+def test_an_fsdp_full_fine_tune_holds_the_root_units_gradient_at_the_end_of_backward():
+    """The embeddings / lm_head unit is reduce-scattered last: its unsharded gradient (FSDP2 with an fp32
+    reduce_dtype copy beside it) is alive next to every sharded gradient at the end of backward. A torchtitan
+    log (pytorch/torchtitan PR #1884, 2025-10: Llama-3-8B, 4 GPUs as FSDP 2 x context parallel 2, full AC, 1 x
+    8,192 tokens) reports 44.84 GiB reserved; without the term the estimate was 40.9 GiB."""
+    w = Workload(model="meta-llama/Llama-3.1-8B", method="full", precision="bf16", framework="torchtitan", micro_batch=1,
+                 seq_len=8192, gpus=4, sharding="fsdp", sequence_parallel=2, checkpointing="full")
+    e = estimate(w)
+    assert e.peak_phase == "backward_end"
+    assert e.memory_gib["reserved"] == pytest.approx(44.84, rel=0.05)
+    cfg = load_config("meta-llama/Llama-3.1-8B")
+    sharded = count_params(cfg).total * 4 / 4 / GIB  # fp32 gradients over the 4 GPUs
+    assert e.memory_gib["gradients"] == pytest.approx(sharded + cfg.vocab_size * cfg.hidden_size * 6 / GIB)
