@@ -176,6 +176,9 @@ class RLSetup:
     lora_r: int = 16  # policy_method lora/qlora: adapter rank and targets
     lora_targets: str = "q,v"
     micro_batch: int = 4  # trainer sequences per GPU per micro-step
+    #: a token budget per trainer GPU per micro-step instead (verl use_dynamic_bsz, ppo_max_token_len_per_gpu):
+    #: sequences packed without padding up to it; None: `micro_batch` sequences
+    micro_batch_tokens: int | None = None
     framework: str = "hf"
     sharding: str = "auto"
     grad_ckpt: bool = True
@@ -398,10 +401,16 @@ def _workload(s: RLSetup, model: str, method: str, gpus: int):
     # the step's sequences: the prompt + a response of the mean length (real tokens), padded, each micro-batch
     # to its longest response (P90 when stated, else twice the mean within the cap of the log-normal)
     longest = s.response_len_p90 or s.response_len
-    return Workload(model=model, method=method, precision=s.precision, micro_batch=s.micro_batch,
-                    seq_len=s.prompt_len + max(longest, s.response_len), grad_ckpt=s.grad_ckpt, gpus=gpus,
+    seq_len, micro, packing = s.prompt_len + max(longest, s.response_len), s.micro_batch, bool(s.packing)
+    if s.micro_batch_tokens:
+        # a token budget: sequences of the mean length packed without padding, as many as it holds (verl's
+        # rearrange_micro_batches fills ceil(tokens / budget) micro-batches; each sequence's attention its own)
+        seq_len = s.prompt_len + s.response_len
+        micro, packing = max(1, s.micro_batch_tokens // seq_len), True
+    return Workload(model=model, method=method, precision=s.precision, micro_batch=micro,
+                    seq_len=seq_len, grad_ckpt=s.grad_ckpt, gpus=gpus,
                     sharding=sharding, framework=s.framework, lora_r=s.lora_r, lora_targets=s.lora_targets,
-                    packing=bool(s.packing), sample_tokens=s.prompt_len + s.response_len,
+                    packing=packing, sample_tokens=s.prompt_len + s.response_len,
                     tensor_parallel=s.trainer_tp, expert_parallel=s.trainer_ep)
 
 
@@ -578,6 +587,9 @@ def rl_step(s: RLSetup) -> RLStep:
              "log-probs, reward and critic forwards at the trainer's utilisation (forward / training FLOPs)",
              f"sync: {sync_note}",
              f"train: {s.ppo_epochs} epoch(s) x {s.ppo_mini_batches} optimizer step(s) over the step's tokens"
+             + (f", micro-steps of a {s.micro_batch_tokens:,}-token budget per GPU packed (~"
+                f"{max(1, s.micro_batch_tokens // (s.prompt_len + s.response_len))} sequences of the mean length)"
+                if s.micro_batch_tokens else "")
              + (f" on tensor_parallel {s.trainer_tp}" if s.trainer_tp > 1 else "")
              + (f", expert_parallel {s.trainer_ep}" if s.trainer_ep > 1 else ""),
              *([f"verl-style offload over PCIe: +{', +'.join(f'{v:.2f} s {k}' for k, v in offload.items())}"]

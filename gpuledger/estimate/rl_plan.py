@@ -125,7 +125,7 @@ def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision:
                    reward_model=w.reward_model, reward_s_per_sample=w.reward_seconds_per_sample,
                    critic_model=w.critic_model,
                    policy_method=w.policy, lora_r=w.lora_r, lora_targets=w.lora_targets,
-                   micro_batch=micro, framework=w.framework,
+                   micro_batch=micro, micro_batch_tokens=w.micro_batch_tokens, framework=w.framework,
                    sharding=w.sharding, grad_ckpt=w.grad_ckpt)
 
 

@@ -425,8 +425,12 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
         # per_device_train_batch_size counts completions: micro-batches smaller than one group are usual)
         n_seq = w.micro_batch_sequences or w.micro_batch * group
         seq = prompt + completion
+        if w.micro_batch_tokens:  # a token budget (verl use_dynamic_bsz): sequences packed up to it, no padding
+            n_seq = w.micro_batch_tokens / seq
         logit_tokens = n_seq * completion  # TRL computes logits for completion tokens only (logits_to_keep)
-        shape = (f"{n_seq} sequence(s) per micro-step (train.micro_batch_sequences)" if w.micro_batch_sequences
+        shape = (f"{w.micro_batch_tokens:,} tokens per micro-step packed (train.micro_batch_tokens: ~{n_seq:.1f} "
+                 "sequences of the mean length)" if w.micro_batch_tokens
+                 else f"{n_seq} sequence(s) per micro-step (train.micro_batch_sequences)" if w.micro_batch_sequences
                  else f"{w.micro_batch} prompt(s) x {group} completions")
         m.assumptions.append(f"{w.method.upper()}: {shape}, {prompt}+{completion} tokens; generation: {w.generation}")
     else:

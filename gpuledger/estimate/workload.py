@@ -27,7 +27,7 @@ STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "fus
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
                 "vllm_sleep", "policy", "rollout_gpus", "rollout_gpu", "async_rollout", "completion_len_p90", "prompts_per_step",
                 "generation_rounds", "trl_version", "ppo_epochs", "ppo_mini_batches", "param_offload",
-                "optimizer_offload", "dynamic_sampling", "rollout_tp", "old_logprob", "rollout_eager", "reward_seconds_per_sample", "reward_model", "critic_model", "micro_batch_sequences",
+                "optimizer_offload", "dynamic_sampling", "rollout_tp", "old_logprob", "rollout_eager", "reward_seconds_per_sample", "reward_model", "critic_model", "micro_batch_sequences", "micro_batch_tokens",
                 "checkpointing", "packing", "padding", "sample_tokens", "tensor_parallel", "pipeline_parallel", "nodes", "offload",
                 "sequence_parallel",
                 "expert_parallel")
@@ -96,6 +96,10 @@ class Workload(BaseModel):
     #: GRPO/PPO: sequences per trainer GPU per micro-step (TRL per_device_train_batch_size, verl
     #: ppo_micro_batch_size_per_gpu); None: micro_batch prompts x group_size
     micro_batch_sequences: int | None = Field(None, ge=1)
+    #: GRPO/PPO: token budget per trainer GPU per micro-step (verl actor.use_dynamic_bsz with
+    #: ppo_max_token_len_per_gpu): sequences packed without padding up to this many tokens, so a micro-step may hold
+    #: less than one group; None: micro-batches of sequences (micro_batch_sequences)
+    micro_batch_tokens: int | None = Field(None, ge=1, le=10_000_000)
     #: PPO value model (registry name or config path) of its own size; None: the policy's architecture
     critic_model: str | None = None
 
@@ -275,6 +279,17 @@ class Workload(BaseModel):
             if self.packing is False:
                 raise ValueError("padding packed with packing false: packed samples are packing true")
             object.__setattr__(self, "packing", True)  # frozen model: set once, in validation
+        if self.micro_batch_tokens is not None:
+            if self.method not in ("grpo", "ppo"):
+                raise ValueError(f"micro_batch_tokens is a GRPO/PPO trainer's token budget; method {self.method} "
+                                 "batches by micro_batch")
+            if self.micro_batch_sequences is not None:
+                raise ValueError("micro_batch_tokens (a token budget per micro-step) and micro_batch_sequences (a "
+                                 "count) are two ways to size one micro-batch: give one")
+            if self.micro_batch_tokens < self.seq_len:
+                raise ValueError(f"micro_batch_tokens ({self.micro_batch_tokens}) is below seq_len ({self.seq_len}), "
+                                 "the longest sequence: a token budget must hold any one sequence (verl asserts "
+                                 "ppo_max_token_len_per_gpu >= the longest)")
         if self.dynamic_sampling is not None and self.method != "grpo":
             raise ValueError(f"dynamic_sampling filters GRPO groups (DAPO); method {self.method} has none")
         if self.nodes is not None and self.nodes > self.gpus:

@@ -146,6 +146,19 @@ def _semantic_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
     train = mapping(data.get("train"))
     if method in RL_METHODS and train.get("completion_len") is None:
         out.append((("train", "completion_len"), f"method {method} needs train.completion_len"))
+    budget = train.get("micro_batch_tokens")
+    if budget is not None:
+        seq_len = train.get("seq_len", 2048)
+        if method not in RL_METHODS:
+            out.append((("train", "micro_batch_tokens"), f"micro_batch_tokens is a GRPO/PPO trainer's token budget; "
+                        f"method {method} batches by train.micro_batch"))
+        elif train.get("micro_batch_sequences") is not None:
+            out.append((("train", "micro_batch_tokens"), "micro_batch_tokens (a token budget per micro-step) and "
+                        "micro_batch_sequences (a count) size the same micro-batch: give one"))
+        elif _whole(budget) and _whole(seq_len) and budget < seq_len:
+            out.append((("train", "micro_batch_tokens"), f"micro_batch_tokens ({budget}) is below train.seq_len "
+                        f"({seq_len}), the longest sequence: a token budget must hold any one sequence (verl asserts "
+                        "ppo_max_token_len_per_gpu >= the longest)"))
     if train.get("dynamic_sampling") is not None and method != "grpo":
         out.append((("train", "dynamic_sampling"), f"dynamic_sampling filters GRPO groups (DAPO's group filter): "
                     f"method {method} has none; use method: grpo or drop it"))

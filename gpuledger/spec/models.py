@@ -237,6 +237,10 @@ class Train(_Strict):
     micro_batch_sequences: int | None = Field(None, ge=1, le=100_000, description="GRPO/PPO: sequences per trainer "
                                               "GPU per micro-step (TRL per_device_train_batch_size, verl "
                                               "ppo_micro_batch_size_per_gpu); null = micro_batch x group_size")
+    micro_batch_tokens: int | None = Field(None, ge=1, le=10_000_000, description="GRPO/PPO: token budget per "
+                                           "trainer GPU per micro-step (verl use_dynamic_bsz with "
+                                           "ppo_max_token_len_per_gpu): sequences packed without padding up to it, "
+                                           "at least seq_len; null = micro-batches of micro_batch_sequences")
     critic_model: str | None = Field(None, max_length=300, description="PPO value model of its own size (registry name "
                                      "or config path; DeepSpeed-Chat pairs a 6.7B actor with a 350M critic); null: "
                                      "the policy's architecture")
