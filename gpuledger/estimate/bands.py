@@ -46,6 +46,16 @@ WIDEN = {"time": 1.0, "memory": 1.0}
 #: spread. Chosen so that the P10-P90 band holds 70-90% of the rows of a source left out with a median
 #: P90 / P50 well under 1.6 (benchmarks/band_table.py; docs/accuracy.md): time 0.2, memory 0.15.
 FLOOR = {"time": 0.20, "memory": 0.15}
+#: A quantization whose figures rest on a coefficient no scored public row tests, and that coefficient's own
+#: spread in log space (P10 / P90 half-width): added in quadrature to each side of a band of that quantization
+#: that backs off past its quantization level (no row of it). time, 8bit: bitsandbytes LLM.int8 bases
+#: (`INT8_BASE_MATMUL_FACTOR`), from the published 8-bit / 16-bit and 8-bit / 4-bit training-time ratios of
+#: gpuledger/estimate/data/int8_speed.csv (3 sources, 4 ratios: 2.0-5.0x against 16 bit, 2.5x against 4 bit)
+#: against the model's ratio at their settings: 1.2816 x the root mean square of each source's mean log ratio
+#: (`public.int8_ratio_rows`; tests/unit/test_band_table.py recomputes it). The P50 is not moved: the ratios are
+#: ranges, bounds and settings the sources leave unstated.
+UNSCORED_SPREAD = {("time", "8bit"): 0.47}
+UNSCORED_WHAT = {("time", "8bit"): "the 8-bit factor's own spread (3 published ratios, int8_speed.csv)"}
 #: the cell's fields, finest first dropped last (the order levels drop them: family first)
 CELL_FIELDS = ("framework", "method", "quantization", "regime", "family")
 QUANTITIES = ("time", "memory")
@@ -132,6 +142,7 @@ class Band:
     runs: int = 0  # of the rows, the team's own measured runs
     basis: str = "public"  # public | probe | measured | none
     note: str = ""
+    unscored: str = ""  # what widened a band with no row of its quantization (UNSCORED_SPREAD)
 
     def of(self, value: float) -> dict[str, float]:
         """Returns {p10, p50, p90} of a figure whose model value is `value`."""
@@ -166,7 +177,7 @@ class Band:
         else:
             shown = self.cell[:-1] if self.cell[-1:] == ("any",) else self.cell
             back = f" (none of {cell_label(shown)}: a wider band)"
-        return f"{kinds} runs of {what}{back}{err}"
+        return f"{kinds} runs of {what}{back}{err}" + (f"; + {self.unscored}" if self.unscored else "")
 
     def to_json(self) -> dict:
         return {"p10": round(self.p10, 4), "p50": round(self.p50, 4), "p90": round(self.p90, 4), "rows": self.rows,
@@ -259,11 +270,17 @@ class BandTable:
         wid, tau = self.widen[quantity], self.floor[quantity]
         q10 = q50 - math.hypot(wid * max(q50 - q10, 0.0), tau)
         q90 = q50 + math.hypot(wid * max(q90 - q50, 0.0), tau)
+        quant = CELL_FIELDS.index("quantization")
+        unscored = ""
+        extra = UNSCORED_SPREAD.get((quantity, cell[quant])) if len(cell) > quant else None
+        if extra and len(rests_on) <= quant:
+            q10, q90 = q50 - math.hypot(q50 - q10, extra), q50 + math.hypot(q90 - q50, extra)
+            unscored = UNSCORED_WHAT[(quantity, cell[quant])]
         sources = len({r.source for r in rests_rows})
         med = statistics.median(abs(r.error) for r in rests_rows)
         runs = sum(1 for r in rests_rows if r.source.startswith("warehouse"))
         return Band(quantity, math.exp(q10), math.exp(q50), math.exp(q90), len(rests_rows), sources, med, rests_on,
-                    cell, runs=runs)
+                    cell, runs=runs, unscored=unscored)
 
 
 def _read_shipped() -> list[BandRow]:

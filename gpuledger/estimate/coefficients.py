@@ -210,6 +210,11 @@ QUANT_KERNELS_PER_LINEAR = {"nf4": 3, "int8": 6}
 #: and T. Dettmers' reply there (the int8 kernels are not efficient for small models); h2oGPT PR #166
 #: (8-bit training "much slower than 16-bit") and Alpaca-CoT issue #26 (8-bit LoRA "more than 2x
 #: slower"). 4 puts a 7B LoRA step on an 8-bit base at 2.4-3.4x its 4-bit step (3.3-3.6x its bf16 step) at 1-8 x 512-2048 tokens on A100/A10G/H100.
+#: The published ratios, with their settings, are in gpuledger/estimate/data/int8_speed.csv (bitsandbytes #490 5x bf16
+#: and 2.5x 4-bit; bitsandbytes #465, 0.39.0 on an RTX A5000, 7B LoRA, 2-3x fp16; Alpaca-CoT #26, alpaca-lora, more
+#: than 2x): the model's ratios at their settings are 3.4x, 2.7x, 3.5x and 3.4x, so against 16 bit the sources run
+#: 0.6-1.5x the model's ratio. No scored throughput row is on an 8-bit base: the bands add that spread to 8-bit
+#: figures (bands.UNSCORED_SPREAD) and leave the factor where the 4-bit comparison (2.5x measured, 2.7x modelled) has it.
 INT8_BASE_MATMUL_FACTOR = 4.0
 
 #: Kernels an eager (Transformers) sparse-MoE block launches per expert the micro-batch routes to, per

@@ -300,3 +300,21 @@ def rl_model_step_s(row: dict) -> float:
 
     est = estimate(rl_workload(row))
     return chosen_step(est.workload, row["accelerator"], int(row["gpus"])).step_s
+
+
+def int8_ratio_rows() -> list[tuple[str, str, float, float]]:
+    """Returns (id, source, measured ratio, the model's ratio) of every row of int8_speed.csv: the published
+    time of a LoRA step on a bitsandbytes LLM.int8 base over the same run on a 16-bit (`compared` bf16) or
+    NF4 (nf4) base, and the step model's ratio at the row's settings (Transformers/PEFT, one GPU, packed)."""
+    from gpuledger.estimate import Workload, estimate, training_step
+
+    out = []
+    for r in read_csv("int8_speed.csv"):
+        def step(method: str, precision: str, r=r) -> float:
+            w = Workload(model=r["model"], method=method, precision=precision, micro_batch=int(r["micro_batch"]),
+                         seq_len=int(r["seq_len"]), framework="hf", packing=True)
+            return training_step(estimate(w), r["gpu"]).step_s
+
+        base = step("qlora", "nf4") if r["compared"] == "nf4" else step("lora", "bf16")
+        out.append((r["id"], r["source"], float(r["measured_ratio"]), step("lora", "int8") / base))
+    return out

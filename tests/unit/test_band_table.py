@@ -115,3 +115,26 @@ def test_probe_band():
     b = bands.probe_band(0.9, 1.0, 1.3, 20, "run-1")
     assert (b.p10, b.p50, b.p90) == (0.9, 1.0, 1.3) and "run-1" in b.describe()
     assert bands.probe_band(1.0, 1.0, 1.0, 2, "r") is None
+
+
+def test_an_8bit_time_band_with_no_8bit_row_carries_the_int8_factors_own_spread():
+    """No scored public row is on an LLM.int8 base, so its band backs off to hf lora's and adds, in quadrature, the
+    spread of the published 8-bit / 16-bit and 8-bit / 4-bit ratios against the model's (int8_speed.csv)."""
+    from gpuledger.estimate.public import int8_ratio_rows
+
+    by_source: dict[str, list[float]] = {}
+    for _id, source, measured, model in int8_ratio_rows():
+        by_source.setdefault(source, []).append(math.log(measured / model))
+    means = [sum(v) / len(v) for v in by_source.values()]
+    spread = 1.2816 * math.sqrt(sum(x * x for x in means) / len(means))
+    assert len(by_source) >= 3
+    assert bands.UNSCORED_SPREAD[("time", "8bit")] == pytest.approx(spread, abs=0.01), \
+        "int8_speed.csv or the model moved: set UNSCORED_SPREAD to the spread it gives now"
+    t = bands.public_table()
+    eight = t.band("time", ("hf", "lora", "8bit", "1", "ampere"))
+    sixteen = t.band("time", ("hf", "lora", "16bit", "1", "ampere"))
+    parent = t.band("time", ("hf", "lora"))
+    assert eight.level == ("hf", "lora") and eight.p50 == pytest.approx(parent.p50)
+    assert math.log(eight.p90 / eight.p50) == pytest.approx(math.hypot(math.log(parent.p90 / parent.p50), spread), abs=0.01)
+    assert "8-bit factor's own spread" in eight.describe() and "none of hf lora 8bit" in eight.describe()
+    assert "8-bit" not in sixteen.describe() and sixteen.p90 / sixteen.p10 < eight.p90 / eight.p10
