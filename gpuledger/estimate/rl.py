@@ -170,6 +170,8 @@ class RLSetup:
     optimizer_offload: bool = False  # verl fsdp_config.optimizer_offload: Adam's states on the host but in the update
     trainer_tp: int = 1  # the trainer's tensor-parallel degree (the rest of its GPUs data-parallel)
     trainer_ep: int = 1  # the trainer's MoE expert-parallel degree (within its data-parallel GPUs)
+    #: nodes the trainer's GPUs span (the spec's train.nodes); None: ceil(trainer GPUs / 8)
+    trainer_nodes: int | None = None
     reward_model: str | None = None
     reward_s_per_sample: float = 0.0  # a reward function's seconds per sample (when no reward model)
     critic_model: str | None = None  # PPO: default the policy's architecture
@@ -374,7 +376,7 @@ def _step(model: str, s: RLSetup, method: str, accelerator: str, gpus: int):
                        micro_batch=w.micro_batch, seq_len=w.seq_len, checkpointing=w.checkpointing_mode,
                        packing=w.packing, sample_tokens=w.sample_tokens, flash_attn=w.flash_attn, sharding=w.sharding,
                        params_trainable=trainable, lora_r=w.lora_r, optimizer=w.optimizer,
-                       tensor_parallel=w.tensor_parallel, expert_parallel=w.expert_parallel)
+                       tensor_parallel=w.tensor_parallel, expert_parallel=w.expert_parallel, nodes=s.trainer_nodes)
     return step_time(ModelShape.from_config(load_config(model)), setup)
 
 
@@ -461,8 +463,8 @@ def _offload_s(s: RLSetup, phases: dict[str, float]) -> dict[str, float]:
 
 def _sync_s(s: RLSetup, rollout_acc: str) -> tuple[float, str]:
     from gpuledger.catalog import gpu_kinds, normalize_accelerator
-    from gpuledger.estimate.coefficients import INTERCONNECT_GBPS, generation
-    from gpuledger.estimate.throughput import _intra_node_gbps
+    from gpuledger.estimate.coefficients import INTERCONNECT_GBPS, generation, nodes_for
+    from gpuledger.estimate.throughput import _bus_gbps, _intra_node_gbps
     from gpuledger.models import count_params, load_config
 
     if s.engine == "hf":
@@ -472,7 +474,9 @@ def _sync_s(s: RLSetup, rollout_acc: str) -> tuple[float, str]:
     kinds = gpu_kinds()
     tk = kinds[normalize_accelerator(s.trainer_accelerator)]
     if s.placement == "colocated":
-        _, bus = _intra_node_gbps(tk)
+        # the FSDP shards all-gathered over the trainer's GPUs: the node's link, or the network between nodes
+        # when they span several (the training-step model's rule, throughput._bus_gbps)
+        bus, _ = _bus_gbps(tk, nodes_for(s.trainer_gpus, s.trainer_nodes), None)
         n = s.trainer_gpus
         gather = weights * (n - 1) / n / (bus * 1e9) if n > 1 else 0.0
         copy = weights / s.rollout_tp / (tk.bandwidth_gbps * 1e9 * COPY_BW_EFFICIENCY)

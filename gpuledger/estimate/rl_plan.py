@@ -113,6 +113,8 @@ def setup_from_workload(w, accelerator: str, gpus: int | None = None, precision:
                    rollout_tp=w.rollout_tp, ppo_epochs=w.ppo_epochs, ppo_mini_batches=w.ppo_mini_batches,
                    param_offload=w.param_offload, optimizer_offload=w.optimizer_offload,
                    trainer_tp=w.tensor_parallel, trainer_ep=w.expert_parallel,
+                   # the spec's nodes are the trial's: the trainer's when it holds every GPU of the trial
+                   trainer_nodes=w.nodes if not split or own else None,
                    sleep_mode=bool(w.vllm_sleep and engine == "vllm" and not split), packing=w.packing,
                    old_logprob=w.old_logprob, eager=w.rollout_eager, dynamic_sampling=w.dynamic_sampling,
                    group_size=group, prompt_len=prompt,

@@ -156,3 +156,25 @@ def test_a_moe_policy_rolls_out_at_its_active_parameters_and_reads_all_of_its_we
                                                      abs=0.01)
     # the same total size served dense would decode slower: the MoE's per-token compute is its active share
     assert st.phases_s["rollout"] < rl_step(dataclasses.replace(s, model="Qwen/Qwen3-32B")).phases_s["rollout"]
+
+
+def test_a_trainer_over_several_nodes_gathers_and_trains_at_the_network_between_them():
+    """train.nodes reaches the RL step: the trainer's step model crosses nodes at the inter-node bandwidth, and
+    the colocated weight sync's all-gather does too (V100: NVLink 130 GB/s in a node, the network's 25 between)."""
+    from gpuledger.estimate.coefficients import INTERCONNECT_GBPS
+
+    small = dataclasses.replace(BASE, model=SMALL, trainer_accelerator="V100", precision="fp16", prompt_len=256,
+                                response_len=256)
+    one, two = rl_step(small), rl_step(dataclasses.replace(small, trainer_nodes=2))
+    assert two.phases_s["train"] > one.phases_s["train"] and two.phases_s["reference"] > one.phases_s["reference"]
+    weights = 2.0 * count_params(load_config(SMALL)).total
+    gathered = weights * 7 / 8 / 1e9
+    net, link = INTERCONNECT_GBPS["network"]["default"], INTERCONNECT_GBPS["nvlink"]["V100"]
+    assert two.phases_s["sync"] - one.phases_s["sync"] == pytest.approx(gathered / net - gathered / link, rel=1e-6)
+    assert "all-gathered over 25 GB/s" in two.assumptions[2] and "over 130 GB/s" in one.assumptions[2]
+    # from a workload: the spec's nodes are the trainer's when it holds the trial's GPUs (colocated)
+    w = Workload(model=SMALL, method="grpo", precision="fp16", seq_len=512, prompt_len=256, completion_len=256,
+                 gpus=8, nodes=2, generation="vllm_colocate")
+    assert setup_from_workload(w, "V100").trainer_nodes == 2
+    split = w.model_copy(update={"generation": "vllm_server", "rollout_gpus": 2})
+    assert setup_from_workload(split, "V100").trainer_nodes is None  # the trial's nodes hold both groups
