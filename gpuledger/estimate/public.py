@@ -23,17 +23,19 @@ WHOLE_RUNS_CSV = "whole_runs.csv"
 #: hub on an A10G, lit-gpt's resource tables and Qwen's speed benchmark on A100s, fsdp_qlora on RTX
 #: 3090s, PEFT's MetaMathQA runs on an H100, torchtune's README on an A100 and an RTX 4090, TRL GRPO
 #: on an A100-80GB, llama-recipes' FSDP runs on A100-40GBs, philschmid's
-#: FSDP QLoRA on A10Gs, LLaMA-Factory's wiki on an A100)
+#: FSDP QLoRA on A10Gs, LLaMA-Factory's wiki on an A100, a torchtitan PR's test log on H100s)
 MEMORY_FAMILY_GPU = {"litgpt_hub": "A10G", "litgpt_tables": "A100", "fsdp_qlora": "RTX3090", "qwen_speed": "A100",
                      "peft_metamathqa": "H100", "torchtune_flags": "A100", "trl_grpo": "A100",
                      "torchtune_readme": "RTX4090", "llama_recipes": "A100",
-                     "philschmid": "A10G", "llamafactory_wiki": "A100"}
-_INT = {"micro_batch", "seq_len", "lora_r", "gpus", "prompt_len", "completion_len", "group_size", "eval_batch"}
+                     "philschmid": "A10G", "llamafactory_wiki": "A100", "torchtitan_pr": "H100"}
+_INT = {"micro_batch", "seq_len", "lora_r", "gpus", "prompt_len", "completion_len", "group_size", "eval_batch",
+        "sequence_parallel"}
 _BOOL = {"grad_ckpt", "flash_attn", "compile", "activation_offload", "chunked_ce", "optimizer_in_bwd", "fused_ce", "double_quant"}
 _FLOAT = {"lora_dropout"}
 _FIELDS = ("model", "method", "precision", "optimizer", "micro_batch", "seq_len", "grad_ckpt", "flash_attn", "lora_r",
            "lora_targets", "gpus", "sharding", "framework", "prompt_len", "completion_len", "group_size", "compile",
-           "activation_offload", "chunked_ce", "optimizer_in_bwd", "lora_dropout", "fused_ce", "double_quant", "offload", "eval_batch")
+           "activation_offload", "chunked_ce", "optimizer_in_bwd", "lora_dropout", "fused_ce", "double_quant", "offload", "eval_batch",
+           "sequence_parallel")
 
 
 def read_csv(name: str) -> list[dict]:

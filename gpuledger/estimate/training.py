@@ -382,7 +382,8 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
                 # (FSDP1, Transformers/accelerate and llama-recipes: one flat parameter of embeddings, final norm
                 # and lm_head, its gradient the whole unit's; torchtitan's FSDP2 units the embedding and
                 # [norm, output] apart, so one vocabulary matrix at a time with its fp32 reduce_dtype copy:
-                # torchtitan/models/llama3/infra/parallelize.py apply_fsdp)
+                # apply_fsdp in https://github.com/pytorch/torchtitan/blob/db82f8b4615d518060990c8f7c3b22b423b8997d/
+                # torchtitan/models/llama3/infra/parallelize.py)
                 root_grad = (vocab * d * (2 + 4)) if master else pc.embedding * (4 if p == "fp32" else 2)
             m.notes["buffers"] = ("all-gathered params of 2 blocks" + (" + 1 block's gradient" if block_grad else "")
                                   + (" + the unsharded root unit (embeddings, lm_head)" if root else ""))
