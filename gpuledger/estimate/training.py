@@ -568,6 +568,12 @@ def training_breakdown(w: Workload, cfg: ModelConfig, total: int, m: MemoryBreak
     m.phases = phases
     m.peak_phase = peak
     at = comps[peak]
+    if ckpt and peak == "forward_end":
+        m.notes["activations"] = m.notes["activations"].replace(
+            "block inputs + one block recomputed", "block inputs (the loss's backward runs before a block is recomputed)")
+    elif ckpt and peak == "backward_end":
+        m.notes["activations"] = m.notes["activations"].replace(
+            "block inputs + one block recomputed", "the first block recomputed for its backward, next to every gradient")
     if peak == "eval":
         m.notes["activations"] = f"evaluation ({eval_b} x {w.seq_len} tokens, no grad): one block's working set"
         m.notes["logits"] = f"evaluation logits + loss of {eval_b * w.seq_len:,} tokens x {vocab:,} vocab (no grad)"
