@@ -138,3 +138,25 @@ def rollout_note(ds: DynamicSampling, group_size: int, needed: int, time_factor:
               if cap else "no cap")
     return (f"rollout x{time_factor:.2f} for dynamic sampling: {why} ({batches:.2f} generation batches of "
             f"{per_batch} prompts for {needed} kept, {generated:.2f}x the prompts generated and scored; {capped})")
+
+
+def step_batches(s) -> dict | None:
+    """Returns what DAPO's group filter makes of the RL step of `s` (a `gpuledger.estimate.rl.RLSetup`): its generation
+    batches' size and expected count and the generated prompts over the kept (rl_step adds the rollout's factor
+    and the plan's sentence); None without it. ValueError when a step would need more batches than the cap allows at least
+    half the time (verl stops the run there)."""
+    ds = s.dynamic_sampling
+    if ds is None:
+        return None
+    per = int(ds.gen_batch_size or s.prompts_per_step)
+    q = kept_fraction(ds, s.group_size)
+    batches, over = generation_batches(q, s.prompts_per_step, per, ds.max_num_gen_batches)
+    if ds.max_num_gen_batches and over >= 0.5:
+        raise ValueError(f"dynamic_sampling: keeping {s.prompts_per_step} of batches of {per} prompts at "
+                         f"{q:.0%} kept needs more than max_num_gen_batches {ds.max_num_gen_batches} generation "
+                         f"batches with probability {over:.0%} (verl then stops the run): raise the cap or "
+                         "gen_batch_size")
+    return {"kept_fraction": round(q, 4), "gen_batch_size": per, "generation_batches": round(batches, 4),
+            "generated_over_kept": round(batches * per / s.prompts_per_step, 4),
+            "max_num_gen_batches": ds.max_num_gen_batches, "p_over_cap": round(over, 4),
+            **({"pass_rate": ds.pass_rate} if ds.pass_rate is not None else {})}

@@ -502,30 +502,6 @@ def _sync_s(s: RLSetup, rollout_acc: str) -> tuple[float, str]:
     return weights / (gbps * 1e9) + SYNC_FIXED_S, f"split: NCCL broadcast of the 16-bit weights {where} + {SYNC_FIXED_S:g} s"
 
 
-def _dynamic_sampling(s: RLSetup) -> dict | None:
-    """Returns what DAPO's group filter makes of a step (gpuledger/estimate/dynamic_sampling.py): its generation
-    batches' size and expected count and the generated prompts over the kept (rl_step adds the rollout's factor
-    and the plan's sentence); None without it. ValueError when a step would need more batches than the cap allows at least
-    half the time (verl stops the run there)."""
-    ds = s.dynamic_sampling
-    if ds is None:
-        return None
-    from gpuledger.estimate.dynamic_sampling import generation_batches, kept_fraction
-
-    per = int(ds.gen_batch_size or s.prompts_per_step)
-    q = kept_fraction(ds, s.group_size)
-    batches, over = generation_batches(q, s.prompts_per_step, per, ds.max_num_gen_batches)
-    if ds.max_num_gen_batches and over >= 0.5:
-        raise ValueError(f"dynamic_sampling: keeping {s.prompts_per_step} of batches of {per} prompts at "
-                         f"{q:.0%} kept needs more than max_num_gen_batches {ds.max_num_gen_batches} generation "
-                         f"batches with probability {over:.0%} (verl then stops the run): raise the cap or "
-                         "gen_batch_size")
-    return {"kept_fraction": round(q, 4), "gen_batch_size": per, "generation_batches": round(batches, 4),
-            "generated_over_kept": round(batches * per / s.prompts_per_step, 4),
-            "max_num_gen_batches": ds.max_num_gen_batches, "p_over_cap": round(over, 4),
-            **({"pass_rate": ds.pass_rate} if ds.pass_rate is not None else {})}
-
-
 def rl_step(s: RLSetup) -> RLStep:
     """Returns the `RLStep` of setup `s` (ValueError for a setup that cannot run: a KV cache that
     holds no request, async rollouts colocated, unknown names)."""
@@ -534,7 +510,9 @@ def rl_step(s: RLSetup) -> RLStep:
     n = s.prompts_per_step * s.group_size
     response_tokens = float(np.sum(_lengths(s, n, [SEED, 2])))
     tokens = n * s.prompt_len + response_tokens
-    ds = _dynamic_sampling(s)
+    from gpuledger.estimate.dynamic_sampling import step_batches
+
+    ds = step_batches(s)
     gen = replace(s, prompts_per_step=ds["gen_batch_size"]) if ds else s  # one generation batch
     if s.engine == "vllm":
         rollout, detail = _rollout_vllm(gen, racc, rgpus)
