@@ -7,6 +7,8 @@ import ast
 from collections import Counter
 from pathlib import Path
 
+from helpers import pysource
+
 ROOT = Path(__file__).resolve().parents[2] / "gpuledger"
 
 
@@ -23,7 +25,7 @@ def twice(tree: ast.Module) -> list[str]:
 
 def test_no_module_level_name_is_assigned_twice():
     found = {str(p.relative_to(ROOT.parent)): names for p in sorted(ROOT.rglob("*.py"))
-             if (names := twice(ast.parse(p.read_text(encoding="utf-8"))))}
+             if (names := twice(pysource.tree(p)))}
     assert not found, f"module-level names assigned twice (keep one, with its source): {found}"
 
 

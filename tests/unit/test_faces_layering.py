@@ -12,6 +12,8 @@ import ast
 import importlib.util
 from pathlib import Path
 
+from helpers import pysource
+
 REPO = Path(__file__).resolve().parents[2]
 FACES = ("gpuledger.cli", "gpuledger.mcp_server", "gpuledger.flows")
 API = "gpuledger.api"
@@ -31,7 +33,7 @@ def _modules() -> dict[str, Path]:
 
 def _imports(path: Path) -> list[tuple[str, int]]:
     out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(pysource.tree(path)):
         if isinstance(node, ast.Import):
             out += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

@@ -11,21 +11,16 @@ is not an edge: a package's `__init__` re-exporting its modules is not a circle.
 from __future__ import annotations
 
 import ast
-import functools
 from pathlib import Path
+
+from helpers import pysource
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "gpuledger"
 
 
 def _parsed(path: Path) -> ast.AST:
-    return _parse(path.read_text(encoding="utf-8"), str(path))
-
-
-@functools.cache
-def _parse(text: str, filename: str) -> ast.AST:
-    """Each source parsed once per session (both tests walk the same files)."""
-    return ast.parse(text, filename=filename)
+    return pysource.tree(path)  # each source parsed once per process (both tests walk the same files)
 
 
 def module_files(root: Path = REPO / PACKAGE) -> dict[str, Path]:

@@ -10,6 +10,7 @@ import functools
 from pathlib import Path
 
 import pytest
+from helpers import pysource
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("gpuledger",)
@@ -52,7 +53,7 @@ def _imports(tree: ast.AST) -> list[tuple[str, int]]:
 
 @functools.cache
 def _trees() -> dict[str, ast.AST]:
-    return {_rel(p): ast.parse(p.read_text(encoding="utf-8"), filename=str(p)) for p in _modules()}
+    return {_rel(p): pysource.tree(p) for p in _modules()}
 
 
 @pytest.mark.parametrize("top", sorted(ALLOWED))

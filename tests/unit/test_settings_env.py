@@ -12,6 +12,7 @@ import functools
 from pathlib import Path
 
 import pytest
+from helpers import pysource
 
 PACKAGE = Path(__file__).resolve().parents[2] / "gpuledger"
 
@@ -41,7 +42,7 @@ def _sources() -> dict[str, str]:
 
 @functools.cache
 def _tree(name: str) -> ast.Module:
-    return ast.parse(_sources()[name])
+    return pysource.tree(PACKAGE / name)
 
 
 @functools.cache
