@@ -8,6 +8,7 @@ import json
 import statistics
 from pathlib import Path
 
+import pytest
 from helpers.record_fixtures import example_record
 
 from gpuledger.cli import main
@@ -29,6 +30,7 @@ def _warehouse(path: Path) -> None:
                                           peak_gpu_mem_gib=r[3], wall_s=r[5]) for i, r in enumerate(RUNS)])
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_json_counts_public_rows_and_the_users_runs(tmp_path, capsys):
     path = tmp_path / "w.duckdb"
     _warehouse(path)
@@ -67,6 +69,7 @@ def test_text_says_what_each_table_is(tmp_path, capsys):
                                       if r["framework"] == "megatron" and not (r.get("exclude_reason") or "").strip()))
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_html_page_in_the_reports_style(tmp_path, capsys):
     path = tmp_path / "w.duckdb"
     _warehouse(path)

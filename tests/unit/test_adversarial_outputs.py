@@ -20,6 +20,7 @@ from gpuledger.report.document import Document, Note, Table
 from gpuledger.report.markdown import render_markdown
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 @pytest.mark.parametrize("text", ["eval $x^{$ loss", "$\\frac{a}{$", "a$b$c", "$$", "cost $ per $"])
 def test_chart_text_with_dollars_is_drawn_as_written(text):
     svg = bar_chart([(f"H100 {text}", 2.0), ("A100", 1.0)], title=text, value_label=text)

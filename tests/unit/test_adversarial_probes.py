@@ -13,6 +13,7 @@ from gpuledger.plan import plan_sweep
 from gpuledger.plan.probes import PLAUSIBLE_MARGIN, physical_tokens_per_s
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 @pytest.mark.parametrize("rate", [2e12, 1e30, math.inf, math.nan, 0.0, -1.0])
 def test_an_implausible_probe_is_refused_named_and_makes_nothing_free(rate):
     spec, trials = _demo()

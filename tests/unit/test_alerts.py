@@ -21,6 +21,7 @@ def _migrated(_isolated_warehouse):
     fresh_warehouse(_isolated_warehouse)
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_each_alert_reaches_the_webhook_and_the_command_once(tmp_path):
     got: list[dict] = []
 
@@ -65,6 +66,7 @@ def test_a_bad_alert_row_is_one_line(row, words):
         parse_target({**row, "_where": "gpuledger.toml"}, 0)
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_a_gpu_run_its_agent_never_saw_busy_is_alerted_idle_once(tmp_path):
     from helpers.record_fixtures import example_record
 

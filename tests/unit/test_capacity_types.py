@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typing
 
+import pytest
+
 from gpuledger.capacity import OPTION_KEYS
 from gpuledger.capacity.plan_types import CapacityOption, CapacityPlan, CapacitySpecEcho
 
@@ -12,6 +14,7 @@ def test_an_option_is_the_option_keys_in_order():
     assert tuple(typing.get_type_hints(CapacityOption)) == OPTION_KEYS
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_the_plan_names_each_key_plan_capacity_returns(tmp_path):
     from gpuledger.capacity import plan_capacity
     from gpuledger.spec import load_spec

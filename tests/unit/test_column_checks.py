@@ -35,6 +35,7 @@ def _failures(wh, **match):
     return [r for r in run_column_checks(wh, checks) if not r.passed]
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_every_column_test_passes_on_the_demo_warehouse_and_every_tested_view_has_rows(demo_path):
     checks = column_checks()
     assert {c.kind for c in checks} == {"unique", "not_null", "accepted_values", "relationships", "unique_combination"}
@@ -53,6 +54,7 @@ def test_accepted_values_come_from_the_vocabulary():
     assert set(status.values) == set(vocabulary.RUN_STATUSES) and status.source == "vocabulary.RUN_STATUSES"
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_an_unknown_status_fails_the_accepted_values_check(broken):
     broken.execute("update runs set status = 'exploded' where run_id = 'r0'")
     failed = _failures(broken, kind="accepted_values")
@@ -62,6 +64,7 @@ def test_an_unknown_status_fails_the_accepted_values_check(broken):
         r.line() for r in failed]
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_an_unregistered_sweep_fails_relationships_and_not_null(broken):
     broken.execute("update trials set sweep_id = 'ghost-sweep' where trial_id = 'e0'")
     rel = _failures(broken, kind="relationships")
@@ -71,6 +74,7 @@ def test_an_unregistered_sweep_fails_relationships_and_not_null(broken):
     assert [r.line() for r in _failures(broken, kind="not_null")] == ["v_sweep_roi.sweep_name not_null: 1 failing row(s)"]
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_a_repeated_key_fails_unique_and_unique_combination(broken):
     broken.execute("update runs set trial_id = 'bbbb11111111' where run_id = 'r0'")  # r1: attempt 1 of that trial
     (combo,) = run_column_checks(broken, [ColumnCheck("v_run_facts", "unique_combination",

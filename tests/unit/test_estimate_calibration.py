@@ -113,6 +113,7 @@ def test_learns_from_the_users_runs_and_says_so(capsys, tmp_path):
     assert "not calibrated (--no-calibration)" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_time_learnt_from_the_users_runs_in_the_gpu_table(capsys, tmp_path):
     from gpuledger.cli import main
 

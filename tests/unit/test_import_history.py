@@ -79,6 +79,7 @@ def test_wandb_json_lines_with_metadata_and_the_ui_table(tmp_path):
     assert lr == ["0.0001"]
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_mlflow_search_runs_exports_csv_and_parquet(tmp_path):
     frame = pl.DataFrame({
         "run_id": ["r1", "r2"], "experiment_id": ["7", "7"], "status": ["FINISHED", "FAILED"],

@@ -126,6 +126,7 @@ def test_the_mode_setting(monkeypatch):
         ingest_service.mode()
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_a_sweeps_writer_in_service_mode_lands_records_and_waits_for_the_service(tmp_path, monkeypatch):
     """The sweep's one writer (gpuledger/runtime/writer.py) with `[warehouse] ingest = "service"`: records go to
     the landing (not the warehouse), their local files move to ingested/ once landed, and `await_ingest` returns

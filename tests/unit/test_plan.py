@@ -338,6 +338,7 @@ est_st = st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from([1, 2, 4, 8
 @settings(max_examples=60, deadline=None)
 @given(st.lists(offer_st, min_size=1, max_size=8, unique_by=lambda o: (o[0], o[1])), st.lists(est_st, min_size=1, max_size=6),
        st.sampled_from([None, 3.0, 12.0]), st.sampled_from([0.0, 0.05, 0.5]), st.sampled_from(["auto", "never", "always"]))
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_pruned_choice_equals_brute_force(offer_rows, est_rows, deadline, rate, spot):
     est_rows = [(t, g, "none" if g == 1 else (sh if sh != "none" else "ddp"), m, h) for t, g, sh, m, h in est_rows]
     s = PlanSettings(**{**BASE.__dict__, "deadline_s": None if deadline is None else deadline * H, "preemption_per_hour": rate, "spot": spot})

@@ -67,6 +67,7 @@ def _p90_factor(accelerator, gpus, precision):
     return 1.2 + 0.3 * (gpus > 1) + 0.1 * (accelerator[0] in "AB")
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("spot", [None, True, False])
 @pytest.mark.parametrize("factor", [None, _p90_factor])

@@ -64,6 +64,7 @@ def test_a_busy_machine_plans_longer_trials_and_says_why():
     assert not any(a.startswith("machine busy") for a in quiet.assumptions)
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_the_load_is_measured_again_after_a_moment_and_never_stored_with_the_machine(tmp_path, monkeypatch):
     from gpuledger.inputs.machine import LOAD_REUSE_S, load_file
 

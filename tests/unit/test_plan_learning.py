@@ -34,6 +34,7 @@ def isolated(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_machine_is_measured_once_then_read(isolated):
     assert read_machine() is None
     m = local_machine()
@@ -84,6 +85,7 @@ def test_measured_trials_take_their_time_others_a_calibrated_rate():
     assert after.to_json_text() == plan_sweep(spec, machine=MACHINE, measurements=_measurements(rows)).to_json_text()
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_replan_after_a_sweep_reads_the_warehouse(isolated):
     """Real DuckDB: the plan's rows stored as the sweep stores them, runs ingested as records; the
     re-plan of the same spec comes within 35% (median) of each trial's measured wall-clock."""

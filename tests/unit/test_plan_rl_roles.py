@@ -147,6 +147,7 @@ def _cheapest_on_demand(accelerator: str, gpus: int, clouds) -> float:
     return float(o["usd_per_hour_on_demand"].min())
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_rollouts_on_an_instance_of_another_kind_are_billed_as_a_second_instance(tmp_path):
     from gpuledger.models import count_params, load_config
 

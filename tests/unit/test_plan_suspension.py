@@ -85,6 +85,7 @@ def test_one_rule_says_who_suspends_and_the_runtime_reads_it(tmp_path):
         assert search.suspend is spec_suspends(spec)
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_the_plans_spend_and_checks_replay_suspension_as_the_spec_asks(tmp_path):
     bare, off = _spec(tmp_path), _spec(tmp_path, "\n  pruning: {suspend: false}")
     rows, curves = _inputs(bare)

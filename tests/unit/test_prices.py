@@ -218,6 +218,7 @@ def _bill_runs(trial: dict, usd_per_hour: float, hours_each: float, runs: int = 
         wh.ingest_billing_file(read_focus(focus))
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_a_bill_above_the_catalog_changes_the_next_plan(project, capsys):
     _, before = _plan(capsys)
     billed = round(before["usd_per_hour"] * 1.5, 4)
@@ -238,6 +239,7 @@ def test_a_bill_above_the_catalog_changes_the_next_plan(project, capsys):
     assert other["basis"] == "billed" and other["usd_per_hour"]["on_demand"] == pytest.approx(1.5 * od, rel=1e-3)
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_too_few_billed_gpu_hours_keep_the_catalog_price(project, capsys):
     _, before = _plan(capsys)
     _bill_runs(before, before["usd_per_hour"] * 3, hours_each=4)  # 8 GPU-hours < 10
@@ -291,6 +293,7 @@ def test_bad_prices_section_is_one_line(project, capsys, toml, message):
     assert message in err and "Traceback" not in err and err.count("\n") == 1
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_weekly_report_shows_catalog_vs_bill(project, capsys, tmp_path):
     _, before = _plan(capsys)
     billed = round(before["usd_per_hour"] * 1.5, 4)

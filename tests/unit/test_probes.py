@@ -124,6 +124,7 @@ def _probes(spec, trials, rows, *, tps, startup_s, mem, host=HOST, when="2026-11
     return pl.DataFrame(out, schema=PROBE_SCHEMA)
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_a_probed_shape_is_extrapolated_from_start_up_and_the_steady_rate():
     spec, trials = _demo()
     before = plan_sweep(spec, trials, machine=MACHINE)
@@ -259,6 +260,7 @@ def test_the_sweeps_auto_probe_step_goes_on_without_probes_when_refused(monkeypa
     assert log.lines[-1] == ("warning", "Not probing: the probes would cross the budget")
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_the_warm_start_up_of_a_shape_is_the_least_of_its_probes():
     spec, trials = _demo()
     rows = {t.trial_id: t for t in plan_sweep(spec, trials, machine=MACHINE).planned_trials}

@@ -85,6 +85,7 @@ def test_every_usd_line_item_counts_in_exactly_one_week(billed_wh):
     assert "2 line items have a charge period that runs past 2026-W05" in w05
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_without_a_bill_one_note_says_how_to_ingest_one(tmp_path):
     with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")) as wh:
         billed_runs(wh)
@@ -128,6 +129,7 @@ def test_a_sweep_the_bill_covers_in_part_says_how_many_runs(billed_wh):
             f"${ESTIMATED_W06 + 0.225:,.2f}).") in md
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_the_csv_files_carry_the_billed_tables(billed_wh, tmp_path):
     weekly = write_weekly_report(billed_wh, "2026-W06", tmp_path / "weekly")
     sweep = write_sweep_report(billed_wh, "lora-grid", out_dir=tmp_path / "sweep")

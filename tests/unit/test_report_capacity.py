@@ -65,6 +65,7 @@ def test_bad_name_refused(tmp_path):
         write_capacity_report(result, out_dir=tmp_path)
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_real_plan_renders(tmp_path, repo_root):
     from gpuledger.capacity import plan_capacity
     from gpuledger.spec import load_spec

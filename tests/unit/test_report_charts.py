@@ -39,6 +39,7 @@ def _all_charts() -> list[str]:
     ]
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_svg_is_deterministic_and_self_contained():
     first, second = _all_charts(), _all_charts()
     assert first == second  # same data, same bytes: goldens and diffs are stable
@@ -51,6 +52,7 @@ def test_svg_is_deterministic_and_self_contained():
         assert not re.search(r"20\d\d-\d\d-\d\d", svg) and "Matplotlib v" not in svg
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_text_is_text_in_one_font_scale():
     sizes = set()
     for svg in _all_charts():
@@ -59,6 +61,7 @@ def test_text_is_text_in_one_font_scale():
     assert sizes == {charts.FONT_PT, charts.TITLE_PT}  # every chart: one body size, one title size
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_ids_are_unique_across_charts_of_one_page():
     ids = [i for svg in _all_charts() for i in re.findall(r' id="([^"]+)"', svg)]
     assert ids and len(ids) == len(set(ids))

@@ -4,6 +4,7 @@ searched parameter (log axis for a rate spanning > 10x, categories for strings).
 
 from __future__ import annotations
 
+import pytest
 from helpers.report_fixtures import LOCAL_TRIALS, build_local_demo
 
 from gpuledger.report import write_sweep_report
@@ -11,6 +12,7 @@ from gpuledger.report.curves import curve_series, param_panels
 from gpuledger.warehouse import Warehouse
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_curves_and_params_from_the_warehouse(tmp_path):
     path = tmp_path / "ledger.duckdb"
     build_local_demo(path)

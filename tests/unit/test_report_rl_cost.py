@@ -82,6 +82,7 @@ def _focus(path: Path, trial_id: str, items: list[tuple[str | None, float]]) -> 
     return path
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_a_job_group_run_is_recorded_billed_and_planned_by_role(tmp_path):
     spec, trials, plan = _plan(tmp_path, generation="vllm_server", rollout_gpu="L40S", rollout_gpus=4)
     t = plan.to_json()["trials"][0]

@@ -71,6 +71,7 @@ def test_the_grpo_sweep_report_shows_roles_planned_and_measured(wh):
     assert "not measured (the trainer logged no roles)" in md  # the second trial never ran
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_a_sweep_without_roles_has_no_rl_section(tmp_path):
     from helpers.report_fixtures import build_roi_fixture
 

@@ -126,6 +126,7 @@ def test_markdown_golden(wh):
     assert_golden("report_sweep.md", sweep_markdown(load_sweep(wh, "lora-grid")))
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_default_paths_and_files(wh, tmp_path, monkeypatch):
     """Without --out: reports/sweeps/NAME/ of the project (here GPULEDGER_REPORTS_DIR, tests/conftest.py)."""
     from gpuledger import settings
@@ -158,6 +159,7 @@ def test_empty_warehouse_says_none_yet(tmp_path):
         write_sweep_report(w, "lora-grid", out_dir=tmp_path)
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_all_failed_sweep_gives_a_clear_page(tmp_path):
     build_all_failed(tmp_path / "w.duckdb")
     with Warehouse.open(tmp_path / "w.duckdb", read_only=True) as w:
@@ -174,6 +176,7 @@ def test_all_failed_sweep_gives_a_clear_page(tmp_path):
     assert "No trial succeeded" in files.html.read_text()
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_running_sweep_gives_a_clear_page(tmp_path):
     build_running(tmp_path / "w.duckdb")
     with Warehouse.open(tmp_path / "w.duckdb", read_only=True) as w:
@@ -209,6 +212,7 @@ def test_markdown_stays_within_prefect_limit():
     assert len(capped) <= MARKDOWN_MAX_CHARS and capped.rstrip().endswith("everything._")
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_large_sweep_markdown_within_limit(tmp_path):
     from helpers.record_fixtures import example_record, ingest_known
 
@@ -223,6 +227,7 @@ def test_large_sweep_markdown_within_limit(tmp_path):
     assert "260 more rows" in md
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 @pytest.mark.skipif(os.name != "posix", reason="path check")
 def test_odd_sweep_id_never_becomes_a_raw_path(tmp_path):
     from helpers.record_fixtures import example_record, ingest_known
@@ -234,6 +239,7 @@ def test_odd_sweep_id_never_becomes_a_raw_path(tmp_path):
     assert files.html.name.startswith("evil-sweep-") and ".." not in files.html.name
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_cli_report_sweep(_isolated_warehouse, tmp_path, capsys):
     from gpuledger.cli import main
 
@@ -264,6 +270,7 @@ def test_local_rate_is_labelled(tmp_path):
     assert s["total_cost_usd"] == 0.0
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_local_sweep_shows_money_and_its_cloud_equivalent(tmp_path):
     """A demo-like local sweep: billed at the bundled reference rate, with the plan's cloud equivalent."""
     import re

@@ -35,6 +35,7 @@ def test_every_row_states_its_source_and_settings(row):
     assert len({r["id"] for r in ROWS}) == len(ROWS)
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_planned_step_times_stay_within_the_recorded_error():
     rep = bench.report()
     s = rep["summary"]

@@ -159,6 +159,7 @@ def _estimate(*extra):
                            "--accelerator", "H100", *extra], capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_estimate_asks_for_it_and_says_what_it_did():
     out = _estimate("--dynamic-sampling", "kept_fraction=0.5,max_num_gen_batches=6")
     assert out.returncode == 0, out.stderr

@@ -213,6 +213,7 @@ def test_a_train_section_stored_before_a_field_was_added_is_the_same_kind(tmp_pa
     assert not same_train_settings(None, spec) and not same_train_settings("{not json", spec)
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_cost_stopping_is_checked_on_the_curves_and_turned_off_where_it_loses_the_recipe():
     from gpuledger.search.safety import check_cost_stopping, with_checked_stopping
     from gpuledger.search.synthetic import FAMILIES, synthetic_curves

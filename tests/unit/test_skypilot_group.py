@@ -66,6 +66,7 @@ def test_a_vm_cloud_is_refused_with_the_reason(cloud):
     refuse_vm_cloud("kubernetes")  # no refusal
 
 
+@pytest.mark.slow  # imports SkyPilot and runs its optimizer (~2.8 s per process): make test runs it, make test-fast does not
 @pytest.mark.usefixtures("sky_offline")
 def test_skypilots_loader_parses_the_group_and_its_optimizer_says_why_vm_clouds_are_refused():
     import sky

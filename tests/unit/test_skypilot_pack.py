@@ -139,6 +139,7 @@ def test_a_lone_trial_launches_after_the_wait():
     assert h.pack[2] == 1 and h.pack[1] == 1.0 and len([c for c in fake.calls if c[0] == "launch"]) == 1
 
 
+@pytest.mark.slow  # imports SkyPilot and runs its optimizer (~2.8 s per process): make test runs it, make test-fast does not
 @pytest.mark.usefixtures("sky_offline")
 def test_the_packed_task_parses_and_the_optimizer_picks_the_planned_offer():
     import sky

@@ -128,6 +128,7 @@ def test_a_leftover_pool_is_reused_or_torn_down_and_a_pruned_trial_cancelled():
     assert [c[3] for c in fake2.calls if c[0] == "launch"] == [None, None]
 
 
+@pytest.mark.slow  # imports SkyPilot and runs its optimizer (~2.8 s per process): make test runs it, make test-fast does not
 @pytest.mark.usefixtures("sky_home")
 def test_sdk_pool_calls_are_skypilots(monkeypatch):
     import inspect

@@ -116,6 +116,7 @@ def _same(old: pl.DataFrame, new: pl.DataFrame) -> bool:
     return True
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 @pytest.mark.parametrize("name", WEEK_QUERIES)
 def test_range_filter_gives_what_the_iso_week_rule_gave(wh, name):
     weeks = WEEKS + [previous_week(w) for w in WEEKS]
@@ -130,6 +131,7 @@ def test_range_filter_gives_what_the_iso_week_rule_gave(wh, name):
     assert checked > 0  # the edges do land somewhere
 
 
+@pytest.mark.slow  # over ~1 s (a whole report, replay, plan or warehouse): make test runs it, make test-fast does not
 def test_each_edge_run_counts_in_its_iso_week(wh):
     runs = {w: weekly_summary(load_week(wh, w))["runs"] for w in WEEKS}
     assert runs["2026-W01"] == 2 and runs["2026-W02"] == 2  # Sunday 23:59:59.999999 vs Monday 00:00
