@@ -7,6 +7,7 @@ with it, and `sql` at 5.6 s because binding a query parameter made DuckDB import
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -198,3 +199,24 @@ def test_a_command_builds_its_own_parser_alone_and_the_same(capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "invalid choice: 'nope'" in err and "'validate'" in err and "'serve'" in err
+
+
+@pytest.mark.parametrize("argv", [["validate", "specs/lora-grid.yaml", "BAD", "--json"],
+                                  ["estimate", "gpuledger/demo-char-gpt", "--method", "lora", "--device", "cpu"]])
+def test_a_command_that_leaves_at_once_prints_all_and_keeps_its_code(argv, repo_root, tmp_path, capsys):
+    """validate and estimate skip the interpreter's teardown in a process of their own (cli._LEAVE_AT_ONCE):
+    through a pipe they print exactly what the same command prints in-process, with its exit code."""
+    from gpuledger.cli import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: sweep\nname: x\n", encoding="utf-8")
+    argv = [str(bad) if a == "BAD" else a for a in argv]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # block-buffered, as in a user's pipe
+    proc = subprocess.run([sys.executable, "-m", "gpuledger.cli", *argv], cwd=repo_root, capture_output=True,
+                          text=True, timeout=120, env=env)
+    code = main(argv)
+    seen = capsys.readouterr()
+    assert (proc.returncode, proc.stdout, proc.stderr) == (code, seen.out, seen.err)
+    assert proc.stdout.strip() and code == (1 if argv[0] == "validate" else 0)
+    if argv[0] == "validate":
+        assert [r["ok"] for r in json.loads(proc.stdout)] == [True, False]
