@@ -33,7 +33,7 @@ def _modules() -> dict[str, Path]:
 
 def _imports(path: Path) -> list[tuple[str, int]]:
     out = []
-    for node in ast.walk(pysource.tree(path)):
+    for node in pysource.nodes(pysource.tree(path)):
         if isinstance(node, ast.Import):
             out += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

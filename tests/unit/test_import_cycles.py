@@ -47,7 +47,7 @@ def import_graph(modules: dict[str, Path]) -> dict[str, dict[str, int]]:
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: dict[str, int] = {}
-        for node in ast.walk(_parsed(path)):
+        for node in pysource.nodes(_parsed(path)):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -177,7 +177,7 @@ def test_gpuledger_modules_are_imported_by_their_full_names():
     short = []
     for folder in (REPO / PACKAGE, REPO / "tests"):
         for path in sorted(folder.rglob("*.py")):
-            for node in ast.walk(_parsed(path)):
+            for node in pysource.nodes(_parsed(path)):
                 if isinstance(node, ast.Import | ast.ImportFrom):
                     source = node.module if isinstance(node, ast.ImportFrom) else ""
                     for alias in node.names:

@@ -39,7 +39,7 @@ def _rel(path: Path) -> str:
 
 def _imports(tree: ast.AST) -> list[tuple[str, int]]:
     out = []
-    for node in ast.walk(tree):
+    for node in pysource.nodes(tree):
         if isinstance(node, ast.Import):
             out += [(alias.name.split(".")[0], node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -66,7 +66,7 @@ def test_heavy_dependencies_are_imported_only_where_they_belong(top):
 def test_no_sys_path_edits():
     found = []
     for rel, tree in _trees().items():
-        for node in ast.walk(tree):
+        for node in pysource.nodes(tree):
             if (isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name)
                     and node.value.id == "sys"):
                 found.append(f"{rel}:{node.lineno}")

@@ -66,10 +66,10 @@ def _is_environ(node: ast.AST) -> bool:
 def _params(tree: ast.AST) -> dict[int, set[str]]:
     """{id of a node inside a function: that function's parameter names}."""
     out: dict[int, set[str]] = {}
-    for fn in ast.walk(tree):
+    for fn in pysource.nodes(tree):
         if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             names = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-            for node in ast.walk(fn):
+            for node in pysource.nodes(fn):
                 out.setdefault(id(node), set()).update(names)
     return out
 
@@ -77,7 +77,7 @@ def _params(tree: ast.AST) -> dict[int, set[str]]:
 def _reads(tree: ast.AST) -> list[tuple[int, ast.AST]]:
     """(line, key) of every read of os.environ / os.getenv in `tree`."""
     out = []
-    for node in ast.walk(tree):
+    for node in pysource.nodes(tree):
         if isinstance(node, ast.Call) and node.args:
             f = node.func
             if isinstance(f, ast.Attribute) and (f.attr in ("get", "pop") and _is_environ(f.value) or f.attr == "getenv"):

@@ -25,7 +25,7 @@ def test_no_test_or_helper_module_lies_directly_under_tests():
 def test_unit_tests_import_no_server_browser_or_prefect():
     found = []
     for path in sorted((TESTS / "unit").glob("*.py")):
-        for node in ast.walk(pysource.tree(path)):
+        for node in pysource.nodes(pysource.tree(path)):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             found += [f"{path.name}: {n}" for n in names if any(n == m or n.startswith(m + ".") for m in NOT_IN_UNIT)]
