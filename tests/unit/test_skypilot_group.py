@@ -234,6 +234,7 @@ def test_the_request_of_a_planned_trial_carries_its_rollout_task_at_the_trainers
         make_launcher("skypilot", spec, 1, tmp_path, pack=2)
 
 
+@pytest.mark.slow  # builds SkyPilot's Dag: imports SkyPilot (~2.8 s per process): make test runs it, make test-fast does not
 def test_a_trainer_of_several_nodes_and_on_spot_keeps_its_nodes_and_recovery_in_the_group():
     docs = group_configs(_req(gpus=16, num_nodes=2, spot=True, usd_per_hour=40.0), result_key="k" * 64,
                          max_restarts_on_errors=3)
