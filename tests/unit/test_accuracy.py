@@ -57,6 +57,7 @@ def test_json_counts_public_rows_and_the_users_runs(tmp_path, capsys):
     assert all(c["band"]["p10"] <= c["band"]["p50"] <= c["band"]["p90"] for c in cells)
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_text_says_what_each_table_is(tmp_path, capsys):
     assert main(["accuracy", "--warehouse", str(tmp_path / "absent.duckdb")]) == 0
     out = capsys.readouterr().out

@@ -68,6 +68,7 @@ def secret(tmp_path) -> Path:
     "pragma enable_profiling",
     "export database '{tmp}/dump'",
 ])
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_the_agents_sql_reads_nothing_but_the_ledger(ledger, secret, tmp_path, query):
     text = query.format(creds=secret, notes=tmp_path / "notes.csv", home=secret.parents[1], tmp=tmp_path)
     with pytest.raises(UserError) as info:
@@ -95,6 +96,7 @@ def test_the_users_own_sql_keeps_reading_the_users_files(ledger, secret, capsys)
     assert "AKIA-VERY-SECRET" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_a_huge_result_is_cut_at_the_limit_without_being_built(ledger):
     # ~300 MB of rows: streamed, the first 1000 kept, the rest never fetched
     code = ("import resource, time; from gpuledger.warehouse.ledger_sql import ledger_query; "

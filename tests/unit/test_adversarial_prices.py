@@ -48,6 +48,7 @@ def _used(plan) -> set[tuple[str, str, bool]]:
     return {(t["region"], t["instance_type"], bool(t["spot"])) for t in plan.trials if t["feasible"]}
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 @pytest.mark.parametrize("bad", [math.nan, math.inf, 0.0, -5.0, 0.0001])
 def test_a_bad_on_demand_price_is_refused_named_and_never_a_memory_problem(spec, offers, bad):
     # every GCP and AWS H100 offer but one priced sanely; the cheapest-looking one is broken

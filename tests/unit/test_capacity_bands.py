@@ -42,6 +42,7 @@ def _spec(confidence):
         "resources": {"accelerators": ["H100"], "clouds": ["aws", "gcp"], "max_gpus_per_replica": 1}})
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_capacity_json_has_bands_and_p90_sizes_on_the_pessimistic_end():
     from gpuledger.capacity import plan_capacity
 
@@ -74,6 +75,7 @@ def test_a_sweeps_repeated_runs_give_a_measured_point_its_band():
     assert "spread of 3 runs" in o["bands"]["throughput"] and o["replicas"]["p50"] == o["replicas_sized"]
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_speculative_decoding_in_a_plan_cuts_tpot_at_concurrency_one_and_bad_drafts_are_one_line():
     from gpuledger.capacity import plan_capacity
     from gpuledger.errors import UserError

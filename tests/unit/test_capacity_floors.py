@@ -48,6 +48,7 @@ def test_one_ms_tpot_is_infeasible_at_every_option_whatever_is_measured(measured
     assert r["best"] is None
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_a_measured_rate_keeps_its_own_tp_floor_and_the_reason_names_it():
     spec = _spec(10.0, {"H100": {"tokens_per_s_per_gpu": 3000}},
                  traffic={"qps": 5, "prompt_tokens": 256, "output_tokens": 64}, accelerators=("H100", "A100-80GB"))

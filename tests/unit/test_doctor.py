@@ -158,6 +158,7 @@ def test_a_service_landing_folder_is_probed_and_its_backlog_and_oldest_age_repor
     assert len(lines) == 1 and lines[0].startswith("fail") and "[warehouse] landing" in lines[0]
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_an_unreachable_landing_endpoint_is_one_line_naming_the_setting_without_the_key(project, monkeypatch, capsys):
     with socket.socket() as sock:  # a port nothing listens on: connection refused at once
         sock.bind(("127.0.0.1", 0))

@@ -103,6 +103,7 @@ def _register(sweep_id: str) -> None:
                           method="lora", model="m", launcher="fake", budget_usd=100.0, spec_json={}, plan_json={})
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_reserve_commit_release_add_up_to_the_measured_spend():
     env = Envelope("weekly", "all", "week", 10.0, None)
     spender = Spender(project="research", owner="alice", owner_claimed="ci")
@@ -136,6 +137,7 @@ def test_a_reservation_that_would_cross_is_refused_and_writes_nothing():
         assert wh.query("select distinct sweep_id from budget_ledger")["sweep_id"].to_list() == ["s-1"]
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_concurrent_reservations_cannot_both_take_the_last_dollar():
     env = Envelope("agent", "agent", "all", 10.0, None)
     spender = Spender(project="research", owner="alice", agent=True)
@@ -160,6 +162,7 @@ def test_concurrent_reservations_cannot_both_take_the_last_dollar():
     assert sorted(outcomes) == ["launched", "refused", "refused", "refused"]
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_status_reads_a_running_trials_spend_up_to_now(monkeypatch, tmp_path):
     from datetime import timedelta
 

@@ -92,6 +92,7 @@ def _warehouse_with_runs(path, ratios, *, method="lora", accelerator="A100", tim
                            for i, (q, tq) in enumerate(zip(ratios, time_ratios, strict=True))])
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_learns_from_the_users_runs_and_says_so(capsys, tmp_path):
     from gpuledger.cli import main
 
@@ -143,6 +144,7 @@ def test_time_learnt_from_the_users_runs_in_the_gpu_table(capsys, tmp_path):
     assert "- A100-80GB: time calibrated on 5 of your runs: x1.25 (lora/hf/ampere)" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_time_of_a_measured_plan_teaches_nothing(tmp_path):
     path = tmp_path / "w.duckdb"
     _warehouse_with_runs(path, [1.0] * 5, time_ratios=[1.3] * 5, basis="measured")

@@ -66,6 +66,7 @@ def test_schemas_match_the_tables(tmp_path):
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1, max_size=20),
        st.floats(min_value=0, max_value=1e6))
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_any_finite_metric_series_validates(values, t):
     n = len(values)
     df = metrics_frame(n, value=values, t_s=[t] * n)

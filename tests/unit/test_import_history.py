@@ -59,6 +59,7 @@ def test_a_wandb_export_imports_once_names_bad_rows_and_appears_in_the_weekly_re
     assert "team-llm" in text and "A100-80GB" in text
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_wandb_json_lines_with_metadata_and_the_ui_table(tmp_path):
     lines = [{"id": "abc123", "name": "sft-1", "state": "finished", "created_at": "2026-11-30T10:00:00Z",
               "config": {"lr": {"value": 0.0001, "desc": None}, "_wandb": {"value": {}}},
@@ -102,6 +103,7 @@ def test_mlflow_search_runs_exports_csv_and_parquet(tmp_path):
     assert runs["wall_s"].to_list() == [5400.0, 300.0] and runs["peak_gpu_mem_gib"].to_list()[0] == 40.0
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_a_table_and_a_file_that_is_not_an_export(tmp_path, capsys):
     table = pl.DataFrame({"run_id": ["t1"], "started_at": ["2026-11-28T12:00:00"], "wall_s": [100.0],
                           "accelerator": ["H100"], "gpus": [4], "status": ["succeeded"], "cost_usd": [12.5],

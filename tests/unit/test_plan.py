@@ -259,6 +259,7 @@ def test_what_if_hand_computed():
 durations = st.lists(st.floats(min_value=0.01, max_value=100, allow_nan=False), min_size=1, max_size=40)
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 @settings(max_examples=150, deadline=None)
 @given(durations, st.data())
 def test_what_if_time_never_rises_with_k(d, data):

@@ -41,6 +41,7 @@ def test_cpu_share(load_1m, parallel, share):
     assert _load(load_1m).cpu_share(parallel) == pytest.approx(share)
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_a_busy_machine_plans_longer_trials_and_says_why():
     spec = load_spec(ROOT / "specs/lora-grid.yaml")
     quiet = plan_sweep(spec, machine=replace(MACHINE, load=_load(0.0, max(2, MACHINE.logical_cores))))

@@ -63,6 +63,7 @@ def _measurements(rows):
                                       "est_flops": pl.Float64}, orient="row")
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_measured_trials_take_their_time_others_a_calibrated_rate():
     spec = load_spec(ROOT / "specs" / "lora-grid.yaml")
     before = {t["trial_id"]: t for t in plan_sweep(spec, machine=MACHINE).trials}

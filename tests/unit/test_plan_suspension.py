@@ -108,6 +108,7 @@ def test_the_plans_spend_and_checks_replay_suspension_as_the_spec_asks(tmp_path)
     assert f"over {PLAN_ORDERS} arrival orders" in on.basis
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_by_the_rungs_alone_suspension_makes_the_planned_spend_smaller(tmp_path):
     bare = _spec(tmp_path, "\n  stopping: rungs")
     off = _spec(tmp_path, "\n  stopping: rungs\n  pruning: {suspend: false}")

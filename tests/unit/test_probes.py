@@ -153,6 +153,7 @@ def test_a_probed_shape_is_extrapolated_from_start_up_and_the_steady_rate():
     assert after.to_json_text() == plan_sweep(spec, trials, machine=MACHINE, probes=probes).to_json_text()
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_another_machine_or_program_does_not_count_and_measured_wins():
     spec, trials = _demo()
     rows = {t.trial_id: t for t in plan_sweep(spec, trials, machine=MACHINE).planned_trials}
@@ -171,6 +172,7 @@ def test_another_machine_or_program_does_not_count_and_measured_wins():
     assert plan[trials[0].trial_id]["est_basis"].startswith("probe ")
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_newest_probe_of_a_shape_wins():
     spec, trials = _demo()
     rows = {t.trial_id: t for t in plan_sweep(spec, trials, machine=MACHINE).planned_trials}
@@ -274,6 +276,7 @@ def test_the_warm_start_up_of_a_shape_is_the_least_of_its_probes():
     assert first["est_wall_s"] == pytest.approx(60.0 + tokens / 4000.0, abs=1e-3)  # without a warm run: as measured
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_a_probed_plan_takes_its_band_from_the_probes_step_times():
     spec, trials = _demo()
     rows = {t.trial_id: t for t in plan_sweep(spec, trials, machine=MACHINE).planned_trials}

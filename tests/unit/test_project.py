@@ -105,6 +105,7 @@ def test_schema_write_writes_into_the_project_not_the_package(outside, capsys):
     assert SCHEMA_FILE.stat().st_mtime_ns == before
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_commands_that_need_no_project_work_anywhere_and_write_nothing(outside, repo_root, capsys):
     cloud = str(repo_root / "specs" / "llama3-8b-lora-cloud.yaml")
     for argv in (["plan", cloud], ["validate", cloud], ["estimate", "llama-3.1-8b", "--accelerator", "A100"],

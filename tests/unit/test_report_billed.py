@@ -113,6 +113,7 @@ def test_the_sweep_report_shows_billed_and_effective_beside_the_estimate(billed_
     assert "The bill covers" not in md  # it covers every run: nothing more to say
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_a_sweep_the_bill_covers_in_part_says_how_many_runs(billed_wh):
     ingest_known(billed_wh, [example_record("run-c", "bbbbbbbbbbbb", sweep_id=SWEEP, attempt=2,
                                             started_at="2026-02-20T12:00:00", wall_s=1800, launcher="skypilot",

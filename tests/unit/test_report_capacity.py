@@ -11,6 +11,7 @@ from gpuledger.errors import UserError
 from gpuledger.report import capacity_markdown, write_capacity_report
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_markdown_golden():
     md = capacity_markdown(CAPACITY_RESULT)
     assert "| cheapest feasible | 3 × H100 |" in md
@@ -18,6 +19,7 @@ def test_markdown_golden():
     assert_golden("report_capacity.md", md)
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_latency_throughput_chart_and_curve_tables(tmp_path):
     files = write_capacity_report(CAPACITY_RESULT, out_dir=tmp_path)
     html = files.html.read_text()
@@ -34,6 +36,7 @@ def test_latency_throughput_chart_and_curve_tables(tmp_path):
     assert "operating_point_concurrency" in options and "curve" not in options.split(",")
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_files_default_path(tmp_path, monkeypatch):
     """Without --out a report goes to reports/ of the project, from any of its subfolders."""
     monkeypatch.delenv("GPULEDGER_REPORTS_DIR")

@@ -127,6 +127,7 @@ def test_a_job_group_run_is_recorded_billed_and_planned_by_role(tmp_path):
     w.close()
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_a_run_on_one_instance_is_split_by_its_logged_roles(tmp_path):
     spec, trials, plan = _plan(tmp_path, generation="vllm_server")  # split on one node: one instance
     t = plan.to_json()["trials"][0]

@@ -196,6 +196,7 @@ def test_running_sweep_gives_a_clear_page(tmp_path):
     assert "> This sweep stopped (status failed) with 1 of 3 trials run" in md and "sweep is still running" not in md
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_sweep_without_trials(tmp_path):
     build_empty_sweep(tmp_path / "w.duckdb")
     with Warehouse.open(tmp_path / "w.duckdb", read_only=True) as w:
@@ -258,6 +259,7 @@ def test_cli_report_sweep(_isolated_warehouse, tmp_path, capsys):
     assert "Weeks with data: 2026-W02." in out and (tmp_path / "w2" / "2026-W02.html").exists()
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_local_rate_is_labelled(tmp_path):
     from helpers.record_fixtures import example_record, ingest_known
 

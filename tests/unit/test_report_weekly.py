@@ -78,6 +78,7 @@ def test_default_path_and_week(wh, tmp_path, monkeypatch):
     assert last_complete_week(date(2026, 1, 12)) == "2026-W02"  # Monday of W03 -> the week before
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_without_week_the_last_complete_week_with_data(wh, tmp_path):
     # The fixture has runs in 2026-W01 and 2026-W02. On Tuesday of W04, W03 (the last complete week) is
     # empty, so the report takes W02 and says so; the weeks with data are named.

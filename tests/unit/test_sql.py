@@ -75,6 +75,7 @@ def test_sql_without_warehouse(tmp_path, monkeypatch, capsys):
     assert "no warehouse at" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_ingest_and_export_commands(wh_path, tmp_path, capsys):
     land = tmp_path / "landing"
     land.mkdir()

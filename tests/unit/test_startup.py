@@ -49,6 +49,7 @@ def _imported(argv: list[str], refused: tuple[str, ...], repo_root, env) -> tupl
     return exit_code, heavy
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 @pytest.mark.parametrize("command", sorted(CASES))
 def test_the_prompt_commands_import_nothing_heavy(command, repo_root, tmp_path):
     argv, refused = CASES[command]
@@ -60,6 +61,7 @@ def test_the_prompt_commands_import_nothing_heavy(command, repo_root, tmp_path):
     assert exit_code == 0 and heavy == [], f"gpuledger {command} imported {heavy}"
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_a_capacity_spec_imports_the_capacity_models(repo_root, tmp_path):
     """The control of the cases above: the module they refuse is the one a capacity spec needs (a renamed module
     would make the refusal pass by itself)."""
@@ -203,6 +205,7 @@ def test_a_command_builds_its_own_parser_alone_and_the_same(capsys):
 
 @pytest.mark.parametrize("argv", [["validate", "specs/lora-grid.yaml", "BAD", "--json"],
                                   ["estimate", "gpuledger/demo-char-gpt", "--method", "lora", "--device", "cpu"]])
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_a_command_that_leaves_at_once_prints_all_and_keeps_its_code(argv, repo_root, tmp_path, capsys):
     """validate and estimate skip the interpreter's teardown in a process of their own (cli._LEAVE_AT_ONCE):
     through a pipe they print exactly what the same command prints in-process, with its exit code."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from helpers.record_fixtures import example_record, ingest_known
 
 from gpuledger.warehouse import Warehouse, measured_preemption_if_any
@@ -19,6 +20,7 @@ def _spot_run(i: int, hours: float, preemptions: int) -> dict:
     return rec
 
 
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
 def test_measured_preemption_sums_spot_hours_per_cloud_and_accelerator(tmp_path):
     path = tmp_path / "w.duckdb"
     assert measured_preemption_if_any(path) == {} and not path.exists()  # never creates one
