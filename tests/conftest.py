@@ -1,8 +1,9 @@
 """Shared test settings: every test gets its own warehouse and never talks to the network.
 
 Tests by kind: tests/unit/ (fast and pure: no server, browser, PostgreSQL, trial subprocess or Prefect;
-`make test-fast`, less the unit tests over ~1 s, which carry `slow` and their reason), tests/integration/ (real processes, servers, browsers; marked `integration` and `slow`
-here, so `pytest -m "not slow"` runs the unit tests), helpers in tests/helpers/ (`helpers.<module>`).
+`make test-fast`, less the unit tests over ~0.5 s alone, which carry `slow` and their reason: docs/development.md),
+tests/integration/ (real processes, servers, browsers; marked `integration` and `slow` here, so
+`pytest -m "not slow"` runs the fast unit tests), helpers in tests/helpers/ (`helpers.<module>`).
 tests/unit/test_test_layout.py keeps it so."""
 
 from __future__ import annotations
