@@ -50,6 +50,37 @@ SPEC_SHARDINGS: tuple[str, ...] = get_args(SpecSharding)
 #: stacks share torchtune's memory habits: `gpuledger.estimate.workload.memory_habits`).
 Framework = Literal["hf", "litgpt", "torchtune", "torchtitan", "megatron", "nemo", "llm-foundry", "nanotron"]
 FRAMEWORKS: tuple[str, ...] = get_args(Framework)
+#: The stacks users name that run on one of those engines, each with the engine it is timed and sized as
+#: (`train.framework: axolotl` is the Transformers Trainer's run; its own habits, e.g. Unsloth's loss
+#: without logits, are in `gpuledger.estimate.workload.STACK_HABITS`): Axolotl's AxolotlTrainer,
+#: LLaMA-Factory's CustomSeq2SeqTrainer and ms-swift's Seq2SeqTrainer subclass `transformers.Trainer`;
+#: Unsloth patches Transformers models under TRL's SFTTrainer; XTuner trains Transformers models (MMEngine
+#: runner); DeepSpeed here is the Trainer's integration (say `train.sharding: zero1|zero2|zero3`); verl
+#: (FSDP workers) and OpenRLHF (DeepSpeed) train Transformers models; Megatron-Bridge and Megatron-DeepSpeed
+#: run Megatron-Core; Composer is llm-foundry's trainer.
+FRAMEWORK_STACKS: dict[str, str] = {
+    "transformers": "hf", "huggingface": "hf", "hugging-face": "hf", "hf-trainer": "hf", "peft": "hf", "trl": "hf",
+    "accelerate": "hf", "axolotl": "hf", "llama-factory": "hf", "llamafactory": "hf", "ms-swift": "hf",
+    "swift": "hf", "unsloth": "hf", "xtuner": "hf", "deepspeed": "hf", "verl": "hf", "openrlhf": "hf",
+    "lit-gpt": "litgpt", "megatron-lm": "megatron", "megatron-core": "megatron", "mcore": "megatron",
+    "megatron-bridge": "megatron", "megatron-deepspeed": "megatron", "nemo2": "nemo", "nemo-framework": "nemo",
+    "llmfoundry": "llm-foundry", "composer": "llm-foundry",
+}
+#: Every name `train.framework` and `estimate --framework` take: an engine or a stack built on one.
+FRAMEWORK_NAMES: tuple[str, ...] = FRAMEWORKS + tuple(FRAMEWORK_STACKS)
+
+
+def framework_name(value: object) -> str:
+    """Returns `value` as the one spelling `FRAMEWORK_NAMES` holds: lower case, `_` and spaces as `-`
+    ("LLaMA-Factory", "llama_factory" -> "llama-factory"); other values unchanged (the caller's check
+    names them)."""
+    return "-".join(value.strip().lower().replace("_", " ").split()) if isinstance(value, str) else value  # type: ignore[return-value]
+
+
+def framework_engine(value: object) -> str | None:
+    """Returns the engine (`FRAMEWORKS`) a framework name runs on, or None for a name of neither."""
+    name = framework_name(value)
+    return name if name in FRAMEWORKS else FRAMEWORK_STACKS.get(name) if isinstance(name, str) else None
 #: Activation checkpointing: none, selective (the attention core recomputed), full (every block).
 Checkpointing = Literal["none", "selective", "full"]
 CHECKPOINTINGS: tuple[str, ...] = get_args(Checkpointing)

@@ -249,8 +249,10 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser | None:
     s.add_argument("--prompt-len", type=_positive_int, default=None)
     s.add_argument("--completion-len", type=_positive_int, default=None)
     s.add_argument("--group-size", type=_positive_int, default=None)
-    s.add_argument("--framework", default="hf", choices=vocabulary.FRAMEWORKS,
-                   help="training stack: its memory habits and speed (default hf)")
+    s.add_argument("--framework", default="hf", type=vocabulary.framework_name, choices=vocabulary.FRAMEWORK_NAMES,
+                   metavar="{" + ",".join(vocabulary.FRAMEWORKS) + ",axolotl,unsloth,...}",
+                   help="training stack: its memory habits and speed (default hf); an engine, or a stack built on "
+                        "one (" + ", ".join(vocabulary.FRAMEWORK_STACKS) + "), timed and sized as its engine")
     s.add_argument("--device", default="gpu", choices=vocabulary.DEVICES,
                    help="cpu: estimate resident memory of a CPU run (the local demo)")
     if not isinstance(s, _Unbuilt):

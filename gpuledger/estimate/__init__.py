@@ -39,7 +39,7 @@ from gpuledger.estimate.throughput import (
     mean_real_tokens,
     step_time,
 )
-from gpuledger.estimate.workload import STACK_FIELDS, Workload
+from gpuledger.estimate.workload import STACK_FIELDS, Workload, stack_note
 from gpuledger.models import load_config
 from gpuledger.vocabulary import RL_METHODS
 
@@ -137,7 +137,7 @@ def estimate(w: Workload) -> Estimate:
         "levels: allocated = live tensors (torch.cuda.max_memory_allocated); reserved = + "
         f"{m.overhead:.0%} allocator fragmentation; device = + CUDA context"
         + (" + NCCL buffers" if w.gpus > 1 else "") + " (nvidia-smi)",
-        f"training code habits: {w.framework} (logits/loss dtype, adapter dtype)",
+        stack_note(w.framework, w.stack),
         *m.assumptions,
     ]
     if cfg.resolved:

@@ -6,6 +6,9 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from gpuledger.estimate.dynamic_sampling import DynamicSampling
 from gpuledger.vocabulary import (
+    FRAMEWORK_NAMES,
+    FRAMEWORK_STACKS,
+    FRAMEWORKS,
     QUANTISED_PRECISIONS,
     Checkpointing,
     Device,
@@ -19,10 +22,12 @@ from gpuledger.vocabulary import (
     RefModel,
     RLPolicy,
     Sharding,
+    framework_engine,
+    framework_name,
 )
 
 #: Workload fields a spec's `train` section carries under the same name (gpuledger/spec/models.py Train).
-STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "fused_ce", "double_quant", "eval_batch",
+STACK_FIELDS = ("framework", "stack", "compile", "activation_offload", "chunked_ce", "fused_ce", "double_quant", "eval_batch",
                 "eval_steps", "eval_samples", "optimizer_in_bwd", "grad_accum",
                 "lora_dropout", "zero_bucket_elems", "ref_model", "generation", "vllm_gpu_memory_utilization",
                 "vllm_sleep", "policy", "rollout_gpus", "rollout_gpu", "async_rollout", "completion_len_p90", "prompts_per_step",
@@ -44,6 +49,62 @@ STACK_FIELDS = ("framework", "compile", "activation_offload", "chunked_ce", "fus
 #: SFTConfig and most PEFT recipes turn gradient checkpointing on).
 FRAMEWORK_CHECKPOINTING = {"megatron": "selective", "nemo": "selective", "torchtitan": "selective",
                            "nanotron": "none", "llm-foundry": "full"}
+
+
+#: What a stack built on an engine (`vocabulary.FRAMEWORK_STACKS`) does by default that its engine does not,
+#: applied when the workload does not say (each value a Workload field). Unsloth: no logits are returned
+#: "from 2024.11 onwards" (unsloth_zoo's LOGITS_ERROR_STRING; the loss runs fused over chunks,
+#: unsloth_zoo fused_losses), so `fused_ce`; `FastLanguageModel.get_peft_model(use_gradient_checkpointing=
+#: "unsloth")`, its default, checkpoints every block and offloads the checkpointed inputs to CPU memory,
+#: so `activation_offload`. XTuner's configs pack samples to the cap (`pack_to_max_length = True`).
+#: Their speed is their engine's (the time model has no term of either stack's own).
+STACK_HABITS: dict[str, dict[str, object]] = {
+    "unsloth": {"fused_ce": True, "activation_offload": True},
+    "xtuner": {"packing": True},
+}
+
+
+def stack_inputs(data: object) -> object:
+    """Returns the inputs of a Workload (or a spec's `train`) with a stack's name resolved: `framework`
+    names the engine the stack runs on, `stack` the stack as written (None for an engine), and each of
+    the stack's `STACK_HABITS` the inputs do not set is set. Inputs that are not a mapping, or a
+    framework that names nothing known, are returned as they are (the field's check names them)."""
+    if not isinstance(data, dict) or "framework" not in data:
+        return data
+    name = framework_name(data["framework"])
+    engine = framework_engine(name)
+    if engine is None:
+        return data
+    if engine == name:
+        return {**data, "framework": engine}
+    out = {**data, "framework": engine, "stack": name}
+    for key, value in STACK_HABITS.get(name, {}).items():
+        if out.get(key) is None:
+            out[key] = value
+    return out
+
+
+def check_framework(value: object) -> object:
+    """The `framework` field's check before its type's: an engine's or a stack's name in any case, with
+    `_` or spaces for `-`, becomes its engine; one message lists what is known."""
+    engine = framework_engine(value)
+    if engine is not None:
+        return engine
+    if isinstance(value, str):
+        raise ValueError(f"unknown framework {value!r}: an engine ({', '.join(FRAMEWORKS)}) or a stack built on one "
+                         f"({', '.join(FRAMEWORK_STACKS)})")
+    return value
+
+
+def stack_note(framework: str, stack: str | None) -> str:
+    """Returns the estimate's line on the training code: the engine, and the stack it stands for."""
+    if not stack:
+        return f"training code habits: {framework} (logits/loss dtype, adapter dtype)"
+    habits = STACK_HABITS.get(stack, {})
+    own = (f"; {stack}'s own defaults: " + ", ".join(f"{k} {str(v).lower()}" for k, v in habits.items())
+           if habits else "")
+    return (f"training code habits: {framework} (logits/loss dtype, adapter dtype), the engine {stack} runs on, "
+            f"timed and sized as it{own}")
 
 
 def memory_habits(framework: str) -> str:
@@ -89,7 +150,10 @@ class Workload(BaseModel):
     #: hf = Transformers + PEFT (+ TRL), the default and what trainers/ ships; litgpt; torchtune.
     #: tuned pre-training stacks (torchtitan, megatron, nemo, llm-foundry, nanotron) share torchtune's
     #: memory habits (`memory_habits`) and run at their own speed (throughput.py)
-    framework: Framework = "hf"
+    framework: Framework = Field("hf", json_schema_extra={"enum": list(FRAMEWORK_NAMES)})
+    #: the stack the workload named in `framework` when it is one built on an engine (`axolotl`,
+    #: `unsloth`, ...; `vocabulary.FRAMEWORK_STACKS`), else None; said in the estimate's notes
+    stack: str | None = Field(None, exclude=True)
     #: GRPO/PPO reward model (registry name or config path); None: GRPO uses rule-based rewards
     #: (no model), PPO a reward model of the policy's architecture.
     reward_model: str | None = None
@@ -246,9 +310,15 @@ class Workload(BaseModel):
 
         return ",".join(parse_lora_targets(value)) if value.strip().lower() not in ("all-linear", "all") else "all-linear"
 
+    @field_validator("framework", mode="before")
+    @classmethod
+    def _framework(cls, value):
+        return check_framework(value)
+
     @model_validator(mode="before")
     @classmethod
     def _checkpointing_decides(cls, data):
+        data = stack_inputs(data)
         # the mode decides; grad_ckpt (the older switch) follows it, so memory and time see one thing
         if isinstance(data, dict) and data.get("checkpointing") is None and data.get("grad_ckpt") is None:
             data = {k: v for k, v in data.items() if k != "grad_ckpt"}

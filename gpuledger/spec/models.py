@@ -16,6 +16,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from gpuledger import protocol
 from gpuledger.estimate.dynamic_sampling import DynamicSampling
@@ -31,6 +32,7 @@ from gpuledger.spec.types import (
     Scalar,
 )
 from gpuledger.vocabulary import (
+    FRAMEWORK_NAMES,
     Checkpointing,
     Framework,
     Generation,
@@ -166,7 +168,12 @@ class Train(_Strict):
     completion_len: int | None = Field(None, ge=1)
     group_size: int | None = Field(None, ge=1)
     # optimised-stack options of the memory estimate (gpuledger.estimate.Workload documents each effect)
-    framework: Framework = Field("hf", description="training code whose memory habits and speed to assume")
+    framework: Framework = Field("hf", description="training code whose memory habits and speed to assume: an "
+                                 "engine, or a stack built on one (axolotl, unsloth, llama-factory, trl, ...: "
+                                 "gpuledger.vocabulary.FRAMEWORK_STACKS), timed and sized as its engine",
+                                 json_schema_extra={"enum": list(FRAMEWORK_NAMES)})
+    #: the stack `framework` named when it is one built on an engine, else None (set by the check, not written)
+    stack: SkipJsonSchema[str | None] = Field(None, exclude=True)
     compile: bool = Field(False, description="torch.compile: pointwise intermediates recomputed, not saved")
     activation_offload: bool = Field(False, description="saved activations offloaded to CPU memory")
     chunked_ce: bool | None = Field(None, description="chunked cross-entropy; null = the framework's habit")
@@ -267,6 +274,24 @@ class Train(_Strict):
                                    "ring attention): each sequence split over this many GPUs")
     expert_parallel: int = Field(1, ge=1, le=1024, description="MoE expert parallel degree: routed experts split "
                                  "over this many GPUs, tokens exchanged by all-to-all")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stack_named(cls, data):
+        """A stack's name in `framework` (`axolotl`, `Unsloth`, ...): its engine, the name kept in `stack`, the
+        stack's own defaults where the spec does not say (`gpuledger.estimate.workload.stack_inputs`)."""
+        from gpuledger.estimate.workload import stack_inputs
+
+        if isinstance(data, dict) and "stack" in data:
+            raise ValueError("stack is not a key to write: name the stack in train.framework")
+        return stack_inputs(data)
+
+    @field_validator("framework", mode="before")
+    @classmethod
+    def _framework(cls, value):
+        from gpuledger.estimate.workload import check_framework
+
+        return check_framework(value)
 
     @model_validator(mode="after")
     def _eval_schedule(self) -> Train:

@@ -127,8 +127,8 @@ def workload_from_args(args: argparse.Namespace):
                   device=getattr(args, "device", "gpu"), framework=getattr(args, "framework", "hf"))
     for _, name, kwargs in STACK_OPTIONS:
         value = getattr(args, name, kwargs.get("default", False if kwargs.get("action") == "store_true" else None))
-        if value is not None:
-            fields[name] = value
+        if value is not None and not (value is False and kwargs.get("action") == "store_true"):
+            fields[name] = value  # a switch not given is the framework's habit (Workload's default, or its stack's)
     try:
         return Workload(**fields)
     except ValidationError as err:

@@ -1,0 +1,105 @@
+"""`train.framework` as users write it (issue 36: each case names the stack its source ran): an engine, or a
+stack built on one (`axolotl`, `Unsloth`, `LLaMA-Factory`, `trl`, ...: `vocabulary.FRAMEWORK_STACKS`), in any
+case and with `_` or spaces; a stack is timed and sized as its engine, with its own defaults
+(`estimate.workload.STACK_HABITS`) where the workload does not say, and the estimate names both."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuledger import vocabulary
+from gpuledger.estimate import Workload, estimate
+from gpuledger.spec import SpecError, parse_spec
+
+SPEC = """\
+kind: sweep
+name: stacks
+project: p
+owner: o
+model: google/gemma-7b
+method: lora
+train: {seq_len: 8192, micro_batch: 2, tokens_per_trial: 1000000, framework: FRAMEWORK}
+search:
+  params:
+    learning_rate: [1e-4]
+  objective: {metric: eval_loss}
+budget: {max_usd: 10}
+task:
+  run: python train.py --lr {learning_rate}
+"""
+
+
+@pytest.mark.parametrize("name", vocabulary.FRAMEWORK_STACKS)
+def test_every_stack_is_its_engine_and_keeps_its_name(name):
+    w = Workload(model="gpt2", framework=name)
+    assert w.framework == vocabulary.FRAMEWORK_STACKS[name] and w.stack == name
+    assert "stack" not in w.model_dump()  # the plan's workload text is the engine's, as before
+
+
+@pytest.mark.parametrize("written, engine, stack", [("LLaMA-Factory", "hf", "llama-factory"),
+                                                    ("llama_factory", "hf", "llama-factory"),
+                                                    ("MS Swift", "hf", "ms-swift"), ("Megatron-LM", "megatron", "megatron-lm"),
+                                                    ("HF", "hf", None), ("NeMo", "nemo", None)])
+def test_a_name_is_read_in_any_case_with_underscores_or_spaces(written, engine, stack):
+    w = Workload(model="gpt2", framework=written)
+    assert (w.framework, w.stack) == (engine, stack)
+
+
+def test_an_engine_written_in_capitals_keeps_its_own_checkpointing_habit():
+    assert Workload(model="gpt2", framework="Megatron").checkpointing == "selective"
+    assert Workload(model="gpt2", framework="megatron").checkpointing == "selective"
+
+
+def test_a_stack_is_sized_as_its_engine_and_the_estimate_says_both():
+    kw = dict(model="google/gemma-7b", method="lora", micro_batch=2, seq_len=8192)
+    hf, axolotl = estimate(Workload(**kw)), estimate(Workload(**kw, framework="axolotl"))
+    assert axolotl.memory_gib == hf.memory_gib
+    assert any("axolotl runs on" in a for a in axolotl.assumptions)
+    assert not any("runs on" in a for a in hf.assumptions)
+
+
+def test_unsloth_computes_no_full_logits_and_offloads_checkpoints_unless_the_workload_says():
+    kw = dict(model="google/gemma-7b", method="lora", micro_batch=2, seq_len=8192)
+    hf, unsloth = estimate(Workload(**kw)), estimate(Workload(**kw, framework="unsloth"))
+    w = unsloth.workload
+    assert w.fused_ce and w.activation_offload
+    assert unsloth.memory_gib["logits"] < 0.01 * hf.memory_gib["logits"]  # 256k vocabulary x 16k tokens
+    fused_only = estimate(Workload(**kw, fused_ce=True))  # the offloaded checkpoints: less than the loss alone saves
+    assert unsloth.memory_gib["device"] < fused_only.memory_gib["device"] < 0.5 * hf.memory_gib["device"]
+    assert any("fused_ce true" in a for a in unsloth.assumptions)
+    stated = Workload(**kw, framework="unsloth", fused_ce=False, activation_offload=False)
+    assert estimate(stated).memory_gib == hf.memory_gib  # what the workload says wins over the stack's habit
+
+
+def test_a_spec_names_the_stack_and_plans_with_its_engine():
+    spec = parse_spec(SPEC.replace("FRAMEWORK", "Unsloth"), "stacks.yaml")
+    t = spec.train
+    assert (t.framework, t.stack, t.fused_ce, t.activation_offload) == ("hf", "unsloth", True, True)
+    stated = parse_spec(SPEC.replace("FRAMEWORK", "unsloth, fused_ce: false"), "stacks.yaml").train
+    assert (stated.fused_ce, stated.activation_offload) == (False, True)
+    assert parse_spec(SPEC.replace("FRAMEWORK", "xtuner"), "stacks.yaml").train.packing is True
+
+
+@pytest.mark.parametrize("value, where, words", [
+    ("pytorch-magic", "train.framework", ["unknown framework 'pytorch-magic'", "axolotl", "hf"]),
+    ("hf, stack: axolotl", "train", ["stack is not a key to write"]),
+])
+def test_a_name_of_nothing_known_is_one_located_message_listing_the_names(value, where, words):
+    with pytest.raises(SpecError) as info:
+        parse_spec(SPEC.replace("FRAMEWORK", value), "stacks.yaml")
+    message = str(info.value)
+    assert "stacks.yaml:7:" in message and where in message and all(w in message for w in words), message
+
+
+def test_estimate_takes_a_stack_name_and_refuses_an_unknown_one(capsys):
+    from gpuledger.cli import main
+
+    assert main(["estimate", "google/gemma-7b", "--seq", "8192", "--batch", "2", "--framework", "Unsloth"]) == 0
+    out = capsys.readouterr().out
+    assert "unsloth runs on" in out and "fused linear cross-entropy" in out
+    # a switch left unset is the stack's habit; the hf default stays unfused
+    assert main(["estimate", "google/gemma-7b", "--seq", "8192", "--batch", "2"]) == 0
+    assert "unchunked cross-entropy" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as bad:
+        main(["estimate", "gpt2", "--framework", "pytorch-magic"])
+    assert bad.value.code == 2 and "pytorch-magic" in capsys.readouterr().err
