@@ -79,6 +79,16 @@ def lengths_unstated(spec) -> bool:
                 and getattr(spec, "method", "lora") in ("full", "lora", "qlora"))
 
 
+def stack_notes(spec) -> list[str]:
+    """Returns what the plan assumed of a stack `train.framework` named (`axolotl`, `unsloth`, ...): the engine
+    it is timed and sized as, and the stack's own defaults it took (`gpuledger.estimate.workload.stack_note`)."""
+    from gpuledger.estimate.workload import stack_note
+
+    t = getattr(spec, "train", None)
+    return [f"train.framework {t.stack}: {stack_note(t.framework, t.stack).removeprefix('training code habits: ')}"] \
+        if t is not None and getattr(t, "stack", None) else []
+
+
 def sample_lengths_notes(spec) -> list[str]:
     """Returns what the plan assumed of the samples' lengths when the spec counts its data in train.samples
     (`throughput.resolved_padding`): the cap when neither padding nor the mean is stated, with the share of

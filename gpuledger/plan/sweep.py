@@ -10,7 +10,7 @@ from dataclasses import replace
 import polars as pl
 
 from gpuledger.errors import UserError
-from gpuledger.plan.assumptions import lengths_unstated, sample_lengths_notes
+from gpuledger.plan.assumptions import lengths_unstated, sample_lengths_notes, stack_notes
 from gpuledger.plan.choice import plan_from_estimates
 from gpuledger.plan.estimates import trial_estimates
 from gpuledger.plan.formats import fmt_duration
@@ -237,7 +237,7 @@ def _plan_cloud(spec, trials, s: PlanSettings, meta: pl.DataFrame, offers: pl.Da
     plan = plan_from_estimates(est, offers, s, trials_meta=meta, accel=accel, times=times, measured=measured,
                                probed=probed, rollout_offers=rollout_offers,
                                extra_assumptions=notes + cal_notes + search_notes(spec, trials)
-                               + sample_lengths_notes(spec) + probe_refusals)
+                               + sample_lengths_notes(spec) + stack_notes(spec) + probe_refusals)
     plan = _with_probe_notes(plan, probed, s)
     from gpuledger.plan.prices import unpriced_kinds, with_unpriced
 
@@ -306,6 +306,7 @@ def _plan_local(spec, trials, s: PlanSettings, meta: pl.DataFrame, machine, meas
         f"{cap_mem if max_mem else 'any'} trial(s) of {max_mem or 0:.2f} GiB)",
         *cal_notes,
         *search_notes(spec, trials),
+        *stack_notes(spec),
     ]
     s = replace(s, max_parallel=cap, spot="never")
     probed, probe_refusals = plausible_probes(probes_for_trials(spec, trials, probes, hostname=machine.hostname), est,

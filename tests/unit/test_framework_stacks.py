@@ -103,3 +103,11 @@ def test_estimate_takes_a_stack_name_and_refuses_an_unknown_one(capsys):
     with pytest.raises(SystemExit) as bad:
         main(["estimate", "gpt2", "--framework", "pytorch-magic"])
     assert bad.value.code == 2 and "pytorch-magic" in capsys.readouterr().err
+
+
+def test_the_plan_states_the_stack_and_its_engine_and_is_silent_for_an_engine():
+    from gpuledger.plan.assumptions import stack_notes
+
+    (note,) = stack_notes(parse_spec(SPEC.replace("FRAMEWORK", "unsloth"), "stacks.yaml"))
+    assert note.startswith("train.framework unsloth: hf") and "fused_ce true" in note
+    assert stack_notes(parse_spec(SPEC.replace("FRAMEWORK", "hf"), "stacks.yaml")) == []
