@@ -90,8 +90,9 @@ def check_framework(value: object) -> object:
     engine = framework_engine(value)
     if engine is not None:
         return engine
-    if isinstance(value, str):
-        raise ValueError(f"unknown framework {value!r}: an engine ({', '.join(FRAMEWORKS)}) or a stack built on one "
+    if value is not None:
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."  # bounded, whatever was typed
+        raise ValueError(f"unknown framework {shown}: an engine ({', '.join(FRAMEWORKS)}) or a stack built on one "
                          f"({', '.join(FRAMEWORK_STACKS)})")
     return value
 
