@@ -80,7 +80,11 @@ def framework_name(value: object) -> str:
 def framework_engine(value: object) -> str | None:
     """Returns the engine (`FRAMEWORKS`) a framework name runs on, or None for a name of neither."""
     name = framework_name(value)
-    return name if name in FRAMEWORKS else FRAMEWORK_STACKS.get(name) if isinstance(name, str) else None
+    if not isinstance(name, str):
+        return None
+    return name if name in FRAMEWORKS else FRAMEWORK_STACKS.get(name)
+
+
 #: Activation checkpointing: none, selective (the attention core recomputed), full (every block).
 Checkpointing = Literal["none", "selective", "full"]
 CHECKPOINTINGS: tuple[str, ...] = get_args(Checkpointing)

@@ -137,7 +137,7 @@ def estimate(w: Workload) -> Estimate:
         "levels: allocated = live tensors (torch.cuda.max_memory_allocated); reserved = + "
         f"{m.overhead:.0%} allocator fragmentation; device = + CUDA context"
         + (" + NCCL buffers" if w.gpus > 1 else "") + " (nvidia-smi)",
-        stack_note(w.framework, w.stack),
+        f"training code habits: {stack_note(w.framework, w.stack)}",
         *m.assumptions,
     ]
     if cfg.resolved:

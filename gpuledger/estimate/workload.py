@@ -73,9 +73,9 @@ def stack_inputs(data: object) -> object:
         return data
     name = framework_name(data["framework"])
     engine = framework_engine(name)
-    if engine is None:
+    if engine is None or engine == data["framework"]:
         return data
-    if engine == name:
+    if engine == name:  # an engine written in another case or with `_`
         return {**data, "framework": engine}
     out = {**data, "framework": engine, "stack": name}
     for key, value in STACK_HABITS.get(name, {}).items():
@@ -91,21 +91,22 @@ def check_framework(value: object) -> object:
     if engine is not None:
         return engine
     if value is not None:
-        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."  # bounded, whatever was typed
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."  # bounded, whatever was typed
         raise ValueError(f"unknown framework {shown}: an engine ({', '.join(FRAMEWORKS)}) or a stack built on one "
                          f"({', '.join(FRAMEWORK_STACKS)})")
     return value
 
 
 def stack_note(framework: str, stack: str | None) -> str:
-    """Returns the estimate's line on the training code: the engine, and the stack it stands for."""
+    """Returns what the estimate assumes of the training code: the engine's habits, and the stack they stand
+    for with the stack's own defaults (the estimate's "training code habits" line, the plan's line on a stack)."""
     if not stack:
-        return f"training code habits: {framework} (logits/loss dtype, adapter dtype)"
+        return f"{framework} (logits/loss dtype, adapter dtype)"
     habits = STACK_HABITS.get(stack, {})
     own = (f"; {stack}'s own defaults: " + ", ".join(f"{k} {str(v).lower()}" for k, v in habits.items())
            if habits else "")
-    return (f"training code habits: {framework} (logits/loss dtype, adapter dtype), the engine {stack} runs on, "
-            f"timed and sized as it{own}")
+    return f"{framework} (logits/loss dtype, adapter dtype), the engine {stack} runs on, timed and sized as it{own}"
 
 
 def memory_habits(framework: str) -> str:

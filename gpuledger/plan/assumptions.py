@@ -85,8 +85,9 @@ def stack_notes(spec) -> list[str]:
     from gpuledger.estimate.workload import stack_note
 
     t = getattr(spec, "train", None)
-    return [f"train.framework {t.stack}: {stack_note(t.framework, t.stack).removeprefix('training code habits: ')}"] \
-        if t is not None and getattr(t, "stack", None) else []
+    if t is None or not getattr(t, "stack", None):
+        return []
+    return [f"train.framework {t.stack}: {stack_note(t.framework, t.stack)}"]
 
 
 def sample_lengths_notes(spec) -> list[str]:
