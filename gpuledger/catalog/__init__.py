@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import difflib
 import functools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -239,6 +240,33 @@ def _lookup_of(declared: tuple) -> dict[str, str]:
     return table
 
 
+#: words of a product name that do not tell the kind apart: the vendor's and product line's, the memory's type,
+#: and the SXM form factor (every catalog kind with a PCIe sibling is its SXM part; the PCIe ones have their own
+#: names: "H100 PCIe" is H100-PCIe, "A100 PCIe" is A100 by SkyPilot's name for both)
+_NAME_NOISE = re.compile(r"nvidia|tesla|geforce|quadro|amd|instinct|radeon|hbm\w*|gddr\w*|sxm\d?")
+_MEMORY_WORD = re.compile(r"(\d+)gb?")
+
+
+def _find(table: dict[str, str], key: str) -> str | None:
+    return table.get(key) or table.get(key.replace("-", ""))
+
+
+def _find_in_words(table: dict[str, str], key: str) -> str | None:
+    """The kind a product name as NVML, a datasheet or a cloud console writes it names ("NVIDIA A100-SXM4-80GB",
+    "NVIDIA H100 80GB HBM3", "L40S 48GB"): the name without its noise words, and without its memory size
+    where that size is the kind's own (`memory_gb_nominal`, within 1 GB); a size of another part ("V100 32GB")
+    names no kind."""
+    words = [w for w in key.split("-") if w and not _NAME_NOISE.fullmatch(w)]
+    if not words or (found := _find(table, "-".join(words))):
+        return found if words else None
+    sizes = [int(m.group(1)) for w in words if (m := _MEMORY_WORD.fullmatch(w))]
+    rest = [w for w in words if not _MEMORY_WORD.fullmatch(w)]
+    found = _find(table, "-".join(rest)) if sizes and rest else None
+    if found and all(abs(size - gpu_kinds()[found].memory_gb_nominal) <= 1 for size in sizes):
+        return found
+    return None
+
+
 class UnknownAccelerator(ValueError):
     """An accelerator name the catalog does not know; the message lists the close ones."""
 
@@ -249,11 +277,10 @@ def normalize_accelerator(name: str) -> str:
     Raises UnknownAccelerator, whose message names the closest known names.
     """
     table = _lookup()
-    key = _key(str(name))
-    if key in table:
-        return table[key]
-    if key.replace("-", "") in table:
-        return table[key.replace("-", "")]
+    key = _key(str(name))[:100]
+    found = _find(table, key) or _find_in_words(table, key)
+    if found:
+        return found
     close = difflib.get_close_matches(key, list(table), n=3, cutoff=0.5)
     names = sorted({table[c] for c in close})
     hint = f"; did you mean {', '.join(names)}?" if names else ""

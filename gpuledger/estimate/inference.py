@@ -105,7 +105,7 @@ GENERATION_OF: dict[str, str] = {
     "A10": "ampere", "A6000": "ampere", "L4": "ada", "L40": "ada", "L40S": "ada", "RTX4090": "ada",
     "H100": "hopper", "H200": "hopper", "B200": "blackwell",
     "H800": "hopper", "H20": "hopper", "GH200": "hopper", "GB200": "blackwell", "A800": "ampere", "A40": "ampere",
-    "RTX6000-Ada": "ada",
+    "RTX6000-Ada": "ada", "H100-PCIe": "hopper", "H100-NVL": "hopper",
     "MI300X": "ampere",  # AMD CDNA 3 under vLLM's ROCm kernels: no measurement here; the default figures
 }
 

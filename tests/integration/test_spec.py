@@ -103,7 +103,7 @@ MALFORMED = [
      if False else None),
     ("unknown accelerator", _variant("[a100-80gb]", "[a100-80gb, H1000]"),
      "m.yaml:15:29: resources.accelerators[1]: unknown accelerator 'H1000' (known: T4, L4, A10G, A10, L40, L40S, A100, "
-     "A100-80GB, H100, H200, B200, RTX4090, A6000, V100, H800, H20, A800, A40, RTX6000-Ada, GH200, GB200, MI300X); "
+     "A100-80GB, H100, H100-PCIe, H100-NVL, H200, B200, RTX4090, A6000, V100, H800, H20, A800, A40, RTX6000-Ada, GH200, GB200, MI300X); "
      "did you mean H100?"),
     ("bad duration", _variant("deadline: 1h", "deadline: 8x"),
      "m.yaml:17:33: budget.deadline: expected a duration like 8h, 90m, 2d or 1h30m (got '8x')"),

@@ -198,3 +198,48 @@ def test_the_estimate_table_says_no_price_for_an_unpriced_kind(project):
     assert by["A40"]["time_s"]["p50"] > by["H100"]["time_s"]["p50"] and by["A40"]["usd_on_demand"] is None
     assert by["A40"]["reason"] == "no price for A40 in any cloud: bring your own rate (docs/prices.md)"
     assert by["H100"]["usd_on_demand"] > 0
+
+
+#: product names as nvidia-smi, a datasheet or a cloud console writes them, and the kind each names
+PRODUCT_NAMES = {"NVIDIA A100-SXM4-80GB": "A100-80GB", "NVIDIA H100 80GB HBM3": "H100", "H200 141GB": "H200",
+                 "L4-24GB": "L4", "NVIDIA L4": "L4", "L40S 48GB": "L40S", "A100 80GB PCIe": "A100-80GB",
+                 "NVIDIA A100-PCIE-40GB": "A100", "A100 PCIe": "A100", "H100 PCIe": "H100-PCIe",
+                 "NVIDIA H100 PCIe": "H100-PCIe", "H100-PCIE-80GB": "H100-PCIe", "NVIDIA H100 NVL": "H100-NVL",
+                 "H100 SXM5 80GB": "H100", "NVIDIA GeForce RTX 4090": "RTX4090", "MI300X 192GB": "MI300X",
+                 "NVIDIA RTX 6000 Ada Generation 48GB": "RTX6000-Ada", "Tesla T4": "T4"}
+
+
+@pytest.mark.parametrize("typed,name", sorted(PRODUCT_NAMES.items()))
+def test_a_product_name_names_its_kind(typed, name):
+    from gpuledger.catalog import normalize_accelerator
+
+    assert normalize_accelerator(typed) == name
+
+
+@pytest.mark.parametrize("typed", ["V100 32GB", "A100 48GB", "RTX 3090", "RTX Pro 6000", "Quadro RTX 6000", "NVIDIA",
+                                   "80GB", "H800 PCIe", "x" * 5000])
+def test_a_product_name_of_another_part_names_no_kind(typed):
+    """A size that is not the kind's own, a card the catalog lacks (declare it in [[gpus]]), vendor words alone."""
+    from gpuledger.catalog import UnknownAccelerator, normalize_accelerator
+
+    with pytest.raises(UnknownAccelerator, match="unknown accelerator"):
+        normalize_accelerator(typed)
+
+
+def test_the_h100_pcie_and_nvl_are_timed_as_their_own_cards():
+    """The PCIe H100 is 756 dense TFLOPS at 2 TB/s over PCIe, the NVL 835 at 3.9 TB/s: not the SXM part's 989 and
+    3.35 TB/s over NVLink (datasheet columns, gpus.csv)."""
+    from gpuledger.catalog import gpu_kinds
+    from gpuledger.estimate import Workload, estimate, training_step
+    from gpuledger.estimate.calibration import accelerator_family
+    from gpuledger.estimate.throughput import _intra_node_gbps
+
+    kinds = gpu_kinds()
+    assert (kinds["H100-PCIe"].peak_tflops("bf16"), kinds["H100-PCIe"].bandwidth_gbps) == (756, 2000)
+    assert (kinds["H100-NVL"].peak_tflops("bf16"), kinds["H100-NVL"].memory_gb_nominal) == (835, 94)
+    assert _intra_node_gbps(kinds["H100-PCIe"])[0] == "pcie" and _intra_node_gbps(kinds["H100-NVL"])[0] == "pcie"
+    assert accelerator_family("H100-PCIe") == accelerator_family("H100-NVL") == "hopper"
+    est = estimate(Workload(model="meta-llama/Llama-3.1-8B", method="full", gpus=8, sharding="fsdp"))
+    sxm, pcie = training_step(est, "H100"), training_step(est, "H100-PCIe")
+    assert pcie.parts_s["matmul"] == pytest.approx(sxm.parts_s["matmul"] * 989 / 756, rel=1e-6)
+    assert pcie.parts_s["communication"] > 2 * sxm.parts_s["communication"]
