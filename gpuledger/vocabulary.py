@@ -56,25 +56,87 @@ FRAMEWORKS: tuple[str, ...] = get_args(Framework)
 #: LLaMA-Factory's CustomSeq2SeqTrainer and ms-swift's Seq2SeqTrainer subclass `transformers.Trainer`;
 #: Unsloth patches Transformers models under TRL's SFTTrainer; XTuner trains Transformers models (MMEngine
 #: runner); DeepSpeed here is the Trainer's integration (say `train.sharding: zero1|zero2|zero3`); verl
-#: (FSDP workers) and OpenRLHF (DeepSpeed) train Transformers models; Megatron-Bridge and Megatron-DeepSpeed
-#: run Megatron-Core; Composer is llm-foundry's trainer.
+#: (FSDP workers), OpenRLHF (DeepSpeed) and NeMo RL (its DTensor policy) train Transformers models;
+#: FastChat (Vicuna), Stanford Alpaca, alpaca-lora, llama-recipes / llama-cookbook, the alignment handbook,
+#: open-instruct, H2O LLM Studio, AutoTrain, Oumi and DeepSpeed-Chat train Transformers models with the
+#: Trainer, accelerate or DeepSpeed; Liger Kernel patches a Transformers model (its fused linear
+#: cross-entropy: `STACK_HABITS`). Native PyTorch (a training loop of its own over FSDP/FSDP2, DDP,
+#: torch.compile: fms-fsdp, KempnerForge, NeMo AutoModel's FSDP2 recipes, nanoGPT / modded-nanogpt,
+#: nanochat, llm.c) is timed as torchtitan, PyTorch's own reference of that stack. Megatron-Bridge and
+#: Megatron-DeepSpeed run Megatron-Core; Composer is llm-foundry's trainer; lit-llama is litgpt's
+#: predecessor; picotron is nanotron's teaching twin.
 FRAMEWORK_STACKS: dict[str, str] = {
     "transformers": "hf", "huggingface": "hf", "hugging-face": "hf", "hf-trainer": "hf", "peft": "hf", "trl": "hf",
     "accelerate": "hf", "axolotl": "hf", "llama-factory": "hf", "llamafactory": "hf", "ms-swift": "hf",
     "swift": "hf", "unsloth": "hf", "xtuner": "hf", "deepspeed": "hf", "verl": "hf", "openrlhf": "hf",
-    "lit-gpt": "litgpt", "megatron-lm": "megatron", "megatron-core": "megatron", "mcore": "megatron",
+    "nemo-rl": "hf", "sfttrainer": "hf", "fastchat": "hf", "alpaca-lora": "hf", "stanford-alpaca": "hf",
+    "llama-recipes": "hf", "llama-cookbook": "hf", "alignment-handbook": "hf", "open-instruct": "hf",
+    "h2o-llmstudio": "hf", "autotrain": "hf", "oumi": "hf", "deepspeed-chat": "hf", "liger-kernel": "hf",
+    "liger": "hf",
+    "pytorch": "torchtitan", "torch": "torchtitan", "fsdp": "torchtitan", "fsdp2": "torchtitan",
+    "fms-fsdp": "torchtitan", "kempnerforge": "torchtitan", "nemo-automodel": "torchtitan",
+    "nanogpt": "torchtitan", "modded-nanogpt": "torchtitan", "nanochat": "torchtitan", "llm-c": "torchtitan",
+    "lit-gpt": "litgpt", "lit-llama": "litgpt", "torch-tune": "torchtune", "picotron": "nanotron",
+    "megatron-lm": "megatron", "megatron-core": "megatron", "mcore": "megatron",
     "megatron-bridge": "megatron", "megatron-deepspeed": "megatron", "nemo2": "nemo", "nemo-framework": "nemo",
-    "llmfoundry": "llm-foundry", "composer": "llm-foundry",
+    "nemo-megatron": "nemo",
+    "llmfoundry": "llm-foundry", "composer": "llm-foundry", "mosaicml": "llm-foundry",
 }
 #: Every name `train.framework` and `estimate --framework` take: an engine or a stack built on one.
 FRAMEWORK_NAMES: tuple[str, ...] = FRAMEWORKS + tuple(FRAMEWORK_STACKS)
+#: Names that say less than the others beside them in a name of several ("torchtune + FSDP2", "Transformers +
+#: PEFT + DeepSpeed ZeRO-3", "Megatron-Core via NeMo"): the runtime (weakest: a Transformers model under FSDP
+#: is the Trainer's run) and the libraries a stack is built of ("Axolotl (DeepSpeed)" is Axolotl, NeMo runs
+#: Megatron-Core).
+_RUNTIME_WORDS = frozenset({"pytorch", "torch", "fsdp", "fsdp2"})
+#: Words beside a runtime word that do not name another stack ("native PyTorch FSDP2", "PyTorch DDP + compile").
+_QUALIFIER_WORDS = frozenset({"native", "plain", "vanilla", "ddp", "compile", "zero", "bf16", "fp8", "float8"})
+_LIBRARY_WORDS = frozenset({"hf", "transformers", "huggingface", "hugging-face", "hf-trainer", "peft", "trl",
+                            "accelerate", "deepspeed", "sfttrainer", "megatron", "megatron-core", "mcore"})
+
+
+def _one_spelling(value: str) -> str:
+    return "-".join(value.strip().lower().replace("_", " ").replace(".", " ").split())
 
 
 def framework_name(value: object) -> str:
-    """Returns `value` as the one spelling `FRAMEWORK_NAMES` holds: lower case, `_` and spaces as `-`
-    ("LLaMA-Factory", "llama_factory" -> "llama-factory"); other values unchanged (the caller's check
-    names them)."""
-    return "-".join(value.strip().lower().replace("_", " ").split()) if isinstance(value, str) else value  # type: ignore[return-value]
+    """Returns `value` as the one spelling `FRAMEWORK_NAMES` holds: lower case, `_`, `.` and spaces as `-`
+    ("LLaMA-Factory", "llama_factory" -> "llama-factory", "llm.c" -> "llm-c"); a name of several ("Hugging Face
+    Transformers + PEFT", "torchtune (FSDP2)", "NeMo 2.0") as the most telling name in it, where all of them run
+    on one engine; other values unchanged (the caller's check names them)."""
+    if not isinstance(value, str):
+        return value  # type: ignore[return-value]
+    name = _one_spelling(value[:200])
+    if name in FRAMEWORKS or name in FRAMEWORK_STACKS:
+        return name
+    return _named_in(name) or name
+
+
+def _named_in(name: str) -> str | None:
+    """The known name a name of several words holds (its words, or two or three of them joined by `-`): the
+    first that says most (not a runtime word, not a library word, where there is another), where
+    every name it holds at that level runs on one engine; None where none or several engines are named, or where
+    only runtime words are known among words of something else."""
+    words = [w for w in name.replace("+", "-").replace("/", "-").replace("(", "-").replace(")", "-").split("-") if w]
+    found: list[str] = []
+    for size in (3, 2, 1):
+        for i in range(len(words) - size + 1):
+            joined = "-".join(words[i:i + size])
+            if (joined in FRAMEWORKS or joined in FRAMEWORK_STACKS) and not any(f"-{joined}-" in f"-{f}-" for f in found):
+                found.append(joined)
+    if not found:
+        return None
+    named_words = {w for f in found for w in f.split("-")}
+    unknown = [w for w in words if w not in named_words and not w.isdigit() and w not in _QUALIFIER_WORDS]
+    if unknown and all(f in _RUNTIME_WORDS for f in found):
+        return None  # "pytorch-magic": a runtime word alone does not name what else was written
+    for level in (lambda n: n not in _RUNTIME_WORDS and n not in _LIBRARY_WORDS,
+                  lambda n: n not in _RUNTIME_WORDS, lambda n: True):
+        named = [n for n in found if level(n)]
+        if named:
+            engines = {n if n in FRAMEWORKS else FRAMEWORK_STACKS[n] for n in named}
+            return named[0] if len(engines) == 1 else None
+    return None
 
 
 def framework_engine(value: object) -> str | None:

@@ -56,11 +56,14 @@ FRAMEWORK_CHECKPOINTING = {"megatron": "selective", "nemo": "selective", "torcht
 #: "from 2024.11 onwards" (unsloth_zoo's LOGITS_ERROR_STRING; the loss runs fused over chunks,
 #: unsloth_zoo fused_losses), so `fused_ce`; `FastLanguageModel.get_peft_model(use_gradient_checkpointing=
 #: "unsloth")`, its default, checkpoints every block and offloads the checkpointed inputs to CPU memory,
-#: so `activation_offload`. XTuner's configs pack samples to the cap (`pack_to_max_length = True`).
+#: so `activation_offload`. XTuner's configs pack samples to the cap (`pack_to_max_length = True`). Liger
+#: Kernel's `apply_liger_kernel_to_*` / `AutoLigerKernelForCausalLM` replace the loss with its fused linear
+#: cross-entropy (`fused_linear_cross_entropy=True` by default: no logits materialised), so `fused_ce`.
 #: Their speed is their engine's (the time model has no term of either stack's own).
 STACK_HABITS: dict[str, dict[str, object]] = {
     "unsloth": {"fused_ce": True, "activation_offload": True},
     "xtuner": {"packing": True},
+    "liger-kernel": {"fused_ce": True}, "liger": {"fused_ce": True},
 }
 
 

@@ -111,3 +111,31 @@ def test_the_plan_states_the_stack_and_its_engine_and_is_silent_for_an_engine():
     (note,) = stack_notes(parse_spec(SPEC.replace("FRAMEWORK", "unsloth"), "stacks.yaml"))
     assert note.startswith("train.framework unsloth: hf") and "fused_ce true" in note
     assert stack_notes(parse_spec(SPEC.replace("FRAMEWORK", "hf"), "stacks.yaml")) == []
+
+
+@pytest.mark.parametrize("written, engine, stack", [
+    ("Hugging Face Transformers + PEFT", "hf", "hugging-face"), ("HF Trainer + DeepSpeed ZeRO-3", "hf", "hf-trainer"),
+    ("Axolotl (DeepSpeed)", "hf", "axolotl"), ("TRL + Unsloth", "hf", "unsloth"), ("torchtune (FSDP2)", "torchtune", None),
+    ("NeMo 2.0", "nemo", None), ("Megatron-Core via NeMo", "nemo", None), ("Megatron-Core FP8", "megatron", "megatron-core"),
+    ("native PyTorch FSDP2", "torchtitan", "pytorch"), ("llm.c", "torchtitan", "llm-c"),
+    ("NeMo AutoModel", "torchtitan", "nemo-automodel"), ("Transformers + FSDP", "hf", "transformers"),
+    ("Transformers + Liger Kernel", "hf", "liger-kernel")])
+def test_a_name_of_several_words_is_its_most_telling_name(written, engine, stack):
+    """The runtime (PyTorch, FSDP) says least, the libraries a stack is built of (Transformers, PEFT, DeepSpeed,
+    Megatron-Core) less than the stack; every name at the telling level must run on one engine."""
+    w = Workload(model="gpt2", framework=written)
+    assert (w.framework, w.stack) == (engine, stack)
+
+
+@pytest.mark.parametrize("written", ["pytorch-magic", "Megatron-Core + Transformers", "torchtune + litgpt", "my trainer"])
+def test_a_name_of_several_engines_or_of_a_runtime_and_something_else_is_refused(written):
+    with pytest.raises(ValueError, match="unknown framework"):
+        Workload(model="gpt2", framework=written)
+
+
+def test_liger_kernel_keeps_no_logits_unless_the_workload_says():
+    liger, hf = (estimate(Workload(model="google/gemma-7b", seq_len=8192, micro_batch=2, framework=f))
+                 for f in ("Liger Kernel", "hf"))
+    assert liger.workload.fused_ce and liger.memory_gib["logits"] < 0.01 * hf.memory_gib["logits"]
+    stated = estimate(Workload(model="google/gemma-7b", seq_len=8192, micro_batch=2, framework="liger", fused_ce=False))
+    assert stated.memory_gib == hf.memory_gib
