@@ -36,6 +36,44 @@ PRECISIONS: tuple[str, ...] = get_args(Precision)
 #: Precisions of a quantised, frozen base (full fine-tuning cannot train them).
 QUANTISED_PRECISIONS: tuple[str, ...] = ("int8", "int4", "nf4")
 
+#: What users write for a method or a precision beyond the names above (read in any case, `_` and spaces as
+#: `-`): a full fine-tune and pre-training train every weight (`full`); bitsandbytes' 4-bit base
+#: (`load_in_4bit`, its fp4 or nf4 quant type: the same kernels' cost) is `nf4`, its LLM.int8 base
+#: (`load_in_8bit`) `int8`; torch's dtype names; automatic mixed precision (`amp_bf16`, Composer's and
+#: Lightning's `bf16-mixed`) the `-mixed` precisions.
+METHOD_SPELLINGS: dict[str, str] = {
+    "full-finetune": "full", "full-fine-tune": "full", "full-fine-tuning": "full", "full-finetuning": "full",
+    "full-ft": "full", "fft": "full", "full-parameter": "full", "full-sft": "full", "pretrain": "full",
+    "pretraining": "full", "pre-training": "full", "serving": "inference", "serve": "inference",
+}
+PRECISION_SPELLINGS: dict[str, str] = {
+    "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float8": "fp8",
+    "4bit": "nf4", "4-bit": "nf4", "bnb-4bit": "nf4", "load-in-4bit": "nf4", "fp4": "nf4", "bnb-nf4": "nf4",
+    "8bit": "int8", "8-bit": "int8", "bnb-8bit": "int8", "load-in-8bit": "int8", "llm-int8": "int8",
+    "amp-bf16": "bf16-mixed", "bf16-amp": "bf16-mixed", "mixed-bf16": "bf16-mixed",
+    "amp-fp16": "fp16-mixed", "fp16-amp": "fp16-mixed", "mixed-fp16": "fp16-mixed",
+}
+
+
+def _spelled(value: object, names: tuple[str, ...], spellings: dict[str, str]) -> object:
+    if not isinstance(value, str):
+        return value
+    key = "-".join(value.strip().lower().replace("_", " ").split())
+    return key if key in names else spellings.get(key, value)
+
+
+def method_name(value: object) -> str:
+    """Returns `value` as `METHODS` spells it ("QLoRA" -> "qlora", "full fine-tune" -> "full"); other values
+    unchanged (the field's check names them)."""
+    return _spelled(value, METHODS, METHOD_SPELLINGS)  # type: ignore[return-value]
+
+
+def precision_name(value: object) -> str:
+    """Returns `value` as `PRECISIONS` spells it ("BF16", "bfloat16" -> "bf16", "4bit" -> "nf4"); other values
+    unchanged (the field's check names them)."""
+    return _spelled(value, PRECISIONS, PRECISION_SPELLINGS)  # type: ignore[return-value]
+
+
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "adafactor"]
 OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
 

@@ -231,9 +231,8 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser | None:
 
     s = sub.add_parser("estimate", help="memory, compute and time one training/inference setup needs")
     s.add_argument("model", metavar="MODEL", help="registry name or path to an HF config.json")
-    s.add_argument("--method", default="lora", choices=vocabulary.METHODS)
-    s.add_argument("--precision", default="bf16",
-                   choices=vocabulary.PRECISIONS)
+    s.add_argument("--method", default="lora", type=vocabulary.method_name, choices=vocabulary.METHODS)
+    s.add_argument("--precision", default="bf16", type=vocabulary.precision_name, choices=vocabulary.PRECISIONS)
     s.add_argument("--optimizer", default="adamw",
                    choices=vocabulary.OPTIMIZERS)
     s.add_argument("--batch", type=_positive_int, default=1, help="micro-batch per GPU")

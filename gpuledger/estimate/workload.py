@@ -24,6 +24,8 @@ from gpuledger.vocabulary import (
     Sharding,
     framework_engine,
     framework_name,
+    method_name,
+    precision_name,
 )
 
 #: Workload fields a spec's `train` section carries under the same name (gpuledger/spec/models.py Train).
@@ -314,6 +316,16 @@ class Workload(BaseModel):
         from gpuledger.models.params import parse_lora_targets
 
         return ",".join(parse_lora_targets(value)) if value.strip().lower() not in ("all-linear", "all") else "all-linear"
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _method(cls, value):
+        return method_name(value)
+
+    @field_validator("precision", mode="before")
+    @classmethod
+    def _precision(cls, value):
+        return precision_name(value)
 
     @field_validator("framework", mode="before")
     @classmethod

@@ -3,10 +3,10 @@ a spec (name, project, owner, model, precision) with the positions its fields ca
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from gpuledger.spec.types import LABEL_PATTERN, NAME_PATTERN
-from gpuledger.vocabulary import Precision
+from gpuledger.vocabulary import Precision, precision_name
 
 
 class _Strict(BaseModel):
@@ -19,6 +19,11 @@ class _SpecBase(_Strict):
     owner: str = Field(pattern=LABEL_PATTERN)
     model: str = Field(min_length=1, description="a registry name, or a path to an HF config.json")
     precision: Precision = "bf16"
+
+    @field_validator("precision", mode="before")
+    @classmethod
+    def _precision(cls, value):
+        return precision_name(value)
 
     _positions: dict[tuple, tuple[int, int]] = PrivateAttr(default_factory=dict)
     _source: str = PrivateAttr(default="<spec>")

@@ -44,6 +44,7 @@ from gpuledger.vocabulary import (
     RefModel,
     RLPolicy,
     Strategy,
+    method_name,
 )
 from gpuledger.vocabulary import SpecSharding as Sharding
 
@@ -467,6 +468,11 @@ class SweepSpec(_SpecBase):
     launcher: Launcher = "local"
     local: Local = Field(default_factory=Local)
     task: Task
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _method(cls, value):
+        return method_name(value)
 
 
 @functools.cache
