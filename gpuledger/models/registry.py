@@ -346,8 +346,12 @@ def _lookup(key: str) -> Path | None:
 
 
 def _lookup_short(short: str) -> Any:
-    """The registry config of a model's short name; Meta's old Meta-Llama-3.x-* names as the new ones."""
-    return _lookup(short) or (_lookup(short.removeprefix("meta-")) if short.startswith("meta-llama-3.") else None)
+    """The registry config of a model's short name; Meta's old Meta-Llama-3.x-* names as the new ones, and the
+    names people write for Meta's models: Llama-2-7b for its Transformers upload Llama-2-7b-hf, Llama-3-8B for
+    Meta-Llama-3-8B."""
+    return (_lookup(short) or (_lookup(short.removeprefix("meta-")) if short.startswith("meta-llama-3.") else None)
+            or (_lookup(short + "-hf") if short.startswith("llama-2-") else None)
+            or (_lookup("meta-" + short) if short.startswith("llama-3-") else None))
 
 
 def _resolved_to(path: Any, repo_id: str, why: str) -> Any:
@@ -404,7 +408,9 @@ def hf_cached_config(repo_id: str) -> Path | None:
 @functools.cache
 def _load_cached(name_or_path: str) -> ModelConfig:
     key = name_or_path.strip().lower().removeprefix("hf://").removeprefix("https://huggingface.co/").strip("/")
-    path = _lookup(key)
+    if " " in key and "/" not in key:  # "Llama 2 7B": a name written with spaces
+        key = "-".join(key.split())
+    path = _lookup(key) or (_lookup_short(key) if "/" not in key else None)
     if path is not None:
         data = _read_json(path)
         name = _registry_name(path)

@@ -47,6 +47,26 @@ VERIFIED = {
     "EleutherAI/pythia-160m": 162_322_944, "EleutherAI/pythia-1b": 1_011_781_632,
     "EleutherAI/pythia-6.9b": 6_857_302_016,
     "tiiuae/falcon-7b": 6_921_720_704, "tiiuae/falcon-40b": 41_303_293_952,
+    # 2026-12-04, transformers 5.25.0 + torch 2.13.0 (CPU), the same way
+    "01-ai/Yi-6B": 6_061_035_520, "HuggingFaceTB/SmolLM2-1.7B": 1_711_376_384,
+    "HuggingFaceTB/SmolLM2-135M": 134_515_008, "HuggingFaceTB/SmolLM2-360M": 361_821_120,
+    "Qwen/QwQ-32B": 32_763_876_352, "Qwen/Qwen2-0.5B": 494_032_768, "Qwen/Qwen2-1.5B": 1_543_714_304,
+    "Qwen/Qwen2-72B": 72_706_203_648, "Qwen/Qwen2-7B": 7_615_616_512, "Qwen/Qwen2.5-Coder-0.5B": 494_032_768,
+    "Qwen/Qwen2.5-Coder-1.5B": 1_543_714_304, "Qwen/Qwen2.5-Coder-14B": 14_770_033_664,
+    "Qwen/Qwen2.5-Coder-32B": 32_763_876_352, "Qwen/Qwen2.5-Coder-3B": 3_085_938_688,
+    "Qwen/Qwen2.5-Coder-7B": 7_615_616_512, "Qwen/Qwen2.5-Math-1.5B": 1_543_714_304,
+    "Qwen/Qwen2.5-Math-7B": 7_615_616_512, "TinyLlama/TinyLlama-1.1B-Chat-v1.0": 1_100_048_384,
+    "codellama/CodeLlama-13b-hf": 13_016_028_160, "codellama/CodeLlama-34b-hf": 33_743_970_304,
+    "codellama/CodeLlama-7b-hf": 6_738_546_688, "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": 70_553_706_496,
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": 8_030_261_248,
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": 1_777_088_000,
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B": 14_770_033_664,
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": 32_763_876_352,
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": 7_615_616_512, "google/codegemma-7b": 8_537_680_896,
+    "google/gemma-2-27b": 27_227_128_320, "meta-llama/Llama-3.3-70B-Instruct": 70_553_706_496,
+    "microsoft/Phi-3.5-mini-instruct": 3_821_079_552, "microsoft/phi-4": 14_659_507_200,
+    "mistralai/Mistral-7B-v0.3": 7_248_023_552, "mistralai/Mistral-Nemo-Base-2407": 12_247_782_400,
+    "openlm-research/open_llama_7b": 6_738_415_616,
     # the demo trainer's GPT-2 (V=45, P=64, d=64, 4 layers): 45*64 + 64*64 + 4*(12*64^2 + 13*64) + 2*64
     "gpuledger/demo-char-gpt": 207_040,
 }
@@ -132,6 +152,13 @@ def test_every_listed_family_and_model_is_registered():
               "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T"]:
         assert n in names, n
     assert all(load_config(n).num_layers > 0 for n in names)
+
+
+@pytest.mark.parametrize("written, name", [("Llama-2-7b", "meta-llama/Llama-2-7b-hf"), ("Llama 2 7B", "meta-llama/Llama-2-7b-hf"),
+                                           ("Llama-3-8B", "meta-llama/Meta-Llama-3-8B"),
+                                           ("meta-llama/Llama-2-13b", "meta-llama/Llama-2-13b-hf")])
+def test_meta_models_by_the_names_people_write(written, name):
+    assert name in (load_config(written).resolved or load_config(written).name)
 
 
 def test_names_case_insensitive_and_without_org():
