@@ -22,6 +22,7 @@ Statuses, from the smallest unit up:
 
 from __future__ import annotations
 
+import re
 from typing import Literal, get_args
 
 # -- what a workload is (spec `method`/`precision`/`train`, `gpuledger estimate` options) -----------
@@ -55,10 +56,15 @@ PRECISION_SPELLINGS: dict[str, str] = {
 }
 
 
+def _dashed(text: str) -> str:
+    """`text` in lower case with `_` and runs of spaces as one `-`: the one spelling of the names here."""
+    return "-".join(text.strip().lower().replace("_", " ").split())
+
+
 def _spelled(value: object, names: tuple[str, ...], spellings: dict[str, str]) -> object:
     if not isinstance(value, str):
         return value
-    key = "-".join(value.strip().lower().replace("_", " ").split())
+    key = _dashed(value)
     return key if key in names else spellings.get(key, value)
 
 
@@ -133,8 +139,7 @@ _LIBRARY_WORDS = frozenset({"hf", "transformers", "huggingface", "hugging-face",
                             "accelerate", "deepspeed", "sfttrainer", "megatron", "megatron-core", "mcore"})
 
 
-def _one_spelling(value: str) -> str:
-    return "-".join(value.strip().lower().replace("_", " ").replace(".", " ").split())
+_KNOWN_FRAMEWORKS = frozenset(FRAMEWORK_NAMES)
 
 
 def framework_name(value: object) -> str:
@@ -144,8 +149,8 @@ def framework_name(value: object) -> str:
     on one engine; other values unchanged (the caller's check names them)."""
     if not isinstance(value, str):
         return value  # type: ignore[return-value]
-    name = _one_spelling(value[:200])
-    if name in FRAMEWORKS or name in FRAMEWORK_STACKS:
+    name = _dashed(value[:200].replace(".", " "))
+    if name in _KNOWN_FRAMEWORKS:
         return name
     return _named_in(name) or name
 
@@ -155,12 +160,12 @@ def _named_in(name: str) -> str | None:
     first that says most (not a runtime word, not a library word, where there is another), where
     every name it holds at that level runs on one engine; None where none or several engines are named, or where
     only runtime words are known among words of something else."""
-    words = [w for w in name.replace("+", "-").replace("/", "-").replace("(", "-").replace(")", "-").split("-") if w]
+    words = [w for w in re.split(r"[-+/()]+", name) if w]
     found: list[str] = []
     for size in (3, 2, 1):
         for i in range(len(words) - size + 1):
             joined = "-".join(words[i:i + size])
-            if (joined in FRAMEWORKS or joined in FRAMEWORK_STACKS) and not any(f"-{joined}-" in f"-{f}-" for f in found):
+            if joined in _KNOWN_FRAMEWORKS and not any(f"-{joined}-" in f"-{f}-" for f in found):
                 found.append(joined)
     if not found:
         return None

@@ -257,8 +257,10 @@ def _find_in_words(table: dict[str, str], key: str) -> str | None:
     where that size is the kind's own (`memory_gb_nominal`, within 1 GB); a size of another part ("V100 32GB")
     names no kind."""
     words = [w for w in key.split("-") if w and not _NAME_NOISE.fullmatch(w)]
-    if not words or (found := _find(table, "-".join(words))):
-        return found if words else None
+    if not words:
+        return None
+    if found := _find(table, "-".join(words)):
+        return found
     sizes = [int(m.group(1)) for w in words if (m := _MEMORY_WORD.fullmatch(w))]
     rest = [w for w in words if not _MEMORY_WORD.fullmatch(w)]
     found = _find(table, "-".join(rest)) if sizes and rest else None

@@ -410,7 +410,7 @@ def _load_cached(name_or_path: str) -> ModelConfig:
     key = name_or_path.strip().lower().removeprefix("hf://").removeprefix("https://huggingface.co/").strip("/")
     if " " in key and "/" not in key:  # "Llama 2 7B": a name written with spaces
         key = "-".join(key.split())
-    path = _lookup(key) or (_lookup_short(key) if "/" not in key else None)
+    path = _lookup(key) if "/" in key else _lookup_short(key)
     if path is not None:
         data = _read_json(path)
         name = _registry_name(path)
