@@ -97,10 +97,11 @@ def flops_per_token(cfg: ModelConfig, params_total: int, params_active: int, met
 
 def active_params(cfg: ModelConfig) -> int:
     """Returns the parameters a token's matmuls touch: all but input embeddings (the lm_head
-    counts, tied or not), and only the routed experts of an MoE layer."""
+    counts, tied or not) and a multimodal checkpoint's vision tower, and only the routed experts of an
+    MoE layer."""
     pc = count_params(cfg)
     d = cfg.hidden_size
-    active = pc.non_embedding + cfg.vocab_size * d
+    active = pc.language - pc.embedding + cfg.vocab_size * d  # a vision tower is not run by a text step
     if cfg.num_experts > 1:
         expert = sum(lin.weight_params for lin in layer_linears(cfg) if lin.count > 1)
         active -= int(cfg.moe_layers * expert * (1 - cfg.experts_per_token / cfg.num_experts))

@@ -149,12 +149,16 @@ def _resid_bytes(precision: str) -> int:
     return 4 if precision in ("fp32", "bf16-mixed", "fp16-mixed") else 2
 
 
+#: families that normalise queries and keys before attention (their inputs are saved for backward)
+QK_NORM_FAMILIES = ("qwen3", "qwen3_moe", "gemma3_text", "olmo2", "olmo3")
+
+
 def _norms_per_layer(cfg: ModelConfig) -> tuple[int, bool]:
     """Returns (norm inputs saved per block, attention and MLP share one normed input)."""
     t = cfg.model_type
-    if t == "gemma2":
+    if t in ("gemma2", "gemma3_text"):
         return 4, False
-    if t == "phi":
+    if t in ("phi", "gptj") or (t == "stablelm" and cfg.get("use_parallel_residual", False)):
         return 1, True
     if t == "falcon":
         if not cfg.get("parallel_attn", True):
@@ -192,7 +196,7 @@ def layer_activation_bytes_per_token(cfg: ModelConfig, precision: str, *, lora_l
     k_e = cfg.experts_per_token
     n_norm, shared = _norms_per_layer(cfg)
     b = n_norm * d * r  # norm inputs
-    if cfg.model_type in ("qwen3", "qwen3_moe"):
+    if cfg.model_type in QK_NORM_FAMILIES or (cfg.model_type == "stablelm" and cfg.get("qk_layernorm", False)):
         b += (q + kv) * a  # q_norm / k_norm inputs
     b += d * a  # attention input (normed) shared by q/k/v projections
     b += (q + 2 * kv) * a  # q, k, v saved by the attention kernel

@@ -14,22 +14,30 @@ from dataclasses import dataclass
 from gpuledger.models.registry import ModelConfig
 
 EXACT_FAMILIES = ("gpt2", "opt", "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2",
-                  "phi", "phi3", "gpt_neox", "falcon", "qwen3_moe", "qwen2_moe", "deepseek_v3", "gpt_oss")
+                  "phi", "phi3", "gpt_neox", "falcon", "qwen3_moe", "qwen2_moe", "deepseek_v3", "gpt_oss",
+                  "gemma3_text", "olmo", "olmo2", "olmo3", "mpt", "gptj", "starcoder2", "stablelm")
 
 
 @dataclass(frozen=True)
 class ParamCount:
     """Parameter count of a model: `total`, `embedding` (token + position embeddings and an untied
-    lm_head), and `exact` (False for a generic estimate of an unknown family)."""
+    lm_head), `exact` (False for a generic estimate of an unknown family) and `vision` (a multimodal
+    checkpoint's vision tower and projector, in `total`: loaded and held, not run by a text step)."""
 
     total: int
     embedding: int
     exact: bool
     note: str = ""
+    vision: int = 0
 
     @property
     def non_embedding(self) -> int:
         return self.total - self.embedding
+
+    @property
+    def language(self) -> int:
+        """Returns the parameters of the language model (all but a vision tower)."""
+        return self.total - self.vision
 
 
 @dataclass(frozen=True)
@@ -86,8 +94,26 @@ def layer_linears(cfg: ModelConfig) -> list[Linear]:
                 Linear("dense_h_to_4h", d, inter, b, ("up",)), Linear("dense_4h_to_h", inter, d, b, ("down",))]
     if t == "deepseek_v3":
         return _mla_linears(cfg) + _moe_linears(cfg)
-    # llama-style: llama, mistral, mixtral, qwen2, qwen3, gemma, gemma2, qwen2_moe, qwen3_moe, gpt_oss
-    # (and the generic fallback)
+    if t == "mpt":  # fused Wqkv, out_proj, ffn up/down; transformers' MPT has no biases (modeling_mpt.py)
+        return [Linear("Wqkv", d, 3 * d, False, ("q", "k", "v")), Linear("out_proj", d, d, False, ("o",)),
+                Linear("ffn.up_proj", d, inter, False, ("up",)), Linear("ffn.down_proj", inter, d, False, ("down",))]
+    if t == "gptj":  # q/k/v/out_proj without bias, fc_in/fc_out with (modeling_gptj.py)
+        return [Linear("q_proj", d, d, False, ("q",)), Linear("k_proj", d, d, False, ("k",)),
+                Linear("v_proj", d, d, False, ("v",)), Linear("out_proj", d, d, False, ("o",)),
+                Linear("mlp.fc_in", d, inter, True, ("up",)), Linear("mlp.fc_out", inter, d, True, ("down",))]
+    if t == "starcoder2":  # every projection biased by use_bias; a plain c_fc / c_proj MLP (modeling_starcoder2.py)
+        b = bool(cfg.get("use_bias", True))
+        return [Linear("q_proj", d, q_dim, b, ("q",)), Linear("k_proj", d, kv_dim, b, ("k",)),
+                Linear("v_proj", d, kv_dim, b, ("v",)), Linear("o_proj", q_dim, d, b, ("o",)),
+                Linear("mlp.c_fc", d, inter, b, ("up",)), Linear("mlp.c_proj", inter, d, b, ("down",))]
+    if t == "stablelm":  # q/k/v biased by use_qkv_bias, o_proj and the gated MLP never (modeling_stablelm.py)
+        b = bool(cfg.get("use_qkv_bias", False))
+        return [Linear("q_proj", d, q_dim, b, ("q",)), Linear("k_proj", d, kv_dim, b, ("k",)),
+                Linear("v_proj", d, kv_dim, b, ("v",)), Linear("o_proj", q_dim, d, False, ("o",)),
+                Linear("gate_proj", d, inter, False, ("gate",)), Linear("up_proj", d, inter, False, ("up",)),
+                Linear("down_proj", inter, d, False, ("down",))]
+    # llama-style: llama, mistral, mixtral, qwen2, qwen3, gemma, gemma2, gemma3_text, olmo, olmo2, olmo3,
+    # qwen2_moe, qwen3_moe, gpt_oss (and the generic fallback)
     attn_bias = bool(cfg.get("attention_bias", False))
     qkv_bias = attn_bias or t in ("qwen2", "qwen2_moe")  # Qwen2 q/k/v have a bias, o_proj none (modeling_qwen2.py)
     o_bias = attn_bias and t != "qwen2_moe"
@@ -206,6 +232,9 @@ def count_params(cfg: ModelConfig) -> ParamCount:
     linears = sum(lin.params for lin in layer_linears(cfg))
     tied = cfg.tie_word_embeddings
     exact, note = t in EXACT_FAMILIES, ""
+    if cfg.get("_declared_model_type"):
+        exact, note = False, (f"model_type {cfg.get('_declared_model_type')!r} counted as transformers' {t!r} "
+                              "(the same block; its own code may add norm biases)")
     if t == "gpt2":
         pos = int(cfg.get("n_positions", 1024)) * d
         emb = vocab * d + pos
@@ -236,6 +265,43 @@ def count_params(cfg: ModelConfig) -> ParamCount:
         emb = vocab * d
         per_layer = linears + 4 * d  # input, post_attention, pre_feedforward, post_feedforward norms
         final = d
+        head = 0 if tied else vocab * d
+    elif t == "gemma3_text":  # Gemma 2's four norms + q_norm, k_norm over head_dim (modeling_gemma3.py)
+        emb = vocab * d
+        per_layer = linears + 4 * d + 2 * cfg.head_dim
+        final = d
+        head = 0 if tied else vocab * d
+    elif t == "olmo":  # non-parametric LayerNorms (modeling_olmo.py OlmoLayerNorm): no norm weights
+        emb = vocab * d
+        per_layer = linears
+        final = 0
+        head = 0 if tied else vocab * d
+    elif t in ("olmo2", "olmo3"):  # post-attention / post-feedforward RMSNorms, q_norm and k_norm over the
+        emb = vocab * d  # whole projections (num_heads x head_dim, num_kv_heads x head_dim)
+        per_layer = linears + 2 * d + (cfg.num_heads + cfg.num_kv_heads) * cfg.head_dim
+        final = d
+        head = 0 if tied else vocab * d
+    elif t == "mpt":  # ALiBi: no position embedding; norm_1, norm_2, norm_f are LayerNorms without bias
+        emb = vocab * d
+        per_layer = linears + 2 * d
+        final = d
+        head = 0 if tied else vocab * d
+    elif t == "gptj":  # one ln_1 per block (parallel attention + MLP); lm_head has a bias
+        emb = vocab * d
+        per_layer = linears + _norm(d, True)
+        final = _norm(d, True)
+        head = 0 if tied else vocab * d + vocab
+    elif t == "starcoder2":  # LayerNorms with a bias, whatever use_bias says
+        emb = vocab * d
+        per_layer = linears + 2 * _norm(d, True)
+        final = _norm(d, True)
+        head = 0 if tied else vocab * d
+    elif t == "stablelm":  # LayerNorms with a bias; one with use_parallel_residual; per-head q/k LayerNorm weights
+        emb = vocab * d
+        per_layer = linears + (1 if cfg.get("use_parallel_residual", False) else 2) * _norm(d, True)
+        if cfg.get("qk_layernorm", False):
+            per_layer += (cfg.num_heads + cfg.num_kv_heads) * cfg.head_dim
+        final = _norm(d, True)
         head = 0 if tied else vocab * d
     elif t == "phi":
         emb = vocab * d
@@ -275,4 +341,30 @@ def count_params(cfg: ModelConfig) -> ParamCount:
     if cfg.num_experts > 1 and cfg.dense_layers:
         dense = sum(lin.params for lin in dense_layer_linears(cfg)) - linears
         total += cfg.dense_layers * dense
-    return ParamCount(total=total, embedding=emb + head, exact=exact, note=note)
+    vision = vision_tower_params(cfg)
+    return ParamCount(total=total + vision, embedding=emb + head, exact=exact, note=note, vision=vision)
+
+
+def vision_tower_params(cfg: ModelConfig) -> int:
+    """Returns the parameters of a Gemma 3 checkpoint's SigLIP vision tower and its projector (0 for a
+    text-only model), as modeling_siglip.py / modeling_gemma3.py build them: the patch convolution
+    (with bias) and one learned position per patch, per encoder layer q/k/v/out projections and fc1/fc2
+    (all biased) and two LayerNorms, a post LayerNorm, the optional attention-pooling head, and
+    Gemma3MultiModalProjector's input projection (vision width x text width) and soft-embedding RMSNorm."""
+    v = cfg.get("vision_config")
+    if cfg.model_type != "gemma3_text" or not isinstance(v, dict):
+        return 0
+    try:
+        w, inter, layers = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["num_hidden_layers"])
+        chans, patch, image = int(v["num_channels"]), int(v["patch_size"]), int(v["image_size"])
+    except (KeyError, TypeError, ValueError):
+        return 0
+    if min(w, inter, layers, chans, patch, image) <= 0:
+        return 0
+    embed = chans * patch * patch * w + w + (image // patch) ** 2 * w
+    layer = 4 * (w * w + w) + 2 * _norm(w, True) + (w * inter + inter) + (inter * w + w)
+    head = 0
+    if v.get("vision_use_head", True):  # probe, in_proj (3w x w + 3w), out_proj, LayerNorm, MLP
+        head = w + 3 * w * w + 3 * w + w * w + w + _norm(w, True) + (w * inter + inter) + (inter * w + w)
+    projector = w * cfg.hidden_size + w
+    return embed + layers * layer + _norm(w, True) + head + projector

@@ -87,13 +87,51 @@ HF_DEFAULTS: dict[str, dict[str, Any]] = {
                "num_kv_heads": None, "multi_query": True, "new_decoder_architecture": False,
                "parallel_attn": True, "bias": False, "alibi": False, "ffn_hidden_size": None,
                "num_ln_in_parallel_attn": None, "max_position_embeddings": 2048, "tie_word_embeddings": True},
+    # transformers configuration_gemma3.py (Gemma3TextConfig), configuration_olmo*.py, configuration_mpt.py,
+    # configuration_gptj.py, configuration_starcoder2.py, configuration_stablelm.py (transformers 5.25)
+    "gemma3_text": {"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+                    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+                    "max_position_embeddings": 131072, "tie_word_embeddings": True, "attention_bias": False},
+    "olmo": {"vocab_size": 50304, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+             "num_attention_heads": 32, "num_key_value_heads": None, "max_position_embeddings": 2048,
+             "tie_word_embeddings": False, "attention_bias": False},
+    "olmo2": {"vocab_size": 50304, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "num_key_value_heads": None, "max_position_embeddings": 2048,
+              "tie_word_embeddings": False, "attention_bias": False},
+    "olmo3": {"vocab_size": 50304, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "num_key_value_heads": None, "max_position_embeddings": 2048,
+              "tie_word_embeddings": False, "attention_bias": False},
+    "mpt": {"vocab_size": 50368, "d_model": 2048, "n_heads": 16, "n_layers": 24, "expansion_ratio": 4,
+            "max_seq_len": 2048, "tie_word_embeddings": True},
+    "gptj": {"vocab_size": 50400, "n_embd": 4096, "n_layer": 28, "n_head": 16, "n_inner": None, "n_positions": 2048,
+             "rotary_dim": 64, "tie_word_embeddings": False},
+    "starcoder2": {"vocab_size": 49152, "hidden_size": 3072, "intermediate_size": 12288, "num_hidden_layers": 30,
+                   "num_attention_heads": 24, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+                   "tie_word_embeddings": True, "use_bias": True},
+    "stablelm": {"vocab_size": 50304, "hidden_size": 2560, "intermediate_size": 6912, "num_hidden_layers": 32,
+                 "num_attention_heads": 32, "num_key_value_heads": 32, "max_position_embeddings": 4096,
+                 "tie_word_embeddings": False, "use_qkv_bias": False, "qk_layernorm": False,
+                 "use_parallel_residual": False},
 }
+
+#: transformers' SiglipVisionConfig defaults, for the vision tower of a Gemma 3 checkpoint
+#: (Gemma3ForConditionalGeneration: configuration_siglip.py)
+SIGLIP_DEFAULTS: dict[str, Any] = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
+                                   "num_attention_heads": 12, "num_channels": 3, "image_size": 224, "patch_size": 16,
+                                   "vision_use_head": True}
+
+#: model types that are another family's architecture under an older name: MosaicML's own
+#: `mosaic_gpt` (mpt-1b-redpajama-200b, trust_remote_code) is the MPT block transformers builds as `mpt`
+_FAMILY_ALIASES = {"mosaic_gpt": "mpt"}
 
 # Older config.json files spell some keys differently; transformers maps them (attribute_map).
 _KEY_ALIASES = {
     "falcon": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads", "n_head_kv": "num_kv_heads"},
     "gpt2": {"hidden_size": "n_embd", "num_hidden_layers": "n_layer", "num_attention_heads": "n_head",
              "max_position_embeddings": "n_positions"},
+    "gptj": {"hidden_size": "n_embd", "num_hidden_layers": "n_layer", "num_attention_heads": "n_head",
+             "max_position_embeddings": "n_positions"},
+    "mpt": {"mlp_ratio": "expansion_ratio"},
 }
 
 
@@ -155,7 +193,8 @@ class ModelConfig:
     def gated_mlp(self) -> bool:
         """True for SwiGLU/GeGLU MLPs (gate, up, down); False for two-matrix MLPs."""
         return self.model_type in {"llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "phi3",
-                                   "qwen3_moe", "qwen2_moe", "deepseek_v3", "gpt_oss"} or (
+                                   "qwen3_moe", "qwen2_moe", "deepseek_v3", "gpt_oss", "gemma3_text", "olmo",
+                                   "olmo2", "olmo3", "stablelm"} or (
             self.model_type not in HF_DEFAULTS and self.raw.get("hidden_act", "silu") in ("silu", "swiglu")
         )
 
@@ -188,12 +227,18 @@ def _normalise(raw: dict[str, Any], name: str, where: str) -> ModelConfig:
     model_type = str(raw.get("model_type") or "").strip()
     if not model_type:
         raise UserError(f"{where}: no 'model_type' key; an HF config.json names its family (e.g. \"llama\")")
+    if model_type == "gemma3":
+        raw = _gemma3_text(raw, where)
+        model_type = "gemma3_text"
+    declared, model_type = model_type, _FAMILY_ALIASES.get(model_type, model_type)
     cfg = dict(HF_DEFAULTS.get(model_type, {}))
     for old, new in _KEY_ALIASES.get(model_type, {}).items():
         if old in raw and new not in raw:
             raw = {**raw, new: raw[old]}
     cfg.update({k: v for k, v in raw.items() if v is not None or k not in cfg})
     cfg["model_type"] = model_type
+    if declared != model_type:
+        cfg["_declared_model_type"] = declared
 
     def need(*keys: str) -> int:
         for key in keys:
@@ -201,14 +246,20 @@ def _normalise(raw: dict[str, Any], name: str, where: str) -> ModelConfig:
                 return _int(cfg[key], key, where)
         raise UserError(f"{where}: missing {keys[0]!r} (model_type {model_type!r} has no default for it)")
 
-    if model_type == "gpt2":
+    if model_type in ("gpt2", "gptj"):
         d, layers, heads = need("n_embd", "hidden_size"), need("n_layer"), need("n_head")
         inter = _int(cfg["n_inner"], "n_inner", where) if cfg.get("n_inner") else 4 * d
         kv, max_pos = heads, cfg.get("n_positions")
+    elif model_type == "mpt":  # MptConfig: d_model, n_heads, n_layers, expansion_ratio x d_model MLP, max_seq_len
+        d, layers, heads = need("d_model", "hidden_size"), need("n_layers"), need("n_heads")
+        ratio = cfg.get("expansion_ratio")
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio <= 0:
+            raise UserError(f"{where}: expansion_ratio must be a positive number (got {ratio!r})")
+        inter, kv, max_pos = int(ratio * d), heads, cfg.get("max_seq_len")
     else:
         d = need("hidden_size", "n_embd", "d_model")
-        layers = need("num_hidden_layers", "n_layer", "num_layers")
-        heads = need("num_attention_heads", "n_head", "num_heads")
+        layers = need("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+        heads = need("num_attention_heads", "n_head", "num_heads", "n_heads")
         if model_type == "opt":
             inter = need("ffn_dim")
         elif model_type == "falcon":
@@ -272,6 +323,24 @@ def _normalise(raw: dict[str, Any], name: str, where: str) -> ModelConfig:
         source=where,
         raw=cfg,
     )
+
+
+def _gemma3_text(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """Returns a Gemma 3 checkpoint's language model as one flat `gemma3_text` config, its vision tower
+    kept under `vision_config` (SigLIP defaults applied), so the count holds both and the compute the text.
+
+    The 4B, 12B and 27B checkpoints are `Gemma3ForConditionalGeneration` (configuration_gemma3.py
+    Gemma3Config): a `text_config` (Gemma3TextConfig), a SigLIP `vision_config` and a projector;
+    `AutoModelForCausalLM` loads all of it, and a text-only fine-tune runs only the language model."""
+    text = raw.get("text_config") or {}
+    vision = raw.get("vision_config") or {}
+    if not isinstance(text, dict) or not isinstance(vision, dict):
+        raise UserError(f"{where}: a gemma3 config's text_config and vision_config must be JSON objects")
+    flat = {k: v for k, v in raw.items() if k not in ("text_config", "vision_config")}
+    flat.update(text)
+    flat["model_type"] = "gemma3_text"
+    flat["vision_config"] = {**SIGLIP_DEFAULTS, **{k: v for k, v in vision.items() if v is not None}}
+    return flat
 
 
 #: an HF config.json is a few KiB; a larger file is not one (and is not read whole)
@@ -348,10 +417,11 @@ def _lookup(key: str) -> Path | None:
 def _lookup_short(short: str) -> Any:
     """The registry config of a model's short name; Meta's old Meta-Llama-3.x-* names as the new ones, and the
     names people write for Meta's models: Llama-2-7b for its Transformers upload Llama-2-7b-hf, Llama-3-8B for
-    Meta-Llama-3-8B."""
+    Meta-Llama-3-8B; and Google's Gemma 3 without its -pt (pre-trained) tag: gemma-3-4b for gemma-3-4b-pt."""
     return (_lookup(short) or (_lookup(short.removeprefix("meta-")) if short.startswith("meta-llama-3.") else None)
             or (_lookup(short + "-hf") if short.startswith("llama-2-") else None)
-            or (_lookup("meta-" + short) if short.startswith("llama-3-") else None))
+            or (_lookup("meta-" + short) if short.startswith("llama-3-") else None)
+            or (_lookup(short + "-pt") if short.startswith("gemma-3-") else None))
 
 
 def _resolved_to(path: Any, repo_id: str, why: str) -> Any:

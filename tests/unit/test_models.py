@@ -67,6 +67,16 @@ VERIFIED = {
     "microsoft/Phi-3.5-mini-instruct": 3_821_079_552, "microsoft/phi-4": 14_659_507_200,
     "mistralai/Mistral-7B-v0.3": 7_248_023_552, "mistralai/Mistral-Nemo-Base-2407": 12_247_782_400,
     "openlm-research/open_llama_7b": 6_738_415_616,
+    # 2026-12-05, transformers 5.25.0 + torch 2.13.0 (CPU), the same way: the families added that day (Gemma 3
+    # with its SigLIP vision tower for 4B-27B, OLMo, OLMo 2, MPT, GPT-J) and more of the published bases
+    "google/gemma-3-270m": 268_098_176, "google/gemma-3-1b-pt": 999_885_952, "google/gemma-3-4b-pt": 4_300_079_472,
+    "google/gemma-3-12b-pt": 12_187_325_040, "google/gemma-3-27b-pt": 27_432_406_640,
+    "allenai/OLMo-2-0425-1B": 1_484_916_736, "allenai/OLMo-2-1124-7B": 7_298_617_344,
+    "allenai/OLMo-2-1124-13B": 13_716_198_400, "allenai/OLMo-2-0325-32B": 32_234_279_936,
+    "allenai/OLMo-1B-hf": 1_176_764_416, "allenai/OLMo-7B-hf": 6_888_095_744,
+    "mosaicml/mpt-7b": 6_649_286_656, "mosaicml/mpt-30b": 29_957_200_896, "EleutherAI/gpt-j-6b": 6_050_882_784,
+    "EleutherAI/pythia-2.8b": 2_775_208_960, "EleutherAI/pythia-12b": 11_846_072_320,
+    "huggyllama/llama-13b": 13_015_864_320, "huggyllama/llama-30b": 32_528_943_616,
     # the demo trainer's GPT-2 (V=45, P=64, d=64, 4 layers): 45*64 + 64*64 + 4*(12*64^2 + 13*64) + 2*64
     "gpuledger/demo-char-gpt": 207_040,
 }
@@ -108,6 +118,35 @@ EDGE = [
     ({"model_type": "falcon", "num_hidden_layers": 1}, 502_548_224),
     ({"model_type": "opt"}, 125_239_296),
     ({"model_type": "gpt2"}, 124_439_808),
+    # 2026-12-05, transformers 5.25.0, the same way
+    ({"model_type": "starcoder2", "num_hidden_layers": 1}, 246_980_096),
+    ({"model_type": "starcoder2", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+      "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000, "use_bias": False,
+      "tie_word_embeddings": False}, 1_366_528),
+    ({"model_type": "stablelm", "num_hidden_layers": 1}, 336_870_400),
+    ({"model_type": "stablelm", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+      "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000, "use_qkv_bias": True,
+      "qk_layernorm": True, "use_parallel_residual": True}, 1_629_056),
+    ({"model_type": "olmo", "num_hidden_layers": 1}, 614_465_536),
+    ({"model_type": "olmo", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+      "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000, "attention_bias": True,
+      "tie_word_embeddings": True}, 1_371_392),
+    ({"model_type": "olmo2", "num_hidden_layers": 1}, 614_486_016),
+    ({"model_type": "olmo3", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+      "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000}, 1_628_032),
+    ({"model_type": "gemma3_text", "num_hidden_layers": 1}, 681_996_032),
+    ({"model_type": "mpt", "n_layers": 1}, 153_491_456),
+    ({"model_type": "gptj", "n_layer": 1}, 614_290_656),
+    ({"model_type": "gptj", "n_embd": 256, "n_layer": 2, "n_head": 8, "n_inner": 700, "vocab_size": 1000,
+      "rotary_dim": 16}, 1_757_536),
+    # a sparse Gemma 3 config.json: text_config and vision_config take their classes' defaults
+    ({"model_type": "gemma3", "text_config": {"num_hidden_layers": 1}, "vision_config": {"num_hidden_layers": 1}},
+     698_683_904),
+    ({"model_type": "gemma3", "text_config": {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+                                              "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+                                              "vocab_size": 1000},
+      "vision_config": {"hidden_size": 128, "intermediate_size": 300, "num_hidden_layers": 2, "num_attention_heads": 4,
+                        "image_size": 224, "patch_size": 14, "vision_use_head": False}}, 1_867_096),
 ]
 
 
@@ -159,6 +198,35 @@ def test_every_listed_family_and_model_is_registered():
                                            ("meta-llama/Llama-2-13b", "meta-llama/Llama-2-13b-hf")])
 def test_meta_models_by_the_names_people_write(written, name):
     assert name in (load_config(written).resolved or load_config(written).name)
+
+
+@pytest.mark.parametrize("written, name", [("google/gemma-3-4b-it", "google/gemma-3-4b-pt"),
+                                           ("gemma-3-12b", "google/gemma-3-12b-pt"),
+                                           ("unsloth/gemma-3-27b-it-bnb-4bit", "google/gemma-3-27b-pt"),
+                                           ("google/gemma-3-1b-it", "google/gemma-3-1b-pt"),
+                                           ("allenai/OLMo-2-1124-7B-Instruct", "allenai/OLMo-2-1124-7B"),
+                                           ("mosaicml/mpt-7b-instruct", "mosaicml/mpt-7b"),
+                                           ("EleutherAI/gpt-j-6B", "EleutherAI/gpt-j-6b")])
+def test_new_families_by_the_names_people_write(written, name):
+    cfg = load_config(written)
+    assert name in (cfg.resolved or cfg.name)
+
+
+def test_gemma3_vision_tower_is_held_not_run():
+    """Gemma 3 4B-27B load a SigLIP tower with the language model: its weights count, its FLOPs do not."""
+    from gpuledger.estimate.compute import active_params
+
+    big, text_only = load_config("google/gemma-3-4b-pt"), load_config("google/gemma-3-1b-pt")
+    pc = count_params(big)
+    assert pc.vision == 419_816_304 and pc.total == pc.language + pc.vision
+    # active: everything but the input embedding and the tower (the tied lm_head runs)
+    assert active_params(big) == pc.language - pc.embedding + big.vocab_size * big.hidden_size
+    assert count_params(text_only).vision == 0 and big.gated_mlp
+
+
+def test_mosaic_gpt_is_counted_as_mpt_and_says_so():
+    pc = count_params(load_config("mosaicml/mpt-1b-redpajama-200b"))
+    assert pc.total == 1_311_213_568 and not pc.exact and "mosaic_gpt" in pc.note
 
 
 def test_names_case_insensitive_and_without_org():
