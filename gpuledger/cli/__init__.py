@@ -251,7 +251,8 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser | None:
     s.add_argument("--framework", default="hf", type=vocabulary.framework_name, choices=vocabulary.FRAMEWORK_NAMES,
                    metavar="{" + ",".join(vocabulary.FRAMEWORKS) + ",axolotl,unsloth,...}",
                    help="training stack: its memory habits and speed (default hf); an engine, or a stack built on "
-                        "one (" + ", ".join(vocabulary.FRAMEWORK_STACKS) + "), timed and sized as its engine")
+                        "one (" + ", ".join(vocabulary.FRAMEWORK_STACKS) + "), timed and sized as its engine "
+                        "(Unsloth's LoRA/QLoRA steps with its own kernels' measured speed-up)")
     s.add_argument("--device", default="gpu", choices=vocabulary.DEVICES,
                    help="cpu: estimate resident memory of a CPU run (the local demo)")
     if not isinstance(s, _Unbuilt):

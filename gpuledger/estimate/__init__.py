@@ -176,7 +176,8 @@ def train_setup(est: Estimate, accelerator: str, gpus: int | None = None, method
         compile=w.compile or None, flash_attn=w.flash_attn, sharding=w.sharding,
         tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel,
         params_trainable=float(est.params_trainable), lora_r=w.lora_r, optimizer=w.optimizer,
-        offload=w.offload, sequence_parallel=w.sequence_parallel, expert_parallel=w.expert_parallel)
+        offload=w.offload, sequence_parallel=w.sequence_parallel, expert_parallel=w.expert_parallel,
+        stack=w.stack)
 
 
 def sample_lengths_note(w: Workload) -> str | None:

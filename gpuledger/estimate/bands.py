@@ -56,6 +56,16 @@ FLOOR = {"time": 0.20, "memory": 0.15}
 #: ranges, bounds and settings the sources leave unstated.
 UNSCORED_SPREAD = {("time", "8bit"): 0.47}
 UNSCORED_WHAT = {("time", "8bit"): "the 8-bit factor's own spread (3 published ratios, int8_speed.csv)"}
+#: A stack timed with a kernel factor of its own over its engine (coefficients.STACK_KERNEL_SPEEDUP: adapter runs),
+#: and that factor's spread in log space (P10 / P90 half-width), added in quadrature to each side of the time band
+#: of such a run (its cell is its engine's: no scored public row is a run of the stack): 1.2816 x the root mean square
+#: of each source's mean log residual of gpuledger/estimate/data/stack_speed.csv against the model's ratio at the
+#: factor (`public.stack_residuals`; tests/unit/test_stack_speed.py recomputes it). The two sources (Unsloth's own
+#: measurements and LLaMA-Factory's wiki) sit ~1.5x apart, so the spread is wide.
+STACK_SPREAD = {"unsloth": 0.27}
+STACK_WHAT = {"unsloth": "unsloth's kernel factor's own spread (14 published ratios of 2 sources, stack_speed.csv)"}
+#: the methods a stack's kernel factor times (the frozen base of an adapter run; a full fine-tune is the engine's)
+STACK_METHODS = ("lora", "qlora")
 #: the cell's fields, finest first dropped last (the order levels drop them: family first)
 CELL_FIELDS = ("framework", "method", "quantization", "regime", "family")
 QUANTITIES = ("time", "memory")
@@ -302,9 +312,23 @@ def table_with_runs(runs: list[dict] | None) -> BandTable:
 
 
 def band_for(quantity: str, framework: str, method: str, precision: str | None, gpus: int | None,
-             accelerator: str | None, table: BandTable | None = None) -> Band:
-    """Returns the band of one figure (`quantity` time | memory) of its cell."""
-    return (table or public_table()).band(quantity, cell_of(framework, method, precision, gpus, accelerator))
+             accelerator: str | None, stack: str | None = None, table: BandTable | None = None) -> Band:
+    """Returns the band of one figure (`quantity` time | memory) of its cell; the time of a run of a `stack`
+    with a kernel factor of its own (STACK_SPREAD) also carries that factor's spread."""
+    band = (table or public_table()).band(quantity, cell_of(framework, method, precision, gpus, accelerator))
+    return with_stack_spread(band, stack, method) if quantity == "time" else band
+
+
+def with_stack_spread(band: Band, stack: str | None, method: str) -> Band:
+    """Returns a time band widened, each side in quadrature, by the spread of `stack`'s kernel factor where the
+    run's time uses one (an adapter run of a stack in STACK_SPREAD), else the band as it is."""
+    extra = STACK_SPREAD.get(stack or "")
+    if not extra or method not in STACK_METHODS:
+        return band
+    lo = math.hypot(math.log(band.p50 / band.p10), extra)
+    hi = math.hypot(math.log(band.p90 / band.p50), extra)
+    unscored = "; + ".join(x for x in (band.unscored, STACK_WHAT[stack]) if x)
+    return replace(band, p10=band.p50 * math.exp(-lo), p90=band.p50 * math.exp(hi), unscored=unscored)
 
 
 def probe_band(step_s_p10: float | None, step_s_p50: float | None, step_s_p90: float | None, steps: int,

@@ -217,6 +217,20 @@ QUANT_KERNELS_PER_LINEAR = {"nf4": 3, "int8": 6}
 #: figures (bands.UNSCORED_SPREAD) and leave the factor where the 4-bit comparison (2.5x measured, 2.7x modelled) has it.
 INT8_BASE_MATMUL_FACTOR = 4.0
 
+#: A stack built on an engine whose own kernels make its adapter runs faster than the engine's (LoRA and QLoRA:
+#: the frozen base; a full fine-tune on it is timed as the engine), as a divisor of the step's matmul,
+#: memory-bound and launch time; attention (FlashAttention-2 in both), the optimizer step, the fixed per-step cost
+#: and communication are the engine's. Unsloth replaces RoPE, RMSNorm, SwiGLU and the cross-entropy with Triton
+#: kernels, runs the LoRA linears' backward by hand and dequantises NF4 weights with its own kernel. Fitted on the
+#: published ratios of gpuledger/estimate/data/stack_speed.csv (Unsloth against Transformers + PEFT at the same
+#: settings: 14 ratios of 2 sources, each source one vote): Unsloth's own measurements (the TRL docs' A100 table,
+#: 1.61-1.95x against Transformers + FlashAttention-2; its benchmarks page, "2x" on H100 and A100-80GB) and
+#: LLaMA-Factory's wiki (1.36x at 4 x 1,024 16-bit LoRA, 1.11-1.17x at 1 x 1,024-32,768 4-bit): the value makes the
+#: two sources' mean log residuals equal and opposite (`public.stack_ratio_rows`, `public.fit_stack_speedup`;
+#: tests/unit/test_stack_speed.py refits it). The sources disagree by ~1.6x: the bands add their spread to such a
+#: figure (bands.STACK_SPREAD).
+STACK_KERNEL_SPEEDUP = {"unsloth": 1.58}
+
 #: Kernels an eager (Transformers) sparse-MoE block launches per expert the micro-batch routes to, per
 #: pass: `torch.where` on the routing mask, the token gather, gate/up/down linears, the activation, the
 #: routing-weight multiply and `index_add_` (transformers modeling_mixtral.py / modeling_qwen3_moe.py

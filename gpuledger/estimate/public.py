@@ -320,3 +320,49 @@ def int8_ratio_rows() -> list[tuple[str, str, float, float]]:
         base = step("qlora", "nf4") if r["compared"] == "nf4" else step("lora", "bf16")
         out.append((r["id"], r["source"], float(r["measured_ratio"]), step("lora", "int8") / base))
     return out
+
+
+def stack_ratio_rows(speedup: dict[str, float] | None = None) -> list[tuple[str, str, str, float, float]]:
+    """Returns (id, source, stack, measured ratio, the model's ratio) of every row of stack_speed.csv: the
+    published speed of a stack over its engine at the same settings (`compared` hf: Transformers + PEFT with
+    FlashAttention-2 / SDPA; hf-eager: with Transformers' eager attention), and the step model's ratio at the
+    row's settings (one GPU, packed), with `speedup` in place of STACK_KERNEL_SPEEDUP when given."""
+    from gpuledger.estimate import Workload, estimate, train_setup
+    from gpuledger.models import load_config
+
+    out = []
+    for r in read_csv("stack_speed.csv"):
+        def step(framework: str, flash: bool, r=r) -> float:
+            w = Workload(model=r["model"], method=r["method"], precision=r["precision"], framework=framework,
+                         micro_batch=int(r["micro_batch"]), seq_len=int(r["seq_len"]), packing=True,
+                         flash_attn=flash, lora_r=int(r["lora_r"]), lora_targets=r["lora_targets"])
+            est = estimate(w)
+            return step_time(ModelShape.from_config(load_config(w.model)), train_setup(est, r["gpu"]),
+                             stack_speedup=speedup).step_s
+
+        stack = "unsloth" if r["source"] in ("unsloth", "llama-factory-wiki") else r["source"]
+        base = step("hf", r["compared"] != "hf-eager")
+        out.append((r["id"], r["source"], stack, float(r["measured_ratio"]), base / step(stack, True)))
+    return out
+
+
+def stack_residuals(speedup: dict[str, float] | None = None) -> dict[str, list[float]]:
+    """Returns, per source of stack_speed.csv, its rows' log(measured ratio / the model's ratio)."""
+    by_source: dict[str, list[float]] = {}
+    for _id, source, _stack, measured, model in stack_ratio_rows(speedup):
+        by_source.setdefault(source, []).append(math.log(measured / model))
+    return by_source
+
+
+def fit_stack_speedup(stack: str = "unsloth") -> float:
+    """Returns the STACK_KERNEL_SPEEDUP of `stack` that zeroes the mean over sources of each source's mean log
+    residual (each source one vote), by bisection: the model's ratio grows with the factor."""
+    def mean_residual(f: float) -> float:
+        means = [sum(v) / len(v) for v in stack_residuals({stack: f}).values()]
+        return sum(means) / len(means)
+
+    lo, hi = 1.0, 4.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if mean_residual(mid) > 0 else (lo, mid)
+    return (lo + hi) / 2

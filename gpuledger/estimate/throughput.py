@@ -60,6 +60,7 @@ from gpuledger.estimate.coefficients import (
     SAMPLE_LENGTH_CV,
     SMALL_MATMUL_TOKENS,
     STACK_GENERATION_FACTOR,
+    STACK_KERNEL_SPEEDUP,
     ZERO_STEP_S_PER_PARAM,
     generation,
     nodes_for,
@@ -138,6 +139,9 @@ class TrainSetup:
     offload: str = "none"  # none | optimizer | params (vocabulary.Offload)
     sequence_parallel: int = 1  # GPUs each sequence is split over (Ulysses / ring attention / context parallel)
     expert_parallel: int = 1  # GPUs the routed experts are split over (MoE)
+    #: the stack built on the engine (`vocabulary.FRAMEWORK_STACKS`), None for the engine itself; a stack with
+    #: its own kernels (STACK_KERNEL_SPEEDUP) runs an adapter step faster than its engine
+    stack: str | None = None
 
 
 @dataclass(frozen=True)
@@ -251,10 +255,12 @@ def _bus_gbps(kind, nodes: int, interconnect: str | None) -> tuple[float, str]:
     return intra, f"one node ({link}, {intra:g} GB/s per GPU)"
 
 
-def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] | None = None) -> StepTime:
+def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] | None = None,
+              stack_speedup: dict[str, float] | None = None) -> StepTime:
     """Returns the StepTime of setup `s` for a model of `shape`.
 
-    `efficiency` overrides MATMUL_EFFICIENCY per class (the fit of `fit_efficiency` uses it)."""
+    `efficiency` overrides MATMUL_EFFICIENCY per class (the fit of `fit_efficiency` uses it), `stack_speedup`
+    STACK_KERNEL_SPEEDUP (the fit of `public.fit_stack_speedup` uses it)."""
     from gpuledger.catalog import gpu_kinds, normalize_accelerator
 
     kind = gpu_kinds()[normalize_accelerator(s.accelerator)]
@@ -367,6 +373,14 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
         notes.append(f"eager attention: {heads} heads x {seq_run:,.0f}^2 scores per sequence and layer through memory "
                      f"({EAGER_SCORE_BYTES} B each per forward+backward); train.flash_attention: true removes it")
     memory_s = mem_bytes / bw / shard
+    kernel_speedup = (stack_speedup or STACK_KERNEL_SPEEDUP).get(s.stack or "", 1.0) if frozen else 1.0
+    if kernel_speedup != 1.0:
+        # a stack's own kernels (Unsloth): the matmul, memory-bound and launch time of an adapter step / the factor
+        matmul_s /= kernel_speedup
+        memory_s /= kernel_speedup
+        notes.append(f"{s.stack}'s own kernels: an adapter step's matmul, memory-bound and launch time / "
+                     f"{kernel_speedup:.2f} (published {s.stack} / {s.framework} ratios, stack_speed.csv); "
+                     "attention, optimizer and communication as the engine")
 
     gpu_s = matmul_s + attention_s + memory_s
     # kernel launches: a floor under each micro-batch's GPU time (eager Python dispatch)
@@ -379,7 +393,7 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
         hit = min(shape.experts, tokens_mb * shape.experts_per_token)
         per_layer += hit * MOE_KERNELS_PER_EXPERT
     kernels = shape.layers / pp * per_layer * (passes + (0.5 if frozen else 0))
-    launch_s = kernels * KERNEL_LAUNCH_S[fused]
+    launch_s = kernels * KERNEL_LAUNCH_S[fused] / kernel_speedup
     micro_s = max(gpu_s, launch_s)
     if launch_s > gpu_s:
         notes.append(f"launch-bound: {kernels:,.0f} kernels per micro-batch take longer to launch than to run")

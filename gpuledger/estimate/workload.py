@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from gpuledger.estimate.dynamic_sampling import DynamicSampling
 from gpuledger.vocabulary import (
@@ -61,7 +69,8 @@ FRAMEWORK_CHECKPOINTING = {"megatron": "selective", "nemo": "selective", "torcht
 #: so `activation_offload`. XTuner's configs pack samples to the cap (`pack_to_max_length = True`). Liger
 #: Kernel's `apply_liger_kernel_to_*` / `AutoLigerKernelForCausalLM` replace the loss with its fused linear
 #: cross-entropy (`fused_linear_cross_entropy=True` by default: no logits materialised), so `fused_ce`.
-#: Their speed is their engine's (the time model has no term of either stack's own).
+#: Their speed is their engine's, but for Unsloth's adapter runs: its own kernels (coefficients.STACK_KERNEL_SPEEDUP,
+#: from the published Unsloth / Transformers ratios of gpuledger/estimate/data/stack_speed.csv).
 STACK_HABITS: dict[str, dict[str, object]] = {
     "unsloth": {"fused_ce": True, "activation_offload": True},
     "xtuner": {"packing": True},
@@ -111,7 +120,13 @@ def stack_note(framework: str, stack: str | None) -> str:
     habits = STACK_HABITS.get(stack, {})
     own = (f"; {stack}'s own defaults: " + ", ".join(f"{k} {str(v).lower()}" for k, v in habits.items())
            if habits else "")
-    return f"{framework} (logits/loss dtype, adapter dtype), the engine {stack} runs on, timed and sized as it{own}"
+    from gpuledger.estimate.coefficients import STACK_KERNEL_SPEEDUP
+
+    speed = STACK_KERNEL_SPEEDUP.get(stack)
+    timed = (f"sized as it and timed as it with {stack}'s own kernels on LoRA/QLoRA (matmul, memory-bound and launch "
+             f"time / {speed:g}, from published {stack} / {framework} ratios: stack_speed.csv)" if speed
+             else "timed and sized as it")
+    return f"{framework} (logits/loss dtype, adapter dtype), the engine {stack} runs on, {timed}{own}"
 
 
 def memory_habits(framework: str) -> str:
@@ -159,8 +174,10 @@ class Workload(BaseModel):
     #: memory habits (`memory_habits`) and run at their own speed (throughput.py)
     framework: Framework = Field("hf", json_schema_extra={"enum": list(FRAMEWORK_NAMES)})
     #: the stack the workload named in `framework` when it is one built on an engine (`axolotl`,
-    #: `unsloth`, ...; `vocabulary.FRAMEWORK_STACKS`), else None; said in the estimate's notes
-    stack: str | None = Field(None, exclude=True)
+    #: `unsloth`, ...; `vocabulary.FRAMEWORK_STACKS`), else None; said in the estimate's notes, and timed where
+    #: the stack has kernels of its own (coefficients.STACK_KERNEL_SPEEDUP). Dumped only when set, so the
+    #: workload text of an engine's run (the plan's, the estimates') is what it was before stacks were named.
+    stack: str | None = None
     #: GRPO/PPO reward model (registry name or config path); None: GRPO uses rule-based rewards
     #: (no model), PPO a reward model of the policy's architecture.
     reward_model: str | None = None
@@ -326,6 +343,13 @@ class Workload(BaseModel):
     @classmethod
     def _precision(cls, value):
         return precision_name(value)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        data = handler(self)
+        if isinstance(data, dict) and data.get("stack") is None:
+            data.pop("stack", None)
+        return data
 
     @field_validator("framework", mode="before")
     @classmethod

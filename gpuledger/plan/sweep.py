@@ -54,7 +54,8 @@ def settings_for(spec, *, max_parallel: int | None = None, launcher: str | None 
         target=spec.search.objective.target,
         confidence=confidence,
         band_table=band_table,
-        deadline_factor=deadline_factor(framework, spec.method, confidence, band_table),
+        deadline_factor=deadline_factor(framework, spec.method, confidence, band_table,
+                                        getattr(getattr(spec, "train", None), "stack", None)),
         lengths_unstated=lengths_unstated(spec),
         nodes=getattr(getattr(spec, "train", None), "nodes", None),
     )

@@ -171,7 +171,8 @@ class Train(_Strict):
     # optimised-stack options of the memory estimate (gpuledger.estimate.Workload documents each effect)
     framework: Framework = Field("hf", description="training code whose memory habits and speed to assume: an "
                                  "engine, or a stack built on one (axolotl, unsloth, llama-factory, trl, ...: "
-                                 "gpuledger.vocabulary.FRAMEWORK_STACKS), timed and sized as its engine",
+                                 "gpuledger.vocabulary.FRAMEWORK_STACKS), timed and sized as its engine (Unsloth's LoRA/QLoRA "
+                                 "steps with its own kernels' measured speed-up)",
                                  json_schema_extra={"enum": list(FRAMEWORK_NAMES)})
     #: the stack `framework` named when it is one built on an engine, else None (set by the check, not written)
     stack: SkipJsonSchema[str | None] = Field(None, exclude=True)
