@@ -372,6 +372,12 @@ class Workload(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
+        if self.stack is not None and FRAMEWORK_STACKS.get(self.stack) != self.framework:
+            shown = repr(self.stack) if len(repr(self.stack)) <= 60 else repr(self.stack)[:57] + "..."
+            engine = FRAMEWORK_STACKS.get(self.stack)
+            raise ValueError(f"stack {shown} runs on {engine}, not {self.framework}: name the stack in framework"
+                             if engine else f"stack {shown} is not a stack built on an engine (one of "
+                             f"{', '.join(FRAMEWORK_STACKS)}); name it in framework")
         if self.gpus % (self.tensor_parallel * self.pipeline_parallel * self.sequence_parallel):
             raise ValueError(f"gpus ({self.gpus}) must be a multiple of tensor_parallel x pipeline_parallel x "
                              f"sequence_parallel ({self.tensor_parallel} x {self.pipeline_parallel} x "

@@ -94,3 +94,13 @@ def test_the_plan_times_an_unsloth_spec_with_its_kernels_and_bands_it_wider():
     assert un["compute_s"] < hf["compute_s"] / 1.2 and un["est_cost_usd"] < hf["est_cost_usd"]
     assert un["est_wall_s_p90"] / un["est_wall_s"] > hf["est_wall_s_p90"] / hf["est_wall_s"]
     assert "kernel factor" in un["est_band"] and "kernel factor" not in hf["est_band"]
+
+
+@pytest.mark.parametrize("kw, words", [(dict(framework="megatron", stack="unsloth"), ["runs on hf, not megatron"]),
+                                       (dict(stack="x" * 100), ["is not a stack built on an engine", "..."])])
+def test_a_stack_the_workload_states_must_run_on_its_framework(kw, words):
+    """The workload text carries its stack and a stack times the run: one that does not run on the workload's engine
+    (a hand-written Python API call, an edited plan) is refused with a bounded message, not silently timed."""
+    with pytest.raises(ValueError) as err:
+        Workload(model="gpt2", **kw)
+    assert all(w in str(err.value) for w in words) and "x" * 61 not in str(err.value)
