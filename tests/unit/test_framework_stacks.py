@@ -141,3 +141,24 @@ def test_liger_kernel_keeps_no_logits_unless_the_workload_says():
     assert liger.workload.fused_ce and liger.memory_gib["logits"] < 0.01 * hf.memory_gib["logits"]
     stated = estimate(Workload(model="google/gemma-7b", seq_len=8192, micro_batch=2, framework="liger", fused_ce=False))
     assert stated.memory_gib == hf.memory_gib
+
+
+@pytest.mark.parametrize("extra, fused", [
+    ({"trl_version": "1.4.0"}, True), ({"trl_version": "1.5.1", "framework": "TRL"}, True),
+    ({"trl_version": "1.3"}, False), ({}, False), ({"trl_version": "0.19"}, False),
+    ({"trl_version": "1.5", "fused_ce": False}, False), ({"trl_version": "1.5", "use_liger_kernel": True}, True),
+    ({"trl_version": "1.5", "framework": "axolotl"}, False), ({"trl_version": "1.5", "framework": "torchtune"}, False)])
+def test_trl_from_1_4_computes_its_sft_loss_in_chunks_unless_the_workload_says(extra, fused):
+    """TRL's SFTTrainer defaults to loss_type chunked_nll from v1.4.0 (huggingface/trl #5846): no full logits. A
+    workload of TRL's SFT at that version is sized with fused_ce; an older or unstated version, another stack's
+    trainer, or a workload that sets fused_ce keeps what it says."""
+    w = Workload(**{"model": "Qwen/Qwen3-1.7B", "method": "lora", "micro_batch": 4, "seq_len": 2048, **extra})
+    assert w.fused_ce is fused
+    e = estimate(w)
+    assert (e.memory_gib["logits"] < 0.5) is fused
+
+
+def test_a_spec_stating_trl_1_4_plans_without_full_logits():
+    text = SPEC.replace("FRAMEWORK", "trl, trl_version: '1.4.0'")
+    assert parse_spec(text, "stacks.yaml").train.fused_ce is True
+    assert parse_spec(SPEC.replace("FRAMEWORK", "trl"), "stacks.yaml").train.fused_ce is False
