@@ -199,11 +199,12 @@ def sample_lengths_note(w: Workload) -> str | None:
 
 
 def training_step(est: Estimate, accelerator: str, gpus: int | None = None, method: str | None = None,
-                  precision: str | None = None) -> StepTime:
+                  precision: str | None = None, *, stack_speedup: dict[str, float] | None = None) -> StepTime:
     """Returns the StepTime (seconds per optimizer step, tokens per step, parts, assumptions) of an
-    estimate's workload on `accelerator` (gpuledger/estimate/throughput.py)."""
+    estimate's workload on `accelerator` (gpuledger/estimate/throughput.py; `stack_speedup` in place of
+    STACK_KERNEL_SPEEDUP, for its fit)."""
     return step_time(ModelShape.from_config(load_config(est.workload.model)),
-                     train_setup(est, accelerator, gpus, method, precision))
+                     train_setup(est, accelerator, gpus, method, precision), stack_speedup=stack_speedup)
 
 
 def time_basis(method: str) -> str:

@@ -31,6 +31,8 @@ import statistics
 from dataclasses import dataclass, field, replace
 from importlib import resources
 
+from gpuledger.estimate.coefficients import STACK_KERNEL_METHODS
+
 #: package data with the public rows' out-of-source errors (benchmarks/band_table.py --write)
 BAND_ROWS_FILE = "band_rows.json"
 #: quantiles of a band
@@ -64,8 +66,6 @@ UNSCORED_WHAT = {("time", "8bit"): "the 8-bit factor's own spread (3 published r
 #: measurements and LLaMA-Factory's wiki) sit ~1.5x apart, so the spread is wide.
 STACK_SPREAD = {"unsloth": 0.27}
 STACK_WHAT = {"unsloth": "unsloth's kernel factor's own spread (14 published ratios of 2 sources, stack_speed.csv)"}
-#: the methods a stack's kernel factor times (the frozen base of an adapter run; a full fine-tune is the engine's)
-STACK_METHODS = ("lora", "qlora")
 #: the cell's fields, finest first dropped last (the order levels drop them: family first)
 CELL_FIELDS = ("framework", "method", "quantization", "regime", "family")
 QUANTITIES = ("time", "memory")
@@ -323,7 +323,7 @@ def with_stack_spread(band: Band, stack: str | None, method: str) -> Band:
     """Returns a time band widened, each side in quadrature, by the spread of `stack`'s kernel factor where the
     run's time uses one (an adapter run of a stack in STACK_SPREAD), else the band as it is."""
     extra = STACK_SPREAD.get(stack or "")
-    if not extra or method not in STACK_METHODS:
+    if not extra or method not in STACK_KERNEL_METHODS:
         return band
     lo = math.hypot(math.log(band.p50 / band.p10), extra)
     hi = math.hypot(math.log(band.p90 / band.p50), extra)

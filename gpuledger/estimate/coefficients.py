@@ -230,6 +230,8 @@ INT8_BASE_MATMUL_FACTOR = 4.0
 #: tests/unit/test_stack_speed.py refits it). The sources disagree by ~1.6x: the bands add their spread to such a
 #: figure (bands.STACK_SPREAD).
 STACK_KERNEL_SPEEDUP = {"unsloth": 1.58}
+#: the methods a stack's kernel factor times (the frozen base of an adapter run; a full fine-tune is the engine's)
+STACK_KERNEL_METHODS = ("lora", "qlora")
 
 #: Kernels an eager (Transformers) sparse-MoE block launches per expert the micro-batch routes to, per
 #: pass: `torch.where` on the routing mask, the token gather, gate/up/down linears, the activation, the

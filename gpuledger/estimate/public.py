@@ -327,8 +327,7 @@ def stack_ratio_rows(speedup: dict[str, float] | None = None) -> list[tuple[str,
     published speed of a stack over its engine at the same settings (`compared` hf: Transformers + PEFT with
     FlashAttention-2 / SDPA; hf-eager: with Transformers' eager attention), and the step model's ratio at the
     row's settings (one GPU, packed), with `speedup` in place of STACK_KERNEL_SPEEDUP when given."""
-    from gpuledger.estimate import Workload, estimate, train_setup
-    from gpuledger.models import load_config
+    from gpuledger.estimate import Workload, estimate, training_step
 
     out = []
     for r in read_csv("stack_speed.csv"):
@@ -336,13 +335,10 @@ def stack_ratio_rows(speedup: dict[str, float] | None = None) -> list[tuple[str,
             w = Workload(model=r["model"], method=r["method"], precision=r["precision"], framework=framework,
                          micro_batch=int(r["micro_batch"]), seq_len=int(r["seq_len"]), packing=True,
                          flash_attn=flash, lora_r=int(r["lora_r"]), lora_targets=r["lora_targets"])
-            est = estimate(w)
-            return step_time(ModelShape.from_config(load_config(w.model)), train_setup(est, r["gpu"]),
-                             stack_speedup=speedup).step_s
+            return training_step(estimate(w), r["gpu"], stack_speedup=speedup).step_s
 
-        stack = "unsloth" if r["source"] in ("unsloth", "llama-factory-wiki") else r["source"]
         base = step("hf", r["compared"] != "hf-eager")
-        out.append((r["id"], r["source"], stack, float(r["measured_ratio"]), base / step(stack, True)))
+        out.append((r["id"], r["source"], r["stack"], float(r["measured_ratio"]), base / step(r["stack"], True)))
     return out
 
 

@@ -60,6 +60,7 @@ from gpuledger.estimate.coefficients import (
     SAMPLE_LENGTH_CV,
     SMALL_MATMUL_TOKENS,
     STACK_GENERATION_FACTOR,
+    STACK_KERNEL_METHODS,
     STACK_KERNEL_SPEEDUP,
     ZERO_STEP_S_PER_PARAM,
     generation,
@@ -373,7 +374,7 @@ def step_time(shape: ModelShape, s: TrainSetup, *, efficiency: dict[str, float] 
         notes.append(f"eager attention: {heads} heads x {seq_run:,.0f}^2 scores per sequence and layer through memory "
                      f"({EAGER_SCORE_BYTES} B each per forward+backward); train.flash_attention: true removes it")
     memory_s = mem_bytes / bw / shard
-    kernel_speedup = (stack_speedup or STACK_KERNEL_SPEEDUP).get(s.stack or "", 1.0) if frozen else 1.0
+    kernel_speedup = (stack_speedup or STACK_KERNEL_SPEEDUP).get(s.stack or "", 1.0) if s.method in STACK_KERNEL_METHODS else 1.0
     if kernel_speedup != 1.0:
         # a stack's own kernels (Unsloth): the matmul, memory-bound and launch time of an adapter step / the factor
         matmul_s /= kernel_speedup

@@ -12,12 +12,14 @@ from pydantic import (
     model_validator,
 )
 
+from gpuledger.estimate.coefficients import STACK_KERNEL_SPEEDUP
 from gpuledger.estimate.dynamic_sampling import DynamicSampling
 from gpuledger.vocabulary import (
     FRAMEWORK_NAMES,
     FRAMEWORK_STACKS,
     FRAMEWORKS,
     QUANTISED_PRECISIONS,
+    RL_METHODS,
     Checkpointing,
     Device,
     Framework,
@@ -86,18 +88,17 @@ def stack_inputs(data: object) -> object:
     field's check names them)."""
     if not isinstance(data, dict):
         return data
-    if "framework" not in data:
-        return trl_version_habits(data)
-    name = framework_name(data["framework"])
-    engine = framework_engine(name)
+    name = framework_name(data["framework"]) if "framework" in data else None
+    engine = framework_engine(name) if name is not None else None
     if engine is None or engine == data["framework"]:
-        return trl_version_habits(data)
-    if engine == name:  # an engine written in another case or with `_`
-        return trl_version_habits({**data, "framework": engine})
-    out = {**data, "framework": engine, "stack": name}
-    for key, value in STACK_HABITS.get(name, {}).items():
-        if out.get(key) is None:
-            out[key] = value
+        out = data
+    elif engine == name:  # an engine written in another case or with `_`
+        out = {**data, "framework": engine}
+    else:
+        out = {**data, "framework": engine, "stack": name}
+        for key, value in STACK_HABITS.get(name, {}).items():
+            if out.get(key) is None:
+                out[key] = value
     return trl_version_habits(out)
 
 
@@ -119,7 +120,7 @@ def trl_version_habits(data: dict) -> dict:
     of TRL's SFTTrainer (framework hf, or the trl / sfttrainer stack) at `trl_version` >= 1.4 that does not set it."""
     version = data.get("trl_version")
     if (not isinstance(version, str) or any(data.get(k) is not None for k in FUSED_CE_KEYS)
-            or data.get("method") in ("grpo", "ppo", "inference")
+            or data.get("method") in (*RL_METHODS, "inference")
             or data.get("stack") not in (None, "trl", "sfttrainer")
             or str(data.get("framework") or "hf") != "hf"):
         return data
@@ -130,6 +131,12 @@ def trl_version_habits(data: dict) -> dict:
     return {**data, "fused_ce": True} if (major, minor) >= TRL_CHUNKED_NLL_SINCE else data
 
 
+def _shown(value: object) -> str:
+    """Returns a value as a message shows it: its repr, cut at 60 characters whatever was typed."""
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
 def check_framework(value: object) -> object:
     """The `framework` field's check before its type's: an engine's or a stack's name in any case, with
     `_` or spaces for `-`, becomes its engine; one message lists what is known."""
@@ -137,9 +144,7 @@ def check_framework(value: object) -> object:
     if engine is not None:
         return engine
     if value is not None:
-        shown = repr(value)
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."  # bounded, whatever was typed
-        raise ValueError(f"unknown framework {shown}: an engine ({', '.join(FRAMEWORKS)}) or a stack built on one "
+        raise ValueError(f"unknown framework {_shown(value)}: an engine ({', '.join(FRAMEWORKS)}) or a stack built on one "
                          f"({', '.join(FRAMEWORK_STACKS)})")
     return value
 
@@ -152,8 +157,6 @@ def stack_note(framework: str, stack: str | None) -> str:
     habits = STACK_HABITS.get(stack, {})
     own = (f"; {stack}'s own defaults: " + ", ".join(f"{k} {str(v).lower()}" for k, v in habits.items())
            if habits else "")
-    from gpuledger.estimate.coefficients import STACK_KERNEL_SPEEDUP
-
     speed = STACK_KERNEL_SPEEDUP.get(stack)
     timed = (f"sized as it and timed as it with {stack}'s own kernels on LoRA/QLoRA (matmul, memory-bound and launch "
              f"time / {speed:g}, from published {stack} / {framework} ratios: stack_speed.csv)" if speed
@@ -405,8 +408,7 @@ class Workload(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
         if self.stack is not None and FRAMEWORK_STACKS.get(self.stack) != self.framework:
-            shown = repr(self.stack) if len(repr(self.stack)) <= 60 else repr(self.stack)[:57] + "..."
-            engine = FRAMEWORK_STACKS.get(self.stack)
+            engine, shown = FRAMEWORK_STACKS.get(self.stack), _shown(self.stack)
             raise ValueError(f"stack {shown} runs on {engine}, not {self.framework}: name the stack in framework"
                              if engine else f"stack {shown} is not a stack built on an engine (one of "
                              f"{', '.join(FRAMEWORK_STACKS)}); name it in framework")

@@ -35,7 +35,8 @@ def settings_for(spec, *, max_parallel: int | None = None, launcher: str | None 
     launcher = launcher or spec.launcher
     local = launcher == "local"
     confidence = confidence_of(spec)
-    framework = getattr(getattr(spec, "train", None), "framework", None) or "hf"
+    train = getattr(spec, "train", None)
+    framework = getattr(train, "framework", None) or "hf"
     return PlanSettings(
         sweep=sweep_id_for(spec),
         method=spec.method,
@@ -55,9 +56,9 @@ def settings_for(spec, *, max_parallel: int | None = None, launcher: str | None 
         confidence=confidence,
         band_table=band_table,
         deadline_factor=deadline_factor(framework, spec.method, confidence, band_table,
-                                        getattr(getattr(spec, "train", None), "stack", None)),
+                                        getattr(train, "stack", None)),
         lengths_unstated=lengths_unstated(spec),
-        nodes=getattr(getattr(spec, "train", None), "nodes", None),
+        nodes=getattr(train, "nodes", None),
     )
 
 
