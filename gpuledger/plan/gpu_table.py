@@ -90,7 +90,7 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                     w = type(workload)(**{**workload.model_dump(), "gpus": n, "sharding": sharding})
                 except ValueError as err:  # e.g. n GPUs do not split into tensor x pipeline parallel
                     best = best or {"accelerator": acc, "gpus": n, "sharding": sharding, "fits": False,
-                                    "reason": str(err).splitlines()[-1].strip()}
+                                    "reason": _refusal(err)}
                     continue
                 est = estimate(w)
                 need = est.memory_gib["device"]
@@ -190,3 +190,10 @@ def _rl_roles(row: dict, step, time_s: float, usd_per_gpu_hour: float) -> None:
     rl["time_factor"] = round(factor, 3)
     rl["roles"] = role_costs(step, rl["steps"] * factor, prices)
 
+
+def _refusal(err: ValueError) -> str:
+    """Returns why a placement's workload was refused: pydantic's own messages without its link line."""
+    errors = getattr(err, "errors", None)
+    if callable(errors):
+        return "; ".join(e["msg"].removeprefix("Value error, ") for e in errors())
+    return str(err).splitlines()[0].strip()

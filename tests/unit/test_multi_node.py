@@ -202,3 +202,18 @@ def test_the_estimate_table_prices_the_nodes_of_a_multi_node_count():
     node = _cheapest(offers, "H100", 8, False)
     assert row["fits"] and f" 4 x {node['instance_type']} " in row["on_demand_offer"]
     assert row["usd_on_demand"] == pytest.approx(4 * node["usd_per_hour"] * row["time_s"]["p50"] / 3600, abs=0.01)
+
+
+def test_a_count_the_parallel_split_refuses_says_why_in_words():
+    """A GPU count that does not split into tensor x pipeline x sequence parallel is a row that does not fit
+    with the workload's own reason, not pydantic's trailing link line."""
+    from gpuledger.catalog.pricing import load_offers
+    from gpuledger.estimate import Workload
+    from gpuledger.plan.gpu_table import gpu_options
+
+    w = Workload(model="Qwen/Qwen2.5-7B", method="full", gpus=8, sharding="zero1", seq_len=8192,
+                 sequence_parallel=2)
+    (one,) = [r for r in gpu_options(w, 5e7, load_offers(), accelerators=["H100"]) if r["gpus"] == 1]
+    assert not one["fits"]
+    assert one["reason"] == ("gpus (1) must be a multiple of tensor_parallel x pipeline_parallel x "
+                             "sequence_parallel (1 x 1 x 2)")
