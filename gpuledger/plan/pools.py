@@ -211,20 +211,22 @@ def pool_what_if(option: PoolOption, ks, *, stop_at_target: bool) -> list[dict[s
     """Returns, per K in `ks`, the pool of K workers of `option`'s offer: pool_time_to_recipe_s and
     pool_cost_usd, both the mean over which trial is the recipe (uniform prior, as `what_if_curve`).
     With `stop_at_target` the pool is torn down once the recipe trial and the trials started before it
-    ended; every worker is billed from its start to that teardown."""
+    ended; every worker is billed from its start to that teardown. A pool never starts more workers than it
+    has trials (`pool_options`' bound), so a K above the trial count is priced as that many workers."""
     out = []
+    n = len(option.run_s)
     for k in ks:
-        sch = pool_schedule(option.run_s, int(k), option.schedule.startup_s)
-        n = len(option.run_s)
         if n == 0:
             out.append({"pool_time_to_recipe_s": 0.0, "pool_cost_usd": 0.0})
             continue
+        k = min(int(k), n)
+        sch = pool_schedule(option.run_s, k, option.schedule.startup_s)
         order = np.argsort(sch.start_s, kind="stable")
         start, end = sch.start_s[order], sch.end_s[order]
         if stop_at_target:
             started = np.maximum(np.searchsorted(start, end, side="left"), np.arange(1, n + 1))
             last = np.maximum.accumulate(end)[started - 1]
-            cost = int(k) * (last + POOL_TEARDOWN_S) * option.usd_per_s
+            cost = k * (last + POOL_TEARDOWN_S) * option.usd_per_s
         else:
             cost = np.full(n, sch.worker_s * option.usd_per_s)
         out.append({"pool_time_to_recipe_s": round(float(end.mean()), 6), "pool_cost_usd": round(float(cost.mean()), 6)})

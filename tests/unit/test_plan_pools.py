@@ -83,6 +83,17 @@ def test_what_if_prices_each_k_and_matches_the_pool_without_a_target():
     assert all(a["pool_cost_usd"] <= b["pool_cost_usd"] + 1e-9 for a, b in zip(stopping, rows, strict=True))
 
 
+def test_what_if_never_prices_more_workers_than_trials():
+    """A pool of 2 trials starts 2 workers whatever K allows (`pool_workers`), so K = 4 or 64 in the what-if is
+    the 2-worker pool's time and money, not 2 or 62 idle workers billed."""
+    s = PlanSettings(provisioning_s=300.0, setup_s=300.0, max_parallel=2)
+    opt = price_pool(OFFER, list("ab"), np.array([970.0, 470.0]), 2, s)
+    for stop in (False, True):
+        two, four, many = pool_what_if(opt, [2, 4, 64], stop_at_target=stop)
+        assert four == two == many
+    assert two["pool_cost_usd"] == pytest.approx(opt.cost_usd)
+
+
 def _plan(mode: str, tokens: str = "2_000_000", extra: str = ""):
     from gpuledger.plan import plan_sweep
     from gpuledger.spec import parse_spec
