@@ -81,7 +81,8 @@ KIND_FACTOR["MI300X"] = GENERATION_FACTOR["hopper"] * 989.0 / 1307.4
 #: from llm-foundry's 2023 H100 rows (torch 1.13-2.0 era). Fitted on the Megatron-Core README's
 #: weak-scaling table (H100, r0.8.0, 2024-07) and Llama 3 Table 4 (H100, 2024): median over the 2
 #: sources of each source's median measured/predicted with the class efficiencies fixed; those rows
-#: are in-sample for it. Blackwell: assumed the same (no public row that is not reserved).
+#: are in-sample for it. Blackwell: assumed the same (no public row that is not reserved); the B200 / H100 step ratio
+#: this gives a NeMo FP8 run (2.11-2.12x) agrees with MLPerf Training v4.1's per-GPU 2.0-2.2x (docs/training-time.md).
 #: The native-PyTorch / CUDA tuned stacks of 2024-25 (torchtitan, nanotron) on Hopper: 1.1 as well, fitted
 #: 2026-12-02 on the two H100 sources that are not reserved, llm.c's GPT-2 1558M on 8 H100 (2.80 s per
 #: 1,048,576-token step, scripts/run_gpt2_1558M.sh, 2024-07: 13.3% slow at 1.0) and a nanochat d20 speedrun's
