@@ -22,3 +22,9 @@ class BudgetExceeded(UserError):
     """The budget guard refused a sweep before anything launched."""
 
     exit_code = 3
+
+
+def validation_message(error: dict) -> str:
+    """Returns one pydantic error's message (an item of `ValidationError.errors()`) without the "Value error, "
+    prefix pydantic puts before a validator's own words."""
+    return error["msg"].removeprefix("Value error, ")

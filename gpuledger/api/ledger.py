@@ -103,13 +103,13 @@ class Ledger:
         `precision`, `micro_batch`, `seq_len`, `gpus`, ...); UserError naming a bad field."""
         from pydantic import ValidationError
 
-        from gpuledger.errors import UserError
+        from gpuledger.errors import UserError, validation_message
         from gpuledger.estimate import Workload
 
         try:
             return Workload(model=model, **fields)
         except ValidationError as err:
-            problems = [f"{'.'.join(str(x) for x in e['loc']) or 'options'}: {e['msg'].removeprefix('Value error, ')}"
+            problems = [f"{'.'.join(str(x) for x in e['loc']) or 'options'}: {validation_message(e)}"
                         for e in err.errors()]
             raise UserError("; ".join(problems)) from None
 

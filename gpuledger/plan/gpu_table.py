@@ -193,7 +193,10 @@ def _rl_roles(row: dict, step, time_s: float, usd_per_gpu_hour: float) -> None:
 
 def _refusal(err: ValueError) -> str:
     """Returns why a placement's workload was refused: pydantic's own messages without its link line."""
-    errors = getattr(err, "errors", None)
-    if callable(errors):
-        return "; ".join(e["msg"].removeprefix("Value error, ") for e in errors())
+    from pydantic import ValidationError
+
+    from gpuledger.errors import validation_message
+
+    if isinstance(err, ValidationError):
+        return "; ".join(validation_message(e) for e in err.errors())
     return str(err).splitlines()[0].strip()

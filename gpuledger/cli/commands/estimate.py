@@ -6,7 +6,7 @@ import argparse
 import json
 
 from gpuledger import vocabulary
-from gpuledger.errors import UserError
+from gpuledger.errors import UserError, validation_message
 
 _ROWS = (("weights", "weights"), ("gradients", "gradients"), ("optimizer", "optimizer"),
          ("optimizer_temporaries", "optim. temp"),
@@ -135,7 +135,7 @@ def workload_from_args(args: argparse.Namespace):
         problems = []
         for e in err.errors():
             flag, inner = (str(e["loc"][0]), ".".join(str(x) for x in e["loc"][1:])) if e["loc"] else ("", "")
-            msg = e["msg"].removeprefix("Value error, ")
+            msg = validation_message(e)
             problems.append(f"--{flag.replace('_', '-')}{' ' + inner if inner else ''}: {msg}" if e["loc"] else msg)
         raise UserError("; ".join(problems)) from None
 
