@@ -432,7 +432,9 @@ _LEAVE_AT_ONCE = frozenset({"validate", "estimate"})
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(_command_of(words)) or build_parser()  # an unknown command: the whole list
-    args = parser.parse_args(words)
+    args, extra = parser.parse_known_args(words)
+    if extra:  # said by the (sub-)command's own parser: its usage and `--help`, not the command list's
+        _named_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     own_process = argv is None  # the `gpuledger` command itself, not a caller's `main([...])`
     if args.command in _NO_PYDANTIC_PLUGINS and own_process:
         import os
@@ -442,6 +444,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in _LEAVE_AT_ONCE and own_process:
         _leave(code)
     return code
+
+
+def _named_parser(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
+    """Returns the deepest parser `args` names: `gpuledger report weekly`'s, not `gpuledger`'s."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                return _named_parser(chosen, args)
+    return parser
 
 
 def _leave(code: int) -> None:

@@ -66,3 +66,21 @@ def test_estimate_takes_them(capsys):
     with pytest.raises(SystemExit) as bad:
         main(["estimate", "gpt2", "--method", "sft"])
     assert bad.value.code == 2 and "sft" in capsys.readouterr().err
+
+
+
+@pytest.mark.parametrize(("argv", "own", "extra"), [
+    (["capacity", "specs/chat-capacity.yaml", "--qps", "5"], "gpuledger capacity", "--qps 5"),
+    (["report", "weekly", "--bogus"], "gpuledger report weekly", "--bogus"),
+])
+def test_an_unknown_option_is_refused_by_the_command_it_was_given_to(argv, own, extra, capsys):
+    """An option the command does not have is answered with that command's usage and `--help`, not the list
+    of commands (argparse's parse_args says it on the top parser, whose help does not list the option)."""
+    from gpuledger.cli import main
+
+    with pytest.raises(SystemExit) as bad:
+        main(argv)
+    err = capsys.readouterr().err
+    assert bad.value.code == 2
+    assert f"usage: {own} [-h]" in err and f"{own}: error: unrecognized arguments: {extra}\n" in err
+    assert f"(see `{own} --help`)" in err
