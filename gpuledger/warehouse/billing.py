@@ -62,7 +62,7 @@ class BillingMixin:
         name = export_name or ff.path.name
         frame = ff.frame
         billed = {str(c): float(v or 0.0) for c, v in
-                  frame.group_by("billing_currency").agg(frame["billed_cost"].sum()).iter_rows()}
+                  frame.group_by("billing_currency").agg(pl.col("billed_cost").sum()).iter_rows()}
         result = BillingIngestResult(
             path=str(ff.path), export_name=name, sha256=ff.sha256, line_items=frame.height,
             already_ingested=False, replaced_files=[], replaced_line_items=0, absent_columns=list(ff.absent),

@@ -101,6 +101,21 @@ def test_another_currency_is_never_added_to_usd(tmp_path):
     assert billed_usd == 1500.0
 
 
+def test_the_ingest_summary_totals_each_currency_on_its_own(tmp_path):
+    # the summary said "billed 8,791.98 EUR, 8,791.98 USD" for a file with one EUR line item of 12.34:
+    # each currency was given the whole file's total
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text((DATA / "gpu_cloud_2026-02.csv").read_text().replace("12.34,12.34,12.34,USD",
+                                                                          "12.34,12.34,12.34,EUR"))
+    with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")) as wh:
+        result = ingest(wh, mixed)
+        stored = dict(wh.query("select billing_currency, sum(billed_cost) from billing_line_items "
+                               "group by all").iter_rows())
+    assert result.billed_by_currency == pytest.approx(stored)
+    assert result.billed_by_currency["EUR"] == pytest.approx(12.34)
+    assert "12.34 EUR" in result.summary() and "8,779.64 USD" in result.summary()
+
+
 def test_a_redelivered_export_restates_its_period_and_other_files_never_replace_it(tmp_path):
     src = DATA / "gpu_cloud_2026-02.csv"
     v1 = tmp_path / "a" / "focus-2026-02.csv"
