@@ -154,7 +154,7 @@ def _read_raw(p: Path, data: bytes) -> tuple[pl.DataFrame, pl.Series]:
             raise
         except Exception as err:  # polars/arrow: a corrupt Parquet file
             raise FocusError(f"{where}: cannot be read as Parquet ({_first_line(err)})") from None
-        return (df.select(_as_text(c, t) for c, t in df.schema.items()),
+        return (pl.DataFrame([_as_text(where, df[c]) for c in df.columns]),
                 pl.Series("source_row", range(1, df.height + 1), dtype=pl.Int64))
     if name.endswith(".gz"):
         data = _gunzip_bounded(where, data)
@@ -184,17 +184,36 @@ def _gunzip_bounded(where: str, data: bytes) -> bytes:
     return out
 
 
-def _as_text(col: str, dtype: pl.DataType) -> pl.Expr:
+def _as_text(where: str, s: pl.Series) -> pl.Series:
     """Returns a Parquet column as text the validation reads: native timestamps and dates as ISO 8601
-    in UTC (a zone-aware timestamp converted, a naive one taken as UTC), everything else cast."""
+    in UTC (a zone-aware timestamp converted, a naive one taken as UTC), a nested column (AWS writes
+    Tags as a map, GCP as a list of key/value structs) as JSON text, everything else cast."""
+    dtype = s.dtype
     if isinstance(dtype, pl.Datetime):
-        expr = pl.col(col)
         if dtype.time_zone is not None:
-            expr = expr.dt.convert_time_zone("UTC").dt.replace_time_zone(None)
-        return expr.dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ").alias(col)
+            s = s.dt.convert_time_zone("UTC").dt.replace_time_zone(None)
+        return s.dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ")
     if isinstance(dtype, pl.Date):
-        return pl.col(col).dt.strftime("%Y-%m-%d").alias(col)
-    return pl.col(col).cast(pl.Utf8).alias(col)
+        return s.dt.strftime("%Y-%m-%d")
+    if dtype.is_nested():
+        return pl.Series(s.name, [None if v is None else json.dumps(_key_values(v), default=str)
+                                  for v in s.to_list()], dtype=pl.Utf8)
+    try:
+        return s.cast(pl.Utf8)
+    except Exception as err:  # polars: a type with no text form (binary that is not UTF-8, ...)
+        raise FocusError(f"{where}: column {s.name}: a Parquet {dtype} column cannot be read as text "
+                         f"({_first_line(err)})") from None
+
+
+def _key_values(value: Any) -> Any:
+    """Returns a nested Parquet value as JSON: a list of {key, value} structs (BigQuery's form of a
+    map) as one object, anything else as it is."""
+    if isinstance(value, list) and value and all(isinstance(v, dict) and "key" in v and "value" in v
+                                                 for v in value):
+        return {str(v["key"]): v["value"] for v in value}
+    if isinstance(value, list) and not value:
+        return {}
+    return value
 
 
 def _parse_csv(where: str, text: str) -> tuple[pl.DataFrame, pl.Series]:

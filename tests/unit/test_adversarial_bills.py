@@ -6,6 +6,7 @@ bill text that looks like a spreadsheet formula never lands as one in a CSV the 
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 import time
 from pathlib import Path
@@ -68,3 +69,22 @@ def test_a_charge_period_that_ends_before_it_starts_is_refused(tmp_path):
         read_focus(tmp_path / "bill.csv")
     shutil.copy(BILL, tmp_path / "ok.csv")
     assert read_focus(tmp_path / "ok.csv").frame.height > 0  # positive control
+
+
+def test_a_parquet_export_with_tags_as_a_map_or_key_value_list_is_read(tmp_path):
+    # AWS Data Exports write Tags as map<string,string>, BigQuery's FOCUS view as a list of key/value
+    # structs: ingest ended in polars' "cannot cast `map[str, str]` to `str`" traceback
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    text = pl.read_csv(BILL, infer_schema_length=0)
+    expected = read_focus(BILL).frame["tags"].to_list()
+    pairs = [None if t is None else sorted(json.loads(t).items()) for t in expected]
+    table = text.drop("Tags").to_arrow()
+    forms = {"map": pa.array(pairs, pa.map_(pa.string(), pa.string())),
+             "list": pa.array([None if p is None else [{"key": k, "value": v} for k, v in p] for p in pairs],
+                              pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())])))}
+    for name, tags in forms.items():
+        pq.write_table(table.append_column("Tags", tags), tmp_path / f"{name}.parquet")
+        got = read_focus(tmp_path / f"{name}.parquet").frame["tags"].to_list()
+        assert [g and json.loads(g) for g in got] == [t and json.loads(t) for t in expected], name
