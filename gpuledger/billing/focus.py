@@ -279,6 +279,9 @@ def _validate(p: Path, digest: str, raw: pl.DataFrame, rows: pl.Series) -> Focus
         snake, kind = COLUMNS[focus]
         s = df[col]
         out[snake] = _typed(where, s, focus, col, kind, rows)
+        if focus in REQUIRED and s.null_count():
+            i = int(s.is_null().arg_true()[0])
+            raise FocusError(f"{where}: row {rows[i]}, column {col}: empty; every line item needs a {focus}")
         if focus in VOCABULARIES:
             _vocabulary(where, s, focus, col, rows)
     for start, end in (("ChargePeriodStart", "ChargePeriodEnd"), ("BillingPeriodStart", "BillingPeriodEnd")):
@@ -321,7 +324,9 @@ def _typed(where: str, s: pl.Series, focus: str, col: str, kind: str, rows: pl.S
     if kind == "decimal":
         bad = s.is_not_null() & ~s.str.contains(_DECIMAL_RE)
         _raise_first(where, s, bad, col, rows, "is not a decimal number")
-        return s.cast(pl.Float64).alias(snake)
+        number = s.cast(pl.Float64)
+        _raise_first(where, s, number.is_infinite(), col, rows, "is too large to be an amount")
+        return number.alias(snake)
     if kind == "datetime":
         parsed = None
         for fmt in _DT_FORMATS:

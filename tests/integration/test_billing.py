@@ -153,6 +153,9 @@ def test_gzip_and_parquet_exports_read_like_the_csv(tmp_path):
 @pytest.mark.parametrize(("edit", "expected"), [
     (lambda t: t.replace("0.40,0.40,1.01", "0.40,zero,1.01"), "row 4, column EffectiveCost: 'zero' is not a decimal"),
     (lambda t: t.replace("Usage,,g5.xlarge", "Usagee,,g5.xlarge"), "row 4, column ChargeCategory: 'Usagee'"),
+    # these two were pandera's "column billed_cost: not_nullable failed (value None)": no row, not the file's name
+    (lambda t: t.replace("0.40,0.40,1.01", ",0.40,1.01"), "row 4, column BilledCost: empty"),
+    (lambda t: t.replace("0.40,0.40,1.01", "0.40,1e400,1.01"), "row 4, column EffectiveCost: '1e400' is too large"),
     (lambda t: t.replace(",Correction,", ",Corrected,"), "row 6, column ChargeClass"),
     (lambda t: t.replace("12.34,12.34,12.34,USD", "12.34,12.34,12.34,usd"), "column BillingCurrency: 'usd'"),
     (lambda t: t.replace("2026-02-03T00:00:00Z", "2026-02-30T00:00:00Z"), "row 5, column ChargePeriodStart"),
