@@ -163,7 +163,9 @@ def _read_raw(p: Path, data: bytes) -> tuple[pl.DataFrame, pl.Series]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        raise FocusError(f"{where}: not UTF-8 text (byte {err.start})") from None
+        line = data[:err.start].count(b"\n") + 1
+        raise FocusError(f"{where}: row {line}: not UTF-8 text (byte {err.start}: {err.reason}); export the "
+                         "bill as UTF-8") from None
     return _parse_csv(where, text)
 
 

@@ -88,3 +88,14 @@ def test_a_parquet_export_with_tags_as_a_map_or_key_value_list_is_read(tmp_path)
         pq.write_table(table.append_column("Tags", tags), tmp_path / f"{name}.parquet")
         got = read_focus(tmp_path / f"{name}.parquet").frame["tags"].to_list()
         assert [g and json.loads(g) for g in got] == [t and json.loads(t) for t in expected], name
+
+
+def test_a_bill_that_is_not_utf8_names_its_row(tmp_path):
+    # a spreadsheet's Windows-1252 save of the bill said only "not UTF-8 text (byte 1234)"
+    lines = BILL.read_text().splitlines()
+    lines[3] = lines[3].replace("g5.xlarge spot", "g5.xlarge spot caf\u00e9")
+    latin = tmp_path / "bill.csv"
+    latin.write_bytes(("\n".join(lines) + "\n").encode("cp1252"))
+    with pytest.raises(FocusError, match=r"bill.csv: row 4: not UTF-8 text \(byte \d+: invalid") as info:
+        read_focus(latin)
+    assert len(str(info.value).splitlines()) == 1
