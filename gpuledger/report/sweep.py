@@ -248,9 +248,13 @@ def _headline_cards(s: dict[str, Any]) -> list[Card]:
                  + (f"; not the {s['pruned']} pruned trials ({usd(s['pruned_cost_usd'])}): stopping them early is "
                     "the search's saving (see 'Money saved by pruning')" if s["pruned"] else ""))
     if s["spot_hours"] > 0:
+        lost = s["spot_preempted_hours"]
         spot = Card("realised spot savings", usd(s["spot_saved_usd"]),
                     f"paid {usd(s['spot_paid_usd'])} vs {usd(s['spot_on_demand_equiv_usd'])} on demand "
-                    f"for the same {s['spot_hours']:.2f} h (billed on-demand price)")
+                    + (f"for the same {s['spot_hours']:.2f} h" if not lost else
+                       f"for the {s['spot_hours'] - lost:.2f} h not lost to preemption (paid too: "
+                       f"{usd(s['spot_preempted_paid_usd'])} for {lost:.2f} h of preempted runs)")
+                    + " (billed on-demand price)")
     else:
         spot = Card("realised spot savings", usd(0.0), "no spot runs in this sweep")
     trials = Card("trials", f"{s['trials']}",
@@ -425,7 +429,9 @@ HOW_TO_READ = [
               "cancelled runs of trials the adaptive search pruned are not waste: they are counted with the "
               "search's savings."),
     ("Realised spot savings", "Σ over spot billing lines of hours × (on-demand $/h − paid $/h), with the "
-                              "on-demand price recorded for that instance when it was billed."),
+                              "on-demand price recorded for that instance when it was billed; the lines of a "
+                              "run that ended preempted count only as paid (that lost work would not have "
+                              "happened on demand)."),
     ("Parallelism what-if", "The measured trial durations and costs, replayed in launch order on K parallel "
                             "slots by the planner's what-if (gpuledger.plan.what_if_curve): the time until the "
                             "best trial would have finished, and what would have been paid by then, including "

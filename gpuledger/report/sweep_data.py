@@ -116,7 +116,8 @@ def load_sweep(wh, name: str | None = None, sweep_id: str | None = None) -> Swee
         runs=runs,
         accuracy=accuracy,
         savings=savings[0] if savings else {"paid_usd": 0.0, "on_demand_equiv_usd": 0.0, "saved_usd": 0.0,
-                                            "spot_hours": 0.0, "saved_pct": None},
+                                            "spot_hours": 0.0, "saved_pct": None, "preempted_hours": 0.0,
+                                            "preempted_paid_usd": 0.0},
         waste=waste,
         billing_sources=billing,
         price_dates=sorted({str(d) for d in prices["as_of"].to_list()}),
@@ -232,7 +233,8 @@ def sweep_summary(data: SweepData) -> dict[str, Any]:
     cost_to_recipe_usd = Σ cost of the runs that ended by then; time/cost_to_target the same for the
     first run meeting `objective.target`; waste_usd = Σ cost of failed/oom/preempted/cancelled runs (not
     the cancelled runs of pruned trials: the search's savings);
-    spot_saved_usd = Σ spot hours × on-demand $/h − Σ paid for them.
+    spot_saved_usd = Σ spot hours of runs not preempted × on-demand $/h − Σ paid for every spot line
+    (v_spot_savings: a preempted run's lost work is paid, never counted as saved).
     """
     r = data.roi
     t = data.trials
@@ -273,6 +275,8 @@ def sweep_summary(data: SweepData) -> dict[str, Any]:
         "spot_on_demand_equiv_usd": float(data.savings.get("on_demand_equiv_usd") or 0.0),
         "spot_saved_usd": float(data.savings.get("saved_usd") or 0.0),
         "spot_hours": float(data.savings.get("spot_hours") or 0.0),
+        "spot_preempted_hours": float(data.savings.get("preempted_hours") or 0.0),
+        "spot_preempted_paid_usd": float(data.savings.get("preempted_paid_usd") or 0.0),
         "budget_usd": r.get("budget_usd"),
         "budget_used_pct": r.get("budget_used_pct"),
         "trials": int(r.get("trials") or 0),

@@ -108,12 +108,24 @@ def test_trial_results(wh):
 
 def test_spot_savings(wh):
     r = one(wh, f"select * from v_spot_savings where sweep_id = '{S}'")
-    # spot lines: r1 1 h, r3 0.5 h, r4 1 h, r5 1 h at 2 $/h paid vs 5 $/h on demand
+    # spot lines: r1 1 h, r3 0.5 h, r4 1 h, r5 1 h at 2 $/h paid vs 5 $/h on demand; r4 was preempted and
+    # r5 is its retry: on demand t4 would have taken r5's hour alone, so r4's hour is paid, never "saved"
+    # (it was claimed as $3 saved: 10.5 of 17.5, where spot saved 5.5 of 12.5)
     assert r["spot_hours"] == pytest.approx(3.5)
     assert r["paid_usd"] == pytest.approx(7.0)
-    assert r["on_demand_equiv_usd"] == pytest.approx(17.5)
-    assert r["saved_usd"] == pytest.approx(10.5)
-    assert r["saved_pct"] == pytest.approx(60.0)
+    assert r["on_demand_equiv_usd"] == pytest.approx(12.5)
+    assert r["saved_usd"] == pytest.approx(5.5)
+    assert r["saved_pct"] == pytest.approx(44.0)
+    assert (r["preempted_hours"], r["preempted_paid_usd"]) == (pytest.approx(1.0), pytest.approx(2.0))
+
+
+def test_the_sweep_report_says_the_preempted_hours_were_paid_not_saved(wh):
+    from gpuledger.report.sweep import sweep_markdown
+    from gpuledger.report.sweep_data import load_sweep
+
+    text = sweep_markdown(load_sweep(wh, "lora-grid"))
+    assert ("| realised spot savings | $5.50 | paid $7.00 vs $12.50 on demand for the 2.50 h not lost to "
+            "preemption (paid too: $2.00 for 1.00 h of preempted runs)") in text
 
 
 def test_waste(wh):
