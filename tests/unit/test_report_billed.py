@@ -104,6 +104,18 @@ def test_a_week_the_ingested_bill_does_not_reach_says_so(billed_wh):
     assert "| estimated (catalog) | $0.00 | 0 runs started in 2026-W10" in sec
 
 
+def test_a_restated_delivery_is_not_counted_as_another_export(billed_wh, tmp_path):
+    # after a re-delivery of the same export replaced every line item of the first, the page said
+    # "The 3 ingested exports" (it counted the replaced delivery's file too)
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / BILL.name).write_text(BILL.read_text().replace("24.24,24.24,24.24", "20.00,20.00,20.00"))
+    assert ingest(billed_wh, again / BILL.name).replaced_line_items == 6
+    sec = _section(weekly_markdown(load_week(billed_wh, "2026-W10")))
+    assert "The 2 ingested exports (billing period starting 2026-02-01)" in sec
+    assert load_week_billed(billed_wh, "2026-W06").loaded.exports == 2
+
+
 def test_the_sweep_report_shows_billed_and_effective_beside_the_estimate(billed_wh):
     md = sweep_markdown(load_sweep(billed_wh, "lora-grid"))
     assert f"| total spend | ${ESTIMATED_W06:,.2f} |" in md
