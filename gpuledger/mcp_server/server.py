@@ -139,7 +139,10 @@ class GpuledgerTools:
 
         path = Path(spec)
         copy, digest = snapshot(path, settings.current().data_dir) if path.is_file() else (None, None)
-        verdict = self.ledger.plan(str(copy) if copy else spec)  # the bytes kept are the bytes priced
+        try:
+            verdict = self.ledger.plan(str(copy) if copy else spec)  # the bytes kept are the bytes priced
+        except UserError as err:  # its message names the agent's spec, not the server's kept copy of it
+            raise ToolError(str(err).replace(str(copy), spec) if copy else str(err)) from None
         data = _plain(verdict.plan.to_json())
         planned = verdict.decided_usd  # the one decided spend (`Plan.decided_usd`, at the plan's confidence)
         conf = verdict.plan.confidence.upper()
