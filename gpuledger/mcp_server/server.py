@@ -81,6 +81,18 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=_json_default).replace("NaN", "null").replace("Infinity", "null"))
 
 
+def _offer_line(row: dict[str, Any]) -> str:
+    """One offer of `Ledger.prices` in words: where, what, its on-demand and spot $/hour, basis and date."""
+    def usd(x: Any) -> str:
+        return "-" if x is None else f"${x:,.4g}/h"
+
+    rate = row["usd_per_hour"]
+    spot = usd(rate["spot"]) + (" (a spot price the planner never uses)" if row.get("spot_suspicious") else "")
+    return (f"{row['cloud']} {row['region']} {row['instance_type']} {row['accelerator_count']}x {row['accelerator']}: "
+            f"on demand {usd(rate['on_demand'])}{' REFUSED' if row.get('price_problem') else ''}, spot {spot} "
+            f"({row['basis']}, {row['as_of']})")
+
+
 def spec_digest(path: Path) -> str:
     """sha256 of the spec file's bytes (what was planned is what is launched)."""
     from gpuledger.safeyaml import read_text_file
@@ -172,9 +184,9 @@ class GpuledgerTools:
 
     def prices(self, gpu: str | None, cloud: str | None) -> CallToolResult:
         rows = _plain(self.ledger.prices(gpu=gpu, cloud=cloud))
-        head = "\n".join(f"{r.get('cloud')} {r.get('instance_type')} {r.get('accelerator')}x{r.get('accelerator_count', '')}: "
-                         f"${r.get('usd_per_hour')}/h ({r.get('basis')}, {r.get('as_of')})" for r in rows[:15])
-        return _result(f"{len(rows)} offer(s)\n{head}", {"offers": rows})
+        head = "\n".join(_offer_line(r) for r in rows[:15])
+        more = f"\n... {len(rows) - 15} more in the structured content" if len(rows) > 15 else ""
+        return _result(f"{len(rows)} offer(s)\n{head}{more}", {"offers": rows})
 
     def sql(self, query: str) -> CallToolResult:
         """The agent's SQL: the ledger only (no files, URLs, extensions), streamed and cut at SQL_MAX_ROWS

@@ -29,3 +29,12 @@ def test_a_plan_refused_names_the_agents_spec_not_the_servers_kept_copy(tools):
     with pytest.raises((ToolError, UserError)) as err:  # the tool's guard makes a UserError a tool error
         tools.plan(spec)
     assert str(err.value).startswith(f"{spec}:") and "mcp/specs" not in str(err.value)
+
+
+def test_prices_says_each_offers_region_and_its_on_demand_and_spot_rate_per_hour(tools):
+    result = tools.prices("H100", "aws")
+    text, offers = result.content[0].text, result.structured_content["offers"]
+    first = offers[0]
+    line = text.splitlines()[1]
+    assert first["region"] in line and first["instance_type"] in line
+    assert f"on demand ${first['usd_per_hour']['on_demand']:,.4g}/h" in line and "{" not in line
