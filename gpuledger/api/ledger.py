@@ -126,22 +126,25 @@ class Ledger:
                     calibration: bool = True, warehouse: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
         """Returns, for `tokens` training tokens, one option per GPU kind x count (fits, peak memory,
         time, $ on demand and spot; cheapest and fastest marked): `gpuledger estimate --tokens`'s table,
-        its times corrected by what the project's runs taught (unless `calibration` is False)."""
-        from gpuledger.catalog import UnknownAccelerator, normalize_accelerator
-        from gpuledger.catalog.pricing import load_offers
-        from gpuledger.errors import UserError
-        from gpuledger.estimate.calibration import time_corrections
-        from gpuledger.plan.gpu_table import gpu_options
+        its times corrected and its bands widened by what the project's runs taught (unless `calibration`
+        is False)."""
+        from gpuledger.plan.estimate_answer import gpu_options_for
 
-        if not tokens or not 0 < tokens <= 1e15:
-            raise UserError(f"tokens: {tokens!r} is not a number of tokens between 1 and 1e15")
-        try:
-            kinds = [normalize_accelerator(a) for a in (accelerators or [])]
-        except UnknownAccelerator as err:
-            raise UserError(f"accelerator: {err}") from None
         with self._scope():
-            corrections = time_corrections(workload, warehouse) if calibration else {}
-            return gpu_options(workload, tokens, load_offers(), kinds or None, time_corrections=corrections)
+            return gpu_options_for(workload, tokens, accelerators, calibration, warehouse)
+
+    def estimate_answer(self, model: str | Workload, *, tokens: float | None = None,
+                        accelerators: list[str] | None = None, calibration: bool = True,
+                        warehouse: str | os.PathLike[str] | None = None, **fields: Any) -> dict[str, Any]:
+        """Returns what `gpuledger estimate --json` prints (the MCP tool `estimate` too): the estimate's
+        JSON with `warnings`, `memory_band` and `calibration` (on the first of `accelerators`), and with
+        `tokens` the GPU table (`options`, `sample_lengths`, `run_costs`)."""
+        from gpuledger.plan.estimate_answer import estimate_answer
+
+        est = self.estimate(model, **fields)
+        with self._scope():
+            return estimate_answer(est, tokens=tokens, accelerators=accelerators, calibration=calibration,
+                                   warehouse=warehouse)
 
     # -- plans ------------------------------------------------------------------------------------
     def plan(self, spec: str | os.PathLike[str], *, launcher: str | None = None, max_parallel: int | None = None,

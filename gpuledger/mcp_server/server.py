@@ -135,15 +135,12 @@ class GpuledgerTools:
                  tokens: float | None = None, accelerator: str | None = None) -> CallToolResult:
         workload = self.ledger.workload(model, method=method, precision=precision, micro_batch=batch, seq_len=seq,
                                         gpus=gpus)
-        est = self.ledger.estimate(workload)
-        data = _plain(est.to_json())
-        if tokens is not None:
-            data["tokens"] = tokens
-            data["options"] = _plain(self.ledger.gpu_options(workload, tokens,
-                                                             accelerators=[accelerator] if accelerator else None))
+        data = _plain(self.ledger.estimate_answer(workload, tokens=tokens,
+                                                  accelerators=[accelerator] if accelerator else None))
         mem = data.get("memory_gib", {})
         text = (f"{model}: {data.get('params_total', '?')} parameters, peak {mem.get('allocated', '?')} GiB "
-                f"allocated per GPU ({data.get('peak_phase', '?')}); full numbers in the structured content")
+                f"allocated per GPU ({data.get('peak_phase', '?')}); full numbers in the structured content"
+                + "".join(f"\nwarning: {line}" for line in data.get("warnings", [])))
         return _result(text, data)
 
     def plan(self, spec: str) -> CallToolResult:

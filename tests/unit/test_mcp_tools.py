@@ -38,3 +38,42 @@ def test_prices_says_each_offers_region_and_its_on_demand_and_spot_rate_per_hour
     line = text.splitlines()[1]
     assert first["region"] in line and first["instance_type"] in line
     assert f"on demand ${first['usd_per_hour']['on_demand']:,.4g}/h" in line and "{" not in line
+
+
+#: six measured runs of LoRA on A100s, each twice as slow and half again as large as planned: what moves the
+#: estimate's calibration, its memory band and its GPU table's time bands
+TEAM_RUNS = [{"run_id": f"r{i}", "sweep_id": f"s{i}", "method": "lora", "precision": "bf16", "framework": "hf",
+              "accelerator": "A100", "gpus": 1, "est_basis": "estimate", "est_wall_s": 100.0, "wall_s": 200.0 + i,
+              "est_memory_gib": 10.0, "measured_memory_gib": 15.0 + i / 10} for i in range(6)]
+
+
+def test_estimate_answers_what_the_cli_json_prints_with_the_teams_runs(tools, monkeypatch, capsys):
+    import json
+
+    from gpuledger.cli import main
+    from gpuledger.estimate import calibration
+
+    monkeypatch.setattr(calibration, "load_runs", lambda path=None: TEAM_RUNS)
+    assert main(["estimate", "Qwen/Qwen2.5-0.5B", "--batch", "2", "--seq", "1024", "--tokens", "1e8",
+                 "--accelerator", "A100", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    mcp = tools.estimate("Qwen/Qwen2.5-0.5B", method="lora", precision="bf16", batch=2, seq=1024, gpus=1,
+                         tokens=1e8, accelerator="A100").structured_content
+    assert cli["calibration"]["applied"] and "memory_band" in cli and "warnings" in cli
+    assert mcp == cli
+
+
+def test_the_apis_gpu_table_is_the_clis_with_the_teams_runs(monkeypatch, capsys):
+    import json
+
+    from gpuledger.api import Ledger
+    from gpuledger.cli import main
+    from gpuledger.estimate import calibration
+
+    monkeypatch.setattr(calibration, "load_runs", lambda path=None: TEAM_RUNS)
+    assert main(["estimate", "Qwen/Qwen2.5-0.5B", "--tokens", "1e8", "--accelerator", "A100", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)["options"]
+    ledger = Ledger()
+    api = ledger.gpu_options(ledger.workload("Qwen/Qwen2.5-0.5B"), 1e8, accelerators=["A100"])
+    assert [(o["time_s"], o["time_band"], o["memory_band"]) for o in api] == \
+        [(o["time_s"], o["time_band"], o["memory_band"]) for o in cli]

@@ -166,114 +166,6 @@ def render(est) -> str:
     return "\n".join(lines)
 
 
-def beyond_limits(est) -> list[str]:
-    """Returns a sentence for each way the options go beyond what exists: memory per GPU beyond the
-    largest GPU of the catalog (gpus.csv), tokens per sequence beyond the model's context
-    (its config's max_position_embeddings)."""
-    from gpuledger.catalog import gpu_kinds
-    from gpuledger.models import load_config
-
-    w, out = est.workload, []
-    if w.device == "gpu":
-        largest = max(gpu_kinds().values(), key=lambda k: k.memory_gib)
-        need = est.memory_gib["device"]
-        if need > largest.memory_gib:
-            out.append(f"beyond any GPU: {need:,.1f} GiB per GPU; the largest in the catalog, {largest.name}, "
-                       f"has {largest.memory_gib:,.1f} GiB (gpus.csv)")
-    context = load_config(w.model).max_position_embeddings
-    tokens = (w.prompt_len or 0) + (w.completion_len or 0) if w.prompt_len or w.completion_len else w.seq_len
-    what = "--prompt-len + --completion-len" if w.prompt_len or w.completion_len else "--seq"
-    if context and tokens > context:
-        out.append(f"beyond the model's context: {what} is {tokens:,} tokens; {w.model} reads at most "
-                   f"{context:,} (max_position_embeddings)")
-    return out
-
-
-def calibration_for(est, args: argparse.Namespace) -> tuple[object | None, str]:
-    """Returns (Correction or None, the sentence every output carries about it)."""
-    from gpuledger.estimate import calibration
-
-    w = est.workload
-    if getattr(args, "no_calibration", False):
-        return None, "not calibrated (--no-calibration)"
-    if w.device != "gpu":
-        return None, "not calibrated (CPU run)"
-    accelerator = getattr(args, "accelerator", None)
-    if isinstance(accelerator, list):
-        accelerator = accelerator[0] if accelerator else None
-    if not accelerator:
-        return None, "not calibrated: give --accelerator to apply what your measured runs on that GPU family teach"
-    runs = calibration.load_runs(getattr(args, "warehouse", None))
-    family = calibration.accelerator_family(accelerator)
-    c = calibration.fit(runs, w.method, w.framework, family)
-    if c is None:
-        have = calibration.matching_runs(runs, w.method, w.framework, family)
-        return None, (f"not calibrated: {have} of your measured runs match {w.method}/{w.framework}/{family} "
-                      f"({calibration.MIN_RUNS} needed)")
-    return c, c.describe()
-
-
-def memory_band(est, args: argparse.Namespace) -> dict | None:
-    """Returns the band of the device-level memory (gpuledger/estimate/bands.py: its cell's measured
-    error, with the team's runs when --accelerator names the GPU; else any family and the public rows):
-    {device_gib: {p10, p50, p90}, **Band.to_json()}; None on the CPU."""
-    from gpuledger.estimate.bands import band_for
-
-    w = est.workload
-    if w.device != "gpu":
-        return None
-    from gpuledger.estimate.bands import public_table
-
-    acc = args.accelerator[0] if isinstance(getattr(args, "accelerator", None), list) and args.accelerator else None
-    # the warehouse is read only when a GPU is named (as for the memory correction): a plain estimate
-    # stays off DuckDB
-    table = band_table(w, args) if acc else public_table()
-    b = band_for("memory", w.framework, w.method, w.precision, w.gpus, acc, table=table)
-    return {"device_gib": {k: round(v, 3) for k, v in b.of(est.memory_gib["device"]).items()}, **b.to_json()}
-
-
-def gpu_table(args: argparse.Namespace, w) -> list[dict]:
-    """Returns the options of `gpu_options` for --tokens (UserError for a bad kind or count)."""
-    from gpuledger.catalog import UnknownAccelerator, normalize_accelerator
-    from gpuledger.catalog.pricing import load_offers
-    from gpuledger.plan.gpu_table import gpu_options
-
-    if not args.tokens or args.tokens <= 0 or args.tokens > 1e15:
-        raise UserError(f"--tokens: {args.tokens!r} is not a number of tokens between 1 and 1e15")
-    try:
-        kinds = [normalize_accelerator(a) for a in (args.accelerator or [])]
-    except UnknownAccelerator as err:
-        raise UserError(f"--accelerator: {err}") from None
-    return gpu_options(w, args.tokens, load_offers(), kinds or None, time_corrections=time_corrections(w, args),
-                       band_table=band_table(w, args))
-
-
-def band_table(w, args: argparse.Namespace):
-    """Returns the bands' table: the public rows, plus the team's measured runs in the warehouse (none
-    with --no-calibration or on the CPU; gpuledger/estimate/bands.py)."""
-    from gpuledger.estimate import bands, calibration
-
-    if getattr(args, "no_calibration", False) or w.device != "gpu":
-        return bands.public_table()
-    return bands.table_with_runs(calibration.load_runs(getattr(args, "warehouse", None)))
-
-
-def time_corrections(w, args: argparse.Namespace) -> dict:
-    """Returns {GPU family: Correction of time} learnt from the user's runs of this method and
-    framework (none with --no-calibration or on the CPU)."""
-    from gpuledger.estimate import calibration
-
-    if getattr(args, "no_calibration", False) or w.device != "gpu":
-        return {}
-    runs = calibration.load_runs(getattr(args, "warehouse", None))
-    out = {}
-    for family in sorted({calibration.accelerator_family(r["accelerator"]) for r in runs if r.get("accelerator")}):
-        c = calibration.fit(runs, w.method, w.framework, family, quantity="time")
-        if c is not None:
-            out[family] = c
-    return out
-
-
 def render_gpu_table(options: list[dict], tokens: float) -> str:
     """Returns the --tokens table: one line per GPU kind x count, the cheapest and fastest marked."""
     from gpuledger.plan.formats import fmt_band, fmt_duration, fmt_usd
@@ -331,46 +223,34 @@ def render_gpu_table(options: list[dict], tokens: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from gpuledger.api import Ledger
-    from gpuledger.estimate import run_costs_note, sample_lengths_note
 
     w = workload_from_args(args)
-    est = Ledger().estimate(w)
-    options = gpu_table(args, w) if getattr(args, "tokens", None) is not None else None
-    warnings = beyond_limits(est)
-    corr, sentence = calibration_for(est, args)
-    mband = memory_band(est, args)
+    try:
+        out = Ledger().estimate_answer(w, tokens=getattr(args, "tokens", None), accelerators=args.accelerator,
+                                       calibration=not args.no_calibration, warehouse=args.warehouse)
+    except UserError as err:
+        text = str(err)  # the answer names its arguments; the command says them as its options
+        raise UserError("--" + text if text.startswith(("tokens:", "accelerator:")) else text) from None
     if args.json:
-        out = {**est.to_json(), "warnings": warnings}
-        if mband is not None:
-            out["memory_band"] = mband
-        out["calibration"] = {"applied": corr is not None, "note": sentence}
-        if corr is not None:
-            out["calibration"].update(factor=round(corr.factor, 4), runs=corr.runs, group=list(corr.group),
-                                      device_gib=round(est.memory_gib["device"] * corr.factor, 4))
-        if options is not None:
-            out["tokens"] = args.tokens
-            out["options"] = options
-            out["sample_lengths"] = sample_lengths_note(w)
-            out["run_costs"] = run_costs_note(w)
         print(json.dumps(out, indent=2))
+        return 0
+    print(render(Ledger().estimate(w)))
+    calib, mband = out["calibration"], out.get("memory_band")
+    if calib["applied"]:
+        print(f"- device after calibration: {calib['device_gib']:.3f} GiB ({calib['note']})")
     else:
-        print(render(est))
-        if corr is not None:
-            print(f"- device after calibration: {est.memory_gib['device'] * corr.factor:.3f} GiB ({sentence})")
-        else:
-            print(f"- {sentence}")
-        if mband is not None:
-            d = mband["device_gib"]
-            print(f"- device P10-P90: {d['p10']:.2f} - {d['p90']:.2f} GiB (P50 {d['p50']:.2f}; {mband['says']})")
-        for line in warnings:
-            print(f"warning: {line}")
-        if options is not None:
-            print()
-            print(render_gpu_table(options, args.tokens))
-            note = sample_lengths_note(w)
-            if note:
-                print(f"- {note}")
-            print(f"- {run_costs_note(w)}")
+        print(f"- {calib['note']}")
+    if mband is not None:
+        d = mband["device_gib"]
+        print(f"- device P10-P90: {d['p10']:.2f} - {d['p90']:.2f} GiB (P50 {d['p50']:.2f}; {mband['says']})")
+    for line in out["warnings"]:
+        print(f"warning: {line}")
+    if "options" in out:
+        print()
+        print(render_gpu_table(out["options"], out["tokens"]))
+        if out["sample_lengths"]:
+            print(f"- {out['sample_lengths']}")
+        print(f"- {out['run_costs']}")
     return 0
 
 
