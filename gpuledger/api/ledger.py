@@ -359,11 +359,11 @@ class Ledger:
         """Returns `LedgerRows` of a query run as an agent's (the MCP `sql` tool): the ledger only, DuckDB's
         external access off (no files, URLs, ATTACH, COPY, extensions), streamed and cut at `max_rows`
         rows and 4 MiB (`gpuledger.warehouse.ledger_sql.ledger_query`)."""
+        from gpuledger.warehouse.adhoc import sql_timeout_s
         from gpuledger.warehouse.ledger_sql import ledger_query
 
-        limit = float(timeout_s if timeout_s is not None else self.settings.get("sql.timeout_s"))
         with self._scope():
-            return ledger_query(query, max_rows=max_rows, timeout_s=limit if limit > 0 else 300.0)
+            return ledger_query(query, max_rows=max_rows, timeout_s=sql_timeout_s(timeout_s))
 
     def report_sweep(self, name: str, *, sweep_id: str | None = None,
                      out: str | os.PathLike[str] | None = None) -> ReportFiles:

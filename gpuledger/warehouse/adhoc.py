@@ -9,6 +9,7 @@ configuration is locked and which loads no extension. A query runs at most `time
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,12 +20,18 @@ from gpuledger.warehouse.lazy import polars as pl
 from gpuledger.warehouse.readonly import READ_ONLY_CONFIG, read_only_problems, writing_statements
 
 
-def sql_timeout_s() -> float:
-    """Returns the setting `sql.timeout_s`; UserError when it is not a positive number."""
-    timeout_s = float(settings.current().get("sql.timeout_s"))
-    if not timeout_s > 0:
-        raise UserError(f"sql.timeout_s (GPULEDGER_SQL_TIMEOUT_S) is {timeout_s:g}; give a number of seconds > 0")
-    return timeout_s
+def sql_timeout_s(timeout_s: float | None = None) -> float:
+    """Returns `timeout_s` (a caller's limit), else the setting `sql.timeout_s`; UserError naming which when it
+    is not a number of seconds above 0 (inf: no limit)."""
+    where = "timeout_s" if timeout_s is not None else "sql.timeout_s (GPULEDGER_SQL_TIMEOUT_S)"
+    value = timeout_s if timeout_s is not None else settings.current().get("sql.timeout_s")
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not seconds > 0:
+        raise UserError(f"{where} is {value!r}; give a number of seconds > 0")
+    return seconds
 
 
 def check_query(query: str, *, write: bool = False) -> list[str]:
@@ -57,7 +64,7 @@ def run_query(query: str, *, write: bool = False, timeout_s: float | None = None
     from gpuledger.warehouse import Warehouse
 
     check_query(query, write=write)
-    limit = sql_timeout_s() if timeout_s is None else float(timeout_s)
+    limit = sql_timeout_s(timeout_s)
     with Warehouse.open(path, read_only=not write, config=None if write else READ_ONLY_CONFIG) as wh:
         if rows:
             columns, values = wh.query_bounded(query, limit, rows=True)

@@ -87,6 +87,18 @@ def test_reading_verbs_on_a_fresh_ledger(tmp_path):
         ledger.sql("create table t (x int)")
 
 
+@pytest.mark.parametrize("timeout_s", [-1, 0, float("nan"), "soon"])
+def test_a_query_limit_that_is_no_number_of_seconds_is_refused_not_said_to_have_run_out(tmp_path, timeout_s):
+    from gpuledger.warehouse import Warehouse
+
+    with Warehouse.open():
+        pass
+    ledger = Ledger()
+    for ask in (ledger.sql, ledger.agent_sql):
+        with pytest.raises(UserError, match=r"^timeout_s is .*; give a number of seconds > 0$"):
+            ask("select 1", timeout_s=timeout_s)
+
+
 def test_a_ledger_of_another_project_reads_its_settings(tmp_path, monkeypatch):
     (tmp_path / "gpuledger.toml").write_text("[sql]\ntimeout_s = 7\n", encoding="utf-8")
     monkeypatch.delenv("GPULEDGER_WAREHOUSE")
