@@ -52,6 +52,14 @@ class Ledger:
                  warehouse: str | os.PathLike[str] | None = None) -> None:
         self.project = Path(project).expanduser().resolve() if project is not None else None
         self.warehouse = str(warehouse) if warehouse is not None else None
+        if self.project is not None:
+            from gpuledger.settings import PROJECT_FILE
+
+            if not (self.project / PROJECT_FILE).is_file():  # said now, as given (not as GPULEDGER_PROJECT)
+                from gpuledger.errors import UserError
+
+                raise UserError(f"Ledger(project={str(project)!r}): there is no {PROJECT_FILE} in {self.project}; "
+                                f"`gpuledger init {self.project}` makes one")
 
     def __repr__(self) -> str:
         where = f"project={str(self.project)!r}" if self.project else "project of the working directory"

@@ -106,3 +106,10 @@ def test_a_ledger_of_another_project_reads_its_settings(tmp_path, monkeypatch):
     assert ledger.settings.project_root == tmp_path.resolve()
     assert ledger.settings.get("sql.timeout_s") == 7
     assert "GPULEDGER_PROJECT" not in __import__("os").environ
+
+
+def test_a_ledger_of_a_folder_without_a_project_says_so_naming_the_argument(tmp_path):
+    with pytest.raises(UserError, match=r"^Ledger\(project='.*nowhere'\): there is no gpuledger.toml in ") as err:
+        Ledger(tmp_path / "nowhere")
+    assert "GPULEDGER_PROJECT" not in str(err.value)
+
