@@ -145,22 +145,23 @@ class GpuledgerTools:
 
     def plan(self, spec: str) -> CallToolResult:
         from gpuledger.mcp_server.agent_money import snapshot
+        from gpuledger.spec import load_spec
 
         path = Path(spec)
-        copy, digest = snapshot(path, settings.current().data_dir) if path.is_file() else (None, None)
+        load_spec(path)  # a file that is no spec is refused here, never kept (a copy of /proc/self/environ would
+        # put the server's environment, cloud credentials and all, in the project for the agent to read)
+        copy, digest = snapshot(path, settings.current().data_dir)
         try:
-            verdict = self.ledger.plan(str(copy) if copy else spec)  # the bytes kept are the bytes priced
+            verdict = self.ledger.plan(str(copy))  # the bytes kept are the bytes priced
         except UserError as err:  # its message names the agent's spec, not the server's kept copy of it
-            raise ToolError(str(err).replace(str(copy), spec) if copy else str(err)) from None
+            raise ToolError(str(err).replace(str(copy), spec)) from None
         data = _plain(verdict.plan.to_json())
         planned = verdict.decided_usd  # the one decided spend (`Plan.decided_usd`, at the plan's confidence)
         conf = verdict.plan.confidence.upper()
         sweep_id, name = verdict.sweep_id, verdict.sweep.spec.name
         plan_id = hashlib.sha256(f"{digest}|{json.dumps(data, sort_keys=True, default=str)}".encode()).hexdigest()[:16]
-        if digest is not None:
-            self.plans[plan_id] = PlannedSpec(plan_id, str(path.resolve()), digest, sweep_id, name, planned,
-                                              verdict.accepted,
-                                              str(copy))
+        self.plans[plan_id] = PlannedSpec(plan_id, str(path.resolve()), digest, sweep_id, name, planned,
+                                          verdict.accepted, str(copy))
         trials = verdict.plan.planned_trials
         feasible = sum(1 for t in trials if t.feasible)
         refusal = (verdict.refusal or "over budget").splitlines()[0]

@@ -77,3 +77,15 @@ def test_the_apis_gpu_table_is_the_clis_with_the_teams_runs(monkeypatch, capsys)
     api = ledger.gpu_options(ledger.workload("Qwen/Qwen2.5-0.5B"), 1e8, accelerators=["A100"])
     assert [(o["time_s"], o["time_band"], o["memory_band"]) for o in api] == \
         [(o["time_s"], o["time_band"], o["memory_band"]) for o in cli]
+
+
+def test_plan_keeps_no_copy_of_a_file_that_is_no_spec(tools):
+    from gpuledger import settings
+
+    secrets = "secrets.env"  # what /proc/self/environ holds: the server's environment, cloud credentials and all
+    with open(secrets, "w", encoding="utf-8") as fh:
+        fh.write("AWS_SECRET_ACCESS_KEY=abc123\n")
+    with pytest.raises((ToolError, UserError), match=r"^secrets.env:1:1: "):
+        tools.plan(secrets)
+    kept = settings.current().data_dir / "mcp" / "specs"
+    assert not kept.is_dir() or not any(kept.iterdir())
