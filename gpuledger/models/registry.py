@@ -475,6 +475,11 @@ def hf_cached_config(repo_id: str) -> Path | None:
     return None
 
 
+def _shown(name: str, most: int = 120) -> str:
+    """`name` quoted for a message, cut to its first `most` characters (a name may be any text a user typed)."""
+    return repr(name) if len(name) <= most else f"{name[:most]!r}... ({len(name):,} characters)"
+
+
 @functools.cache
 def _load_cached(name_or_path: str) -> ModelConfig:
     key = name_or_path.strip().lower().removeprefix("hf://").removeprefix("https://huggingface.co/").strip("/")
@@ -486,17 +491,25 @@ def _load_cached(name_or_path: str) -> ModelConfig:
         name = _registry_name(path)
         return _normalise(data, name, f"registry model {name}")
     candidate = Path(name_or_path).expanduser()
-    if candidate.is_dir() and (candidate / "config.json").is_file():
-        candidate = candidate / "config.json"
+    try:
+        if candidate.is_dir() and (candidate / "config.json").is_file():
+            candidate = candidate / "config.json"
+        is_file = candidate.is_file()
+    except OSError:  # no file can have this name (too long for a path, ...): it is a name, if anything
+        is_file = False
     looks_like_path = candidate.suffix == ".json" or "\\" in name_or_path or name_or_path.startswith((".", "/", "~"))
-    if candidate.is_file():
+    if is_file:
         data = _read_json(candidate)
         name = str(data.get("_name_or_path") or candidate.parent.name or candidate.stem)
         return _normalise(data, name, str(candidate))
     if looks_like_path:
-        raise UserError(f"model config file {name_or_path!r} does not exist; give a registry name or a path to an HF config.json")
+        raise UserError(f"model config file {_shown(name_or_path)} does not exist; give a registry name or a path to "
+                        "an HF config.json")
     repo_id = name_or_path.strip().removeprefix("hf://").removeprefix("https://huggingface.co/").strip("/")
-    cached = hf_cached_config(repo_id)
+    try:
+        cached = hf_cached_config(repo_id)
+    except OSError:  # a name too long for the cache's folders is in no cache
+        cached = None
     if cached is not None:
         data = _read_json(cached)
         cfg = _normalise(data, repo_id, str(cached))
@@ -522,7 +535,7 @@ def _load_cached(name_or_path: str) -> ModelConfig:
     close = difflib.get_close_matches(name_or_path.strip().lower(), list(lowered), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(dict.fromkeys(lowered[c] for c in close))}?" if close else ""
     raise UserError(
-        f"unknown model {name_or_path!r}{hint} (registry: {len(names)} models, e.g. "
+        f"unknown model {_shown(name_or_path)}{hint} (registry: {len(names)} models, e.g. "
         f"{', '.join(names[:4])}; not in the Hugging Face cache ({', '.join(str(d) for d in hf_cache_dirs())}); "
         "or give a path to an HF config.json)"
     )

@@ -398,3 +398,10 @@ def test_moe_from_a_hand_written_config(tmp_path):
     assert (cfg.num_experts, cfg.experts_per_token, cfg.moe_layers, cfg.dense_layers) == (16, 2, 3, 1)
     assert cfg.shared_intermediate_size == 2 * 256
     assert cfg.mlp_width_per_token == pytest.approx((3 * (2 * 256 + 512) + 4096) / 4)
+
+
+@pytest.mark.parametrize("name", ["a" * 5000, "qwen/" + "x" * 300, "Qwen2.5-0.5B" + "x" * 1000])
+def test_a_name_too_long_for_a_path_is_an_unknown_model_said_in_one_short_line(name):
+    with pytest.raises(UserError, match=r"^unknown model '.*'\.\.\. \([\d,]+ characters\)") as err:
+        load_config(name)
+    assert len(str(err.value)) < 600 and "\n" not in str(err.value)
