@@ -74,6 +74,8 @@ def read_text_file(path: str | Path, max_bytes: int = LIMITS.max_bytes) -> str:
         raise FileRefused(path, "permission denied") from None
     except OSError as err:
         raise FileRefused(path, f"cannot open: {err.strerror or err}") from None
+    except ValueError:  # os.open refuses a path with a NUL character in it (no file has one)
+        raise FileRefused(str(path).replace("\x00", "\\x00"), "no such file (the path holds a NUL character)") from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):

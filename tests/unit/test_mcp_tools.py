@@ -89,3 +89,11 @@ def test_plan_keeps_no_copy_of_a_file_that_is_no_spec(tools):
         tools.plan(secrets)
     kept = settings.current().data_dir / "mcp" / "specs"
     assert not kept.is_dir() or not any(kept.iterdir())
+
+
+def test_a_spec_path_with_a_nul_character_is_no_such_file_not_a_value_error(tools):
+    spec = "specs/a\x00b.yaml"  # JSON carries it (\u0000); no file has one
+    check = tools.validate(spec).structured_content
+    assert not check["valid"] and check["problems"] == ["specs/a\\x00b.yaml:1:1: no such file (the path holds a NUL character)"]
+    with pytest.raises((ToolError, UserError), match="NUL character"):
+        tools.plan(spec)
