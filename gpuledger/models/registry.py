@@ -492,12 +492,16 @@ def _load_cached(name_or_path: str) -> ModelConfig:
         return _normalise(data, name, f"registry model {name}")
     candidate = Path(name_or_path).expanduser()
     try:
-        if candidate.is_dir() and (candidate / "config.json").is_file():
-            candidate = candidate / "config.json"
+        is_dir = candidate.is_dir()
+        if is_dir and (candidate / "config.json").is_file():
+            candidate, is_dir = candidate / "config.json", False
         is_file = candidate.is_file()
     except OSError:  # no file can have this name (too long for a path, ...): it is a name, if anything
-        is_file = False
+        is_dir = is_file = False
     looks_like_path = candidate.suffix == ".json" or "\\" in name_or_path or name_or_path.startswith((".", "/", "~"))
+    if is_dir and looks_like_path:  # ("org/name" may be a folder here and still a name of the Hugging Face cache)
+        raise UserError(f"model folder {_shown(name_or_path)} has no config.json; give a registry name, an HF "
+                        "config.json or the folder that holds one")
     if is_file:
         data = _read_json(candidate)
         name = str(data.get("_name_or_path") or candidate.parent.name or candidate.stem)

@@ -405,3 +405,8 @@ def test_a_name_too_long_for_a_path_is_an_unknown_model_said_in_one_short_line(n
     with pytest.raises(UserError, match=r"^unknown model '.*'\.\.\. \([\d,]+ characters\)") as err:
         load_config(name)
     assert len(str(err.value)) < 600 and "\n" not in str(err.value)
+
+
+def test_a_folder_without_a_config_is_said_to_be_one_not_to_be_missing(tmp_path):
+    with pytest.raises(UserError, match=r"^model folder '.*' has no config.json; "):
+        load_config(str(tmp_path))
