@@ -2,7 +2,9 @@
 billing export says beside what gpuledger estimated (hours × the catalog or local $/h recorded per run).
 
 Every figure names its source: "billed (FOCUS export)" is Σ BilledCost, "effective (FOCUS export)"
-Σ EffectiveCost (commitments amortised, discounts applied), "estimated (catalog)" the runs' own cost.
+Σ EffectiveCost (commitments amortised, discounts applied; a line item without one counts at its
+BilledCost, as v_billing_attribution defines it, and the section says how many), "estimated (catalog)"
+the runs' own cost.
 USD only is summed; other currencies are listed as they are, never added to USD. Reads are the named
 queries `report_billing_loaded`, `report_week_billed`, `report_week_unattributed`,
 `report_week_runs_billed`, `report_week_price_drift` and `report_sweep_billed` over the views
@@ -185,6 +187,11 @@ def _week_notes(b: WeekBilled) -> list[Note]:
     assumed = int(b.by_currency["currency_assumed_line_items"].sum()) if b.by_currency.height else 0
     if assumed:
         notes.append(Note(f"{assumed} line items had no BillingCurrency; the export's currency was assumed.", "small"))
+    no_effective = int(b.by_currency["effective_cost_assumed_line_items"].sum()) if b.by_currency.height else 0
+    if no_effective:
+        notes.append(Note(f"{no_effective} line items have no EffectiveCost (a column FOCUS 1.0+ makes mandatory): "
+                          f"their BilledCost is counted as their effective cost, here and in every view "
+                          f"(v_billing_attribution.effective_cost_assumed).", "warn"))
     return notes
 
 

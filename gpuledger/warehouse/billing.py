@@ -32,6 +32,7 @@ class BillingIngestResult:
     absent_columns: list[str]
     currency_assumed_rows: int
     billed_by_currency: dict[str, float]
+    effective_assumed_rows: int = 0
 
     def summary(self) -> str:
         if self.already_ingested:
@@ -43,6 +44,9 @@ class BillingIngestResult:
                      f"of export {self.export_name!r}")
         if self.currency_assumed_rows:
             text += f"; {self.currency_assumed_rows} rows have no BillingCurrency and are taken as USD"
+        if self.effective_assumed_rows:
+            text += (f"; {self.effective_assumed_rows} rows have no EffectiveCost and count at their BilledCost "
+                     "as effective cost")
         return text
 
 
@@ -66,7 +70,8 @@ class BillingMixin:
         result = BillingIngestResult(
             path=str(ff.path), export_name=name, sha256=ff.sha256, line_items=frame.height,
             already_ingested=False, replaced_files=[], replaced_line_items=0, absent_columns=list(ff.absent),
-            currency_assumed_rows=ff.currency_assumed_rows, billed_by_currency=billed)
+            currency_assumed_rows=ff.currency_assumed_rows, billed_by_currency=billed,
+            effective_assumed_rows=int(frame["effective_cost"].null_count()))
         if self._run("billing_file_known", {"sha256": ff.sha256}):
             result.already_ingested = True
             return result

@@ -154,3 +154,25 @@ def test_the_csv_files_carry_the_billed_tables(billed_wh, tmp_path):
     s = pl.read_csv(sweep.csv_dir / "billed.csv").row(0, named=True)
     assert (s["runs"], s["runs_billed"]) == (2, 2) and s["effective_usd"] == pytest.approx(1.40)
     assert Path(weekly.html).read_text().count("billed (FOCUS export)") >= 1
+
+
+def test_a_bill_without_effective_cost_counts_its_billed_cost_as_effective(tmp_path):
+    # a FOCUS file without the EffectiveCost column (mandatory since FOCUS 1.0) showed "of which unattributed
+    # (matching no run) $0.00 ... (billed $7.00)" and v_billed_spend.unattributed_usd 0: Σ of nulls coalesced to 0
+    bill = tmp_path / "no-effective.csv"
+    bill.write_text("BillingPeriodStart,BillingPeriodEnd,ChargePeriodStart,ChargePeriodEnd,BilledCost,BillingCurrency,"
+                    "ChargeCategory\n2026-12-01,2027-01-01,2026-12-08T00:00:00Z,2026-12-08T01:00:00Z,7.00,USD,Usage\n")
+    with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")) as wh:
+        result = ingest(wh, bill)
+        spend = wh.query("select effective_cost_usd, unattributed_usd from v_billed_spend").row(0)
+        assert spend == (pytest.approx(7.00), pytest.approx(7.00))
+        assert wh.query("select effective_cost_assumed_rows from v_billed_spend").item() == 1
+        assert "1 rows have no EffectiveCost and count at their BilledCost" in result.summary()
+        s = week_billed_summary(load_week_billed(wh, "2026-W50"))
+        md = weekly_markdown(load_week(wh, "2026-W50"))
+    assert (s["effective_usd"], s["unattributed_effective_usd"]) == (pytest.approx(7.00), pytest.approx(7.00))
+    sec = _section(md)
+    assert "| of which unattributed (matching no run) | $7.00 |" in sec
+    assert "| effective (FOCUS export) | $7.00 |" in sec
+    assert "1 line items have no EffectiveCost" in sec
+    assert "7.00 | 7.00 |" in _section(sec, "### Unattributed line items")  # billed and effective, row by row

@@ -1,7 +1,8 @@
 -- The bill of the ISO week [$week_start, $week_end) (gpuledger.report.weeks.week_bounds), per currency: the
 -- line items whose charge period STARTS in the week (UTC, the rule runs follow in v_weekly_spend),
 -- billed / effective / list cost, what matches a run and what matches none (v_billing_attribution).
--- Each currency is its own row, never summed.
+-- Each currency is its own row, never summed. Effective cost is v_billing_attribution's: EffectiveCost,
+-- else BilledCost (a line item without one: effective_cost_assumed_line_items).
 SELECT billing_currency,
        count(*) AS line_items,
        count(DISTINCT file_sha256) AS exports,
@@ -16,7 +17,8 @@ SELECT billing_currency,
        count(*) FILTER (WHERE attribution_method = 'time') AS attributed_by_time,
        count(*) FILTER (WHERE charge_period_end > date_trunc('week', charge_period_start) + INTERVAL 7 DAY)
            AS spanning_past_week,
-       count(*) FILTER (WHERE currency_assumed) AS currency_assumed_line_items
+       count(*) FILTER (WHERE currency_assumed) AS currency_assumed_line_items,
+       count(*) FILTER (WHERE effective_cost_assumed) AS effective_cost_assumed_line_items
 FROM v_billing_attribution
 WHERE charge_period_start >= $week_start AND charge_period_start < $week_end
 GROUP BY billing_currency

@@ -1,6 +1,7 @@
 -- The bill, per billing period, provider, billing account and currency. USD columns sum
 -- USD line items only: other currencies stay in billed_cost/effective_cost/list_cost with their
--- billing_currency and are never added to USD without a stated rate.
+-- billing_currency and are never added to USD without a stated rate. Effective cost is
+-- v_billing_attribution's: EffectiveCost, else BilledCost (effective_cost_assumed_rows).
 SELECT billing_period_start,
        coalesce(provider_name, 'unknown') AS provider,
        billing_account_id,
@@ -16,6 +17,7 @@ SELECT billing_period_start,
        coalesce(sum(effective_cost) FILTER (WHERE billing_currency = 'USD' AND run_id IS NULL), 0) AS unattributed_usd,
        count(*) FILTER (WHERE attribution_method = 'time') AS attributed_by_time,
        count(*) FILTER (WHERE currency_assumed) AS currency_assumed_rows,
+       count(*) FILTER (WHERE effective_cost_assumed) AS effective_cost_assumed_rows,
        count(*) FILTER (WHERE charge_class = 'Correction') AS corrections
 FROM v_billing_attribution
 GROUP BY ALL

@@ -3,7 +3,7 @@
 -- learned from the bill are made of (v_billed_rates; gpuledger/catalog/pricing.py).
 -- Hours: ConsumedQuantity when ConsumedUnit is hours, else PricingQuantity when PricingUnit is
 -- hours, else the charge period's length. Cost: EffectiveCost (after discounts and amortised
--- commitments, FOCUS 1.x), else BilledCost. Only USD usage of Compute (or no ServiceCategory);
+-- commitments, FOCUS 1.x), else BilledCost (v_billing_attribution.effective_cost). Only USD usage of Compute (or no ServiceCategory);
 -- a line attributed by time overlap alone (a guess) counts only where its text names the run's
 -- instance type (ChargeDescription, ResourceId/Name/Type, SkuMeter, SkuPriceDetails).
 SELECT a.file_sha256, a.source_row, a.run_id, a.sweep_id, a.trial_id, a.attribution_method,
@@ -15,7 +15,7 @@ SELECT a.file_sha256, a.source_row, a.run_id, a.sweep_id, a.trial_id, a.attribut
                 THEN li.pricing_quantity
             ELSE (epoch(a.charge_period_end) - epoch(a.charge_period_start)) / 3600.0
        END AS billed_hours,
-       coalesce(a.effective_cost, a.billed_cost) AS effective_usd
+       a.effective_cost AS effective_usd
 FROM v_billing_attribution a
 JOIN billing_line_items li USING (file_sha256, source_row)
 JOIN runs r ON r.run_id = a.run_id

@@ -5,6 +5,9 @@
 --   'time'     : GPU-cloud compute of the same provider and region overlapping a cloud run in time
 --                (a guess, flagged as such);
 --   NULL       : matches no run (idle clusters, forgotten instances, storage, ...): unattributed, never dropped.
+-- effective_cost: FOCUS EffectiveCost, else (a line item without one: an export with no EffectiveCost column,
+--       which FOCUS 1.0+ makes mandatory, or an empty cell) its BilledCost, flagged effective_cost_assumed; every
+--       view and report that sums effective cost reads it here, so none shows $0 for money that was billed.
 -- role: the launch label gpuledger-role in Tags (an RL job group's instance: trainer | rollout | reward | ref),
 --       else NULL (the run's one instance, or a line item without the label).
 WITH li AS (
@@ -62,7 +65,9 @@ best AS (
 SELECT li.file_sha256, li.source_row, f.export_name, li.billing_period_start, li.billing_period_end,
        li.charge_period_start, li.charge_period_end, li.charge_category, li.charge_class,
        li.provider_name, li.billing_account_id, li.billing_currency, li.currency_assumed,
-       li.resource_id, li.service_name, li.billed_cost, li.effective_cost, li.list_cost,
+       li.resource_id, li.service_name, li.billed_cost,
+       coalesce(li.effective_cost, li.billed_cost) AS effective_cost,
+       li.effective_cost IS NULL AS effective_cost_assumed, li.list_cost,
        b.run_id, r.sweep_id, r.trial_id, b.method AS attribution_method,
        CASE WHEN li.tag_role IN ('trainer', 'rollout', 'reward', 'ref') THEN li.tag_role END AS role
 FROM li
