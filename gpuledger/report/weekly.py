@@ -10,7 +10,9 @@ by `strftime(started_at, '%G-W%V')`, which computes every run's billing and metr
 
 A week is the ISO week 'YYYY-Www' (Monday to Sunday, UTC; gpuledger.report.weeks). Without a week: the
 last complete week that has data (saying so), else the current week so far; the page lists the
-weeks that have data.
+weeks that have data. A week has data when a run started in it or a billed line item's charge period
+starts in it (`report_weeks_with_data`): a week the bill charges but no run started is listed, and
+its page says what the bill shows rather than "no spend recorded".
 """
 
 from __future__ import annotations
@@ -89,7 +91,8 @@ class WeekData:
     sweeps: pl.DataFrame  # per sweep: runs, succeeded trials, cost, waste, GPU-hours (v_runs)
     waste: pl.DataFrame  # per reason (v_runs)
     budgets: pl.DataFrame  # v_sweep_roi of the week's sweeps with a budget
-    weeks_with_data: pl.DataFrame = None  # type: ignore[assignment]  # week, runs, cost_usd; newest first
+    weeks_with_data: pl.DataFrame = None  # type: ignore[assignment]  # week, runs, cost_usd, billed_line_items,
+    #   billed_usd; newest first
     chosen_because: str = ""  # when no week was asked for: which week was chosen and why
     so_far: bool = False  # the current week, not complete yet
     billed: WeekBilled | None = None  # the bill's line items charged in the week (FOCUS exports), if read
@@ -144,6 +147,8 @@ def weekly_summary(data: WeekData) -> dict[str, Any]:
     spot = float(data.spend.filter(pl.col("spot"))["cost_usd"].sum()) if data.spend.height else 0.0
     succeeded = int(data.sweeps["succeeded_trials"].sum()) if data.sweeps.height else 0
     waste = float(data.waste["cost_usd"].sum()) if data.waste.height else 0.0
+    bill = data.billed.by_currency if data.billed is not None else None
+    usd_bill = bill.filter(pl.col("billing_currency") == "USD") if bill is not None else None
     return {
         "week": data.week,
         "week_start": data.start.isoformat(),
@@ -161,12 +166,16 @@ def weekly_summary(data: WeekData) -> dict[str, Any]:
         "cost_per_succeeded_trial_usd": (total / succeeded) if succeeded else None,
         "waste_usd": waste,
         "waste_pct": (100.0 * waste / total) if total > 0 else None,
+        # the bill's line items charged in the week (any currency) and their USD BilledCost (None: no USD line)
+        "billed_line_items": int(bill["line_items"].sum()) if bill is not None and bill.height else 0,
+        "billed_usd": float(usd_bill["billed_cost"].sum()) if usd_bill is not None and usd_bill.height else None,
     }
 
 
 def _change(s: dict[str, Any]) -> str:
     if s["prev_cost_usd"] == 0 and s["total_cost_usd"] == 0:
-        return "no spend either week"
+        return "no run either week (the bill's line items: Billed vs estimated)" if s["billed_line_items"] \
+            else "no spend either week"
     if s["prev_cost_usd"] == 0:
         return f"{s['prev_week']}: $0.00 (new spend)"
     return f"{s['prev_week']}: {usd(s['prev_cost_usd'])} → {'+' if s['change_usd'] >= 0 else ''}{usd(s['change_usd'])} " \
@@ -238,7 +247,13 @@ def weekly_document(data: WeekData) -> Document:
     if data.so_far:
         blocks.append(Note(f"{data.week} is the current week: the numbers are the week so far and will change.",
                            "info"))
-    if s["runs"] == 0:
+    if s["runs"] == 0 and s["billed_line_items"]:
+        billed = (f"billed {usd(s['billed_usd'])}" if s["billed_usd"] is not None
+                  else "none of them in USD")
+        blocks.append(Note(f"No run started in {data.week} ({s['week_start']} – {s['week_end']}), so nothing is "
+                           f"estimated for it, but the bill has {s['billed_line_items']} line items charged that week "
+                           f"({billed}): see Billed vs estimated.", "warn"))
+    elif s["runs"] == 0:
         blocks.append(Note(f"No spend recorded in {data.week} ({s['week_start']} – {s['week_end']}): no run "
                            f"started that week. {_change(s)}.", "info"))
     blocks.append(Cards(_cards(s)))
@@ -254,10 +269,12 @@ def weekly_document(data: WeekData) -> Document:
                                     colour=charts.ORANGE),
                    "Spend by accelerator this week ('cpu' = local CPU runs)."),
         ]))
+    no_runs = "No run either week (the bill's line items: Billed vs estimated)." if s["billed_line_items"] \
+        else "No spend either week."
     for key, heading in DIMENSIONS:
         rows = _by(data.spend, data.prev_spend, key)
         blocks.append(Section(heading, [Table([key, *_DIM_HEADERS], _dim_rows(rows, key), numeric=[1, 2, 3, 4, 5],
-                                              empty="No spend either week.")]))
+                                              empty=no_runs)]))
     blocks.append(Section("Top sweeps", [Table(_SWEEP_HEADERS, _sweep_rows(data), numeric=[2, 3, 4, 5, 6],
                                                max_rows=20, empty="No sweep ran this week.")]))
     if data.billed is not None:
@@ -292,11 +309,17 @@ def weeks_with_data_text(data: WeekData) -> str:
 
 
 def _weeks_table(data: WeekData) -> Table:
+    """The weeks with data: runs and their estimated spend, and (once a bill is ingested) the week's
+    billed line items and their USD BilledCost."""
+    weeks = data.weeks_with_data.to_dicts()
+    billed = any(w.get("billed_line_items") for w in weeks)
     rows = [[w["week"] + (" (this report)" if w["week"] == data.week else ""), w["runs"], usd(w["cost_usd"])]
-            for w in data.weeks_with_data.to_dicts()]
-    return Table(["week", "runs", "spend"], rows, numeric=[1, 2], max_rows=WEEKS_LISTED,
+            + ([w["billed_line_items"], usd(w["billed_usd"])] if billed else [])
+            for w in weeks]
+    headers = ["week", "runs", "spend"] + (["billed line items", "billed (FOCUS, USD)"] if billed else [])
+    return Table(headers, rows, numeric=[1, 2, 3, 4] if billed else [1, 2], max_rows=WEEKS_LISTED,
                  highlight=[i for i, w in enumerate(data.weeks_with_data["week"].to_list()) if w == data.week]
-                 if rows else [], empty="No week has data yet: no run has been recorded.")
+                 if rows else [], empty="No week has data yet: no run and no billed line item has been recorded.")
 
 
 def weekly_html(data: WeekData) -> str:

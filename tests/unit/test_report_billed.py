@@ -4,6 +4,7 @@ files (tests/data/focus), every figure checked against hand arithmetic or the fi
 from __future__ import annotations
 
 import csv
+from datetime import date
 from decimal import Decimal
 from pathlib import Path
 
@@ -176,3 +177,24 @@ def test_a_bill_without_effective_cost_counts_its_billed_cost_as_effective(tmp_p
     assert "| effective (FOCUS export) | $7.00 |" in sec
     assert "1 line items have no EffectiveCost" in sec
     assert "7.00 | 7.00 |" in _section(sec, "### Unattributed line items")  # billed and effective, row by row
+
+
+def test_a_week_with_only_bill_data_is_a_week_with_data_and_its_page_shows_the_bill(tmp_path):
+    # the bill alone (no run): 'weeks with data' came from runs only, so 2026-W06 was not listed nor chosen by
+    # default, and its page led with "No spend recorded ... no run started that week" above $24.64 billed
+    with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")) as wh:
+        ingest(wh, BILL)
+        weeks = wh.query_named("report_weeks_with_data")
+        files = write_weekly_report(wh, out_dir=tmp_path / "out", now=date(2026, 2, 11))
+    assert weeks["week"].to_list() == ["2026-W06", "2026-W05", "2026-W03"]  # the weeks the bill charges
+    w06 = weeks.row(0, named=True)
+    assert (w06["runs"], w06["cost_usd"], w06["billed_line_items"]) == (0, 0, 3)
+    assert w06["billed_usd"] == pytest.approx(24.64)
+    assert files.html.name == "2026-W06.html"  # the last complete week with data, on Wednesday of W07
+    assert files.notes[-1] == "Weeks with data: 2026-W06, 2026-W05, 2026-W03."
+    md = files.markdown.read_text()
+    assert "No spend recorded" not in md and "no spend either week" not in md
+    assert ("No run started in 2026-W06 (2026-02-02 – 2026-02-08), so nothing is estimated for it, but the bill "
+            "has 3 line items charged that week (billed $24.64): see Billed vs estimated.") in md
+    assert "| billed (FOCUS export) | $24.64 |" in _section(md)
+    assert "| 2026-W06 (this report) | 0 | $0.00 | 3 | $24.64 |" in md
