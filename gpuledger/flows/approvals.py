@@ -199,7 +199,9 @@ def guard_envelopes(accepted: Any, dry_run: bool, log: Any) -> State | None:
         if os.environ.get(money.ENV_LAUNCH_ID):  # the server's reservation for this launch goes back
             release_quietly(sweep_id, f"refused in the sweep process: {err}")
         log.error("Budget envelope refused sweep %s (nothing launched): %s", sweep_id, err)
-        alert_quietly("failed", f"{sweep_id}:refused", f"sweep {sweep_id} refused before launch: {err}", {"refused": True})
+        if not dry_run:  # a dry run is a question: no alert (nor its claim, which would silence the real refusal's)
+            alert_quietly("failed", f"{sweep_id}:refused", f"sweep {sweep_id} refused before launch: {err}",
+                          {"refused": True})
         return Failed(message=str(err), data=err)
     for u in decision.uses if waits is None else ():
         log.info("Envelope %s: reserved %s (%s) for %s, observed owner %s (spec claims %s); %s of %s left",
