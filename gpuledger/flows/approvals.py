@@ -75,6 +75,9 @@ def await_approval(*, sweep_id: str, sweep_name: str, decision: Any, owner: str,
     except FlowPauseTimeout:
         _decide(approval_id, "expired", None)
         return False, f"no approval within {timeout_s:.0f} s (money.approval_timeout_s): {reason}"
+    except BaseException:  # the process stopped waiting (Ctrl-C, a termination signal): nobody can decide any more
+        _decide(approval_id, "expired", None)
+        raise
     approved = bool(getattr(answer, "approve", False))
     by = (getattr(answer, "by", "") or "the Prefect UI").strip()[:100]
     note = (getattr(answer, "note", "") or "").strip()[:500]
@@ -212,8 +215,12 @@ def guard_envelopes(accepted: Any, dry_run: bool, log: Any) -> State | None:
     soft = decision.soft[0]
     alert_quietly("budget", f"{soft.envelope.name}:{soft.window_start.date()}:soft:{sweep_id}", f"sweep {sweep_id} waits for approval: {decision.approval_words()}",
            {"awaiting_approval": True})
-    approved, words = await_approval(sweep_id=sweep_id, sweep_name=name, decision=decision, owner=spender.owner,
-                                     log=log, timeout_s=float(settings.current().get("money.approval_timeout_s")))
+    try:
+        approved, words = await_approval(sweep_id=sweep_id, sweep_name=name, decision=decision, owner=spender.owner,
+                                         log=log, timeout_s=float(settings.current().get("money.approval_timeout_s")))
+    except BaseException:  # interrupted or crashed while it waited: nothing launched, the money goes back
+        release_quietly(sweep_id, "the sweep stopped while it waited for approval")
+        raise
     if approved:
         return None
     release_quietly(sweep_id, f"not approved: {words}")

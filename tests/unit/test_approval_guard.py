@@ -53,3 +53,24 @@ def test_a_dry_run_refusal_sends_no_alert_and_leaves_the_real_refusals_alert_to_
     assert state is not None and state.is_failed()
     assert _alerts() == ["big-1:refused"]
     assert "big-1" in sent.read_text() and "would cross" in sent.read_text()
+
+
+def _held_and_waiting(sweep_id: str) -> tuple[float, list[str]]:
+    with Warehouse.open(read_only=True) as wh:
+        held = sum(h["held_usd"] for h in wh.budget_holds(sweep_id))
+        states = wh.query("select state from budget_approvals where sweep_id = $s", {"s": sweep_id})["state"].to_list()
+    return held, states
+
+
+def test_a_sweep_stopped_while_it_waits_for_approval_gives_its_reservation_back(project, monkeypatch):
+    import prefect.flow_runs
+
+    def interrupted(**_kw):
+        raise KeyboardInterrupt  # Ctrl-C (a termination signal is the same) while the flow run is paused
+
+    monkeypatch.setattr(prefect.flow_runs, "pause_flow_run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        guard_envelopes(_accepted("mid-1", 3.0), False, LOG)  # past soft_usd 2: reserves, then waits
+    held, states = _held_and_waiting("mid-1")
+    assert held == pytest.approx(0.0)  # was $3.00 held for ever
+    assert states == ["expired"]  # not shown as waiting for an approval nobody can give any more
