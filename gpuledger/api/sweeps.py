@@ -8,6 +8,7 @@ second plan -> the budget guard's answer (`BudgetExceeded` unless `force`) -> th
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from pathlib import Path
@@ -22,6 +23,7 @@ def run_sweep(ledger: Any, spec: str | os.PathLike[str], *, launcher: str | None
               dry_run: bool = False, force: bool = False, resume: bool | None = True, hooks: Any = None,
               launcher_factory: Any = None, report: bool = True) -> SweepSummary:
     """Plans, guards, runs and reports one sweep (see the module); returns its summary."""
+    from gpuledger.runtime import money
     from gpuledger.runtime.engine import Hooks, SweepRun
     from gpuledger.runtime.events import notify
     from gpuledger.runtime.launching import make_launcher
@@ -41,15 +43,16 @@ def run_sweep(ledger: Any, spec: str | os.PathLike[str], *, launcher: str | None
         summary.forced = True
         hooks.log.warning("budget guard refused sweep %s but force=True: launching anyway (recorded as forced)",
                           verdict.sweep_id)
-    reserve_envelopes(verdict.sweep, dry_run)
+    reserved_usd = reserve_envelopes(verdict.sweep, dry_run)
     if dry_run:
         summary.status = vocabulary.SWEEP_DRY_RUN
         notify("finished", summary=summary.to_dict())
         return summary
     try:
         summary = ledger.run_trials(SweepRun(verdict.sweep, summary=summary, launcher_factory=factory), hooks)
-    except BaseException:
-        _release(verdict.sweep_id, "sweep did not run")
+    except BaseException as err:
+        with contextlib.suppress(Exception):  # the error is the outcome; a busy warehouse releases later
+            money.release_unstarted(verdict.sweep_id, reserved_usd, err, f"sweep did not run: {err}")
         raise
     if report:
         files = ledger.report_sweep(verdict.sweep.spec.name, sweep_id=summary.sweep_id)
@@ -60,10 +63,11 @@ def run_sweep(ledger: Any, spec: str | os.PathLike[str], *, launcher: str | None
     return summary
 
 
-def reserve_envelopes(accepted: Any, dry_run: bool) -> None:
+def reserve_envelopes(accepted: Any, dry_run: bool) -> float:
     """The team's envelopes ([[budgets]], `gpuledger.runtime.money`): a dry run checks; a run reserves the
-    plan's spend. Raises `BudgetExceeded` when one refuses, and when a launch needs a person's approval
-    (which only a Prefect flow run can wait for: `Ledger.sweep`), releasing what it reserved."""
+    plan's spend. Returns what it reserved in each envelope (0 for a dry run). Raises `BudgetExceeded`
+    when one refuses, and when a launch needs a person's approval (which only a Prefect flow run can
+    wait for: `Ledger.sweep`), releasing what it reserved."""
     from gpuledger.runtime import money
     from gpuledger.runtime.envelopes import spender_for
 
@@ -73,12 +77,13 @@ def reserve_envelopes(accepted: Any, dry_run: bool) -> None:
         decision = money.check(plan_json, spender, what=f"sweep {sweep_id}")
         if decision.refused:
             raise BudgetExceeded(decision.refusal(f"sweep {sweep_id}"))
-        return
+        return 0.0
     decision = money.reserve(sweep_id, f"sweep {sweep_id}", plan_json, spender)
     if decision.needs_approval:
         _release(sweep_id, "needs approval; not run in this process")
         raise BudgetExceeded(f"sweep {sweep_id} needs approval ({decision.approval_words()}): run it with "
                              "`gpuledger sweep` (or Ledger.sweep), whose flow run waits for `gpuledger approve`")
+    return decision.plan_usd if decision.uses else 0.0
 
 
 def _release(sweep_id: str, note: str) -> None:

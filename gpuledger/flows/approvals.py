@@ -238,6 +238,18 @@ def release_quietly(sweep_id: str, note: str) -> None:
         money.release(sweep_id, note)
 
 
+def release_unstarted_quietly(accepted: Any, error: BaseException) -> None:
+    """The sweep did not start (`money.release_unstarted`): what this launch reserved goes back, and only
+    that when another live run of the sweep holds its lease."""
+    import contextlib
+
+    from gpuledger.runtime import money
+
+    with contextlib.suppress(Exception):  # the run's outcome is already said; a busy warehouse releases later
+        money.release_unstarted(accepted.sweep_id, money.plan_reservation_usd(accepted.plan.to_json())[0], error,
+                                f"sweep did not run: {error}")
+
+
 def alert_quietly(kind: str, subject: str, text: str, data: dict[str, Any]) -> None:
     """An alert through `[[alerts]]` (gpuledger/runtime/alerts.py), never breaking the flow."""
     import contextlib

@@ -54,7 +54,7 @@ from prefect.utilities.annotations import quote
 from gpuledger import vocabulary
 from gpuledger.api import Ledger, PlanVerdict
 from gpuledger.errors import BudgetExceeded
-from gpuledger.flows.approvals import guard_envelopes, release_quietly
+from gpuledger.flows.approvals import guard_envelopes, release_unstarted_quietly
 from gpuledger.flows.artifacts import Progress, artifact_key, publish_report, publish_table
 from gpuledger.flows.refusals import Refused, failed, user_errors_as_refusals
 from gpuledger.runtime.budget import BudgetStop
@@ -199,7 +199,7 @@ def sweep(spec: str, launcher: str | None = None, max_parallel: int | None = Non
     run = SweepRun(accepted, summary=summary, launcher_factory=launcher_factory)
     summary = run_trials_task(quote(run))  # quote: Prefect passes the objects as they are
     if isinstance(summary, Refused):
-        release_quietly(sweep_id, f"sweep did not run: {summary.error}")
+        release_unstarted_quietly(accepted, summary.error)
         return failed(summary)
     summary = write_report_task(sp.name, quote(summary))
     if isinstance(summary, Refused):

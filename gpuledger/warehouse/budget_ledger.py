@@ -110,11 +110,14 @@ class BudgetLedgerMixin:
                 written += 1
         return written
 
-    def release_budget(self, sweep_id: str, note: str) -> float:
-        """Releases what the sweep still holds in every envelope window; returns the dollars released."""
+    def release_budget(self, sweep_id: str, note: str, at_most_usd: float | None = None) -> float:
+        """Releases what the sweep still holds in every envelope window (at most `at_most_usd` in each: one
+        launch's reservation); returns the dollars released."""
         released = 0.0
         for h in self.budget_holds(sweep_id):
             held = float(h["held_usd"] or 0.0)
+            if at_most_usd is not None:
+                held = min(held, max(0.0, float(at_most_usd)))
             if held <= 1e-12:
                 continue
             self.add_budget_entry(

@@ -181,3 +181,54 @@ def test_status_reads_a_running_trials_spend_up_to_now(monkeypatch, tmp_path):
     with Warehouse.open() as wh:
         wh.execute("update trial_accruals set updated_at = $t", {"t": now_utc() - timedelta(hours=5)})
     assert sweep_states("s-run")[0]["accrued_usd"] == pytest.approx(1.8, abs=0.01)  # a dead writer: 180 s at most
+
+
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
+def test_a_second_run_of_a_running_sweep_that_cannot_start_gives_back_only_its_own_reservation():
+    from gpuledger.runtime.envelopes import now_utc
+    from gpuledger.warehouse import SweepBusy
+
+    env = Envelope("monthly", "all", "month", 10.0, None)
+    spender = Spender(project="research", owner="alice")
+    money.reserve("s-1", "sweep s-1", {"total_est_cost_usd": 3.0}, spender, envelopes=[env])  # the run that runs
+    _register("s-1")
+    with Warehouse.open() as wh:
+        wh.write_accruals([{"sweep_id": "s-1", "trial_id": "t1", "launch_no": 1, "started_at": now_utc(),
+                            "usd_per_hour": 36.0, "elapsed_s": 60.0, "accrued_usd": 0.6, "est_cost_usd": 1.0,
+                            "est_basis": "P90", "over_estimate": False, "running": True}])
+    money.reserve("s-1", "sweep s-1", {"total_est_cost_usd": 3.0}, spender, envelopes=[env])  # `gpuledger sweep` again
+    busy = SweepBusy("sweep s-1 is already running", holder="h", pid=1, host="vm", since=now_utc())
+    assert money.release_unstarted("s-1", 3.0, busy, "sweep did not run") == pytest.approx(3.0)
+    with Warehouse.open(read_only=True) as wh:
+        row = wh.query("select * from v_budgets").to_dicts()[0]
+    assert row["reserved_usd"] == pytest.approx(3.0)  # the running run's reservation still counts
+    assert row["accrued_usd"] == pytest.approx(0.6)  # and its running trial still accrues
+    # a launch that failed for any other reason: nothing of the sweep runs, all it holds goes back
+    assert money.release_unstarted("s-1", 3.0, UserError("no launcher"), "sweep did not run") == pytest.approx(3.0)
+    with Warehouse.open(read_only=True) as wh:
+        assert wh.query("select reserved_usd from v_budgets")["reserved_usd"].to_list() == [pytest.approx(0.0)]
+
+
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
+def test_ledger_run_of_a_sweep_another_run_holds_leaves_that_runs_reservation(tmp_path, monkeypatch):
+    from helpers.sweep_specs import write_spec
+
+    from gpuledger.api import Ledger
+    from gpuledger.warehouse import SweepBusy
+
+    (tmp_path / "gpuledger.toml").write_text('[[budgets]]\nname = "team"\nwindow = "month"\nlimit_usd = 100\n')
+    monkeypatch.setenv("GPULEDGER_CONFIG", str(tmp_path / "user.toml"))
+    monkeypatch.chdir(tmp_path)
+    spec = write_spec(tmp_path, "busy", xs=(0.1, 0.2), usd_per_hour=36.0)
+    sweep_id = Ledger(tmp_path).plan(spec).sweep_id
+    env = Envelope("team", "all", "month", 100.0, None)
+    money.reserve(sweep_id, f"sweep {sweep_id}", {"total_est_cost_usd": 5.0}, Spender(project="tests", owner="bob"),
+                  envelopes=[env])  # the run that holds the lease and runs now
+    with Warehouse.open() as wh:
+        wh.acquire_lease(sweep_id, "another run", 60)
+    with pytest.raises(SweepBusy):
+        Ledger(tmp_path).run(spec, report=False)
+    with Warehouse.open(read_only=True) as wh:
+        assert wh.query("select reserved_usd from v_budgets")["reserved_usd"].to_list() == [pytest.approx(5.0)]
+        wh_kinds = wh.query("select kind from budget_ledger order by recorded_at")["kind"].to_list()
+    assert wh_kinds == ["reserve", "reserve", "release"]  # this launch's own reservation went back, only it
