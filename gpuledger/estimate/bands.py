@@ -66,6 +66,19 @@ UNSCORED_WHAT = {("time", "8bit"): "the 8-bit factor's own spread (3 published r
 #: measurements and LLaMA-Factory's wiki) sit ~1.5x apart, so the spread is wide.
 STACK_SPREAD = {"unsloth": 0.27}
 STACK_WHAT = {"unsloth": "unsloth's kernel factor's own spread (14 published ratios of 2 sources, stack_speed.csv)"}
+#: Mixture-of-experts models with more routed experts than any scored row's model (the Mixtral rows of
+#: training_throughput.csv: 8), run through Transformers' own loop over the experts (framework hf), and that regime's
+#: spread in log space (P10 / P90 half-width), added in quadrature to each side of their time band (their cell is a
+#: dense one's: hf lora 16bit ...): 1.2816 x the root mean square of each source's mean log(measured / the model's
+#: figure) of gpuledger/estimate/data/moe_eager_runs.csv (`public.moe_eager_rows`: gpt-oss-20b LoRA on one H100,
+#: 2.2x the model's time; Qwen2-57B-A14B over Qwen2-72B under ZeRO-3, 2.7x the model's ratio; tests/unit/
+#: test_band_table.py recomputes it). The P50 is not moved: a third public run (LLaMA-Factory #7921, Qwen3-30B-A3B
+#: against QwQ-32B under ZeRO-3, settings not stated) is slower than the model says at no plausible setting, and
+#: the three differ in what dominates (the per-expert kernel loop, ZeRO-3's per-module fetches). docs/training-time.md.
+MOE_SCORED_EXPERTS = 8
+MOE_EAGER_SPREAD = 1.14
+MOE_EAGER_WHAT = ("the spread of Transformers' mixture-of-experts runs of more than 8 experts "
+                  "(2 published runs, moe_eager_runs.csv; no scored row)")
 #: the cell's fields, finest first dropped last (the order levels drop them: family first)
 CELL_FIELDS = ("framework", "method", "quantization", "regime", "family")
 QUANTITIES = ("time", "memory")
@@ -312,11 +325,16 @@ def table_with_runs(runs: list[dict] | None) -> BandTable:
 
 
 def band_for(quantity: str, framework: str, method: str, precision: str | None, gpus: int | None,
-             accelerator: str | None, stack: str | None = None, table: BandTable | None = None) -> Band:
+             accelerator: str | None, stack: str | None = None, model: str | None = None,
+             table: BandTable | None = None) -> Band:
     """Returns the band of one figure (`quantity` time | memory) of its cell; the time of a run of a `stack`
-    with a kernel factor of its own (STACK_SPREAD) also carries that factor's spread."""
+    with a kernel factor of its own (STACK_SPREAD) also carries that factor's spread, and the time of a
+    Transformers run of a `model` with more experts than any scored row's (MOE_EAGER_SPREAD) that regime's."""
     band = (table or public_table()).band(quantity, cell_of(framework, method, precision, gpus, accelerator))
-    return with_stack_spread(band, stack, method) if quantity == "time" else band
+    if quantity != "time":
+        return band
+    band = with_stack_spread(band, stack, method)
+    return widened(band, MOE_EAGER_SPREAD, MOE_EAGER_WHAT) if eager_moe(framework, model) else band
 
 
 def with_stack_spread(band: Band, stack: str | None, method: str) -> Band:
@@ -325,10 +343,32 @@ def with_stack_spread(band: Band, stack: str | None, method: str) -> Band:
     extra = STACK_SPREAD.get(stack or "")
     if not extra or method not in STACK_KERNEL_METHODS:
         return band
+    return widened(band, extra, STACK_WHAT[stack])
+
+
+def widened(band: Band, extra: float, what: str) -> Band:
+    """Returns `band` with `extra` (log space) added in quadrature to each side's spread, saying `what` it is."""
     lo = math.hypot(math.log(band.p50 / band.p10), extra)
     hi = math.hypot(math.log(band.p90 / band.p50), extra)
-    unscored = "; + ".join(x for x in (band.unscored, STACK_WHAT[stack]) if x)
+    unscored = "; + ".join(x for x in (band.unscored, what) if x)
     return replace(band, p10=band.p50 * math.exp(-lo), p90=band.p50 * math.exp(hi), unscored=unscored)
+
+
+@functools.lru_cache(maxsize=256)
+def eager_moe(framework: str | None, model: str | None) -> bool:
+    """Whether a run of `model` under `framework` is a mixture-of-experts run through Transformers' own loop over
+    the experts with more experts than any scored row's model (MOE_SCORED_EXPERTS); False when the model's
+    config cannot be read (the estimate that needs it says why)."""
+    from gpuledger.estimate.coefficients import FRAMEWORK_CLASS
+
+    if not model or FRAMEWORK_CLASS.get(framework or "hf") != "hf":
+        return False
+    from gpuledger.models import load_config
+
+    try:
+        return load_config(model).num_experts > MOE_SCORED_EXPERTS
+    except Exception:  # noqa: BLE001 - an unreadable config has no band of its own; its estimate refuses it
+        return False
 
 
 def probe_band(step_s_p10: float | None, step_s_p50: float | None, step_s_p90: float | None, steps: int,

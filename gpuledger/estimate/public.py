@@ -322,6 +322,31 @@ def int8_ratio_rows() -> list[tuple[str, str, float, float]]:
     return out
 
 
+def moe_eager_rows() -> list[tuple[str, str, float, float]]:
+    """Returns (id, source, measured, the model's figure) of every row of moe_eager_runs.csv: mixture-of-experts
+    runs through Transformers' own loop over the experts, with more experts than any scored row's model. A
+    `run_minutes` row is a whole run (`train_time_s` of its tokens, minutes); a `ratio` row is the published time
+    of the model over `compared_model`'s at the same settings (the step model's ratio)."""
+    from gpuledger.estimate import Workload, estimate, train_time_s, training_step
+
+    out = []
+    for r in read_csv("moe_eager_runs.csv"):
+        def workload(model: str, r=r):
+            return Workload(model=model, method="lora", precision="bf16", framework="hf",
+                            micro_batch=int(r["micro_batch"]), seq_len=int(r["seq_len"]), gpus=int(r["gpus"]),
+                            sharding=r["sharding"], packing=r["packing"] == "true", flash_attn=r["flash_attn"] == "true",
+                            lora_r=int(r["lora_r"]), lora_targets=r["lora_targets"],
+                            sample_tokens=int(r["sample_tokens"]) if r["sample_tokens"] else None)
+
+        if r["kind"] == "run_minutes":
+            model = train_time_s(estimate(workload(r["model"])), float(r["tokens"]), r["gpu"]) / 60
+        else:
+            model = (training_step(estimate(workload(r["model"])), r["gpu"]).step_s
+                     / training_step(estimate(workload(r["compared_model"])), r["gpu"]).step_s)
+        out.append((r["id"], r["source"], float(r["measured"]), model))
+    return out
+
+
 def stack_ratio_rows(speedup: dict[str, float] | None = None) -> list[tuple[str, str, str, float, float]]:
     """Returns (id, source, stack, measured ratio, the model's ratio) of every row of stack_speed.csv: the
     published speed of a stack over its engine at the same settings (`compared` hf: Transformers + PEFT with

@@ -58,7 +58,8 @@ def confidence_of(spec) -> str:
     return value
 
 
-def deadline_factor(framework: str, method: str, confidence: str, table=None, stack: str | None = None):
+def deadline_factor(framework: str, method: str, confidence: str, table=None, stack: str | None = None,
+                    model: str | None = None):
     """Returns the deadline test's factor (accelerator, gpus, precision) -> P90 / P50 of the compute time
     of that cell (cached), or None at p50 (`PlanSettings.deadline_factor`, gpuledger/plan/scoring.py)."""
     if confidence != "p90":
@@ -70,7 +71,7 @@ def deadline_factor(framework: str, method: str, confidence: str, table=None, st
     def factor(accelerator: str, gpus: int, precision: str) -> float:
         key = (accelerator, gpus, precision)
         if key not in cache:
-            b = band_for("time", framework, method, precision, gpus, accelerator, stack, table=table)
+            b = band_for("time", framework, method, precision, gpus, accelerator, stack, model, table=table)
             cache[key] = b.p90 / b.p50
         return cache[key]
 
@@ -156,7 +157,7 @@ def risk_note(est_gib: float, usable_gib: float, accelerator: str, band) -> str:
 def _cell(workload_text: str | None, s, accelerator: str, gpus: int) -> tuple:
     w = json.loads(workload_text)["workload"] if workload_text else {}
     return (w.get("framework") or "hf", w.get("method") or s.method, w.get("precision") or s.precision, gpus, accelerator,
-            w.get("stack"))
+            w.get("stack"), w.get("model"))
 
 
 def trial_band(basis: str, cell: tuple, table, *, local: bool, probe: dict | None = None):

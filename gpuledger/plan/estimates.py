@@ -69,7 +69,7 @@ def compute_times(estimates: pl.DataFrame, accelerators: Sequence[str], band_tab
                 continue
             w = est.workload
             seconds *= band_for("time", w.framework, w.method, w.precision, w.gpus, acc, w.stack,
-                                table=band_table).p50
+                                w.model, table=band_table).p50
             for col, value in (("workload", text), ("accelerator", acc), ("compute_s", seconds)):
                 rows[col].append(value)
     return pl.DataFrame(rows, schema=TIMES_SCHEMA)

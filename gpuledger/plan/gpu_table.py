@@ -109,7 +109,7 @@ def gpu_options(workload, tokens: float, offers: pl.DataFrame, accelerators: Seq
                     except ValueError as err:  # the time model refuses it (a split RL trial on one GPU)
                         opt |= {"fits": False, "reason": str(err).splitlines()[0]}
                 if opt["fits"]:
-                    tband = band_for("time", *cell, w.stack, table=band_table)
+                    tband = band_for("time", *cell, w.stack, w.model, table=band_table)
                     corr = (time_corrections or {}).get(accelerator_family(acc))
                     if corr is not None:
                         model_s *= corr.factor

@@ -56,7 +56,7 @@ def settings_for(spec, *, max_parallel: int | None = None, launcher: str | None 
         confidence=confidence,
         band_table=band_table,
         deadline_factor=deadline_factor(framework, spec.method, confidence, band_table,
-                                        getattr(train, "stack", None)),
+                                        getattr(train, "stack", None), spec.model),
         lengths_unstated=lengths_unstated(spec),
         nodes=getattr(train, "nodes", None),
     )

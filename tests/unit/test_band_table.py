@@ -138,3 +138,39 @@ def test_an_8bit_time_band_with_no_8bit_row_carries_the_int8_factors_own_spread(
     assert math.log(eight.p90 / eight.p50) == pytest.approx(math.hypot(math.log(parent.p90 / parent.p50), spread), abs=0.01)
     assert "8-bit factor's own spread" in eight.describe() and "none of hf lora 8bit" in eight.describe()
     assert "8-bit" not in sixteen.describe() and sixteen.p90 / sixteen.p10 < eight.p90 / eight.p10
+
+
+def test_a_transformers_moe_time_band_of_many_experts_carries_that_regimes_spread():
+    """No scored public row is a Transformers run of a model of more than 8 experts (the Mixtral rows' 8): its time band
+    is a dense cell's, widened in quadrature on each side by the spread of the published runs of that regime against
+    the model (moe_eager_runs.csv), so a P90 figure covers them; a tuned stack's and Mixtral's bands are not widened."""
+    from gpuledger.estimate.public import moe_eager_rows, read_csv
+
+    by_source: dict[str, list[float]] = {}
+    for _id, source, measured, model in moe_eager_rows():
+        by_source.setdefault(source, []).append(math.log(measured / model))
+    means = [sum(v) / len(v) for v in by_source.values()]
+    spread = 1.2816 * math.sqrt(sum(x * x for x in means) / len(means))
+    assert len(by_source) >= 2 and all(m > 0 for m in means)  # both published runs are slower than the model says
+    assert pytest.approx(spread, abs=0.01) == bands.MOE_EAGER_SPREAD, \
+        "moe_eager_runs.csv or the model moved: set MOE_EAGER_SPREAD to the spread it gives now"
+    from gpuledger.models import load_config
+
+    scored = {r["model"] for r in read_csv("training_throughput.csv")
+              if r["framework"] == "hf" and not r["exclude_reason"] and r["model_source"] == "registry"}
+    assert max(load_config(m).num_experts for m in scored) == bands.MOE_SCORED_EXPERTS
+    args = ("hf", "lora", "bf16", 1, "H100")
+    dense = bands.band_for("time", *args, model="Qwen/Qwen2.5-7B")
+    moe = bands.band_for("time", *args, model="openai/gpt-oss-20b")
+    assert moe.p50 == pytest.approx(dense.p50) and moe.level == dense.level
+    assert math.log(moe.p90 / moe.p50) == pytest.approx(math.hypot(math.log(dense.p90 / dense.p50), bands.MOE_EAGER_SPREAD),
+                                                     abs=1e-9)
+    assert math.log(moe.p50 / moe.p10) == pytest.approx(math.hypot(math.log(dense.p50 / dense.p10), bands.MOE_EAGER_SPREAD),
+                                                     abs=1e-9)
+    assert "mixture-of-experts" in moe.describe() and "mixture-of-experts" not in dense.describe()
+    for _id, _source, measured, model in moe_eager_rows():
+        assert measured <= model * moe.p90 / moe.p50  # the P90 covers each published run
+    assert bands.band_for("time", *args, model="mistralai/Mixtral-8x7B-v0.1") == dense
+    assert bands.band_for("time", "megatron", "full", "bf16", 8, "H100", model="Qwen/Qwen3-30B-A3B") == \
+        bands.band_for("time", "megatron", "full", "bf16", 8, "H100")
+    assert bands.band_for("memory", *args, model="openai/gpt-oss-20b") == bands.band_for("memory", *args)

@@ -372,6 +372,7 @@ def test_estimate_says_how_the_model_was_resolved(monkeypatch, tmp_path):
     ("Qwen/Qwen3-30B-A3B", 30.5, 3.3),
     ("Qwen/Qwen3-235B-A22B", 235.1, 22.2),
     ("Qwen/Qwen1.5-MoE-A2.7B", 14.3, 2.7),
+    ("Qwen/Qwen2-57B-A14B", 57.41, 14.0),
     ("openai/gpt-oss-20b", 20.9, 3.6 + 0.58),
     ("openai/gpt-oss-120b", 116.8, 5.1 + 0.58),
     ("mistralai/Mixtral-8x22B-v0.1", 140.6, 39.1),
