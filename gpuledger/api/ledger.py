@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuledger.api.arguments import check_arguments
 from gpuledger.api.types import PlanVerdict, SpecCheck, SweepStatus
 
 if TYPE_CHECKING:
@@ -45,13 +46,19 @@ PREFECT_RUNNER = "gpuledger.flows.run"
 _scope_lock = threading.RLock()
 
 
+@check_arguments
 class Ledger:
     """gpuledger's verbs over one project: plan, run and account for GPU experiments."""
 
     def __init__(self, project: str | os.PathLike[str] | None = None, *,
                  warehouse: str | os.PathLike[str] | None = None) -> None:
+        for name, given in (("project", project), ("warehouse", warehouse)):
+            if given is not None and "\x00" in os.fspath(given):
+                from gpuledger.errors import UserError
+
+                raise UserError(f"Ledger({name}={os.fspath(given)!r}): no such path (it holds a NUL character)")
         self.project = Path(project).expanduser().resolve() if project is not None else None
-        self.warehouse = str(warehouse) if warehouse is not None else None
+        self.warehouse = os.fspath(warehouse) if warehouse is not None else None
         if self.project is not None:
             from gpuledger.settings import PROJECT_FILE
 
@@ -373,7 +380,7 @@ class Ledger:
         with self._scope():
             return ledger_query(query, max_rows=max_rows, timeout_s=sql_timeout_s(timeout_s))
 
-    def report_sweep(self, name: str, *, sweep_id: str | None = None,
+    def report_sweep(self, name: str | None, *, sweep_id: str | None = None,
                      out: str | os.PathLike[str] | None = None) -> ReportFiles:
         """Writes the ROI report of the latest sweep `name` (or of `sweep_id`); returns its files."""
         from gpuledger.report.sweep import write_sweep_report
