@@ -362,6 +362,20 @@ class Workload(BaseModel):
         """Returns none | selective | full: `checkpointing`, else full/none from `grad_ckpt`."""
         return self.checkpointing or ("full" if self.grad_ckpt else "none")
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _strict_scalars(cls, value, info):
+        """The strict scalars of specs (`gpuledger.spec.strict`), for every face that builds a Workload (the
+        Python API, the CLI, the MCP tool): a bool is no number, a bool field takes only true/false, a number is
+        finite, given as a number (not text) and at most `MAX_COUNT`."""
+        from gpuledger.spec.strict import number_problem, scalar_problems
+
+        problems = scalar_problems({info.field_name: value}, cls)
+        problem = problems[0][1] if problems else number_problem(value, cls.model_fields[info.field_name].annotation)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @field_validator("lora_targets")
     @classmethod
     def _targets(cls, value: str) -> str:

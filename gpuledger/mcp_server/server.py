@@ -40,6 +40,7 @@ from gpuledger import settings, vocabulary
 from gpuledger.api import Ledger
 from gpuledger.errors import UserError
 from gpuledger.mcp_server.budget import AgentBudget, agent_budget, check_launch
+from gpuledger.spec.strict import MAX_COUNT
 
 #: rows of a `sql` result put into the tool's text (the structured content holds up to SQL_MAX_ROWS)
 SQL_TEXT_ROWS = 20
@@ -54,8 +55,8 @@ SPENDS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent
 
 #: the tools' parameter types (the MCP schema an agent sees; a bad value is refused before the tool runs)
 SpecPath = Annotated[str, Field(min_length=1, max_length=4096, description="path of a spec YAML file")]
-Whole = Annotated[int, Field(ge=1, le=10**9)]
-Tokens = Annotated[float, Field(gt=0, le=1e15, description="training tokens")]
+Whole = Annotated[int, Field(ge=1, le=MAX_COUNT)]  # the one limit of every face (gpuledger.spec.strict)
+Tokens = Annotated[float, Field(gt=0, le=MAX_COUNT, description="training tokens")]
 Parallel = Annotated[int, Field(ge=1, le=1024, description="at most this many trials at once")]
 
 INSTRUCTIONS = (

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from gpuledger.errors import UserError
+from gpuledger.spec.strict import MAX_COUNT
 
 #: most training tokens an estimate's GPU table takes
-MAX_TOKENS = 1e15
+MAX_TOKENS = float(MAX_COUNT)
 
 
 def band_table(workload, calibration: bool = True, warehouse: str | Path | None = None):
@@ -105,7 +106,7 @@ def gpu_options_for(workload, tokens: float, accelerators: list[str] | None = No
     from gpuledger.plan.gpu_table import gpu_options
 
     if isinstance(tokens, bool) or not isinstance(tokens, numbers.Real) or not 0 < tokens <= MAX_TOKENS:
-        raise UserError(f"tokens: {tokens!r} is not a number of tokens above 0 and at most 1e15")
+        raise UserError(f"tokens: {tokens!r} is not a number of tokens above 0 and at most {MAX_TOKENS:.0e}")
     try:
         kinds = [normalize_accelerator(a) for a in (accelerators or [])]
     except UnknownAccelerator as err:

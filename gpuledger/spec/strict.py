@@ -9,9 +9,15 @@ only true/false refuses anything else; a number must be finite.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel
+
+#: The largest count or amount any face takes (a spec's counts, the CLI's whole numbers, the Python API's and the
+#: MCP tools' estimator fields): beyond it no estimate or plan means anything. `gpuledger.spec.types.parse_count`
+#: and `gpuledger.estimate.Workload` refuse more.
+MAX_COUNT = 10**15
 
 _LAX_BOOL_TEXT = {"0", "off", "f", "false", "n", "no", "1", "on", "t", "true", "y", "yes"}
 
@@ -81,3 +87,17 @@ def scalar_problems(data: Any, model: type[BaseModel], path: tuple = ()) -> list
             for key, item in value.items():
                 out += scalar_problems(item, inner, (*sub, key))
     return out
+
+
+def number_problem(value: Any, annotation: Any) -> str | None:
+    """Returns why a field of `annotation` that takes numbers (and not text) refuses `value` beyond
+    `scalar_problems`: text where a program passes a number (`seq_len="2048"`), a number above
+    `MAX_COUNT`; None when it takes it."""
+    admits = _admits(annotation)
+    if not admits & {int, float} or isinstance(value, bool):
+        return None
+    if isinstance(value, str) and str not in admits:
+        return f"expected a number, not the text {value!r}"
+    if isinstance(value, numbers.Real) and math.isfinite(value) and abs(value) > MAX_COUNT:
+        return f"{value!r} is too large (at most {MAX_COUNT:.0e})"
+    return None

@@ -9,6 +9,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
+from gpuledger.spec.strict import MAX_COUNT
+
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(d|h|m|s)", re.IGNORECASE)
 _DURATION_UNIT_S = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 
@@ -38,8 +40,6 @@ def parse_duration(value: Any) -> float:
 
 _COUNT_RE = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*([kmbgt]?)", re.IGNORECASE)
 _COUNT_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
-#: The largest count a spec or an option takes (beyond it no estimate or plan means anything).
-MAX_COUNT = 10**15
 
 
 def parse_count(value: Any) -> int:
