@@ -71,17 +71,18 @@ class LedgerRows:
 
 
 def json_value(value: Any) -> Any:
-    """Returns a DuckDB value as JSON (timestamps ISO, decimals and non-finite floats as text, bytes base64)."""
+    """Returns a DuckDB value as JSON (timestamps ISO, decimals as numbers, NaN and infinities as null: JSON has no
+    number for them, and text would read as the string 'nan' a column may hold; bytes base64)."""
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
+        return value if math.isfinite(value) else None
     if isinstance(value, (dt.datetime, dt.date, dt.time)):
         return value.isoformat()
     if isinstance(value, dt.timedelta):
         return value.total_seconds()
     if isinstance(value, decimal.Decimal):
-        return float(value) if value.is_finite() else str(value)
+        return float(value) if value.is_finite() else None
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, (bytes, bytearray, memoryview)):

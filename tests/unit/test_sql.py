@@ -91,3 +91,19 @@ def test_ingest_and_export_commands(wh_path, tmp_path, capsys):
     assert (land / "b.json").read_text() == "not json"
     assert main(["export", "--parquet", str(tmp_path / "pq")]) == 0
     assert (tmp_path / "pq" / "runs.parquet").exists()
+
+
+def test_nan_and_infinities_come_back_as_json_null_from_the_cli_and_the_mcp_tool(wh_path, capsys):
+    import asyncio
+
+    from gpuledger.mcp_server.server import GpuledgerTools, build_server
+
+    query = "select 'nan'::double as x, '-inf'::double as y, 'nan' as t, 1.5 as z"
+    want = [{"x": None, "y": None, "t": "nan", "z": 1.5}]  # the text 'nan' stays text: it is no number
+    assert main(["sql", query, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == want
+    server = build_server(GpuledgerTools(None, True))
+    result = asyncio.run(server.call_tool("sql", {"query": query}))
+    wire = json.loads(result.model_dump_json(by_alias=True, exclude_none=True))  # what the agent receives
+    assert wire["structuredContent"]["rows"] == want
+    assert json.loads(wire["content"][0]["text"].splitlines()[1]) == want[0]
