@@ -3,7 +3,8 @@
 Tools: `validate`, `estimate`, `plan`, `prices`, `sweep`, `status`, `report`, `sql`; resources: the
 documentation of the warehouse's views (`gpuledger://views.yml`, `gpuledger://views/{name}`).
 Each tool returns concise text and structured content; a user error is a tool error carrying
-gpuledger's one-line message. Every tool calls the application layer (`gpuledger.api.Ledger`), as the
+gpuledger's one-line message, and arguments the SDK refuses (the tools' typed parameters) one line naming
+the tool and each argument (`ToolServer`). Every tool calls the application layer (`gpuledger.api.Ledger`), as the
 CLI does, so an agent and a person get the same numbers from the same functions (no face calls
 another); tools take the vocabulary's words as typed parameters and say whether they only read
 (`readOnlyHint`) or spend (`destructiveHint`). `sweep` starts the sweep as its own process
@@ -32,9 +33,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from gpuledger import settings, vocabulary
 from gpuledger.api import Ledger
@@ -329,11 +330,44 @@ def _guard(fn):
     return wrapped
 
 
+def argument_problems(tool: str, err: ValidationError) -> str:
+    """Returns the SDK's refusal of a tool's arguments (pydantic's several lines per argument, with links) as one
+    line naming the tool and each argument: `Error executing tool estimate: argument seq: Input should be less
+    than or equal to 1000000000000000 (got 10000000000000000)`."""
+    said: dict[str, str] = {}
+    for e in err.errors():
+        name = str(e["loc"][0]) if e["loc"] else "arguments"
+        if name in said:
+            continue  # a union's members each refuse the value: one reason per argument
+        got = "" if e["type"] == "missing" else f" (got {_shown(e.get('input'))})"
+        said[name] = f"argument {name}: {'required' if e['type'] == 'missing' else e['msg']}{got}"
+    return f"Error executing tool {tool}: " + "; ".join(said.values())
+
+
+def _shown(value: Any, most: int = 80) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= most else text[:most - 3] + "..."
+
+
+class ToolServer(MCPServer):
+    """The SDK's server, with its refusal of a tool's arguments said in one line (`argument_problems`); what
+    the SDK logs and returns otherwise is its own."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as err:
+            cause = err.__cause__
+            if isinstance(err, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(argument_problems(name, cause)) from cause  # the SDK logs the cause's field names
+
+
 def build_server(tools: GpuledgerTools) -> MCPServer:
     """Returns the MCP server with gpuledger's tools and the views' documentation as resources."""
     from gpuledger import __version__
 
-    server = MCPServer(name="gpuledger", version=__version__, instructions=INSTRUCTIONS)
+    server = ToolServer(name="gpuledger", version=__version__, instructions=INSTRUCTIONS)
 
     @server.tool(description="Check an experiment spec (YAML path) without running anything: every problem "
                              "the planner and the sweep would refuse on, one line each.", annotations=READ_ONLY)

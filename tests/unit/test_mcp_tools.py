@@ -97,3 +97,31 @@ def test_a_spec_path_with_a_nul_character_is_no_such_file_not_a_value_error(tool
     assert not check["valid"] and check["problems"] == ["specs/a\\x00b.yaml:1:1: no such file (the path holds a NUL character)"]
     with pytest.raises((ToolError, UserError), match="NUL character"):
         tools.plan(spec)
+
+
+@pytest.mark.parametrize(("tool", "arguments", "line"), [
+    ("estimate", {"model": "gpuledger/demo-char-gpt", "seq": 10**16},
+     "Error executing tool estimate: argument seq: Input should be less than or equal to 1000000000000000 "
+     "(got 10000000000000000)"),
+    ("estimate", {"model": "gpuledger/demo-char-gpt", "batch": 0, "seq": "long"},
+     "Error executing tool estimate: argument batch: Input should be greater than or equal to 1 (got 0); "
+     "argument seq: Input should be a valid integer, unable to parse string as an integer (got 'long')"),
+    ("estimate", {}, "Error executing tool estimate: argument model: required"),
+    ("sweep", {"spec": "specs/x.yaml", "max_parallel": 0},
+     "Error executing tool sweep: argument max_parallel: Input should be greater than or equal to 1 (got 0)"),
+    ("plan", {"spec": ""}, "Error executing tool plan: argument spec: String should have at least 1 character (got '')"),
+])
+def test_arguments_the_sdk_refuses_come_back_as_one_line_naming_the_tool_and_the_argument(tools, tool, arguments,
+                                                                                           line):
+    import asyncio
+
+    from mcp.client import Client
+
+    from gpuledger.mcp_server.server import build_server
+
+    async def call():
+        async with Client(build_server(tools)) as client:
+            return await client.call_tool(tool, arguments)
+
+    result = asyncio.run(call())
+    assert result.is_error and [block.text for block in result.content] == [line]
