@@ -34,17 +34,23 @@ def sql_timeout_s(timeout_s: float | None = None) -> float:
     return seconds
 
 
-def check_query(query: str, *, write: bool = False) -> list[str]:
+#: how each face that runs a user's SQL spells its switch to write (the refusal names the caller's)
+WRITE_SWITCH = {"api": "write=True", "cli": "--write"}
+
+
+def check_query(query: str, *, write: bool = False, face: str = "api") -> list[str]:
     """Returns the statement kinds of `query` that change the warehouse; raises UserError (one line)
-    when `write` is False and the query would write anything anywhere."""
+    when `write` is False and the query would write anything anywhere, naming the switch of `face`
+    (`WRITE_SWITCH`: `Ledger.sql`'s write=True, `gpuledger sql`'s --write)."""
+    switch = WRITE_SWITCH[face]
     writes = writing_statements(query)
     if not write:
         if writes:
             raise UserError(f"refusing a statement that changes the warehouse ({', '.join(writes)}); "
-                            "add --write if you mean it")
+                            f"add {switch} if you mean it")
         problems = read_only_problems(query)
         if problems:
-            raise UserError(f"refusing, without --write: {'; '.join(problems)}")
+            raise UserError(f"refusing, without {switch}: {'; '.join(problems)}")
     return writes
 
 

@@ -107,3 +107,19 @@ def test_nan_and_infinities_come_back_as_json_null_from_the_cli_and_the_mcp_tool
     wire = json.loads(result.model_dump_json(by_alias=True, exclude_none=True))  # what the agent receives
     assert wire["structuredContent"]["rows"] == want
     assert json.loads(wire["content"][0]["text"].splitlines()[1]) == want[0]
+
+
+@pytest.mark.parametrize(("query", "api", "cli"), [
+    ("delete from runs", "add write=True if you mean it", "add --write if you mean it"),
+    ("set threads = 1", "add write=True if you mean it", "add --write if you mean it"),
+])
+def test_a_refused_statement_names_the_switch_of_the_face_that_ran_it(wh_path, capsys, query, api, cli):
+    from gpuledger.api import Ledger
+    from gpuledger.errors import UserError
+
+    with pytest.raises(UserError) as err:
+        Ledger().sql(query)
+    assert api in str(err.value) and "--write" not in str(err.value)
+    assert main(["sql", query]) == 1
+    said = capsys.readouterr().err
+    assert cli in said and "write=True" not in said

@@ -61,7 +61,7 @@ def _run(args: argparse.Namespace) -> int:
     from gpuledger.warehouse.adhoc import check_query, sql_timeout_s
 
     query: str = args.query
-    writes = check_query(query, write=args.write)
+    writes = check_query(query, write=args.write, face="cli")  # refused in the CLI's words, before the Ledger
     timeout_s = sql_timeout_s()
     try:
         result = Ledger().sql(query, write=args.write, timeout_s=timeout_s, rows=True)
