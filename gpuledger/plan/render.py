@@ -67,7 +67,7 @@ def budget_guard(plan: Plan, *, probes_usd: float = 0.0) -> None:
         fits = "fits" if v.total_usd + probes_usd <= budget else "still over"
         lines.append(f"  every trial on {acc} (resources.accelerators: [{acc}]): {fmt_usd(v.total_usd)} ({fits})")
     lines.append(f"raise budget.max_usd to at least {fmt_usd(math.ceil((total + probes_usd) * 100) / 100)}, change the spec as above, "
-                 "or pass --force to `gpuledger sweep` (recorded in the warehouse).")
+                 "or force the sweep (`gpuledger sweep --force`, `Ledger.run(spec, force=True)`; recorded in the warehouse).")
     raise BudgetExceeded("\n".join(lines))
 
 

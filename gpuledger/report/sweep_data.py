@@ -83,7 +83,8 @@ def resolve_sweep_id(wh, name: str | None = None, sweep_id: str | None = None) -
             raise UserError(f"sweep {sweep_id!r} is called {df['sweep_name'][0]!r}, not {name!r}")
         return sweep_id
     if name is None:
-        raise UserError("say which sweep: a NAME (its latest sweep) or --sweep-id ID")
+        raise UserError("say which sweep: its name (its latest sweep) or a sweep id (`gpuledger report sweep "
+                        "--sweep-id ID`, `Ledger.report_sweep(None, sweep_id=ID)`)")
     check_name(name, "sweep name")
     df = wh.query_named("report_latest_sweep_id", {"name": name})
     if df.height == 0:

@@ -113,3 +113,16 @@ def test_a_ledger_of_a_folder_without_a_project_says_so_naming_the_argument(tmp_
         Ledger(tmp_path / "nowhere")
     assert "GPULEDGER_PROJECT" not in str(err.value)
 
+
+
+def test_refusals_reached_from_the_api_name_its_keyword_not_only_a_cli_option(repo_root, tmp_path):
+    text = (repo_root / CLOUD_SPEC).read_text(encoding="utf-8")
+    spec = tmp_path / "poor.yaml"
+    spec.write_text(text.replace("max_usd: 300", "max_usd: 0.01"), encoding="utf-8")
+    assert "Ledger.run(spec, force=True)" in Ledger().plan(spec).refusal
+    from gpuledger.warehouse import Warehouse
+
+    with Warehouse.open():
+        pass
+    with pytest.raises(UserError, match=r"Ledger\.report_sweep\(None, sweep_id=ID\)"):
+        Ledger().report_sweep(None)
