@@ -162,6 +162,9 @@ def week_billed_summary(b: WeekBilled) -> dict[str, Any]:
         "unattributed_billed_usd": u.get("unattributed_billed_cost"),
         "unattributed_effective_usd": u.get("unattributed_effective_cost"),
         "unattributed_line_items": int(u.get("unattributed_line_items") or 0),
+        "unattributed_credit_effective_usd": u.get("unattributed_credit_effective_cost"),
+        "unattributed_credit_line_items": int(u.get("unattributed_credit_line_items") or 0),
+        "attributed_credit_effective_usd": u.get("attributed_credit_effective_cost"),
         "estimated_usd": float(r["estimated_usd"] or 0.0),
         "runs": int(r["runs"] or 0),
         "runs_billed": int(r["runs_billed"] or 0),
@@ -195,6 +198,11 @@ def _week_notes(b: WeekBilled) -> list[Note]:
     return notes
 
 
+def _credits_inside(u: dict[str, Any]) -> str:
+    n = u["attributed_credit_line_items"]
+    return f"; {n} of them credits ({usd(u['attributed_credit_effective_cost'])}), the run's own" if n else ""
+
+
 def week_billed_section(b: WeekBilled) -> Section:
     """Returns the "Billed vs estimated" section of the weekly report."""
     s = week_billed_summary(b)
@@ -219,12 +227,18 @@ def week_billed_section(b: WeekBilled) -> Section:
             [EFFECTIVE, usd(u["effective_cost"]), "Σ EffectiveCost of the same: commitments amortised, "
                                                   "discounts applied"],
             ["of which matching a run", usd(u["attributed_effective_cost"]),
-             f"EffectiveCost of {u['line_items'] - u['unattributed_line_items']} line items labelled with, or "
-             f"named after, a run (v_billing_attribution)"],
+             f"EffectiveCost of {u['attributed_line_items']} line items labelled with, or named after, a run "
+             f"(v_billing_attribution){_credits_inside(u)}"],
             ["of which unattributed (matching no run)", usd(u["unattributed_effective_cost"]),
              f"EffectiveCost of {u['unattributed_line_items']} line items (billed "
-             f"{usd(u['unattributed_billed_cost'])}): idle clusters, forgotten instances, storage, tax"],
+             f"{usd(u['unattributed_billed_cost'])}): idle clusters, forgotten instances, storage, tax"
+             f"{'; credits apart, below' if u['unattributed_credit_line_items'] else ''}"],
         ]
+        if u["unattributed_credit_line_items"]:
+            rows.append(["of which credits matching no run", usd(u["unattributed_credit_effective_cost"]),
+                         f"EffectiveCost of {u['unattributed_credit_line_items']} line items of ChargeCategory "
+                         f"Credit (billed {usd(u['unattributed_credit_billed_cost'])}): stated apart, never netted "
+                         f"into unattributed"])
     rows.append(list(est))
     if s["runs_billed"]:
         rows.append([f"of which runs the bill covers ({s['runs_billed']} of {s['runs']})",
@@ -241,9 +255,11 @@ def week_billed_section(b: WeekBilled) -> Section:
     others = b.other_currencies()
     if others:
         blocks.append(Section("Other currencies (never added to USD)", [Table(
-            ["currency", "line items", "billed", "effective", "unattributed (effective)"],
+            ["currency", "line items", "billed", "effective", "unattributed (effective)",
+             "credits matching no run (effective)"],
             [[o["billing_currency"] or "—", o["line_items"], _money(o["billed_cost"]), _money(o["effective_cost"]),
-              _money(o["unattributed_effective_cost"])] for o in others], numeric=[1, 2, 3, 4])], level=3))
+              _money(o["unattributed_effective_cost"]), _money(o["unattributed_credit_effective_cost"])]
+             for o in others], numeric=[1, 2, 3, 4, 5])], level=3))
     un = b.unattributed
     blocks.append(Section("Unattributed line items", [Table(
         ["charge", "service", "resource", "charge period", "currency", "billed", "effective", "export row"],
@@ -281,12 +297,15 @@ def sweep_billed_cards(b: dict[str, Any] | None) -> list[Card]:
     if not b or not b.get("runs_billed"):
         return []
     covers = f"{b['runs_billed']} of {b['runs']} runs"
+    credits = b.get("credit_line_items") or 0
+    billed_credits = f"; {credits} of them credits ({usd(b['credit_billed_usd'])})" if credits else ""
+    effective_credits = f", credits included ({usd(b['credit_effective_usd'])})" if credits else ""
     return [
         Card(BILLED, usd(b["billed_usd"]),
-             f"Σ BilledCost of {b['line_items']} line items matched to {covers} (by {b['attribution_methods']}); "
-             f"estimated for them: {usd(b['estimated_usd_of_billed_runs'])}"),
+             f"Σ BilledCost of {b['line_items']} line items matched to {covers} (by {b['attribution_methods']})"
+             f"{billed_credits}; estimated for them: {usd(b['estimated_usd_of_billed_runs'])}"),
         Card(EFFECTIVE, usd(b["effective_usd"]),
-             f"Σ EffectiveCost (commitments amortised, discounts applied) of the same {covers}"),
+             f"Σ EffectiveCost (commitments amortised, discounts applied) of the same {covers}{effective_credits}"),
     ]
 
 

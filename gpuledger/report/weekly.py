@@ -234,7 +234,8 @@ HOW_TO_READ = [
     ("Billed vs estimated", "From the cloud's FOCUS billing export ('gpuledger billing ingest'): the line items "
                             "whose charge period starts in the week (UTC). Billed = Σ BilledCost, effective = "
                             "Σ EffectiveCost (commitments amortised), USD only; other currencies are listed, never "
-                            "added. Unattributed = line items matching no run by label, resource name or time."),
+                            "added. Unattributed = charges matching no run by label, resource name or time; credits "
+                            "(ChargeCategory Credit) matching no run are a line of their own, never netted into it."),
 ]
 
 

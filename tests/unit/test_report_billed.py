@@ -198,3 +198,40 @@ def test_a_week_with_only_bill_data_is_a_week_with_data_and_its_page_shows_the_b
             "has 3 line items charged that week (billed $24.64): see Billed vs estimated.") in md
     assert "| billed (FOCUS export) | $24.64 |" in _section(md)
     assert "| 2026-W06 (this report) | 0 | $0.00 | 3 | $24.64 |" in md
+
+
+def test_credits_are_their_own_line_never_netted_into_unattributed(tmp_path):
+    # a $30 credit matching no run was netted into unattributed: $24.24 of a forgotten instance read
+    # "of which unattributed (matching no run) -$5.76" and v_billed_spend.unattributed_usd -5.76
+    tags = '"{""gpuledger-sweep"": ""lora-grid-12345678"", ""gpuledger-trial"": ""aaaaaaaaaaaa""}"'
+    period = "2026-02-01T00:00:00Z,2026-03-01T00:00:00Z"
+    bill = tmp_path / "credits.csv"
+    bill.write_text(
+        "BillingPeriodStart,BillingPeriodEnd,ChargePeriodStart,ChargePeriodEnd,ChargeCategory,BilledCost,"
+        "EffectiveCost,BillingCurrency,ProviderName,ServiceName,ResourceId,Tags\n"
+        f"{period},2026-02-03T00:00:00Z,2026-02-04T00:00:00Z,Usage,24.24,24.24,USD,AWS,EC2,i-idle,{{}}\n"
+        f"{period},2026-02-03T00:00:00Z,2026-02-04T00:00:00Z,Credit,-30.00,-30.00,USD,AWS,Credits,,{{}}\n"
+        f"{period},2026-02-02T10:00:00Z,2026-02-02T11:00:00Z,Usage,10.00,10.00,USD,AWS,EC2,i-a,{tags}\n"
+        f"{period},2026-02-02T10:00:00Z,2026-02-02T11:00:00Z,Credit,-2.00,-2.00,USD,AWS,EC2,i-a,{tags}\n")
+    with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")) as wh:
+        billed_runs(wh)
+        ingest(wh, bill)
+        spend = wh.query("select effective_cost_usd, attributed_usd, unattributed_usd, unattributed_credits_usd, "
+                         "credits_usd, credit_line_items from v_billed_spend").row(0)
+        s = week_billed_summary(load_week_billed(wh, "2026-W06"))
+        md = weekly_markdown(load_week(wh, "2026-W06"))
+        sweep_md = sweep_markdown(load_sweep(wh, "lora-grid"))
+    assert spend == (pytest.approx(2.24), pytest.approx(8.00), pytest.approx(24.24), pytest.approx(-30.00),
+                     pytest.approx(-32.00), 2)
+    assert (s["unattributed_effective_usd"], s["unattributed_line_items"]) == (pytest.approx(24.24), 1)
+    assert (s["unattributed_credit_effective_usd"], s["unattributed_credit_line_items"]) == (pytest.approx(-30.0), 1)
+    assert s["attributed_effective_usd"] + s["unattributed_effective_usd"] + s["unattributed_credit_effective_usd"] \
+        == pytest.approx(s["effective_usd"])
+    sec = _section(md)
+    assert "| of which unattributed (matching no run) | $24.24 | EffectiveCost of 1 line items (billed $24.24)" in sec
+    assert ("| of which credits matching no run | -$30.00 | EffectiveCost of 1 line items of ChargeCategory Credit "
+            "(billed -$30.00)") in sec
+    assert ("| of which matching a run | $8.00 | EffectiveCost of 2 line items labelled with, or named after, a run "
+            "(v_billing_attribution); 1 of them credits (-$2.00)") in sec
+    assert "-$5.76" not in sec
+    assert "matched to 1 of 2 runs (by tags); 1 of them credits (-$2.00); estimated for them" in sweep_md

@@ -1,6 +1,9 @@
 -- The bill of the ISO week [$week_start, $week_end) (gpuledger.report.weeks.week_bounds), per currency: the
 -- line items whose charge period STARTS in the week (UTC, the rule runs follow in v_weekly_spend),
--- billed / effective / list cost, what matches a run and what matches none (v_billing_attribution).
+-- billed / effective / list cost, what matches a run and what matches none (v_billing_attribution): the
+-- charges matching no run (unattributed_*) apart from the credits matching none (unattributed_credit_*), so
+-- attributed + unattributed + unattributed credit = the total; attributed_credit_* are the credits inside
+-- attributed (a credit naming a run's resource is that run's).
 -- Each currency is its own row, never summed. Effective cost is v_billing_attribution's: EffectiveCost,
 -- else BilledCost (a line item without one: effective_cost_assumed_line_items).
 SELECT billing_currency,
@@ -11,9 +14,20 @@ SELECT billing_currency,
        sum(list_cost) AS list_cost,
        coalesce(sum(billed_cost) FILTER (WHERE run_id IS NOT NULL), 0) AS attributed_billed_cost,
        coalesce(sum(effective_cost) FILTER (WHERE run_id IS NOT NULL), 0) AS attributed_effective_cost,
-       coalesce(sum(billed_cost) FILTER (WHERE run_id IS NULL), 0) AS unattributed_billed_cost,
-       coalesce(sum(effective_cost) FILTER (WHERE run_id IS NULL), 0) AS unattributed_effective_cost,
-       count(*) FILTER (WHERE run_id IS NULL) AS unattributed_line_items,
+       count(*) FILTER (WHERE run_id IS NOT NULL) AS attributed_line_items,
+       coalesce(sum(effective_cost) FILTER (WHERE run_id IS NOT NULL AND charge_category = 'Credit'), 0)
+           AS attributed_credit_effective_cost,
+       count(*) FILTER (WHERE run_id IS NOT NULL AND charge_category = 'Credit') AS attributed_credit_line_items,
+       coalesce(sum(billed_cost) FILTER (WHERE run_id IS NULL AND charge_category IS DISTINCT FROM 'Credit'), 0)
+           AS unattributed_billed_cost,
+       coalesce(sum(effective_cost) FILTER (WHERE run_id IS NULL AND charge_category IS DISTINCT FROM 'Credit'), 0)
+           AS unattributed_effective_cost,
+       count(*) FILTER (WHERE run_id IS NULL AND charge_category IS DISTINCT FROM 'Credit') AS unattributed_line_items,
+       coalesce(sum(billed_cost) FILTER (WHERE run_id IS NULL AND charge_category = 'Credit'), 0)
+           AS unattributed_credit_billed_cost,
+       coalesce(sum(effective_cost) FILTER (WHERE run_id IS NULL AND charge_category = 'Credit'), 0)
+           AS unattributed_credit_effective_cost,
+       count(*) FILTER (WHERE run_id IS NULL AND charge_category = 'Credit') AS unattributed_credit_line_items,
        count(*) FILTER (WHERE attribution_method = 'time') AS attributed_by_time,
        count(*) FILTER (WHERE charge_period_end > date_trunc('week', charge_period_start) + INTERVAL 7 DAY)
            AS spanning_past_week,
