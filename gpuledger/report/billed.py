@@ -300,6 +300,8 @@ def sweep_billed_cards(b: dict[str, Any] | None) -> list[Card]:
     credits = b.get("credit_line_items") or 0
     billed_credits = f"; {credits} of them credits ({usd(b['credit_billed_usd'])})" if credits else ""
     effective_credits = f", credits included ({usd(b['credit_effective_usd'])})" if credits else ""
+    assumed = b.get("effective_cost_assumed_line_items") or 0
+    effective_credits += f"; {assumed} line items without EffectiveCost at their BilledCost" if assumed else ""
     return [
         Card(BILLED, usd(b["billed_usd"]),
              f"Σ BilledCost of {b['line_items']} line items matched to {covers} (by {b['attribution_methods']})"
@@ -327,6 +329,10 @@ def sweep_billed_notes(b: dict[str, Any] | None) -> list[Note]:
     if b.get("other_currency_line_items"):
         out.append(Note(f"{b['other_currency_line_items']} of its line items are in another currency than USD: "
                         f"listed in v_billing_attribution, never added to the USD figures.", "small"))
+    if billed and b.get("effective_cost_assumed_line_items"):
+        out.append(Note(f"{b['effective_cost_assumed_line_items']} of its USD line items have no EffectiveCost (a "
+                        f"column FOCUS 1.0+ makes mandatory): their BilledCost is counted as their effective cost in "
+                        f"{EFFECTIVE}, as in every view (v_billing_attribution.effective_cost_assumed).", "warn"))
     if b.get("attribution_methods") and "time" in str(b["attribution_methods"]).split(", "):
         out.append(Note("Some line items match its runs only by time overlap: a guess (v_billing_attribution).",
                         "warn"))

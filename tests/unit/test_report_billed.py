@@ -235,3 +235,22 @@ def test_credits_are_their_own_line_never_netted_into_unattributed(tmp_path):
             "(v_billing_attribution); 1 of them credits (-$2.00)") in sec
     assert "-$5.76" not in sec
     assert "matched to 1 of 2 runs (by tags); 1 of them credits (-$2.00); estimated for them" in sweep_md
+
+
+def test_the_sweep_report_says_how_many_of_its_line_items_lack_effective_cost(tmp_path):
+    # the sweep ROI card showed "effective (FOCUS export) $10.00" for a line item billed $10.00 without
+    # EffectiveCost and said nothing, where the weekly section said "1 line items have no EffectiveCost"
+    bill = tmp_path / "no-effective.csv"
+    bill.write_text("BillingPeriodStart,BillingPeriodEnd,ChargePeriodStart,ChargePeriodEnd,ChargeCategory,BilledCost,"
+                    "BillingCurrency,ProviderName,ResourceId,Tags\n2026-02-01T00:00:00Z,2026-03-01T00:00:00Z,"
+                    "2026-02-02T10:00:00Z,2026-02-02T11:00:00Z,Usage,10.00,USD,AWS,i-a,"
+                    '"{""gpuledger-sweep"": ""lora-grid-12345678"", ""gpuledger-trial"": ""aaaaaaaaaaaa""}"\n')
+    with Warehouse.open(fresh_warehouse(tmp_path / "w.duckdb")) as wh:
+        billed_runs(wh)
+        ingest(wh, bill)
+        b = load_sweep(wh, "lora-grid").billed
+        md = sweep_markdown(load_sweep(wh, "lora-grid"))
+    assert (b["effective_usd"], b["effective_cost_assumed_line_items"]) == (pytest.approx(10.00), 1)
+    assert ("| effective (FOCUS export) | $10.00 | Σ EffectiveCost (commitments amortised, discounts applied) of "
+            "the same 1 of 2 runs; 1 line items without EffectiveCost at their BilledCost |") in md
+    assert "1 of its USD line items have no EffectiveCost (a column FOCUS 1.0+ makes mandatory)" in md
