@@ -171,7 +171,8 @@ DOCS: dict[str, tuple[str, list[str]]] = {
     "status": (
         "Each sweep's state (running, awaiting_approval, succeeded, ...) and its spend so far: accrued_usd = "
         "its stored runs' measured cost + what its running trials have accrued (price x elapsed, written every "
-        "money.accrue_interval_s). A sweep waiting for approval says who must approve and how. Then every "
+        "money.accrue_interval_s); a sweep that ended states its final spend, runs and end time instead. A "
+        "sweep waiting for approval says who must approve and how. Then every "
         "budget envelope's window: spent, reserved, left (docs/budgets.md).",
         ["gpuledger status", "gpuledger status lora-grid --json"]),
     "approve": (

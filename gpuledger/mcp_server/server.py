@@ -219,12 +219,19 @@ class GpuledgerTools:
         except WarehouseBusy as err:  # a sweep is storing results: an answer to ask again, not a failure
             return _result(f"the ledger is busy ({str(err).splitlines()[0]}); ask again in a few seconds",
                            {"sweeps": [], "busy": True, "agent_budget": None})
+        from gpuledger.runtime.sweep_states import finished
+
+        ended = set()
         for r in rows:
             money = states.get(r["sweep_id"]) or {}
             r["state"], r["accrued_usd"] = money.get("state", r["status"]), money.get("accrued_usd")
+            if money and finished(money):  # its spend is final: no "so far"
+                ended.add(r["sweep_id"])
         lines = [f"{r['sweep_id']}: {r['state']}, {r['succeeded']}/{r['trials']} trials succeeded, "
                  f"spent ${float(r['spent_usd']):.4f}"
-                 + (f" (so far, running trials included: ${r['accrued_usd']:.4f})" if r["accrued_usd"] is not None else "")
+                 + (" in total (final)" if r["sweep_id"] in ended
+                    else f" (so far, running trials included: ${r['accrued_usd']:.4f})" if r["accrued_usd"] is not None
+                    else "")
                  for r in rows] or ["no sweep yet" if sweep is None else f"no sweep {sweep}"]
         if budget is not None:
             lines.append(f"agent budget: ${budget.committed_usd:.2f} held of ${budget.budget_usd:.2f} "

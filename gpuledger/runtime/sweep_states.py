@@ -1,6 +1,7 @@
 """What each sweep is doing now and what it has cost so far: `gpuledger status`, the metrics, the MCP status.
 
-    sweep_states(sweep=None) -> [{"sweep_id", "name", "sweep", "state", "status", "accrued_usd", "spent_usd",
+    sweep_states(sweep=None) -> [{"sweep_id", "name", "sweep", "state", "status", "started_at", "ended_at",
+                                  "runs", "accrued_usd", "spent_usd",
                                   "measured_usd", "running_accrued_usd", "running_trials", "usd_per_hour",
                                   "over_estimate_trials", "awaiting_approval": {...} | None, "trials": {state: n},
                                   "planned_usd", "eta_s", "eta_basis", ...}]
@@ -9,7 +10,9 @@
 else the sweep's status (`running`, `planned`, `succeeded`, `budget-stopped`, ...). `accrued_usd` is
 the spend so far: the measured cost of its stored runs plus what its running trials have accrued
 (price x elapsed: written every `money.accrue_interval_s`, and read up to now from the last write, at
-most 180 s past it; docs/budgets.md); `spent_usd` the same number. `trials`, `planned_usd` (the plan's
+most 180 s past it; docs/budgets.md); `spent_usd` the same number, final once the sweep ended (`finished`:
+its status is one a sweep ends with and no trial accrues: `gpuledger status` then states the final numbers,
+not "so far"); `runs` its stored runs, `ended_at` when it ended. `trials`, `planned_usd` (the plan's
 total), `eta_s` and `eta_basis` (running sweeps only): gpuledger/runtime/sweep_progress.py.
 """
 
@@ -70,12 +73,21 @@ def sweep_states(sweep: str | None = None, *, limit: int = 20) -> list[dict[str,
     return list(by_live.values()) + out
 
 
+def finished(s: dict[str, Any]) -> bool:
+    """True when sweep state `s` (of `sweep_states`) has ended and none of its trials still accrues: its spend is final."""
+    from gpuledger.vocabulary import SWEEP_PLANNED, SWEEP_RUNNING, SWEEP_STATUSES
+
+    return (s["state"] in SWEEP_STATUSES and s["state"] not in (SWEEP_PLANNED, SWEEP_RUNNING)
+            and not s["running_trials"])
+
+
 def _state(row: dict[str, Any], state: str, waiting: dict[str, Any] | None) -> dict[str, Any]:
     measured = float(row.get("measured_usd") or 0.0)
     running = float(row.get("running_accrued_usd") or 0.0)
     return {"sweep_id": row["sweep_id"], "name": row["name"], "sweep": row["name"], "state": state,
             "status": row.get("status"),
-            "started_at": _iso(row.get("started_at")), "budget_usd": row.get("budget_usd"),
+            "started_at": _iso(row.get("started_at")), "ended_at": _iso(row.get("ended_at")),
+            "runs": int(row.get("runs") or 0), "budget_usd": row.get("budget_usd"),
             "accrued_usd": round(measured + running, 6), "spent_usd": round(measured + running, 6),
             "measured_usd": round(measured, 6),
             "running_accrued_usd": round(running, 6), "running_trials": int(row.get("running_trials") or 0),

@@ -1,5 +1,6 @@
 """`gpuledger status [SWEEP] [--json]`: each sweep's state (running, awaiting_approval, ...) and its spend so
-far (`accrued_usd`: measured runs + running trials' price x elapsed), and the envelopes' money.
+far (`accrued_usd`: measured runs + running trials' price x elapsed), and the envelopes' money. A sweep that
+ended (`sweep_states.finished`) states its final numbers instead: when it ended, its total spend and runs.
 
 A sweep waiting for approval names who must approve and the command (gpuledger/runtime/sweep_states.py,
 docs/budgets.md). Reads the warehouse only; never imports Prefect.
@@ -22,6 +23,7 @@ def _duration(seconds: float) -> str:
 def run(args) -> int:
     from gpuledger.api import Ledger
     from gpuledger.runtime.envelopes import usd
+    from gpuledger.runtime.sweep_states import finished
 
     ledger = Ledger()
     sweeps = ledger.sweep_states(args.sweep)
@@ -32,8 +34,14 @@ def run(args) -> int:
     if not sweeps:
         print("no sweep yet" if args.sweep is None else f"no sweep {args.sweep}")
     for s in sweeps:
-        line = (f"{s['sweep_id']}: {s['state']}, spent so far ${s['accrued_usd']:.4f} (measured ${s['measured_usd']:.4f}"
-                f" + {s['running_trials']} running trial(s) ${s['running_accrued_usd']:.4f} at ${s['usd_per_hour']:.2f}/h)")
+        if finished(s):  # its spend is final: the measured cost of its stored runs
+            ended = f", ended {str(s['ended_at'])[:16].replace('T', ' ')} UTC" if s.get("ended_at") else ""
+            line = (f"{s['sweep_id']}: {s['state']}{ended}; spent ${s['measured_usd']:.4f} in total (measured, "
+                    f"{s['runs']} run{'' if s['runs'] == 1 else 's'})")
+        else:
+            line = (f"{s['sweep_id']}: {s['state']}, spent so far ${s['accrued_usd']:.4f} (measured "
+                    f"${s['measured_usd']:.4f} + {s['running_trials']} running trial(s) "
+                    f"${s['running_accrued_usd']:.4f} at ${s['usd_per_hour']:.2f}/h)")
         if s.get("planned_usd") is not None:
             line += f" of ${s['planned_usd']:.4f} planned"
         if s["over_estimate_trials"]:

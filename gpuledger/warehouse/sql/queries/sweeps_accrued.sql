@@ -14,8 +14,9 @@ per_sweep AS (
     FROM running
     GROUP BY sweep_id
 )
-SELECT s.sweep_id, s.name, s.status, s.started_at, s.budget_usd,
+SELECT s.sweep_id, s.name, s.status, s.started_at, s.ended_at, s.budget_usd,
        coalesce((SELECT sum(r.cost_usd) FROM runs r WHERE r.sweep_id = s.sweep_id), 0) AS measured_usd,
+       (SELECT count(*) FROM runs r WHERE r.sweep_id = s.sweep_id) AS runs,
        coalesce(p.running_accrued_usd, 0) AS running_accrued_usd,
        coalesce(p.running_trials, 0) AS running_trials,
        coalesce(p.usd_per_hour, 0) AS usd_per_hour,
