@@ -349,7 +349,8 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser | None:
     s.add_argument("--json", action="store_true")
 
     s = sub.add_parser("prices", help="what the planner would pay per offer, with each price's basis and date")
-    s.add_argument("--gpu", default=None, metavar="NAME", help="only offers of this GPU kind (e.g. H100)")
+    s.add_argument("--gpu", "--accelerator", dest="gpu", default=None, metavar="KIND",
+                   help="only offers of this GPU kind (e.g. H100); --accelerator is the same option, as in estimate")
     s.add_argument("--cloud", default=None, metavar="NAME", help="only offers of this cloud (e.g. aws)")
     s.add_argument("--json", action="store_true")
     psub = s.add_subparsers(dest="prices_action", metavar="ACTION", parser_class=_Parser)

@@ -97,3 +97,15 @@ def test_a_gpu_without_bf16_says_its_time_is_the_fp16_rate():
     v100 = [o for o in opts if o["accelerator"] == "V100" and o["fits"] and o["usd_on_demand"] is not None]
     assert v100 and all("no bf16" in o["reason"] for o in v100)
     assert not any("no bf16" in (o["reason"] or "") for o in opts if o["accelerator"] == "A100")
+
+
+def test_gpu_names_the_gpu_kind_as_prices_does(capsys):
+    # `gpuledger estimate gpt2 --gpu A100` was refused with "ambiguous option: --gpu could match --gpus,
+    # --gpu-memory" (argparse's prefix matching), naming neither --accelerator nor what --gpu meant in `prices`
+    assert main(["estimate", "gpt2", "--tokens", "1e6", "--accelerator", "A100", "--json"]) == 0
+    spelled_out = json.loads(capsys.readouterr().out)
+    assert main(["estimate", "gpt2", "--tokens", "1e6", "--gpu", "A100", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == spelled_out and {o["accelerator"] for o in out["options"]} == {"A100"}
+    assert main(["estimate", "gpt2", "--gpus", "2", "--json"]) == 0  # --gpus is still the count
+    assert json.loads(capsys.readouterr().out)["workload"]["gpus"] == 2

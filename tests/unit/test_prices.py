@@ -310,3 +310,11 @@ def test_weekly_report_shows_catalog_vs_bill(project, capsys, tmp_path):
     assert "catalog prices (catalog): AWS list price from the SkyPilot catalog snapshot bundled with gpuledger" in section
     drift = pl.read_csv(out / "2026-W45-csv" / "catalog-vs-bill.csv")
     assert drift["drift_usd"][0] == pytest.approx(made, rel=1e-6)
+
+
+def test_prices_takes_accelerator_as_estimate_does(capsys):
+    # `gpuledger prices --accelerator H100` (estimate's spelling of the GPU kind) was refused as unrecognized
+    assert main(["prices", "--gpu", "H100", "--json"]) == 0
+    by_gpu = capsys.readouterr().out
+    assert main(["prices", "--accelerator", "H100", "--json"]) == 0
+    assert capsys.readouterr().out == by_gpu and "H100" in by_gpu and "A100" not in by_gpu

@@ -106,9 +106,12 @@ def add_stack_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-calibration", action="store_true",
                         help="ignore the correction learnt from your measured runs in the warehouse")
     parser.add_argument("--warehouse", default=None, help="warehouse file to learn the correction from")
-    parser.add_argument("--accelerator", default=None, action="append",
+    # --gpu: the spelling `gpuledger prices --gpu` uses for the same thing (without it, argparse's prefix matching
+    # answered `--gpu H100` with "ambiguous option: --gpu could match --gpus, --gpu-memory", naming neither)
+    parser.add_argument("--accelerator", "--gpu", dest="accelerator", default=None, action="append", metavar="KIND",
                         help="GPU kind the run will use (picks the correction learnt on that GPU family); with "
-                             "--tokens, the kinds to compare (repeat the option; default: every kind of the catalog)")
+                             "--tokens, the kinds to compare (repeat the option; default: every kind of the catalog). "
+                             "--gpu is the same option (--gpus is the GPU count)")
     parser.add_argument("--tokens", type=_tokens, default=None, metavar="N",
                         help="training tokens (20000000, 20_000_000, 2e7 or 20M): adds a table over GPU kinds "
                              "and counts (fits, memory, time, $)")
