@@ -117,6 +117,22 @@ def add_stack_options(parser: argparse.ArgumentParser) -> None:
                              "and counts (fits, memory, time, $)")
 
 
+#: Workload fields whose option is not `--` + the field's name with dashes (the rest: STACK_OPTIONS, then
+#: the field's own name); the one table of what each option of `estimate` sets, read by `option_of`
+_RENAMED = {"model": "MODEL", "micro_batch": "--batch", "seq_len": "--seq", "accelerators": "--accelerator"}
+
+
+def option_of(field: str) -> str:
+    """Returns the `estimate` option that sets the Workload field (or answer keyword) `field`: `seq_len` ->
+    `--seq`, `gpu_memory_gib` -> `--gpu-memory`, `accelerators` -> `--accelerator`."""
+    if field in _RENAMED:
+        return _RENAMED[field]
+    for flag, name, _ in STACK_OPTIONS:
+        if name == field:
+            return flag
+    return "--" + field.replace("_", "-")
+
+
 def workload_from_args(args: argparse.Namespace):
     """Returns the Workload the options describe; UserError with the field and reason if invalid."""
     from pydantic import ValidationError
@@ -139,7 +155,7 @@ def workload_from_args(args: argparse.Namespace):
         for e in err.errors():
             flag, inner = (str(e["loc"][0]), ".".join(str(x) for x in e["loc"][1:])) if e["loc"] else ("", "")
             msg = validation_message(e)
-            problems.append(f"--{flag.replace('_', '-')}{' ' + inner if inner else ''}: {msg}" if e["loc"] else msg)
+            problems.append(f"{option_of(flag)}{' ' + inner if inner else ''}: {msg}" if e["loc"] else msg)
         raise UserError("; ".join(problems)) from None
 
 
