@@ -507,7 +507,7 @@ def _names(text: str) -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m gpuledger.agent",
+        prog="python -m gpuledger.agent", allow_abbrev=False,  # an option only by its full name (as the CLI's)
         description="Run one trial command, measure it, write its result record.",
         epilog="Every option falls back to the GPULEDGER_* environment variable named in brackets.",
     )

@@ -20,6 +20,14 @@ from gpuledger import __version__, vocabulary
 
 
 class _Parser(argparse.ArgumentParser):
+    """Every parser of the CLI: an option is read only by its full name (allow_abbrev=False: argparse's prefix
+    matching read `estimate --sequence 8` as --sequence-parallel 8, silently); the aliases a command takes
+    are explicit (`estimate --gpu`, `prices --accelerator`)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str):  # argparse exits 2 on bad usage; say what to do
         self.print_usage(sys.stderr)
         self.exit(2, f"{self.prog}: error: {message}\n(see `{self.prog} --help`)\n")

@@ -50,3 +50,29 @@ def test_every_workload_field_estimate_sets_is_named_by_a_real_option():
               "framework", "accelerators", *(name for _, name, _ in STACK_OPTIONS)]
     assert {f: option_of(f) for f in fields if option_of(f) not in known} == {}
     assert option_of("model") == "MODEL"
+
+
+def _parsers(parser, path=("gpuledger",)):
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*path, name))
+
+
+def test_an_option_is_read_only_by_its_full_name(capsys):
+    # argparse's prefix matching read `--sequence 8` as --sequence-parallel 8, and said nothing
+    with pytest.raises(SystemExit) as exit_:
+        main(["estimate", "gpt2", "--sequence", "8"])
+    assert exit_.value.code == 2
+    assert "unrecognized arguments: --sequence 8" in capsys.readouterr().err
+    from gpuledger.agent import build_parser as agent_parser
+
+    abbreviating = [" ".join(path) for path, p in _parsers(build_parser()) if p.allow_abbrev]
+    assert abbreviating + (["python -m gpuledger.agent"] if agent_parser().allow_abbrev else []) == []
+
+
+def test_the_explicit_aliases_stay(capsys):
+    assert main(["estimate", "gpt2", "--gpu", "H100", "--json"]) == 0
+    assert main(["prices", "--accelerator", "H100", "--json"]) == 0
+    capsys.readouterr()

@@ -106,8 +106,8 @@ def add_stack_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-calibration", action="store_true",
                         help="ignore the correction learnt from your measured runs in the warehouse")
     parser.add_argument("--warehouse", default=None, help="warehouse file to learn the correction from")
-    # --gpu: the spelling `gpuledger prices --gpu` uses for the same thing (without it, argparse's prefix matching
-    # answered `--gpu H100` with "ambiguous option: --gpu could match --gpus, --gpu-memory", naming neither)
+    # --gpu: the spelling `gpuledger prices --gpu` uses for the same thing (an explicit alias: the CLI's parsers
+    # read no prefixes, and before that argparse answered `--gpu H100` with "ambiguous option")
     parser.add_argument("--accelerator", "--gpu", dest="accelerator", default=None, action="append", metavar="KIND",
                         help="GPU kind the run will use (picks the correction learnt on that GPU family); with "
                              "--tokens, the kinds to compare (repeat the option; default: every kind of the catalog). "
