@@ -124,8 +124,9 @@ def release(sweep_id: str, note: str) -> float:
 def release_unstarted(sweep_id: str, reserved_usd: float, error: BaseException | None, note: str) -> float:
     """A launch that did not start gives back what it reserved; returns the dollars released. When it did
     not start because another live run of the same sweep holds its lease (`SweepBusy`), only this launch's
-    reservation (`reserved_usd`) goes back: the rest of the sweep's hold and its running trials'
-    accruals are that run's. Otherwise everything the sweep holds goes back (a run that was killed
+    reservation (`reserved_usd`) goes back, in the envelope windows of now (those this launch reserved
+    in; a hold of an earlier window is the running run's): the rest of the sweep's hold and its running
+    trials' accruals are that run's. Otherwise everything the sweep holds goes back (a run that was killed
     left its hold behind). A busy or missing warehouse releases nothing."""
     from gpuledger.settings import warehouse_if_any
     from gpuledger.warehouse import Warehouse
@@ -137,7 +138,7 @@ def release_unstarted(sweep_id: str, reserved_usd: float, error: BaseException |
     if target is None or reserved_usd <= 0:
         return 0.0
     with Warehouse.open(target) as wh, wh.transaction():
-        return wh.release_budget(sweep_id, note, at_most_usd=reserved_usd)
+        return wh.release_budget(sweep_id, note, at_most_usd=reserved_usd, within=now_utc())
 
 
 def envelope_rows() -> list[dict[str, Any]]:

@@ -110,11 +110,15 @@ class BudgetLedgerMixin:
                 written += 1
         return written
 
-    def release_budget(self, sweep_id: str, note: str, at_most_usd: float | None = None) -> float:
+    def release_budget(self, sweep_id: str, note: str, at_most_usd: float | None = None,
+                       within: datetime | None = None) -> float:
         """Releases what the sweep still holds in every envelope window (at most `at_most_usd` in each: one
-        launch's reservation); returns the dollars released."""
+        launch's reservation; only in the windows that hold the time `within`, naive UTC, when given: those
+        a launch reserving at that time reserved in); returns the dollars released."""
         released = 0.0
         for h in self.budget_holds(sweep_id):
+            if within is not None and not h["window_start"] <= within < h["window_end"]:
+                continue  # an earlier (or later) window: what is held there is another launch's
             held = float(h["held_usd"] or 0.0)
             if at_most_usd is not None:
                 held = min(held, max(0.0, float(at_most_usd)))

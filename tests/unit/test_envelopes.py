@@ -232,3 +232,36 @@ def test_ledger_run_of_a_sweep_another_run_holds_leaves_that_runs_reservation(tm
         assert wh.query("select reserved_usd from v_budgets")["reserved_usd"].to_list() == [pytest.approx(5.0)]
         wh_kinds = wh.query("select kind from budget_ledger order by recorded_at")["kind"].to_list()
     assert wh_kinds == ["reserve", "reserve", "release"]  # this launch's own reservation went back, only it
+
+
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
+def test_a_second_run_that_cannot_start_leaves_the_running_runs_hold_of_an_earlier_window(tmp_path, monkeypatch):
+    # the running run reserved $5 in yesterday's window of a daily envelope; a second `Ledger.run` today reserved
+    # its plan in today's window only, got SweepBusy and released "at most its reservation in each window", so
+    # yesterday's $5, which the running run still holds, went back too
+    from datetime import timedelta
+
+    from helpers.sweep_specs import write_spec
+
+    from gpuledger.api import Ledger
+    from gpuledger.runtime.envelopes import now_utc
+    from gpuledger.warehouse import SweepBusy
+
+    (tmp_path / "gpuledger.toml").write_text('[[budgets]]\nname = "team"\nwindow = "day"\nlimit_usd = 100\n')
+    monkeypatch.setenv("GPULEDGER_CONFIG", str(tmp_path / "user.toml"))
+    monkeypatch.chdir(tmp_path)
+    spec = write_spec(tmp_path, "busy", xs=(0.1, 0.2), usd_per_hour=36.0)
+    sweep_id = Ledger(tmp_path).plan(spec).sweep_id
+    yesterday = now_utc() - timedelta(days=1)
+    with monkeypatch.context() as m:
+        m.setattr(money, "now_utc", lambda: yesterday)
+        money.reserve(sweep_id, f"sweep {sweep_id}", {"total_est_cost_usd": 5.0},
+                      Spender(project="tests", owner="bob"),
+                      envelopes=[Envelope("team", "all", "day", 100.0, None)])  # the run that holds the lease
+    with Warehouse.open() as wh:
+        wh.acquire_lease(sweep_id, "another run", 60)
+    with pytest.raises(SweepBusy):
+        Ledger(tmp_path).run(spec, report=False)
+    with Warehouse.open(read_only=True) as wh:
+        held = {h["window_start"].date(): h["held_usd"] for h in wh.budget_holds(sweep_id)}
+    assert held == {yesterday.date(): pytest.approx(5.0), now_utc().date(): pytest.approx(0.0)}
