@@ -209,18 +209,25 @@ def test_a_second_run_of_a_running_sweep_that_cannot_start_gives_back_only_its_o
         assert wh.query("select reserved_usd from v_budgets")["reserved_usd"].to_list() == [pytest.approx(0.0)]
 
 
-@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
-def test_ledger_run_of_a_sweep_another_run_holds_leaves_that_runs_reservation(tmp_path, monkeypatch):
+def _planned_busy_spec(tmp_path, monkeypatch, window: str) -> tuple:
+    """A project with one $100 `team` envelope of `window` and a planned two-trial spec; returns (spec, sweep_id)."""
     from helpers.sweep_specs import write_spec
 
     from gpuledger.api import Ledger
-    from gpuledger.warehouse import SweepBusy
 
-    (tmp_path / "gpuledger.toml").write_text('[[budgets]]\nname = "team"\nwindow = "month"\nlimit_usd = 100\n')
+    (tmp_path / "gpuledger.toml").write_text(f'[[budgets]]\nname = "team"\nwindow = "{window}"\nlimit_usd = 100\n')
     monkeypatch.setenv("GPULEDGER_CONFIG", str(tmp_path / "user.toml"))
     monkeypatch.chdir(tmp_path)
     spec = write_spec(tmp_path, "busy", xs=(0.1, 0.2), usd_per_hour=36.0)
-    sweep_id = Ledger(tmp_path).plan(spec).sweep_id
+    return spec, Ledger(tmp_path).plan(spec).sweep_id
+
+
+@pytest.mark.slow  # over ~0.5 s alone (a report, warehouse, plan or subprocess): make test runs it, make test-fast does not
+def test_ledger_run_of_a_sweep_another_run_holds_leaves_that_runs_reservation(tmp_path, monkeypatch):
+    from gpuledger.api import Ledger
+    from gpuledger.warehouse import SweepBusy
+
+    spec, sweep_id = _planned_busy_spec(tmp_path, monkeypatch, "month")
     env = Envelope("team", "all", "month", 100.0, None)
     money.reserve(sweep_id, f"sweep {sweep_id}", {"total_est_cost_usd": 5.0}, Spender(project="tests", owner="bob"),
                   envelopes=[env])  # the run that holds the lease and runs now
@@ -241,17 +248,11 @@ def test_a_second_run_that_cannot_start_leaves_the_running_runs_hold_of_an_earli
     # yesterday's $5, which the running run still holds, went back too
     from datetime import timedelta
 
-    from helpers.sweep_specs import write_spec
-
     from gpuledger.api import Ledger
     from gpuledger.runtime.envelopes import now_utc
     from gpuledger.warehouse import SweepBusy
 
-    (tmp_path / "gpuledger.toml").write_text('[[budgets]]\nname = "team"\nwindow = "day"\nlimit_usd = 100\n')
-    monkeypatch.setenv("GPULEDGER_CONFIG", str(tmp_path / "user.toml"))
-    monkeypatch.chdir(tmp_path)
-    spec = write_spec(tmp_path, "busy", xs=(0.1, 0.2), usd_per_hour=36.0)
-    sweep_id = Ledger(tmp_path).plan(spec).sweep_id
+    spec, sweep_id = _planned_busy_spec(tmp_path, monkeypatch, "day")
     yesterday = now_utc() - timedelta(days=1)
     with monkeypatch.context() as m:
         m.setattr(money, "now_utc", lambda: yesterday)
